@@ -1,0 +1,37 @@
+// Package oduflowgo is the root of oduflow-go, a Go library that drives SaltStack 3006
+// natively: it speaks the master's own request protocol (ZeroMQ + msgpack on the
+// ret_port, 4506) and reads results from the master's event bus, with no salt-api and no
+// Python on the controller.
+//
+// The root package holds no code; the library is these packages, and dependencies point
+// one way (oduflow -> receipt, profiles, salt; nothing points back):
+//
+//   - [github.com/oduflow/oduflow-go/salt]: the wire. A clear-channel client (publish with a
+//     preassigned JID, runner, wheel, mk_token/get_token, ping) with user-key, eauth and
+//     token authentication, and a reader of the master event bus that reconnects by itself
+//     and reports every gap. A publish is never retried: a lost reply is an
+//     outcome-unknown error, distinct from "definitely not sent".
+//   - [github.com/oduflow/oduflow-go/receipt]: protocol 1, shared with the minion module
+//     oduflow_job (Python, embedded in this module). Receipts, the reduction of a Salt state
+//     return to succeeded/failed/unknown with counts, RFC 8785 canonical JSON and SHA-256
+//     digests, the binding check, and the durable file-store discipline (0700/0600, no
+//     symlinks, atomic writes, flock locks).
+//   - [github.com/oduflow/oduflow-go/profiles]: the fixed profile -> role table
+//     (configure, production, volume_resize, credentials) and custom Salt states:
+//     validation of plain YAML, compilation to high data, and the digest that binds it.
+//   - [github.com/oduflow/oduflow-go/oduflow]: the controller API. An at-most-once
+//     Dispatcher: a request is claimed durably before anything is published, published at
+//     most once with its preassigned JID, and its status (not_started, running, succeeded,
+//     failed, unknown) stays honest when the return is lost, the worker dies or the master
+//     restarts. Unknown dispatches quarantine their client until an operator reconciles.
+//   - examples/oduflowctl: a CLI (including a self-contained demo against the built-in
+//     simulator); examples/embed: a controller service embedding the library;
+//     examples/harness: how to run the integration tests against a real salt-master.
+//
+// Security in one paragraph: run next to the master as the Salt service account; prefer the
+// user key or eauth tokens over passwords, because a rejected eauth publish makes the
+// master fire the whole request, password included, on its event bus
+// (salt/job/<jid>/error), and Salt keeps every published load in its job directory even
+// with job_cache: False. The library itself persists only sanitized receipts: identities,
+// JID, profile, digest, status and counts.
+package oduflowgo
