@@ -1,0 +1,61 @@
+package main
+
+import (
+	"net/http"
+
+	"github.com/oduflow/oduflow-go/receipt"
+)
+
+// startRequest: POST /v1/servers/{minion}/profiles/{profile}/requests (administrators).
+// Repeating it with the same request_id returns the request's current status and never
+// publishes again.
+func (s *Service) startRequest(w http.ResponseWriter, r *http.Request, id Identity) {
+	minion, _, ok := s.server(w, r, id)
+	if !ok {
+		return
+	}
+	if !id.CanExecute() {
+		forbidden(w, "starting a request")
+		return
+	}
+	profile, ok := parseProfile(r.PathValue("profile"))
+	if !ok {
+		writeError(w, http.StatusBadRequest, "invalid_input", "unknown profile: want configure, production, volume_resize or credentials")
+		return
+	}
+	var body struct {
+		RequestID string `json:"request_id"`
+	}
+	if !decode(w, r, &body) {
+		return
+	}
+	if body.RequestID == "" {
+		body.RequestID = receipt.NewRequestID()
+	}
+	resp, err := s.d.Start(r.Context(), profile, minion, body.RequestID)
+	if err != nil {
+		s.fail(r.Context(), w, err)
+		return
+	}
+	writeJSON(w, http.StatusAccepted, resp)
+}
+
+// requestStatus: GET /v1/servers/{minion}/profiles/{profile}/requests/{request}
+// (administrators, and observers of the server's company): exactly the response object.
+func (s *Service) requestStatus(w http.ResponseWriter, r *http.Request, id Identity) {
+	minion, _, ok := s.server(w, r, id)
+	if !ok {
+		return
+	}
+	profile, ok := parseProfile(r.PathValue("profile"))
+	if !ok {
+		writeError(w, http.StatusBadRequest, "invalid_input", "unknown profile")
+		return
+	}
+	resp, err := s.d.Status(r.Context(), profile, minion, r.PathValue("request"))
+	if err != nil {
+		s.fail(r.Context(), w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, resp)
+}

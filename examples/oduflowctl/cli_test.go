@@ -1,0 +1,438 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/oduflow/oduflow-go/internal/saltsim"
+	"github.com/oduflow/oduflow-go/receipt"
+)
+
+func TestHelpOnEveryCommand(t *testing.T) {
+	t.Parallel()
+	for _, args := range [][]string{
+		{"--help"}, {"help"}, {"ping", "--help"}, {"start", "--help"}, {"status", "--help"}, {"resume", "--help"},
+		{"reconcile", "--help"}, {"custom", "--help"}, {"custom", "validate", "--help"}, {"custom", "digest", "--help"},
+		{"custom", "start", "--help"}, {"custom", "status", "--help"}, {"events", "--help"}, {"module", "--help"},
+		{"demo", "--help"}, {"help", "start"},
+	} {
+		r := run(t, nil, args...)
+		must(t, r, 0)
+		if !strings.Contains(r.stdout+r.stderr, "Usage: oduflowctl") {
+			t.Errorf("%v: no usage: %s", args, r)
+		}
+	}
+}
+
+func TestBadInputIsOneLineExit2(t *testing.T) {
+	t.Parallel()
+	l := newLab(t)
+	m := l.minion
+	req := receipt.NewRequestID()
+	cases := []struct {
+		args []string
+		env  []string
+		want string
+	}{
+		{nil, nil, "missing command"},
+		{[]string{"frobnicate"}, nil, `unknown command "frobnicate"`},
+		{[]string{"--bogus", "ping"}, nil, "flag provided but not defined: -bogus"},
+		{[]string{"start", "configure", m, "--bogus"}, l.env, "start: flag provided but not defined: -bogus"},
+		{[]string{"start", "configure"}, l.env, "start: missing argument: want PROFILE MINION [REQUEST_ID]"},
+		{[]string{"start", "deploy", m}, l.env, `start: unknown profile "deploy"`},
+		{[]string{"start", "custom", m}, l.env, "use oduflowctl custom start"},
+		{[]string{"start", "configure", "web-1"}, l.env, `start: invalid minion id "web-1"`},
+		{[]string{"start", "configure", "client-ABC"}, l.env, `invalid minion id "client-ABC"`},
+		{[]string{"start", "configure", m, "not-a-uuid"}, l.env, `start: invalid request id "not-a-uuid"`},
+		{[]string{"start", "configure", m, req, "extra"}, l.env, `start: unexpected argument "extra"`},
+		{[]string{"start", "configure", m}, nil, "start: missing --master"},
+		{[]string{"start", "configure", m}, []string{"ODUFLOW_SALT_MASTER=tcp://127.0.0.1:1"}, "start: missing --events"},
+		{[]string{"--master", "http://x", "ping", m}, nil, `ping: --master "http://x": want tcp://host:port`},
+		{[]string{"ping", m}, []string{"ODUFLOW_SALT_MASTER=tcp://127.0.0.1:1", "ODUFLOW_SALT_EVENTS=unix:///x"}, "ping: no credentials"},
+		{[]string{"ping", m}, []string{"ODUFLOW_SALT_MASTER=tcp://127.0.0.1:1", "ODUFLOW_SALT_EVENTS=unix:///x",
+			"ODUFLOW_SALT_EAUTH=pam", "ODUFLOW_SALT_USER=u"}, "needs the password in ODUFLOW_SALT_PASSWORD"},
+		{[]string{"--output", "yaml", "status", "configure", m, req}, l.env, `--output: "yaml" is not json or text`},
+		{[]string{"status", "configure", m}, l.env, "status: missing argument"},
+		{[]string{"reconcile", m, req}, l.env, "reconcile: say --from-minion or --assert"},
+		{[]string{"reconcile", m, req, "--assert", "maybe", "--reason", "x"}, l.env, `--assert "maybe": want succeeded or failed`},
+		{[]string{"reconcile", m, req, "--assert", "failed"}, l.env, "--assert needs --reason"},
+		{[]string{"reconcile", m, req, "--from-minion", "--assert", "failed", "--reason", "x"}, l.env, "exclude each other"},
+		{[]string{"custom"}, nil, "custom: missing subcommand"},
+		{[]string{"custom", "apply"}, nil, `custom: unknown subcommand "apply"`},
+		{[]string{"custom", "validate", "/does/not/exist.yaml"}, nil, `custom validate: cannot read "/does/not/exist.yaml"`},
+		{[]string{"events", "--count", "-1"}, l.env, "events: --count -1: must not be negative"},
+		{[]string{"events"}, nil, "events: missing --events"},
+		{[]string{"module", "--install", "/does/not/exist"}, nil, `module: --install "/does/not/exist": not an existing directory`},
+		{[]string{"module", "extra"}, nil, `module: unexpected argument "extra"`},
+		{[]string{"demo", "now"}, nil, `demo: unexpected argument "now"`},
+	}
+	for _, tc := range cases {
+		r := run(t, tc.env, tc.args...)
+		if r.code != 2 {
+			t.Errorf("%v: want exit 2, got %s", tc.args, r)
+			continue
+		}
+		line := strings.TrimRight(r.stderr, "\n")
+		if strings.Contains(line, "\n") || !strings.Contains(line, tc.want) {
+			t.Errorf("%v: want one line containing %q, got %q", tc.args, tc.want, r.stderr)
+		}
+		if r.stdout != "" {
+			t.Errorf("%v: unexpected stdout %q", tc.args, r.stdout)
+		}
+	}
+}
+
+func TestUnreachableMasterExit3(t *testing.T) {
+	t.Parallel()
+	l := newLab(t)
+	env := append([]string{}, l.env...)
+	env[0] = "ODUFLOW_SALT_MASTER=tcp://127.0.0.1:1" // nothing listens on port 1
+	r := run(t, env, "ping", l.minion)
+	must(t, r, 3)
+	if !strings.Contains(oneLine(t, r.stderr), "cannot reach the master") {
+		t.Fatalf("stderr %q", r.stderr)
+	}
+	r = run(t, env, "start", "configure", l.minion)
+	must(t, r, 3)
+}
+
+func TestPing(t *testing.T) {
+	t.Parallel()
+	l := newLab(t)
+	r := run(t, l.env, "ping", l.minion)
+	must(t, r, 0)
+	want := `{"minion_id":"` + l.minion + `","key_accepted":true,"reachable":true,"protocol":1,"pillar_ready":true,"ready":true}`
+	if got := oneLine(t, r.stdout); got != want {
+		t.Fatalf("ping: got %s, want %s", got, want)
+	}
+	// A well-formed id the master does not know: answered, not ready.
+	r = run(t, l.env, "ping", "client-"+receipt.NewRequestID())
+	must(t, r, 1)
+	if !strings.Contains(r.stdout, `"key_accepted":false`) {
+		t.Fatalf("unknown minion: %s", r)
+	}
+	// Text output.
+	r = run(t, l.env, "--output", "text", "ping", l.minion)
+	must(t, r, 0)
+	if !strings.Contains(r.stdout, "ready         true") {
+		t.Fatalf("text: %s", r)
+	}
+}
+
+func TestStartWithoutWaitGoesOnAfterTheCLIExits(t *testing.T) {
+	t.Parallel()
+	l := newLab(t)
+	req := receipt.NewRequestID()
+	r := run(t, l.env, "start", "configure", l.minion, req)
+	must(t, r, 0)
+	got := response(t, oneLine(t, r.stdout))
+	if got["request_id"] != req || got["minion_id"] != l.minion {
+		t.Fatalf("start: %s", r.stdout)
+	}
+	if got["status"] != "running" && got["status"] != "succeeded" {
+		t.Fatalf("start: status %v", got["status"])
+	}
+	jid, _ := got["jid"].(string)
+	if receipt.ValidateJID(jid) != nil {
+		t.Fatalf("start: jid %v", got["jid"])
+	}
+	// The CLI has exited; the detached worker finishes the request. A later status says so.
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		r = run(t, l.env, "status", "configure", l.minion, req)
+		s := response(t, oneLine(t, r.stdout))
+		if s["status"] == "succeeded" {
+			must(t, r, 0)
+			if s["jid"] != jid || s["passed"] != 3.0 || s["total"] != 3.0 {
+				t.Fatalf("status: %s", r.stdout)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("still not succeeded: %s", r)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if n := l.sim.CountPublications("oduflow_job.run"); n != 1 {
+		t.Fatalf("oduflow_job.run published %d times", n)
+	}
+	// Starting the same request again returns the same JID without publishing.
+	r = run(t, l.env, "start", "configure", l.minion, req)
+	must(t, r, 0)
+	if s := response(t, oneLine(t, r.stdout)); s["jid"] != jid || s["status"] != "succeeded" {
+		t.Fatalf("repeat: %s", r.stdout)
+	}
+	if n := l.sim.CountPublications("oduflow_job.run"); n != 1 {
+		t.Fatalf("repeat published again: %d", n)
+	}
+	// The request id is bound to configure: production refuses it as bad input.
+	r = run(t, l.env, "status", "production", l.minion, req)
+	must(t, r, 2)
+}
+
+func TestStartWaitProductionFails(t *testing.T) {
+	t.Parallel()
+	l := newLab(t)
+	r := run(t, l.env, "start", "production", l.minion, "--wait", "--interval", "100ms")
+	must(t, r, 1)
+	got := response(t, oneLine(t, r.stdout))
+	if got["status"] != "failed" || got["passed"] != 2.0 || got["total"] != 3.0 {
+		t.Fatalf("production: %s", r.stdout)
+	}
+	// Not a terminal: plain progress lines, no carriage returns.
+	if strings.Contains(r.stderr, "\r") || !strings.Contains(r.stderr, "failed") {
+		t.Fatalf("progress: %q", r.stderr)
+	}
+	r = run(t, l.env, "--output", "text", "start", "configure", l.minion, "--wait", "--interval", "100ms")
+	must(t, r, 0)
+	if !strings.Contains(r.stdout, "status      succeeded") || !strings.Contains(r.stdout, "passed      3 of 3") {
+		t.Fatalf("text: %s", r)
+	}
+}
+
+func TestStatusNotStartedHasNullJID(t *testing.T) {
+	t.Parallel()
+	l := newLab(t)
+	req := receipt.NewRequestID()
+	r := run(t, l.env, "status", "production", l.minion, req)
+	must(t, r, 0)
+	want := `{"minion_id":"` + l.minion + `","request_id":"` + req + `","jid":null,"status":"not_started","passed":0,"total":0}`
+	if got := oneLine(t, r.stdout); got != want {
+		t.Fatalf("got %s\nwant %s", got, want)
+	}
+}
+
+func TestReconcileRefusesARequestThatIsNotUnknown(t *testing.T) {
+	t.Parallel()
+	l := newLab(t)
+	req := receipt.NewRequestID()
+	r := run(t, l.env, "reconcile", l.minion, req, "--from-minion")
+	if r.code == 0 || !strings.Contains(oneLine(t, r.stderr), "reconcile") {
+		t.Fatalf("reconcile of a request without claim: %s", r)
+	}
+}
+
+func TestEauthTokenPath(t *testing.T) {
+	t.Parallel()
+	l := newLab(t, saltsim.WithEauthUser("file", "oduflow", "s3cret-pass",
+		[]saltsim.ACLEntry{saltsim.AllowOn("client-*", "oduflow_job.*", "test.ping")}))
+	env := []string{l.env[0], l.env[1], l.env[3], "ODUFLOW_SALT_EAUTH=file", "ODUFLOW_SALT_USER=oduflow",
+		"ODUFLOW_SALT_PASSWORD=s3cret-pass"}
+	r := run(t, env, "start", "configure", l.minion, "--wait", "--interval", "100ms")
+	must(t, r, 0)
+	if s := response(t, oneLine(t, r.stdout)); s["status"] != "succeeded" {
+		t.Fatalf("eauth: %s", r)
+	}
+	for _, p := range l.sim.Publications() {
+		if p.User != "oduflow" {
+			t.Fatalf("publication by %q", p.User)
+		}
+	}
+	if strings.Contains(r.stdout+r.stderr, "s3cret-pass") {
+		t.Fatal("password printed")
+	}
+	// A wrong password is reported, in one line, without the password.
+	env[len(env)-1] = "ODUFLOW_SALT_PASSWORD=wrong-pass"
+	r = run(t, env, "ping", l.minion)
+	if r.code == 0 || strings.Contains(r.stderr, "wrong-pass") {
+		t.Fatalf("wrong password: %s", r)
+	}
+}
+
+func TestModule(t *testing.T) {
+	t.Parallel()
+	r := run(t, nil, "module")
+	must(t, r, 0)
+	if r.stdout != string(receipt.MinionModule()) {
+		t.Fatal("module output differs from receipt.MinionModule()")
+	}
+	dir := t.TempDir()
+	r = run(t, nil, "module", "--install", dir)
+	must(t, r, 0)
+	st, err := os.Stat(filepath.Join(dir, "oduflow_job.py"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Mode().Perm() != 0o644 {
+		t.Fatalf("mode %v", st.Mode())
+	}
+	if !strings.Contains(r.stdout, `"sha256":"`) {
+		t.Fatalf("install: %s", r)
+	}
+}
+
+func TestCustomValidateAndDigest(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	good := filepath.Join(dir, "good.yaml")
+	reformatted := filepath.Join(dir, "reformatted.yaml")
+	bad := filepath.Join(dir, "bad.yaml")
+	write := func(p, s string) {
+		if err := os.WriteFile(p, []byte(s), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(good, "motd:\n  file.managed:\n    - name: /etc/motd\n    - contents: hello\n")
+	write(reformatted, "# same state, other formatting\nmotd:\n    file.managed:\n        - {name: /etc/motd}\n        - {contents: hello}\n")
+	write(bad, "motd:\n  file.managed:\n    - name: {{ pillar.path }}\n")
+
+	r := run(t, nil, "custom", "validate", good)
+	must(t, r, 0)
+	if oneLine(t, r.stdout) != `{"file":"`+good+`","valid":true}` {
+		t.Fatalf("validate: %s", r)
+	}
+	r = run(t, nil, "custom", "validate", bad)
+	must(t, r, 2)
+	line := oneLine(t, r.stderr)
+	if !strings.Contains(line, bad+":3:") || strings.Contains(line, "pillar.path") {
+		t.Fatalf("invalid: want file:line:column and code, no source: %q", line)
+	}
+	if !strings.Contains(r.stdout, `"valid":false`) || !strings.Contains(r.stdout, `"line":3`) {
+		t.Fatalf("invalid JSON: %s", r)
+	}
+	d1 := run(t, nil, "custom", "digest", good)
+	d2 := run(t, nil, "custom", "digest", reformatted)
+	must(t, d1, 0)
+	must(t, d2, 0)
+	digest := func(s string) string {
+		i := strings.Index(s, `"digest":"`)
+		if i < 0 {
+			t.Fatalf("no digest in %q", s)
+		}
+		return s[i+10 : i+10+64]
+	}
+	if digest(d1.stdout) != digest(d2.stdout) {
+		t.Fatalf("formatting changed the digest: %s / %s", d1.stdout, d2.stdout)
+	}
+}
+
+func TestEventsAreSanitized(t *testing.T) {
+	t.Parallel()
+	l := newLab(t)
+	done := make(chan result, 1)
+	go func() { done <- run(t, l.env, "events", "--count", "3") }()
+	// Wait until the CLI's reader is connected (the bus has no replay).
+	deadline := time.Now().Add(10 * time.Second)
+	for l.sim.EventReaders() == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("events never connected")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	fire := func(tag string, data map[string]any) {
+		if err := l.sim.FireEvent(tag, data); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fire("salt/job/20261129000000000001/error", map[string]any{"password": "hunter2-pw", "fun": "test.ping"})
+	fire("salt/auth", map[string]any{"id": "x", "token": "tok-123", "nested": map[string]any{"api_key": "k-1"}})
+	fire("salt/job/20261129000000000002/ret/"+l.minion, map[string]any{"fun": "state.apply", "id": l.minion,
+		"return": map[string]any{"a": map[string]any{"result": true, "comment": "secret comment"}}})
+	fire("salt/job/20261129000000000003/ret/"+l.minion, map[string]any{"fun": "test.ping", "id": l.minion, "return": true})
+	r := <-done
+	must(t, r, 0)
+	out := r.stdout
+	for _, leak := range []string{"hunter2-pw", "tok-123", "k-1", "secret comment", "/error"} {
+		if strings.Contains(out, leak) {
+			t.Errorf("events leaked %q: %s", leak, out)
+		}
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != 3 {
+		t.Fatalf("want 3 lines, got %q", out)
+	}
+	if !strings.Contains(lines[0], `"token":"<redacted>"`) || !strings.Contains(lines[1], `"status":"succeeded"`) ||
+		!strings.Contains(lines[2], `"return":true`) {
+		t.Fatalf("events: %s", out)
+	}
+}
+
+func TestEventsRawSaysSo(t *testing.T) {
+	t.Parallel()
+	l := newLab(t)
+	done := make(chan result, 1)
+	go func() { done <- run(t, l.env, "events", "--raw", "--count", "1", "--tag", "salt/job/") }()
+	deadline := time.Now().Add(10 * time.Second)
+	for l.sim.EventReaders() == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("events never connected")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	_ = l.sim.FireEvent("other/tag", map[string]any{"x": 1})
+	_ = l.sim.FireEvent("salt/job/20261129000000000002/ret/"+l.minion, map[string]any{"fun": "state.apply",
+		"return": map[string]any{"a": map[string]any{"result": true, "comment": "whole comment"}}})
+	r := <-done
+	must(t, r, 0)
+	if !strings.Contains(r.stdout, "whole comment") || !strings.Contains(r.stderr, "--raw") {
+		t.Fatalf("raw: %s", r)
+	}
+}
+
+func TestDemo(t *testing.T) {
+	t.Parallel()
+	start := time.Now()
+	r := run(t, nil, "demo")
+	must(t, r, 0)
+	if d := time.Since(start); d > 30*time.Second {
+		t.Fatalf("demo took %s", d)
+	}
+	for _, want := range []string{
+		"1. ping", `"ready"`, "2. configure", `"status":"succeeded","passed":3,"total":3`,
+		"3. production", `"status":"failed","passed":2,"total":3`,
+		"4. repeat", "nothing was published again", "5. lost return", "read its durable receipt",
+		"6. custom state", "digest", "done in",
+	} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("demo output lacks %q", want)
+		}
+	}
+	if t.Failed() {
+		t.Log(r.stdout)
+	}
+}
+
+func TestCustomStartNeedsConfigureThenSucceeds(t *testing.T) {
+	t.Parallel()
+	l := newLab(t)
+	if !l.python {
+		t.Skip("custom runs need the real module (python3): the Go model does not bind custom digests yet")
+	}
+	file := filepath.Join(t.TempDir(), "motd.yaml")
+	if err := os.WriteFile(file, []byte("motd:\n  file.managed:\n    - name: /etc/motd\n    - contents: hello\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := run(t, l.env, "custom", "start", l.minion, file)
+	must(t, r, 1)
+	if !strings.Contains(oneLine(t, r.stderr), "no succeeded configure") {
+		t.Fatalf("custom before configure: %s", r)
+	}
+	must(t, run(t, l.env, "start", "configure", l.minion, "--wait", "--interval", "100ms"), 0)
+	req := receipt.NewRequestID()
+	r = run(t, l.env, "custom", "start", l.minion, file, req, "--wait", "--interval", "100ms")
+	must(t, r, 0)
+	if !strings.Contains(r.stdout, `"status":"succeeded"`) || !strings.Contains(r.stdout, `"execution_id":"`+req+`"`) {
+		t.Fatalf("custom start: %s", r)
+	}
+	before := l.sim.CountPublications("oduflow_job.run")
+	r = run(t, l.env, "custom", "status", l.minion, req)
+	must(t, r, 0)
+	if !strings.Contains(r.stdout, `"status":"succeeded"`) {
+		t.Fatalf("custom status: %s", r)
+	}
+	// The identical digest already succeeded: a new request reuses it without publishing.
+	r = run(t, l.env, "custom", "start", l.minion, file)
+	must(t, r, 0)
+	if !strings.Contains(r.stdout, `"reused":"reuse_succeeded"`) || l.sim.CountPublications("oduflow_job.run") != before {
+		t.Fatalf("reuse: %s", r)
+	}
+	// --again is an explicit new execution.
+	r = run(t, l.env, "custom", "start", l.minion, file, "--again", "--wait", "--interval", "100ms")
+	must(t, r, 0)
+	if l.sim.CountPublications("oduflow_job.run") != before+1 {
+		t.Fatalf("again did not publish once: %s", r)
+	}
+}

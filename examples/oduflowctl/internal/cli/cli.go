@@ -1,0 +1,215 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+
+	"github.com/oduflow/oduflow-go/salt"
+)
+
+// Exit statuses.
+const (
+	ExitOK          = 0 // success, or terminal succeeded
+	ExitFailed      = 1 // terminal failed, or unknown (also: any other runtime error)
+	ExitUsage       = 2 // bad input
+	ExitUnreachable = 3 // cannot reach the master
+)
+
+// exitError carries an exit status and a one-line message.
+type exitError struct {
+	code int
+	msg  string
+}
+
+func (e *exitError) Error() string { return e.msg }
+
+func usagef(format string, args ...any) error {
+	return &exitError{code: ExitUsage, msg: fmt.Sprintf(format, args...)}
+}
+
+func unreachablef(format string, args ...any) error {
+	return &exitError{code: ExitUnreachable, msg: fmt.Sprintf(format, args...)}
+}
+
+func failedf(format string, args ...any) error {
+	return &exitError{code: ExitFailed, msg: fmt.Sprintf(format, args...)}
+}
+
+// silentExit ends the command with a status and nothing more to say (the result is printed).
+type silentExit int
+
+func (s silentExit) Error() string { return fmt.Sprintf("exit %d", int(s)) }
+
+// env is one invocation's environment.
+type env struct {
+	ctx    context.Context
+	g      *globals
+	stdout io.Writer
+	stderr io.Writer
+	getenv func(string) string
+	// salt is the client of the command's dispatcher, once built.
+	salt *salt.Client
+	// closers run when the command ends (clients opened on its behalf).
+	closers []func() error
+}
+
+type command struct {
+	summary string
+	run     func(e *env, args []string) error
+}
+
+func commands() map[string]command {
+	return map[string]command{
+		"ping":      {"check that a minion is reachable, its key accepted and oduflow_job protocol 1 present", cmdPing},
+		"start":     {"start a fixed-profile request (runs on in a detached worker)", cmdStart},
+		"status":    {"show a request's status", cmdStatus},
+		"resume":    {"resume status checking of an unknown request (never republishes)", cmdResume},
+		"reconcile": {"resolve an unknown request from the minion's receipt or an asserted outcome", cmdReconcile},
+		"custom":    {"custom states: validate, digest, start, status", cmdCustom},
+		"events":    {"watch the master event bus, sanitized (one JSON object per line)", cmdEvents},
+		"module":    {"print the embedded oduflow_job.py, or --install DIR", cmdModule},
+		"demo":      {"run the whole flow against the built-in Salt master simulator", cmdDemo},
+	}
+}
+
+// Run is the whole program: it parses args (without the program name), runs one command and
+// returns the exit status. Environment variables are read through os.Getenv.
+func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	return RunEnv(ctx, args, stdout, stderr, os.Getenv)
+}
+
+// RunEnv is Run with an explicit environment lookup.
+func RunEnv(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) int {
+	g := globalsFromEnv(getenv)
+	e := &env{ctx: ctx, g: g, stdout: stdout, stderr: stderr, getenv: getenv}
+	cmds := commands()
+
+	top := flag.NewFlagSet("oduflowctl", flag.ContinueOnError)
+	top.SetOutput(stderr)
+	g.register(top)
+	top.Usage = func() { topUsage(stderr, top, cmds) }
+	usage := top.Usage
+	top.Usage = func() {}
+	top.SetOutput(io.Discard)
+	if err := top.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			usage()
+			return ExitOK
+		}
+		fmt.Fprintf(stderr, "oduflowctl: %v (see oduflowctl --help)\n", err)
+		return ExitUsage
+	}
+	top.SetOutput(stderr)
+	rest := top.Args()
+	if len(rest) == 0 {
+		fmt.Fprintln(stderr, "oduflowctl: missing command (ping, start, status, resume, reconcile, custom, events, module, demo); see oduflowctl --help")
+		return ExitUsage
+	}
+	if rest[0] == "help" {
+		if len(rest) > 1 {
+			rest = []string{rest[1], "--help"}
+		} else {
+			topUsage(stdout, top, cmds)
+			return ExitOK
+		}
+	}
+	c, ok := cmds[rest[0]]
+	if !ok {
+		fmt.Fprintf(stderr, "oduflowctl: unknown command %q; see oduflowctl --help\n", rest[0])
+		return ExitUsage
+	}
+	err := c.run(e, rest[1:])
+	for i := len(e.closers) - 1; i >= 0; i-- {
+		_ = e.closers[i]()
+	}
+	return exitCode(stderr, rest[0], err)
+}
+
+func exitCode(stderr io.Writer, name string, err error) int {
+	if err == nil {
+		return ExitOK
+	}
+	var s silentExit
+	if errors.As(err, &s) {
+		return int(s)
+	}
+	if errors.Is(err, flag.ErrHelp) {
+		return ExitOK
+	}
+	var ee *exitError
+	if errors.As(err, &ee) {
+		fmt.Fprintf(stderr, "oduflowctl %s\n", oneLine(ee.msg))
+		return ee.code
+	}
+	code := classify(err)
+	msg := oneLine(err.Error())
+	if code == ExitUnreachable {
+		msg = "cannot reach the master: " + msg
+	}
+	fmt.Fprintf(stderr, "oduflowctl %s: %s\n", name, msg)
+	return code
+}
+
+func oneLine(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		s = s[:i]
+	}
+	return s
+}
+
+// parseFlags wraps parse: a flag error becomes a one-line usage error naming the flag,
+// --help prints the command's usage and returns flag.ErrHelp.
+func parseFlags(fs *flag.FlagSet, args []string) ([]string, error) {
+	usage, out := fs.Usage, fs.Output()
+	fs.Usage = func() {}
+	fs.SetOutput(io.Discard)
+	pos, err := parse(fs, args)
+	fs.Usage = usage
+	fs.SetOutput(out)
+	if err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			usage()
+			return nil, err
+		}
+		return nil, usagef("%s: %v (see oduflowctl %s --help)", fs.Name(), err, fs.Name())
+	}
+	return pos, nil
+}
+
+func topUsage(w io.Writer, top *flag.FlagSet, cmds map[string]command) {
+	fmt.Fprint(w, `Usage: oduflowctl [global flags] COMMAND [flags] [args]
+
+oduflowctl dispatches Salt jobs at most once through the oduflow library and follows them.
+Try it with no setup: oduflowctl demo
+
+Commands:
+`)
+	names := make([]string, 0, len(cmds))
+	for n := range cmds {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		fmt.Fprintf(w, "  %-10s %s\n", n, cmds[n].summary)
+	}
+	fmt.Fprint(w, `
+Global flags (each also read from its environment variable; the eauth password is read only
+from ODUFLOW_SALT_PASSWORD):
+`)
+	top.SetOutput(w)
+	top.PrintDefaults()
+	fmt.Fprint(w, `
+Authentication: with --key-file the master's user key is used (run as the Salt service
+account); otherwise --eauth/--user and ODUFLOW_SALT_PASSWORD are exchanged once for a token.
+
+Exit status: 0 success or terminal succeeded, 1 terminal failed or unknown, 2 bad input,
+3 cannot reach the master. Every command has --help.
+`)
+}

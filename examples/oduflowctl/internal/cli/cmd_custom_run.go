@@ -1,0 +1,244 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"path/filepath"
+
+	"github.com/cockroachdb/errors"
+
+	"github.com/oduflow/oduflow-go/oduflow"
+	"github.com/oduflow/oduflow-go/oduflow/catalog"
+	"github.com/oduflow/oduflow-go/receipt"
+)
+
+// cliCompany is the company (tenant) the CLI files its definitions under.
+const cliCompany = "oduflowctl"
+
+// catalogDir is where custom definitions, assignments and execution snapshots live: beside
+// the claim store, "<state-dir>-catalog", unless ODUFLOW_CATALOG_DIR says otherwise.
+func (g *globals) catalogDir() string {
+	if g.catalog != "" {
+		return g.catalog
+	}
+	return filepath.Clean(g.stateDir) + "-catalog"
+}
+
+func (e *env) openCatalog() (*catalog.FileStore, error) {
+	return catalog.Open(e.g.catalogDir(), oduflow.CompileCustomSource, catalog.WithCreate())
+}
+
+// definitionFor files FILE's source as the definition named by its absolute path (created,
+// or saved as a new revision when changed) and assigns it to the minion.
+func definitionFor(ctx context.Context, cat catalog.Store, path, minion string, src []byte) (catalog.Definition, error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return catalog.Definition{}, err
+	}
+	defs, err := cat.Definitions(ctx)
+	if err != nil {
+		return catalog.Definition{}, err
+	}
+	var def catalog.Definition
+	found := false
+	for _, d := range defs {
+		if d.Company == cliCompany && d.Name == abs {
+			def, found = d, true
+		}
+	}
+	if found {
+		def, err = cat.SaveSource(ctx, def.ID, src)
+	} else {
+		def, err = cat.CreateDefinition(ctx, cliCompany, abs, src)
+	}
+	if err != nil {
+		return catalog.Definition{}, err
+	}
+	if _, err := cat.Assign(ctx, def.ID, minion, cliCompany); err != nil {
+		return catalog.Definition{}, err
+	}
+	return def, nil
+}
+
+func (p *printer) custom(r oduflow.CustomResponse) error {
+	return p.value(r, func(w io.Writer) {
+		jid := "-"
+		if r.JID != nil {
+			jid = *r.JID
+		}
+		fmt.Fprintf(w, "status        %s\npassed        %d of %d\nminion_id     %s\nrequest_id    %s\nexecution_id  %s\njid           %s\n",
+			r.Status, r.Passed, r.Total, r.MinionID, r.RequestID, r.ExecutionID, jid)
+		if r.Reused != "" {
+			fmt.Fprintf(w, "reused        %s\n", r.Reused)
+		}
+	})
+}
+
+func cmdCustomStart(e *env, args []string) error {
+	fs := newFlagSet("custom start", "custom start MINION FILE [REQUEST_ID] [--again] [--wait]\n\n"+
+		"Applies the custom state in FILE to the minion: the source is validated, filed as a revisioned\n"+
+		"definition (named by the file's path) assigned to the minion, frozen into an execution snapshot with\n"+
+		"its digest, and run once by a detached worker through oduflow_job.run (state.high of exactly that\n"+
+		"payload). Repeating with the same REQUEST_ID never publishes again; applying an identical digest that\n"+
+		"already succeeded reuses that result unless --again. The server needs a succeeded configure first.\n"+
+		"Definitions live in <state-dir>-catalog (or ODUFLOW_CATALOG_DIR).", e.g, e.stderr)
+	again := fs.Bool("again", false, "apply again: an explicit new execution after a known terminal result")
+	var w waitFlags
+	w.register(fs)
+	pos, err := parseFlags(fs, args)
+	if err != nil {
+		return err
+	}
+	if err := positional("custom start", pos, 2, 3, "MINION FILE [REQUEST_ID]"); err != nil {
+		return err
+	}
+	minion, file, request := pos[0], pos[1], receipt.NewRequestID()
+	if len(pos) == 3 {
+		request = pos[2]
+	}
+	if err := firstErr(checkMinion("custom start", minion), checkRequest("custom start", request), w.check("custom start")); err != nil {
+		return err
+	}
+	src, err := readSource("custom start", file)
+	if err != nil {
+		return err
+	}
+	if err := e.validateSource("custom start", file, src); err != nil {
+		return err
+	}
+	if err := e.g.needMaster("custom start", true); err != nil {
+		return err
+	}
+	p, err := e.printer()
+	if err != nil {
+		return err
+	}
+	cat, err := e.openCatalog()
+	if err != nil {
+		return failedf("custom start: catalog %s: %v", e.g.catalogDir(), oneLine(err.Error()))
+	}
+	d, err := e.dispatcher(e.ctx, oduflow.WithCustomCatalog(cat))
+	if err != nil {
+		return err
+	}
+	if err := e.probe(e.ctx, "custom start"); err != nil {
+		return err
+	}
+	def, err := definitionFor(e.ctx, cat, file, minion, src)
+	if err != nil {
+		return err
+	}
+	mode := catalog.ModeApply
+	if *again {
+		mode = catalog.ModeApplyAgain
+	}
+	r, err := d.CustomStart(e.ctx, minion, request, def.ID, mode)
+	if err != nil {
+		return customRefusal(err)
+	}
+	if w.wait {
+		r, err = e.waitCustom(d, r, w)
+		if perr := p.custom(r); perr != nil {
+			return perr
+		}
+		if err != nil {
+			return silentExit(ExitFailed)
+		}
+		return statusExit(r.Status)
+	}
+	if err := p.custom(r); err != nil {
+		return err
+	}
+	return statusExit(r.Status)
+}
+
+func (e *env) validateSource(cmd, file string, src []byte) error {
+	if _, err := oduflow.CompileCustomSource(src); err != nil {
+		return e.customInvalid(cmd, file, err)
+	}
+	return nil
+}
+
+// customRefusal names the custom refusals in one line (exit status 1: the input was fine,
+// the server's state forbids the execution).
+func customRefusal(err error) error {
+	switch {
+	case errors.Is(err, oduflow.ErrInitialConfigurationMissing):
+		return failedf("custom start: refused: the server has no succeeded configure yet (oduflowctl start configure ...)")
+	case errors.Is(err, oduflow.ErrUncertain):
+		return failedf("custom start: refused: %v (oduflowctl reconcile ...)", oneLine(err.Error()))
+	case errors.Is(err, oduflow.ErrNeedsConfirmation):
+		return failedf("custom start: refused: %v (oduflowctl reconcile --from-minion ...)", oneLine(err.Error()))
+	case errors.Is(err, oduflow.ErrApplyAgainWithoutTerminal):
+		return failedf("custom start: refused: --again needs a known terminal result of this state on the server")
+	}
+	return err
+}
+
+func (e *env) waitCustom(d *oduflow.Dispatcher, first oduflow.CustomResponse, w waitFlags) (oduflow.CustomResponse, error) {
+	last := first
+	_, err := e.waitFor(e.ctx, asResponse(first), w.interval, w.timeout, func(ctx context.Context) (oduflow.Response, error) {
+		r, err := d.CustomStatus(ctx, first.MinionID, first.RequestID)
+		if err == nil {
+			last = r
+		}
+		return asResponse(r), err
+	})
+	return last, err
+}
+
+func asResponse(r oduflow.CustomResponse) oduflow.Response {
+	return oduflow.Response{MinionID: r.MinionID, RequestID: r.RequestID, JID: r.JID, Status: r.Status,
+		Passed: r.Passed, Total: r.Total}
+}
+
+func cmdCustomStatus(e *env, args []string) error {
+	fs := newFlagSet("custom status", "custom status MINION REQUEST_ID [--wait]\n\n"+
+		"Prints a custom request's status: target, request, the execution it resolved to, job identity, status\n"+
+		"and counts; nothing else (no source, no payload, no Salt output).", e.g, e.stderr)
+	var w waitFlags
+	w.register(fs)
+	pos, err := parseFlags(fs, args)
+	if err != nil {
+		return err
+	}
+	if err := positional("custom status", pos, 2, 2, "MINION REQUEST_ID"); err != nil {
+		return err
+	}
+	minion, request := pos[0], pos[1]
+	if err := firstErr(checkMinion("custom status", minion), checkRequest("custom status", request),
+		w.check("custom status"), e.g.needMaster("custom status", true)); err != nil {
+		return err
+	}
+	p, err := e.printer()
+	if err != nil {
+		return err
+	}
+	cat, err := e.openCatalog()
+	if err != nil {
+		return failedf("custom status: catalog %s: %v", e.g.catalogDir(), oneLine(err.Error()))
+	}
+	d, err := e.dispatcher(e.ctx, oduflow.WithCustomCatalog(cat))
+	if err != nil {
+		return err
+	}
+	r, err := d.CustomStatus(e.ctx, minion, request)
+	if err != nil {
+		return err
+	}
+	if w.wait {
+		r, err = e.waitCustom(d, r, w)
+		if perr := p.custom(r); perr != nil {
+			return perr
+		}
+		if err != nil {
+			return silentExit(ExitFailed)
+		}
+		return statusExit(r.Status)
+	}
+	if err := p.custom(r); err != nil {
+		return err
+	}
+	return statusExit(r.Status)
+}

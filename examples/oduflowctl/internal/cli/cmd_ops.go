@@ -1,0 +1,219 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/user"
+	"time"
+
+	"github.com/oduflow/oduflow-go/oduflow"
+	"github.com/oduflow/oduflow-go/receipt"
+)
+
+func cmdPing(e *env, args []string) error {
+	fs := newFlagSet("ping", "ping MINION\n\n"+
+		"Checks that the exact minion is known to the master (key accepted), answers test.ping, and has the\n"+
+		"oduflow_job module with protocol 1 and its pillar ready. Exit status 0 when ready for a request.", e.g, e.stderr)
+	pos, err := parseFlags(fs, args)
+	if err != nil {
+		return err
+	}
+	if err := positional("ping", pos, 1, 1, "MINION"); err != nil {
+		return err
+	}
+	minion := pos[0]
+	if err := firstErr(checkMinion("ping", minion), e.g.needMaster("ping", true)); err != nil {
+		return err
+	}
+	p, err := e.printer()
+	if err != nil {
+		return err
+	}
+	// Ping touches no claim: use a private scratch claim directory so that ping works without one.
+	scratch, err := os.MkdirTemp("", "oduflowctl-ping-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(scratch)
+	e.g.stateDir = scratch
+	d, err := e.dispatcher(e.ctx)
+	if err != nil {
+		return err
+	}
+	r, err := d.Ping(e.ctx, minion)
+	if err != nil {
+		return err
+	}
+	out := readiness(minion, r)
+	if err := p.value(out, func(w io.Writer) {
+		fmt.Fprintf(w, "minion        %s\nkey accepted  %v\nreachable     %v\nprotocol      %d\npillar ready  %v\nready         %v\n",
+			minion, r.KeyAccepted, r.Reachable, r.Protocol, r.PillarReady, r.Ready())
+	}); err != nil {
+		return err
+	}
+	if !r.Ready() {
+		return silentExit(ExitFailed)
+	}
+	return nil
+}
+
+// pingResult is what ping prints: the minion, the library's Readiness and its verdict.
+type pingResult struct {
+	MinionID string `json:"minion_id"`
+	oduflow.Readiness
+	Ready bool `json:"ready"`
+}
+
+func readiness(minion string, r *oduflow.Readiness) pingResult {
+	return pingResult{MinionID: minion, Readiness: *r, Ready: r.Ready()}
+}
+
+func cmdResume(e *env, args []string) error {
+	fs := newFlagSet("resume", "resume MINION REQUEST_ID\n\n"+
+		"Continues status polling (oduflow_job.status on that minion only) of an unknown, dispatched request for\n"+
+		"another window. It never publishes a state run and never creates a request. This command stays until\n"+
+		"the polling ends (a terminal receipt, or the window spent) and prints the response object; interrupting\n"+
+		"it only stops the polling.", e.g, e.stderr)
+	interval := fs.Duration("interval", time.Second, "how often to show the status while polling")
+	pos, err := parseFlags(fs, args)
+	if err != nil {
+		return err
+	}
+	if err := positional("resume", pos, 2, 2, "MINION REQUEST_ID"); err != nil {
+		return err
+	}
+	minion, request := pos[0], pos[1]
+	if err := firstErr(checkMinion("resume", minion), checkRequest("resume", request), e.g.needMaster("resume", true)); err != nil {
+		return err
+	}
+	if *interval <= 0 {
+		return usagef("resume: --interval %s: must be positive", *interval)
+	}
+	p, err := e.printer()
+	if err != nil {
+		return err
+	}
+	d, err := e.dispatcher(e.ctx)
+	if err != nil {
+		return err
+	}
+	r, err := d.Resume(e.ctx, minion, request)
+	if err != nil {
+		return err
+	}
+	// The polling runs in this process: follow it until it ends.
+	finished := make(chan struct{})
+	go func() { _ = d.Wait(e.ctx); close(finished) }()
+	ticker := time.NewTicker(*interval)
+	defer ticker.Stop()
+	start := time.Now()
+	for waiting := true; waiting; {
+		select {
+		case <-finished:
+			waiting = false
+		case <-e.ctx.Done():
+			waiting = false
+		case <-ticker.C:
+			fmt.Fprintf(e.stderr, "%6.1fs polling, status %s\n", time.Since(start).Seconds(), r.Status)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(e.ctx), 10*time.Second)
+	defer cancel()
+	r, err = statusAnyProfile(ctx, d, minion, request)
+	if err != nil {
+		return err
+	}
+	if err := p.response(r); err != nil {
+		return err
+	}
+	return statusExit(r.Status)
+}
+
+// statusAnyProfile reads a request's status through the profile its claim is bound to.
+func statusAnyProfile(ctx context.Context, d *oduflow.Dispatcher, minion, request string) (oduflow.Response, error) {
+	c, err := d.Store().Get(ctx, request)
+	if err != nil {
+		return oduflow.Response{}, err
+	}
+	return d.Status(ctx, c.EffectiveProfile(), minion, request)
+}
+
+func cmdReconcile(e *env, args []string) error {
+	fs := newFlagSet("reconcile", "reconcile MINION REQUEST_ID (--from-minion | --assert succeeded|failed --reason TEXT)\n\n"+
+		"Resolves an unknown request explicitly and so releases the quarantine it causes. --from-minion fetches\n"+
+		"the minion's exact receipt live through oduflow_job.status. --assert records an outcome you established\n"+
+		"by other means, as asserted, with who and why: it never counts as a minion receipt.", e.g, e.stderr)
+	fromMinion := fs.Bool("from-minion", false, "resolve with the minion's exact receipt (oduflow_job.status)")
+	assert := fs.String("assert", "", "record an asserted outcome: succeeded or failed")
+	reason := fs.String("reason", "", "with --assert: why (required)")
+	who := fs.String("who", "", "with --assert: who asserts (default: the invoking user)")
+	passed := fs.Int("passed", 0, "with --assert: optional passed count")
+	total := fs.Int("total", 0, "with --assert: optional total count")
+	pos, err := parseFlags(fs, args)
+	if err != nil {
+		return err
+	}
+	if err := positional("reconcile", pos, 2, 2, "MINION REQUEST_ID"); err != nil {
+		return err
+	}
+	minion, request := pos[0], pos[1]
+	if err := firstErr(checkMinion("reconcile", minion), checkRequest("reconcile", request)); err != nil {
+		return err
+	}
+	var ev oduflow.Evidence
+	switch {
+	case *fromMinion && *assert != "":
+		return usagef("reconcile: --from-minion and --assert exclude each other")
+	case *fromMinion:
+		ev = oduflow.FromMinion{}
+	case *assert != "":
+		st := receipt.Status(*assert)
+		if st != receipt.StatusSucceeded && st != receipt.StatusFailed {
+			return usagef("reconcile: --assert %q: want succeeded or failed", *assert)
+		}
+		if *reason == "" {
+			return usagef("reconcile: --assert needs --reason TEXT")
+		}
+		if *passed < 0 || *total < 0 || *passed > *total {
+			return usagef("reconcile: --passed %d --total %d: want 0 <= passed <= total", *passed, *total)
+		}
+		if *who == "" {
+			*who = invokingUser()
+		}
+		ev = oduflow.Assert{Outcome: st, Passed: *passed, Total: *total, Who: *who, Why: *reason}
+	default:
+		return usagef("reconcile: say --from-minion or --assert succeeded|failed --reason TEXT")
+	}
+	if err := e.g.needMaster("reconcile", true); err != nil {
+		return err
+	}
+	p, err := e.printer()
+	if err != nil {
+		return err
+	}
+	d, err := e.dispatcher(e.ctx)
+	if err != nil {
+		return err
+	}
+	r, err := d.Reconcile(e.ctx, minion, request, ev)
+	if err != nil {
+		return err
+	}
+	if err := p.response(r); err != nil {
+		return err
+	}
+	return statusExit(r.Status)
+}
+
+// invokingUser names the operator: the sudo caller if any, else the current user.
+func invokingUser() string {
+	if u := os.Getenv("SUDO_USER"); u != "" {
+		return u
+	}
+	if u, err := user.Current(); err == nil {
+		return u.Username
+	}
+	return fmt.Sprintf("uid %d", os.Getuid())
+}

@@ -1,0 +1,166 @@
+package cli
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/oduflow/oduflow-go/oduflow"
+	"github.com/oduflow/oduflow-go/oduflow/catalog"
+	"github.com/oduflow/oduflow-go/salt"
+)
+
+// keyUser derives the Salt user from a key file name: ".root_key" -> "root".
+func keyUser(keyFile string) string {
+	base := filepath.Base(keyFile)
+	if strings.HasPrefix(base, ".") && strings.HasSuffix(base, "_key") && len(base) > len("._key") {
+		return strings.TrimSuffix(strings.TrimPrefix(base, "."), "_key")
+	}
+	return "root"
+}
+
+// needMaster checks that the master and the event bus are named.
+func (g *globals) needMaster(cmd string, events bool) error {
+	if g.master == "" {
+		return usagef("%s: missing --master (or ODUFLOW_SALT_MASTER), e.g. tcp://127.0.0.1:4506", cmd)
+	}
+	if !strings.HasPrefix(g.master, "tcp://") {
+		return usagef("%s: --master %q: want tcp://host:port", cmd, g.master)
+	}
+	if events {
+		if g.events == "" {
+			return usagef("%s: missing --events (or ODUFLOW_SALT_EVENTS), e.g. unix:///var/run/salt/master/master_event_pub.ipc", cmd)
+		}
+		if !strings.HasPrefix(g.events, "unix://") && !strings.HasPrefix(g.events, "tcp://") {
+			return usagef("%s: --events %q: want unix:///path or tcp://host:port", cmd, g.events)
+		}
+	}
+	if g.keyFile == "" && (g.eauth == "" || g.user == "") {
+		return usagef("%s: no credentials: set --key-file (ODUFLOW_SALT_KEY_FILE), or --eauth, --user and ODUFLOW_SALT_PASSWORD", cmd)
+	}
+	if g.keyFile == "" && g.password == "" {
+		return usagef("%s: --eauth needs the password in ODUFLOW_SALT_PASSWORD", cmd)
+	}
+	return nil
+}
+
+// logger returns the CLI's logger: warnings and errors on stderr, never secrets (the library
+// logs none).
+func (e *env) logger() *slog.Logger {
+	level := slog.LevelError
+	if e.getenv("ODUFLOW_DEBUG") != "" {
+		level = slog.LevelDebug
+	}
+	return slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: level}))
+}
+
+// client opens a Salt client with the configured authentication: the user key when a key
+// file is named (preferred: nothing secret is published), else an eauth token obtained once
+// from the password.
+func (e *env) client(ctx context.Context) (*salt.Client, error) {
+	g := e.g
+	opts := []salt.Option{salt.WithLogger(e.logger()), salt.WithRequestTimeout(20 * time.Second)}
+	if g.keyFile != "" {
+		c, err := salt.NewClient(g.master, append(opts, salt.WithAuth(salt.UserKey(keyUser(g.keyFile), g.keyFile)))...)
+		if err != nil {
+			return nil, err
+		}
+		return c, nil
+	}
+	return e.tokenClient(ctx, opts)
+}
+
+// dispatcher builds a Dispatcher whose workers run detached (this binary, re-executed), so
+// that a request goes on after the command exits. It and its client are closed when the
+// command ends.
+func (e *env) dispatcher(ctx context.Context, opts ...oduflow.Option) (*oduflow.Dispatcher, error) {
+	c, err := e.client(ctx)
+	if err != nil {
+		return nil, err
+	}
+	e.closers = append(e.closers, c.Close)
+	e.salt = c
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	all := append([]oduflow.Option{
+		oduflow.WithClaimDir(e.g.stateDir),
+		oduflow.WithLogger(e.logger()),
+		oduflow.WithWorkerMode(oduflow.Detached(exe, e.g.childEnv()...)),
+	}, opts...)
+	d, err := oduflow.New(c, oduflow.SaltEvents(e.g.events, salt.WithEventLogger(e.logger())), all...)
+	if err != nil {
+		return nil, err
+	}
+	var once sync.Once
+	e.closers = append(e.closers, func() error { once.Do(func() { _ = d.Close() }); return nil })
+	return d, nil
+}
+
+// probe checks that the master answers at all (the unauthenticated ping command, which
+// publishes nothing), so that start can report an unreachable master (exit status 3) before
+// it writes a claim.
+func (e *env) probe(ctx context.Context, cmd string) error {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := e.salt.Ping(ctx); err != nil {
+		return unreachablef("%s: cannot reach the master at %s: %v", cmd, e.g.master, oneLine(err.Error()))
+	}
+	return nil
+}
+
+// childEnv passes the effective settings (flags included) to a detached worker.
+func (g *globals) childEnv() []string {
+	env := []string{
+		"ODUFLOW_SALT_MASTER=" + g.master,
+		"ODUFLOW_SALT_EVENTS=" + g.events,
+		"ODUFLOW_SALT_KEY_FILE=" + g.keyFile,
+		"ODUFLOW_SALT_EAUTH=" + g.eauth,
+		"ODUFLOW_SALT_USER=" + g.user,
+		"ODUFLOW_STATE_DIR=" + g.stateDir,
+		"ODUFLOW_CATALOG_DIR=" + g.catalogDir(),
+	}
+	if g.password != "" {
+		env = append(env, "ODUFLOW_SALT_PASSWORD="+g.password)
+	}
+	return env
+}
+
+// RunWorkerIfRequested is the detached-worker entry: when this process was started by a
+// Dispatcher as a detached worker, it rebuilds the Dispatcher from the environment the
+// launcher passed (see childEnv), runs the worker and reports handled=true with the exit
+// status. Otherwise it does nothing. Call it first thing in main.
+func RunWorkerIfRequested(ctx context.Context) (handled bool, code int) {
+	if !oduflow.IsWorkerProcess() {
+		return false, 0
+	}
+	e := &env{ctx: ctx, g: globalsFromEnv(os.Getenv), stdout: io.Discard, stderr: os.Stderr, getenv: os.Getenv}
+	defer func() {
+		for i := len(e.closers) - 1; i >= 0; i-- {
+			_ = e.closers[i]()
+		}
+	}()
+	handled, err := oduflow.MaybeRunWorker(ctx, func() (*oduflow.Dispatcher, error) {
+		// The catalog serves the frozen payload of custom claims (custom start created it);
+		// fixed profiles do not need it.
+		if _, err := os.Stat(e.g.catalogDir()); err != nil {
+			return e.dispatcher(ctx)
+		}
+		cat, err := catalog.Open(e.g.catalogDir(), oduflow.CompileCustomSource)
+		if err != nil {
+			return nil, err
+		}
+		return e.dispatcher(ctx, oduflow.WithCustomCatalog(cat))
+	})
+	if err != nil {
+		e.logger().Error("oduflowctl worker", "error", err.Error())
+		return handled, ExitFailed
+	}
+	return handled, ExitOK
+}

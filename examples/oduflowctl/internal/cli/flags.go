@@ -1,0 +1,149 @@
+package cli
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+)
+
+// DefaultStateDir is the claim store of DESIGN.md section 5.
+const DefaultStateDir = "/var/cache/salt/oduflow-apply"
+
+// globals are the flags every command accepts, each defaulting to an environment variable.
+type globals struct {
+	master, events, keyFile, eauth, user, stateDir, output string
+	catalog                                                string // ODUFLOW_CATALOG_DIR only
+	password                                               string // ODUFLOW_SALT_PASSWORD only, never a flag
+}
+
+func globalsFromEnv(getenv func(string) string) *globals {
+	g := &globals{
+		master:   getenv("ODUFLOW_SALT_MASTER"),
+		events:   getenv("ODUFLOW_SALT_EVENTS"),
+		keyFile:  getenv("ODUFLOW_SALT_KEY_FILE"),
+		eauth:    getenv("ODUFLOW_SALT_EAUTH"),
+		user:     getenv("ODUFLOW_SALT_USER"),
+		password: getenv("ODUFLOW_SALT_PASSWORD"),
+		stateDir: getenv("ODUFLOW_STATE_DIR"),
+		output:   getenv("ODUFLOW_OUTPUT"),
+		catalog:  getenv("ODUFLOW_CATALOG_DIR"),
+	}
+	if g.stateDir == "" {
+		g.stateDir = DefaultStateDir
+	}
+	return g
+}
+
+// register adds the global flags to fs, with the current values as defaults, so that they
+// are accepted before and after the command name.
+func (g *globals) register(fs *flag.FlagSet) {
+	fs.StringVar(&g.master, "master", g.master, "master request port, e.g. tcp://127.0.0.1:4506 (env ODUFLOW_SALT_MASTER)")
+	fs.StringVar(&g.events, "events", g.events, "master event bus, unix:///…/master_event_pub.ipc or tcp://127.0.0.1:4512 (env ODUFLOW_SALT_EVENTS)")
+	fs.StringVar(&g.keyFile, "key-file", g.keyFile, "master user key file, e.g. /var/cache/salt/master/.root_key (env ODUFLOW_SALT_KEY_FILE)")
+	fs.StringVar(&g.eauth, "eauth", g.eauth, "eauth backend, e.g. pam or file (env ODUFLOW_SALT_EAUTH; password only from ODUFLOW_SALT_PASSWORD)")
+	fs.StringVar(&g.user, "user", g.user, "eauth user (env ODUFLOW_SALT_USER)")
+	fs.StringVar(&g.stateDir, "state-dir", g.stateDir, "claim store directory, mode 0700 (env ODUFLOW_STATE_DIR)")
+	fs.StringVar(&g.output, "output", g.output, "json or text; default text on a terminal, json otherwise (env ODUFLOW_OUTPUT)")
+}
+
+// newFlagSet returns a FlagSet for one command whose usage names it, lists its own flags and
+// then the global ones.
+func newFlagSet(name, usage string, g *globals, w io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(w)
+	fs.Usage = func() {
+		fmt.Fprintf(w, "Usage: oduflowctl %s\n", usage)
+		local := flag.NewFlagSet(name, flag.ContinueOnError)
+		fs.VisitAll(func(f *flag.Flag) {
+			if !isGlobalFlag(f.Name) {
+				local.Var(f.Value, f.Name, f.Usage)
+			}
+		})
+		local.SetOutput(w)
+		if hasFlags(local) {
+			fmt.Fprintln(w, "\nFlags:")
+			local.PrintDefaults()
+		}
+		fmt.Fprintln(w, "\nGlobal flags (also accepted before the command): --master --events --key-file --eauth --user --state-dir --output; see oduflowctl --help")
+	}
+	g.register(fs)
+	return fs
+}
+
+func hasFlags(fs *flag.FlagSet) bool {
+	n := 0
+	fs.VisitAll(func(*flag.Flag) { n++ })
+	return n > 0
+}
+
+func isGlobalFlag(name string) bool {
+	switch name {
+	case "master", "events", "key-file", "eauth", "user", "state-dir", "output":
+		return true
+	}
+	return false
+}
+
+// parse parses flags anywhere among the arguments (the standard package stops at the first
+// positional one) and returns the positional arguments. "--" ends flag parsing.
+func parse(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		rest := fs.Args()
+		if len(rest) == 0 {
+			return pos, nil
+		}
+		// fs.Parse consumed a "--" if it stopped there: everything after it is positional.
+		if consumedDashDash(args, rest) {
+			return append(pos, rest...), nil
+		}
+		pos = append(pos, rest[0])
+		args = rest[1:]
+	}
+}
+
+func consumedDashDash(args, rest []string) bool {
+	i := len(args) - len(rest) - 1
+	return i >= 0 && args[i] == "--"
+}
+
+// positional checks the number of positional arguments.
+func positional(cmd string, pos []string, min, max int, names string) error {
+	if len(pos) < min {
+		return usagef("%s: missing argument: want %s", cmd, names)
+	}
+	if len(pos) > max {
+		return usagef("%s: unexpected argument %q: want %s", cmd, pos[max], names)
+	}
+	return nil
+}
+
+// stdoutIsTerminal reports whether w is a terminal (character device).
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+func (g *globals) outputMode(stdout io.Writer) (string, error) {
+	switch strings.ToLower(g.output) {
+	case "":
+		if isTerminal(stdout) {
+			return "text", nil
+		}
+		return "json", nil
+	case "json":
+		return "json", nil
+	case "text":
+		return "text", nil
+	}
+	return "", usagef("--output: %q is not json or text", g.output)
+}

@@ -1,0 +1,170 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/oduflow/oduflow-go/internal/pyhost"
+	"github.com/oduflow/oduflow-go/internal/saltsim"
+	"github.com/oduflow/oduflow-go/internal/simminion"
+	"github.com/oduflow/oduflow-go/receipt"
+)
+
+// binary is the oduflowctl built once for all tests.
+var binary string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "oduflowctl-test-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	binary = filepath.Join(dir, "oduflowctl")
+	build := exec.Command("go", "build", "-o", binary, ".")
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "build oduflowctl:", err)
+		os.RemoveAll(dir)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// result is one finished run of the binary.
+type result struct {
+	code           int
+	stdout, stderr string
+}
+
+// run executes the binary with args and exactly env (plus PATH and HOME). Output goes to
+// regular files, not pipes: a detached worker inherits stderr, and a pipe would keep the
+// command "running" until the worker ends.
+func run(t *testing.T, env []string, args ...string) result {
+	t.Helper()
+	dir := t.TempDir()
+	outF, err := os.Create(filepath.Join(dir, "stdout"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	errF, err := os.Create(filepath.Join(dir, "stderr"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, binary, args...)
+	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME")}, env...)
+	cmd.Stdout, cmd.Stderr = outF, errF
+	err = cmd.Run()
+	outF.Close()
+	errF.Close()
+	r := result{code: 0}
+	if err != nil {
+		ee, ok := err.(*exec.ExitError)
+		if !ok {
+			t.Fatalf("run %v: %v", args, err)
+		}
+		r.code = ee.ExitCode()
+	}
+	o, _ := os.ReadFile(filepath.Join(dir, "stdout"))
+	e, _ := os.ReadFile(filepath.Join(dir, "stderr"))
+	r.stdout, r.stderr = string(o), string(e)
+	return r
+}
+
+func (r result) String() string {
+	return fmt.Sprintf("exit %d\nstdout: %s\nstderr: %s", r.code, r.stdout, r.stderr)
+}
+
+// lab is a simulator with one simulated minion, and the environment that names it.
+type lab struct {
+	sim    *saltsim.Sim
+	minion string
+	python bool // the minion runs the real module (python3 found)
+	env    []string
+}
+
+func newLab(t *testing.T, opts ...saltsim.Option) *lab {
+	t.Helper()
+	dir := t.TempDir()
+	sim, err := saltsim.Start(context.Background(), append([]saltsim.Option{saltsim.WithDir(dir)}, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = sim.Close() })
+	l := &lab{sim: sim, minion: "client-" + receipt.NewRequestID()}
+	if py, err := exec.LookPath("python3"); err == nil {
+		// The real module, run by a Python host behind the simulated minion.
+		host, err := pyhost.Start(context.Background(), filepath.Join(t.TempDir(), "py"), pyhost.WithPython(py))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = host.Close() })
+		l.python = true
+		sim.AddMinion(l.minion, host.Handler(l.minion))
+	} else {
+		m := simminion.New(l.minion,
+			simminion.WithResult(receipt.ProfileConfigure, simminion.Result{Status: receipt.StatusSucceeded, Passed: 3, Total: 3}),
+			simminion.WithResult(receipt.ProfileProduction, simminion.Result{Status: receipt.StatusFailed, Passed: 2, Total: 3}))
+		sim.AddMinion(l.minion, m.Handler())
+	}
+	l.env = []string{
+		"ODUFLOW_SALT_MASTER=" + sim.RequestAddr(),
+		"ODUFLOW_SALT_EVENTS=" + sim.EventAddr(),
+		"ODUFLOW_SALT_KEY_FILE=" + sim.KeyFile(),
+		"ODUFLOW_STATE_DIR=" + filepath.Join(t.TempDir(), "claims"),
+	}
+	return l
+}
+
+// response decodes a response object and checks that it has exactly the six keys.
+func response(t *testing.T, line string) map[string]any {
+	t.Helper()
+	var m map[string]any
+	if err := json.Unmarshal([]byte(line), &m); err != nil {
+		t.Fatalf("not JSON: %q: %v", line, err)
+	}
+	want := []string{"jid", "minion_id", "passed", "request_id", "status", "total"}
+	if len(m) != len(want) {
+		t.Fatalf("response keys %v, want exactly %v", keys(m), want)
+	}
+	for _, k := range want {
+		if _, ok := m[k]; !ok {
+			t.Fatalf("response %s lacks %q", line, k)
+		}
+	}
+	return m
+}
+
+func keys(m map[string]any) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}
+
+func oneLine(t *testing.T, s string) string {
+	t.Helper()
+	s = strings.TrimRight(s, "\n")
+	if strings.Contains(s, "\n") || s == "" {
+		t.Fatalf("want exactly one line, got %q", s)
+	}
+	return s
+}
+
+func must(t *testing.T, r result, code int) {
+	t.Helper()
+	if r.code != code {
+		t.Fatalf("want exit %d, got %s", code, r)
+	}
+}

@@ -1,0 +1,242 @@
+package saltsim
+
+import (
+	"context"
+	"encoding/binary"
+	"io"
+	"net"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/cockroachdb/errors"
+)
+
+// eventBus is the read side of the master event bus (master_event_pub.ipc, optionally TCP):
+// a stream server that writes every fired event to every connected reader. No subscription,
+// no replay; each reader has a bounded queue and is disconnected when it falls behind.
+type eventBus struct {
+	s       *Sim
+	framing Framing
+	bufLen  int
+	unixLn  net.Listener
+	tcpLn   net.Listener
+	tcpAddr string
+
+	acceptMu sync.Mutex // serialises Accept between the accept loops and publish (see settle.go)
+
+	mu      sync.Mutex
+	readers map[*evReader]struct{}
+	closed  bool
+	wg      sync.WaitGroup
+}
+
+// maxUnixPath is the longest unix socket path Linux accepts (sun_path is 108 bytes with NUL).
+const maxUnixPath = 107
+
+type evReader struct {
+	c    net.Conn
+	ch   chan []byte
+	done chan struct{}
+	once sync.Once
+}
+
+func (r *evReader) kill() {
+	r.once.Do(func() {
+		close(r.done)
+		_ = r.c.Close()
+	})
+}
+
+func startEventBus(ctx context.Context, s *Sim, prev *eventBus) (*eventBus, error) {
+	b := &eventBus{s: s, framing: s.cfg.framing, bufLen: s.cfg.eventBuffer, readers: map[*evReader]struct{}{}}
+	if b.bufLen <= 0 {
+		b.bufLen = 1
+	}
+	path := s.EventSocketPath()
+	if len(path) > maxUnixPath {
+		return nil, errors.Newf("saltsim: event socket path is %d bytes, the limit is %d: use a shorter WithDir",
+			errors.Safe(len(path)), errors.Safe(maxUnixPath))
+	}
+	if err := os.Remove(path); err != nil && !os.IsNotExist(err) {
+		return nil, errors.Wrap(err, "saltsim: remove stale event socket")
+	}
+	var lc net.ListenConfig
+	ln, err := lc.Listen(ctx, "unix", path)
+	if err != nil {
+		return nil, errors.Wrap(err, "saltsim: listen event socket")
+	}
+	if err := os.Chmod(path, 0o600); err != nil {
+		_ = ln.Close()
+		return nil, errors.Wrap(err, "saltsim: chmod event socket")
+	}
+	b.unixLn = ln
+	if s.cfg.eventTCP {
+		addr := "127.0.0.1:0"
+		if prev != nil && prev.tcpAddr != "" {
+			addr = prev.tcpAddr
+		}
+		tl, err := lc.Listen(ctx, "tcp", addr)
+		if err != nil {
+			_ = ln.Close()
+			return nil, errors.Wrap(err, "saltsim: listen event tcp")
+		}
+		b.tcpLn, b.tcpAddr = tl, tl.Addr().String()
+	}
+	for _, l := range []net.Listener{b.unixLn, b.tcpLn} {
+		if l != nil {
+			b.wg.Add(1)
+			go b.acceptLoop(l)
+		}
+	}
+	return b, nil
+}
+
+// register starts serving a newly accepted reader; false when the bus is closed.
+func (b *eventBus) register(c net.Conn) bool {
+	r := &evReader{c: c, ch: make(chan []byte, b.bufLen), done: make(chan struct{})}
+	b.mu.Lock()
+	if b.closed {
+		b.mu.Unlock()
+		_ = c.Close()
+		return false
+	}
+	b.readers[r] = struct{}{}
+	b.wg.Add(2)
+	b.mu.Unlock()
+	go b.writeLoop(r)
+	go b.drain(r)
+	return true
+}
+
+// drain discards anything the reader sends and notices when it hangs up.
+func (b *eventBus) drain(r *evReader) {
+	defer b.wg.Done()
+	_, _ = io.Copy(io.Discard, r.c)
+	b.remove(r)
+}
+
+func (b *eventBus) writeLoop(r *evReader) {
+	defer b.wg.Done()
+	defer b.remove(r)
+	for {
+		select {
+		case <-r.done:
+			return
+		case f := <-r.ch:
+			_ = r.c.SetWriteDeadline(time.Now().Add(writeTimeout))
+			if _, err := r.c.Write(f); err != nil {
+				return
+			}
+		}
+	}
+}
+
+func (b *eventBus) remove(r *evReader) {
+	r.kill()
+	b.mu.Lock()
+	delete(b.readers, r)
+	b.mu.Unlock()
+}
+
+// frame builds one wire frame for tag and data (data gets _stamp if it has none).
+func (b *eventBus) frame(tag string, data *omap) ([]byte, error) {
+	if !data.has("_stamp") {
+		data.set("_stamp", stamp(time.Now()))
+	}
+	packed, err := packEvent(data)
+	if err != nil {
+		return nil, err
+	}
+	body := make([]byte, 0, len(tag)+2+len(packed))
+	body = append(append(append(body, tag...), '\n', '\n'), packed...)
+	f, err := packEvent(newOmap("head", &omap{}, "body", body))
+	if err != nil {
+		return nil, err
+	}
+	if b.framing == FramingLengthPrefixed {
+		f = append(binary.BigEndian.AppendUint32(make([]byte, 0, 4+len(f)), uint32(len(f))), f...)
+	}
+	return f, nil
+}
+
+// publish queues the frame to every reader; a reader with a full queue is disconnected.
+func (b *eventBus) publish(f []byte) {
+	b.acceptNow()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for r := range b.readers {
+		select {
+		case r.ch <- f:
+		default:
+			b.s.log.Warn("event bus reader too slow, disconnecting")
+			r.kill()
+			delete(b.readers, r)
+		}
+	}
+}
+
+func (b *eventBus) dropReaders() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for r := range b.readers {
+		r.kill()
+		delete(b.readers, r)
+	}
+}
+
+func (b *eventBus) readerCount() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return len(b.readers)
+}
+
+func (b *eventBus) close() {
+	b.mu.Lock()
+	b.closed = true
+	b.mu.Unlock()
+	_ = b.unixLn.Close()
+	if b.tcpLn != nil {
+		_ = b.tcpLn.Close()
+	}
+	b.dropReaders()
+	b.wg.Wait()
+}
+
+// fire sends an event to the current bus (no-op without readers). Data is an ordered map
+// or a map[string]any.
+func (s *Sim) fire(tag string, data *omap) {
+	s.lifeMu.Lock()
+	b := s.bus
+	s.lifeMu.Unlock()
+	if b == nil {
+		return
+	}
+	f, err := b.frame(tag, data)
+	if err != nil {
+		s.log.Error("cannot encode event", "tag", tag, "err", err)
+		return
+	}
+	b.publish(f)
+}
+
+// FireEvent puts an arbitrary event on the bus (tag, data plus _stamp), as anyone who can
+// write to master_event_pull.ipc can.
+func (s *Sim) FireEvent(tag string, data map[string]any) error {
+	if s.isClosed() {
+		return ErrClosed
+	}
+	m := &omap{}
+	for _, k := range sortedKeys(data) {
+		m.set(k, data[k])
+	}
+	s.lifeMu.Lock()
+	b := s.bus
+	s.lifeMu.Unlock()
+	f, err := b.frame(tag, m)
+	if err != nil {
+		return err
+	}
+	b.publish(f)
+	return nil
+}

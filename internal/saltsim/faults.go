@@ -1,0 +1,105 @@
+package saltsim
+
+import "time"
+
+// faults holds pending fault injections; each call of a Drop/Delay/Malform/... method arms one
+// occurrence, consumed by the next matching request or return. Guarded by Sim.mu.
+type faults struct {
+	dropReply    map[string]int
+	malformReply map[string]int
+	delayReply   map[string][]time.Duration
+	dropReturn   map[string]int
+	dupReturn    map[string]int
+}
+
+func take(m map[string]int, key string) bool {
+	for _, k := range []string{key, ""} {
+		if m[k] > 0 {
+			m[k]--
+			return true
+		}
+	}
+	return false
+}
+
+func inc(m *map[string]int, key string) {
+	if *m == nil {
+		*m = map[string]int{}
+	}
+	(*m)[key]++
+}
+
+// replyFault is what happens to the reply of one request.
+type replyFault struct {
+	drop    bool
+	malform bool
+	delay   time.Duration
+}
+
+func (s *Sim) takeReplyFault(cmd string) replyFault {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var f replyFault
+	f.drop = take(s.faults.dropReply, cmd)
+	if !f.drop {
+		f.malform = take(s.faults.malformReply, cmd)
+	}
+	for _, k := range []string{cmd, ""} {
+		if q := s.faults.delayReply[k]; len(q) > 0 {
+			f.delay = q[0]
+			s.faults.delayReply[k] = q[1:]
+			break
+		}
+	}
+	return f
+}
+
+// DropNextReply makes the next request with this cmd ("publish", "runner", ...; "" = any) be
+// processed normally (a publish IS published) but never answered: the client sees nothing.
+func (s *Sim) DropNextReply(cmd string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	inc(&s.faults.dropReply, cmd)
+}
+
+// DelayNextReply processes the next request with this cmd at once but sends its reply only
+// after d (the simulator keeps going if the client gives up meanwhile).
+func (s *Sim) DelayNextReply(cmd string, d time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.faults.delayReply == nil {
+		s.faults.delayReply = map[string][]time.Duration{}
+	}
+	s.faults.delayReply[cmd] = append(s.faults.delayReply[cmd], d)
+}
+
+// MalformNextReply processes the next request with this cmd, then answers with bytes that are
+// not a msgpack document (the real reply, truncated; or the reserved byte 0xc1).
+func (s *Sim) MalformNextReply(cmd string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	inc(&s.faults.malformReply, cmd)
+}
+
+// DropNextReturn lets the minion run the next job with this JID ("" = any) but never fires its
+// return event.
+func (s *Sim) DropNextReturn(jid string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	inc(&s.faults.dropReturn, jid)
+}
+
+// DuplicateNextReturn fires the return event of the next job with this JID ("" = any) twice,
+// as a minion's return retries can.
+func (s *Sim) DuplicateNextReturn(jid string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	inc(&s.faults.dupReturn, jid)
+}
+
+func malform(reply []byte) []byte {
+	if len(reply) > 1 {
+		return append([]byte(nil), reply[:len(reply)/2]...)
+	}
+	return []byte{0xc1}
+}

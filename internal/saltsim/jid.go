@@ -1,0 +1,48 @@
+package saltsim
+
+import (
+	"fmt"
+	"sort"
+	"time"
+)
+
+// jidGen makes Salt JIDs (UTC %Y%m%d%H%M%S%f, 20 digits), strictly increasing. The caller holds
+// Sim.mu.
+type jidGen struct{ last time.Time }
+
+func (g *jidGen) next() string {
+	now := time.Now().UTC().Truncate(time.Microsecond)
+	if !now.After(g.last) {
+		now = g.last.Add(time.Microsecond)
+	}
+	g.last = now
+	return now.Format("20060102150405") + fmt.Sprintf("%06d", now.Nanosecond()/1000)
+}
+
+func (s *Sim) newJID() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.jids.next()
+}
+
+// stamp formats t like Python's datetime.utcnow().isoformat(): microseconds omitted when zero.
+func stamp(t time.Time) string {
+	t = t.UTC()
+	base := t.Format("2006-01-02T15:04:05")
+	if us := t.Nanosecond() / 1000; us != 0 {
+		return base + fmt.Sprintf(".%06d", us)
+	}
+	return base
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// floatTime is a time as Python's time.time() float.
+func floatTime(t time.Time) float64 { return float64(t.UnixNano()) / 1e9 }

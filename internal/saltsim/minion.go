@@ -1,0 +1,275 @@
+package saltsim
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"strings"
+)
+
+// Job is one publication as a simulated minion runs it.
+type Job struct {
+	JID      string
+	Fun      string
+	Args     []any          // positional arguments (after Salt's load_args_and_kwargs)
+	Kwargs   map[string]any // keyword arguments: the {"__kwarg__": true} map and name=value strings
+	MinionID string
+	// Extra context, like the __pub_* values Salt passes to functions with **kwargs.
+	User     string
+	Metadata map[string]any // kwargs.metadata of the publish, nil when absent
+	Tgt      any
+	TgtType  string
+	FunArgs  []any // the publication arg as fun_args reports it (no __kwarg__ marker)
+}
+
+// MinionHandler runs a job and returns its return value and retcode. It may block (a long
+// state run); it must return promptly once ctx is cancelled (Close, RestartMinion). Its return
+// is fired as salt/job/<jid>/ret/<id>; success is retcode == 0.
+type MinionHandler func(ctx context.Context, job Job) (ret any, retcode int)
+
+type minion struct {
+	id       string
+	h        MinionHandler
+	online   bool
+	jidQueue []string
+	ctx      context.Context
+	cancel   context.CancelFunc
+	running  map[string]*runningJob
+}
+
+type runningJob struct {
+	pid     int
+	jid     string
+	fun     string
+	arg     []any
+	tgt     any
+	tgtType string
+	user    string
+}
+
+// AddMinion registers an accepted minion key with its handler (nil: Standard()). Adding an
+// existing id replaces its handler and keeps its state.
+func (s *Sim) AddMinion(id string, h MinionHandler) {
+	if h == nil {
+		h = Standard()
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if m, ok := s.minions[id]; ok {
+		m.h = h
+		return
+	}
+	ctx, cancel := context.WithCancel(s.ctx)
+	s.minions[id] = &minion{id: id, h: h, online: true, ctx: ctx, cancel: cancel, running: map[string]*runningJob{}}
+}
+
+// RemoveMinion deletes the minion's key (it no longer matches targets) and stops its jobs.
+func (s *Sim) RemoveMinion(id string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if m, ok := s.minions[id]; ok {
+		m.cancel()
+		delete(s.minions, id)
+	}
+}
+
+// RestartMinion simulates a minion restart: running jobs are killed (no return is fired) and
+// the in-memory JID queue is lost, so a republished JID runs again.
+func (s *Sim) RestartMinion(id string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	m, ok := s.minions[id]
+	if !ok {
+		return
+	}
+	m.cancel()
+	m.ctx, m.cancel = context.WithCancel(s.ctx)
+	m.jidQueue = nil
+	m.running = map[string]*runningJob{}
+}
+
+// SetMinionOnline takes a minion offline (its key stays accepted, so the master still lists it
+// in "minions", but publications never reach it) or back online.
+func (s *Sim) SetMinionOnline(id string, online bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if m, ok := s.minions[id]; ok {
+		m.online = online
+	}
+}
+
+// Running lists the JIDs a minion is running right now.
+func (s *Sim) Running(id string) []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []string
+	if m, ok := s.minions[id]; ok {
+		for jid := range m.running {
+			out = append(out, jid)
+		}
+	}
+	return out
+}
+
+// deliver hands the publication to every targeted online minion that has not seen the JID
+// among its last 100 (Salt's jid_queue).
+func (s *Sim) deliver(pub Publication, args []any, metadata any) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, id := range pub.Target {
+		m, ok := s.minions[id]
+		if !ok || !m.online {
+			continue
+		}
+		seen := false
+		for _, j := range m.jidQueue {
+			if j == pub.JID {
+				seen = true
+				break
+			}
+		}
+		if seen {
+			s.log.Info("minion ignored a duplicate jid", "minion", id, "jid", pub.JID)
+			continue
+		}
+		m.jidQueue = append(m.jidQueue, pub.JID)
+		if len(m.jidQueue) > s.cfg.minionJIDHistory {
+			m.jidQueue = m.jidQueue[len(m.jidQueue)-s.cfg.minionJIDHistory:]
+		}
+		s.pid++
+		rj := &runningJob{pid: s.pid, jid: pub.JID, fun: pub.Fun, arg: args, tgt: pub.Tgt,
+			tgtType: pub.TgtType, user: pub.User}
+		m.running[pub.JID] = rj
+		s.wg.Add(1)
+		go s.runJob(m.ctx, m, m.h, rj, pub, args, metadata)
+	}
+}
+
+var kwargRe = regexp.MustCompile(`^[A-Za-z_][\w.-]*=`)
+
+// loadArgs is salt.minion.load_args_and_kwargs: {"__kwarg__": true} maps and name=value
+// strings become keyword arguments (values of name=value stay strings: no YAML parsing).
+func loadArgs(args []any) (pos []any, kwargs map[string]any, funArgs []any) {
+	kwargs = map[string]any{}
+	for _, a := range args {
+		switch x := a.(type) {
+		case *omap:
+			if v, ok := x.get("__kwarg__"); ok && v == true {
+				c := x.clone()
+				c.del("__kwarg__")
+				for k, v := range plain(c).(map[string]any) {
+					kwargs[k] = v
+				}
+				funArgs = append(funArgs, c)
+				continue
+			}
+		case string:
+			if loc := kwargRe.FindStringIndex(x); loc != nil && !strings.Contains(x, "\n") &&
+				!strings.HasPrefix(x[loc[1]:], "=") {
+				kwargs[x[:loc[1]-1]] = x[loc[1]:]
+				funArgs = append(funArgs, x)
+				continue
+			}
+		}
+		pos = append(pos, plain(a))
+		funArgs = append(funArgs, a)
+	}
+	if pos == nil {
+		pos = []any{}
+	}
+	if funArgs == nil {
+		funArgs = []any{}
+	}
+	return pos, kwargs, funArgs
+}
+
+func (s *Sim) runJob(ctx context.Context, m *minion, h MinionHandler, rj *runningJob, pub Publication,
+	args []any, metadata any) {
+	defer s.wg.Done()
+	defer func() {
+		s.mu.Lock()
+		if m.running[rj.jid] == rj {
+			delete(m.running, rj.jid)
+		}
+		s.mu.Unlock()
+	}()
+	pos, kwargs, funArgs := loadArgs(args)
+	job := Job{JID: pub.JID, Fun: pub.Fun, Args: pos, Kwargs: kwargs, MinionID: m.id, User: pub.User,
+		Metadata: pub.Metadata, Tgt: pub.Tgt, TgtType: pub.TgtType, FunArgs: plain(funArgs).([]any)}
+	var ret any
+	var retcode int
+	if pub.Fun == "saltutil.find_job" {
+		ret, retcode = s.findJob(m, pos), 0
+	} else {
+		ret, retcode = callHandler(ctx, h, job)
+	}
+	if ctx.Err() != nil {
+		return // minion restarted or simulator closed: the job died with its process
+	}
+	if _, err := packEvent(ret); err != nil {
+		ret, retcode = "The minion function caused an exception: return value cannot be serialized", 1
+	}
+	s.fireReturn(m.id, pub, funArgs, metadata, ret, retcode)
+}
+
+func callHandler(ctx context.Context, h MinionHandler, job Job) (ret any, retcode int) {
+	defer func() {
+		if r := recover(); r != nil {
+			ret, retcode = fmt.Sprintf("The minion function caused an exception: %v", r), 1
+		}
+	}()
+	return h(ctx, job)
+}
+
+// findJob is saltutil.find_job: the running job's proc data, or {}.
+func (s *Sim) findJob(m *minion, pos []any) any {
+	if len(pos) == 0 {
+		return &omap{}
+	}
+	jid, _ := pos[0].(string)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	rj, ok := m.running[jid]
+	if !ok {
+		return &omap{}
+	}
+	return newOmap("pid", rj.pid, "fun", rj.fun, "arg", rj.arg, "tgt", rj.tgt, "jid", rj.jid, "ret", "",
+		"tgt_type", rj.tgtType, "user", rj.user)
+}
+
+// outputterFuns are the functions whose returns carry out: "highstate" (state.high does not).
+var outputterFuns = map[string]bool{"state.apply": true, "state.sls": true, "state.highstate": true,
+	"state.sls_id": true, "state.single": true}
+
+func (s *Sim) fireReturn(id string, pub Publication, funArgs []any, metadata any, ret any, retcode int) {
+	data := newOmap("cmd", "_return", "id", id, "success", retcode == 0, "return", ret, "retcode", retcode,
+		"jid", pub.JID, "fun", pub.Fun, "fun_args", funArgs, "user", pub.User)
+	if outputterFuns[pub.Fun] {
+		data.set("out", "highstate")
+	} else if retcode != 0 {
+		if _, isStr := ret.(string); isStr {
+			data.set("out", "nested")
+		}
+	}
+	if _, isMap := metadata.(*omap); isMap {
+		data.set("metadata", metadata)
+	}
+	s.mu.Lock()
+	drop := take(s.faults.dropReturn, pub.JID)
+	dup := !drop && take(s.faults.dupReturn, pub.JID)
+	if s.returns[pub.JID] == nil {
+		s.returns[pub.JID] = map[string]any{}
+	}
+	s.returns[pub.JID][id] = plain(ret)
+	s.mu.Unlock()
+	if drop {
+		s.log.Info("fault: return dropped", "jid", pub.JID, "minion", id)
+		return
+	}
+	tag := "salt/job/" + pub.JID + "/ret/" + id
+	again := data.clone()
+	s.fire(tag, data)
+	if dup {
+		s.fire(tag, again)
+	}
+}

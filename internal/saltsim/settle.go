@@ -1,0 +1,95 @@
+package saltsim
+
+import (
+	"net"
+	"syscall"
+	"time"
+
+	"github.com/cockroachdb/errors"
+	"golang.org/x/sys/unix"
+)
+
+// The event bus has no handshake: a client considers itself subscribed as soon as connect()
+// returns, which happens when the kernel has queued the connection, before any Accept. To keep
+// "subscribe, then publish" reliable, connections are only accepted under acceptMu, by the
+// accept loops when the listener becomes readable and by every publish before it writes: an
+// event never overtakes a connection that was already queued.
+
+// readable reports whether fd has a connection in its accept queue, without blocking.
+func readable(fd uintptr) bool {
+	fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+	n, err := unix.Poll(fds, 0)
+	return err == nil && n > 0 && fds[0].Revents&unix.POLLIN != 0
+}
+
+type deadliner interface{ SetDeadline(time.Time) error }
+
+// acceptQueued accepts every queued connection of ln and registers it. The caller holds acceptMu.
+func (b *eventBus) acceptQueued(ln net.Listener) error {
+	sc, ok := ln.(syscall.Conn)
+	if !ok {
+		return errors.New("saltsim: listener without a file descriptor")
+	}
+	raw, err := sc.SyscallConn()
+	if err != nil {
+		return err
+	}
+	for {
+		ready := false
+		if err := raw.Control(func(fd uintptr) { ready = readable(fd) }); err != nil {
+			return err
+		}
+		if !ready {
+			return nil
+		}
+		if d, ok := ln.(deadliner); ok {
+			_ = d.SetDeadline(time.Now().Add(50 * time.Millisecond))
+		}
+		c, err := ln.Accept()
+		if err != nil {
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				return nil // the queued connection went away
+			}
+			return err
+		}
+		if !b.register(c) {
+			return net.ErrClosed
+		}
+	}
+}
+
+// acceptLoop waits (in the netpoller) for ln to become readable, then accepts under acceptMu.
+func (b *eventBus) acceptLoop(ln net.Listener) {
+	defer b.wg.Done()
+	sc, ok := ln.(syscall.Conn)
+	if !ok {
+		return
+	}
+	raw, err := sc.SyscallConn()
+	if err != nil {
+		return
+	}
+	for {
+		if err := raw.Read(func(fd uintptr) bool { return readable(fd) }); err != nil {
+			return
+		}
+		b.acceptMu.Lock()
+		err := b.acceptQueued(ln)
+		b.acceptMu.Unlock()
+		if err != nil {
+			return
+		}
+	}
+}
+
+// acceptNow registers every connection already queued on the bus listeners.
+func (b *eventBus) acceptNow() {
+	b.acceptMu.Lock()
+	defer b.acceptMu.Unlock()
+	for _, ln := range []net.Listener{b.unixLn, b.tcpLn} {
+		if ln != nil {
+			_ = b.acceptQueued(ln)
+		}
+	}
+}

@@ -1,0 +1,293 @@
+package saltsim
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/cockroachdb/errors"
+)
+
+// ErrClosed is returned by operations on a closed simulator.
+var ErrClosed = errors.New("saltsim: simulator closed")
+
+// Sim is a running Salt 3006 master simulator. All methods are safe for concurrent use.
+type Sim struct {
+	cfg     config
+	log     *slog.Logger
+	ownsDir bool
+	keyPath string
+
+	ctx    context.Context // cancelled by Close: stops minion handlers and delayed replies
+	cancel context.CancelFunc
+	wg     sync.WaitGroup // request workers, minion jobs, runners, heartbeat loop
+
+	lifeMu  sync.Mutex // serialises Start/Restart/Close
+	closed  bool
+	reqAddr string
+	router  *zrouter
+	bus     *eventBus
+
+	mu           sync.Mutex
+	rootKey      string
+	tokens       map[string]TokenData
+	minions      map[string]*minion
+	publications []Publication
+	returns      map[string]map[string]any // jid -> minion id -> return (for jobs.lookup_jid)
+	faults       faults
+	jids         jidGen
+	pid          int
+}
+
+// Start binds the request server and the event bus and returns a running simulator.
+func Start(ctx context.Context, opts ...Option) (*Sim, error) {
+	cfg := defaultConfig()
+	for _, o := range opts {
+		o(&cfg)
+	}
+	s := &Sim{cfg: cfg, log: cfg.logger, tokens: map[string]TokenData{}, minions: map[string]*minion{},
+		returns: map[string]map[string]any{}, pid: 1000}
+	if s.log == nil {
+		s.log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if cfg.dir == "" {
+		d, err := os.MkdirTemp("", "saltsim-")
+		if err != nil {
+			return nil, errors.Wrap(err, "saltsim: temp dir")
+		}
+		s.cfg.dir, s.ownsDir = d, true
+	}
+	s.keyPath = filepath.Join(s.cfg.dir, ".root_key")
+	for _, t := range cfg.tokens {
+		s.tokens[t.Token] = t
+	}
+	s.ctx, s.cancel = context.WithCancel(context.WithoutCancel(ctx))
+	key := cfg.rootKey
+	if key == "" {
+		key = newKeyString()
+	}
+	if err := s.writeKey(key); err != nil {
+		s.cleanup()
+		return nil, err
+	}
+	if err := s.bind(ctx); err != nil {
+		s.cleanup()
+		return nil, err
+	}
+	if cfg.heartbeat > 0 {
+		s.wg.Add(1)
+		go s.heartbeatLoop()
+	}
+	s.log.Info("saltsim started", "request", s.RequestAddr(), "events", s.EventAddr(),
+		"framing", cfg.framing.String())
+	return s, nil
+}
+
+func (s *Sim) cleanup() {
+	s.cancel()
+	if s.ownsDir {
+		_ = os.RemoveAll(s.cfg.dir)
+	}
+}
+
+// bind opens the request listener and the event bus; after Restart it reuses the addresses.
+func (s *Sim) bind(ctx context.Context) error {
+	addr := s.cfg.requestAddr
+	if s.reqAddr != "" {
+		addr = s.reqAddr
+	}
+	var lc net.ListenConfig
+	ln, err := lc.Listen(ctx, "tcp", addr)
+	if err != nil {
+		return errors.Wrap(err, "saltsim: listen request port")
+	}
+	s.reqAddr = ln.Addr().String()
+	bus, err := startEventBus(ctx, s, s.bus)
+	if err != nil {
+		_ = ln.Close()
+		return err
+	}
+	s.bus = bus
+	s.router = newZRouter(ln, s.cfg.maxRequestBytes, s.handleRequest, func(err error) {
+		s.log.Debug("request connection ended", "err", err)
+	})
+	return nil
+}
+
+// RequestAddr is the request (ret_port) endpoint, "tcp://127.0.0.1:<port>".
+func (s *Sim) RequestAddr() string {
+	s.lifeMu.Lock()
+	defer s.lifeMu.Unlock()
+	return "tcp://" + s.reqAddr
+}
+
+// EventAddr is the event bus endpoint, "unix://<dir>/master_event_pub.ipc".
+func (s *Sim) EventAddr() string { return "unix://" + s.EventSocketPath() }
+
+// EventSocketPath is the file system path of the event bus unix socket.
+func (s *Sim) EventSocketPath() string { return filepath.Join(s.cfg.dir, "master_event_pub.ipc") }
+
+// EventTCPAddr is "tcp://127.0.0.1:<port>" when WithEventTCP was given, else "".
+func (s *Sim) EventTCPAddr() string {
+	s.lifeMu.Lock()
+	defer s.lifeMu.Unlock()
+	if s.bus == nil || s.bus.tcpAddr == "" {
+		return ""
+	}
+	return "tcp://" + s.bus.tcpAddr
+}
+
+// Dir is the simulator directory (event socket, .root_key).
+func (s *Sim) Dir() string { return s.cfg.dir }
+
+// KeyFile is the path of .root_key (mode 0600); its content is the current root key.
+func (s *Sim) KeyFile() string { return s.keyPath }
+
+// RootKey returns the current root key.
+func (s *Sim) RootKey() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.rootKey
+}
+
+// RotateKey replaces the root key (and its file) now, as a master restart does.
+func (s *Sim) RotateKey() error { return s.writeKey(newKeyString()) }
+
+func (s *Sim) writeKey(key string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	tmp := s.keyPath + ".tmp"
+	_ = os.Remove(tmp)
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return errors.Wrap(err, "saltsim: write root key")
+	}
+	_, werr := f.WriteString(key)
+	cerr := f.Close()
+	if werr != nil || cerr != nil {
+		_ = os.Remove(tmp)
+		return errors.Wrap(errors.CombineErrors(werr, cerr), "saltsim: write root key")
+	}
+	if err := os.Rename(tmp, s.keyPath); err != nil {
+		return errors.Wrap(err, "saltsim: write root key")
+	}
+	s.rootKey = key
+	return nil
+}
+
+// newKeyString makes a Crypticle-style key string: base64 of 56 random bytes (76 chars).
+func newKeyString() string {
+	b := make([]byte, 56)
+	_, _ = rand.Read(b)
+	return base64.StdEncoding.EncodeToString(b)
+}
+
+// Restart simulates a master restart: it closes the request server and the event bus (every
+// reader is disconnected, in-flight requests lose their connection), rotates the root key and
+// binds the same addresses again. Minions, tokens and job history survive, as they do in Salt.
+func (s *Sim) Restart(ctx context.Context) error {
+	s.lifeMu.Lock()
+	defer s.lifeMu.Unlock()
+	if s.closed {
+		return ErrClosed
+	}
+	cctx, cancel := context.WithTimeout(ctx, s.cfg.closeGrace)
+	s.router.close(cctx)
+	cancel()
+	s.bus.close()
+	if err := s.RotateKey(); err != nil {
+		return err
+	}
+	if err := s.bind(ctx); err != nil {
+		return errors.Wrap(err, "saltsim: rebind after restart")
+	}
+	s.log.Info("saltsim restarted")
+	return nil
+}
+
+// SendHeartbeat sends a ZMTP PING command to every connected request peer.
+func (s *Sim) SendHeartbeat() { s.Heartbeat() }
+
+// Heartbeat is SendHeartbeat returning how many peers the PING reached.
+func (s *Sim) Heartbeat() int {
+	s.lifeMu.Lock()
+	r := s.router
+	s.lifeMu.Unlock()
+	if r == nil {
+		return 0
+	}
+	return r.heartbeat()
+}
+
+func (s *Sim) heartbeatLoop() {
+	defer s.wg.Done()
+	t := time.NewTicker(s.cfg.heartbeat)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.ctx.Done():
+			return
+		case <-t.C:
+			s.Heartbeat()
+		}
+	}
+}
+
+// CloseEventBus disconnects every current event-bus reader; new connections are accepted.
+func (s *Sim) CloseEventBus() {
+	s.lifeMu.Lock()
+	b := s.bus
+	s.lifeMu.Unlock()
+	if b != nil {
+		b.dropReaders()
+	}
+}
+
+// EventReaders is the number of connected event-bus readers.
+func (s *Sim) EventReaders() int {
+	s.lifeMu.Lock()
+	b := s.bus
+	s.lifeMu.Unlock()
+	if b == nil {
+		return 0
+	}
+	return b.readerCount()
+}
+
+// Close stops everything: listeners, connections, minion handlers (their context is
+// cancelled). It waits up to the close grace for goroutines to finish.
+func (s *Sim) Close() error {
+	s.lifeMu.Lock()
+	if s.closed {
+		s.lifeMu.Unlock()
+		return nil
+	}
+	s.closed = true
+	s.cancel()
+	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.closeGrace)
+	defer cancel()
+	s.router.close(ctx)
+	s.bus.close()
+	s.lifeMu.Unlock()
+	done := make(chan struct{})
+	go func() { s.wg.Wait(); close(done) }()
+	var err error
+	select {
+	case <-done:
+	case <-ctx.Done():
+		err = errors.New("saltsim: handlers did not stop within the close grace")
+	}
+	if s.ownsDir {
+		_ = os.RemoveAll(s.cfg.dir)
+	}
+	return err
+}
+
+func (s *Sim) isClosed() bool { return s.ctx.Err() != nil }

@@ -1,0 +1,330 @@
+package saltsim
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/binary"
+	"io"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/cockroachdb/errors"
+)
+
+// A minimal ZMTP 3.1 ROUTER over NULL security, enough to serve REQ (and DEALER) peers the way
+// the master's ret_port ROUTER does: greeting, READY with Socket-Type ROUTER, multipart
+// messages routed back to the connection they came from, PING/PONG commands.
+
+const (
+	flagMore    = 0x01
+	flagLong    = 0x02
+	flagCommand = 0x04
+
+	handshakeTimeout = 10 * time.Second
+	writeTimeout     = 10 * time.Second
+)
+
+var errZMTP = errors.New("saltsim: ZMTP protocol error")
+
+// greeting is what libzmq 4.3 sends: signature (with 0x01 in the last padding byte), version
+// 3.1, mechanism NULL, as-server 0.
+func greeting() []byte {
+	g := make([]byte, 64)
+	g[0] = 0xff
+	g[8] = 0x01
+	g[9] = 0x7f
+	g[10], g[11] = 3, 1
+	copy(g[12:32], "NULL")
+	return g
+}
+
+// zcommand builds a command body: name length, name, data.
+func zcommand(name string, data []byte) []byte {
+	b := append([]byte{byte(len(name))}, name...)
+	return append(b, data...)
+}
+
+func zproperty(name, value string) []byte {
+	b := append([]byte{byte(len(name))}, name...)
+	b = binary.BigEndian.AppendUint32(b, uint32(len(value)))
+	return append(b, value...)
+}
+
+func parseProperties(b []byte) (map[string]string, error) {
+	props := map[string]string{}
+	for len(b) > 0 {
+		n := int(b[0])
+		if len(b) < 1+n+4 {
+			return nil, errors.Wrap(errZMTP, "truncated property")
+		}
+		name := string(b[1 : 1+n])
+		vl := binary.BigEndian.Uint32(b[1+n:])
+		b = b[1+n+4:]
+		if uint64(len(b)) < uint64(vl) {
+			return nil, errors.Wrap(errZMTP, "truncated property value")
+		}
+		props[name] = string(b[:vl])
+		b = b[vl:]
+	}
+	return props, nil
+}
+
+// zconn is one peer connection of the ROUTER.
+type zconn struct {
+	nc      net.Conn
+	r       *bufio.Reader
+	maxSize uint64
+	wmu     sync.Mutex
+	pongs   int
+	closeMu sync.Once
+}
+
+func (c *zconn) close() { c.closeMu.Do(func() { _ = c.nc.Close() }) }
+
+// writeFrames writes frames atomically with respect to other writers on this connection.
+func (c *zconn) writeFrames(cmd bool, frames ...[]byte) error {
+	var buf bytes.Buffer
+	for i, f := range frames {
+		var fl byte
+		if cmd {
+			fl |= flagCommand
+		} else if i < len(frames)-1 {
+			fl |= flagMore
+		}
+		if len(f) > 255 {
+			fl |= flagLong
+			buf.WriteByte(fl)
+			_ = binary.Write(&buf, binary.BigEndian, uint64(len(f)))
+		} else {
+			buf.WriteByte(fl)
+			buf.WriteByte(byte(len(f)))
+		}
+		buf.Write(f)
+	}
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	_ = c.nc.SetWriteDeadline(time.Now().Add(writeTimeout))
+	_, err := c.nc.Write(buf.Bytes())
+	return err
+}
+
+// readFrame reads one frame; it returns its flags and body.
+func (c *zconn) readFrame() (byte, []byte, error) {
+	var hdr [2]byte
+	if _, err := io.ReadFull(c.r, hdr[:]); err != nil {
+		return 0, nil, err
+	}
+	fl := hdr[0]
+	if fl&^(flagMore|flagLong|flagCommand) != 0 {
+		return 0, nil, errors.Wrap(errZMTP, "reserved flag bits")
+	}
+	size := uint64(hdr[1])
+	if fl&flagLong != 0 {
+		var rest [7]byte
+		if _, err := io.ReadFull(c.r, rest[:]); err != nil {
+			return 0, nil, err
+		}
+		size = binary.BigEndian.Uint64(append([]byte{hdr[1]}, rest[:]...))
+	}
+	if size > c.maxSize {
+		return 0, nil, errors.Wrap(errZMTP, "frame too large")
+	}
+	body := make([]byte, size)
+	if _, err := io.ReadFull(c.r, body); err != nil {
+		return 0, nil, err
+	}
+	return fl, body, nil
+}
+
+// handshake exchanges greetings and READY commands with a REQ or DEALER peer.
+func (c *zconn) handshake() error {
+	_ = c.nc.SetDeadline(time.Now().Add(handshakeTimeout))
+	defer func() { _ = c.nc.SetDeadline(time.Time{}) }()
+	if _, err := c.nc.Write(greeting()); err != nil {
+		return err
+	}
+	var peer [64]byte
+	if _, err := io.ReadFull(c.r, peer[:]); err != nil {
+		return err
+	}
+	if peer[0] != 0xff || peer[9] != 0x7f || peer[10] < 3 {
+		return errors.Wrap(errZMTP, "bad greeting")
+	}
+	if string(bytes.TrimRight(peer[12:32], "\x00")) != "NULL" {
+		return errors.Wrap(errZMTP, "unsupported security mechanism")
+	}
+	ready := zcommand("READY", append(zproperty("Socket-Type", "ROUTER"), zproperty("Identity", "")...))
+	if err := c.writeFrames(true, ready); err != nil {
+		return err
+	}
+	fl, body, err := c.readFrame()
+	if err != nil {
+		return err
+	}
+	if fl&flagCommand == 0 || len(body) < 6 || string(body[1:1+int(body[0])]) != "READY" {
+		return errors.Wrap(errZMTP, "expected READY")
+	}
+	props, err := parseProperties(body[1+int(body[0]):])
+	if err != nil {
+		return err
+	}
+	switch props["Socket-Type"] {
+	case "REQ", "DEALER":
+		return nil
+	}
+	return errors.Wrap(errZMTP, "incompatible peer socket type")
+}
+
+// readMessage returns the next multipart message, answering PING commands on the way.
+func (c *zconn) readMessage() ([][]byte, error) {
+	var frames [][]byte
+	for {
+		fl, body, err := c.readFrame()
+		if err != nil {
+			return nil, err
+		}
+		if fl&flagCommand != 0 {
+			if len(body) == 0 || len(body) < 1+int(body[0]) {
+				return nil, errors.Wrap(errZMTP, "bad command")
+			}
+			name := string(body[1 : 1+int(body[0])])
+			data := body[1+int(body[0]):]
+			switch name {
+			case "PING":
+				// PING: TTL (2 bytes), then up to 16 bytes of context echoed in PONG.
+				ctxData := []byte{}
+				if len(data) > 2 {
+					ctxData = data[2:]
+				}
+				if err := c.writeFrames(true, zcommand("PONG", ctxData)); err != nil {
+					return nil, err
+				}
+			case "PONG":
+				c.wmu.Lock()
+				c.pongs++
+				c.wmu.Unlock()
+			}
+			continue
+		}
+		frames = append(frames, body)
+		if fl&flagMore == 0 {
+			return frames, nil
+		}
+	}
+}
+
+// ping sends a ZMTP heartbeat PING (TTL 0, no context) to the peer.
+func (c *zconn) ping() error {
+	return c.writeFrames(true, zcommand("PING", []byte{0, 0}))
+}
+
+// zrouter accepts connections and hands each complete request (envelope split off) to handle.
+type zrouter struct {
+	ln      net.Listener
+	maxSize uint64
+	handle  func(c *zconn, envelope [][]byte, body []byte)
+	onErr   func(err error)
+
+	mu    sync.Mutex
+	conns map[*zconn]struct{}
+	wg    sync.WaitGroup
+}
+
+func newZRouter(ln net.Listener, maxSize uint64, handle func(*zconn, [][]byte, []byte), onErr func(error)) *zrouter {
+	z := &zrouter{ln: ln, maxSize: maxSize, handle: handle, onErr: onErr, conns: map[*zconn]struct{}{}}
+	z.wg.Add(1)
+	go z.acceptLoop()
+	return z
+}
+
+func (z *zrouter) acceptLoop() {
+	defer z.wg.Done()
+	for {
+		nc, err := z.ln.Accept()
+		if err != nil {
+			return
+		}
+		c := &zconn{nc: nc, r: bufio.NewReader(nc), maxSize: z.maxSize}
+		z.mu.Lock()
+		if z.conns == nil {
+			z.mu.Unlock()
+			_ = nc.Close()
+			return
+		}
+		z.conns[c] = struct{}{}
+		z.mu.Unlock()
+		z.wg.Add(1)
+		go z.serve(c)
+	}
+}
+
+func (z *zrouter) serve(c *zconn) {
+	defer z.wg.Done()
+	defer func() {
+		c.close()
+		z.mu.Lock()
+		delete(z.conns, c)
+		z.mu.Unlock()
+	}()
+	if err := c.handshake(); err != nil {
+		z.onErr(errors.Wrap(err, "handshake"))
+		return
+	}
+	for {
+		frames, err := c.readMessage()
+		if err != nil {
+			if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {
+				z.onErr(err)
+			}
+			return
+		}
+		// ROUTER semantics: the envelope runs up to and including the empty delimiter.
+		delim := -1
+		for i, f := range frames {
+			if len(f) == 0 {
+				delim = i
+				break
+			}
+		}
+		if delim < 0 || delim == len(frames)-1 {
+			continue // no delimiter or no body: libzmq's REP side would drop it
+		}
+		z.handle(c, frames[:delim+1], bytes.Join(frames[delim+1:], nil))
+	}
+}
+
+// heartbeat sends a PING to every connected peer and returns how many were sent.
+func (z *zrouter) heartbeat() int {
+	z.mu.Lock()
+	conns := make([]*zconn, 0, len(z.conns))
+	for c := range z.conns {
+		conns = append(conns, c)
+	}
+	z.mu.Unlock()
+	n := 0
+	for _, c := range conns {
+		if c.ping() == nil {
+			n++
+		}
+	}
+	return n
+}
+
+// close stops accepting, drops every connection and waits for the connection goroutines.
+func (z *zrouter) close(ctx context.Context) {
+	_ = z.ln.Close()
+	z.mu.Lock()
+	for c := range z.conns {
+		c.close()
+	}
+	z.conns = nil
+	z.mu.Unlock()
+	done := make(chan struct{})
+	go func() { z.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-ctx.Done():
+	}
+}

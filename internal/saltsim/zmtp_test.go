@@ -1,0 +1,160 @@
+package saltsim
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/binary"
+	"io"
+	"net"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// rawPeer is a hand-driven ZMTP peer for protocol edge cases.
+type rawPeer struct {
+	t *testing.T
+	c net.Conn
+	z *zconn
+}
+
+func dialRaw(t *testing.T, s *Sim, socketType string) *rawPeer {
+	t.Helper()
+	c, err := net.Dial("tcp", strings.TrimPrefix(s.RequestAddr(), "tcp://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	_ = c.SetDeadline(time.Now().Add(5 * time.Second))
+	p := &rawPeer{t: t, c: c, z: &zconn{nc: c, r: bufio.NewReader(c), maxSize: 1 << 20}}
+	if _, err := c.Write(greeting()); err != nil {
+		t.Fatal(err)
+	}
+	var g [64]byte
+	if _, err := io.ReadFull(p.z.r, g[:]); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(g[:], greeting()) {
+		t.Errorf("greeting %x", g)
+	}
+	ready := zcommand("READY", append(zproperty("Socket-Type", socketType), zproperty("Identity", "")...))
+	if err := p.z.writeFrames(true, ready); err != nil {
+		t.Fatal(err)
+	}
+	fl, body, err := p.z.readFrame()
+	if err != nil || fl != flagCommand || !bytes.HasPrefix(body, []byte("\x05READY")) {
+		t.Fatalf("server READY: %x %q %v", fl, body, err)
+	}
+	return p
+}
+
+func TestZMTPPingPongAndDealer(t *testing.T) {
+	s := startLab(t)
+	p := dialRaw(t, s, "DEALER")
+	// a client PING gets a PONG echoing the context
+	if err := p.z.writeFrames(true, zcommand("PING", []byte{0, 10, 'c', 't', 'x'})); err != nil {
+		t.Fatal(err)
+	}
+	fl, body, err := p.z.readFrame()
+	if err != nil || fl != flagCommand || string(body) != "\x04PONGctx" {
+		t.Fatalf("PONG: %x %q %v", fl, body, err)
+	}
+	// DEALER with a routing envelope: the reply keeps it; a body over 255 bytes uses LONG frames
+	big := strings.Repeat("x", 300)
+	req := envelope(t, 3, "cmd", "ping", "big", big)
+	if err := p.z.writeFrames(false, []byte("route"), nil, req); err != nil {
+		t.Fatal(err)
+	}
+	frames, err := p.z.readMessage()
+	if err != nil || len(frames) != 3 || string(frames[0]) != "route" || len(frames[1]) != 0 {
+		t.Fatalf("reply frames %q %v", frames, err)
+	}
+	v, err := unpack(frames[2])
+	if err != nil || mget(t, v, "big") != big {
+		t.Errorf("reply %v %v", v, err)
+	}
+	// the server's PING reaches the peer, whose PONG is accepted
+	if n := s.Heartbeat(); n != 1 {
+		t.Errorf("heartbeat peers = %d", n)
+	}
+	fl, body, err = p.z.readFrame()
+	if err != nil || fl != flagCommand || !bytes.HasPrefix(body, []byte("\x04PING")) {
+		t.Fatalf("PING: %x %q %v", fl, body, err)
+	}
+	if err := p.z.writeFrames(true, zcommand("PONG", nil)); err != nil {
+		t.Fatal(err)
+	}
+	// a message without delimiter is dropped, the connection stays usable
+	if err := p.z.writeFrames(false, req); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.z.writeFrames(false, nil, envelope(t, 3, "cmd", "ping")); err != nil {
+		t.Fatal(err)
+	}
+	frames, err = p.z.readMessage()
+	if err != nil || len(frames) != 2 {
+		t.Fatalf("after dropped message: %q %v", frames, err)
+	}
+}
+
+func TestZMTPRejects(t *testing.T) {
+	s := startLab(t, WithMaxRequestBytes(1024))
+	// incompatible socket type: the server hangs up after READY
+	p := dialRaw(t, s, "PUB")
+	if _, _, err := p.z.readFrame(); err == nil {
+		t.Error("PUB peer accepted")
+	}
+	// oversized frame: connection dropped
+	p = dialRaw(t, s, "REQ")
+	hdr := []byte{flagMore, 0, flagLong}
+	hdr = binary.BigEndian.AppendUint64(hdr, 1<<30)
+	if _, err := p.c.Write(hdr); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := p.z.readFrame(); err == nil {
+		t.Error("oversized frame accepted")
+	}
+	// bad greeting
+	c, err := net.Dial("tcp", strings.TrimPrefix(s.RequestAddr(), "tcp://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = c.Close() }()
+	_, _ = c.Write(bytes.Repeat([]byte{0x42}, 64))
+	_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if _, err := io.ReadAll(c); err != nil {
+		t.Errorf("server did not hang up cleanly: %v", err)
+	}
+}
+
+func TestLongDirRejected(t *testing.T) {
+	dir := filepath.Join(shortDir(t), strings.Repeat("d", 100))
+	if err := mkdir(dir); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Start(t.Context(), WithDir(dir)); err == nil || !strings.Contains(err.Error(), "limit") {
+		t.Errorf("err = %v", err)
+	}
+}
+
+func FuzzUnpack(f *testing.F) {
+	for _, name := range []string{"00_clear_ping.request.bin", "03c_wheel_eauth_key_list_all.reply.bin",
+		"10_publish_state_high.request.bin"} {
+		f.Add(readTestdataF(f, "clear", name))
+	}
+	f.Add([]byte{0xdf, 0xff, 0xff, 0xff, 0xff})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		v, err := unpack(b)
+		if err != nil {
+			return
+		}
+		out, err := packSalt(v)
+		if err != nil {
+			t.Fatalf("re-encode: %v", err)
+		}
+		if _, err := unpack(out); err != nil {
+			t.Fatalf("re-decode: %v", err)
+		}
+	})
+}

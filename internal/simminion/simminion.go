@@ -1,0 +1,244 @@
+package simminion
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/oduflow/oduflow-go/internal/saltsim"
+	"github.com/oduflow/oduflow-go/receipt"
+)
+
+// Result is what a run of one profile reduces to.
+type Result struct {
+	Status        receipt.Status
+	Passed, Total int
+}
+
+// Option configures a Minion.
+type Option func(*Minion)
+
+// WithResult sets the result of runs of profile p (default: succeeded 1/1).
+func WithResult(p receipt.Profile, r Result) Option {
+	return func(m *Minion) { m.results[p] = r }
+}
+
+// WithDelay makes every run take d.
+func WithDelay(d time.Duration) Option { return func(m *Minion) { m.delay = d } }
+
+// WithHold keeps every run running until Release is called.
+func WithHold() Option { return func(m *Minion) { m.hold = make(chan struct{}) } }
+
+// WithProtocol sets the protocol capabilities reports (default 1; 0 = module absent: Salt's
+// "is not available" string is returned instead).
+func WithProtocol(n int) Option { return func(m *Minion) { m.protocol = n } }
+
+// WithPillarReady sets pillar_ready (default true).
+func WithPillarReady(b bool) Option { return func(m *Minion) { m.pillarReady = b } }
+
+// Minion is one simulated minion. Safe for concurrent use.
+type Minion struct {
+	id          string
+	delay       time.Duration
+	hold        chan struct{}
+	protocol    int
+	pillarReady bool
+
+	mu       sync.Mutex
+	results  map[receipt.Profile]Result
+	terminal map[string]receipt.Receipt // request id -> terminal receipt
+	running  map[string]receipt.Receipt // request id -> running record (status running)
+	jids     map[string]string          // jid index -> request id
+	execBusy bool
+	runs     int
+	calls    map[string]int
+	released bool
+}
+
+// New builds a minion with the given id.
+func New(id string, opts ...Option) *Minion {
+	m := &Minion{id: id, protocol: 1, pillarReady: true, results: map[receipt.Profile]Result{},
+		terminal: map[string]receipt.Receipt{}, running: map[string]receipt.Receipt{},
+		jids: map[string]string{}, calls: map[string]int{}}
+	for _, o := range opts {
+		o(m)
+	}
+	return m
+}
+
+// ID is the minion id.
+func (m *Minion) ID() string { return m.id }
+
+// Handler returns the saltsim handler.
+func (m *Minion) Handler() saltsim.MinionHandler { return m.Handle }
+
+// Release lets held runs finish.
+func (m *Minion) Release() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.hold != nil && !m.released {
+		m.released = true
+		close(m.hold)
+	}
+}
+
+// Runs counts state runs actually started (after the duplicate and lock checks).
+func (m *Minion) Runs() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.runs
+}
+
+// Calls counts handled calls by function.
+func (m *Minion) Calls(fun string) int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.calls[fun]
+}
+
+// Receipt returns the terminal receipt of a request, if any.
+func (m *Minion) Receipt(request string) (receipt.Receipt, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	r, ok := m.terminal[request]
+	return r, ok
+}
+
+// Handle implements saltsim.MinionHandler.
+func (m *Minion) Handle(ctx context.Context, job saltsim.Job) (any, int) {
+	m.mu.Lock()
+	m.calls[job.Fun]++
+	m.mu.Unlock()
+	switch job.Fun {
+	case "test.ping":
+		return true, 0
+	case "oduflow_job.capabilities":
+		if m.protocol == 0 {
+			return "'oduflow_job.capabilities' is not available.", 254
+		}
+		return map[string]any{"protocol": int64(m.protocol), "module": "oduflow_job",
+			"pillar_ready": m.pillarReady, "runtime_guard": true}, 0
+	case "oduflow_job.run":
+		return m.run(ctx, job)
+	case "oduflow_job.status":
+		return m.status(job)
+	}
+	return "'" + job.Fun + "' is not available.", 254
+}
+
+func strArg(args []any, i int) string {
+	if i >= len(args) {
+		return ""
+	}
+	s, _ := args[i].(string)
+	return s
+}
+
+func (m *Minion) binding(request, jid, profile string) receipt.Receipt {
+	return receipt.Receipt{Protocol: 1, MinionID: m.id, RequestID: request, JID: jid,
+		Profile: receipt.Profile(profile)}
+}
+
+// ToValue renders a receipt as the module returns it (a mapping of the nine keys).
+func ToValue(r receipt.Receipt) map[string]any {
+	return map[string]any{"protocol": int64(r.Protocol), "minion_id": r.MinionID, "request_id": r.RequestID,
+		"jid": r.JID, "profile": string(r.Profile), "state_digest": r.StateDigest, "status": string(r.Status),
+		"passed": int64(r.Passed), "total": int64(r.Total)}
+}
+
+func (m *Minion) run(ctx context.Context, job saltsim.Job) (any, int) {
+	request, profile := strArg(job.Args, 0), strArg(job.Args, 1)
+	if receipt.ValidateRequestID(request) != nil || receipt.ValidateJID(job.JID) != nil {
+		return "oduflow_job: invalid request id or jid", 1
+	}
+	if _, err := receipt.ParseProfile(profile); err != nil {
+		return "oduflow_job: unknown profile", 1
+	}
+	b := m.binding(request, job.JID, profile)
+	m.mu.Lock()
+	if r, ok := m.terminal[request]; ok {
+		m.mu.Unlock()
+		if r.JID != job.JID {
+			return "oduflow_job: binding conflict", 1
+		}
+		return ToValue(r), 0
+	}
+	if _, ok := m.running[request]; ok {
+		m.mu.Unlock()
+		b.Status = receipt.StatusRunning
+		return ToValue(b), 0
+	}
+	if _, ok := m.jids[job.JID]; ok {
+		m.mu.Unlock()
+		return "oduflow_job: binding conflict (jid)", 1
+	}
+	m.jids[job.JID] = request
+	if m.execBusy {
+		b.Status, b.Total = receipt.StatusFailed, 1
+		m.terminal[request] = b
+		m.mu.Unlock()
+		return ToValue(b), 0
+	}
+	m.execBusy = true
+	m.runs++
+	rr := b
+	rr.Status = receipt.StatusRunning
+	m.running[request] = rr
+	res, ok := m.results[receipt.Profile(profile)]
+	if !ok {
+		res = Result{Status: receipt.StatusSucceeded, Passed: 1, Total: 1}
+	}
+	hold := m.hold
+	m.mu.Unlock()
+
+	if hold != nil {
+		select {
+		case <-hold:
+		case <-ctx.Done():
+		}
+	}
+	if m.delay > 0 {
+		select {
+		case <-time.After(m.delay):
+		case <-ctx.Done():
+		}
+	}
+	b.Status, b.Passed, b.Total = res.Status, res.Passed, res.Total
+	if res.Status == receipt.StatusUnknown {
+		b.Passed, b.Total = 0, 0
+	}
+	m.mu.Lock()
+	delete(m.running, request)
+	if b.Status != receipt.StatusUnknown {
+		m.terminal[request] = b
+	}
+	m.execBusy = false
+	m.mu.Unlock()
+	return ToValue(b), 0
+}
+
+func (m *Minion) status(job saltsim.Job) (any, int) {
+	request, jid, profile := strArg(job.Args, 0), strArg(job.Args, 1), strArg(job.Args, 2)
+	if receipt.ValidateRequestID(request) != nil || receipt.ValidateJID(jid) != nil {
+		return "oduflow_job: invalid request id or jid", 1
+	}
+	if _, err := receipt.ParseProfile(profile); err != nil {
+		return "oduflow_job: unknown profile", 1
+	}
+	b := m.binding(request, jid, profile)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if r, ok := m.terminal[request]; ok {
+		return ToValue(r), 0
+	}
+	if _, ok := m.running[request]; ok {
+		b.Status = receipt.StatusRunning
+		return ToValue(b), 0
+	}
+	if _, ok := m.jids[jid]; ok {
+		b.Status = receipt.StatusUnknown
+		return ToValue(b), 0
+	}
+	b.Status = receipt.StatusNotStarted
+	return ToValue(b), 0
+}

@@ -1,0 +1,158 @@
+package oduflow
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"runtime"
+	"slices"
+	"strconv"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/oduflow/oduflow-go/internal/simminion"
+	"github.com/oduflow/oduflow-go/receipt"
+)
+
+// benchInFlight is the number of requests held running (ODUFLOW_BENCH_INFLIGHT, default 5000).
+func benchInFlight() int {
+	if n, err := strconv.Atoi(os.Getenv("ODUFLOW_BENCH_INFLIGHT")); err == nil && n > 0 {
+		return n
+	}
+	return 5000
+}
+
+type latencies struct {
+	mu sync.Mutex
+	d  []time.Duration
+}
+
+func (l *latencies) add(d time.Duration) {
+	l.mu.Lock()
+	l.d = append(l.d, d)
+	l.mu.Unlock()
+}
+
+func (l *latencies) pct(p float64) time.Duration {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.d) == 0 {
+		return 0
+	}
+	s := slices.Clone(l.d)
+	slices.Sort(s)
+	return s[int(p*float64(len(s)-1))]
+}
+
+// BenchmarkDispatcher holds N requests running on N Go-only simulated minions (one shared event-bus
+// subscription in the dispatcher), then measures Start and Status latency and the memory per in-flight
+// request.
+func BenchmarkDispatcher(b *testing.B) {
+	var rl syscall.Rlimit
+	_ = syscall.Getrlimit(syscall.RLIMIT_NOFILE, &rl)
+	n := benchInFlight()
+	e := startSim(b)
+	tm := DefaultTimers()
+	tm.PollBudget = 1 // hold them running: no status polls during the benchmark
+	d := e.dispatcher(WithTimers(tm))
+	ctx := context.Background()
+
+	minions := make([]*simminion.Minion, n)
+	for i := range minions {
+		minions[i] = e.addMinion(simminion.WithHold())
+	}
+	defer func() {
+		for _, m := range minions {
+			m.Release()
+		}
+	}()
+	runtime.GC()
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	gBefore := runtime.NumGoroutine()
+
+	var startLat latencies
+	reqs := make([]string, n)
+	t0 := time.Now()
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 64)
+	for i := range reqs {
+		reqs[i] = uuid.NewString()
+		wg.Add(1)
+		sem <- struct{}{}
+		go func(i int) {
+			defer wg.Done()
+			defer func() { <-sem }()
+			s := time.Now()
+			if _, err := d.Start(ctx, receipt.ProfileConfigure, minions[i].ID(), reqs[i]); err != nil {
+				b.Error(err)
+			}
+			startLat.add(time.Since(s))
+		}(i)
+	}
+	wg.Wait()
+	startAll := time.Since(t0)
+	deadline := time.Now().Add(10 * time.Minute)
+	for e.runs() < n {
+		if time.Now().After(deadline) {
+			b.Fatalf("only %d of %d in flight", e.runs(), n)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	inflight := time.Since(t0)
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	gAfter := runtime.NumGoroutine()
+	b.Logf("in flight: %d requests (RLIMIT_NOFILE %d); %d Starts in %v, all published after %v; Start p50 %v p99 %v",
+		n, rl.Cur, n, startAll, inflight, startLat.pct(0.5), startLat.pct(0.99))
+	b.Logf("memory: heap %+.1f MiB (%.1f KiB per in-flight request, sim and minions included); goroutines %+d",
+		float64(int64(after.HeapAlloc)-int64(before.HeapAlloc))/(1<<20),
+		float64(int64(after.HeapAlloc)-int64(before.HeapAlloc))/1024/float64(n), gAfter-gBefore)
+
+	b.Run("Status/running", func(b *testing.B) {
+		b.ReportAllocs()
+		i := 0
+		for b.Loop() {
+			r, err := d.Status(ctx, receipt.ProfileConfigure, minions[i%n].ID(), reqs[i%n])
+			if err != nil || r.Status != receipt.StatusRunning {
+				b.Fatalf("%+v %v", r, err)
+			}
+			i++
+		}
+	})
+	b.Run("Start/existing", func(b *testing.B) {
+		b.ReportAllocs()
+		i := 0
+		for b.Loop() {
+			if _, err := d.Start(ctx, receipt.ProfileConfigure, minions[i%n].ID(), reqs[i%n]); err != nil {
+				b.Fatal(err)
+			}
+			i++
+		}
+	})
+	b.Run("Start/new-claim", func(b *testing.B) {
+		// A fresh request per iteration on a fresh minion; its worker goes on in the background.
+		extra := make([]*simminion.Minion, 0, b.N)
+		defer func() {
+			for _, m := range extra {
+				m.Release()
+			}
+		}()
+		b.ReportAllocs()
+		for b.Loop() {
+			b.StopTimer()
+			m := e.addMinion(simminion.WithHold())
+			extra = append(extra, m)
+			req := uuid.NewString()
+			b.StartTimer()
+			if _, err := d.Start(ctx, receipt.ProfileConfigure, m.ID(), req); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	fmt.Fprintf(os.Stderr, "in-flight=%d nofile=%d\n", n, rl.Cur)
+}

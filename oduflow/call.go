@@ -1,0 +1,96 @@
+package oduflow
+
+import (
+	"context"
+	"time"
+
+	"github.com/cockroachdb/errors"
+
+	"github.com/oduflow/oduflow-go/salt"
+)
+
+// Read-only functions the dispatcher publishes (always to one minion, list target).
+const (
+	FunRun          = "oduflow_job.run"
+	FunStatus       = "oduflow_job.status"
+	FunCapabilities = "oduflow_job.capabilities"
+	FunPing         = "test.ping"
+)
+
+// errCallGap: the event stream had a gap while a call waited for its return.
+var errCallGap = errors.Mark(errors.New("oduflow: event gap while waiting for a return"), ErrNoReturn)
+
+// publish sends one publication, never retried, and counts it.
+func (d *Dispatcher) publish(ctx context.Context, minion string, fun string, args []any, jid salt.JID) (*salt.PublishResult, error) {
+	t0 := time.Now()
+	res, err := d.pub.Publish(ctx, salt.PublishRequest{
+		Target:  salt.ListTarget(minion),
+		Fun:     fun,
+		Args:    args,
+		JID:     jid,
+		Timeout: PublishTimeout,
+	})
+	d.hooks.Observe("publish", time.Since(t0))
+	if err != nil {
+		d.hooks.Published(fun, publishErrorCode(err))
+		return nil, err
+	}
+	d.hooks.Published(fun, "ok")
+	return res, nil
+}
+
+// publishErrorCode maps a publish error to its sanitized code.
+func publishErrorCode(err error) string {
+	switch {
+	case salt.IsOutcomeUnknown(err):
+		return CodeOutcomeUnknown
+	case errors.Is(err, salt.ErrAuthentication):
+		return CodeAuthentication
+	case errors.Is(err, salt.ErrAuthorization):
+		return CodeAuthorization
+	case errors.Is(err, salt.ErrNoMinions):
+		return CodeNoMinions
+	case errors.Is(err, salt.ErrBadLoad):
+		return CodeBadLoad
+	case errors.Is(err, salt.ErrMasterException):
+		return CodeMasterException
+	case errors.Is(err, salt.ErrNotSent):
+		return CodeNotSent
+	case salt.IsNotPublished(err):
+		return CodeRefused
+	}
+	return CodeOutcomeUnknown
+}
+
+// call publishes a read-only function to one minion and waits (at most timeout) for its return. The event
+// waiter is registered before the publish. A gap while waiting fails the call with ErrNoReturn (the
+// caller decides whether to try again).
+func (d *Dispatcher) call(ctx context.Context, minion, fun string, args []any, timeout time.Duration) (*salt.JobReturn, error) {
+	jid := d.jids.Next()
+	w, err := d.hub.watch(ctx, jid)
+	if err != nil {
+		return nil, err
+	}
+	defer w.close()
+	if _, err := d.publish(ctx, minion, fun, args, jid); err != nil {
+		return nil, err
+	}
+	tm := time.NewTimer(timeout)
+	defer tm.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-tm.C:
+			return nil, errors.Wrapf(ErrNoReturn, "%s", errors.Safe(fun))
+		case <-w.gaps:
+			// Events may have been missed, this return among them: the caller decides whether to ask again.
+			return nil, errors.Wrapf(errCallGap, "%s", errors.Safe(fun))
+		case r := <-w.rets:
+			if r.MinionID != minion {
+				continue
+			}
+			return r, nil
+		}
+	}
+}

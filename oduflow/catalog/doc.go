@@ -1,0 +1,38 @@
+// Package catalog stores custom Salt state definitions, their assignments to servers, and the immutable
+// snapshots of their executions, for the custom profile of package oduflow.
+//
+// Three kinds of records, each carrying the company (tenant) it belongs to so that an embedding service
+// can scope readers:
+//
+//   - Definition: a named, revisioned custom state source. Saving changed source increments the revision
+//     and records the digest of the compiled source (profiles.CompileCustom through a CompileFunc). The
+//     source can hold anything an administrator typed, so it is only ever returned by the administrative
+//     API (Store), never by an Observer.
+//   - Assignment: a definition assigned to one server (minion id) of a company. Custom executions run
+//     only for assigned definitions.
+//   - Execution: the immutable snapshot taken when a definition is applied: execution id (= the request
+//     id), company, definition id, revision, frozen source, canonical payload, digest, minion, mode
+//     (apply or apply_again) and creation time. Later edits of the definition change nothing already
+//     frozen. Two things are appended afterwards, never rewritten: the request ids recorded as pointing to
+//     the execution (a repeated Apply that reused it), and the sanitized outcome (status, passed, total,
+//     error code and what confirmed it: a minion receipt, the master's own preflight record, or an
+//     operator's assertion). No raw Salt output is stored.
+//
+// Observers (users who may read assignments and execution status within their allowed companies) use an
+// Observer: it filters every answer by company and returns views without source or payload. A record of
+// another company reads as ErrNotFound, so its existence does not leak.
+//
+// FileStore is the default implementation, on the safe-store discipline of receipt.Store: a directory
+// mode 0700 owned by the service account, files 0600 written atomically (exclusive temp file, fsync,
+// rename, directory fsync), create-if-absent through CreateExclusive, and a flock per record for
+// updates, so several processes may share one directory. Record names:
+//
+//	def.<definition id>.json                 definition (mutable, locked per record)
+//	asg.<definition id>.<minion id>.json     assignment
+//	rid.<request id>.json                    request id index: execution or pointer (create-if-absent)
+//	exe.<minion id>.<request id>.json        execution snapshot (+ pointers, outcome; locked per record)
+//	srv.<minion id>                          lock name serializing custom starts per server (LockServer)
+//
+// Keep passwords and tokens out of custom sources: definitions and execution snapshots persist them here,
+// and Salt itself keeps every published load in the master's job directory.
+package catalog

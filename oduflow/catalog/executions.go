@@ -1,0 +1,351 @@
+package catalog
+
+import (
+	"bytes"
+	"context"
+	"sort"
+	"strings"
+
+	"github.com/cockroachdb/errors"
+
+	"github.com/oduflow/oduflow-go/receipt"
+)
+
+func ridName(requestID string) string { return "rid." + requestID + ".json" }
+
+func exeName(minionID, requestID string) string { return "exe." + minionID + "." + requestID + ".json" }
+
+func srvLockName(minionID string) string { return "srv." + minionID }
+
+// Index kinds of a request id.
+const (
+	kindExecution = "execution"
+	kindPointer   = "pointer"
+)
+
+// ridRecord reserves a request id, once, for an execution or a pointer.
+type ridRecord struct {
+	RequestID   string `json:"request_id"`
+	Kind        string `json:"kind"`
+	MinionID    string `json:"minion_id"`
+	ExecutionID string `json:"execution_id"`
+}
+
+// PointerError says which execution a pointer request id points to.
+type PointerError struct {
+	RequestID, ExecutionID string
+}
+
+func (e *PointerError) Error() string {
+	return "catalog: request " + e.RequestID + " points to execution " + e.ExecutionID
+}
+
+// Unwrap makes errors.Is(err, ErrPointer) true.
+func (e *PointerError) Unwrap() error { return ErrPointer }
+
+// LockServer implements Store.
+func (s *FileStore) LockServer(ctx context.Context, minionID string) (func() error, error) {
+	if err := checkMinion(minionID); err != nil {
+		return nil, err
+	}
+	l, err := s.lock(ctx, srvLockName(minionID))
+	if err != nil {
+		return nil, err
+	}
+	return l.Release, nil
+}
+
+func (s *FileStore) readRID(ctx context.Context, requestID string) (ridRecord, error) {
+	if err := ctxErr(ctx); err != nil {
+		return ridRecord{}, err
+	}
+	if err := checkID("request id", requestID); err != nil {
+		return ridRecord{}, err
+	}
+	var r ridRecord
+	if err := s.readJSON(ridName(requestID), &r); err != nil {
+		return ridRecord{}, err
+	}
+	if r.RequestID != requestID || (r.Kind != kindExecution && r.Kind != kindPointer) ||
+		receipt.ValidateMinionID(r.MinionID) != nil || receipt.ValidateRequestID(r.ExecutionID) != nil ||
+		(r.Kind == kindExecution) != (r.ExecutionID == requestID) {
+		return ridRecord{}, errors.Wrap(ErrCorrupt, "catalog: request index")
+	}
+	return r, nil
+}
+
+// reserve creates the request id index, or accepts an identical existing one (resume after a crash).
+func (s *FileStore) reserve(ctx context.Context, r ridRecord) error {
+	err := s.createJSON(ridName(r.RequestID), &r)
+	if !errors.Is(err, ErrExists) {
+		return err
+	}
+	cur, rerr := s.readRID(ctx, r.RequestID)
+	if rerr != nil {
+		return rerr
+	}
+	if cur != r {
+		return errors.Wrap(err, "catalog: request id already used")
+	}
+	return nil
+}
+
+func (s *FileStore) readExecution(minionID, requestID string) (Execution, error) {
+	var e Execution
+	if err := s.readJSON(exeName(minionID, requestID), &e); err != nil {
+		return Execution{}, err
+	}
+	if e.RequestID != requestID || e.MinionID != minionID {
+		return Execution{}, errors.Wrap(ErrCorrupt, "catalog: execution does not match its name")
+	}
+	return e, nil
+}
+
+func checkSnapshot(e Execution) error {
+	if err := checkID("request id", e.RequestID); err != nil {
+		return err
+	}
+	if err := checkID("definition id", e.DefinitionID); err != nil {
+		return err
+	}
+	if err := checkMinion(e.MinionID); err != nil {
+		return err
+	}
+	if err := checkCompany(e.Company); err != nil {
+		return err
+	}
+	if !e.Mode.Valid() {
+		return invalidf("catalog: invalid mode %q", errors.Safe(string(e.Mode)))
+	}
+	if e.Revision < 1 || len(e.Source) == 0 || len(e.Canonical) == 0 {
+		return invalidf("catalog: incomplete snapshot")
+	}
+	if receipt.DigestBytes(e.Canonical) != e.Digest {
+		return invalidf("catalog: digest does not match the canonical payload")
+	}
+	return nil
+}
+
+func sameSnapshot(a, b Execution) bool {
+	return a.RequestID == b.RequestID && a.Company == b.Company && a.DefinitionID == b.DefinitionID &&
+		a.Revision == b.Revision && a.Digest == b.Digest && a.MinionID == b.MinionID && a.Mode == b.Mode &&
+		bytes.Equal(a.Source, b.Source) && bytes.Equal(a.Canonical, b.Canonical)
+}
+
+// CreateExecution implements Store.
+func (s *FileStore) CreateExecution(ctx context.Context, e Execution) (Execution, error) {
+	if err := ctxErr(ctx); err != nil {
+		return Execution{}, err
+	}
+	if err := checkSnapshot(e); err != nil {
+		return Execution{}, err
+	}
+	e = e.clone()
+	e.Pointers = nil
+	if e.CreatedAt.IsZero() {
+		e.CreatedAt = s.stamp()
+	}
+	e.CreatedAt = e.CreatedAt.UTC()
+	e.Outcome = Outcome{Status: receipt.StatusNotStarted, UpdatedAt: e.CreatedAt}
+	if err := s.reserve(ctx, ridRecord{RequestID: e.RequestID, Kind: kindExecution, MinionID: e.MinionID,
+		ExecutionID: e.RequestID}); err != nil {
+		return Execution{}, err
+	}
+	err := s.createJSON(exeName(e.MinionID, e.RequestID), &e)
+	if errors.Is(err, ErrExists) {
+		cur, rerr := s.readExecution(e.MinionID, e.RequestID)
+		if rerr != nil {
+			return Execution{}, rerr
+		}
+		if !sameSnapshot(cur, e) {
+			return Execution{}, errors.Wrap(err, "catalog: another snapshot holds this request id")
+		}
+		return cur, nil
+	}
+	if err != nil {
+		return Execution{}, err
+	}
+	return e.clone(), nil
+}
+
+// Execution implements Reader.
+func (s *FileStore) Execution(ctx context.Context, requestID string) (Execution, error) {
+	r, err := s.readRID(ctx, requestID)
+	if err != nil {
+		return Execution{}, err
+	}
+	if r.Kind == kindPointer {
+		return Execution{}, &PointerError{RequestID: requestID, ExecutionID: r.ExecutionID}
+	}
+	return s.readExecution(r.MinionID, requestID)
+}
+
+// Resolve implements Reader.
+func (s *FileStore) Resolve(ctx context.Context, requestID string) (Execution, bool, error) {
+	r, err := s.readRID(ctx, requestID)
+	if err != nil {
+		return Execution{}, false, err
+	}
+	e, err := s.readExecution(r.MinionID, r.ExecutionID)
+	if err != nil {
+		return Execution{}, false, err
+	}
+	return e, r.Kind == kindPointer, nil
+}
+
+// Executions implements Reader.
+func (s *FileStore) Executions(ctx context.Context, minionID string) ([]Execution, error) {
+	if err := ctxErr(ctx); err != nil {
+		return nil, err
+	}
+	if err := checkMinion(minionID); err != nil {
+		return nil, err
+	}
+	prefix := "exe." + minionID + "."
+	names, err := s.st.List(prefix)
+	if err != nil {
+		return nil, errors.Wrap(err, "catalog: list executions")
+	}
+	out := make([]Execution, 0, len(names))
+	for _, n := range names {
+		req, ok := strings.CutSuffix(strings.TrimPrefix(n, prefix), ".json")
+		if !ok || receipt.ValidateRequestID(req) != nil {
+			continue
+		}
+		e, err := s.readExecution(minionID, req)
+		if errors.Is(err, ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, e)
+	}
+	sortExecutions(out)
+	return out, nil
+}
+
+func sortExecutions(out []Execution) {
+	sort.Slice(out, func(i, j int) bool {
+		if !out[i].CreatedAt.Equal(out[j].CreatedAt) {
+			return out[i].CreatedAt.Before(out[j].CreatedAt)
+		}
+		return out[i].RequestID < out[j].RequestID
+	})
+}
+
+func (s *FileStore) updateExecution(ctx context.Context, minionID, requestID string,
+	f func(*Execution) (bool, error)) (e Execution, err error) {
+	l, err := s.lock(ctx, exeName(minionID, requestID))
+	if err != nil {
+		return Execution{}, err
+	}
+	defer release(l, &err)
+	if e, err = s.readExecution(minionID, requestID); err != nil {
+		return Execution{}, err
+	}
+	changed, err := f(&e)
+	if err != nil || !changed {
+		return e, err
+	}
+	if err := s.writeJSON(exeName(minionID, requestID), &e); err != nil {
+		return Execution{}, err
+	}
+	return e.clone(), nil
+}
+
+// AddPointer implements Store.
+func (s *FileStore) AddPointer(ctx context.Context, executionID, pointerRequestID, reason string) (Execution, error) {
+	if reason != ReasonReuseRunning && reason != ReasonReuseSucceeded {
+		return Execution{}, invalidf("catalog: invalid pointer reason")
+	}
+	if err := checkID("request id", pointerRequestID); err != nil {
+		return Execution{}, err
+	}
+	if pointerRequestID == executionID {
+		return Execution{}, invalidf("catalog: an execution cannot point to itself")
+	}
+	r, err := s.readRID(ctx, executionID)
+	if err != nil {
+		return Execution{}, err
+	}
+	if r.Kind != kindExecution {
+		return Execution{}, &PointerError{RequestID: executionID, ExecutionID: r.ExecutionID}
+	}
+	if err := s.reserve(ctx, ridRecord{RequestID: pointerRequestID, Kind: kindPointer, MinionID: r.MinionID,
+		ExecutionID: executionID}); err != nil {
+		return Execution{}, err
+	}
+	return s.updateExecution(ctx, r.MinionID, executionID, func(e *Execution) (bool, error) {
+		for _, p := range e.Pointers {
+			if p.RequestID == pointerRequestID {
+				return false, nil
+			}
+		}
+		if len(e.Pointers) >= MaxPointers {
+			return false, invalidf("catalog: too many pointers on one execution")
+		}
+		e.Pointers = append(e.Pointers, Pointer{RequestID: pointerRequestID, Reason: reason, CreatedAt: s.stamp()})
+		return true, nil
+	})
+}
+
+func checkOutcome(o Outcome) error {
+	switch o.Status {
+	case receipt.StatusNotStarted, receipt.StatusRunning, receipt.StatusSucceeded, receipt.StatusFailed,
+		receipt.StatusUnknown:
+	default:
+		return invalidf("catalog: invalid status %q", errors.Safe(string(o.Status)))
+	}
+	if !o.ConfirmedBy.Valid() {
+		return invalidf("catalog: invalid confirmation %q", errors.Safe(string(o.ConfirmedBy)))
+	}
+	if o.Passed < 0 || o.Total < 0 || o.Passed > o.Total {
+		return invalidf("catalog: invalid counts")
+	}
+	if !o.Status.Terminal() && o.ConfirmedBy != ConfirmedNone {
+		return invalidf("catalog: a non-terminal outcome cannot be confirmed")
+	}
+	if len(o.ErrorCode) > 64 || (o.ErrorCode != "" && !validText(o.ErrorCode, 64)) {
+		return invalidf("catalog: invalid error code")
+	}
+	return nil
+}
+
+// final reports whether an outcome can no longer change: terminal and confirmed by the minion or the
+// master. An asserted outcome may still be replaced by the minion's receipt.
+func (o Outcome) final() bool {
+	return o.Status.Terminal() &&
+		(o.ConfirmedBy == ConfirmedByMinionReceipt || o.ConfirmedBy == ConfirmedByMasterRecord)
+}
+
+func sameOutcome(a, b Outcome) bool {
+	return a.Status == b.Status && a.Passed == b.Passed && a.Total == b.Total && a.ErrorCode == b.ErrorCode &&
+		a.ConfirmedBy == b.ConfirmedBy && a.Dispatched == b.Dispatched
+}
+
+// RecordOutcome implements Store.
+func (s *FileStore) RecordOutcome(ctx context.Context, requestID string, o Outcome) (Execution, error) {
+	if err := checkOutcome(o); err != nil {
+		return Execution{}, err
+	}
+	r, err := s.readRID(ctx, requestID)
+	if err != nil {
+		return Execution{}, err
+	}
+	if r.Kind != kindExecution {
+		return Execution{}, &PointerError{RequestID: requestID, ExecutionID: r.ExecutionID}
+	}
+	return s.updateExecution(ctx, r.MinionID, requestID, func(e *Execution) (bool, error) {
+		if sameOutcome(e.Outcome, o) {
+			return false, nil
+		}
+		if e.Outcome.final() {
+			return false, errors.Wrapf(ErrImmutable, "catalog: execution %s is %s",
+				errors.Safe(requestID), errors.Safe(string(e.Outcome.Status)))
+		}
+		o.UpdatedAt = s.stamp()
+		e.Outcome = o
+		return true, nil
+	})
+}

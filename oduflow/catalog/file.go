@@ -1,0 +1,200 @@
+package catalog
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/cockroachdb/errors"
+
+	"github.com/oduflow/oduflow-go/receipt"
+)
+
+// Limits on free-text fields.
+const (
+	MaxCompanyLen = 128
+	MaxNameLen    = 200
+	// MaxPointers bounds the pointers recorded on one execution (a reused execution refuses more).
+	MaxPointers = 10000
+)
+
+// MaxRecordSize bounds a stored record (an execution holds up to 64 KiB of source and its payload).
+const MaxRecordSize = 8 << 20
+
+// DefaultLockWait is how long an update waits for a record lock.
+const DefaultLockWait = 10 * time.Second
+
+// FileStore is the file-backed Store. It is safe for concurrent use by goroutines and processes sharing
+// the directory.
+type FileStore struct {
+	st       *receipt.Store
+	compile  CompileFunc
+	now      func() time.Time
+	lockWait time.Duration
+}
+
+var _ Store = (*FileStore)(nil)
+
+type options struct {
+	create   bool
+	owner    *int
+	now      func() time.Time
+	lockWait time.Duration
+}
+
+// Option configures Open.
+type Option func(*options)
+
+// WithCreate creates the directory (mode 0700) when it is missing.
+func WithCreate() Option { return func(o *options) { o.create = true } }
+
+// WithOwner sets the uid the directory and files must belong to (default: the effective uid).
+func WithOwner(uid int) Option { return func(o *options) { o.owner = &uid } }
+
+// WithClock replaces time.Now (tests).
+func WithClock(now func() time.Time) Option { return func(o *options) { o.now = now } }
+
+// WithLockWait sets how long an update waits for a record lock (default DefaultLockWait).
+func WithLockWait(d time.Duration) Option { return func(o *options) { o.lockWait = d } }
+
+// Open opens (or with WithCreate creates) a catalog directory. compile validates and compiles sources;
+// production code passes an adapter of profiles.CompileCustom (oduflow.CompileCustomSource).
+func Open(dir string, compile CompileFunc, opts ...Option) (*FileStore, error) {
+	if compile == nil {
+		return nil, invalidf("catalog: nil compile function")
+	}
+	o := options{now: time.Now, lockWait: DefaultLockWait}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	sopts := []receipt.StoreOption{receipt.WithMaxRecordSize(MaxRecordSize)}
+	if o.create {
+		sopts = append(sopts, receipt.WithCreate())
+	}
+	if o.owner != nil {
+		sopts = append(sopts, receipt.WithOwner(*o.owner))
+	}
+	st, err := receipt.OpenStore(dir, sopts...)
+	if err != nil {
+		return nil, errors.Wrap(err, "catalog: open store")
+	}
+	return &FileStore{st: st, compile: compile, now: o.now, lockWait: o.lockWait}, nil
+}
+
+// Dir returns the catalog directory.
+func (s *FileStore) Dir() string { return s.st.Dir() }
+
+// ObserverView returns a reader for observers limited to the given companies.
+func (s *FileStore) ObserverView(companies ...string) *Observer { return NewObserver(s, companies...) }
+
+func (s *FileStore) stamp() time.Time { return s.now().UTC() }
+
+func (s *FileStore) lock(ctx context.Context, name string) (*receipt.Lock, error) {
+	l, err := s.st.LockWait(ctx, name, s.lockWait)
+	if err != nil {
+		return nil, errors.Wrapf(err, "catalog: lock %s", errors.Safe(name))
+	}
+	return l, nil
+}
+
+func release(l *receipt.Lock, err *error) {
+	if rerr := l.Release(); rerr != nil && *err == nil {
+		*err = errors.Wrap(rerr, "catalog: release lock")
+	}
+}
+
+// readJSON reads and strictly decodes a record. ErrNotFound when absent.
+func (s *FileStore) readJSON(name string, v any) error {
+	data, err := s.st.Read(name)
+	if err != nil {
+		if errors.Is(err, receipt.ErrNotExist) {
+			return errors.Mark(errors.Wrapf(err, "catalog: %s", errors.Safe(name)), ErrNotFound)
+		}
+		return errors.Wrapf(err, "catalog: read %s", errors.Safe(name))
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return errors.Mark(errors.Wrapf(err, "catalog: decode %s", errors.Safe(name)), ErrCorrupt)
+	}
+	if dec.More() {
+		return errors.Wrapf(ErrCorrupt, "catalog: trailing data in %s", errors.Safe(name))
+	}
+	return nil
+}
+
+func encode(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, errors.Wrap(err, "catalog: encode")
+	}
+	return buf.Bytes(), nil
+}
+
+func (s *FileStore) writeJSON(name string, v any) error {
+	data, err := encode(v)
+	if err != nil {
+		return err
+	}
+	return errors.Wrapf(s.st.WriteAtomic(name, data), "catalog: write %s", errors.Safe(name))
+}
+
+// createJSON writes a record only if absent; ErrExists (marked) when present.
+func (s *FileStore) createJSON(name string, v any) error {
+	data, err := encode(v)
+	if err != nil {
+		return err
+	}
+	if err := s.st.CreateExclusive(name, data); err != nil {
+		if errors.Is(err, receipt.ErrExist) {
+			return errors.Mark(errors.Wrapf(err, "catalog: %s", errors.Safe(name)), ErrExists)
+		}
+		return errors.Wrapf(err, "catalog: create %s", errors.Safe(name))
+	}
+	return nil
+}
+
+func validText(s string, maxLen int) bool {
+	if s == "" || len(s) > maxLen || !utf8.ValidString(s) {
+		return false
+	}
+	for _, r := range s {
+		if unicode.IsControl(r) {
+			return false
+		}
+	}
+	return true
+}
+
+func checkCompany(c string) error {
+	if !validText(c, MaxCompanyLen) {
+		return invalidf("catalog: invalid company")
+	}
+	return nil
+}
+
+func checkID(what, id string) error {
+	if err := receipt.ValidateRequestID(id); err != nil {
+		return errors.Mark(errors.Wrapf(err, "catalog: invalid %s", errors.Safe(what)), ErrInvalid)
+	}
+	return nil
+}
+
+func checkMinion(id string) error {
+	if err := receipt.ValidateMinionID(id); err != nil {
+		return errors.Mark(errors.Wrap(err, "catalog: invalid minion id"), ErrInvalid)
+	}
+	return nil
+}
+
+func ctxErr(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return errors.Wrap(err, "catalog")
+	}
+	return nil
+}

@@ -1,0 +1,259 @@
+package oduflow
+
+import (
+	"bytes"
+	"encoding/json"
+	"time"
+
+	"github.com/cockroachdb/errors"
+
+	"github.com/oduflow/oduflow-go/receipt"
+)
+
+// ClaimProtocol is the claim format written by this package. Claims without a protocol field are legacy.
+const ClaimProtocol = 1
+
+// Phase is the master-side phase of a claim.
+type Phase string
+
+// Claim phases. claimed -> dispatching -> dispatched -> terminal; asserted is terminal and reachable only
+// from unknown through an operator's Reconcile.
+const (
+	PhaseClaimed     Phase = "claimed"
+	PhaseDispatching Phase = "dispatching"
+	PhaseDispatched  Phase = "dispatched"
+	PhaseTerminal    Phase = "terminal"
+	PhaseAsserted    Phase = "asserted"
+)
+
+func (p Phase) valid() bool {
+	switch p {
+	case PhaseClaimed, PhaseDispatching, PhaseDispatched, PhaseTerminal, PhaseAsserted:
+		return true
+	}
+	return false
+}
+
+// Final reports whether the phase carries a recorded status (terminal or asserted).
+func (p Phase) Final() bool { return p == PhaseTerminal || p == PhaseAsserted }
+
+// LegacyKind distinguishes claims written by earlier versions of the master runner.
+type LegacyKind int
+
+const (
+	// NotLegacy: a protocol-1 claim.
+	NotLegacy LegacyKind = iota
+	// LegacyUnprofiled: written before profile fields existed; configuration jobs only.
+	LegacyUnprofiled
+	// LegacyPreProtocol: profile fields but no protocol field: published as a plain state.apply, so no
+	// minion receipt will ever exist.
+	LegacyPreProtocol
+)
+
+// Evidence kinds recorded with a final claim.
+const (
+	EvidenceReceipt    = "receipt"    // a minion receipt bound to the claim (return or status poll)
+	EvidencePreflight  = "preflight"  // the master's own preflight failure; nothing published
+	EvidenceRefused    = "refused"    // the publish reply proved nothing was published
+	EvidenceNone       = "none"       // unknown: no trustworthy evidence
+	EvidenceAsserted   = "asserted"   // an operator's assertion (never a minion receipt)
+	EvidenceReconciled = "reconciled" // a minion receipt fetched by an operator's Reconcile
+)
+
+// Claim is the durable master record of one request. It holds identities, the fixed role, the preassigned
+// JID, the phase, timestamps and the sanitized outcome: nothing raw from Salt.
+type Claim struct {
+	Protocol    int             `json:"protocol,omitempty"`
+	MinionID    string          `json:"minion_id"`
+	RequestID   string          `json:"request_id"`
+	Profile     receipt.Profile `json:"profile,omitempty"`
+	Role        string          `json:"role,omitempty"`
+	StateDigest string          `json:"state_digest,omitempty"`
+	// PayloadRef names the frozen payload of a custom execution (resolved by a PublicationSource).
+	PayloadRef   string         `json:"payload_ref,omitempty"`
+	JID          string         `json:"jid"`
+	Phase        Phase          `json:"phase"`
+	CreatedAt    time.Time      `json:"created_at"`
+	DispatchedAt *time.Time     `json:"dispatched_at,omitempty"`
+	FinishedAt   *time.Time     `json:"finished_at,omitempty"`
+	Status       receipt.Status `json:"status,omitempty"`
+	Passed       int            `json:"passed"`
+	Total        int            `json:"total"`
+	ErrorCode    string         `json:"error_code,omitempty"`
+	Evidence     string         `json:"evidence,omitempty"`
+	AssertedBy   string         `json:"asserted_by,omitempty"`
+	AssertedWhy  string         `json:"asserted_reason,omitempty"`
+	// Generation is the fencing token: every successful update increments it.
+	Generation uint64 `json:"generation"`
+}
+
+// Legacy classifies the claim.
+func (c *Claim) Legacy() LegacyKind {
+	switch {
+	case c.Protocol >= ClaimProtocol:
+		return NotLegacy
+	case c.Profile == "":
+		return LegacyUnprofiled
+	default:
+		return LegacyPreProtocol
+	}
+}
+
+// EffectiveProfile is the profile the claim is bound to (configure for legacy claims without profile).
+func (c *Claim) EffectiveProfile() receipt.Profile {
+	if c.Profile == "" {
+		return receipt.ProfileConfigure
+	}
+	return c.Profile
+}
+
+// WasDispatched reports whether the dispatch intent was recorded (the publish may have gone out).
+func (c *Claim) WasDispatched() bool {
+	return c.DispatchedAt != nil || c.Phase == PhaseDispatching || c.Phase == PhaseDispatched
+}
+
+// Binding is the immutable binding a minion receipt must match.
+func (c *Claim) Binding() receipt.Binding {
+	return receipt.Binding{MinionID: c.MinionID, RequestID: c.RequestID, JID: c.JID,
+		Profile: c.EffectiveProfile(), StateDigest: c.StateDigest}
+}
+
+// Quarantining reports whether the claim, as recorded, blocks new dispatches to its client: it was
+// dispatched and has no final result other than unknown. A claim whose worker is still alive is covered
+// by the client lease; callers decide liveness separately.
+func (c *Claim) Quarantining() bool {
+	if !c.WasDispatched() {
+		return false
+	}
+	switch c.Phase {
+	case PhaseAsserted:
+		return false
+	case PhaseTerminal:
+		return c.Status == receipt.StatusUnknown
+	}
+	return true
+}
+
+func (c *Claim) clone() *Claim {
+	cp := *c
+	if c.DispatchedAt != nil {
+		t := *c.DispatchedAt
+		cp.DispatchedAt = &t
+	}
+	if c.FinishedAt != nil {
+		t := *c.FinishedAt
+		cp.FinishedAt = &t
+	}
+	return &cp
+}
+
+// Validate checks identities and the enumerations. It never echoes field contents other than identities.
+func (c *Claim) Validate() error {
+	if err := receipt.ValidateMinionID(c.MinionID); err != nil {
+		return errors.Mark(err, ErrCorruptClaim)
+	}
+	if err := receipt.ValidateRequestID(c.RequestID); err != nil {
+		return errors.Mark(err, ErrCorruptClaim)
+	}
+	if c.JID != "" {
+		if err := receipt.ValidateJID(c.JID); err != nil {
+			return errors.Mark(err, ErrCorruptClaim)
+		}
+	}
+	if c.Profile != "" {
+		if _, err := receipt.ParseProfile(string(c.Profile)); err != nil {
+			return errors.Mark(err, ErrCorruptClaim)
+		}
+	}
+	if !c.Phase.valid() {
+		return errors.Wrapf(ErrCorruptClaim, "phase %q", errors.Safe(string(c.Phase)))
+	}
+	switch c.Status {
+	case "", receipt.StatusSucceeded, receipt.StatusFailed, receipt.StatusUnknown:
+	default:
+		return errors.Wrapf(ErrCorruptClaim, "status %q", errors.Safe(string(c.Status)))
+	}
+	if c.Phase.Final() && c.Status == "" {
+		return errors.Wrap(ErrCorruptClaim, "final claim without status")
+	}
+	if c.Protocol >= ClaimProtocol && (c.Profile == "" || c.JID == "") {
+		return errors.Wrap(ErrCorruptClaim, "protocol claim without profile or jid")
+	}
+	if c.Passed < 0 || c.Total < 0 || c.Passed > c.Total {
+		return errors.Wrap(ErrCorruptClaim, "counts")
+	}
+	return nil
+}
+
+// EncodeClaim serialises a claim (stable field order, no HTML escaping).
+func EncodeClaim(c *Claim) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(c); err != nil {
+		return nil, errors.Wrap(err, "oduflow: encode claim")
+	}
+	return buf.Bytes(), nil
+}
+
+// legacyClaim accepts the field spellings of earlier runners.
+type legacyClaim struct {
+	Claim
+	State      string   `json:"state"`      // pre-protocol runners: phase under another name
+	Created    *float64 `json:"created"`    // unix seconds
+	Dispatched *float64 `json:"dispatched"` // unix seconds
+	Command    string   `json:"command"`    // informational ("state.apply")
+	ErrorText  string   `json:"error"`      // never kept (may be raw); only its presence matters
+}
+
+// DecodeClaim parses and validates a stored claim, accepting both legacy kinds.
+func DecodeClaim(data []byte) (*Claim, error) {
+	var lc legacyClaim
+	dec := json.NewDecoder(bytes.NewReader(data))
+	if err := dec.Decode(&lc); err != nil {
+		return nil, errors.Mark(errors.Wrap(err, "oduflow: decode claim"), ErrCorruptClaim)
+	}
+	c := lc.Claim
+	if c.Protocol < ClaimProtocol {
+		c.Protocol = 0
+		if !c.Status.Terminal() && c.Status != receipt.StatusUnknown {
+			c.Status = "" // a legacy "running"/"not_started" snapshot is not a result
+		}
+		if c.Phase == "" {
+			c.Phase = legacyPhase(lc.State, c.Status)
+		}
+		if c.CreatedAt.IsZero() && lc.Created != nil {
+			c.CreatedAt = unixFloat(*lc.Created)
+		}
+		if c.DispatchedAt == nil && lc.Dispatched != nil {
+			t := unixFloat(*lc.Dispatched)
+			c.DispatchedAt = &t
+		}
+		if lc.ErrorText != "" && c.ErrorCode == "" {
+			c.ErrorCode = "legacy_error"
+		}
+	}
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	return &c, nil
+}
+
+func legacyPhase(state string, st receipt.Status) Phase {
+	if st.Terminal() || st == receipt.StatusUnknown {
+		return PhaseTerminal
+	}
+	switch state {
+	case "", "claimed", "launching":
+		return PhaseClaimed
+	case "dispatching":
+		return PhaseDispatching
+	default: // "dispatched", "running", "published", anything later: the publish may have gone out
+		return PhaseDispatched
+	}
+}
+
+func unixFloat(f float64) time.Time {
+	sec := int64(f)
+	return time.Unix(sec, int64((f-float64(sec))*1e9)).UTC()
+}

@@ -1,0 +1,140 @@
+package oduflow
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/cockroachdb/errors"
+	"github.com/google/uuid"
+
+	"github.com/oduflow/oduflow-go/receipt"
+)
+
+// A detached worker process is SIGKILLed at each step; afterwards Status is right and no second
+// publication ever happens.
+func TestCrashConsistencyDetachedWorker(t *testing.T) {
+	if testing.Short() {
+		t.Skip("spawns processes")
+	}
+	type want struct {
+		status     receipt.Status
+		runs       int
+		quarantine bool
+		resumable  bool // a minion receipt exists: Resume recovers it
+	}
+	cases := []struct {
+		name     string
+		pauseAt  string
+		inflight bool // let the publish go out, hold its reply, kill before the reply
+		want     want
+	}{
+		{"after claim", StepClaimed, false, want{receipt.StatusUnknown, 0, false, false}},
+		{"after lease", StepLease, false, want{receipt.StatusUnknown, 0, false, false}},
+		{"after dispatch record", StepDispatchRecorded, false, want{receipt.StatusUnknown, 0, true, false}},
+		{"publish sent before reply", StepDispatchRecorded, true, want{receipt.StatusUnknown, 1, true, true}},
+		{"after reply", StepPublishReplied, false, want{receipt.StatusUnknown, 1, true, true}},
+		{"after return", StepReturned, false, want{receipt.StatusUnknown, 1, true, true}},
+		{"after commit", StepCommitted, false, want{receipt.StatusSucceeded, 1, false, false}},
+	}
+	for round := 0; round < 2; round++ {
+		for _, tc := range cases {
+			t.Run(tc.name, func(t *testing.T) {
+				e := startSim(t)
+				m := e.addMinion()
+				stepFile := filepath.Join(t.TempDir(), "steps")
+				exe, err := os.Executable()
+				if err != nil {
+					t.Fatal(err)
+				}
+				clk := newFakeClock()
+				tm := testTimers()
+				tm.StatusExpiry = StatusExpiry
+				env := childEnv(e, envStepFile+"="+stepFile, envPauseAt+"="+tc.pauseAt)[len(os.Environ()):]
+				d := e.dispatcher(WithWorkerMode(Detached(exe, env...)), WithClock(clk), WithTimers(tm))
+				ctx := context.Background()
+				req := uuid.NewString()
+				first := mustStart(t, d, receipt.ProfileConfigure, m.ID(), req)
+
+				pid := waitStep(t, stepFile, tc.pauseAt)
+				if tc.inflight {
+					e.sim.DelayNextReply("publish", 20*time.Second)
+					if err := os.WriteFile(stepFile+".go", nil, 0o600); err != nil {
+						t.Fatal(err)
+					}
+					waitRuns(t, e, 1)
+					time.Sleep(50 * time.Millisecond)
+				}
+				if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+					t.Fatal(err)
+				}
+				waitLockFree(t, d, req)
+				if st := status(t, d, mustClaim(t, d, req)); st != receipt.StatusRunning && st != tc.want.status {
+					t.Fatalf("within grace: %s", st)
+				}
+				clk.Advance(LaunchGrace + time.Second)
+				got, err := d.Status(ctx, receipt.ProfileConfigure, m.ID(), req)
+				if err != nil || got.Status != tc.want.status || *got.JID != *first.JID {
+					t.Fatalf("status after kill: %+v %v", got, err)
+				}
+				c := mustClaim(t, d, req)
+				if c.Quarantining() != tc.want.quarantine {
+					t.Fatalf("quarantine %v: %+v", c.Quarantining(), c)
+				}
+				// Repeated Start never publishes again.
+				again := mustStart(t, d, receipt.ProfileConfigure, m.ID(), req)
+				if again.Status != tc.want.status || *again.JID != *first.JID {
+					t.Fatalf("repeat: %+v", again)
+				}
+				if tc.want.resumable {
+					if _, err := d.Resume(ctx, m.ID(), req); err != nil {
+						t.Fatal(err)
+					}
+					_ = d.Wait(ctx)
+					if r, _ := d.Status(ctx, receipt.ProfileConfigure, m.ID(), req); r.Status != receipt.StatusSucceeded {
+						t.Fatalf("after resume: %+v", r)
+					}
+				} else if tc.want.quarantine {
+					if _, err := d.Reconcile(ctx, m.ID(), req, FromMinion{}); !errors.Is(err, ErrUnresolved) {
+						t.Fatalf("not_started must not resolve: %v", err)
+					}
+				}
+				time.Sleep(100 * time.Millisecond)
+				if e.runs() != tc.want.runs || m.Runs() != tc.want.runs {
+					t.Fatalf("runs: sim %d minion %d, want %d", e.runs(), m.Runs(), tc.want.runs)
+				}
+			})
+		}
+	}
+}
+
+func waitStep(t *testing.T, stepFile, step string) int {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) {
+		if steps, pid := readSteps(stepFile); slices.Contains(steps, step) {
+			return pid
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	steps, _ := readSteps(stepFile)
+	t.Fatalf("worker never reached %s (steps %v)", step, steps)
+	return 0
+}
+
+func waitLockFree(t *testing.T, d *Dispatcher, req string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		held, err := d.leases.RequestLockHeld(context.Background(), req)
+		if err == nil && !held {
+			return
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	t.Fatal("request lock still held after kill")
+}

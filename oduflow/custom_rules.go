@@ -1,0 +1,217 @@
+package oduflow
+
+import (
+	"sort"
+	"time"
+
+	"github.com/cockroachdb/errors"
+
+	"github.com/oduflow/oduflow-go/oduflow/catalog"
+	"github.com/oduflow/oduflow-go/receipt"
+)
+
+// CustomMode is how a custom execution is requested: catalog.ModeApply or catalog.ModeApplyAgain.
+type CustomMode = catalog.Mode
+
+// Custom execution refusals. Test them with errors.Is; the typed errors below carry the request id that
+// needs attention.
+var (
+	// ErrNeedsConfirmation: the latest execution of the definition on the server failed and the failure
+	// is not confirmed yet. A dispatched attempt is confirmed by its minion receipt (read it through
+	// oduflow_job.status: CustomStart does that itself once, or Reconcile FromMinion); a preflight failure
+	// by the master's own terminal record. An operator's assertion does not confirm a failure.
+	ErrNeedsConfirmation = errors.New("oduflow: the previous failure must be confirmed first")
+	// ErrApplyAgainWithoutTerminal: Apply Again was requested but the definition has no known terminal
+	// result on the server.
+	ErrApplyAgainWithoutTerminal = errors.New("oduflow: apply again needs a known terminal result")
+	// ErrInitialConfigurationMissing: the server has no successful initial configuration (a configure
+	// receipt confirmed by the minion, or a legacy configuration claim terminal succeeded; an asserted
+	// outcome does not count).
+	ErrInitialConfigurationMissing = errors.New("oduflow: initial configuration has not succeeded on the server")
+	// ErrUncertain: a custom execution on the server has an unknown outcome; it blocks new custom
+	// executions there until it is reconciled.
+	ErrUncertain = errors.New("oduflow: an uncertain custom execution blocks the server")
+)
+
+// NeedsConfirmationError names the failed execution that must be confirmed.
+type NeedsConfirmationError struct {
+	RequestID string
+	// Dispatched: the attempt may have been published, so only the minion's receipt confirms it
+	// (oduflow_job.status, or Reconcile with FromMinion).
+	Dispatched bool
+}
+
+func (e *NeedsConfirmationError) Error() string {
+	return "oduflow: failure of custom execution " + e.RequestID + " is not confirmed by a minion receipt"
+}
+
+// Unwrap makes errors.Is(err, ErrNeedsConfirmation) true.
+func (e *NeedsConfirmationError) Unwrap() error { return ErrNeedsConfirmation }
+
+// UncertainError names the custom execution whose outcome is unknown.
+type UncertainError struct {
+	RequestID string
+}
+
+func (e *UncertainError) Error() string {
+	return "oduflow: custom execution " + e.RequestID + " has an unknown outcome; reconcile it first"
+}
+
+// Unwrap makes errors.Is(err, ErrUncertain) true.
+func (e *UncertainError) Unwrap() error { return ErrUncertain }
+
+// CustomRecord is one custom execution on the server, as the reuse rules see it.
+type CustomRecord struct {
+	RequestID    string
+	DefinitionID string
+	Digest       string
+	// Status by the status contract. not_started means a frozen snapshot whose claim does not exist
+	// (yet): a queued execution.
+	Status       receipt.Status
+	Confirmation catalog.Confirmation // what established a terminal status
+	Dispatched   bool                 // the dispatch intent was recorded
+	CreatedAt    time.Time
+}
+
+// CustomConfigRecord is one configure claim of the server (initial configuration evidence).
+type CustomConfigRecord struct {
+	Status       receipt.Status
+	Confirmation catalog.Confirmation
+	Legacy       bool // written by an earlier runner: no minion receipt can exist
+}
+
+// CustomRequest is the input of DecideCustom.
+type CustomRequest struct {
+	Mode         CustomMode
+	DefinitionID string
+	Digest       string // digest of the definition's current compiled source
+	// Configure lists the server's configure claims (any order).
+	Configure []CustomConfigRecord
+	// History lists every custom execution on the server, all definitions (any order: sorted by
+	// CreatedAt, then request id).
+	History []CustomRecord
+}
+
+// CustomDecisionKind is what DecideCustom decided.
+type CustomDecisionKind int
+
+const (
+	// CustomNew: freeze a new execution and start it.
+	CustomNew CustomDecisionKind = iota + 1
+	// CustomReuseRunning: return the queued or running execution of the definition; the new request id
+	// points to it. It never waits for the lease and never becomes a preflight failure.
+	CustomReuseRunning
+	// CustomReuseSucceeded: the identical digest already succeeded on the server by minion receipt and is
+	// the definition's latest result; return it without publishing; the new request id points to it.
+	CustomReuseSucceeded
+)
+
+func (k CustomDecisionKind) String() string {
+	switch k {
+	case CustomNew:
+		return "new"
+	case CustomReuseRunning:
+		return "reuse_running"
+	case CustomReuseSucceeded:
+		return "reuse_succeeded"
+	}
+	return "invalid"
+}
+
+// CustomDecision is the outcome of DecideCustom. Execution is set for the two reuse kinds.
+type CustomDecision struct {
+	Kind      CustomDecisionKind
+	Execution CustomRecord
+}
+
+// DecideCustom applies the custom execution rules (seed 002), in this order:
+//
+//  1. Reuse running: a queued (not_started) or running execution of the same definition on the server is
+//     returned, whatever the mode and the digest (a later edit does not touch what is queued; a repeated
+//     click of either button never starts a second run).
+//  2. Uncertain: any custom execution on the server with status unknown refuses (ErrUncertain), also for
+//     reuse of an old success: the unknown run may have changed the server since.
+//  3. The definition's latest execution on the server (its latest terminal result, all digests) decides:
+//     - apply_again without any: ErrApplyAgainWithoutTerminal;
+//     - failed and not confirmed (not by a minion receipt, nor by the master's own record of an attempt that
+//     published nothing): ErrNeedsConfirmation. An asserted failure is not a confirmation;
+//     - apply, succeeded by minion receipt with the identical digest: reuse it. An asserted success, an older
+//     success followed by another result, or another digest (the definition was edited) gives a new run.
+//  4. New runs need the server's initial configuration: a configure claim succeeded by minion receipt, or a
+//     legacy configure claim terminal succeeded (not asserted); otherwise ErrInitialConfigurationMissing.
+//  5. New.
+//
+// It is pure: no I/O, no clock.
+func DecideCustom(req CustomRequest) (CustomDecision, error) {
+	if !req.Mode.Valid() {
+		return CustomDecision{}, errors.Mark(errors.Newf("oduflow: invalid custom mode %q", errors.Safe(string(req.Mode))), ErrInvalidInput)
+	}
+	if req.DefinitionID == "" || req.Digest == "" {
+		return CustomDecision{}, errors.Mark(errors.New("oduflow: custom decision without definition or digest"), ErrInvalidInput)
+	}
+	hist := append([]CustomRecord(nil), req.History...)
+	sort.SliceStable(hist, func(i, j int) bool {
+		if !hist[i].CreatedAt.Equal(hist[j].CreatedAt) {
+			return hist[i].CreatedAt.Before(hist[j].CreatedAt)
+		}
+		return hist[i].RequestID < hist[j].RequestID
+	})
+	for i := len(hist) - 1; i >= 0; i-- {
+		r := hist[i]
+		if r.DefinitionID == req.DefinitionID &&
+			(r.Status == receipt.StatusNotStarted || r.Status == receipt.StatusRunning) {
+			return CustomDecision{Kind: CustomReuseRunning, Execution: r}, nil
+		}
+	}
+	for _, r := range hist {
+		if !r.Status.Terminal() && r.Status != receipt.StatusNotStarted && r.Status != receipt.StatusRunning {
+			// unknown, or anything this version does not know: never assume it finished.
+			return CustomDecision{}, &UncertainError{RequestID: r.RequestID}
+		}
+	}
+	var last *CustomRecord
+	for i := len(hist) - 1; i >= 0; i-- {
+		if hist[i].DefinitionID == req.DefinitionID && hist[i].Status.Terminal() {
+			last = &hist[i]
+			break
+		}
+	}
+	if req.Mode == catalog.ModeApplyAgain && last == nil {
+		return CustomDecision{}, ErrApplyAgainWithoutTerminal
+	}
+	if last != nil && last.Status == receipt.StatusFailed && !failureConfirmed(*last) {
+		return CustomDecision{}, &NeedsConfirmationError{RequestID: last.RequestID, Dispatched: last.Dispatched}
+	}
+	if req.Mode == catalog.ModeApply && last != nil && last.Status == receipt.StatusSucceeded &&
+		last.Confirmation == catalog.ConfirmedByMinionReceipt && last.Digest == req.Digest {
+		return CustomDecision{Kind: CustomReuseSucceeded, Execution: *last}, nil
+	}
+	if !initialConfigured(req.Configure) {
+		return CustomDecision{}, ErrInitialConfigurationMissing
+	}
+	return CustomDecision{Kind: CustomNew}, nil
+}
+
+// failureConfirmed: a minion receipt, or the master's own terminal record of an attempt that published
+// nothing (a preflight failure, or a publish reply proving nothing was published).
+func failureConfirmed(r CustomRecord) bool {
+	switch r.Confirmation {
+	case catalog.ConfirmedByMinionReceipt:
+		return true
+	case catalog.ConfirmedByMasterRecord:
+		return true
+	}
+	return false
+}
+
+func initialConfigured(cs []CustomConfigRecord) bool {
+	for _, c := range cs {
+		if c.Status != receipt.StatusSucceeded || c.Confirmation == catalog.ConfirmedByOperatorAssertion {
+			continue
+		}
+		if c.Confirmation == catalog.ConfirmedByMinionReceipt || c.Legacy {
+			return true
+		}
+	}
+	return false
+}

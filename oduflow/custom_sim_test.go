@@ -1,0 +1,299 @@
+package oduflow
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/oduflow/oduflow-go/internal/saltsim"
+	"github.com/oduflow/oduflow-go/oduflow/catalog"
+	"github.com/oduflow/oduflow-go/receipt"
+	"github.com/oduflow/oduflow-go/salt"
+)
+
+// cstMinion is a Go model of oduflow_job for custom executions: it verifies the custom payload exactly as
+// the Python module does (exactly digest and high; the digest of high's canonical JSON must match) and
+// answers with protocol 1 receipts carrying the state digest. A state id containing "fail" fails.
+type cstMinion struct {
+	id string
+
+	mu       sync.Mutex
+	hold     chan struct{} // non-nil: custom runs block until released
+	terminal map[string]receipt.Receipt
+	running  map[string]receipt.Receipt
+	refused  int
+	payloads []string
+}
+
+func newCstMinion(id string) *cstMinion {
+	return &cstMinion{id: id, terminal: map[string]receipt.Receipt{}, running: map[string]receipt.Receipt{}}
+}
+
+func (m *cstMinion) setHold(on bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if on && m.hold == nil {
+		m.hold = make(chan struct{})
+	}
+	if !on && m.hold != nil {
+		close(m.hold)
+		m.hold = nil
+	}
+}
+
+func cstArg(args []any, i int) string {
+	if i < len(args) {
+		s, _ := args[i].(string)
+		return s
+	}
+	return ""
+}
+
+func cstValue(r receipt.Receipt) map[string]any {
+	return map[string]any{"protocol": int64(1), "minion_id": r.MinionID, "request_id": r.RequestID, "jid": r.JID,
+		"profile": string(r.Profile), "state_digest": r.StateDigest, "status": string(r.Status),
+		"passed": int64(r.Passed), "total": int64(r.Total)}
+}
+
+// cstVerifyPayload returns the digest and the number of states, or ok false.
+func cstVerifyPayload(text string) (digest string, states int, failing int, ok bool) {
+	dec := json.NewDecoder(strings.NewReader(text))
+	dec.UseNumber()
+	var v map[string]any
+	if dec.Decode(&v) != nil || len(v) != 2 {
+		return "", 0, 0, false
+	}
+	digest, _ = v["digest"].(string)
+	high, isMap := v["high"].(map[string]any)
+	if !isMap || digest == "" {
+		return "", 0, 0, false
+	}
+	canon, err := receipt.CanonicalJSON(high)
+	if err != nil || receipt.DigestBytes(canon) != digest || StateDataJSON(digest, canon) != text {
+		return "", 0, 0, false
+	}
+	for id, decl := range high {
+		mods, _ := decl.(map[string]any)
+		for k := range mods {
+			if strings.HasPrefix(k, "__") {
+				continue
+			}
+			states++
+			if strings.Contains(id, "fail") {
+				failing++
+			}
+		}
+	}
+	return digest, states, failing, true
+}
+
+func (m *cstMinion) handle(ctx context.Context, job saltsim.Job) (any, int) {
+	switch job.Fun {
+	case "test.ping":
+		return true, 0
+	case FunCapabilities:
+		return map[string]any{"protocol": int64(1), "module": "oduflow_job", "pillar_ready": true,
+			"runtime_guard": true}, 0
+	case FunStatus:
+		request, jid, profile := cstArg(job.Args, 0), cstArg(job.Args, 1), cstArg(job.Args, 2)
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		if r, ok := m.terminal[request]; ok && r.JID == jid {
+			return cstValue(r), 0
+		}
+		if r, ok := m.running[request]; ok && r.JID == jid {
+			return cstValue(r), 0
+		}
+		return cstValue(receipt.Receipt{Protocol: 1, MinionID: m.id, RequestID: request, JID: jid,
+			Profile: receipt.Profile(profile), Status: receipt.StatusNotStarted}), 0
+	case FunRun:
+	default:
+		return "'" + job.Fun + "' is not available.", 254
+	}
+	request, profile, data := cstArg(job.Args, 0), cstArg(job.Args, 1), cstArg(job.Args, 2)
+	r := receipt.Receipt{Protocol: 1, MinionID: m.id, RequestID: request, JID: job.JID,
+		Profile: receipt.Profile(profile), Status: receipt.StatusSucceeded, Passed: 2, Total: 2}
+	if profile == string(receipt.ProfileCustom) {
+		digest, states, failing, ok := cstVerifyPayload(data)
+		if !ok {
+			m.mu.Lock()
+			m.refused++
+			m.mu.Unlock()
+			return "oduflow_job: state digest mismatch", 1
+		}
+		r.StateDigest, r.Passed, r.Total = digest, states-failing, states
+		if failing > 0 {
+			r.Status = receipt.StatusFailed
+		}
+	} else if data != "" {
+		return "oduflow_job: fixed profiles take no state data", 1
+	}
+	m.mu.Lock()
+	m.payloads = append(m.payloads, data)
+	run := r
+	run.Status, run.Passed, run.Total = receipt.StatusRunning, 0, 0
+	m.running[request] = run
+	hold := m.hold
+	m.mu.Unlock()
+	if hold != nil && profile == string(receipt.ProfileCustom) {
+		select {
+		case <-hold:
+		case <-ctx.Done():
+			return "killed", 1
+		}
+	}
+	m.mu.Lock()
+	delete(m.running, request)
+	m.terminal[request] = r
+	m.mu.Unlock()
+	return cstValue(r), 0
+}
+
+// cstEnv: a simulator, one custom-capable minion, a catalog and a dispatcher using both.
+type cstEnv struct {
+	t      *testing.T
+	sim    *saltsim.Sim
+	minion *cstMinion
+	cat    *catalog.FileStore
+	d      *Dispatcher
+	// dropRun makes the simulator drop the reply of the next oduflow_job.run publish (not of the
+	// capability check before it): the run happens, the master cannot prove it.
+	dropRun atomic.Bool
+}
+
+func cstLogger() *slog.Logger {
+	if os.Getenv("ODUFLOW_TEST_VERBOSE") != "" {
+		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	return slog.New(slog.NewTextHandler(io.Discard, nil))
+}
+
+func cstTimers() Timers {
+	return Timers{ExecutionWait: 8 * time.Second, HardDeadline: 9 * time.Second, StatusExpiry: 10 * time.Second,
+		LaunchGrace: LaunchGrace, LeaseWait: time.Second, PollBudget: 16, CallTimeout: 2 * time.Second}
+}
+
+func newCstEnv(t *testing.T) *cstEnv {
+	t.Helper()
+	ctx := context.Background()
+	sim, err := saltsim.Start(ctx, saltsim.WithDir(t.TempDir()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = sim.Close() })
+	key, err := os.ReadFile(sim.KeyFile())
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyFile := filepath.Join(t.TempDir(), ".root_key")
+	if err := os.WriteFile(keyFile, key, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	client, err := salt.NewClient(sim.RequestAddr(), salt.WithAuth(salt.UserKey("root", keyFile)),
+		salt.WithRequestTimeout(2*time.Second), salt.WithLogger(cstLogger()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = client.Close() })
+	m := newCstMinion("client-" + receipt.NewRequestID())
+	sim.AddMinion(m.id, m.handle)
+	base := t.TempDir()
+	cat, err := catalog.Open(filepath.Join(base, "catalog"), CompileCustomSource, catalog.WithCreate())
+	if err != nil {
+		t.Fatal(err)
+	}
+	events := SaltEvents(sim.EventAddr(), salt.WithReconnectBackoff(20*time.Millisecond, 200*time.Millisecond),
+		salt.WithEventLogger(cstLogger()))
+	e := &cstEnv{t: t, sim: sim, minion: m, cat: cat}
+	e.d, err = New(client, events, WithClaimDir(filepath.Join(base, "claims")), WithTimers(cstTimers()),
+		WithLogger(cstLogger()), WithCustomCatalog(cat), WithStepHook(func(step string) {
+			if step == StepPublishSending && e.dropRun.Swap(false) {
+				sim.DropNextReply("publish")
+			}
+		}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = e.d.Close() })
+	return e
+}
+
+func (e *cstEnv) runs() int {
+	n := 0
+	for _, p := range e.sim.Publications() {
+		if p.Fun == FunRun && len(p.Args) > 1 && p.Args[1] == string(receipt.ProfileCustom) {
+			n++
+		}
+	}
+	return n
+}
+
+// configure runs the initial configuration to its receipt.
+func (e *cstEnv) configure() {
+	e.t.Helper()
+	ctx := context.Background()
+	req := receipt.NewRequestID()
+	if _, err := e.d.Start(ctx, receipt.ProfileConfigure, e.minion.id, req); err != nil {
+		e.t.Fatal(err)
+	}
+	e.waitClaimFinal(req)
+}
+
+func (e *cstEnv) waitClaimFinal(req string) *Claim {
+	e.t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) {
+		if c, err := e.d.Store().Get(context.Background(), req); err == nil && c.Phase.Final() {
+			return c
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	e.t.Fatalf("request %s not final", req)
+	return nil
+}
+
+// define creates and assigns a definition.
+func (e *cstEnv) define(company, source string) catalog.Definition {
+	e.t.Helper()
+	ctx := context.Background()
+	def, err := e.cat.CreateDefinition(ctx, company, "test", []byte(source))
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	if _, err := e.cat.Assign(ctx, def.ID, e.minion.id, company); err != nil {
+		e.t.Fatal(err)
+	}
+	return def
+}
+
+// final waits until CustomStatus of req is neither running nor not_started.
+func (e *cstEnv) final(req string) CustomResponse {
+	e.t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) {
+		r, err := e.d.CustomStatus(context.Background(), e.minion.id, req)
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		if r.Status != receipt.StatusRunning && r.Status != receipt.StatusNotStarted {
+			return r
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	e.t.Fatalf("custom request %s not final", req)
+	return CustomResponse{}
+}
+
+func cstJSONHas(v any, needle string) bool {
+	b, _ := json.Marshal(v)
+	return bytes.Contains(b, []byte(needle))
+}

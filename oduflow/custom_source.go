@@ -1,0 +1,128 @@
+package oduflow
+
+import (
+	"context"
+	"strings"
+
+	"github.com/cockroachdb/errors"
+
+	"github.com/oduflow/oduflow-go/oduflow/catalog"
+	"github.com/oduflow/oduflow-go/profiles"
+	"github.com/oduflow/oduflow-go/receipt"
+)
+
+// ErrCustomDisabled: CustomStart/CustomStatus on a Dispatcher built without WithCustomCatalog.
+var ErrCustomDisabled = errors.New("oduflow: custom executions need WithCustomCatalog")
+
+// ErrDefinitionMismatch: the request id is already bound to a custom execution of another definition.
+var ErrDefinitionMismatch = errors.New("oduflow: request bound to another definition")
+
+// ErrNotAssigned: the definition is not assigned to the server.
+var ErrNotAssigned = errors.New("oduflow: definition not assigned to the server")
+
+// CompileCustomSource adapts profiles.CompileCustom to catalog.CompileFunc: pass it to catalog.Open.
+func CompileCustomSource(source []byte) (catalog.Compiled, error) {
+	c, err := profiles.CompileCustom(source)
+	if err != nil {
+		return catalog.Compiled{}, err
+	}
+	return catalog.Compiled{Canonical: c.Canonical, Digest: c.Digest}, nil
+}
+
+// WithCustomCatalog enables custom executions (CustomStart, CustomStatus): store holds the definitions,
+// assignments and frozen execution snapshots, and the worker publishes a custom claim's frozen payload
+// from it. It installs the dispatcher's publication source; fixed profiles are served as before. (Do not
+// combine it with WithPublicationSource: the later option wins.)
+func WithCustomCatalog(store catalog.Store) Option {
+	return WithPublicationSource(&customPublications{store: store})
+}
+
+// customPublications serves the fixed profiles like the default source, and custom claims from their
+// frozen snapshot, bound by the digest recorded in the claim.
+type customPublications struct {
+	store catalog.Store
+}
+
+// Publication implements PublicationSource.
+func (p *customPublications) Publication(ctx context.Context, c *Claim) (PublicationSpec, error) {
+	if c.EffectiveProfile() != receipt.ProfileCustom {
+		return fixedPublications{}.Publication(ctx, c)
+	}
+	if c.PayloadRef != c.RequestID || c.StateDigest == "" {
+		return PublicationSpec{}, errors.New("oduflow: custom claim without its payload reference")
+	}
+	e, err := p.store.Execution(ctx, c.PayloadRef)
+	if err != nil {
+		return PublicationSpec{}, errors.Wrap(err, "oduflow: custom payload")
+	}
+	if e.MinionID != c.MinionID || e.Digest != c.StateDigest || receipt.DigestBytes(e.Canonical) != c.StateDigest {
+		return PublicationSpec{}, errors.New("oduflow: custom payload does not match the claim's digest")
+	}
+	return PublicationSpec{StateDataJSON: StateDataJSON(c.StateDigest, e.Canonical)}, nil
+}
+
+// StateDataJSON builds the state_data_json argument of oduflow_job.run for a custom execution: the JSON
+// text {"digest":"<sha256 hex>","high":<high data>}, canonical (RFC 8785) when canonicalHigh is the
+// canonical JSON of the high data (keys "digest" < "high" are in order, no whitespace). The minion module
+// recomputes the digest of "high" and refuses a mismatch.
+func StateDataJSON(digest string, canonicalHigh []byte) string {
+	var b strings.Builder
+	b.Grow(len(canonicalHigh) + len(digest) + 24)
+	b.WriteString(`{"digest":"`)
+	b.WriteString(digest)
+	b.WriteString(`","high":`)
+	b.Write(canonicalHigh)
+	b.WriteString(`}`)
+	return b.String()
+}
+
+func (d *Dispatcher) customCatalog() (catalog.Store, error) {
+	p, ok := d.pubsrc.(*customPublications)
+	if !ok || p.store == nil {
+		return nil, ErrCustomDisabled
+	}
+	return p.store, nil
+}
+
+// claimConfirmation says what established a final claim's outcome.
+func claimConfirmation(c *Claim) catalog.Confirmation {
+	if c.Phase == PhaseAsserted || c.Evidence == EvidenceAsserted {
+		return catalog.ConfirmedByOperatorAssertion
+	}
+	if !c.Phase.Final() || !c.Status.Terminal() {
+		return catalog.ConfirmedNone
+	}
+	switch c.Evidence {
+	case EvidenceReceipt, EvidenceReconciled:
+		return catalog.ConfirmedByMinionReceipt
+	case EvidencePreflight, EvidenceRefused:
+		return catalog.ConfirmedByMasterRecord
+	}
+	return catalog.ConfirmedNone
+}
+
+// outcomeOf is the sanitized catalog outcome of a claim whose current status is st.
+func outcomeOf(c *Claim, st receipt.Status) catalog.Outcome {
+	o := catalog.Outcome{Status: st, Dispatched: c.WasDispatched()}
+	if c.Phase.Final() {
+		o.Passed, o.Total, o.ErrorCode = c.Passed, c.Total, c.ErrorCode
+		o.ConfirmedBy = claimConfirmation(c)
+	}
+	if !st.Terminal() {
+		o.ConfirmedBy = ""
+	}
+	return o
+}
+
+// configRecords lists the server's configure claims as initial configuration evidence.
+func configRecords(claims []*Claim) []CustomConfigRecord {
+	var out []CustomConfigRecord
+	for _, c := range claims {
+		if c.EffectiveProfile() != receipt.ProfileConfigure || !c.Phase.Final() {
+			continue
+		}
+		out = append(out, CustomConfigRecord{Status: c.Status, Confirmation: claimConfirmation(c),
+			Legacy: c.Legacy() != NotLegacy})
+	}
+	return out
+}

@@ -1,0 +1,266 @@
+package oduflow
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/cockroachdb/errors"
+
+	"github.com/oduflow/oduflow-go/profiles"
+	"github.com/oduflow/oduflow-go/receipt"
+	"github.com/oduflow/oduflow-go/salt"
+)
+
+// Dispatcher is the at-most-once dispatcher. It is safe for concurrent use; several Dispatchers (in one or
+// many processes) may share one claim directory.
+type Dispatcher struct {
+	pub    Publisher
+	hub    *hub
+	store  ClaimStore
+	leases Leases
+	clock  Clock
+	log    *slog.Logger
+	hooks  Hooks
+	mode   WorkerMode
+	timers Timers
+	jids   *salt.JIDGenerator
+	step   func(string)
+	pubsrc PublicationSource
+
+	ctx    context.Context // workers run under it; Close cancels it
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+}
+
+// New builds a Dispatcher. client publishes (a *salt.Client), events reads the master event bus
+// (SaltEvents(addr) for a real master). The claim directory is opened (created 0700 when missing) now.
+func New(client Publisher, events EventSource, opts ...Option) (*Dispatcher, error) {
+	cfg := config{claimDir: DefaultClaimDir, clock: SystemClock(), hooks: NopHooks{}, timers: DefaultTimers()}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	if client == nil || events == nil {
+		return nil, errors.Mark(errors.New("oduflow: nil client or event source"), ErrInvalidInput)
+	}
+	if cfg.logger == nil {
+		cfg.logger = slog.Default()
+	}
+	if cfg.jids == nil {
+		cfg.jids = salt.NewJIDGenerator()
+	}
+	if cfg.publishing == nil {
+		cfg.publishing = fixedPublications{}
+	}
+	if cfg.store == nil {
+		fs, err := OpenFileClaimStore(cfg.claimDir)
+		if err != nil {
+			return nil, err
+		}
+		cfg.store = fs
+	}
+	if cfg.leases == nil {
+		l, ok := cfg.store.(Leases)
+		if !ok {
+			return nil, errors.Mark(errors.New("oduflow: claim store has no leases; use WithLeases"), ErrInvalidInput)
+		}
+		cfg.leases = l
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	d := &Dispatcher{pub: client, store: cfg.store, leases: cfg.leases, clock: cfg.clock, log: cfg.logger,
+		hooks: cfg.hooks, mode: cfg.mode, timers: cfg.timers, jids: cfg.jids, step: cfg.stepHook,
+		pubsrc: cfg.publishing, ctx: ctx, cancel: cancel}
+	d.hub = newHub(events, func(msg string, args ...any) { d.log.Warn(msg, args...) })
+	return d, nil
+}
+
+// Close stops in-process workers (their claims stay as they are: Status reports them by the rules, a
+// dispatched one becomes unknown) and closes the shared event subscription. Detached workers go on.
+func (d *Dispatcher) Close() error {
+	d.cancel()
+	d.wg.Wait()
+	d.hub.close()
+	return nil
+}
+
+// Wait blocks until every in-process worker started by this Dispatcher has finished, or ctx ends.
+func (d *Dispatcher) Wait(ctx context.Context) error {
+	done := make(chan struct{})
+	go func() { d.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Store is the dispatcher's claim store.
+func (d *Dispatcher) Store() ClaimStore { return d.store }
+
+func validateIDs(minion, request string) error {
+	if err := receipt.ValidateMinionID(minion); err != nil {
+		return invalid(err, "minion id")
+	}
+	if err := receipt.ValidateRequestID(request); err != nil {
+		return invalid(err, "request id")
+	}
+	return nil
+}
+
+func validateProfile(p receipt.Profile) error {
+	if _, err := receipt.ParseProfile(string(p)); err != nil {
+		return invalid(err, "profile")
+	}
+	return nil
+}
+
+// checkBinding refuses a claim read through another profile or minion.
+func checkBinding(c *Claim, profile receipt.Profile, minion string) error {
+	if c.MinionID != minion {
+		return &MismatchError{Field: "minion_id", Bound: c.MinionID}
+	}
+	if profile != "" && c.EffectiveProfile() != profile {
+		return &MismatchError{Field: "profile", Bound: string(c.EffectiveProfile())}
+	}
+	return nil
+}
+
+func (d *Dispatcher) claimLog(c *Claim) *slog.Logger {
+	return d.log.With(slog.String("request_id", c.RequestID), slog.String("minion_id", c.MinionID),
+		slog.String("jid", c.JID), slog.String("profile", string(c.EffectiveProfile())))
+}
+
+// Start claims the request for profile on minion and launches its worker; a repeated Start returns the
+// current status and never publishes again. The custom profile needs a custom execution (not Start).
+func (d *Dispatcher) Start(ctx context.Context, profile receipt.Profile, minion, request string) (Response, error) {
+	t0 := time.Now()
+	defer func() { d.hooks.Observe("start", time.Since(t0)) }()
+	if err := validateIDs(minion, request); err != nil {
+		return Response{}, err
+	}
+	if err := validateProfile(profile); err != nil {
+		return Response{}, err
+	}
+	role, err := profiles.RoleFor(profile)
+	if err != nil {
+		return Response{}, invalid(err, "profile")
+	}
+	if c, err := d.store.Get(ctx, request); err == nil {
+		return d.existing(ctx, c, profile, minion)
+	} else if !errors.Is(err, ErrNoClaim) {
+		return Response{}, err
+	}
+	c := &Claim{Protocol: ClaimProtocol, MinionID: minion, RequestID: request, Profile: profile,
+		Role: string(role), JID: string(d.jids.Next()), Phase: PhaseClaimed, CreatedAt: d.clock.Now()}
+	return d.create(ctx, c)
+}
+
+// create persists a new claim, then launches its worker.
+func (d *Dispatcher) create(ctx context.Context, c *Claim) (Response, error) {
+	if err := d.store.Create(ctx, c); err != nil {
+		if errors.Is(err, ErrClaimExists) {
+			cur, gerr := d.store.Get(ctx, c.RequestID)
+			if gerr != nil {
+				return Response{}, gerr
+			}
+			return d.existing(ctx, cur, c.Profile, c.MinionID)
+		}
+		return Response{}, err
+	}
+	d.hooks.Started(c.Profile, true)
+	lg := d.claimLog(c)
+	lg.Info("claim created", slog.String("role", c.Role))
+	if err := d.launch(c); err != nil {
+		// The claim stays: Status reports unknown after the launch grace; nothing was published.
+		lg.Error("worker launch failed", slog.String("error", err.Error()))
+	}
+	return responseFor(c, receipt.StatusRunning), nil
+}
+
+func (d *Dispatcher) existing(ctx context.Context, c *Claim, profile receipt.Profile, minion string) (Response, error) {
+	if err := checkBinding(c, profile, minion); err != nil {
+		return Response{}, err
+	}
+	d.hooks.Started(c.EffectiveProfile(), false)
+	return d.respond(ctx, c)
+}
+
+// Status reports the request's status under the response contract.
+func (d *Dispatcher) Status(ctx context.Context, profile receipt.Profile, minion, request string) (Response, error) {
+	t0 := time.Now()
+	defer func() { d.hooks.Observe("status", time.Since(t0)) }()
+	if err := validateIDs(minion, request); err != nil {
+		return Response{}, err
+	}
+	if err := validateProfile(profile); err != nil {
+		return Response{}, err
+	}
+	c, err := d.store.Get(ctx, request)
+	if err != nil {
+		if errors.Is(err, ErrNoClaim) {
+			return notStarted(minion, request), nil
+		}
+		return Response{}, err
+	}
+	if err := checkBinding(c, profile, minion); err != nil {
+		return Response{}, err
+	}
+	return d.respond(ctx, c)
+}
+
+func (d *Dispatcher) respond(ctx context.Context, c *Claim) (Response, error) {
+	st, err := d.computeStatus(ctx, c)
+	if err != nil {
+		return Response{}, err
+	}
+	return responseFor(c, st), nil
+}
+
+func responseFor(c *Claim, st receipt.Status) Response {
+	r := Response{MinionID: c.MinionID, RequestID: c.RequestID, Status: st}
+	if c.JID != "" {
+		j := c.JID
+		r.JID = &j
+	}
+	if c.Phase.Final() {
+		r.Passed, r.Total = c.Passed, c.Total
+	}
+	return r
+}
+
+// computeStatus applies the status contract to a claim:
+//   - final (terminal/asserted): its recorded status;
+//   - more than StatusExpiry after dispatch: unknown, even if a worker holds the lock;
+//   - request lock held: running;
+//   - lock free: running within LaunchGrace of creation, unknown (worker disappeared) after it.
+func (d *Dispatcher) computeStatus(ctx context.Context, c *Claim) (receipt.Status, error) {
+	if c.Phase.Final() {
+		return c.Status, nil
+	}
+	now := d.clock.Now()
+	if c.DispatchedAt != nil && now.Sub(*c.DispatchedAt) > d.timers.StatusExpiry {
+		return receipt.StatusUnknown, nil
+	}
+	held, err := d.leases.RequestLockHeld(ctx, c.RequestID)
+	if err != nil {
+		return "", err
+	}
+	if held {
+		return receipt.StatusRunning, nil
+	}
+	if now.Sub(c.CreatedAt) <= d.timers.LaunchGrace {
+		return receipt.StatusRunning, nil
+	}
+	return receipt.StatusUnknown, nil
+}
+
+type fixedPublications struct{}
+
+func (fixedPublications) Publication(_ context.Context, c *Claim) (PublicationSpec, error) {
+	if c.EffectiveProfile() == receipt.ProfileCustom {
+		return PublicationSpec{}, errors.New("oduflow: custom claims need a custom publication source")
+	}
+	return PublicationSpec{}, nil
+}

@@ -1,0 +1,77 @@
+// Package oduflow is the controller API of oduflow-go: an at-most-once dispatcher of fixed Salt roles (and,
+// through custom executions, digest-bound custom states) to client minions, with durable claims, a
+// per-client execution lease, quarantine and explicit reconciliation.
+//
+// # API
+//
+//	d, err := oduflow.New(client, oduflow.SaltEvents(eventAddr), oduflow.WithClaimDir(dir))
+//	ready, err := d.Ping(ctx, minion)                      // test.ping + oduflow_job.capabilities
+//	resp, err := d.Start(ctx, receipt.ProfileConfigure, minion, request)
+//	resp, err = d.Status(ctx, receipt.ProfileConfigure, minion, request)
+//	resp, err = d.Reconcile(ctx, minion, request, oduflow.FromMinion{})   // or oduflow.Assert{...}
+//	resp, err = d.Resume(ctx, minion, request)              // poll an unknown request again
+//
+// Every Start/Status answers with Response (JSON: minion_id, request_id, jid, status, passed, total; jid
+// is null for not_started). Status is not_started, running, succeeded, failed or unknown. A request id is
+// bound to one profile and one minion: using it through another is refused with ErrProfileMismatch or
+// ErrMinionMismatch (a *MismatchError). Malformed ids are ErrInvalidInput (wrapping the receipt package's
+// id errors) and are refused before any I/O.
+//
+// # Claims
+//
+// Start writes a claim (phase claimed, JID preassigned, profile and its fixed role) durably with
+// create-if-absent semantics before the worker starts; a repeated Start returns the current status and never
+// publishes again. Claims live behind ClaimStore (create-if-absent, fenced compare-and-swap update, get,
+// list by client) and Leases; FileClaimStore is the default: one file per request in a 0700 directory
+// (default /var/cache/salt/oduflow-apply), files 0600, written through receipt.Store (exclusive temp file,
+// fsync, rename, directory fsync; symlinks, foreign owners, group/other bits and hard links refused).
+// Legacy claims keep their meaning: claims without profile fields are configuration jobs; claims without a
+// protocol field were published as plain state.apply and can never get a minion receipt. A legacy claim
+// dispatched without a terminal result is unknown and quarantines its client until an operator asserts an
+// outcome.
+//
+// # Worker (DESIGN.md section 5)
+//
+//  1. request lock (what Status reads as "holds the execution lease"), then the per-client execution
+//     lease shared by all profiles (wait <= 60 s). Busy, or quarantined by an unresolved dispatched request
+//     of any profile: terminal failed 0/1 (a preflight receipt), nothing published.
+//  2. oduflow_job.capabilities must report protocol 1, else a preflight failure.
+//  3. the dispatch intent (phase dispatching, dispatch time) is recorded durably; the dispatcher's ONE
+//     shared event-bus subscription registers the JID; oduflow_job.run(request_id, profile,
+//     state_data_json) is published once with the preassigned JID to the minion alone (list target). It
+//     is never retried. An outcome-unknown publish is unknown and quarantines; a reply proving nothing was
+//     published (authentication, authorization, no minion, bad load) is failed with an error code and does
+//     not quarantine.
+//  4. it waits (<= 7200 s) for the return on the event bus, accepted only as a protocol-1 receipt bound to
+//     the claim, and polls oduflow_job.status on the expected minion at once after every event-bus gap and
+//     on a schedule spreading 250 polls over the window. Window or budget spent: unknown.
+//  5. the final result is committed under the claim's fenced update; a final result committed meanwhile
+//     by someone else is kept. Network I/O never happens under the claim record lock.
+//
+// Workers run in-process by default. WithWorkerMode(Detached(exe)) starts each worker as a separate
+// process of the same binary whose command line is exactly the two identities; the binary calls
+// MaybeRunWorker first thing in main. The worker re-validates the persisted profile/role pair against
+// profiles.Fixed() before publishing.
+//
+// # Status rules and timers
+//
+// No claim: not_started. Final claim: its recorded status. Otherwise: unknown more than StatusExpiry
+// (7260 s) after dispatch, even if the lock is held; running while the request lock is held; running within
+// LaunchGrace (30 s) of creation; unknown afterwards (the worker disappeared). The worker's alarm is
+// HardDeadline (7250 s) after dispatch. All timers are named constants, injectable with WithTimers and
+// WithClock.
+//
+// # Quarantine and reconciliation
+//
+// An unknown request that was dispatched (the intent was recorded, so the publish may have gone out) blocks
+// every new dispatch to its client, across profiles, until Reconcile: FromMinion fetches the minion's exact
+// receipt through oduflow_job.status (a caller-supplied receipt counts only if it equals the live reply);
+// Assert records an operator's outcome as the terminal phase asserted (who, why), never counted as a minion
+// receipt. Resume polls an unknown request again; a trustworthy terminal receipt replaces unknown. Nothing
+// ever creates a new request automatically: a retry is a new request id.
+//
+// # Observability
+//
+// log/slog lines carry request_id, minion_id, jid and profile; never secrets or raw Salt returns. Hooks
+// (NopHooks by default) receive counters and durations for Prometheus or OpenTelemetry adapters.
+package oduflow

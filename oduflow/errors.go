@@ -1,0 +1,89 @@
+package oduflow
+
+import (
+	"github.com/cockroachdb/errors"
+)
+
+// Sentinel errors. Test them with errors.Is.
+var (
+	// ErrInvalidInput: a minion id, request id, profile or evidence argument is malformed. It wraps the
+	// receipt package's id errors (receipt.ErrInvalidMinionID, receipt.ErrInvalidRequestID, ...).
+	ErrInvalidInput = errors.New("oduflow: invalid input")
+	// ErrProfileMismatch: the request id is bound to another profile.
+	ErrProfileMismatch = errors.New("oduflow: request bound to another profile")
+	// ErrMinionMismatch: the request id is bound to another minion.
+	ErrMinionMismatch = errors.New("oduflow: request bound to another minion")
+	// ErrQuarantined: the client has an unresolved dispatched request. Used as the cause of a preflight
+	// failure and returned by Dispatcher.Quarantine checks.
+	ErrQuarantined = errors.New("oduflow: client quarantined by an unresolved dispatched request")
+	// ErrNoClaim: there is no claim for the request (Reconcile, Resume).
+	ErrNoClaim = errors.New("oduflow: no claim for request")
+	// ErrClaimExists: ClaimStore.Create found a claim for the request already.
+	ErrClaimExists = errors.New("oduflow: claim already exists")
+	// ErrConflict: a fenced update lost its compare-and-swap (the generation changed meanwhile).
+	ErrConflict = errors.New("oduflow: claim generation conflict")
+	// ErrLeaseHeld: a request lock is held by someone else.
+	ErrLeaseHeld = errors.New("oduflow: lease held")
+	// ErrLeaseBusy: the per-client execution lease could not be had within the wait.
+	ErrLeaseBusy = errors.New("oduflow: client execution lease busy")
+	// ErrNotUnknown: Reconcile or Resume of a request whose status is not unknown.
+	ErrNotUnknown = errors.New("oduflow: request is not unknown")
+	// ErrLegacyClaim: the operation needs a protocol-1 claim (no minion receipt exists for legacy claims).
+	ErrLegacyClaim = errors.New("oduflow: legacy claim has no minion receipt")
+	// ErrEvidenceMismatch: a caller-supplied receipt differs from the minion's live reply.
+	ErrEvidenceMismatch = errors.New("oduflow: evidence does not match the minion's receipt")
+	// ErrUnresolved: the minion's live reply is not a terminal receipt bound to the claim.
+	ErrUnresolved = errors.New("oduflow: minion has no terminal receipt for the request")
+	// ErrCorruptClaim: a stored claim fails validation.
+	ErrCorruptClaim = errors.New("oduflow: corrupt claim")
+	// ErrRoleNotAllowed: the persisted profile/role pair is not in profiles.Fixed().
+	ErrRoleNotAllowed = errors.New("oduflow: persisted profile/role pair not allowed")
+	// ErrClosed: the dispatcher was closed.
+	ErrClosed = errors.New("oduflow: dispatcher closed")
+	// ErrNoReturn: a read-only call (ping, capabilities, status) got no return in time.
+	ErrNoReturn = errors.New("oduflow: no return from minion")
+)
+
+// MismatchError reports which binding a request id is already bound to, without leaking more.
+type MismatchError struct {
+	Field string // "profile" or "minion_id"
+	Bound string // the value the claim holds (an identity or profile name, not a secret)
+}
+
+func (e *MismatchError) Error() string {
+	return "oduflow: request id already bound to " + e.Field + " " + e.Bound
+}
+
+// SafeFormatError keeps the message visible in redacted reports (identities are not secrets).
+func (e *MismatchError) Unwrap() error {
+	if e.Field == "profile" {
+		return ErrProfileMismatch
+	}
+	return ErrMinionMismatch
+}
+
+func invalid(err error, what string) error {
+	return errors.Mark(errors.Wrapf(err, "oduflow: invalid %s", errors.Safe(what)), ErrInvalidInput)
+}
+
+// Error codes recorded (sanitized) in claims.
+const (
+	CodeLeaseBusy           = "lease_busy"
+	CodeQuarantined         = "quarantined"
+	CodeCapability          = "capability_unverified"
+	CodeEventBus            = "event_bus_unavailable"
+	CodeRoleNotAllowed      = "role_not_allowed"
+	CodePayload             = "payload_unavailable"
+	CodeAuthentication      = "publish_authentication"
+	CodeAuthorization       = "publish_authorization"
+	CodeNoMinions           = "publish_no_minions"
+	CodeBadLoad             = "publish_bad_load"
+	CodeMasterException     = "publish_master_exception"
+	CodeNotSent             = "publish_not_sent"
+	CodeRefused             = "publish_refused"
+	CodeOutcomeUnknown      = "publish_outcome_unknown"
+	CodeNoTrustworthyReturn = "no_trustworthy_return"
+	CodeMinionUnknown       = "minion_reported_unknown"
+	CodeWorkerLost          = "worker_lost"
+	CodeAsserted            = "asserted"
+)

@@ -1,0 +1,270 @@
+package oduflow
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/cockroachdb/errors"
+
+	"github.com/oduflow/oduflow-go/salt"
+)
+
+// Publisher is what the dispatcher needs from the wire client (*salt.Client implements it).
+type Publisher interface {
+	Publish(ctx context.Context, req salt.PublishRequest) (*salt.PublishResult, error)
+}
+
+// Subscription is one connected reader of the master event bus.
+type Subscription interface {
+	Events() <-chan salt.Event
+	Close() error
+}
+
+// EventSource opens event-bus subscriptions. Subscribe must return only once the reader is connected, so
+// that a caller can subscribe before publishing (the bus has no replay). ctx bounds the connecting only:
+// the subscription lives until its Close. A Dispatcher holds ONE subscription and fans returns out by JID.
+type EventSource interface {
+	Subscribe(ctx context.Context) (Subscription, error)
+}
+
+// SaltEvents adapts salt.SubscribeEvents to an EventSource. Only salt/job/ tags are read.
+func SaltEvents(addr string, opts ...salt.EventOption) EventSource {
+	return saltEventSource{addr: addr, opts: opts}
+}
+
+type saltEventSource struct {
+	addr string
+	opts []salt.EventOption
+}
+
+// Subscribe connects; ctx bounds the connecting only: the stream lives until Close.
+func (s saltEventSource) Subscribe(ctx context.Context) (Subscription, error) {
+	opts := append([]salt.EventOption{salt.WithTagPrefixes("salt/job/")}, s.opts...)
+	type result struct {
+		st  *salt.EventStream
+		err error
+	}
+	ch := make(chan result, 1)
+	go func() {
+		st, err := salt.SubscribeEvents(context.WithoutCancel(ctx), s.addr, opts...)
+		ch <- result{st, err}
+	}()
+	select {
+	case r := <-ch:
+		if r.err != nil {
+			return nil, r.err
+		}
+		return r.st, nil
+	case <-ctx.Done():
+		go func() {
+			if r := <-ch; r.st != nil {
+				_ = r.st.Close()
+			}
+		}()
+		return nil, ctx.Err()
+	}
+}
+
+// hub shares ONE event-bus subscription among all waiters of a dispatcher and fans returns out by JID.
+// Every gap of the stream (disconnect, overflow, a waiter's full buffer, the subscription ending) is
+// delivered to the affected waiters so that they poll at once.
+type hub struct {
+	src EventSource
+	log func(msg string, args ...any)
+
+	connMu sync.Mutex // serialises (re)subscription
+	mu     sync.Mutex
+	sub    Subscription
+	gen    uint64
+	closed bool
+	byJID  map[salt.JID]map[*waiter]struct{}
+	all    map[*waiter]struct{}
+	done   chan struct{}
+}
+
+type waiter struct {
+	h    *hub
+	jid  salt.JID
+	rets chan *salt.JobReturn
+	gaps chan struct{}
+}
+
+func newHub(src EventSource, log func(string, ...any)) *hub {
+	return &hub{src: src, log: log, byJID: make(map[salt.JID]map[*waiter]struct{}),
+		all: make(map[*waiter]struct{}), done: make(chan struct{})}
+}
+
+// ensure returns once a subscription is connected.
+func (h *hub) ensure(ctx context.Context) error {
+	h.mu.Lock()
+	ok, closed := h.sub != nil, h.closed
+	h.mu.Unlock()
+	if closed {
+		return ErrClosed
+	}
+	if ok {
+		return nil
+	}
+	h.connMu.Lock()
+	defer h.connMu.Unlock()
+	h.mu.Lock()
+	ok = h.sub != nil
+	h.mu.Unlock()
+	if ok {
+		return nil
+	}
+	sub, err := h.src.Subscribe(ctx)
+	if err != nil {
+		return errors.Wrap(err, "oduflow: subscribe to event bus")
+	}
+	h.mu.Lock()
+	if h.closed {
+		h.mu.Unlock()
+		_ = sub.Close()
+		return ErrClosed
+	}
+	h.sub = sub
+	h.gen++
+	gen := h.gen
+	h.mu.Unlock()
+	go h.loop(sub, gen)
+	return nil
+}
+
+func (h *hub) loop(sub Subscription, gen uint64) {
+	for ev := range sub.Events() {
+		switch ev.Kind {
+		case salt.EventJobReturn:
+			if ev.JobReturn != nil {
+				h.deliver(ev.JobReturn)
+			}
+		case salt.EventGap:
+			h.gapAll()
+		}
+	}
+	// The stream ended: drop it, tell every waiter (they poll), and resubscribe if anyone is waiting.
+	h.mu.Lock()
+	if h.gen == gen {
+		h.sub = nil
+	}
+	closed := h.closed
+	waiting := len(h.all) > 0
+	h.mu.Unlock()
+	_ = sub.Close()
+	h.gapAll()
+	if closed {
+		return
+	}
+	if waiting {
+		h.log("event bus subscription ended; resubscribing")
+		go h.resubscribe()
+	}
+}
+
+func (h *hub) resubscribe() {
+	backoff := 100 * time.Millisecond
+	for {
+		h.mu.Lock()
+		stop := h.closed || len(h.all) == 0 || h.sub != nil
+		h.mu.Unlock()
+		if stop {
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		err := h.ensure(ctx)
+		cancel()
+		if err == nil {
+			h.gapAll() // anything may have been missed while unsubscribed
+			return
+		}
+		select {
+		case <-h.done:
+			return
+		case <-time.After(backoff):
+		}
+		if backoff < 5*time.Second {
+			backoff *= 2
+		}
+	}
+}
+
+func (h *hub) deliver(r *salt.JobReturn) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for w := range h.byJID[r.JID] {
+		select {
+		case w.rets <- r:
+		default:
+			signal(w.gaps) // buffer full: treat as a gap, the waiter polls
+		}
+	}
+}
+
+func (h *hub) gapAll() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for w := range h.all {
+		signal(w.gaps)
+	}
+}
+
+func signal(ch chan struct{}) {
+	select {
+	case ch <- struct{}{}:
+	default:
+	}
+}
+
+// watch registers interest in returns of jid. It returns only when the hub is subscribed, so a publish
+// made afterwards cannot be missed without a gap being reported.
+func (h *hub) watch(ctx context.Context, jid salt.JID) (*waiter, error) {
+	w := &waiter{h: h, jid: jid, rets: make(chan *salt.JobReturn, 8), gaps: make(chan struct{}, 1)}
+	h.mu.Lock()
+	if h.closed {
+		h.mu.Unlock()
+		return nil, ErrClosed
+	}
+	set := h.byJID[jid]
+	if set == nil {
+		set = make(map[*waiter]struct{})
+		h.byJID[jid] = set
+	}
+	set[w] = struct{}{}
+	h.all[w] = struct{}{}
+	h.mu.Unlock()
+	if err := h.ensure(ctx); err != nil {
+		w.close()
+		return nil, err
+	}
+	return w, nil
+}
+
+func (w *waiter) close() {
+	h := w.h
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if set := h.byJID[w.jid]; set != nil {
+		delete(set, w)
+		if len(set) == 0 {
+			delete(h.byJID, w.jid)
+		}
+	}
+	delete(h.all, w)
+}
+
+func (h *hub) close() {
+	h.mu.Lock()
+	if h.closed {
+		h.mu.Unlock()
+		return
+	}
+	h.closed = true
+	sub := h.sub
+	h.sub = nil
+	close(h.done)
+	h.mu.Unlock()
+	if sub != nil {
+		_ = sub.Close()
+	}
+}

@@ -1,0 +1,68 @@
+package oduflow_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/oduflow/oduflow-go/internal/saltsim"
+	"github.com/oduflow/oduflow-go/internal/simminion"
+	"github.com/oduflow/oduflow-go/oduflow"
+	"github.com/oduflow/oduflow-go/receipt"
+	"github.com/oduflow/oduflow-go/salt"
+)
+
+// Example runs the whole flow against the built-in Salt master simulator: Ping, Start, Status until final,
+// and a repeated Start that returns the same JID without publishing again.
+func Example() {
+	ctx := context.Background()
+	tmp, _ := os.MkdirTemp("", "oduflow-example-")
+	defer func() { _ = os.RemoveAll(tmp) }()
+
+	_ = os.Mkdir(filepath.Join(tmp, "master"), 0o700)
+	sim, err := saltsim.Start(ctx, saltsim.WithDir(filepath.Join(tmp, "master")))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer func() { _ = sim.Close() }()
+	const minion = "client-5b2f8c1e-3c4d-4e5f-8a9b-0c1d2e3f4a5b"
+	sim.AddMinion(minion, simminion.New(minion,
+		simminion.WithResult(receipt.ProfileConfigure, simminion.Result{Status: receipt.StatusSucceeded, Passed: 3, Total: 3}),
+	).Handle)
+
+	client, _ := salt.NewClient(sim.RequestAddr(), salt.WithAuth(salt.UserKey("root", sim.KeyFile())))
+	defer func() { _ = client.Close() }()
+	d, err := oduflow.New(client, oduflow.SaltEvents(sim.EventAddr()),
+		oduflow.WithClaimDir(filepath.Join(tmp, "claims")),
+		oduflow.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer func() { _ = d.Close() }()
+
+	ready, _ := d.Ping(ctx, minion)
+	fmt.Println("ready:", ready.Ready(), "protocol:", ready.Protocol)
+
+	request := "0d4c1f7e-9a2b-4c3d-8e5f-6a7b8c9d0e1f"
+	first, _ := d.Start(ctx, receipt.ProfileConfigure, minion, request)
+	fmt.Println("start:", first.Status)
+	resp := first
+	for resp.Status == receipt.StatusRunning {
+		time.Sleep(10 * time.Millisecond)
+		resp, _ = d.Status(ctx, receipt.ProfileConfigure, minion, request)
+	}
+	fmt.Println("status:", resp.Status, resp.Passed, "/", resp.Total)
+	again, _ := d.Start(ctx, receipt.ProfileConfigure, minion, request)
+	fmt.Println("same jid:", *again.JID == *first.JID, "runs published:", sim.CountPublications("oduflow_job.run"))
+	// Output:
+	// ready: true protocol: 1
+	// start: running
+	// status: succeeded 3 / 3
+	// same jid: true runs published: 1
+}

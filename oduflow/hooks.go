@@ -1,0 +1,32 @@
+package oduflow
+
+import (
+	"time"
+
+	"github.com/oduflow/oduflow-go/receipt"
+)
+
+// Hooks receive metrics events; plug Prometheus or OpenTelemetry here without the library importing
+// either. Implementations must be fast and goroutine-safe. Label values are bounded enumerations (profiles,
+// statuses, error codes, function names), never identities.
+type Hooks interface {
+	// Started counts Start calls: created is true when this call created the claim.
+	Started(profile receipt.Profile, created bool)
+	// Published counts publications by function ("oduflow_job.run", "oduflow_job.status", ...) and result
+	// ("ok", or an error code such as publish_outcome_unknown).
+	Published(fun string, result string)
+	// Outcome counts final outcomes committed by a worker or by reconciliation (code may be "").
+	Outcome(profile receipt.Profile, status receipt.Status, code string)
+	// Observe records durations: "start", "status", "dispatch_to_final", "publish", "poll".
+	Observe(op string, d time.Duration)
+}
+
+// NopHooks discards everything; the default.
+type NopHooks struct{}
+
+func (NopHooks) Started(receipt.Profile, bool)                   {}
+func (NopHooks) Published(string, string)                        {}
+func (NopHooks) Outcome(receipt.Profile, receipt.Status, string) {}
+func (NopHooks) Observe(string, time.Duration)                   {}
+
+var _ Hooks = NopHooks{}

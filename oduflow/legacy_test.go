@@ -1,0 +1,115 @@
+package oduflow
+
+import (
+	"context"
+	"testing"
+
+	"github.com/cockroachdb/errors"
+	"github.com/google/uuid"
+
+	"github.com/oduflow/oduflow-go/receipt"
+)
+
+func TestLegacyFixturesDecode(t *testing.T) {
+	cases := []struct {
+		file     string
+		kind     LegacyKind
+		profile  receipt.Profile
+		phase    Phase
+		dispatch bool
+		quar     bool
+	}{
+		{"unprofiled_dispatched.json", LegacyUnprofiled, receipt.ProfileConfigure, PhaseDispatched, true, true},
+		{"unprofiled_succeeded.json", LegacyUnprofiled, receipt.ProfileConfigure, PhaseTerminal, true, false},
+		{"unprofiled_claimed.json", LegacyUnprofiled, receipt.ProfileConfigure, PhaseClaimed, false, false},
+		{"preprotocol_production_dispatched.json", LegacyPreProtocol, receipt.ProfileProduction, PhaseDispatched, true, true},
+		{"preprotocol_configure_failed.json", LegacyPreProtocol, receipt.ProfileConfigure, PhaseTerminal, true, false},
+	}
+	for _, tc := range cases {
+		c, err := DecodeClaim(readFixture(t, tc.file))
+		if err != nil {
+			t.Fatalf("%s: %v", tc.file, err)
+		}
+		if c.Legacy() != tc.kind || c.EffectiveProfile() != tc.profile || c.Phase != tc.phase ||
+			c.WasDispatched() != tc.dispatch || c.Quarantining() != tc.quar || c.CreatedAt.IsZero() {
+			t.Fatalf("%s: %+v", tc.file, c)
+		}
+	}
+}
+
+func TestLegacyClaims(t *testing.T) {
+	ctx := context.Background()
+	clk := newFakeClock()
+	d := newOffline(t, clk)
+	disp := installFixture(t, d, "unprofiled_dispatched.json")
+	ok := installFixture(t, d, "unprofiled_succeeded.json")
+	pre := installFixture(t, d, "preprotocol_production_dispatched.json")
+	preFailed := installFixture(t, d, "preprotocol_configure_failed.json")
+
+	// Unprofiled claims are configuration only.
+	r, err := d.Status(ctx, receipt.ProfileConfigure, ok.MinionID, ok.RequestID)
+	if err != nil || r.Status != receipt.StatusSucceeded || r.Passed != 60 || *r.JID != ok.JID {
+		t.Fatalf("%+v %v", r, err)
+	}
+	if _, err := d.Status(ctx, receipt.ProfileProduction, ok.MinionID, ok.RequestID); !errors.Is(err, ErrProfileMismatch) {
+		t.Fatalf("legacy via production: %v", err)
+	}
+	if r, err := d.Start(ctx, receipt.ProfileConfigure, ok.MinionID, ok.RequestID); err != nil || r.Status != receipt.StatusSucceeded {
+		t.Fatalf("start legacy: %+v %v", r, err)
+	}
+	// Dispatched without terminal result: unknown, quarantines.
+	r, err = d.Status(ctx, receipt.ProfileConfigure, disp.MinionID, disp.RequestID)
+	if err != nil || r.Status != receipt.StatusUnknown {
+		t.Fatalf("%+v %v", r, err)
+	}
+	if q, _ := d.Quarantine(ctx, disp.MinionID); len(q) != 1 || q[0].RequestID != disp.RequestID {
+		t.Fatalf("quarantine %+v", q)
+	}
+	// Pre-protocol claim: bound to its profile; unknown; quarantines.
+	if r, err := d.Status(ctx, receipt.ProfileProduction, pre.MinionID, pre.RequestID); err != nil || r.Status != receipt.StatusUnknown {
+		t.Fatalf("%+v %v", r, err)
+	}
+	if _, err := d.Status(ctx, receipt.ProfileConfigure, pre.MinionID, pre.RequestID); !errors.Is(err, ErrProfileMismatch) {
+		t.Fatalf("%v", err)
+	}
+	if r, _ := d.Status(ctx, receipt.ProfileConfigure, preFailed.MinionID, preFailed.RequestID); r.Status != receipt.StatusFailed || r.Passed != 58 {
+		t.Fatalf("%+v", r)
+	}
+	// No minion receipt will ever exist: Resume and Reconcile-from-minion are refused before any I/O.
+	if _, err := d.Resume(ctx, disp.MinionID, disp.RequestID); !errors.Is(err, ErrLegacyClaim) {
+		t.Fatalf("resume legacy: %v", err)
+	}
+	if _, err := d.Reconcile(ctx, pre.MinionID, pre.RequestID, FromMinion{}); !errors.Is(err, ErrLegacyClaim) {
+		t.Fatalf("reconcile legacy from minion: %v", err)
+	}
+	// Only an operator assertion resolves them; it releases the quarantine.
+	r, err = d.Reconcile(ctx, disp.MinionID, disp.RequestID, Assert{Outcome: receipt.StatusSucceeded, Passed: 60, Total: 60,
+		Who: "ops", Why: "verified manually"})
+	if err != nil || r.Status != receipt.StatusSucceeded {
+		t.Fatalf("%+v %v", r, err)
+	}
+	if q, _ := d.Quarantine(ctx, disp.MinionID); len(q) != 0 {
+		t.Fatalf("quarantine after assert %+v", q)
+	}
+	c := mustClaim(t, d, disp.RequestID)
+	if c.Legacy() != LegacyUnprofiled || c.Phase != PhaseAsserted {
+		t.Fatalf("%+v", c)
+	}
+}
+
+func TestLegacyQuarantineBlocksDispatch(t *testing.T) {
+	e := startSim(t)
+	d := e.dispatcher()
+	pre := installFixture(t, d, "preprotocol_production_dispatched.json")
+	e.sim.AddMinion(pre.MinionID, newSimMinion(pre.MinionID).Handle)
+	req := uuid.NewString()
+	mustStart(t, d, receipt.ProfileConfigure, pre.MinionID, req)
+	got := waitFinal(t, d, receipt.ProfileConfigure, pre.MinionID, req)
+	if got.Status != receipt.StatusFailed || got.Total != 1 || mustClaim(t, d, req).ErrorCode != CodeQuarantined || e.runs() != 0 {
+		t.Fatalf("%+v runs %d", got, e.runs())
+	}
+	// The minion answering not_started never resolves a legacy claim.
+	if _, err := d.Reconcile(context.Background(), pre.MinionID, pre.RequestID, FromMinion{}); !errors.Is(err, ErrLegacyClaim) {
+		t.Fatal(err)
+	}
+}

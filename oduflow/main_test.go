@@ -1,0 +1,158 @@
+package oduflow
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/oduflow/oduflow-go/receipt"
+	"github.com/oduflow/oduflow-go/salt"
+)
+
+// Child processes of this test binary (detached workers and concurrent starters) take their configuration
+// from these variables.
+const (
+	envAddr     = "ODUFLOW_TEST_SALT_ADDR"
+	envEvents   = "ODUFLOW_TEST_SALT_EVENTS"
+	envKeyFile  = "ODUFLOW_TEST_KEY_FILE"
+	envClaimDir = "ODUFLOW_TEST_CLAIM_DIR"
+	envPauseAt  = "ODUFLOW_TEST_PAUSE_AT"  // worker step at which to stop and announce
+	envStepFile = "ODUFLOW_TEST_STEP_FILE" // where steps are announced, one per line
+	envChild    = "ODUFLOW_TEST_CHILD"     // "starter": concurrent Start calls
+	envMinion   = "ODUFLOW_TEST_MINION"
+	envRequest  = "ODUFLOW_TEST_REQUEST"
+	envBarrier  = "ODUFLOW_TEST_BARRIER"
+)
+
+func TestMain(m *testing.M) {
+	if IsWorkerProcess() {
+		handled, err := MaybeRunWorker(context.Background(), childDispatcher)
+		if handled && err != nil {
+			fmt.Fprintln(os.Stderr, "worker:", err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	if os.Getenv(envChild) == "starter" {
+		os.Exit(runStarterChild())
+	}
+	os.Exit(m.Run())
+}
+
+// childDispatcher builds the child's dispatcher from the environment, with the step hook: each step is
+// appended to the step file; at the pause step the worker waits for "<step file>.go" (then goes on) and
+// otherwise blocks until killed.
+func childDispatcher() (*Dispatcher, error) {
+	client, err := salt.NewClient(os.Getenv(envAddr), salt.WithAuth(salt.UserKey("root", os.Getenv(envKeyFile))),
+		salt.WithRequestTimeout(30*time.Second), salt.WithLogger(quietLogger()))
+	if err != nil {
+		return nil, err
+	}
+	stepFile, pauseAt := os.Getenv(envStepFile), os.Getenv(envPauseAt)
+	hook := func(step string) {
+		if stepFile == "" {
+			return
+		}
+		f, err := os.OpenFile(stepFile, os.O_APPEND|os.O_WRONLY|os.O_CREATE, 0o600)
+		if err == nil {
+			_, _ = fmt.Fprintf(f, "%s %d\n", step, os.Getpid())
+			_ = f.Close()
+		}
+		if step != pauseAt {
+			return
+		}
+		for {
+			if _, err := os.Stat(stepFile + ".go"); err == nil {
+				return
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	tm := testTimers()
+	return New(client, SaltEvents(os.Getenv(envEvents)), WithClaimDir(os.Getenv(envClaimDir)),
+		WithTimers(tm), WithLogger(quietLogger()), WithStepHook(hook))
+}
+
+type countHooks struct {
+	NopHooks
+	created atomic.Int64
+}
+
+func (h *countHooks) Started(_ receipt.Profile, created bool) {
+	if created {
+		h.created.Add(1)
+	}
+}
+
+// runStarterChild: wait at the barrier, then 250 concurrent Start calls for one request; the process whose
+// call created the claim runs the worker in-process and waits for the final result. Prints "created=N".
+func runStarterChild() int {
+	client, err := salt.NewClient(os.Getenv(envAddr), salt.WithAuth(salt.UserKey("root", os.Getenv(envKeyFile))),
+		salt.WithLogger(quietLogger()))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer func() { _ = client.Close() }()
+	hooks := &countHooks{}
+	d, err := New(client, SaltEvents(os.Getenv(envEvents)), WithClaimDir(os.Getenv(envClaimDir)),
+		WithTimers(testTimers()), WithLogger(quietLogger()), WithMetrics(hooks))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	for {
+		if _, err := os.Stat(os.Getenv(envBarrier)); err == nil {
+			break
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	minion, request := os.Getenv(envMinion), os.Getenv(envRequest)
+	var wg sync.WaitGroup
+	var bad atomic.Int64
+	for i := 0; i < 250; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r, err := d.Start(context.Background(), receipt.ProfileConfigure, minion, request)
+			if err != nil || r.JID == nil || r.RequestID != request {
+				bad.Add(1)
+			}
+		}()
+	}
+	wg.Wait()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	_ = d.Wait(ctx)
+	_ = d.Close()
+	fmt.Printf("created=%d bad=%d\n", hooks.created.Load(), bad.Load())
+	return 0
+}
+
+func childEnv(e *simEnv, extra ...string) []string {
+	env := append([]string{}, os.Environ()...)
+	env = append(env, envAddr+"="+e.sim.RequestAddr(), envEvents+"="+e.sim.EventAddr(),
+		envKeyFile+"="+e.keyFile, envClaimDir+"="+e.dir)
+	return append(env, extra...)
+}
+
+// readSteps returns the announced steps and the worker's pid.
+func readSteps(path string) (steps []string, pid int) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, 0
+	}
+	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		var s string
+		var p int
+		if _, err := fmt.Sscanf(line, "%s %d", &s, &p); err == nil {
+			steps, pid = append(steps, s), p
+		}
+	}
+	return steps, pid
+}

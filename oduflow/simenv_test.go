@@ -1,0 +1,147 @@
+package oduflow
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/oduflow/oduflow-go/internal/saltsim"
+	"github.com/oduflow/oduflow-go/internal/simminion"
+	"github.com/oduflow/oduflow-go/receipt"
+	"github.com/oduflow/oduflow-go/salt"
+)
+
+// testTimers are short windows so that tests stay fast.
+func testTimers() Timers {
+	return Timers{ExecutionWait: 8 * time.Second, HardDeadline: 9 * time.Second, StatusExpiry: 10 * time.Second,
+		LaunchGrace: LaunchGrace, LeaseWait: 2 * time.Second, PollBudget: 16, CallTimeout: 2 * time.Second}
+}
+
+type simEnv struct {
+	t       testing.TB
+	sim     *saltsim.Sim
+	keyFile string // a private copy of the root key the client reads per request
+	client  *salt.Client
+	dir     string
+}
+
+func quietLogger() *slog.Logger {
+	if os.Getenv("ODUFLOW_TEST_VERBOSE") != "" {
+		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	return slog.New(slog.NewTextHandler(io.Discard, nil))
+}
+
+func startSim(t testing.TB, opts ...saltsim.Option) *simEnv {
+	t.Helper()
+	ctx := context.Background()
+	opts = append([]saltsim.Option{saltsim.WithDir(t.TempDir())}, opts...)
+	sim, err := saltsim.Start(ctx, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = sim.Close() })
+	e := &simEnv{t: t, sim: sim, dir: claimDir(t)}
+	e.keyFile = filepath.Join(t.TempDir(), ".root_key")
+	e.syncKey()
+	e.client = e.newClient()
+	return e
+}
+
+// syncKey copies the simulator's current root key to the client's key file.
+func (e *simEnv) syncKey() {
+	data, err := os.ReadFile(e.sim.KeyFile())
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	if err := os.WriteFile(e.keyFile, data, 0o600); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+func (e *simEnv) newClient(opts ...salt.Option) *salt.Client {
+	e.t.Helper()
+	opts = append([]salt.Option{salt.WithAuth(salt.UserKey("root", e.keyFile)),
+		salt.WithRequestTimeout(2 * time.Second), salt.WithLogger(quietLogger())}, opts...)
+	c, err := salt.NewClient(e.sim.RequestAddr(), opts...)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	e.t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+func (e *simEnv) events() EventSource {
+	return SaltEvents(e.sim.EventAddr(), salt.WithReconnectBackoff(20*time.Millisecond, 200*time.Millisecond),
+		salt.WithEventLogger(quietLogger()))
+}
+
+func newSimMinion(id string, opts ...simminion.Option) *simminion.Minion {
+	return simminion.New(id, opts...)
+}
+
+func (e *simEnv) addMinion(opts ...simminion.Option) *simminion.Minion {
+	m := simminion.New(newMinionID(), opts...)
+	e.sim.AddMinion(m.ID(), m.Handle)
+	return m
+}
+
+func (e *simEnv) dispatcher(opts ...Option) *Dispatcher {
+	e.t.Helper()
+	return e.dispatcherWith(e.client, opts...)
+}
+
+func (e *simEnv) dispatcherWith(p Publisher, opts ...Option) *Dispatcher {
+	e.t.Helper()
+	opts = append([]Option{WithClaimDir(e.dir), WithTimers(testTimers()), WithLogger(quietLogger())}, opts...)
+	d, err := New(p, e.events(), opts...)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	e.t.Cleanup(func() { _ = d.Close() })
+	return d
+}
+
+func (e *simEnv) runs() int { return e.sim.CountPublications(FunRun) }
+
+// waitFinal polls Status until it is neither running nor (optionally) unknown-while-launching.
+func waitFinal(t testing.TB, d *Dispatcher, p receipt.Profile, minion, request string) Response {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		c, err := d.Store().Get(context.Background(), request)
+		if err == nil && c.Phase.Final() {
+			r, err := d.Status(context.Background(), p, minion, request)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return r
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("request %s not final", request)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func mustStart(t testing.TB, d *Dispatcher, p receipt.Profile, minion, request string) Response {
+	t.Helper()
+	r, err := d.Start(context.Background(), p, minion, request)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func mustClaim(t testing.TB, d *Dispatcher, request string) *Claim {
+	t.Helper()
+	c, err := d.Store().Get(context.Background(), request)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}

@@ -1,0 +1,168 @@
+package oduflow
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/cockroachdb/errors"
+	"github.com/google/uuid"
+
+	"github.com/oduflow/oduflow-go/receipt"
+)
+
+// newOffline builds a dispatcher whose network must never be used (status rows need none).
+func newOffline(t *testing.T, clk Clock) *Dispatcher {
+	t.Helper()
+	nn := noNetwork{t}
+	d, err := New(nn, nn, WithClaimDir(claimDir(t)), WithClock(clk), WithLogger(quietLogger()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = d.Close() })
+	return d
+}
+
+func putClaim(t *testing.T, d *Dispatcher, c *Claim) {
+	t.Helper()
+	if err := d.Store().Create(context.Background(), c); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func newClaim(clk Clock, p receipt.Profile) *Claim {
+	return &Claim{Protocol: ClaimProtocol, MinionID: newMinionID(), RequestID: uuid.NewString(), Profile: p,
+		Role: "roles.client_stack", JID: "20261129120000000001", Phase: PhaseClaimed, CreatedAt: clk.Now()}
+}
+
+func TestStatusContractRows(t *testing.T) {
+	ctx := context.Background()
+	clk := newFakeClock()
+	d := newOffline(t, clk)
+	fs := mustFileStore(t, d)
+
+	t.Run("no claim: not_started, jid null", func(t *testing.T) {
+		m, r := newMinionID(), uuid.NewString()
+		resp, err := d.Status(ctx, receipt.ProfileConfigure, m, r)
+		if err != nil || resp.Status != receipt.StatusNotStarted || resp.JID != nil {
+			t.Fatalf("%+v %v", resp, err)
+		}
+		b, _ := json.Marshal(resp)
+		want := `{"minion_id":"` + m + `","request_id":"` + r + `","jid":null,"status":"not_started","passed":0,"total":0}`
+		if string(b) != want {
+			t.Fatalf("json %s", b)
+		}
+	})
+
+	t.Run("launch grace boundaries 29s/31s", func(t *testing.T) {
+		c := newClaim(clk, receipt.ProfileConfigure)
+		putClaim(t, d, c)
+		clk.Set(c.CreatedAt.Add(29 * time.Second))
+		if st := status(t, d, c); st != receipt.StatusRunning {
+			t.Fatalf("29s: %s", st)
+		}
+		clk.Set(c.CreatedAt.Add(31 * time.Second))
+		if st := status(t, d, c); st != receipt.StatusUnknown {
+			t.Fatalf("31s: %s", st)
+		}
+	})
+
+	t.Run("lock held: running; expiry boundaries 7259s/7261s", func(t *testing.T) {
+		c := newClaim(clk, receipt.ProfileProduction)
+		c.Role = "roles.client_production"
+		disp := c.CreatedAt.Add(10 * time.Second)
+		c.DispatchedAt = &disp
+		c.Phase = PhaseDispatched
+		putClaim(t, d, c)
+		lk, err := fs.TryRequestLock(ctx, c.RequestID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = lk.Release() }()
+		clk.Set(disp.Add(7259 * time.Second))
+		if st := status(t, d, c); st != receipt.StatusRunning {
+			t.Fatalf("7259s: %s", st)
+		}
+		clk.Set(disp.Add(7261 * time.Second))
+		if st := status(t, d, c); st != receipt.StatusUnknown {
+			t.Fatalf("7261s: %s", st)
+		}
+		_ = lk.Release()
+		clk.Set(disp.Add(100 * time.Second))
+		if st := status(t, d, c); st != receipt.StatusUnknown {
+			t.Fatalf("lock free after grace: %s", st)
+		}
+	})
+
+	t.Run("terminal: recorded status and counts", func(t *testing.T) {
+		for _, st := range []receipt.Status{receipt.StatusSucceeded, receipt.StatusFailed, receipt.StatusUnknown} {
+			c := newClaim(clk, receipt.ProfileConfigure)
+			c.Phase, c.Status, c.Passed, c.Total = PhaseTerminal, st, 2, 3
+			if st == receipt.StatusSucceeded {
+				c.Passed = 3
+			}
+			putClaim(t, d, c)
+			resp, err := d.Status(ctx, receipt.ProfileConfigure, c.MinionID, c.RequestID)
+			if err != nil || resp.Status != st || resp.Total != 3 || resp.JID == nil || *resp.JID != c.JID {
+				t.Fatalf("%s: %+v %v", st, resp, err)
+			}
+		}
+	})
+}
+
+func status(t *testing.T, d *Dispatcher, c *Claim) receipt.Status {
+	t.Helper()
+	resp, err := d.Status(context.Background(), c.EffectiveProfile(), c.MinionID, c.RequestID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.Status
+}
+
+func TestMisuseRefused(t *testing.T) {
+	ctx := context.Background()
+	clk := newFakeClock()
+	d := newOffline(t, clk)
+	c := newClaim(clk, receipt.ProfileConfigure)
+	putClaim(t, d, c)
+	_, err := d.Status(ctx, receipt.ProfileProduction, c.MinionID, c.RequestID)
+	var me *MismatchError
+	if !errors.Is(err, ErrProfileMismatch) || !errors.As(err, &me) || me.Bound != "configure" {
+		t.Fatalf("cross-profile status: %v", err)
+	}
+	if _, err := d.Start(ctx, receipt.ProfileProduction, c.MinionID, c.RequestID); !errors.Is(err, ErrProfileMismatch) {
+		t.Fatalf("cross-profile start: %v", err)
+	}
+	other := newMinionID()
+	if _, err := d.Status(ctx, receipt.ProfileConfigure, other, c.RequestID); !errors.Is(err, ErrMinionMismatch) {
+		t.Fatalf("cross-minion status: %v", err)
+	}
+	if _, err := d.Start(ctx, receipt.ProfileConfigure, other, c.RequestID); !errors.Is(err, ErrMinionMismatch) {
+		t.Fatalf("cross-minion start: %v", err)
+	}
+	if _, err := d.Reconcile(ctx, other, c.RequestID, Assert{Outcome: receipt.StatusFailed, Who: "op", Why: "x"}); !errors.Is(err, ErrMinionMismatch) {
+		t.Fatalf("cross-minion reconcile: %v", err)
+	}
+	bad := []struct{ m, r string }{
+		{"client-ABC", c.RequestID}, {c.MinionID, "not-a-uuid"}, {"5b2f8c1e-3c4d-4e5f-8a9b-0c1d2e3f4a5b", c.RequestID},
+		{c.MinionID, "5B2F8C1E-3C4D-4E5F-8A9B-0C1D2E3F4A5B"},
+	}
+	for _, b := range bad {
+		if _, err := d.Start(ctx, receipt.ProfileConfigure, b.m, b.r); !errors.Is(err, ErrInvalidInput) {
+			t.Fatalf("start %q %q: %v", b.m, b.r, err)
+		}
+		if _, err := d.Status(ctx, receipt.ProfileConfigure, b.m, b.r); !errors.Is(err, ErrInvalidInput) {
+			t.Fatalf("status %q %q: %v", b.m, b.r, err)
+		}
+	}
+	if _, err := d.Start(ctx, receipt.ProfileConfigure, "client-ABC", c.RequestID); !errors.Is(err, receipt.ErrInvalidMinionID) {
+		t.Fatalf("wraps receipt id error: %v", err)
+	}
+	if _, err := d.Start(ctx, "state.apply", c.MinionID, uuid.NewString()); !errors.Is(err, ErrInvalidInput) {
+		t.Fatalf("bad profile: %v", err)
+	}
+	if _, err := d.Start(ctx, receipt.ProfileCustom, c.MinionID, uuid.NewString()); !errors.Is(err, ErrInvalidInput) {
+		t.Fatalf("custom through Start: %v", err)
+	}
+}

@@ -1,0 +1,221 @@
+package oduflow
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/cockroachdb/errors"
+
+	"github.com/oduflow/oduflow-go/profiles"
+	"github.com/oduflow/oduflow-go/receipt"
+	"github.com/oduflow/oduflow-go/salt"
+)
+
+func (d *Dispatcher) stepHook(s string) {
+	if d.step != nil {
+		d.step(s)
+	}
+}
+
+// launch starts the worker of a freshly created claim.
+func (d *Dispatcher) launch(c *Claim) error {
+	if d.mode.detached {
+		return d.launchDetached(c)
+	}
+	d.wg.Add(1)
+	go func() {
+		defer d.wg.Done()
+		if err := d.runWorker(d.ctx, c.MinionID, c.RequestID); err != nil {
+			d.claimLog(c).Warn("worker ended with error", slog.String("error", err.Error()))
+		}
+	}()
+	return nil
+}
+
+// checkRole validates the persisted profile/role pair against the fixed whitelist.
+func checkRole(c *Claim) error {
+	want, ok := profiles.Fixed()[c.Profile]
+	if !ok || string(want) != c.Role {
+		return errors.Wrapf(ErrRoleNotAllowed, "profile %q", errors.Safe(string(c.Profile)))
+	}
+	return nil
+}
+
+// runWorker executes DESIGN.md section 5 for one claim. It publishes oduflow_job.run at most once, and only
+// from phase claimed while holding the request lock and the client lease.
+func (d *Dispatcher) runWorker(ctx context.Context, minion, request string) error {
+	if err := validateIDs(minion, request); err != nil {
+		return err
+	}
+	reqLock, err := d.leases.TryRequestLock(ctx, request)
+	if err != nil {
+		if errors.Is(err, ErrLeaseHeld) {
+			return nil // another worker runs this request
+		}
+		return err
+	}
+	defer func() { _ = reqLock.Release() }()
+	c, err := d.store.Get(ctx, request)
+	if err != nil {
+		return err
+	}
+	if c.MinionID != minion {
+		return &MismatchError{Field: "minion_id", Bound: c.MinionID}
+	}
+	lg := d.claimLog(c)
+	if c.Phase != PhaseClaimed || c.Legacy() != NotLegacy {
+		lg.Info("worker: claim past phase claimed; never dispatched twice", slog.String("phase", string(c.Phase)))
+		return nil
+	}
+	d.stepHook(StepClaimed)
+	if c.Profile != receipt.ProfileCustom {
+		if err := checkRole(c); err != nil {
+			d.finalize(ctx, c, receipt.StatusFailed, 0, 1, CodeRoleNotAllowed, EvidencePreflight)
+			return err
+		}
+	}
+	lease, err := d.leases.AcquireClientLease(ctx, minion, d.timers.LeaseWait)
+	if err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		lg.Warn("worker: client lease busy; preflight failure")
+		d.finalize(ctx, c, receipt.StatusFailed, 0, 1, CodeLeaseBusy, EvidencePreflight)
+		return nil
+	}
+	defer func() { _ = lease.Release() }()
+	d.stepHook(StepLease)
+	if code := d.preflight(ctx, c); code != "" {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		lg.Warn("worker: preflight failure; nothing published", slog.String("code", code))
+		d.finalize(ctx, c, receipt.StatusFailed, 0, 1, code, EvidencePreflight)
+		return nil
+	}
+	spec, err := d.pubsrc.Publication(ctx, c)
+	if err != nil {
+		d.finalize(ctx, c, receipt.StatusFailed, 0, 1, CodePayload, EvidencePreflight)
+		return nil
+	}
+	jid := salt.JID(c.JID)
+	w, err := d.hub.watch(ctx, jid) // subscribe BEFORE publishing: the bus has no replay
+	if err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		d.finalize(ctx, c, receipt.StatusFailed, 0, 1, CodeEventBus, EvidencePreflight)
+		return nil
+	}
+	defer w.close()
+
+	// Record the dispatch intent durably; from here on the request may have been published.
+	dispatchedAt := d.clock.Now()
+	next := c.clone()
+	next.Phase = PhaseDispatching
+	next.DispatchedAt = &dispatchedAt
+	if c, err = d.store.CompareAndSwap(ctx, next); err != nil {
+		return errors.Wrap(err, "oduflow: record dispatch") // nothing published
+	}
+	d.stepHook(StepDispatchRecorded)
+	start := time.Now()
+	wctx, cancel := context.WithDeadline(ctx, start.Add(d.timers.HardDeadline))
+	defer cancel()
+
+	d.stepHook(StepPublishSending)
+	_, err = d.publish(wctx, minion, FunRun, []any{c.RequestID, string(c.Profile), spec.StateDataJSON}, jid)
+	if err != nil {
+		code := publishErrorCode(err)
+		if salt.IsNotPublished(err) && !salt.IsOutcomeUnknown(err) {
+			lg.Warn("worker: publish refused; nothing published", slog.String("code", code))
+			d.finalize(ctx, c, receipt.StatusFailed, 0, 1, code, EvidenceRefused)
+			return nil
+		}
+		lg.Error("worker: publish outcome unknown; never retried; client quarantined", slog.String("code", code))
+		d.finalize(ctx, c, receipt.StatusUnknown, 0, 0, CodeOutcomeUnknown, EvidenceNone)
+		return nil
+	}
+	next = c.clone()
+	next.Phase = PhaseDispatched
+	if nc, err := d.store.CompareAndSwap(ctx, next); err == nil {
+		c = nc
+	} else if cur, gerr := d.store.Get(ctx, request); gerr == nil && cur.Phase.Final() {
+		return nil // someone else committed a final result
+	}
+	d.stepHook(StepPublishReplied)
+	lg.Info("worker: published", slog.String("fun", FunRun))
+
+	r := d.await(wctx, c, w, start.Add(d.timers.ExecutionWait))
+	if ctx.Err() != nil {
+		return ctx.Err() // dispatcher closed: the claim stays dispatched (unknown once its lock is free)
+	}
+	d.hooks.Observe("dispatch_to_final", time.Since(start))
+	if r == nil {
+		lg.Warn("worker: no trustworthy receipt within the window or budget; unknown")
+		d.finalize(ctx, c, receipt.StatusUnknown, 0, 0, CodeNoTrustworthyReturn, EvidenceNone)
+		return nil
+	}
+	d.stepHook(StepReturned)
+	code := ""
+	if r.Status == receipt.StatusUnknown {
+		code = CodeMinionUnknown
+	}
+	d.finalize(ctx, c, r.Status, r.Passed, r.Total, code, EvidenceReceipt)
+	d.stepHook(StepCommitted)
+	return nil
+}
+
+// preflight runs with the client lease held: quarantine across all profiles, then the capability check.
+// It returns an error code, or "" when dispatch may go on.
+func (d *Dispatcher) preflight(ctx context.Context, c *Claim) string {
+	others, err := d.store.ListByClient(ctx, c.MinionID)
+	if err != nil {
+		return CodeQuarantined // cannot prove the client is clear
+	}
+	for _, o := range others {
+		if o.RequestID != c.RequestID && o.Quarantining() {
+			d.claimLog(c).Warn("worker: client quarantined", slog.String("blocking_request_id", o.RequestID))
+			return CodeQuarantined
+		}
+	}
+	ctx2, cancel := context.WithTimeout(ctx, d.timers.CallTimeout)
+	defer cancel()
+	proto, _, err := d.capabilities(ctx2, c.MinionID)
+	if err != nil || proto != ProtocolVersion {
+		return CodeCapability
+	}
+	return ""
+}
+
+// finalize commits a final result unless someone else committed one meanwhile (which is kept).
+func (d *Dispatcher) finalize(ctx context.Context, c *Claim, st receipt.Status, passed, total int, code, evidence string) *Claim {
+	lg := d.claimLog(c)
+	for attempt := 0; attempt < 10; attempt++ {
+		cur, err := d.store.Get(ctx, c.RequestID)
+		if err != nil {
+			lg.Error("finalize: read claim", slog.String("error", err.Error()))
+			return nil
+		}
+		if cur.Phase.Final() {
+			lg.Info("finalize: keeping final result committed by someone else", slog.String("status", string(cur.Status)))
+			return cur
+		}
+		next := cur.clone()
+		now := d.clock.Now()
+		next.Phase, next.Status, next.Passed, next.Total = PhaseTerminal, st, passed, total
+		next.ErrorCode, next.Evidence, next.FinishedAt = code, evidence, &now
+		out, err := d.store.CompareAndSwap(ctx, next)
+		if err == nil {
+			d.hooks.Outcome(out.EffectiveProfile(), st, code)
+			lg.Info("final result committed", slog.String("status", string(st)), slog.Int("passed", passed),
+				slog.Int("total", total), slog.String("code", code))
+			return out
+		}
+		if !errors.Is(err, ErrConflict) {
+			lg.Error("finalize: commit", slog.String("error", err.Error()))
+			return nil
+		}
+	}
+	return nil
+}

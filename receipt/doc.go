@@ -1,0 +1,79 @@
+// Package receipt implements protocol 1 of oduflow: the durable minion receipt
+// that lets a completed Salt state result be read back exactly after a lost
+// publication, never guessed and never re-executed.
+//
+// It owns:
+//
+//   - identities: ValidateMinionID ("client-" + canonical lowercase UUID),
+//     ValidateRequestID, NewRequestID, ValidateJID (exactly 20 ASCII digits);
+//   - the receipt schema (exactly nine keys: protocol, minion_id, request_id,
+//     jid, profile, state_digest, status, passed, total), its strict decoding
+//     (Decode, FromValue: every defect an *InvalidReceiptError with a short
+//     Reason word shared with the Python module) and canonical encoding;
+//   - Reduce: a Salt state return -> status/passed/total, nothing else;
+//   - CanonicalJSON (RFC 8785 JCS) and Digest, which bind custom payloads;
+//   - Binding.Check, the immutable binding of a receipt to its claim;
+//   - Store, the durable file discipline shared by the master claim store
+//     and the tests: safe opens, atomic and exclusive writes, flock locks;
+//   - the minion receipt state machine (Phase, CheckTransition).
+//
+// It imports nothing from the rest of the module, knows nothing of ZeroMQ or
+// the dispatcher, and does no logging.
+//
+// # Minion receipt state machine
+//
+// One request on a minion goes through these phases (Phase); the master's
+// claim phases are the dispatcher's and are not modelled here.
+//
+//	from       to         trustworthy   legal   why
+//	---------  ---------  ------------  ------  ----------------------------------------------
+//	(none)     claimed    any           yes     run() commits the JID index (first write)
+//	claimed    running    any           yes     run() commits the running record (second write)
+//	claimed    unknown    any           yes     partial claim: the worker died between the writes
+//	running    terminal   any           yes     reduction done, terminal receipt committed
+//	running    unknown    any           yes     worker died during state work (its lock died too)
+//	unknown    terminal   true          yes     the exact, bound terminal receipt was obtained
+//	unknown    terminal   false         no      a guess or untrusted return never resolves unknown
+//	claimed    terminal   any           no      no state work may run without the running record
+//	claimed    claimed    any           no      a second claim would be a second execution
+//	running    running    any           no      a second worker for the same request
+//	running    claimed    any           no      phases never go back
+//	unknown    claimed    any           no      unknown is never replayed
+//	unknown    running    any           no      unknown is never replayed
+//	terminal   *          any           no      a terminal receipt is immutable
+//	*          (none)     any           no      evidence is never deleted by a transition
+//
+// Any pair not listed as legal is illegal (ErrIllegalTransition). How a status
+// answer is derived from the phases: no record -> not_started; claimed with
+// the request lock held, or running with the request lock held -> running;
+// claimed or running with the request lock free -> unknown; terminal -> the
+// exact receipt.
+//
+// # Receipt statuses
+//
+// A committed receipt carries succeeded or failed. The same nine-key shape is
+// the answer of status(), which may also carry running, unknown or
+// not_started; those carry passed = total = 0. See Receipt for the count and
+// digest rules and Decode for the precedence of reasons.
+//
+// # Store and locks
+//
+// Store keeps records as files directly in one directory, which must be owned
+// by the expected user with mode exactly 0700. Every operation walks the path
+// from / again with openat(O_NOFOLLOW|O_DIRECTORY), so a symlink in any
+// component, also one swapped in after OpenStore, is refused; files must be
+// regular, owned by the expected user, without group/other permission bits,
+// with exactly one link. Writes go to an O_EXCL 0600 temporary file, are
+// fsynced, renamed into place (renameat, or renameat2 RENAME_NOREPLACE for
+// CreateExclusive) and the directory is fsynced. A malformed or unsafe
+// record is an error and is never replaced by these calls.
+//
+// Locks are flock(2) locks on "<name>.lock" files in the store directory.
+// flock was chosen because the kernel releases it when the holding process
+// dies, however it dies (SIGKILL included): a held lock therefore means a live
+// holder (possibly stopped or slow), and a free lock beside a non-terminal
+// record means the worker is gone, which is how a running request is told
+// apart from an abandoned claim. Lock files are never removed (removing a
+// flock file races with a concurrent locker). flock is not reliable on NFS;
+// the store must live on a local file system.
+package receipt

@@ -1,0 +1,83 @@
+package receipt
+
+import (
+	"github.com/cockroachdb/errors"
+	"github.com/google/uuid"
+)
+
+// MinionIDPrefix is the fixed prefix of every managed minion id.
+const MinionIDPrefix = "client-"
+
+// isCanonicalUUID reports whether s is exactly 8-4-4-4-12 lowercase hex.
+// Version and variant bits are not constrained: the controller owns its ids,
+// protocol 1 only demands the canonical spelling.
+func isCanonicalUUID(s string) bool {
+	if len(s) != 36 {
+		return false
+	}
+	for i := 0; i < 36; i++ {
+		c := s[i]
+		switch i {
+		case 8, 13, 18, 23:
+			if c != '-' {
+				return false
+			}
+		default:
+			if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// ValidateMinionID accepts exactly "client-" + canonical lowercase UUID.
+// Anything else (upper case, braces, missing dashes, surrounding space) is
+// ErrInvalidMinionID. The offending value is not echoed in the error.
+func ValidateMinionID(s string) error {
+	if len(s) != len(MinionIDPrefix)+36 || s[:len(MinionIDPrefix)] != MinionIDPrefix ||
+		!isCanonicalUUID(s[len(MinionIDPrefix):]) {
+		return errors.WithStack(ErrInvalidMinionID)
+	}
+	return nil
+}
+
+// ValidateRequestID accepts exactly a canonical lowercase UUID.
+func ValidateRequestID(s string) error {
+	if !isCanonicalUUID(s) {
+		return errors.WithStack(ErrInvalidRequestID)
+	}
+	return nil
+}
+
+// NewRequestID returns a fresh random (version 4) UUID in canonical form.
+func NewRequestID() string {
+	return uuid.NewString()
+}
+
+// ValidateJID accepts exactly 20 ASCII digits (Salt's %Y%m%d%H%M%S%f).
+func ValidateJID(s string) error {
+	if len(s) != 20 {
+		return errors.WithStack(ErrInvalidJID)
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return errors.WithStack(ErrInvalidJID)
+		}
+	}
+	return nil
+}
+
+// isDigestHex reports whether s is a SHA-256 digest in lowercase hex.
+func isDigestHex(s string) bool {
+	if len(s) != 64 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,95 @@
+package receipt
+
+import (
+	"testing"
+
+	"github.com/cockroachdb/errors"
+)
+
+func TestValidateIDs(t *testing.T) {
+	const u = "5b2f8c1e-3c4d-4e5f-8a9b-0c1d2e3f4a5b"
+	good := map[string]func(string) error{
+		"client-" + u:                          ValidateMinionID,
+		u:                                      ValidateRequestID,
+		"00000000-0000-0000-0000-000000000000": ValidateRequestID,
+		"20261129154606051411":                 ValidateJID,
+		"00000000000000000000":                 ValidateJID,
+	}
+	for s, f := range good {
+		if err := f(s); err != nil {
+			t.Errorf("%q: %v", s, err)
+		}
+	}
+	bad := []struct {
+		s    string
+		f    func(string) error
+		want error
+	}{
+		{"", ValidateMinionID, ErrInvalidMinionID},
+		{u, ValidateMinionID, ErrInvalidMinionID},
+		{"Client-" + u, ValidateMinionID, ErrInvalidMinionID},
+		{"client-5B2F8C1E-3C4D-4E5F-8A9B-0C1D2E3F4A5B", ValidateMinionID, ErrInvalidMinionID},
+		{"client-" + u + "\n", ValidateMinionID, ErrInvalidMinionID},
+		{"client-" + u[:35] + "g", ValidateMinionID, ErrInvalidMinionID},
+		{"client--" + u[1:], ValidateMinionID, ErrInvalidMinionID},
+		{"", ValidateRequestID, ErrInvalidRequestID},
+		{"5b2f8c1e3c4d4e5f8a9b0c1d2e3f4a5b", ValidateRequestID, ErrInvalidRequestID},
+		{"{" + u + "}", ValidateRequestID, ErrInvalidRequestID},
+		{"5b2f8c1e-3c4d-4e5f-8a9b-0c1d2e3f4a5", ValidateRequestID, ErrInvalidRequestID},
+		{"5b2f8c1e_3c4d-4e5f-8a9b-0c1d2e3f4a5b", ValidateRequestID, ErrInvalidRequestID},
+		{"", ValidateJID, ErrInvalidJID},
+		{"2026112915460605141", ValidateJID, ErrInvalidJID},
+		{"202611291546060514111", ValidateJID, ErrInvalidJID},
+		{"2026112915460605141a", ValidateJID, ErrInvalidJID},
+		{"２０２６１１２９１５４６０６０５１４", ValidateJID, ErrInvalidJID},
+		{"-2026112915460605141", ValidateJID, ErrInvalidJID},
+	}
+	for _, c := range bad {
+		if err := c.f(c.s); !errors.Is(err, c.want) {
+			t.Errorf("%q: err = %v, want %v", c.s, err, c.want)
+		}
+	}
+}
+
+func TestNewRequestID(t *testing.T) {
+	seen := map[string]bool{}
+	for i := 0; i < 100; i++ {
+		id := NewRequestID()
+		if err := ValidateRequestID(id); err != nil {
+			t.Fatalf("%q: %v", id, err)
+		}
+		if id[14] != '4' {
+			t.Fatalf("%q is not version 4", id)
+		}
+		if seen[id] {
+			t.Fatalf("duplicate %q", id)
+		}
+		seen[id] = true
+	}
+}
+
+func TestProfilesAndStatuses(t *testing.T) {
+	for _, p := range Profiles() {
+		got, err := ParseProfile(string(p))
+		if err != nil || got != p {
+			t.Errorf("ParseProfile(%q) = %q, %v", p, got, err)
+		}
+		if p.Fixed() == (p == ProfileCustom) {
+			t.Errorf("%q: Fixed() = %v", p, p.Fixed())
+		}
+	}
+	for _, s := range []string{"", "Configure", "highstate", "custom "} {
+		if _, err := ParseProfile(s); !errors.Is(err, ErrUnknownProfile) {
+			t.Errorf("ParseProfile(%q): %v", s, err)
+		}
+	}
+	terminal := map[Status]bool{StatusSucceeded: true, StatusFailed: true, StatusUnknown: false, StatusRunning: false, StatusNotStarted: false}
+	for s, want := range terminal {
+		if s.Terminal() != want || !s.Valid() {
+			t.Errorf("%q: Terminal() = %v, Valid() = %v", s, s.Terminal(), s.Valid())
+		}
+	}
+	if Status("done").Valid() {
+		t.Error("Status(done) valid")
+	}
+}

@@ -1,0 +1,151 @@
+package receipt
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/cockroachdb/errors"
+	"golang.org/x/sys/unix"
+)
+
+const lockSuffix = ".lock"
+
+// Lock is a held flock(2) lock on "<name>.lock" in a Store. The kernel
+// releases it when the holding process exits or is killed.
+type Lock struct {
+	mu   sync.Mutex
+	fd   int
+	name string
+}
+
+// Name returns the lock's name (without the .lock suffix).
+func (l *Lock) Name() string { return l.name }
+
+// Release unlocks and closes the lock file. Calling it again is a no-op.
+func (l *Lock) Release() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.fd < 0 {
+		return nil
+	}
+	err := unix.Flock(l.fd, unix.LOCK_UN)
+	if cerr := unix.Close(l.fd); err == nil {
+		err = cerr
+	}
+	l.fd = -1
+	if err != nil {
+		return errors.Wrap(err, "receipt store: release lock")
+	}
+	return nil
+}
+
+// openLock opens (creating 0600 when absent) the lock file for name, with the
+// same safety rules as records.
+func (s *Store) openLock(name string, create bool) (int, error) {
+	if err := validName(name); err != nil {
+		return -1, err
+	}
+	dirfd, err := s.openDir()
+	if err != nil {
+		return -1, err
+	}
+	defer unix.Close(dirfd)
+	file := name + lockSuffix
+	if create {
+		fd, err := unix.Openat(dirfd, file, unix.O_RDWR|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
+		if err == nil {
+			if err := s.fixCreated(fd, 0o600); err != nil {
+				_ = unix.Close(fd)
+				return -1, errors.Wrapf(err, "receipt store: prepare %s", s.path(file))
+			}
+			return fd, nil
+		}
+		if err != unix.EEXIST {
+			return -1, s.classifyOpenErr(dirfd, file, s.path(file), err, false)
+		}
+	}
+	flags := unix.O_RDONLY
+	if create {
+		flags = unix.O_RDWR
+	}
+	return s.openFile(dirfd, file, flags, 0)
+}
+
+// TryLock takes the exclusive lock name without waiting: ErrLocked when any
+// holder (this or another process) has it.
+func (s *Store) TryLock(name string) (*Lock, error) {
+	fd, err := s.openLock(name, true)
+	if err != nil {
+		return nil, err
+	}
+	for {
+		err = unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB)
+		if err != unix.EINTR {
+			break
+		}
+	}
+	if err != nil {
+		_ = unix.Close(fd)
+		if err == unix.EWOULDBLOCK {
+			return nil, errors.Wrapf(ErrLocked, "%s", name)
+		}
+		return nil, errors.Wrapf(err, "receipt store: lock %s", name)
+	}
+	return &Lock{fd: fd, name: name}, nil
+}
+
+// LockWait polls TryLock until it succeeds, ctx ends, or maxWait has passed
+// (then ErrLocked). maxWait <= 0 means a single attempt.
+func (s *Store) LockWait(ctx context.Context, name string, maxWait time.Duration) (*Lock, error) {
+	deadline := time.Now().Add(maxWait)
+	interval := 5 * time.Millisecond
+	for {
+		l, err := s.TryLock(name)
+		if err == nil || !errors.Is(err, ErrLocked) {
+			return l, err
+		}
+		left := time.Until(deadline)
+		if left <= 0 {
+			return nil, errors.Wrapf(ErrLocked, "%s: still held after %s", name, maxWait)
+		}
+		wait := min(interval, left)
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, errors.Wrapf(ctx.Err(), "receipt store: waiting for lock %s", name)
+		case <-t.C:
+		}
+		interval = min(interval*2, 200*time.Millisecond)
+	}
+}
+
+// IsLocked reports whether some process holds lock name right now. A missing
+// lock file means not locked. The probe takes a shared flock for an instant,
+// so a TryLock racing with it may see ErrLocked spuriously; callers treat
+// ErrLocked as "busy" anyway.
+func (s *Store) IsLocked(name string) (bool, error) {
+	fd, err := s.openLock(name, false)
+	if err != nil {
+		if errors.Is(err, ErrNotExist) {
+			return false, nil
+		}
+		return false, err
+	}
+	defer unix.Close(fd)
+	for {
+		err = unix.Flock(fd, unix.LOCK_SH|unix.LOCK_NB)
+		if err != unix.EINTR {
+			break
+		}
+	}
+	if err == unix.EWOULDBLOCK {
+		return true, nil
+	}
+	if err != nil {
+		return false, errors.Wrapf(err, "receipt store: probe lock %s", name)
+	}
+	_ = unix.Flock(fd, unix.LOCK_UN)
+	return false, nil
+}

@@ -1,0 +1,1314 @@
+# -*- coding: utf-8 -*-
+"""
+oduflow_job: protocol 1 of Oduflow's durable minion receipts (Salt execution module).
+
+Functions (all other names are private):
+
+    oduflow_job.capabilities()
+    oduflow_job.run(request_id, profile, state_data_json="")
+    oduflow_job.status(request_id, jid, profile)
+
+``run`` executes one managed apply for one request, bound to the publication's own JID
+(read only from Salt's ``__pub_jid`` metadata), and commits a durable receipt before
+returning it to Salt:
+
+    {"protocol": 1, "minion_id": "client-<uuid>", "request_id": "<uuid>",
+     "jid": "<20 digits>", "profile": "configure", "state_digest": "",
+     "status": "succeeded", "passed": 60, "total": 60}
+
+Fixed profiles run a fixed role through ``state.apply``; ``custom`` runs canonical high data
+through ``state.high``, bound by the SHA-256 of its RFC 8785 canonical JSON. The argument
+``state_data_json`` is "" for fixed profiles and, for custom, the JSON object text
+``{"digest": "<sha256 hex>", "high": <high data>}``.
+
+``status`` answers from local evidence only: the exact terminal receipt, ``running`` while a
+live worker holds the request lock, ``unknown`` for a partial claim or a dead worker,
+``not_started`` when there is no evidence (which never authorizes a new publication).
+
+Receipts live in ``/var/lib/oduflow/job-receipts`` (minion option ``oduflow_receipt_dir``),
+a directory owned by the minion user with mode 0700; files are 0600. Opens refuse
+symlinks in any path component, foreign owners, group/other permission bits and files with
+more than one link. Writes are exclusive temporary file + fsync + rename + directory fsync.
+A malformed or inaccessible record is an error and is never replaced.
+
+Store layout (plain names in the receipt directory):
+
+    jid-<jid>.json          JID index: the request this publication is bound to
+    req-<request_id>.json   running record, replaced atomically by the terminal receipt
+    req-<request_id>.lock   request lock (flock, held by the live worker)
+    exec.lock               execution lock (flock, one managed apply per minion)
+    index.lock              short lock around check-and-create of a JID index
+
+Why flock: an flock is released by the kernel when its holder dies (SIGKILL included), so a
+free request lock next to a running record proves that the worker is gone, while a held
+one proves that it is alive. A file that merely exists proves nothing.
+
+Raw results never reach disk or the event bus from inside ``run``: the state cache files
+(``sls.p``, ``*.cache.p``) are written into memory, reads through that cache path are
+refused, ``State.event`` is silenced and ``State.call_parallel`` refuses to spawn. The
+shims need Salt in a verified version (see ``_VERIFIED_SALT_VERSIONS``), matching function
+signatures and ``multiprocessing: True``; otherwise ``run`` refuses before doing anything.
+There is no bypass.
+
+Compatible with Python 3.6+ and the standard library only.
+"""
+
+import errno
+import fcntl
+import hashlib
+import inspect
+import io
+import json
+import logging
+import math
+import os
+import re
+import stat
+import time
+
+try:  # pragma: no cover - depends on the runtime
+    from salt.exceptions import CommandExecutionError
+except ImportError:  # pragma: no cover
+
+    class CommandExecutionError(Exception):
+        """Stand-in when Salt is not importable."""
+
+
+log = logging.getLogger(__name__)
+
+__virtualname__ = "oduflow_job"
+
+PROTOCOL = 1
+
+_VERIFIED_SALT_VERSIONS = ("3006.0", "3006.27")
+
+_DEFAULT_RECEIPT_DIR = "/var/lib/oduflow/job-receipts"
+
+_ROLES = {
+    "configure": "roles.client_stack",
+    "production": "roles.client_production",
+    "volume_resize": "roles.client_storage_resize",
+    "credentials": "roles.client_credentials",
+}
+_PROFILES = ("configure", "production", "volume_resize", "credentials", "custom")
+_STATUSES = ("not_started", "running", "succeeded", "failed", "unknown")
+_RECEIPT_KEYS = (
+    "protocol",
+    "minion_id",
+    "request_id",
+    "jid",
+    "profile",
+    "state_digest",
+    "status",
+    "passed",
+    "total",
+)
+_INT_KEYS = ("protocol", "passed", "total")
+_RECORD_KEYS = ("record", "protocol", "minion_id", "request_id", "jid", "profile", "state_digest")
+
+_UUID_RE = re.compile(r"\A[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\Z")
+_JID_RE = re.compile(r"\A[0-9]{20}\Z")
+_DIGEST_RE = re.compile(r"\A[0-9a-f]{64}\Z")
+_NAME_RE = re.compile(r"\A[A-Za-z0-9][A-Za-z0-9._-]{0,199}\Z")
+
+_MAX_COUNT = 2 ** 53 - 1
+_MAX_SAFE_INTEGER = 2 ** 53
+_MAX_DEPTH = 512
+_MAX_RECORD_BYTES = 64 * 1024
+_MAX_STATE_DATA_BYTES = 1024 * 1024
+_MAX_STATE_IDS = 100
+_VALUE_TRIMMED = "VALUE_TRIMMED"
+_REQUEST_LOCK_PATIENCE = 2.0  # seconds a new worker retries a request lock held by a poll
+
+# The Salt functions the shims replace or rely on, with their parameter names as of the
+# verified versions. Anything else refuses to run.
+_EXPECTED_SIGNATURES = (
+    ("salt.utils.files", None, "fopen", ["args", "kwargs"]),
+    ("salt.state", "State", "event", ["self", "chunk_ret", "length", "fire_event"]),
+    ("salt.state", "State", "call_parallel", ["self", "cdata", "low"]),
+    (
+        "salt.modules.state",
+        None,
+        "sls",
+        ["mods", "test", "exclude", "queue", "sync_mods", "state_events", "kwargs"],
+    ),
+    ("salt.modules.state", None, "apply_", ["mods", "kwargs"]),
+    ("salt.modules.state", None, "high", ["data", "test", "queue", "kwargs"]),
+)
+
+
+def __virtual__():
+    return __virtualname__
+
+
+# ---------------------------------------------------------------------------------------
+# Errors
+# ---------------------------------------------------------------------------------------
+
+
+class _Refused(CommandExecutionError):
+    """A request this module refuses before any state work (nothing was executed)."""
+
+
+class _StoreError(CommandExecutionError):
+    """The receipt store is unsafe, inaccessible or holds a malformed record: unresolved."""
+
+    def __init__(self, reason, name=""):
+        self.reason = reason
+        self.name = name
+        msg = "oduflow_job: receipt store unresolved: {}".format(reason)
+        if name:
+            msg += " ({})".format(name)
+        super(_StoreError, self).__init__(msg)
+
+
+class _BindingConflict(CommandExecutionError):
+    """Local evidence binds this request or JID to something else."""
+
+    def __init__(self, field):
+        self.field = field
+        super(_BindingConflict, self).__init__(
+            "oduflow_job: binding conflict on {}".format(field)
+        )
+
+
+class _NotCanonical(ValueError):
+    pass
+
+
+class _ParallelRefused(RuntimeError):
+    pass
+
+
+# ---------------------------------------------------------------------------------------
+# Identities
+# ---------------------------------------------------------------------------------------
+
+
+def _is_uuid(value):
+    return isinstance(value, str) and bool(_UUID_RE.match(value))
+
+
+def _is_minion_id(value):
+    return isinstance(value, str) and value.startswith("client-") and _is_uuid(value[7:])
+
+
+def _is_jid(value):
+    return isinstance(value, str) and bool(_JID_RE.match(value))
+
+
+def _is_digest(value):
+    return isinstance(value, str) and bool(_DIGEST_RE.match(value))
+
+
+# ---------------------------------------------------------------------------------------
+# Canonical JSON (RFC 8785) and digests
+# ---------------------------------------------------------------------------------------
+
+
+def _jcs_number(value):
+    if isinstance(value, int):
+        if value > _MAX_SAFE_INTEGER or value < -_MAX_SAFE_INTEGER:
+            raise _NotCanonical("integer beyond +-2^53")
+        return str(value)
+    if math.isnan(value) or math.isinf(value):
+        raise _NotCanonical("NaN or infinity")
+    if value == 0:
+        return "0"
+    sign = "-" if value < 0 else ""
+    text = repr(abs(value))  # shortest round-tripping digits
+    mantissa, _, exp_text = text.partition("e")
+    exponent = int(exp_text) if exp_text else 0
+    if "." in mantissa:
+        int_part, frac = mantissa.split(".")
+    else:
+        int_part, frac = mantissa, ""
+    digits = int_part + frac
+    point = len(int_part) + exponent
+    stripped = digits.lstrip("0")
+    point -= len(digits) - len(stripped)
+    digits = stripped.rstrip("0")
+    k, n = len(digits), point
+    if k <= n <= 21:
+        out = digits + "0" * (n - k)
+    elif 0 < n <= 21:
+        out = digits[:n] + "." + digits[n:]
+    elif -6 < n <= 0:
+        out = "0." + "0" * (-n) + digits
+    else:
+        e = n - 1
+        out = digits[0] + ("." + digits[1:] if k > 1 else "") + "e" + ("+" if e >= 0 else "-")
+        out += str(abs(e))
+    return sign + out
+
+
+_SHORT_ESCAPES = {'"': '\\"', "\\": "\\\\", "\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def _jcs_string(value):
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise _NotCanonical("invalid UTF-8 in string")
+    out = ['"']
+    for ch in value:
+        esc = _SHORT_ESCAPES.get(ch)
+        if esc is not None:
+            out.append(esc)
+        elif ch < " ":
+            out.append("\\u%04x" % ord(ch))
+        else:
+            out.append(ch)
+    out.append('"')
+    return "".join(out)
+
+
+def _jcs(value, depth, out):
+    if depth > _MAX_DEPTH:
+        raise _NotCanonical("nesting too deep")
+    if value is None:
+        out.append("null")
+    elif value is True:
+        out.append("true")
+    elif value is False:
+        out.append("false")
+    elif isinstance(value, str):
+        out.append(_jcs_string(value))
+    elif isinstance(value, (int, float)):
+        out.append(_jcs_number(value))
+    elif isinstance(value, dict):
+        keys = list(value.keys())
+        for key in keys:
+            if not isinstance(key, str):
+                raise _NotCanonical("non-string object key")
+            _jcs_string(key)
+        keys.sort(key=lambda k: k.encode("utf-16-be"))
+        out.append("{")
+        for i, key in enumerate(keys):
+            if i:
+                out.append(",")
+            out.append(_jcs_string(key))
+            out.append(":")
+            _jcs(value[key], depth + 1, out)
+        out.append("}")
+    elif isinstance(value, (list, tuple)):
+        out.append("[")
+        for i, item in enumerate(value):
+            if i:
+                out.append(",")
+            _jcs(item, depth + 1, out)
+        out.append("]")
+    else:
+        raise _NotCanonical("unsupported type " + type(value).__name__)
+
+
+def _canonical_json(value):
+    """RFC 8785 canonical JSON of a JSON-like value, as UTF-8 bytes."""
+    out = []
+    _jcs(value, 0, out)
+    return "".join(out).encode("utf-8")
+
+
+def _digest(value):
+    return hashlib.sha256(_canonical_json(value)).hexdigest()
+
+
+# ---------------------------------------------------------------------------------------
+# Strict JSON parsing
+# ---------------------------------------------------------------------------------------
+
+
+class _Pairs(list):
+    """Top-level object members in order, so duplicate keys stay visible."""
+
+
+def _pairs_hook(pairs):
+    return _Pairs(pairs)
+
+
+def _reject_constant(name):
+    raise ValueError("non-standard JSON constant")
+
+
+def _to_plain(value):
+    if isinstance(value, _Pairs):
+        return {k: _to_plain(v) for k, v in value}  # later duplicates win, as in Go
+    if isinstance(value, list):
+        return [_to_plain(v) for v in value]
+    return value
+
+
+def _loads_strict(data):
+    """Parse JSON text (bytes or str) strictly. Returns the top-level value with objects as
+    _Pairs (top level only) or raises ValueError."""
+    if isinstance(data, bytes):
+        data = data.decode("utf-8")  # strict: invalid UTF-8 raises ValueError
+    value = json.loads(data, object_pairs_hook=_pairs_hook, parse_constant=_reject_constant)
+    if isinstance(value, _Pairs):
+        return _Pairs((k, _to_plain(v)) for k, v in value)
+    return _to_plain(value)
+
+
+def _decode_receipt(data):
+    """Decode and validate a receipt from JSON text. Returns (receipt_dict, None) or
+    (None, reason), with the reasons and precedence of the Go receipt.Decode."""
+    try:
+        value = _loads_strict(data)
+    except (ValueError, RecursionError):
+        return None, "bad_json"
+    if not isinstance(value, _Pairs):
+        return None, "wrong_type"
+    seen = {}
+    for key, val in value:
+        if key in seen:
+            return None, "duplicate_key"
+        seen[key] = val
+    return _receipt_from_value(seen)
+
+
+def _receipt_from_value(value):
+    """Validate a decoded receipt mapping. Returns (receipt_dict, None) or (None, reason)."""
+    if not isinstance(value, dict):
+        return None, "wrong_type"
+    for key in value:
+        if key not in _RECEIPT_KEYS:
+            return None, "unknown_key"
+    for key in _RECEIPT_KEYS:
+        if key not in value:
+            return None, "missing_key"
+    for key in _RECEIPT_KEYS:
+        val = value[key]
+        if key in _INT_KEYS:
+            if isinstance(val, bool) or not isinstance(val, int):
+                return None, "wrong_type"
+        elif not isinstance(val, str):
+            return None, "wrong_type"
+    receipt = {k: value[k] for k in _RECEIPT_KEYS}
+    reason = _receipt_reason(receipt)
+    if reason:
+        return None, reason
+    return receipt, None
+
+
+def _receipt_reason(r):
+    """Value checks of a well-typed receipt, in the order of Go's Receipt.Validate."""
+    if r["protocol"] != PROTOCOL:
+        return "bad_protocol"
+    if not _is_minion_id(r["minion_id"]):
+        return "bad_minion_id"
+    if not _is_uuid(r["request_id"]):
+        return "bad_request_id"
+    if not _is_jid(r["jid"]):
+        return "bad_jid"
+    if r["profile"] not in _PROFILES:
+        return "bad_profile"
+    if r["status"] not in _STATUSES:
+        return "bad_status"
+    if r["profile"] == "custom":
+        evidence_free = r["status"] in ("not_started", "unknown")
+        if not _is_digest(r["state_digest"]) and not (evidence_free and r["state_digest"] == ""):
+            return "bad_digest"
+    elif r["state_digest"] != "":
+        return "bad_digest"
+    passed, total = r["passed"], r["total"]
+    if passed < 0 or total < 0 or passed > _MAX_COUNT or total > _MAX_COUNT:
+        return "counts"
+    ok = passed <= total
+    if r["status"] == "succeeded":
+        ok = ok and total >= 1 and passed == total
+    elif r["status"] == "failed":
+        ok = ok and passed < total
+    else:
+        ok = passed == 0 and total == 0
+    if not ok:
+        return "counts"
+    return None
+
+
+def _encode_receipt(receipt):
+    reason = _receipt_reason(receipt)
+    if reason:
+        raise CommandExecutionError("oduflow_job: internal error: invalid receipt ({})".format(reason))
+    return _canonical_json(receipt)
+
+
+# ---------------------------------------------------------------------------------------
+# Reduction (DESIGN.md section 4; same table as Go receipt.Reduce)
+# ---------------------------------------------------------------------------------------
+
+
+def _contains_trimmed(value):
+    """Whether Salt trimmed the return: the string VALUE_TRIMMED as any value, anywhere."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            if item == _VALUE_TRIMMED:
+                return True
+        elif isinstance(item, dict):
+            stack.extend(item.values())
+        elif isinstance(item, (list, tuple)):
+            stack.extend(item)
+    return False
+
+
+def _reduce(ret):
+    """Reduce a state return to (status, passed, total). Nothing else leaves it."""
+    unknown = ("unknown", 0, 0)
+    if not isinstance(ret, dict) or not ret:
+        return unknown
+    if _contains_trimmed(ret):
+        return unknown
+    passed = 0
+    for key, entry in ret.items():
+        if not isinstance(key, str):
+            return unknown
+        if not isinstance(entry, dict):
+            return unknown
+        found = False
+        result = None
+        for fkey, fval in entry.items():
+            if isinstance(fkey, str) and fkey == "result":
+                found, result = True, fval
+        if not found:
+            return unknown
+        if result is True:
+            passed += 1
+    total = len(ret)
+    if passed == total:
+        return ("succeeded", passed, total)
+    return ("failed", passed, total)
+
+
+# ---------------------------------------------------------------------------------------
+# Durable store
+# ---------------------------------------------------------------------------------------
+
+_O_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+_O_DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | _O_CLOEXEC
+
+
+class _Store(object):
+    """The receipt directory, opened once by walking every path component with O_NOFOLLOW
+    relative to its parent's descriptor. All later operations use the directory descriptor,
+    so a path swapped after the walk cannot redirect them."""
+
+    def __init__(self, path, create=True):
+        self.path = path
+        self.uid = os.geteuid()
+        self.fd = self._open_dir(path, create)
+
+    def close(self):
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    # -- directory ----------------------------------------------------------------------
+
+    def _open_dir(self, path, create):
+        if not isinstance(path, str) or not os.path.isabs(path):
+            raise _StoreError("receipt directory must be an absolute path")
+        parts = [p for p in path.split("/") if p]
+        if any(p in (".", "..") for p in parts):
+            raise _StoreError("receipt directory must be a normalized path")
+        fd = os.open("/", _O_DIR)
+        try:
+            for i, part in enumerate(parts):
+                last = i == len(parts) - 1
+                try:
+                    nfd = os.open(part, _O_DIR, dir_fd=fd)
+                except OSError as exc:
+                    if exc.errno == errno.ENOENT and create:
+                        try:
+                            os.mkdir(part, 0o700, dir_fd=fd)
+                        except OSError as mexc:
+                            if mexc.errno != errno.EEXIST:
+                                raise _StoreError("cannot create directory", part)
+                        nfd = self._reopen_created(part, fd)
+                    elif exc.errno in (errno.ELOOP, errno.ENOTDIR):
+                        raise _StoreError("symlink or non-directory in path", part)
+                    elif exc.errno == errno.ENOENT:
+                        raise _StoreError("receipt directory does not exist")
+                    else:
+                        raise _StoreError("cannot open directory", part)
+                os.close(fd)
+                fd = nfd
+                st = os.fstat(fd)
+                if not stat.S_ISDIR(st.st_mode):
+                    raise _StoreError("not a directory", part)
+                if last:
+                    if st.st_uid != self.uid:
+                        raise _StoreError("receipt directory has a foreign owner")
+                    if st.st_mode & 0o077:
+                        raise _StoreError("receipt directory grants group/other permissions")
+                else:
+                    if st.st_uid not in (0, self.uid):
+                        raise _StoreError("path component has a foreign owner", part)
+                    if st.st_mode & 0o022 and not st.st_mode & stat.S_ISVTX:
+                        raise _StoreError("path component is writable by others", part)
+            return fd
+        except BaseException:
+            os.close(fd)
+            raise
+
+    def _reopen_created(self, part, parent_fd):
+        try:
+            nfd = os.open(part, _O_DIR, dir_fd=parent_fd)
+        except OSError:
+            raise _StoreError("cannot open created directory", part)
+        st = os.fstat(nfd)
+        if st.st_uid == self.uid and stat.S_IMODE(st.st_mode) != 0o700:
+            os.fchmod(nfd, 0o700)
+        return nfd
+
+    # -- files --------------------------------------------------------------------------
+
+    @staticmethod
+    def _check_name(name):
+        if not isinstance(name, str) or not _NAME_RE.match(name) or name.startswith(".tmp"):
+            raise _StoreError("invalid record name")
+
+    def _check_file(self, fd, name):
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise _StoreError("not a regular file", name)
+        if st.st_uid != self.uid:
+            raise _StoreError("foreign owner", name)
+        if st.st_mode & 0o077:
+            raise _StoreError("group/other permissions", name)
+        if st.st_nlink != 1:
+            raise _StoreError("multiple links", name)
+        return st
+
+    def _open_file(self, name, flags, mode=0o600):
+        self._check_name(name)
+        try:
+            return os.open(name, flags | os.O_NOFOLLOW | _O_CLOEXEC | os.O_NONBLOCK, mode, dir_fd=self.fd)
+        except OSError as exc:
+            if exc.errno == errno.ENOENT:
+                return None
+            if exc.errno == errno.ELOOP:
+                raise _StoreError("symlink", name)
+            raise _StoreError("cannot open ({})".format(errno.errorcode.get(exc.errno, exc.errno)), name)
+
+    def read(self, name):
+        """The record's bytes, or None when it does not exist."""
+        fd = self._open_file(name, os.O_RDONLY)
+        if fd is None:
+            return None
+        try:
+            st = self._check_file(fd, name)
+            if st.st_size > _MAX_RECORD_BYTES:
+                raise _StoreError("record too large", name)
+            chunks = []
+            size = 0
+            while True:
+                chunk = os.read(fd, 65536)
+                if not chunk:
+                    break
+                size += len(chunk)
+                if size > _MAX_RECORD_BYTES:
+                    raise _StoreError("record too large", name)
+                chunks.append(chunk)
+            return b"".join(chunks)
+        finally:
+            os.close(fd)
+
+    def exists(self, name):
+        self._check_name(name)
+        try:
+            st = os.stat(name, dir_fd=self.fd, follow_symlinks=False)
+        except OSError as exc:
+            if exc.errno == errno.ENOENT:
+                return False
+            raise _StoreError("cannot stat", name)
+        if stat.S_ISLNK(st.st_mode):
+            raise _StoreError("symlink", name)
+        return True
+
+    def write_atomic(self, name, data):
+        """Exclusive temporary file, fsync, rename over name, directory fsync."""
+        self._check_name(name)
+        tmp = ".tmp-{}-{}".format(name, os.urandom(8).hex())
+        try:
+            fd = os.open(
+                tmp,
+                os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | _O_CLOEXEC,
+                0o600,
+                dir_fd=self.fd,
+            )
+        except OSError:
+            raise _StoreError("cannot create temporary file", name)
+        try:
+            try:
+                os.fchmod(fd, 0o600)
+                view = memoryview(data)
+                while view:
+                    written = os.write(fd, view)
+                    view = view[written:]
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+            os.replace(tmp, name, src_dir_fd=self.fd, dst_dir_fd=self.fd)
+        except BaseException:
+            try:
+                os.unlink(tmp, dir_fd=self.fd)
+            except OSError:
+                pass
+            raise
+        os.fsync(self.fd)
+
+    # -- locks --------------------------------------------------------------------------
+
+    def open_lock(self, name, create=True):
+        flags = os.O_RDWR | (os.O_CREAT if create else 0)
+        fd = self._open_file(name, flags)
+        if fd is None:
+            return None
+        try:
+            self._check_file(fd, name)
+        except BaseException:
+            os.close(fd)
+            raise
+        return fd
+
+    def try_lock(self, name, patience=0.0):
+        """Take an exclusive flock without blocking (retrying for `patience` seconds).
+        Returns the descriptor holding the lock, or None when someone else holds it."""
+        fd = self.open_lock(name)
+        deadline = time.monotonic() + patience
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                return fd
+            except OSError as exc:
+                if exc.errno not in (errno.EWOULDBLOCK, errno.EAGAIN):
+                    os.close(fd)
+                    raise _StoreError("cannot lock", name)
+            if time.monotonic() >= deadline:
+                os.close(fd)
+                return None
+            time.sleep(0.05)
+
+    def lock_blocking(self, name):
+        fd = self.open_lock(name)
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        return fd
+
+    def is_locked(self, name):
+        """Whether a live process holds the lock right now (a missing lock file is free)."""
+        fd = self.open_lock(name, create=False)
+        if fd is None:
+            return False
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+            except OSError as exc:
+                if exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN):
+                    return True
+                raise _StoreError("cannot probe lock", name)
+            fcntl.flock(fd, fcntl.LOCK_UN)
+            return False
+        finally:
+            os.close(fd)
+
+
+def _release(fd):
+    if fd is not None:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_UN)
+        finally:
+            os.close(fd)
+
+
+def _jid_name(jid):
+    return "jid-{}.json".format(jid)
+
+
+def _req_name(request_id):
+    return "req-{}.json".format(request_id)
+
+
+def _req_lock_name(request_id):
+    return "req-{}.lock".format(request_id)
+
+
+def _record(kind, binding):
+    rec = {"record": kind, "protocol": PROTOCOL}
+    rec.update(binding)
+    return rec
+
+
+def _parse_record(data, name, kind):
+    """Parse a JID index or running record strictly; anything else is unresolved."""
+    try:
+        value = _loads_strict(data)
+    except (ValueError, RecursionError):
+        raise _StoreError("malformed record", name)
+    if not isinstance(value, _Pairs):
+        raise _StoreError("malformed record", name)
+    rec = dict(value)
+    if len(rec) != len(value) or sorted(rec) != sorted(_RECORD_KEYS):
+        raise _StoreError("malformed record", name)
+    if rec["record"] != kind or rec["protocol"] != PROTOCOL or isinstance(rec["protocol"], bool):
+        raise _StoreError("malformed record", name)
+    if not (
+        _is_minion_id(rec["minion_id"])
+        and _is_uuid(rec["request_id"])
+        and _is_jid(rec["jid"])
+        and rec["profile"] in _PROFILES
+        and isinstance(rec["state_digest"], str)
+        and (rec["state_digest"] == "" or _is_digest(rec["state_digest"]))
+    ):
+        raise _StoreError("malformed record", name)
+    return rec
+
+
+def _read_request(store, request_id):
+    """Returns (kind, value): (None, None), ("running", record) or ("terminal", receipt)."""
+    name = _req_name(request_id)
+    data = store.read(name)
+    if data is None:
+        return None, None
+    try:
+        probe = _loads_strict(data)
+    except (ValueError, RecursionError):
+        raise _StoreError("malformed record", name)
+    if isinstance(probe, _Pairs) and any(k == "record" for k, _ in probe):
+        return "running", _parse_record(data, name, "running")
+    receipt, reason = _decode_receipt(data)
+    if reason or receipt["status"] not in ("succeeded", "failed"):
+        raise _StoreError("malformed receipt", name)
+    return "terminal", receipt
+
+
+def _read_jid_index(store, jid):
+    name = _jid_name(jid)
+    data = store.read(name)
+    if data is None:
+        return None
+    return _parse_record(data, name, "jid_index")
+
+
+def _check_binding(found, want, fields=("minion_id", "request_id", "jid", "profile", "state_digest")):
+    for field in fields:
+        if field in want and found.get(field) != want[field]:
+            raise _BindingConflict(field)
+
+
+# ---------------------------------------------------------------------------------------
+# Runtime guard and raw-result shims
+# ---------------------------------------------------------------------------------------
+
+
+def _opts():
+    try:
+        return __opts__  # noqa: F821 - injected by the Salt loader
+    except NameError:
+        return {}
+
+
+def _opt(key, default=None):
+    try:
+        return _opts().get(key, default)
+    except Exception:  # pylint: disable=broad-except
+        return default
+
+
+def _salt_version():
+    try:
+        import salt.version  # pylint: disable=import-outside-toplevel
+
+        ver = salt.version.__saltstack_version__
+        text = getattr(ver, "string", None)
+        if not isinstance(text, str):
+            text = str(ver)
+        return text
+    except Exception:  # pylint: disable=broad-except
+        return None
+
+
+def _grains_version():
+    try:
+        value = __grains__.get("saltversion")  # noqa: F821
+    except Exception:  # pylint: disable=broad-except
+        return None
+    return value if isinstance(value, str) else None
+
+
+def _resolve(module_name, class_name, attr):
+    import importlib  # pylint: disable=import-outside-toplevel
+
+    module = importlib.import_module(module_name)
+    owner = getattr(module, class_name) if class_name else module
+    return owner, owner.__dict__[attr] if class_name else getattr(owner, attr)
+
+
+def _param_names(func):
+    return [p.name for p in inspect.signature(func).parameters.values()]
+
+
+def _runtime_guard():
+    """Every precondition of the shims. Returns None when all hold, else a short reason."""
+    version = _salt_version()
+    if version is None:
+        return "cannot determine the Salt version"
+    if version not in _VERIFIED_SALT_VERSIONS:
+        return "unsupported Salt version {} (verified: {})".format(
+            version, ", ".join(_VERIFIED_SALT_VERSIONS)
+        )
+    grains_version = _grains_version()
+    if grains_version is not None and grains_version != version:
+        return "Salt version mismatch between salt.version and grains"
+    if _opt("multiprocessing") is not True:
+        return "multiprocessing must be True (isolated job processes are required)"
+    if not isinstance(_opt("cachedir"), str) or not _opt("cachedir"):
+        return "minion cachedir is not set"
+    for module_name, class_name, attr, expected in _EXPECTED_SIGNATURES:
+        where = ".".join(p for p in (module_name, class_name, attr) if p)
+        try:
+            _, func = _resolve(module_name, class_name, attr)
+            names = _param_names(func)
+        except Exception:  # pylint: disable=broad-except
+            return "missing Salt function {}".format(where)
+        if names != expected:
+            return "unexpected signature of {}".format(where)
+    # The state cache writes must go through salt.utils.files.fopen, which the shim wraps.
+    try:
+        _, sls = _resolve("salt.modules.state", None, "sls")
+        source = inspect.getsource(sls)
+    except Exception:  # pylint: disable=broad-except
+        return "cannot inspect salt.modules.state.sls"
+    if source.count("open(") != source.count("salt.utils.files.fopen(") or "sls.p" not in source:
+        return "salt.modules.state.sls writes its caches in an unverified way"
+    try:
+        for fun in ("state.apply", "state.high"):
+            if fun not in __salt__:  # noqa: F821
+                return "{} is not available".format(fun)
+    except NameError:
+        return "Salt loader globals are missing"
+    return None
+
+
+class _Sink(io.BytesIO):
+    """Where an intercepted state cache write goes: memory, discarded on close."""
+
+
+class _TextSink(io.StringIO):
+    pass
+
+
+class _Shield(object):
+    """Within `with`: state cache writes go to memory, reads through the cache path are
+    refused, State.event is silent and State.call_parallel refuses. Restored on exit."""
+
+    def __init__(self, cachedir):
+        self.cachedir = cachedir
+        self.intercepted = 0
+        self.refused_reads = 0
+        self.parallel_refused = 0
+        self._saved = []
+
+    def _is_cache_path(self, path):
+        if isinstance(path, int):
+            return False
+        try:
+            path = os.fspath(path)
+        except TypeError:
+            return False
+        if isinstance(path, bytes):
+            path = path.decode("utf-8", "surrogateescape")
+        base = os.path.basename(path)
+        if base != "sls.p" and not base.endswith(".cache.p"):
+            return False
+        parent = os.path.dirname(os.path.abspath(path))
+        cache = self.cachedir
+        return os.path.normpath(parent) == os.path.normpath(os.path.abspath(cache)) or (
+            os.path.realpath(parent) == os.path.realpath(cache)
+        )
+
+    def __enter__(self):
+        import salt.state  # pylint: disable=import-outside-toplevel
+        import salt.utils.files  # pylint: disable=import-outside-toplevel
+
+        shield = self
+        orig_fopen = salt.utils.files.fopen
+
+        def fopen(*args, **kwargs):
+            path = args[0] if args else kwargs.get("file")
+            if shield._is_cache_path(path):
+                mode = args[1] if len(args) > 1 else kwargs.get("mode", "r")
+                if not isinstance(mode, str):
+                    mode = "r"
+                if any(c in mode for c in "wax+"):
+                    shield.intercepted += 1
+                    binary = "b" in mode or kwargs.get("binary")
+                    return _Sink() if binary else _TextSink()
+                shield.refused_reads += 1
+                raise PermissionError(
+                    errno.EACCES, "oduflow_job: reads through the state cache path are refused"
+                )
+            return orig_fopen(*args, **kwargs)
+
+        def event(self, chunk_ret, length, fire_event=False):  # pylint: disable=unused-argument
+            return None
+
+        def call_parallel(self, cdata, low):  # pylint: disable=unused-argument
+            shield.parallel_refused += 1
+            raise _ParallelRefused("oduflow_job: per-state parallel execution is refused")
+
+        state_cls = salt.state.State
+        self._saved = [
+            (salt.utils.files, "fopen", orig_fopen, False),
+            (state_cls, "event", state_cls.__dict__["event"], True),
+            (state_cls, "call_parallel", state_cls.__dict__["call_parallel"], True),
+        ]
+        salt.utils.files.fopen = fopen
+        state_cls.event = event
+        state_cls.call_parallel = call_parallel
+        return self
+
+    def __exit__(self, *exc):
+        for owner, attr, orig, _ in reversed(self._saved):
+            setattr(owner, attr, orig)
+        self._saved = []
+        return False
+
+
+# ---------------------------------------------------------------------------------------
+# Public functions
+# ---------------------------------------------------------------------------------------
+
+
+def _receipt_dir():
+    value = _opt("oduflow_receipt_dir")
+    return value if isinstance(value, str) and value else _DEFAULT_RECEIPT_DIR
+
+
+def _pillar_get(key):
+    current = __pillar__  # noqa: F821
+    for part in key.split(":"):
+        try:
+            current = current.get(part)
+        except AttributeError:
+            return None
+        if current is None:
+            return None
+    return current
+
+
+def _module_sha256():
+    try:
+        with open(__file__, "rb") as handle:
+            return hashlib.sha256(handle.read()).hexdigest()
+    except Exception:  # pylint: disable=broad-except
+        return ""
+
+
+def capabilities():
+    """
+    Report protocol 1 support and readiness.
+
+    CLI Example:
+
+    .. code-block:: bash
+
+        salt 'client-*' oduflow_job.capabilities
+    """
+    guard = _runtime_guard()
+    try:
+        errors = __pillar__.get("_errors")  # noqa: F821
+        pillar_ok = not errors
+    except Exception:  # pylint: disable=broad-except
+        pillar_ok = False
+    ready_key = _opt("oduflow_pillar_ready_key")
+    key_configured = isinstance(ready_key, str) and ready_key != ""
+    if key_configured and pillar_ok:
+        pillar_ok = _pillar_get(ready_key) is True
+    return {
+        "protocol": PROTOCOL,
+        "module": __virtualname__,
+        "module_sha256": _module_sha256(),
+        "profiles": list(_PROFILES),
+        "salt_version": _salt_version() or "",
+        "verified_salt_versions": list(_VERIFIED_SALT_VERSIONS),
+        "runtime_guard": guard is None,
+        "runtime_guard_error": guard or "",
+        "multiprocessing": _opt("multiprocessing") is True,
+        "pillar_ready": bool(pillar_ok),
+        "pillar_ready_key_configured": key_configured,
+    }
+
+
+def _set_retcode(code):
+    try:
+        __context__["retcode"] = code  # noqa: F821
+    except NameError:
+        pass
+
+
+def _summary_receipt(binding, status, passed=0, total=0):
+    receipt = {"protocol": PROTOCOL}
+    receipt.update(binding)
+    receipt.update({"status": status, "passed": passed, "total": total})
+    return {k: receipt[k] for k in _RECEIPT_KEYS}
+
+
+def _parse_custom(state_data_json):
+    """Returns (high, digest) for a custom payload, or raises _Refused."""
+    if not isinstance(state_data_json, str) or not state_data_json:
+        raise _Refused("oduflow_job: custom requires state_data_json")
+    if len(state_data_json.encode("utf-8", "surrogatepass")) > _MAX_STATE_DATA_BYTES:
+        raise _Refused("oduflow_job: state_data_json is too large")
+    try:
+        value = _loads_strict(state_data_json)
+    except (ValueError, RecursionError):
+        raise _Refused("oduflow_job: state_data_json is not valid JSON")
+    if not isinstance(value, _Pairs):
+        raise _Refused("oduflow_job: state_data_json must be a JSON object")
+    payload = dict(value)
+    if len(payload) != len(value) or sorted(payload) != ["digest", "high"]:
+        raise _Refused("oduflow_job: state_data_json must hold exactly digest and high")
+    digest, high = payload["digest"], payload["high"]
+    if not _is_digest(digest):
+        raise _Refused("oduflow_job: invalid state digest")
+    if not isinstance(high, dict) or not high or len(high) > _MAX_STATE_IDS:
+        raise _Refused("oduflow_job: high data must be a mapping of 1 to 100 state ids")
+    for sid, body in high.items():
+        if sid.startswith("__") or sid in ("include", "extend", "exclude"):
+            raise _Refused("oduflow_job: high data holds a reserved top-level key")
+        if not isinstance(body, dict):
+            raise _Refused("oduflow_job: high data entries must be mappings")
+    _refuse_parallel(high, 0)
+    try:
+        actual = _digest(high)
+    except _NotCanonical:
+        raise _Refused("oduflow_job: high data has no canonical JSON form")
+    if actual != digest:
+        raise _Refused("oduflow_job: state digest mismatch")
+    return high, digest
+
+
+def _refuse_parallel(value, depth):
+    if depth > _MAX_DEPTH:
+        raise _Refused("oduflow_job: high data is nested too deeply")
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if key == "parallel":
+                raise _Refused("oduflow_job: explicit parallel is refused")
+            _refuse_parallel(item, depth + 1)
+    elif isinstance(value, list):
+        for item in value:
+            _refuse_parallel(item, depth + 1)
+
+
+def _validate_run(request_id, profile, state_data_json, kwargs):
+    minion_id = _opt("id")
+    if not _is_minion_id(minion_id):
+        raise _Refused("oduflow_job: this minion's id is not client-<canonical uuid>")
+    if not _is_uuid(request_id):
+        raise _Refused("oduflow_job: invalid request id")
+    if not isinstance(profile, str) or profile not in _PROFILES:
+        raise _Refused("oduflow_job: unknown profile")
+    options = sorted(k for k in kwargs if not (isinstance(k, str) and k.startswith("__pub_")))
+    if options:
+        raise _Refused("oduflow_job: caller execution options are refused")
+    jid = kwargs.get("__pub_jid")
+    if not _is_jid(jid):
+        raise _Refused("oduflow_job: the publication JID (__pub_jid) is missing or invalid")
+    high, digest = None, ""
+    if profile == "custom":
+        high, digest = _parse_custom(state_data_json)
+    elif state_data_json not in ("", None):
+        raise _Refused("oduflow_job: state_data_json must be empty for fixed profiles")
+    binding = {
+        "minion_id": minion_id,
+        "request_id": request_id,
+        "jid": jid,
+        "profile": profile,
+        "state_digest": digest,
+    }
+    return binding, high
+
+
+def _existing_evidence(store, binding):
+    """What local evidence says about this publication, with the request lock held.
+    Returns None (no evidence) or a receipt dict to return without executing."""
+    kind, value = _read_request(store, binding["request_id"])
+    index = _read_jid_index(store, binding["jid"])
+    if index is not None:
+        _check_binding(index, binding)
+    if kind == "terminal":
+        _check_binding(value, binding)
+        return value
+    if kind == "running":
+        _check_binding(value, binding)
+        return _summary_receipt(binding, "unknown")  # its worker is gone: we hold the lock
+    if index is not None:
+        return _summary_receipt(binding, "unknown")  # partial claim: index without record
+    return None
+
+
+def _claim(store, binding):
+    """Commit the JID index, then the running record: two atomic writes."""
+    lock = store.lock_blocking("index.lock")
+    try:
+        if store.exists(_jid_name(binding["jid"])):
+            index = _read_jid_index(store, binding["jid"])
+            _check_binding(index, binding)
+            raise _BindingConflict("jid")
+        store.write_atomic(_jid_name(binding["jid"]), _canonical_json(_record("jid_index", binding)))
+    finally:
+        _release(lock)
+    store.write_atomic(_req_name(binding["request_id"]), _canonical_json(_record("running", binding)))
+
+
+def _commit_terminal(store, binding, status, passed, total):
+    receipt = _summary_receipt(binding, status, passed, total)
+    data = _encode_receipt(receipt)
+    kind, value = _read_request(store, binding["request_id"])
+    if kind is not None:  # must still be our own running record
+        if kind != "running":
+            raise _StoreError("request record changed during the run", _req_name(binding["request_id"]))
+        _check_binding(value, binding)
+    store.write_atomic(_req_name(binding["request_id"]), data)
+    return receipt
+
+
+def _execute(binding, high):
+    """Run the state function under the shield; returns the raw return (never leaves)."""
+    kwargs = {"test": False, "queue": False, "concurrent": False, "state_events": False}
+    with _Shield(_opt("cachedir")):
+        if binding["profile"] == "custom":
+            return __salt__["state.high"](json.loads(json.dumps(high)), **kwargs)  # noqa: F821
+        return __salt__["state.apply"](_ROLES[binding["profile"]], **kwargs)  # noqa: F821
+
+
+def run(request_id, profile, state_data_json="", **kwargs):
+    """
+    Run one managed apply for a request, bound to this publication's JID, and return its
+    durable receipt. Published by the Oduflow dispatcher with a preassigned JID.
+
+    CLI Example:
+
+    .. code-block:: bash
+
+        salt client-<uuid> oduflow_job.run <request-uuid> configure
+    """
+    binding, high = _validate_run(request_id, profile, state_data_json, kwargs)
+    guard = _runtime_guard()
+    if guard is not None:
+        raise _Refused("oduflow_job: refusing to run unprotected: " + guard)
+    with _Store(_receipt_dir(), create=True) as store:
+        req_lock = store.try_lock(_req_lock_name(request_id), patience=_REQUEST_LOCK_PATIENCE)
+        if req_lock is None:  # a live worker already runs this request
+            _set_retcode(0)
+            return _summary_receipt(binding, "running")
+        try:
+            existing = _existing_evidence(store, binding)
+            if existing is not None:
+                _set_retcode(0)
+                return existing
+            exec_lock = store.try_lock("exec.lock")
+            if exec_lock is None:
+                # Another managed apply runs on this minion: this request fails without any
+                # state work, and says so durably (a preflight receipt, 0 of 1).
+                lock = store.lock_blocking("index.lock")
+                try:
+                    if store.exists(_jid_name(binding["jid"])):
+                        raise _BindingConflict("jid")
+                    store.write_atomic(
+                        _jid_name(binding["jid"]), _canonical_json(_record("jid_index", binding))
+                    )
+                finally:
+                    _release(lock)
+                receipt = _commit_terminal(store, binding, "failed", 0, 1)
+                _set_retcode(0)
+                return receipt
+            try:
+                _claim(store, binding)
+                try:
+                    ret = _execute(binding, high)
+                    status, passed, total = _reduce(ret)
+                except Exception:  # pylint: disable=broad-except
+                    log.error("oduflow_job: state execution raised; the receipt is unknown")
+                    status, passed, total = "unknown", 0, 0
+                ret = None
+                receipt = _commit_terminal(store, binding, status, passed, total) if status != "unknown" else None
+                if receipt is None:
+                    # No trustworthy result: leave the running record; with the lock free it
+                    # reads as unknown, and nothing can replay it.
+                    receipt = _summary_receipt(binding, "unknown")
+                _set_retcode(0)
+                return receipt
+            finally:
+                _release(exec_lock)
+        finally:
+            _release(req_lock)
+
+
+def status(request_id, jid, profile):
+    """
+    Report a request's receipt from local evidence only.
+
+    CLI Example:
+
+    .. code-block:: bash
+
+        salt client-<uuid> oduflow_job.status <request-uuid> '"<jid>"' configure
+    """
+    minion_id = _opt("id")
+    if not _is_minion_id(minion_id):
+        raise _Refused("oduflow_job: this minion's id is not client-<canonical uuid>")
+    if not _is_uuid(request_id):
+        raise _Refused("oduflow_job: invalid request id")
+    if not _is_jid(jid):
+        raise _Refused("oduflow_job: invalid jid")
+    if not isinstance(profile, str) or profile not in _PROFILES:
+        raise _Refused("oduflow_job: unknown profile")
+    want = {"minion_id": minion_id, "request_id": request_id, "jid": jid, "profile": profile}
+    binding = dict(want, state_digest="")
+    with _Store(_receipt_dir(), create=False) if _dir_exists(_receipt_dir()) else _NoStore() as store:
+        if store is None:
+            return _summary_receipt(binding, "not_started")
+        kind, value = _read_request(store, request_id)
+        index = _read_jid_index(store, jid)
+        if index is not None:
+            _check_binding(index, want)
+        if kind == "terminal":
+            _check_binding(value, want)
+            return value
+        if kind == "running":
+            _check_binding(value, want)
+            binding["state_digest"] = value["state_digest"]
+            locked = store.is_locked(_req_lock_name(request_id))
+            return _summary_receipt(binding, "running" if locked else "unknown")
+        if index is not None:
+            # A partial claim: unknown, unless a live worker holds the request lock and is
+            # between its two claim writes.
+            binding["state_digest"] = index["state_digest"]
+            locked = store.is_locked(_req_lock_name(request_id))
+            return _summary_receipt(binding, "running" if locked else "unknown")
+        return _summary_receipt(binding, "not_started")
+
+
+def _dir_exists(path):
+    try:
+        os.lstat(path)
+        return True
+    except OSError as exc:
+        return exc.errno != errno.ENOENT
+
+
+class _NoStore(object):
+    def __enter__(self):
+        return None
+
+    def __exit__(self, *exc):
+        return False

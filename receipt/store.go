@@ -1,0 +1,290 @@
+package receipt
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/cockroachdb/errors"
+	"golang.org/x/sys/unix"
+)
+
+// DefaultMaxRecordSize bounds what Read accepts (a receipt is < 1 KiB).
+const DefaultMaxRecordSize = 1 << 20
+
+// Store is a directory of small records kept under the durable file
+// discipline described in the package documentation. It holds no open file
+// descriptors: every call walks the path again, so a path component swapped
+// for a symlink after OpenStore is still refused. A Store is safe for
+// concurrent use by goroutines and by other processes using the same rules.
+type Store struct {
+	dir     string
+	owner   int
+	maxSize int64
+	hook    func(stage string) // test hook: crash points; nil in production
+}
+
+// StoreOption configures OpenStore.
+type StoreOption func(*storeConfig)
+
+type storeConfig struct {
+	create  bool
+	owner   int
+	maxSize int64
+	hook    func(string)
+}
+
+// WithCreate makes OpenStore create the directory with mode 0700 (and missing
+// parents with mode 0755) when it does not exist, owned by the expected owner.
+func WithCreate() StoreOption { return func(c *storeConfig) { c.create = true } }
+
+// WithOwner sets the uid that must own the directory and every file
+// (default os.Geteuid()). When the process runs as another uid (root), files
+// it creates are chowned to this uid.
+func WithOwner(uid int) StoreOption { return func(c *storeConfig) { c.owner = uid } }
+
+// WithMaxRecordSize bounds the size of a record Read accepts (default
+// DefaultMaxRecordSize); a larger record is ErrCorrupt.
+func WithMaxRecordSize(n int64) StoreOption { return func(c *storeConfig) { c.maxSize = n } }
+
+// OpenStore checks (and with WithCreate creates) the store directory: no
+// symlink in any path component, a directory owned by the expected uid with
+// mode exactly 0700. Relative paths are made absolute first.
+func OpenStore(dir string, opts ...StoreOption) (*Store, error) {
+	cfg := storeConfig{owner: os.Geteuid(), maxSize: DefaultMaxRecordSize}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	if dir == "" {
+		return nil, errors.Wrap(ErrInvalidName, "empty store directory")
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, errors.Wrap(err, "receipt store: resolve directory")
+	}
+	s := &Store{dir: abs, owner: cfg.owner, maxSize: cfg.maxSize, hook: cfg.hook}
+	fd, err := s.walk(cfg.create)
+	if err != nil {
+		return nil, err
+	}
+	_ = unix.Close(fd)
+	return s, nil
+}
+
+// Dir returns the absolute, cleaned store directory.
+func (s *Store) Dir() string { return s.dir }
+
+func (s *Store) at(stage string) {
+	if s.hook != nil {
+		s.hook(stage)
+	}
+}
+
+func (s *Store) path(name string) string { return s.dir + "/" + name }
+
+// openDir returns a read-only descriptor of the checked store directory.
+func (s *Store) openDir() (int, error) { return s.walk(false) }
+
+// walk opens every component from / with O_NOFOLLOW, so a symlink anywhere is
+// refused, optionally creating missing components, then checks the final
+// directory's owner and mode.
+func (s *Store) walk(create bool) (int, error) {
+	fd, err := unix.Open("/", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return -1, errors.Wrap(err, "receipt store: open /")
+	}
+	comps := strings.Split(strings.TrimPrefix(s.dir, "/"), "/")
+	if s.dir == "/" {
+		comps = nil
+	}
+	cur := ""
+	for i, c := range comps {
+		last := i == len(comps)-1
+		cur += "/" + c
+		flags := unix.O_PATH | unix.O_DIRECTORY | unix.O_NOFOLLOW | unix.O_CLOEXEC
+		if last {
+			flags = unix.O_RDONLY | unix.O_DIRECTORY | unix.O_NOFOLLOW | unix.O_CLOEXEC
+		}
+		created := false
+		nfd, err := unix.Openat(fd, c, flags, 0)
+		if err == unix.ENOENT && create {
+			mode := uint32(0o755)
+			if last {
+				mode = 0o700
+			}
+			if merr := unix.Mkdirat(fd, c, mode); merr != nil && merr != unix.EEXIST {
+				_ = unix.Close(fd)
+				return -1, errors.Wrapf(merr, "receipt store: create %s", cur)
+			}
+			created = true
+			syncDirAt(fd)
+			nfd, err = unix.Openat(fd, c, flags, 0)
+		}
+		if err != nil {
+			err = s.classifyOpenErr(fd, c, cur, err, true)
+			_ = unix.Close(fd)
+			return -1, err
+		}
+		_ = unix.Close(fd)
+		fd = nfd
+		if last && created {
+			if err := s.fixCreated(fd, 0o700); err != nil {
+				_ = unix.Close(fd)
+				return -1, errors.Wrapf(err, "receipt store: prepare %s", cur)
+			}
+		}
+	}
+	if len(comps) == 0 { // the store is "/" itself: reopen readable for the checks
+		nfd, err := unix.Open("/", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+		_ = unix.Close(fd)
+		if err != nil {
+			return -1, errors.Wrap(err, "receipt store: open /")
+		}
+		fd = nfd
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		_ = unix.Close(fd)
+		return -1, errors.Wrap(err, "receipt store: stat directory")
+	}
+	reason := ""
+	switch {
+	case st.Mode&unix.S_IFMT != unix.S_IFDIR:
+		reason = "not_directory"
+	case int(st.Uid) != s.owner:
+		reason = "foreign_owner"
+	case st.Mode&0o7777 != 0o700:
+		reason = "permissions"
+	}
+	if reason != "" {
+		_ = unix.Close(fd)
+		return -1, errors.WithStack(&UnsafePathError{Path: s.dir, Reason: reason})
+	}
+	return fd, nil
+}
+
+// fixCreated gives a file or directory we just created its exact mode and,
+// when we are not the expected owner, the expected owner.
+func (s *Store) fixCreated(fd int, mode uint32) error {
+	if err := unix.Fchmod(fd, mode); err != nil {
+		return err
+	}
+	if os.Geteuid() != s.owner {
+		if err := unix.Fchown(fd, s.owner, -1); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// classifyOpenErr turns an openat error on name (inside dirfd) into the
+// package's errors, telling symlinks from other failures.
+func (s *Store) classifyOpenErr(dirfd int, name, path string, err error, wantDir bool) error {
+	switch err {
+	case unix.ENOENT:
+		return errors.Wrapf(ErrNotExist, "%s", path)
+	case unix.ELOOP, unix.ENOTDIR, unix.ENXIO, unix.EMLINK:
+		var st unix.Stat_t
+		if serr := unix.Fstatat(dirfd, name, &st, unix.AT_SYMLINK_NOFOLLOW); serr == nil {
+			switch {
+			case st.Mode&unix.S_IFMT == unix.S_IFLNK:
+				return errors.WithStack(&UnsafePathError{Path: path, Reason: "symlink"})
+			case wantDir && st.Mode&unix.S_IFMT != unix.S_IFDIR:
+				return errors.WithStack(&UnsafePathError{Path: path, Reason: "not_directory"})
+			case !wantDir && st.Mode&unix.S_IFMT != unix.S_IFREG:
+				return errors.WithStack(&UnsafePathError{Path: path, Reason: "not_regular"})
+			}
+		}
+	}
+	return errors.Wrapf(err, "receipt store: open %s", path)
+}
+
+// checkFile applies the file rules to a stat result.
+func (s *Store) checkFile(st *unix.Stat_t, path string) error {
+	reason := ""
+	switch {
+	case st.Mode&unix.S_IFMT == unix.S_IFLNK:
+		reason = "symlink"
+	case st.Mode&unix.S_IFMT != unix.S_IFREG:
+		reason = "not_regular"
+	case int(st.Uid) != s.owner:
+		reason = "foreign_owner"
+	case st.Mode&0o077 != 0:
+		reason = "permissions"
+	case st.Nlink > 1:
+		reason = "multiple_links"
+	}
+	if reason != "" {
+		return errors.WithStack(&UnsafePathError{Path: path, Reason: reason})
+	}
+	return nil
+}
+
+// statName checks an existing name without following it; ErrNotExist if absent.
+func (s *Store) statName(dirfd int, name string) error {
+	var st unix.Stat_t
+	err := unix.Fstatat(dirfd, name, &st, unix.AT_SYMLINK_NOFOLLOW)
+	if err == unix.ENOENT || (err == nil && st.Nlink == 0) {
+		return errors.Wrapf(ErrNotExist, "%s", s.path(name))
+	}
+	if err != nil {
+		return errors.Wrapf(err, "receipt store: stat %s", s.path(name))
+	}
+	return s.checkFile(&st, s.path(name))
+}
+
+// openFile opens name in dirfd without following symlinks and checks it.
+// A link count of 0 means the name was replaced (renamed over) or removed
+// between the lookup and the fstat: the open is retried so the caller sees
+// the current file, never a spurious error.
+func (s *Store) openFile(dirfd int, name string, flags int, mode uint32) (int, error) {
+	for attempt := 0; ; attempt++ {
+		fd, err := unix.Openat(dirfd, name, flags|unix.O_NOFOLLOW|unix.O_CLOEXEC|unix.O_NONBLOCK, mode)
+		if err != nil {
+			return -1, s.classifyOpenErr(dirfd, name, s.path(name), err, false)
+		}
+		var st unix.Stat_t
+		if err := unix.Fstat(fd, &st); err != nil {
+			_ = unix.Close(fd)
+			return -1, errors.Wrapf(err, "receipt store: stat %s", s.path(name))
+		}
+		if st.Nlink == 0 && st.Mode&unix.S_IFMT == unix.S_IFREG {
+			_ = unix.Close(fd)
+			if attempt < 100 {
+				continue
+			}
+			return -1, errors.Newf("receipt store: %s keeps being replaced", errors.Safe(s.path(name)))
+		}
+		if err := s.checkFile(&st, s.path(name)); err != nil {
+			_ = unix.Close(fd)
+			return -1, err
+		}
+		return fd, nil
+	}
+}
+
+func syncDirAt(dirfd int) {
+	// dirfd may be an O_PATH descriptor; reopen it readable to fsync.
+	fd, err := unix.Openat(dirfd, ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return
+	}
+	_ = unix.Fsync(fd)
+	_ = unix.Close(fd)
+}
+
+// validName accepts plain names: 1..200 bytes of [A-Za-z0-9._-], not
+// starting with '.' (reserved for temporary files) and not ending in ".lock"
+// (reserved for lock files).
+func validName(name string) error {
+	if len(name) == 0 || len(name) > 200 || name[0] == '.' || strings.HasSuffix(name, lockSuffix) {
+		return errors.WithStack(ErrInvalidName)
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-') {
+			return errors.WithStack(ErrInvalidName)
+		}
+	}
+	return nil
+}

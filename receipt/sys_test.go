@@ -1,0 +1,5 @@
+package receipt
+
+import "golang.org/x/sys/unix"
+
+func umask(m int) int { return unix.Umask(m) }

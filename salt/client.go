@@ -1,0 +1,191 @@
+package salt
+
+import (
+	"context"
+	"log/slog"
+	"os/user"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/cockroachdb/errors"
+)
+
+// Defaults of the Client options.
+const (
+	DefaultRequestTimeout  = 60 * time.Second
+	DefaultMaxReplyBytes   = 16 << 20
+	DefaultEnvelopeVersion = 3
+)
+
+// Option configures a Client.
+type Option func(*clientConfig)
+
+type clientConfig struct {
+	auth      Auth
+	timeout   time.Duration
+	maxReply  int64
+	version   int
+	logger    *slog.Logger
+	osUser    string
+	osUserSet bool
+}
+
+// WithAuth sets the credentials used by Publish, Runner and Wheel.
+func WithAuth(a Auth) Option { return func(c *clientConfig) { c.auth = a } }
+
+// WithRequestTimeout bounds every request (dial to reply). Default 60 s. The
+// master has no request timeout of its own: a publish that timed out here may
+// still be executed later (ErrOutcomeUnknown).
+func WithRequestTimeout(d time.Duration) Option { return func(c *clientConfig) { c.timeout = d } }
+
+// WithMaxReplyBytes caps the size of a reply (default 16 MiB).
+func WithMaxReplyBytes(n int64) Option { return func(c *clientConfig) { c.maxReply = n } }
+
+// WithEnvelopeVersion sets the envelope "version" field. Default 3: Salt
+// 3006.17+ masters reply "bad load" to anything lower, and 3006.0 handles 3
+// like 2. Use 2 only to reproduce old captures byte for byte.
+func WithEnvelopeVersion(v int) Option { return func(c *clientConfig) { c.version = v } }
+
+// WithLogger sets the structured logger (default: discard). The client logs
+// commands, functions, JIDs, durations and outcomes; never credentials and
+// never returned data.
+func WithLogger(l *slog.Logger) Option { return func(c *clientConfig) { c.logger = l } }
+
+// WithOSUser sets the "user" field sent with eauth and token publishes (Salt
+// checks it against publisher_acl_blacklist and then replaces it with the
+// authenticated name). Default: the current OS user.
+func WithOSUser(name string) Option {
+	return func(c *clientConfig) { c.osUser, c.osUserSet = name, true }
+}
+
+// Client talks to a Salt master's request port (ret_port, 4506) over the
+// clear channel. It is safe for concurrent use; every request uses a fresh
+// connection owned by the calling goroutine.
+type Client struct {
+	ep     reqEndpoint
+	cfg    clientConfig
+	ctx    context.Context
+	cancel context.CancelFunc
+	once   sync.Once
+}
+
+// NewClient returns a client for addr ("tcp://127.0.0.1:4506" or
+// "ipc:///path"). No I/O happens until the first request.
+func NewClient(addr string, opts ...Option) (*Client, error) {
+	ep, err := parseEndpoint(addr)
+	if err != nil {
+		return nil, err
+	}
+	cfg := clientConfig{timeout: DefaultRequestTimeout, maxReply: DefaultMaxReplyBytes, version: DefaultEnvelopeVersion}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	if cfg.maxReply <= 0 {
+		return nil, errors.Wrap(ErrInvalidRequest, "max reply bytes must be positive")
+	}
+	if cfg.logger == nil {
+		cfg.logger = slog.New(slog.DiscardHandler)
+	}
+	if !cfg.osUserSet {
+		cfg.osUser = currentOSUser()
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	return &Client{ep: ep, cfg: cfg, ctx: ctx, cancel: cancel}, nil
+}
+
+func currentOSUser() string {
+	if u, err := user.Current(); err == nil && u.Username != "" {
+		return u.Username
+	}
+	return strconv.Itoa(osGetuid())
+}
+
+// Close aborts requests in flight (their outcome is reported as unknown or
+// not sent) and makes later requests fail with ErrClosed.
+func (c *Client) Close() error {
+	c.once.Do(c.cancel)
+	return nil
+}
+
+// envelope wraps a clear load as {enc: clear, load, version}.
+func (c *Client) envelope(load *OrderedMap) ([]byte, error) {
+	env := NewOrderedMap().Set("enc", "clear").Set("load", load).Set("version", c.cfg.version)
+	b, err := encodeSalt(env)
+	if err != nil {
+		return nil, errors.Mark(err, ErrInvalidRequest)
+	}
+	return b, nil
+}
+
+// do sends one clear load and returns the decoded reply. It never retries.
+func (c *Client) do(ctx context.Context, cmd string, load *OrderedMap) (any, error) {
+	if c.ctx.Err() != nil {
+		return nil, errors.Mark(errors.Wrap(ErrClosed, "client closed"), ErrNotSent)
+	}
+	body, err := c.envelope(load)
+	if err != nil {
+		return nil, notSent(err, "encoding request")
+	}
+	rctx, cancel := deadlineFor(ctx, c.cfg.timeout)
+	defer cancel()
+	stop := context.AfterFunc(c.ctx, cancel)
+	defer stop()
+	start := time.Now()
+	raw, err := roundTrip(rctx, c.ep, body, c.cfg.maxReply)
+	if err != nil {
+		c.cfg.logger.LogAttrs(ctx, slog.LevelWarn, "salt request failed",
+			slog.String("cmd", cmd), slog.Duration("elapsed", time.Since(start)),
+			slog.Bool("not_sent", errors.Is(err, ErrNotSent)), slog.String("error", errors.Redact(err)))
+		return nil, err
+	}
+	v, err := DecodeValue(raw)
+	if err != nil {
+		return nil, outcomeUnknown(errors.Mark(err, ErrMalformedReply), "decoding reply")
+	}
+	c.cfg.logger.LogAttrs(ctx, slog.LevelDebug, "salt request done",
+		slog.String("cmd", cmd), slog.Duration("elapsed", time.Since(start)), slog.Int("reply_bytes", len(raw)))
+	return v, nil
+}
+
+// replyError classifies replies that are errors whatever the command:
+// "bad load" strings, "Some exception ..." and bare {error: {...}} maps.
+// It returns nil when the reply is something else.
+func replyError(v any) error {
+	switch x := v.(type) {
+	case string:
+		switch {
+		case x == "bad load" || len(x) > 9 && x[:9] == "bad load:":
+			return errors.Wrapf(ErrBadLoad, "reply %q", errors.Safe(x))
+		case x == "Some exception handling minion payload":
+			return errors.WithStack(ErrMasterException)
+		case x == "payload and load must be a dict":
+			return errors.Wrapf(ErrBadLoad, "reply %q", errors.Safe(x))
+		}
+	case map[string]any:
+		if m, ok := x["msg"].(string); ok && m == "bad load" && len(x) == 1 {
+			return errors.Wrap(ErrBadLoad, "reply {msg: bad load}")
+		}
+		if e, ok := x["error"]; ok {
+			if em, ok := e.(map[string]any); ok {
+				name, _ := em["name"].(string)
+				msg, _ := em["message"].(string)
+				if name == "" {
+					return errors.Wrap(ErrMalformedReply, "error map without name")
+				}
+				return errors.WithStack(&MasterError{Name: name, Message: msg})
+			}
+		}
+	}
+	return nil
+}
+
+// malformed wraps ErrMalformedReply. For commands with side effects the
+// outcome of the request is unknown, so the error is also marked so.
+func malformed(what string, sideEffects bool) error {
+	err := errors.Wrapf(ErrMalformedReply, "%s", errors.Safe(what))
+	if sideEffects {
+		return errors.Mark(err, ErrOutcomeUnknown)
+	}
+	return err
+}

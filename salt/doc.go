@@ -1,0 +1,73 @@
+// Package salt is a native Go client for a Salt 3006 master: the clear
+// request channel (ZeroMQ, master ret_port 4506) and the master event bus. It
+// needs neither Python nor salt-api.
+//
+// # Requests
+//
+// A Client sends one command per fresh ZMTP connection, encoded as Salt's own
+// Python client encodes it (msgpack, old str family only, insertion-ordered
+// maps), inside the envelope {enc: "clear", load, version: 3}:
+//
+//	c, _ := salt.NewClient("tcp://127.0.0.1:4506",
+//		salt.WithAuth(salt.UserKey("root", "/var/cache/salt/master/.root_key")))
+//	res, err := c.Publish(ctx, salt.PublishRequest{
+//		Target: salt.ListTarget("web1"), Fun: "test.ping", JID: jids.Next()})
+//
+// Commands: Publish (list, glob, compound and other targets; positional args;
+// keyword args as a trailing {"__kwarg__": true, ...} map; a preassigned JID),
+// Runner (asynchronous: the result comes on the event bus), Wheel
+// (synchronous), MkToken, GetToken and the unauthenticated Ping probe.
+//
+// # At most once
+//
+// Publish is never retried. Salt's publish has no request id and the master
+// keeps processing a request whose client has gone, so an unanswered publish
+// may have been executed, or may still be. Errors fall in two groups:
+// IsNotPublished(err) (ErrNotSent: nothing left this process; or a reply that
+// proves refusal: ErrAuthentication, ErrAuthorization, ErrNoMinions,
+// ErrBadLoad, ErrMasterException, other *MasterError) and
+// IsOutcomeUnknown(err) (ErrOutcomeUnknown: timeout, cancellation, lost
+// connection, unreadable or oversized reply after the request was sent).
+// A context cancelled while a request is in flight closes its connection.
+//
+// # Authentication
+//
+// UserKey reads the master's .<user>_key file for every request (the master
+// writes a new key at every start), refusing symlinks, non-regular files and
+// group-write/other permission bits. Eauth sends backend, username and
+// password with every request. TokenAuth sends a token; NewTokenSource logs in
+// once with mk_token and renews before expiry.
+//
+// Security: clear-channel requests and replies are neither encrypted nor
+// signed; use them on loopback or a trusted network. When the master rejects
+// an eauth publish (wrong password, function outside the ACL) it fires the
+// WHOLE request, password included, on its event bus as salt/job/<jid>/error
+// (salt/job/error without a JID), and every bus reader sees it. Prefer tokens
+// (NewTokenSource) over Eauth, and never log events with error tags. This
+// package never logs or returns credentials in errors; tokens print redacted.
+//
+// # Event bus
+//
+// Job returns never come back over ZeroMQ: they are fired on the master's
+// local event bus as salt/job/<jid>/ret/<minion>. SubscribeEvents reads it
+// (unix socket master_event_pub.ipc, or TCP 4512 with ipc_mode: tcp) and must
+// be called before publishing, because the bus has no replay. Each connection
+// detects its framing from its first byte: bare msgpack maps (3006.0) or a
+// 4-byte big-endian length before each map (3006.26+). Frames are size
+// capped; the stream reconnects with backoff; a bounded buffer holds events
+// for a slow consumer, and every disconnect, reconnect, overflow or
+// undecodable event is reported as a Gap event, after which a consumer must
+// poll for what it may have missed. salt/job/<jid>/new and
+// salt/job/<jid>/ret/<id> are decoded into JobNew and JobReturn.
+//
+// # Wire details
+//
+// Requests use a minimal ZMTP 3.1 REQ implementation (zmtp.go explains why
+// go-zeromq/zmq4's REQ socket is not used): PING heartbeats of later 3006
+// masters are answered with PONG and never taken for a reply, and reply size
+// is capped before allocation. Replies and events are decoded tolerantly
+// (DecodeValue): non-UTF-8 strings, integer map keys, ext 78 datetimes, ext
+// 79 constants, nil and bin values. Ext types are handled per call; nothing is
+// registered globally. JIDGenerator makes 20-digit UTC JIDs that are strictly
+// increasing within one generator.
+package salt

@@ -1,0 +1,134 @@
+package salt
+
+import (
+	"fmt"
+
+	"github.com/cockroachdb/errors"
+	"github.com/cockroachdb/redact"
+)
+
+// Sentinel errors. Test with errors.Is; every error the package returns wraps
+// at least one of them.
+var (
+	// ErrNotSent: the request definitely did not leave this process (bad
+	// address, dial or ZMTP handshake failure, unreadable key file, context
+	// done before sending). Nothing was executed.
+	ErrNotSent = errors.New("salt: request not sent")
+	// ErrOutcomeUnknown: the request was sent, or may have been, and no
+	// usable reply arrived (timeout, context cancelled, connection lost,
+	// reply too large or undecodable). A publish may have happened and may
+	// still happen later: never resend it blindly.
+	ErrOutcomeUnknown = errors.New("salt: request outcome unknown")
+	// ErrNoMinions: the master matched no minion; nothing was published.
+	ErrNoMinions = errors.New("salt: no minions matched the target")
+	// ErrAuthentication: the master rejected the credentials (user key,
+	// eauth password, token), or mk_token failed.
+	ErrAuthentication = errors.New("salt: authentication failed")
+	// ErrAuthorization: the credentials are valid but the ACL does not allow
+	// the function or target (or the user is blacklisted).
+	ErrAuthorization = errors.New("salt: authorization failed")
+	// ErrBadLoad: the master answered "bad load": it did not process the
+	// request (undecodable request, or envelope version below the master's
+	// minimum_auth_version: 3006.17+ need version 3).
+	ErrBadLoad = errors.New("salt: master replied bad load")
+	// ErrMasterException: the master answered "Some exception handling minion
+	// payload": nothing was published (but job events may have been fired).
+	ErrMasterException = errors.New("salt: master raised an exception handling the request")
+	// ErrMasterError: any other {error: {name, message}} reply (see MasterError).
+	ErrMasterError = errors.New("salt: master returned an error")
+	// ErrMalformedReply: the reply could not be understood.
+	ErrMalformedReply = errors.New("salt: malformed reply")
+	// ErrReplyTooLarge: the reply exceeded WithMaxReplyBytes.
+	ErrReplyTooLarge = errors.New("salt: reply too large")
+	// ErrInvalidJID: not exactly 20 ASCII digits.
+	ErrInvalidJID = errors.New("salt: invalid JID")
+	// ErrInvalidRequest: the request was refused locally before any I/O.
+	ErrInvalidRequest = errors.New("salt: invalid request")
+	// ErrKeyFile: the user key file is missing, unsafe or unreadable.
+	ErrKeyFile = errors.New("salt: cannot use key file")
+	// ErrClosed: the Client or EventStream was closed.
+	ErrClosed = errors.New("salt: closed")
+)
+
+// MasterError is an {error: {name, message}} reply from the master. Name is
+// Salt's exception class (AuthenticationError, AuthorizationError,
+// EauthAuthenticationError, SaltInvocationError, ...). Message is the master's
+// text; Salt never puts credentials in it.
+type MasterError struct {
+	Name    string
+	Message string
+}
+
+func (e *MasterError) Error() string {
+	return fmt.Sprintf("salt: master error %s: %s", e.Name, e.Message)
+}
+
+// SafeFormatError lets cockroachdb/errors redaction keep the exception name
+// visible and treat the master's message as unsafe.
+func (e *MasterError) SafeFormatError(p errors.Printer) error {
+	p.Printf("salt: master error %s: %s", redact.Safe(e.Name), e.Message)
+	return nil
+}
+
+// Is maps the exception name onto ErrAuthentication / ErrAuthorization /
+// ErrMasterError.
+func (e *MasterError) Is(target error) bool {
+	switch target {
+	case ErrAuthentication:
+		return isAuthenticationName(e.Name)
+	case ErrAuthorization:
+		return e.Name == "AuthorizationError"
+	case ErrMasterError:
+		return true
+	}
+	return false
+}
+
+func isAuthenticationName(n string) bool {
+	switch n {
+	case "AuthenticationError", "EauthAuthenticationError", "TokenAuthenticationError", "UserAuthenticationError":
+		return true
+	}
+	return false
+}
+
+// NoMinionsError is the publish reply {jid: nil, minions: [], error: ...}.
+type NoMinionsError struct {
+	Message string
+}
+
+func (e *NoMinionsError) Error() string { return "salt: no minions: " + e.Message }
+
+// Is reports ErrNoMinions.
+func (e *NoMinionsError) Is(target error) bool { return target == ErrNoMinions }
+
+// IsNotPublished reports whether err proves that nothing was published: the
+// request was not sent, or the master's reply says it refused it
+// (authentication, authorization, no minions, bad load, master exception,
+// any other error map).
+func IsNotPublished(err error) bool {
+	if err == nil || IsOutcomeUnknown(err) {
+		return false
+	}
+	for _, s := range []error{ErrNotSent, ErrAuthentication, ErrAuthorization, ErrNoMinions,
+		ErrBadLoad, ErrMasterException, ErrMasterError} {
+		if errors.Is(err, s) {
+			return true
+		}
+	}
+	return false
+}
+
+// IsOutcomeUnknown reports whether the request may or may not have been
+// executed (ErrOutcomeUnknown).
+func IsOutcomeUnknown(err error) bool { return errors.Is(err, ErrOutcomeUnknown) }
+
+// notSent marks cause as ErrNotSent.
+func notSent(cause error, what string) error {
+	return errors.Mark(errors.Wrapf(cause, "salt: %s (request not sent)", errors.Safe(what)), ErrNotSent)
+}
+
+// outcomeUnknown marks cause as ErrOutcomeUnknown.
+func outcomeUnknown(cause error, what string) error {
+	return errors.Mark(errors.Wrapf(cause, "salt: %s (request sent, outcome unknown)", errors.Safe(what)), ErrOutcomeUnknown)
+}

@@ -1,0 +1,200 @@
+package salt
+
+import (
+	"bufio"
+	"encoding/binary"
+	"io"
+
+	"github.com/cockroachdb/errors"
+)
+
+// Framing is the event bus framing of one connection.
+type Framing int
+
+// Framings. Salt 3006.0 writes bare msgpack maps back to back; 3006.26+
+// (at least) put a 4-byte big-endian length before each map.
+const (
+	FramingUnknown Framing = iota
+	FramingBare
+	FramingLengthPrefixed
+)
+
+func (f Framing) String() string {
+	switch f {
+	case FramingBare:
+		return "bare"
+	case FramingLengthPrefixed:
+		return "length-prefixed"
+	}
+	return "unknown"
+}
+
+// ErrFrameTooLarge: an event frame exceeded WithMaxFrameBytes, or a length
+// prefix was zero or implausible. The connection is dropped and re-opened.
+var ErrFrameTooLarge = errors.New("salt: event frame too large or invalid length")
+
+// detectFraming looks at the first byte of a frame: a msgpack map header
+// (0x80-0x8f, 0xde, 0xdf) means bare maps; anything else is a length prefix
+// (a prefix starting with a map byte would announce a frame of >= 2 GiB).
+func detectFraming(first byte) Framing {
+	if first&0xf0 == 0x80 || first == 0xde || first == 0xdf {
+		return FramingBare
+	}
+	return FramingLengthPrefixed
+}
+
+// frameReader reads event frames of one connection.
+type frameReader struct {
+	br      *bufio.Reader
+	max     int
+	framing Framing
+}
+
+// next returns the next frame (the msgpack {head, body} bytes). io.EOF means
+// the stream ended cleanly between frames.
+func (r *frameReader) next() ([]byte, error) {
+	if r.framing == FramingUnknown {
+		b, err := r.br.Peek(1)
+		if err != nil {
+			return nil, err
+		}
+		r.framing = detectFraming(b[0])
+	}
+	if r.framing == FramingLengthPrefixed {
+		var hdr [4]byte
+		if _, err := io.ReadFull(r.br, hdr[:]); err != nil {
+			return nil, err
+		}
+		n := binary.BigEndian.Uint32(hdr[:])
+		if n == 0 || uint64(n) > uint64(r.max) {
+			return nil, errors.Wrapf(ErrFrameTooLarge, "length prefix %d (limit %d)", errors.Safe(n), errors.Safe(r.max))
+		}
+		buf := make([]byte, n)
+		if _, err := io.ReadFull(r.br, buf); err != nil {
+			return nil, noEOF(err)
+		}
+		return buf, nil
+	}
+	return readMsgpackObject(r.br, r.max)
+}
+
+func noEOF(err error) error {
+	if err == io.EOF {
+		return io.ErrUnexpectedEOF
+	}
+	return err
+}
+
+// readMsgpackObject copies exactly one msgpack object from br, without
+// decoding it, refusing objects larger than max bytes before reading them.
+// It is iterative (no recursion): pending counts the objects still to read.
+func readMsgpackObject(br *bufio.Reader, max int) ([]byte, error) {
+	buf := make([]byte, 0, 512)
+	pending := 1
+	readN := func(n uint64) error {
+		if n > uint64(max-len(buf)) {
+			return errors.Wrapf(ErrFrameTooLarge, "frame exceeds %d bytes", errors.Safe(max))
+		}
+		start := len(buf)
+		buf = append(buf, make([]byte, n)...)
+		_, err := io.ReadFull(br, buf[start:])
+		return noEOF(err)
+	}
+	for pending > 0 {
+		pending--
+		c, err := br.ReadByte()
+		if err != nil {
+			if len(buf) > 0 {
+				return nil, noEOF(err)
+			}
+			return nil, err
+		}
+		if len(buf) >= max {
+			return nil, errors.Wrapf(ErrFrameTooLarge, "frame exceeds %d bytes", errors.Safe(max))
+		}
+		buf = append(buf, c)
+		var lenBytes int // size of a length field that follows
+		var payload uint64
+		var children uint64
+		kind := 0 // 0 scalar/fixed payload, 1 str/bin, 2 array, 3 map, 4 ext
+		switch {
+		case c <= 0x7f || c >= 0xe0 || c == 0xc0 || c == 0xc2 || c == 0xc3:
+		case c >= 0xa0 && c <= 0xbf:
+			payload = uint64(c & 0x1f)
+		case c >= 0x90 && c <= 0x9f:
+			children = uint64(c & 0x0f)
+		case c >= 0x80 && c <= 0x8f:
+			children = 2 * uint64(c&0x0f)
+		default:
+			switch c {
+			case 0xc4, 0xd9:
+				kind, lenBytes = 1, 1
+			case 0xc5, 0xda:
+				kind, lenBytes = 1, 2
+			case 0xc6, 0xdb:
+				kind, lenBytes = 1, 4
+			case 0xca:
+				payload = 4
+			case 0xcb:
+				payload = 8
+			case 0xcc, 0xd0:
+				payload = 1
+			case 0xcd, 0xd1:
+				payload = 2
+			case 0xce, 0xd2:
+				payload = 4
+			case 0xcf, 0xd3:
+				payload = 8
+			case 0xd4, 0xd5, 0xd6, 0xd7, 0xd8:
+				payload = 1 + (1 << (c - 0xd4))
+			case 0xc7:
+				kind, lenBytes = 4, 1
+			case 0xc8:
+				kind, lenBytes = 4, 2
+			case 0xc9:
+				kind, lenBytes = 4, 4
+			case 0xdc:
+				kind, lenBytes = 2, 2
+			case 0xdd:
+				kind, lenBytes = 2, 4
+			case 0xde:
+				kind, lenBytes = 3, 2
+			case 0xdf:
+				kind, lenBytes = 3, 4
+			default:
+				return nil, errors.Wrapf(ErrMsgpack, "reserved type byte 0x%02x in event stream", errors.Safe(c))
+			}
+		}
+		if lenBytes > 0 {
+			start := len(buf)
+			if err := readN(uint64(lenBytes)); err != nil {
+				return nil, err
+			}
+			var n uint64
+			for _, b := range buf[start:] {
+				n = n<<8 | uint64(b)
+			}
+			switch kind {
+			case 1:
+				payload = n
+			case 4:
+				payload = n + 1 // type byte
+			case 2:
+				children = n
+			case 3:
+				children = 2 * n
+			}
+		}
+		if payload > 0 {
+			if err := readN(payload); err != nil {
+				return nil, err
+			}
+		}
+		// every pending object needs at least one more byte
+		if children > uint64(max-len(buf)) || uint64(pending)+children > uint64(max-len(buf)) {
+			return nil, errors.Wrapf(ErrFrameTooLarge, "frame exceeds %d bytes", errors.Safe(max))
+		}
+		pending += int(children)
+	}
+	return buf, nil
+}

@@ -1,0 +1,349 @@
+package salt
+
+import (
+	"bufio"
+	"context"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"net"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/cockroachdb/errors"
+)
+
+// Event stream defaults.
+const (
+	DefaultEventBuffer      = 1024
+	DefaultMaxFrameBytes    = 16 << 20
+	DefaultEventBufferBytes = 64 << 20
+	defaultBackoffMin       = 100 * time.Millisecond
+	defaultBackoffMax       = 5 * time.Second
+	readBufferBytes         = 64 << 10
+	GapReasonDisconnected   = "disconnected"
+	GapReasonReconnected    = "reconnected"
+	GapReasonOverflow       = "consumer too slow"
+	GapReasonUndecodable    = "undecodable event"
+)
+
+// EventOption configures SubscribeEvents.
+type EventOption func(*eventConfig)
+
+type eventConfig struct {
+	prefixes   []string
+	buffer     int
+	bufBytes   int64
+	maxFrame   int
+	backoffMin time.Duration
+	backoffMax time.Duration
+	logger     *slog.Logger
+}
+
+// WithTagPrefixes delivers only events whose tag starts with one of the
+// prefixes (gaps are always delivered). Match "salt/job/<jid>/" with the
+// trailing slash, not "salt/job/<jid>".
+func WithTagPrefixes(prefixes ...string) EventOption {
+	return func(c *eventConfig) { c.prefixes = append(c.prefixes, prefixes...) }
+}
+
+// WithEventBuffer bounds the number of events held for a slow consumer
+// (default 1024). Beyond it events are dropped and counted in the next Gap.
+func WithEventBuffer(n int) EventOption { return func(c *eventConfig) { c.buffer = n } }
+
+// WithEventBufferBytes bounds the total frame bytes of the events held for a
+// slow consumer (default 64 MiB), on top of WithEventBuffer's count.
+func WithEventBufferBytes(n int64) EventOption { return func(c *eventConfig) { c.bufBytes = n } }
+
+// WithMaxFrameBytes caps one event frame (default 16 MiB; Salt trims events
+// to 1 MiB by default). A larger frame drops the connection (and yields gaps).
+func WithMaxFrameBytes(n int) EventOption { return func(c *eventConfig) { c.maxFrame = n } }
+
+// WithReconnectBackoff sets the reconnection backoff bounds (default 100 ms
+// to 5 s, exponential with jitter).
+func WithReconnectBackoff(lo, hi time.Duration) EventOption {
+	return func(c *eventConfig) { c.backoffMin, c.backoffMax = lo, hi }
+}
+
+// WithEventLogger sets the logger (default: discard). Tags and data are
+// never logged: error events can carry passwords.
+func WithEventLogger(l *slog.Logger) EventOption { return func(c *eventConfig) { c.logger = l } }
+
+// EventStream reads the master event bus and reconnects by itself.
+type EventStream struct {
+	cfg     eventConfig
+	network string
+	address string
+	out     chan Event
+	q       *eventQueue
+	ctx     context.Context
+	cancel  context.CancelFunc
+	wg      sync.WaitGroup
+	once    sync.Once
+}
+
+func parseEventAddr(addr string) (network, address string, err error) {
+	switch {
+	case strings.HasPrefix(addr, "unix://"):
+		address, network = strings.TrimPrefix(addr, "unix://"), "unix"
+	case strings.HasPrefix(addr, "ipc://"):
+		address, network = strings.TrimPrefix(addr, "ipc://"), "unix"
+	case strings.HasPrefix(addr, "tcp://"):
+		address, network = strings.TrimPrefix(addr, "tcp://"), "tcp"
+		if _, _, e := net.SplitHostPort(address); e != nil {
+			return "", "", errors.Wrapf(ErrInvalidRequest, "bad event bus address %q", addr)
+		}
+	default:
+		return "", "", errors.Wrapf(ErrInvalidRequest, "unsupported event bus address %q (want unix:// or tcp://)", addr)
+	}
+	if address == "" {
+		return "", "", errors.Wrapf(ErrInvalidRequest, "bad event bus address %q", addr)
+	}
+	return network, address, nil
+}
+
+// SubscribeEvents connects to the master event bus at addr
+// ("unix:///var/run/salt/master/master_event_pub.ipc" or
+// "tcp://127.0.0.1:4512") and returns once the first connection is up, so
+// that a caller can subscribe before it publishes. The first connection
+// failing (missing socket, permission denied) is returned as an error; later
+// disconnections are retried with backoff, each reported as a Gap. The stream
+// ends when ctx is done or Close is called; Events is then closed.
+func SubscribeEvents(ctx context.Context, addr string, opts ...EventOption) (*EventStream, error) {
+	cfg := eventConfig{buffer: DefaultEventBuffer, bufBytes: DefaultEventBufferBytes, maxFrame: DefaultMaxFrameBytes,
+		backoffMin: defaultBackoffMin, backoffMax: defaultBackoffMax}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	if cfg.buffer < 1 || cfg.bufBytes < 1 || cfg.maxFrame < 16 || cfg.backoffMin <= 0 || cfg.backoffMax < cfg.backoffMin {
+		return nil, errors.Wrap(ErrInvalidRequest, "invalid event stream options")
+	}
+	if cfg.logger == nil {
+		cfg.logger = slog.New(slog.DiscardHandler)
+	}
+	network, address, err := parseEventAddr(addr)
+	if err != nil {
+		return nil, err
+	}
+	var d net.Dialer
+	conn, err := d.DialContext(ctx, network, address)
+	if err != nil {
+		return nil, errors.Wrapf(err, "salt: connecting to event bus %s", errors.Safe(addr))
+	}
+	sctx, cancel := context.WithCancel(ctx)
+	s := &EventStream{cfg: cfg, network: network, address: address, out: make(chan Event),
+		q: newEventQueue(cfg.buffer, cfg.bufBytes), ctx: sctx, cancel: cancel}
+	s.wg.Add(2)
+	go s.run(conn)
+	go s.deliver()
+	go func() {
+		s.wg.Wait()
+		close(s.out)
+	}()
+	return s, nil
+}
+
+// Events returns the event channel. It is closed after Close (or when the
+// context given to SubscribeEvents is done).
+func (s *EventStream) Events() <-chan Event { return s.out }
+
+// Close stops the stream and waits for its goroutines.
+func (s *EventStream) Close() error {
+	s.once.Do(s.cancel)
+	s.wg.Wait()
+	return nil
+}
+
+// run owns the connection: read until error, report a gap, reconnect.
+func (s *EventStream) run(conn net.Conn) {
+	defer s.wg.Done()
+	backoff := s.cfg.backoffMin
+	for {
+		err := s.readConn(conn)
+		if s.ctx.Err() != nil {
+			return
+		}
+		s.cfg.logger.Warn("salt event bus disconnected", slog.String("error", errors.Redact(err)))
+		s.q.addGap(GapReasonDisconnected)
+		for {
+			wait := backoff/2 + rand.N(backoff/2+1)
+			t := time.NewTimer(wait)
+			select {
+			case <-s.ctx.Done():
+				t.Stop()
+				return
+			case <-t.C:
+			}
+			var d net.Dialer
+			c, err := d.DialContext(s.ctx, s.network, s.address)
+			if err == nil {
+				conn = c
+				break
+			}
+			s.cfg.logger.Debug("salt event bus reconnect failed", slog.String("error", errors.Redact(err)))
+			backoff = min(backoff*2, s.cfg.backoffMax)
+		}
+		backoff = s.cfg.backoffMin
+		s.cfg.logger.Info("salt event bus reconnected")
+		s.q.addGap(GapReasonReconnected)
+	}
+}
+
+// readConn reads frames from one connection until it fails. The framing is
+// detected again on every connection. The connection is never written to
+// nor half-closed (Salt's publisher drops such readers).
+func (s *EventStream) readConn(conn net.Conn) error {
+	defer conn.Close()
+	stop := context.AfterFunc(s.ctx, func() { _ = conn.Close() })
+	defer stop()
+	fr := &frameReader{br: bufio.NewReaderSize(conn, readBufferBytes), max: s.cfg.maxFrame}
+	for {
+		frame, err := fr.next()
+		if err != nil {
+			if err == io.EOF {
+				return errors.New("event bus closed the connection")
+			}
+			return err
+		}
+		ev, err := DecodeEventFrame(frame)
+		if err != nil {
+			s.cfg.logger.Warn("salt event undecodable", slog.String("framing", fr.framing.String()), slog.String("error", errors.Redact(err)))
+			s.q.addGapDropped(GapReasonUndecodable, 1)
+			continue
+		}
+		if !s.match(ev.Tag) {
+			continue
+		}
+		s.q.push(ev, int64(len(frame)))
+	}
+}
+
+func (s *EventStream) match(tag string) bool {
+	if len(s.cfg.prefixes) == 0 {
+		return true
+	}
+	for _, p := range s.cfg.prefixes {
+		if strings.HasPrefix(tag, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// deliver moves events from the bounded queue to the consumer.
+func (s *EventStream) deliver() {
+	defer s.wg.Done()
+	for {
+		ev, ok := s.q.pop()
+		if !ok {
+			select {
+			case <-s.q.notify:
+				continue
+			case <-s.ctx.Done():
+				return
+			}
+		}
+		select {
+		case s.out <- ev:
+		case <-s.ctx.Done():
+			return
+		}
+	}
+}
+
+// eventQueue is a bounded FIFO of events plus at most one pending gap that
+// sits after its last element. When full, new events are dropped and counted
+// in that gap; the gap is delivered as soon as the consumer catches up, before
+// any later event. Memory is bounded by the capacity.
+type eventQueue struct {
+	mu       sync.Mutex
+	buf      []Event
+	sizes    []int64
+	head     int
+	n        int
+	bytes    int64 // frame bytes of the queued events
+	maxBytes int64
+	gap      *Gap
+	notify   chan struct{}
+}
+
+func newEventQueue(capacity int, maxBytes int64) *eventQueue {
+	return &eventQueue{buf: make([]Event, capacity+1), sizes: make([]int64, capacity+1),
+		maxBytes: maxBytes, notify: make(chan struct{}, 1)}
+}
+
+func (q *eventQueue) signal() {
+	select {
+	case q.notify <- struct{}{}:
+	default:
+	}
+}
+
+func (q *eventQueue) appendLocked(ev Event, size int64) {
+	i := (q.head + q.n) % len(q.buf)
+	q.buf[i], q.sizes[i] = ev, size
+	q.bytes += size
+	q.n++
+}
+
+// push adds an event of the given frame size, or drops it when the queue is
+// full (count or bytes).
+func (q *eventQueue) push(ev Event, size int64) {
+	q.mu.Lock()
+	free := len(q.buf) - q.n
+	if q.n > 0 && q.bytes+size > q.maxBytes {
+		free = 0 // over the byte budget: treat as full (one event always fits)
+	}
+	switch {
+	case q.gap != nil && free >= 2:
+		q.appendLocked(Event{Kind: EventGap, Gap: q.gap}, 0)
+		q.gap = nil
+		q.appendLocked(ev, size)
+	case q.gap != nil:
+		q.gap.Dropped++
+		if !strings.Contains(q.gap.Reason, GapReasonOverflow) {
+			q.gap.Reason += "; " + GapReasonOverflow
+		}
+	case free >= 2: // keep one slot for a gap
+		q.appendLocked(ev, size)
+	default:
+		q.gap = &Gap{Reason: GapReasonOverflow, Dropped: 1}
+	}
+	q.mu.Unlock()
+	q.signal()
+}
+
+func (q *eventQueue) addGap(reason string) { q.addGapDropped(reason, 0) }
+
+func (q *eventQueue) addGapDropped(reason string, dropped int) {
+	q.mu.Lock()
+	if q.gap == nil {
+		q.gap = &Gap{Reason: reason}
+	} else if !strings.Contains(q.gap.Reason, reason) {
+		q.gap.Reason += "; " + reason
+	}
+	q.gap.Dropped += dropped
+	q.mu.Unlock()
+	q.signal()
+}
+
+// pop removes the oldest event, or the pending gap when no event is queued.
+func (q *eventQueue) pop() (Event, bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.n > 0 {
+		ev := q.buf[q.head]
+		q.bytes -= q.sizes[q.head]
+		q.buf[q.head], q.sizes[q.head] = Event{}, 0
+		q.head = (q.head + 1) % len(q.buf)
+		q.n--
+		return ev, true
+	}
+	if q.gap != nil {
+		g := q.gap
+		q.gap = nil
+		return Event{Kind: EventGap, Gap: g}, true
+	}
+	return Event{}, false
+}

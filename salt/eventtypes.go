@@ -1,0 +1,196 @@
+package salt
+
+import (
+	"bytes"
+	"strings"
+
+	"github.com/cockroachdb/errors"
+)
+
+// EventKind classifies an Event.
+type EventKind int
+
+// Event kinds.
+const (
+	EventGap EventKind = iota
+	EventJobNew
+	EventJobReturn
+	EventOther
+)
+
+func (k EventKind) String() string {
+	switch k {
+	case EventGap:
+		return "gap"
+	case EventJobNew:
+		return "job_new"
+	case EventJobReturn:
+		return "job_return"
+	case EventOther:
+		return "other"
+	}
+	return "unknown"
+}
+
+// Event is one event from the master event bus, or a gap marker.
+type Event struct {
+	Kind      EventKind
+	Tag       string
+	Data      map[string]any // tolerant decode (int keys stringified); nil for gaps
+	JobNew    *JobNew        // Kind == EventJobNew
+	JobReturn *JobReturn     // Kind == EventJobReturn
+	Gap       *Gap           // Kind == EventGap
+}
+
+// Gap says that events may have been missed: the connection to the bus was
+// lost or re-established, the consumer was too slow and Dropped events were
+// discarded, or an event could not be decoded. A consumer waiting for a
+// return must poll for it after every gap.
+type Gap struct {
+	Reason  string
+	Dropped int
+}
+
+// JobNew is salt/job/<jid>/new, fired by the master when it accepts a
+// publish. It does not prove that the publication left the master.
+type JobNew struct {
+	JID     JID
+	Fun     string
+	Args    []any
+	Minions []string
+	Missing []string
+	User    string
+	TgtType string
+	Target  any // string, or []any of ids for list targets
+}
+
+// JobReturn is salt/job/<jid>/ret/<minion id>: one minion's return.
+// Duplicates are possible (the minion retries its return): deduplicate by
+// (JID, MinionID).
+type JobReturn struct {
+	JID      JID
+	MinionID string
+	Fun      string
+	FunArgs  []any
+	Return   any // maps map[string]any, ints int64, floats float64, raw bytes string
+	Retcode  int // -1 when retcode is absent or not an integer (multi-function jobs)
+	Success  bool
+	Out      string
+	Metadata map[string]any // kwargs.metadata of the publish, if any
+}
+
+var tagEnd = []byte("\n\n")
+
+// DecodeEventFrame decodes one event-bus frame (the msgpack map
+// {head, body}, without any length prefix) into an Event.
+func DecodeEventFrame(frame []byte) (Event, error) {
+	body, err := frameBody(frame)
+	if err != nil {
+		return Event{}, err
+	}
+	return decodeEventBody(body)
+}
+
+// frameBody returns the body of a {head, body} frame without copying it.
+func frameBody(frame []byte) ([]byte, error) {
+	d := &tolerantDecoder{b: frame}
+	h, err := d.need(1)
+	if err != nil {
+		return nil, err
+	}
+	var n int
+	switch c := h[0]; {
+	case c&0xf0 == 0x80:
+		n = int(c & 0x0f)
+	case c == 0xde:
+		n, err = d.length(2)
+	case c == 0xdf:
+		n, err = d.length(4)
+	default:
+		return nil, errors.Wrap(ErrMsgpack, "event frame is not a map")
+	}
+	if err != nil {
+		return nil, err
+	}
+	var body []byte
+	for i := 0; i < n; i++ {
+		k, err := d.value(1)
+		if err != nil {
+			return nil, err
+		}
+		if k == "body" {
+			if body, err = d.rawString(); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		if _, err := d.value(1); err != nil {
+			return nil, err
+		}
+	}
+	if d.off != len(frame) {
+		return nil, errors.Wrap(ErrMsgpack, "trailing bytes after event frame")
+	}
+	if body == nil {
+		return nil, errors.Wrap(ErrMsgpack, "event frame without body")
+	}
+	return body, nil
+}
+
+// decodeEventBody splits tag "\n\n" data at the first separator.
+func decodeEventBody(body []byte) (Event, error) {
+	i := bytes.Index(body, tagEnd)
+	if i < 0 {
+		return Event{}, errors.Wrap(ErrMsgpack, "event body without tag separator")
+	}
+	tag := string(body[:i])
+	dv, err := DecodeValue(body[i+2:])
+	if err != nil {
+		return Event{}, errors.Wrap(err, "event data")
+	}
+	data, ok := dv.(map[string]any)
+	if !ok {
+		return Event{}, errors.Wrap(ErrMsgpack, "event data is not a map")
+	}
+	return classifyEvent(tag, data), nil
+}
+
+func classifyEvent(tag string, data map[string]any) Event {
+	ev := Event{Kind: EventOther, Tag: tag, Data: data}
+	parts := strings.Split(tag, "/")
+	if len(parts) < 4 || parts[0] != "salt" || parts[1] != "job" {
+		return ev
+	}
+	jid, err := ParseJID(parts[2])
+	if err != nil {
+		return ev
+	}
+	switch {
+	case len(parts) == 4 && parts[3] == "new":
+		n := &JobNew{JID: jid, Args: anyList(data["arg"]), Target: data["tgt"]}
+		n.Fun, _ = data["fun"].(string)
+		n.User, _ = data["user"].(string)
+		n.TgtType, _ = data["tgt_type"].(string)
+		n.Minions, _ = stringList(data["minions"])
+		n.Missing, _ = stringList(data["missing"])
+		ev.Kind, ev.JobNew = EventJobNew, n
+	case len(parts) == 5 && parts[3] == "ret" && parts[4] != "":
+		r := &JobReturn{JID: jid, MinionID: parts[4], FunArgs: anyList(data["fun_args"]), Return: data["return"], Retcode: -1}
+		r.Fun, _ = data["fun"].(string)
+		r.Success, _ = data["success"].(bool)
+		r.Out, _ = data["out"].(string)
+		r.Metadata, _ = data["metadata"].(map[string]any)
+		if rc, ok := data["retcode"].(int64); ok {
+			r.Retcode = int(rc)
+		}
+		ev.Kind, ev.JobReturn = EventJobReturn, r
+	}
+	return ev
+}
+
+func anyList(v any) []any {
+	if a, ok := v.([]any); ok {
+		return a
+	}
+	return nil
+}

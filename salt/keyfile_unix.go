@@ -1,0 +1,53 @@
+//go:build unix
+
+package salt
+
+import (
+	"bytes"
+	"io"
+	"os"
+
+	"github.com/cockroachdb/errors"
+	"golang.org/x/sys/unix"
+)
+
+// maxKeyFileBytes: Salt keys are 76 characters.
+const maxKeyFileBytes = 4096
+
+// readKeyFile reads a Salt user key file safely: no symlink (O_NOFOLLOW), no
+// FIFO or device (O_NONBLOCK + regular file check on the opened descriptor),
+// no group-write or other permission bits, bounded size. The key itself never
+// appears in an error.
+func readKeyFile(path string) (string, error) {
+	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	if err != nil {
+		if err == unix.ELOOP {
+			return "", errors.Wrapf(ErrKeyFile, "%s is a symlink", errors.Safe(path))
+		}
+		return "", errors.Wrapf(errors.Mark(err, ErrKeyFile), "opening %s", errors.Safe(path))
+	}
+	f := os.NewFile(uintptr(fd), path)
+	defer f.Close()
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return "", errors.Wrapf(errors.Mark(err, ErrKeyFile), "stat %s", errors.Safe(path))
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFREG {
+		return "", errors.Wrapf(ErrKeyFile, "%s is not a regular file", errors.Safe(path))
+	}
+	if st.Mode&0o027 != 0 {
+		return "", errors.Wrapf(ErrKeyFile, "%s has unsafe permissions %#o (group-write or other bits set)", errors.Safe(path), errors.Safe(st.Mode&0o777))
+	}
+	b, err := io.ReadAll(io.LimitReader(f, maxKeyFileBytes+1))
+	if err != nil {
+		return "", errors.Wrapf(errors.Mark(err, ErrKeyFile), "reading %s", errors.Safe(path))
+	}
+	if len(b) > maxKeyFileBytes {
+		return "", errors.Wrapf(ErrKeyFile, "%s is too large for a key", errors.Safe(path))
+	}
+	key := string(bytes.TrimRight(b, "\r\n"))
+	if key == "" {
+		return "", errors.Wrapf(ErrKeyFile, "%s is empty", errors.Safe(path))
+	}
+	return key, nil
+}

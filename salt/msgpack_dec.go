@@ -1,0 +1,368 @@
+package salt
+
+import (
+	"encoding/binary"
+	"math"
+	"strconv"
+	"time"
+
+	"github.com/cockroachdb/errors"
+)
+
+// ErrMsgpack is the sentinel of every decoding failure of msgpack data.
+var ErrMsgpack = errors.New("salt: invalid msgpack data")
+
+// Constant is Salt's ext type 79: a salt.defaults._Constant such as NOT_SET,
+// carried as msgpack [name, value].
+type Constant struct {
+	Name  string
+	Value any
+}
+
+// Ext is an extension value the decoder has no meaning for. It is kept, not
+// rejected, so that one odd value does not make a whole return unreadable.
+type Ext struct {
+	Type int8
+	Data []byte
+}
+
+// maxDecodeDepth bounds nesting of decoded values (Python's own limit is
+// lower, so no genuine Salt document comes near it).
+const maxDecodeDepth = 256
+
+// datetimeLayout is Salt's ext 78 payload, Python's %Y%m%dT%H:%M:%S.%f.
+const datetimeLayout = "20060102T15:04:05.999999"
+
+// DecodeValue decodes one msgpack document tolerantly, the way Salt's
+// receivers do (raw=False, strict_map_key=False):
+//
+//   - str and bin values become Go strings, whether or not they are UTF-8;
+//   - maps become map[string]any; non-string keys are stringified the way
+//     Python's str() would print them (1 -> "1", True -> "True", None -> "None");
+//   - integers become int64 (uint64 only above math.MaxInt64), floats float64;
+//   - ext 78 becomes a time.Time (UTC, naive in Salt), ext 79 a Constant,
+//     the msgpack timestamp (ext -1) a time.Time, any other ext an Ext;
+//   - nil stays nil.
+//
+// The whole input must be exactly one document. Every length is checked
+// against the input before anything is allocated.
+func DecodeValue(data []byte) (any, error) {
+	d := &tolerantDecoder{b: data}
+	v, err := d.value(0)
+	if err != nil {
+		return nil, err
+	}
+	if d.off != len(d.b) {
+		return nil, errors.Wrapf(ErrMsgpack, "%d trailing bytes", errors.Safe(len(d.b)-d.off))
+	}
+	return v, nil
+}
+
+type tolerantDecoder struct {
+	b   []byte
+	off int
+}
+
+func (d *tolerantDecoder) need(n int) ([]byte, error) {
+	if n < 0 || n > len(d.b)-d.off {
+		return nil, errors.Wrap(ErrMsgpack, "truncated")
+	}
+	s := d.b[d.off : d.off+n]
+	d.off += n
+	return s, nil
+}
+
+func (d *tolerantDecoder) uintN(n int) (uint64, error) {
+	s, err := d.need(n)
+	if err != nil {
+		return 0, err
+	}
+	switch n {
+	case 1:
+		return uint64(s[0]), nil
+	case 2:
+		return uint64(binary.BigEndian.Uint16(s)), nil
+	case 4:
+		return uint64(binary.BigEndian.Uint32(s)), nil
+	default:
+		return binary.BigEndian.Uint64(s), nil
+	}
+}
+
+func (d *tolerantDecoder) length(n int) (int, error) {
+	u, err := d.uintN(n)
+	if err != nil {
+		return 0, err
+	}
+	if u > uint64(len(d.b)-d.off) {
+		return 0, errors.Wrap(ErrMsgpack, "length exceeds input")
+	}
+	return int(u), nil
+}
+
+func (d *tolerantDecoder) value(depth int) (any, error) {
+	if depth > maxDecodeDepth {
+		return nil, errors.Wrap(ErrMsgpack, "nesting too deep")
+	}
+	hdr, err := d.need(1)
+	if err != nil {
+		return nil, err
+	}
+	c := hdr[0]
+	switch {
+	case c <= 0x7f:
+		return int64(c), nil
+	case c >= 0xe0:
+		return int64(int8(c)), nil
+	case c >= 0xa0 && c <= 0xbf:
+		return d.str(int(c & 0x1f))
+	case c >= 0x90 && c <= 0x9f:
+		return d.array(int(c&0x0f), depth)
+	case c >= 0x80 && c <= 0x8f:
+		return d.mapN(int(c&0x0f), depth)
+	}
+	switch c {
+	case 0xc0:
+		return nil, nil
+	case 0xc2:
+		return false, nil
+	case 0xc3:
+		return true, nil
+	case 0xc4, 0xd9:
+		return d.strLen(1)
+	case 0xc5, 0xda:
+		return d.strLen(2)
+	case 0xc6, 0xdb:
+		return d.strLen(4)
+	case 0xca:
+		u, err := d.uintN(4)
+		return float64(math.Float32frombits(uint32(u))), err
+	case 0xcb:
+		u, err := d.uintN(8)
+		return math.Float64frombits(u), err
+	case 0xcc, 0xcd, 0xce, 0xcf:
+		u, err := d.uintN(1 << (c - 0xcc))
+		if err != nil {
+			return nil, err
+		}
+		if u > math.MaxInt64 {
+			return u, nil
+		}
+		return int64(u), nil
+	case 0xd0, 0xd1, 0xd2, 0xd3:
+		n := 1 << (c - 0xd0)
+		u, err := d.uintN(n)
+		if err != nil {
+			return nil, err
+		}
+		switch n {
+		case 1:
+			return int64(int8(u)), nil
+		case 2:
+			return int64(int16(u)), nil
+		case 4:
+			return int64(int32(u)), nil
+		}
+		return int64(u), nil
+	case 0xdc:
+		n, err := d.length(2)
+		if err != nil {
+			return nil, err
+		}
+		return d.array(n, depth)
+	case 0xdd:
+		n, err := d.length(4)
+		if err != nil {
+			return nil, err
+		}
+		return d.array(n, depth)
+	case 0xde:
+		n, err := d.length(2)
+		if err != nil {
+			return nil, err
+		}
+		return d.mapN(n, depth)
+	case 0xdf:
+		n, err := d.length(4)
+		if err != nil {
+			return nil, err
+		}
+		return d.mapN(n, depth)
+	case 0xd4, 0xd5, 0xd6, 0xd7, 0xd8:
+		return d.ext(1<<(c-0xd4), depth)
+	case 0xc7:
+		n, err := d.length(1)
+		if err != nil {
+			return nil, err
+		}
+		return d.ext(n, depth)
+	case 0xc8:
+		n, err := d.length(2)
+		if err != nil {
+			return nil, err
+		}
+		return d.ext(n, depth)
+	case 0xc9:
+		n, err := d.length(4)
+		if err != nil {
+			return nil, err
+		}
+		return d.ext(n, depth)
+	}
+	return nil, errors.Wrapf(ErrMsgpack, "reserved type byte 0x%02x", errors.Safe(c))
+}
+
+func (d *tolerantDecoder) strLen(n int) (any, error) {
+	l, err := d.length(n)
+	if err != nil {
+		return nil, err
+	}
+	return d.str(l)
+}
+
+func (d *tolerantDecoder) str(n int) (any, error) {
+	s, err := d.need(n)
+	if err != nil {
+		return nil, err
+	}
+	return string(s), nil
+}
+
+// rawString returns a str or bin value as a slice of the input (no copy).
+func (d *tolerantDecoder) rawString() ([]byte, error) {
+	h, err := d.need(1)
+	if err != nil {
+		return nil, err
+	}
+	var n int
+	switch c := h[0]; {
+	case c >= 0xa0 && c <= 0xbf:
+		n = int(c & 0x1f)
+	case c == 0xc4 || c == 0xd9:
+		n, err = d.length(1)
+	case c == 0xc5 || c == 0xda:
+		n, err = d.length(2)
+	case c == 0xc6 || c == 0xdb:
+		n, err = d.length(4)
+	default:
+		return nil, errors.Wrap(ErrMsgpack, "expected str or bin")
+	}
+	if err != nil {
+		return nil, err
+	}
+	return d.need(n)
+}
+
+func (d *tolerantDecoder) array(n, depth int) (any, error) {
+	if n > len(d.b)-d.off {
+		return nil, errors.Wrap(ErrMsgpack, "array length exceeds input")
+	}
+	out := make([]any, n)
+	for i := range out {
+		v, err := d.value(depth + 1)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = v
+	}
+	return out, nil
+}
+
+func (d *tolerantDecoder) mapN(n, depth int) (any, error) {
+	if n > (len(d.b)-d.off)/2 {
+		return nil, errors.Wrap(ErrMsgpack, "map length exceeds input")
+	}
+	out := make(map[string]any, n)
+	for i := 0; i < n; i++ {
+		k, err := d.value(depth + 1)
+		if err != nil {
+			return nil, err
+		}
+		ks, err := mapKeyString(k)
+		if err != nil {
+			return nil, err
+		}
+		v, err := d.value(depth + 1)
+		if err != nil {
+			return nil, err
+		}
+		out[ks] = v
+	}
+	return out, nil
+}
+
+// mapKeyString renders a decoded map key as Python's str() would.
+func mapKeyString(k any) (string, error) {
+	switch x := k.(type) {
+	case string:
+		return x, nil
+	case int64:
+		return strconv.FormatInt(x, 10), nil
+	case uint64:
+		return strconv.FormatUint(x, 10), nil
+	case bool:
+		if x {
+			return "True", nil
+		}
+		return "False", nil
+	case nil:
+		return "None", nil
+	case float64:
+		return strconv.FormatFloat(x, 'g', -1, 64), nil
+	case time.Time:
+		return x.Format("2006-01-02 15:04:05.999999"), nil
+	}
+	return "", errors.Wrap(ErrMsgpack, "unhashable map key")
+}
+
+func (d *tolerantDecoder) ext(n, depth int) (any, error) {
+	th, err := d.need(1)
+	if err != nil {
+		return nil, err
+	}
+	typ := int8(th[0])
+	payload, err := d.need(n)
+	if err != nil {
+		return nil, err
+	}
+	switch typ {
+	case 78:
+		if t, err := time.Parse(datetimeLayout, string(payload)); err == nil {
+			return t, nil
+		}
+	case 79:
+		inner := &tolerantDecoder{b: payload}
+		v, err := inner.value(depth + 1)
+		if err == nil && inner.off == len(payload) {
+			if arr, ok := v.([]any); ok && len(arr) == 2 {
+				if name, ok := arr[0].(string); ok {
+					return Constant{Name: name, Value: arr[1]}, nil
+				}
+			}
+		}
+	case -1:
+		if t, ok := decodeTimestamp(payload); ok {
+			return t, nil
+		}
+	}
+	return Ext{Type: typ, Data: append([]byte(nil), payload...)}, nil
+}
+
+func decodeTimestamp(p []byte) (time.Time, bool) {
+	switch len(p) {
+	case 4:
+		return time.Unix(int64(binary.BigEndian.Uint32(p)), 0).UTC(), true
+	case 8:
+		v := binary.BigEndian.Uint64(p)
+		return time.Unix(int64(v&0x3ffffffff), int64(v>>34)).UTC(), true
+	case 12:
+		ns := binary.BigEndian.Uint32(p[:4])
+		s := int64(binary.BigEndian.Uint64(p[4:]))
+		return time.Unix(s, int64(ns)).UTC(), true
+	}
+	return time.Time{}, false
+}
+
+// EncodeValue encodes v in the msgpack dialect of Salt's request channel
+// (see encodeSalt). Use *OrderedMap for maps whose key order matters.
+func EncodeValue(v any) ([]byte, error) { return encodeSalt(v) }

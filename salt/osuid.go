@@ -1,0 +1,5 @@
+package salt
+
+import "os"
+
+func osGetuid() int { return os.Getuid() }

@@ -1,0 +1,255 @@
+package salt_test
+
+import (
+	"context"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cockroachdb/errors"
+
+	"github.com/oduflow/oduflow-go/internal/saltsim"
+	"github.com/oduflow/oduflow-go/salt"
+)
+
+const simMinion = "client-5b2f8c1e-3c4d-4e5f-8a9b-0c1d2e3f4a5b"
+
+type simEnv struct {
+	sim    *saltsim.Sim
+	stream *salt.EventStream
+	key    *salt.Client
+	jids   *salt.JIDGenerator
+}
+
+func startSim(t testing.TB, opts ...saltsim.Option) *simEnv {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "ss") // unix socket paths must stay short
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	opts = append([]saltsim.Option{saltsim.WithDir(dir),
+		saltsim.WithEauthUser("file", "oduflow", "labpass-0duflow", saltsim.LabACL())}, opts...)
+	ctx := context.Background()
+	sim, err := saltsim.Start(ctx, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = sim.Close() })
+	sim.AddMinion(simMinion, saltsim.Standard())
+	stream, err := salt.SubscribeEvents(ctx, sim.EventAddr(), salt.WithTagPrefixes("salt/"),
+		salt.WithReconnectBackoff(10*time.Millisecond, 100*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = stream.Close() })
+	key, err := salt.NewClient(sim.RequestAddr(), salt.WithAuth(salt.UserKey("root", sim.KeyFile())),
+		salt.WithRequestTimeout(5*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = key.Close() })
+	return &simEnv{sim: sim, stream: stream, key: key, jids: salt.NewJIDGenerator()}
+}
+
+func (e *simEnv) ping(t testing.TB, c *salt.Client) (salt.JID, error) {
+	t.Helper()
+	jid := e.jids.Next()
+	res, err := c.Publish(context.Background(), salt.PublishRequest{Target: salt.ListTarget(simMinion), Fun: "test.ping", JID: jid})
+	if err == nil && (res.JID != jid || len(res.Minions) != 1) {
+		t.Fatalf("publish result %+v", res)
+	}
+	return jid, err
+}
+
+func TestSimulatorEveryCommand(t *testing.T) {
+	for _, framing := range []saltsim.Framing{saltsim.FramingBare, saltsim.FramingLengthPrefixed} {
+		t.Run(framing.String(), func(t *testing.T) {
+			e := startSim(t, saltsim.WithEventFraming(framing))
+			ctx := context.Background()
+			if err := e.key.Ping(ctx); err != nil {
+				t.Fatal(err)
+			}
+			tokens := salt.NewTokenSource(e.key, "file", "oduflow", "labpass-0duflow")
+			for _, a := range []salt.Auth{salt.UserKey("root", e.sim.KeyFile()),
+				salt.Eauth("file", "oduflow", "labpass-0duflow"), salt.TokenAuth(tokens)} {
+				c, _ := salt.NewClient(e.sim.RequestAddr(), salt.WithAuth(a))
+				jid, err := e.ping(t, c)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if r := waitReturn(t, e.stream, jid, simMinion); r.Return != true || !r.Success {
+					t.Fatalf("return %+v", r)
+				}
+				_ = c.Close()
+			}
+			if tk, err := e.key.GetToken(ctx, tokens.Current().Token); err != nil || tk.Name != "oduflow" {
+				t.Fatalf("get_token %v %v", tk, err)
+			}
+			if _, err := e.key.MkToken(ctx, "file", "oduflow", "nope"); !errors.Is(err, salt.ErrAuthentication) {
+				t.Fatalf("mk_token: %v", err)
+			}
+			tc, _ := salt.NewClient(e.sim.RequestAddr(), salt.WithAuth(salt.TokenAuth(tokens)))
+			defer tc.Close()
+			run, err := tc.Runner(ctx, "test.arg", []any{"a"}, map[string]any{"k": "v"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			waitEvent(t, e.stream, 5*time.Second, "runner ret", func(ev salt.Event) bool { return ev.Tag == run.Tag+"/ret" })
+			if w, err := tc.Wheel(ctx, "key.list_all", nil); err != nil || !w.Success {
+				t.Fatalf("wheel %+v %v", w, err)
+			}
+			_, err = tc.Publish(ctx, salt.PublishRequest{Target: salt.ListTarget(simMinion), Fun: "cmd.run", Args: []any{"id"}})
+			if !errors.Is(err, salt.ErrAuthorization) || !salt.IsNotPublished(err) {
+				t.Fatalf("authz %v", err)
+			}
+			wrong, _ := salt.NewClient(e.sim.RequestAddr(), salt.WithAuth(salt.Eauth("file", "oduflow", "bad")))
+			defer wrong.Close()
+			if _, err := e.ping(t, wrong); !errors.Is(err, salt.ErrAuthentication) {
+				t.Fatalf("wrong password %v", err)
+			}
+			_, err = e.key.Publish(ctx, salt.PublishRequest{Target: salt.GlobTarget("nomatch-*"), Fun: "test.ping"})
+			if !errors.Is(err, salt.ErrNoMinions) {
+				t.Fatalf("no minions %v", err)
+			}
+			res, err := e.key.Publish(ctx, salt.PublishRequest{Target: salt.ListTarget(simMinion, "client-00000000-0000-4000-8000-000000000000"),
+				Fun: "state.apply", Args: []any{"roles.client_stack"}, Kwargs: map[string]any{"test": true}, JID: e.jids.Next()})
+			if err != nil || len(res.Missing) != 1 {
+				t.Fatalf("partly unknown %+v %v", res, err)
+			}
+			r := waitReturn(t, e.stream, res.JID, simMinion)
+			if len(r.FunArgs) != 2 || r.Retcode != 0 {
+				t.Fatalf("state.apply return %+v", r)
+			}
+			if n := e.sim.CountPublications("test.ping"); n != 3 {
+				t.Fatalf("%d test.ping publications", n)
+			}
+		})
+	}
+}
+
+func TestSimulatorDroppedReplyIsUnknownAndPublishedOnce(t *testing.T) {
+	e := startSim(t)
+	c, _ := salt.NewClient(e.sim.RequestAddr(), salt.WithAuth(salt.UserKey("root", e.sim.KeyFile())),
+		salt.WithRequestTimeout(500*time.Millisecond))
+	defer c.Close()
+	e.sim.DropNextReply("publish")
+	jid, err := e.ping(t, c)
+	if !salt.IsOutcomeUnknown(err) || salt.IsNotPublished(err) {
+		t.Fatalf("dropped reply: %v", err)
+	}
+	// the job did run: its return arrives, and it was published exactly once
+	waitReturn(t, e.stream, jid, simMinion)
+	time.Sleep(100 * time.Millisecond)
+	if n := e.sim.CountPublications("test.ping"); n != 1 {
+		t.Fatalf("%d publications, want exactly 1", n)
+	}
+}
+
+func TestSimulatorDelayedMalformedHeartbeat(t *testing.T) {
+	e := startSim(t, saltsim.WithHeartbeat(20*time.Millisecond))
+	c, _ := salt.NewClient(e.sim.RequestAddr(), salt.WithAuth(salt.UserKey("root", e.sim.KeyFile())),
+		salt.WithRequestTimeout(time.Second))
+	defer c.Close()
+	// delayed reply within the timeout, with PINGs every 20 ms meanwhile
+	e.sim.DelayNextReply("publish", 300*time.Millisecond)
+	if _, err := e.ping(t, c); err != nil {
+		t.Fatalf("delayed reply with heartbeats: %v", err)
+	}
+	// explicit heartbeat while waiting
+	e.sim.DelayNextReply("publish", 200*time.Millisecond)
+	done := make(chan error, 1)
+	go func() { _, err := e.ping(t, c); done <- err }()
+	time.Sleep(50 * time.Millisecond)
+	e.sim.SendHeartbeat()
+	if err := <-done; err != nil {
+		t.Fatalf("reply after explicit PING: %v", err)
+	}
+	// delayed beyond the timeout: unknown, but published once
+	e.sim.DelayNextReply("publish", 1500*time.Millisecond)
+	before := e.sim.CountPublications("test.ping")
+	if _, err := e.ping(t, c); !salt.IsOutcomeUnknown(err) || !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("late reply: %v", err)
+	}
+	time.Sleep(1600 * time.Millisecond)
+	if n := e.sim.CountPublications("test.ping") - before; n != 1 {
+		t.Fatalf("%d publications", n)
+	}
+	// malformed reply
+	e.sim.MalformNextReply("publish")
+	if _, err := e.ping(t, c); !errors.Is(err, salt.ErrMalformedReply) || !salt.IsOutcomeUnknown(err) {
+		t.Fatalf("malformed: %v", err)
+	}
+}
+
+func TestSimulatorEventBusCloseAndRestart(t *testing.T) {
+	e := startSim(t, saltsim.WithEventFraming(saltsim.FramingLengthPrefixed))
+	waitReaders(t, e.sim)
+	e.sim.CloseEventBus()
+	waitGap(t, e.stream, salt.GapReasonReconnected)
+	jid, err := e.ping(t, e.key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitReturn(t, e.stream, jid, simMinion)
+
+	// restart: key rotates (UserKey re-reads it), bus reconnects
+	if err := e.sim.Restart(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	waitGap(t, e.stream, salt.GapReasonReconnected)
+	jid, err = e.ping(t, e.key)
+	if err != nil {
+		t.Fatalf("publish after restart: %v", err)
+	}
+	waitReturn(t, e.stream, jid, simMinion)
+
+	// duplicate returns are delivered as such (consumers deduplicate)
+	jid = e.jids.Next()
+	e.sim.DuplicateNextReturn(string(jid))
+	if _, err := e.key.Publish(context.Background(), salt.PublishRequest{Target: salt.ListTarget(simMinion), Fun: "test.ping", JID: jid}); err != nil {
+		t.Fatal(err)
+	}
+	waitReturn(t, e.stream, jid, simMinion)
+	waitReturn(t, e.stream, jid, simMinion)
+}
+
+func TestSimulatorMinimumAuthVersion(t *testing.T) {
+	e := startSim(t, saltsim.WithMinimumAuthVersion(3))
+	if err := e.key.Ping(context.Background()); err != nil {
+		t.Fatalf("version 3: %v", err)
+	}
+	old, _ := salt.NewClient(e.sim.RequestAddr(), salt.WithEnvelopeVersion(2), salt.WithAuth(salt.UserKey("root", e.sim.KeyFile())))
+	defer old.Close()
+	if _, err := e.ping(t, old); !errors.Is(err, salt.ErrBadLoad) || !salt.IsNotPublished(err) {
+		t.Fatalf("version 2 on a 3006.17+ master: %v", err)
+	}
+}
+
+// waitReaders waits until the simulator has registered our event-bus reader
+// (the client side of a connection is up before the server's accept ran).
+func waitReaders(t *testing.T, sim *saltsim.Sim) {
+	t.Helper()
+	for i := 0; sim.EventReaders() < 1; i++ {
+		if i > 500 {
+			t.Fatal("event reader never registered")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func waitGap(t *testing.T, s *salt.EventStream, reason string) {
+	t.Helper()
+	deadline := time.After(5 * time.Second)
+	for {
+		select {
+		case ev := <-s.Events():
+			if ev.Kind == salt.EventGap && strings.Contains(ev.Gap.Reason, reason) {
+				return
+			}
+		case <-deadline:
+			t.Fatalf("no gap %q", reason)
+		}
+	}
+}
