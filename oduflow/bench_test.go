@@ -96,10 +96,15 @@ func BenchmarkDispatcher(b *testing.B) {
 	}
 	wg.Wait()
 	startAll := time.Since(t0)
-	deadline := time.Now().Add(10 * time.Minute)
+	deadline := time.Now().Add(3 * time.Minute)
 	for e.runs() < n {
 		if time.Now().After(deadline) {
-			b.Fatalf("only %d of %d in flight", e.runs(), n)
+			codes := map[string]int{}
+			for _, r := range reqs {
+				c, _ := d.Store().Get(ctx, r)
+				codes[string(c.Phase)+"/"+c.ErrorCode]++
+			}
+			b.Fatalf("only %d of %d in flight: %v", e.runs(), n, codes)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}

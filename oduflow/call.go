@@ -62,10 +62,26 @@ func publishErrorCode(err error) string {
 	return CodeOutcomeUnknown
 }
 
-// call publishes a read-only function to one minion and waits (at most timeout) for its return. The event
-// waiter is registered before the publish. A gap while waiting fails the call with ErrNoReturn (the
-// caller decides whether to try again).
+// callAttempts bounds how often a read-only call is published again after an event gap hid its return.
+const callAttempts = 3
+
+// call publishes a read-only function (never oduflow_job.run) to one minion and waits (at most timeout in
+// all) for its return. The event waiter is registered before each publish. When an event-bus gap may have
+// hidden the return, the read-only call is asked again (new JID), at most callAttempts times in all.
 func (d *Dispatcher) call(ctx context.Context, minion, fun string, args []any, timeout time.Duration) (*salt.JobReturn, error) {
+	if fun == FunRun {
+		return nil, errors.AssertionFailedf("oduflow: call never publishes %s", errors.Safe(fun))
+	}
+	deadline := time.Now().Add(timeout)
+	for attempt := 1; ; attempt++ {
+		jr, err := d.callOnce(ctx, minion, fun, args, time.Until(deadline))
+		if err == nil || !errors.Is(err, errCallGap) || attempt >= callAttempts || time.Until(deadline) <= 0 {
+			return jr, err
+		}
+	}
+}
+
+func (d *Dispatcher) callOnce(ctx context.Context, minion, fun string, args []any, timeout time.Duration) (*salt.JobReturn, error) {
 	jid := d.jids.Next()
 	w, err := d.hub.watch(ctx, jid)
 	if err != nil {

@@ -161,7 +161,7 @@ func allCodes() []ErrorCode {
 		CodeScalarTooLong, CodeNonStringKey, CodeAmbiguousScalar, CodeNumberOutOfRange, CodeForbiddenDeclaration,
 		CodeInvalidID, CodeInvalidState, CodeInvalidFunction, CodeDuplicateModule, CodeArgumentsNotList,
 		CodeInvalidArgument, CodeDuplicateArgument, CodeReservedArgument, CodeParallel, CodeInvalidRequisite,
-		CodeInvalidName, CodeInvalidNames, CodeInvalidOrder, CodeNotCanonical,
+		CodeInvalidName, CodeInvalidNames, CodeInvalidOrder, CodeAmbiguousOrder, CodeNotCanonical,
 	}
 }
 

@@ -55,7 +55,8 @@ const (
 	CodeInvalidRequisite     ErrorCode = "invalid_requisite"     // a requisite that is not a list of ids or {module: id}
 	CodeInvalidName          ErrorCode = "invalid_name"          // name that is not a string
 	CodeInvalidNames         ErrorCode = "invalid_names"         // names that is not a list of strings or {name: [args]}
-	CodeInvalidOrder         ErrorCode = "invalid_order"         // order that is not an integer, "first" or "last"
+	CodeInvalidOrder         ErrorCode = "invalid_order"         // order that is not an integer within ±100000, "first" or "last"
+	CodeAmbiguousOrder       ErrorCode = "ambiguous_order"       // explicit orders Salt would break by id order
 	CodeNotCanonical         ErrorCode = "not_canonical"         // canonical JSON refused the compiled data (not expected)
 )
 

@@ -153,22 +153,27 @@ func allowedRune(r rune) bool {
 const maxFlowGuard = 256
 
 // flowGuard approximates the flow-collection nesting of the raw text: '[' and
-// '{' opening a token (after a blank, '[', '{', ',' or at a line start)
-// outside quotes and comments. It can only over-count in block scalar text,
-// which would take 256 unbalanced brackets.
+// '{' opening a token (see tokenStart) outside quotes and comments. It can
+// only over-count in block scalar text, which would take 256 unbalanced
+// brackets each preceded by a blank.
 type flowGuard struct {
 	depth   int
-	quote   byte // '"' or '\'' while inside a quoted scalar
+	quote   byte // '"' or '\'' inside a quoted scalar; 'e' after a backslash, 'd' inside ''
 	comment bool
 }
 
-func tokenStart(src []byte, i int) bool {
+// tokenStart reports whether src[i] may start a token: at the start, after
+// a blank or a line break, and inside a flow collection also right after
+// '[', '{' or ','.
+func (g *flowGuard) tokenStart(src []byte, i int) bool {
 	if i == 0 {
 		return true
 	}
 	switch src[i-1] {
-	case ' ', '\t', '\n', '\r', '[', '{', ',':
+	case ' ', '\t', '\n', '\r':
 		return true
+	case '[', '{', ',':
+		return g.depth > 0
 	}
 	return false
 }
@@ -181,8 +186,7 @@ func (g *flowGuard) step(src []byte, i int) bool {
 		g.comment = c != '\n' && c != '\r'
 	case g.quote == '"':
 		if c == '\\' {
-			// the escaped character cannot end the scalar; skipping it is
-			// done by treating the next byte as content: mark with a space.
+			// the escaped character cannot end the scalar
 			g.quote = 'e'
 		} else if c == '"' {
 			g.quote = 0
@@ -198,11 +202,11 @@ func (g *flowGuard) step(src []byte, i int) bool {
 		}
 	case g.quote == 'd':
 		g.quote = '\''
-	case c == '#' && tokenStart(src, i):
+	case c == '#' && g.tokenStart(src, i):
 		g.comment = true
-	case (c == '"' || c == '\'') && tokenStart(src, i):
+	case (c == '"' || c == '\'') && g.tokenStart(src, i):
 		g.quote = c
-	case (c == '[' || c == '{') && tokenStart(src, i):
+	case (c == '[' || c == '{') && g.tokenStart(src, i):
 		g.depth++
 		return g.depth > maxFlowGuard
 	case (c == ']' || c == '}') && g.depth > 0:

@@ -63,10 +63,14 @@ func isRequisite(k string) bool {
 	return false
 }
 
-// compiler turns the document's top-level mapping into Salt high data.
+// compiler turns the document's top-level mapping into Salt high data. It
+// records, in source order, what the Salt-semantics pass (semantics.go) needs.
 type compiler struct {
 	walker
 	nextOrder int64
+	modules   map[string][]string // id -> its modules in source order
+	decls     []*decl             // declarations in source order
+	reqs      []reqRef            // top-level requisite items
 }
 
 type arg struct {
@@ -100,7 +104,7 @@ func (c *compiler) top(root *yaml.Node) (map[string]any, *CustomError) {
 		if err := checkID(kn, id); err != nil {
 			return err
 		}
-		body, err := c.declaration(vn)
+		body, err := c.declaration(id, vn)
 		if err != nil {
 			return err
 		}
@@ -110,6 +114,9 @@ func (c *compiler) top(root *yaml.Node) (map[string]any, *CustomError) {
 		return nil
 	})
 	if err != nil {
+		return nil, err
+	}
+	if err := c.resolve(); err != nil {
 		return nil, err
 	}
 	return high, nil
@@ -136,7 +143,7 @@ func checkID(kn *yaml.Node, id string) *CustomError {
 
 // declaration compiles the value of a state id: a mapping of module.function
 // keys to argument lists, or the short form "module.function".
-func (c *compiler) declaration(vn *yaml.Node) (map[string]any, *CustomError) {
+func (c *compiler) declaration(id string, vn *yaml.Node) (map[string]any, *CustomError) {
 	if err := c.check(vn, 2); err != nil {
 		return nil, err
 	}
@@ -157,7 +164,7 @@ func (c *compiler) declaration(vn *yaml.Node) (map[string]any, *CustomError) {
 			}
 			return nil, errAt(vn, CodeInvalidState, notDecl)
 		}
-		return map[string]any{mod: c.finish(fun, nil, false)}, nil
+		return map[string]any{mod: c.finish(id, mod, fun, vn, nil)}, nil
 	case yaml.MappingNode:
 	default:
 		return nil, errAt(vn, CodeInvalidState, notDecl)
@@ -174,11 +181,11 @@ func (c *compiler) declaration(vn *yaml.Node) (map[string]any, *CustomError) {
 		if _, dup := body[mod]; dup {
 			return errAt(kn, CodeDuplicateModule, "two functions of the same module under one state id: use separate state ids")
 		}
-		args, hasOrder, err := c.arguments(an, 3, true)
+		args, err := c.arguments(an, 3, true)
 		if err != nil {
 			return err
 		}
-		body[mod] = c.finish(fun, args, hasOrder)
+		body[mod] = c.finish(id, mod, fun, kn, args)
 		return nil
 	})
 	if err != nil {
@@ -190,9 +197,21 @@ func (c *compiler) declaration(vn *yaml.Node) (map[string]any, *CustomError) {
 // finish builds a state declaration list: the function name first, then the
 // arguments sorted by name, with Salt's implicit {"order": n} when the source
 // gives none (BaseHighState._handle_iorder, in source order).
-func (c *compiler) finish(fun string, args []arg, hasOrder bool) []any {
-	if !hasOrder {
-		args = append(args, arg{key: "order", val: FirstAutoOrder + c.nextOrder})
+func (c *compiler) finish(id, mod, fun string, at *yaml.Node, args []arg) []any {
+	d := &decl{id: id, module: mod, fun: fun, node: at, name: id}
+	for _, a := range args {
+		switch a.key {
+		case "order":
+			d.order = a.val
+		case "name":
+			d.name, d.explicitName = a.val.(string), true
+		case "names":
+			d.names = a.val.([]any)
+		}
+	}
+	if d.order == nil {
+		d.order = FirstAutoOrder + c.nextOrder
+		args = append(args, arg{key: "order", val: d.order})
 		c.nextOrder++
 	}
 	slices.SortFunc(args, func(a, b arg) int { return strings.Compare(a.key, b.key) })
@@ -201,52 +220,55 @@ func (c *compiler) finish(fun string, args []arg, hasOrder bool) []any {
 	for _, a := range args {
 		out = append(out, map[string]any{a.key: a.val})
 	}
+	if c.modules == nil {
+		c.modules = make(map[string][]string)
+	}
+	c.modules[id] = append(c.modules[id], mod)
+	c.decls = append(c.decls, d)
 	return out
 }
 
 // arguments compiles a function's argument list: a list of single-key
-// mappings. allowNames is false inside a names entry.
-func (c *compiler) arguments(n *yaml.Node, depth int, allowNames bool) ([]arg, bool, *CustomError) {
+// mappings. top is false inside a names entry.
+func (c *compiler) arguments(n *yaml.Node, depth int, top bool) ([]arg, *CustomError) {
 	if err := c.check(n, depth); err != nil {
-		return nil, false, err
+		return nil, err
 	}
 	if n.Kind != yaml.SequenceNode {
-		return nil, false, errAt(n, CodeArgumentsNotList,
+		return nil, errAt(n, CodeArgumentsNotList,
 			"a function's value must be a list of arguments; write [] or the short form id: module.function when there are none")
 	}
 	args := make([]arg, 0, len(n.Content)+1)
-	hasOrder := false
-	seen := make(map[string]struct{}, len(n.Content))
 	for _, item := range n.Content {
 		if err := c.check(item, depth+1); err != nil {
-			return nil, false, err
+			return nil, err
 		}
 		if item.Kind != yaml.MappingNode || len(item.Content) != 2 {
-			return nil, false, errAt(item, CodeInvalidArgument, "each argument must be a single-key mapping (- name: value)")
+			return nil, errAt(item, CodeInvalidArgument, "each argument must be a single-key mapping (- name: value)")
 		}
 		kn, vn := item.Content[0], item.Content[1]
 		k, err := c.key(kn, depth+2)
 		if err != nil {
-			return nil, false, err
+			return nil, err
 		}
-		if err := checkArgName(kn, k, allowNames); err != nil {
-			return nil, false, err
+		if err := checkArgName(kn, k, top); err != nil {
+			return nil, err
 		}
-		if _, dup := seen[k]; dup {
-			return nil, false, errAt(kn, CodeDuplicateArgument, "the same argument is given twice for one function")
+		for _, a := range args {
+			if a.key == k {
+				return nil, errAt(kn, CodeDuplicateArgument, "the same argument is given twice for one function")
+			}
 		}
-		seen[k] = struct{}{}
-		v, err := c.argValue(k, vn, depth+2)
+		v, err := c.argValue(k, vn, depth+2, top)
 		if err != nil {
-			return nil, false, err
+			return nil, err
 		}
-		hasOrder = hasOrder || k == "order"
 		args = append(args, arg{key: k, val: v})
 	}
-	return args, hasOrder, nil
+	return args, nil
 }
 
-func checkArgName(kn *yaml.Node, k string, allowNames bool) *CustomError {
+func checkArgName(kn *yaml.Node, k string, top bool) *CustomError {
 	switch {
 	case k == "parallel":
 		return errAt(kn, CodeParallel, "explicit parallel is not allowed")
@@ -254,16 +276,16 @@ func checkArgName(kn *yaml.Node, k string, allowNames bool) *CustomError {
 		return errAt(kn, CodeReservedArgument, "this argument name is reserved by Salt")
 	case !isIdent(k):
 		return errAt(kn, CodeInvalidArgument, "argument names must be identifiers (letters, digits, _)")
-	case k == "names" && !allowNames:
-		return errAt(kn, CodeInvalidNames, "names cannot be nested inside names")
+	case !top && (k == "names" || k == "name" || k == "order"):
+		return errAt(kn, CodeInvalidNames, "name, names and order cannot be set inside a names entry")
 	}
 	return nil
 }
 
-func (c *compiler) argValue(k string, vn *yaml.Node, depth int) (any, *CustomError) {
+func (c *compiler) argValue(k string, vn *yaml.Node, depth int, top bool) (any, *CustomError) {
 	switch {
 	case isRequisite(k):
-		return c.requisite(vn, depth)
+		return c.requisite(k, vn, depth, top)
 	case k == "name":
 		s, ok, err := c.stringValue(vn, depth)
 		if err != nil {
@@ -286,21 +308,23 @@ func (c *compiler) argValue(k string, vn *yaml.Node, depth int) (any, *CustomErr
 			}
 			switch v := v.(type) {
 			case int64:
-				return v, nil
+				if v >= -maxExplicitOrder && v <= maxExplicitOrder {
+					return v, nil
+				}
 			case string:
 				if v == "first" || v == "last" {
 					return v, nil
 				}
 			}
 		}
-		return nil, errAt(vn, CodeInvalidOrder, "order must be an integer, first or last")
+		return nil, errAt(vn, CodeInvalidOrder, "order must be an integer within ±100000, first or last")
 	}
 	return c.value(vn, depth)
 }
 
 // requisite validates a requisite list: plain state ids or {module: id}
 // single-key mappings, kept verbatim.
-func (c *compiler) requisite(n *yaml.Node, depth int) (any, *CustomError) {
+func (c *compiler) requisite(key string, n *yaml.Node, depth int, top bool) (any, *CustomError) {
 	const shape = "a requisite must be a list of state ids or single-key mappings {module: id}"
 	if err := c.check(n, depth); err != nil {
 		return nil, err
@@ -343,6 +367,11 @@ func (c *compiler) requisite(n *yaml.Node, depth int) (any, *CustomError) {
 		}
 		out = append(out, s)
 	}
+	if top {
+		for i, item := range n.Content {
+			c.reqs = append(c.reqs, reqRef{key: key, list: out, idx: i, node: item})
+		}
+	}
 	return out, nil
 }
 
@@ -384,7 +413,7 @@ func (c *compiler) names(n *yaml.Node, depth int) (any, *CustomError) {
 			}
 			return nil, errAt(item.Content[1], CodeInvalidNames, shape)
 		}
-		args, _, err := c.arguments(item.Content[1], depth+2, false)
+		args, err := c.arguments(item.Content[1], depth+2, false)
 		if err != nil {
 			return nil, err
 		}

@@ -43,11 +43,20 @@
 //	terminal   *          any           no      a terminal receipt is immutable
 //	*          (none)     any           no      evidence is never deleted by a transition
 //
-// Any pair not listed as legal is illegal (ErrIllegalTransition). How a status
-// answer is derived from the phases: no record -> not_started; claimed with
-// the request lock held, or running with the request lock held -> running;
-// claimed or running with the request lock free -> unknown; terminal -> the
-// exact receipt.
+// Any pair not listed as legal is illegal (ErrIllegalTransition).
+//
+// How a status answer is derived from evidence (no record -> not_started;
+// JID index or running record with the request lock held -> running; with
+// the lock free -> unknown; terminal receipt -> the exact receipt) has one
+// race to avoid: a worker can start or finish between reading the records
+// and probing the lock. The safe order is: read the records, probe the lock,
+// read the records again, and decide on the second reading; partial evidence
+// counts as abandoned (unknown) only when the same partial evidence was
+// already there before a probe that found the lock free (a finishing worker
+// commits its terminal receipt before it releases the lock, so it cannot be
+// mistaken for a dead one). If the evidence moved, read again; evidence that
+// keeps moving belongs to a live worker (running). The Go model of the minion
+// worker in worker_test.go does exactly this under concurrent polls.
 //
 // # Receipt statuses
 //

@@ -51,9 +51,13 @@ func FuzzDecode(f *testing.F) {
 }
 
 // decodeMsgpack decodes data into any, with map[string]any maps (the default)
-// or map[any]any maps; it reports false for inputs the decoder refuses or
-// panics on (unhashable keys), which are the decoder's business, not Reduce's.
+// or map[any]any maps; it reports false for inputs the decoder refuses,
+// panics on (unhashable keys) or would over-allocate for (see
+// plausibleMsgpack), which are the decoder's business, not Reduce's.
 func decodeMsgpack(data []byte, untyped bool) (v any, ok bool) {
+	if !plausibleMsgpack(data) {
+		return nil, false
+	}
 	defer func() {
 		if recover() != nil {
 			ok = false

@@ -12,7 +12,7 @@ import (
 // largest integer both Go and a JSON double hold exactly).
 const MaxCount = MaxSafeInteger - 1
 
-// Keys lists the nine receipt keys in schema order (also the order in which
+// receiptKeys lists the nine receipt keys in schema order (also the order in which
 // Decode checks them, so the first failing key decides the reason).
 var receiptKeys = [...]string{
 	"protocol", "minion_id", "request_id", "jid", "profile",
@@ -164,10 +164,12 @@ func safeKey(k string) string {
 }
 
 // FromValue validates a receipt from an already decoded value: a
-// map[string]any or map[any]any as produced by encoding/json (with or without
-// UseNumber) or msgpack. Integers may be any Go integer kind or an integer
-// json.Number; a bool, a float (even 1.0) or a fractional number for an
-// integer key is wrong_type. Reasons and their precedence are those of Decode.
+// map[string]any or map[any]any as produced by msgpack or by encoding/json
+// with UseNumber (without UseNumber every JSON number is a float64, which is
+// wrong_type for the integer keys). Integers may be any Go integer kind or an
+// integer json.Number; a bool, a float (even 1.0) or a fractional number for
+// an integer key is wrong_type. Reasons and their precedence are those of
+// Decode.
 func FromValue(v any) (Receipt, error) {
 	var m map[string]any
 	switch x := v.(type) {

@@ -29,7 +29,8 @@ type Summary struct {
 //     results exactly true, total = number of entries.
 //
 // Both map[string]any and map[any]any are accepted at every level, since
-// msgpack decoders produce either. An exception while running the state is
+// msgpack decoders produce either; other Go map types (map[string]bool, ...)
+// are not decoded Salt data and count as "not a mapping". An exception while running the state is
 // the caller's to map to unknown; it never reaches Reduce.
 func Reduce(ret any) Summary {
 	unknown := Summary{Status: StatusUnknown}

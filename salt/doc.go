@@ -60,6 +60,12 @@
 // poll for what it may have missed. salt/job/<jid>/new and
 // salt/job/<jid>/ret/<id> are decoded into JobNew and JobReturn.
 //
+// The event bus has no handshake: SubscribeEvents returns when connect()
+// does, and the master registers the reader when its publisher process
+// accepts the connection, normally within milliseconds. Events fired in
+// between are lost without a Gap. A dispatcher that must not miss a return
+// therefore also polls the minion when a return is overdue.
+//
 // # Wire details
 //
 // Requests use a minimal ZMTP 3.1 REQ implementation (zmtp.go explains why

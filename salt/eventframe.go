@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"encoding/binary"
 	"io"
+	"slices"
 
 	"github.com/cockroachdb/errors"
 )
@@ -96,7 +97,7 @@ func readMsgpackObject(br *bufio.Reader, max int) ([]byte, error) {
 			return errors.Wrapf(ErrFrameTooLarge, "frame exceeds %d bytes", errors.Safe(max))
 		}
 		start := len(buf)
-		buf = append(buf, make([]byte, n)...)
+		buf = slices.Grow(buf, int(n))[:start+int(n)]
 		_, err := io.ReadFull(br, buf[start:])
 		return noEOF(err)
 	}

@@ -39,6 +39,7 @@ type eventConfig struct {
 	backoffMin time.Duration
 	backoffMax time.Duration
 	logger     *slog.Logger
+	dial       func(ctx context.Context, network, address string) (net.Conn, error)
 }
 
 // WithTagPrefixes delivers only events whose tag starts with one of the
@@ -69,6 +70,13 @@ func WithReconnectBackoff(lo, hi time.Duration) EventOption {
 // WithEventLogger sets the logger (default: discard). Tags and data are
 // never logged: error events can carry passwords.
 func WithEventLogger(l *slog.Logger) EventOption { return func(c *eventConfig) { c.logger = l } }
+
+// WithEventDialer replaces the dialer used for the first connection and every reconnection
+// (default: a net.Dialer). Useful to pin a source address, to wrap the connection for
+// accounting, or in benchmarks to open the connection before the load is fired.
+func WithEventDialer(dial func(ctx context.Context, network, address string) (net.Conn, error)) EventOption {
+	return func(c *eventConfig) { c.dial = dial }
+}
 
 // EventStream reads the master event bus and reconnects by itself.
 type EventStream struct {
@@ -122,12 +130,15 @@ func SubscribeEvents(ctx context.Context, addr string, opts ...EventOption) (*Ev
 	if cfg.logger == nil {
 		cfg.logger = slog.New(slog.DiscardHandler)
 	}
+	if cfg.dial == nil {
+		var d net.Dialer
+		cfg.dial = d.DialContext
+	}
 	network, address, err := parseEventAddr(addr)
 	if err != nil {
 		return nil, err
 	}
-	var d net.Dialer
-	conn, err := d.DialContext(ctx, network, address)
+	conn, err := cfg.dial(ctx, network, address)
 	if err != nil {
 		return nil, errors.Wrapf(err, "salt: connecting to event bus %s", errors.Safe(addr))
 	}
@@ -175,8 +186,7 @@ func (s *EventStream) run(conn net.Conn) {
 				return
 			case <-t.C:
 			}
-			var d net.Dialer
-			c, err := d.DialContext(s.ctx, s.network, s.address)
+			c, err := s.cfg.dial(s.ctx, s.network, s.address)
 			if err == nil {
 				conn = c
 				break

@@ -79,7 +79,7 @@ type JobReturn struct {
 	Metadata map[string]any // kwargs.metadata of the publish, if any
 }
 
-var tagEnd = []byte("\n\n")
+const tagEnd = "\n\n"
 
 // DecodeEventFrame decodes one event-bus frame (the msgpack map
 // {head, body}, without any length prefix) into an Event.
@@ -139,7 +139,7 @@ func frameBody(frame []byte) ([]byte, error) {
 
 // decodeEventBody splits tag "\n\n" data at the first separator.
 func decodeEventBody(body []byte) (Event, error) {
-	i := bytes.Index(body, tagEnd)
+	i := bytes.Index(body, []byte(tagEnd))
 	if i < 0 {
 		return Event{}, errors.Wrap(ErrMsgpack, "event body without tag separator")
 	}

@@ -185,7 +185,7 @@ func TestSimulatorDelayedMalformedHeartbeat(t *testing.T) {
 
 func TestSimulatorEventBusCloseAndRestart(t *testing.T) {
 	e := startSim(t, saltsim.WithEventFraming(saltsim.FramingLengthPrefixed))
-	waitReaders(t, e.sim)
+	syncBus(t, e)
 	e.sim.CloseEventBus()
 	waitGap(t, e.stream, salt.GapReasonReconnected)
 	jid, err := e.ping(t, e.key)
@@ -227,16 +227,14 @@ func TestSimulatorMinimumAuthVersion(t *testing.T) {
 	}
 }
 
-// waitReaders waits until the simulator has registered our event-bus reader
-// (the client side of a connection is up before the server's accept ran).
-func waitReaders(t *testing.T, sim *saltsim.Sim) {
+// syncBus fires an event and waits for it: afterwards the simulator has
+// certainly registered our reader (connect() returns before the server's accept).
+func syncBus(t *testing.T, e *simEnv) {
 	t.Helper()
-	for i := 0; sim.EventReaders() < 1; i++ {
-		if i > 500 {
-			t.Fatal("event reader never registered")
-		}
-		time.Sleep(10 * time.Millisecond)
+	if err := e.sim.FireEvent("salt/test/sync", map[string]any{}); err != nil {
+		t.Fatal(err)
 	}
+	waitEvent(t, e.stream, 5*time.Second, "sync event", func(ev salt.Event) bool { return ev.Tag == "salt/test/sync" })
 }
 
 func waitGap(t *testing.T, s *salt.EventStream, reason string) {

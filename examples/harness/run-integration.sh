@@ -58,4 +58,6 @@ if [ -n "${ODUFLOW_SALT_KEY_FILE:-}" ] && [ ! -r "$ODUFLOW_SALT_KEY_FILE" ]; the
 fi
 
 cd "$here/../.."
-exec go test -run 'Integration|Live' -count=1 -v "${args[@]}" ./...
+# -p 1: the packages' integration tests share one master and one minion; run them one package at a time
+# (the minion's execution lock would otherwise refuse overlapping runs).
+exec go test -p 1 -run 'Integration|Live' -count=1 -v "${args[@]}" ./...

@@ -309,19 +309,30 @@ func TestCustomValidateAndDigest(t *testing.T) {
 	}
 }
 
-func TestEventsAreSanitized(t *testing.T) {
-	t.Parallel()
-	l := newLab(t)
+// startEvents runs `oduflowctl events ARGS` in the background and returns once it says it
+// is reading the bus (the bus has no replay: events fired earlier would be lost).
+func startEvents(t *testing.T, env []string, args ...string) <-chan result {
+	t.Helper()
+	ready := filepath.Join(t.TempDir(), "stderr")
 	done := make(chan result, 1)
-	go func() { done <- run(t, l.env, "events", "--count", "3") }()
-	// Wait until the CLI's reader is connected (the bus has no replay).
+	go func() { done <- runTee(t, env, ready, append([]string{"events"}, args...)...) }()
 	deadline := time.Now().Add(10 * time.Second)
-	for l.sim.EventReaders() == 0 {
+	for {
+		b, _ := os.ReadFile(ready)
+		if strings.Contains(string(b), "events: reading") {
+			return done
+		}
 		if time.Now().After(deadline) {
-			t.Fatal("events never connected")
+			t.Fatalf("events never connected: %q", b)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+func TestEventsAreSanitized(t *testing.T) {
+	t.Parallel()
+	l := newLab(t)
+	done := startEvents(t, l.env, "--count", "3")
 	fire := func(tag string, data map[string]any) {
 		if err := l.sim.FireEvent(tag, data); err != nil {
 			t.Fatal(err)
@@ -353,15 +364,7 @@ func TestEventsAreSanitized(t *testing.T) {
 func TestEventsRawSaysSo(t *testing.T) {
 	t.Parallel()
 	l := newLab(t)
-	done := make(chan result, 1)
-	go func() { done <- run(t, l.env, "events", "--raw", "--count", "1", "--tag", "salt/job/") }()
-	deadline := time.Now().Add(10 * time.Second)
-	for l.sim.EventReaders() == 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("events never connected")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	done := startEvents(t, l.env, "--raw", "--count", "1", "--tag", "salt/job/")
 	_ = l.sim.FireEvent("other/tag", map[string]any{"x": 1})
 	_ = l.sim.FireEvent("salt/job/20261129000000000002/ret/"+l.minion, map[string]any{"fun": "state.apply",
 		"return": map[string]any{"a": map[string]any{"result": true, "comment": "whole comment"}}})

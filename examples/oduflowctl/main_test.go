@@ -50,14 +50,21 @@ type result struct {
 // command "running" until the worker ends.
 func run(t *testing.T, env []string, args ...string) result {
 	t.Helper()
+	return runTee(t, env, filepath.Join(t.TempDir(), "stderr"), args...)
+}
+
+// runTee is run with the command's stderr in the file errPath (readable while it runs).
+func runTee(t *testing.T, env []string, errPath string, args ...string) result {
 	dir := t.TempDir()
 	outF, err := os.Create(filepath.Join(dir, "stdout"))
 	if err != nil {
-		t.Fatal(err)
+		t.Errorf("runTee: %v", err)
+		return result{code: -1}
 	}
-	errF, err := os.Create(filepath.Join(dir, "stderr"))
+	errF, err := os.Create(errPath)
 	if err != nil {
-		t.Fatal(err)
+		t.Errorf("runTee: %v", err)
+		return result{code: -1}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -71,12 +78,13 @@ func run(t *testing.T, env []string, args ...string) result {
 	if err != nil {
 		ee, ok := err.(*exec.ExitError)
 		if !ok {
-			t.Fatalf("run %v: %v", args, err)
+			t.Errorf("run %v: %v", args, err) // Errorf: runTee also runs outside the test goroutine
+			return result{code: -1}
 		}
 		r.code = ee.ExitCode()
 	}
 	o, _ := os.ReadFile(filepath.Join(dir, "stdout"))
-	e, _ := os.ReadFile(filepath.Join(dir, "stderr"))
+	e, _ := os.ReadFile(errPath)
 	r.stdout, r.stderr = string(o), string(e)
 	return r
 }

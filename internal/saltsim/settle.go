@@ -2,6 +2,7 @@ package saltsim
 
 import (
 	"net"
+	"os"
 	"syscall"
 	"time"
 
@@ -42,10 +43,14 @@ func (b *eventBus) acceptQueued(ln net.Listener) error {
 		if !ready {
 			return nil
 		}
-		if d, ok := ln.(deadliner); ok {
+		d, hasDeadline := ln.(deadliner)
+		if hasDeadline {
 			_ = d.SetDeadline(time.Now().Add(50 * time.Millisecond))
 		}
 		c, err := ln.Accept()
+		if hasDeadline {
+			_ = d.SetDeadline(time.Time{}) // the accept loop's wait shares this deadline
+		}
 		if err != nil {
 			var ne net.Error
 			if errors.As(err, &ne) && ne.Timeout() {
@@ -72,6 +77,9 @@ func (b *eventBus) acceptLoop(ln net.Listener) {
 	}
 	for {
 		if err := raw.Read(func(fd uintptr) bool { return readable(fd) }); err != nil {
+			if errors.Is(err, os.ErrDeadlineExceeded) {
+				continue // a deadline set by acceptQueued expired while we waited
+			}
 			return
 		}
 		b.acceptMu.Lock()

@@ -273,7 +273,8 @@ func (c *checker) master(m map[string]any) {
 	}
 }
 
-// acl accepts exactly: client-* -> oduflow_job.* and test.ping, plus optional @runner/@wheel.
+// acl accepts exactly: client-* -> oduflow_job.* and test.ping, plus optional @runner/@wheel
+// entries (whole, or limited to listed functions) for the salt package's tests.
 func (c *checker) acl(backend string, acl []any) {
 	sawClients := false
 	for _, entry := range acl {
@@ -284,6 +285,12 @@ func (c *checker) acl(backend string, acl []any) {
 			}
 		case map[string]any:
 			for target, funs := range e {
+				if target == "@runner" || target == "@wheel" {
+					if len(toStrings(funs)) == 0 {
+						c.fail("master.d/oduflow.conf: external_auth.%s.oduflow %s lists no function", backend, target)
+					}
+					continue
+				}
 				if target != "client-*" {
 					c.fail("master.d/oduflow.conf: external_auth.%s.oduflow targets %q, want only client-*", backend, target)
 					continue

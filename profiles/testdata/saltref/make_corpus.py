@@ -348,6 +348,55 @@ after_fail:
       - test: will_fail
 """)
 
+A("requisite_in_strings", """svc:
+  service.running:
+    - name: svc
+  pkg.installed:
+    - name: svc-pkg
+cfg:
+  file.managed:
+    - name: /etc/svc.conf
+    - contents: "x"
+    - require_in:
+      - svc
+    - watch_in:
+      - svc-pkg
+      - nothing-matches
+    - onchanges_in:
+      - test: tail
+tail:
+  test.nop: []
+""")
+A("use_by_id", """base_file:
+  file.managed:
+    - name: /etc/a
+    - user: root
+    - mode: 640
+copy:
+  file.managed:
+    - name: /etc/b
+    - use:
+      - base_file
+other:
+  file.managed:
+    - name: /etc/c
+    - use:
+      - file: base_file
+""")
+A("explicit_orders_distinct", """one:
+  test.nop:
+    - name: same
+    - order: 5
+two:
+  test.nop:
+    - name: other
+    - order: 5
+three:
+  test.succeed_without_changes:
+    - name: same
+    - order: 5
+""")
+
 # ---------------------------------------------------------------- rejected
 R("invalid_utf8", "latin1", b"id:\n  test.nop:\n    - name: caf\xe9\n")
 R("invalid_utf8", "truncated", b"id:\n  test.nop:\n    - name: \xe2\x82\n")
@@ -481,4 +530,13 @@ R("invalid_names", "entry_not_list", "a:\n  test.nop:\n    - names:\n      - x: 
 R("invalid_names", "nested_names", "a:\n  test.nop:\n    - names:\n      - x:\n        - names: [y]\n")
 R("invalid_order", "word", "a:\n  test.nop:\n    - order: soon\n")
 R("invalid_order", "float", "a:\n  test.nop:\n    - order: 1.5\n")
+R("invalid_order", "too_large", "a:\n  test.nop:\n    - order: 100001\n")
+R("ambiguous_order", "same_name_same_order", "a:\n  test.nop:\n    - name: x\n    - order: 5\nb:\n  test.nop:\n    - name: x\n    - order: 5\n")
+R("ambiguous_order", "first_equals_zero", "p:\n  test.nop:\n    - order: first\nq:\n  test.nop:\n    - name: p\n    - order: 0\n")
+R("ambiguous_order", "names_collide", "a:\n  pkg.installed:\n    - names: [p, q]\n    - order: 3\nb:\n  pkg.installed:\n    - names: [p]\n    - order: 3\n")
+R("invalid_requisite", "listen_in_string", "a:\n  test.nop:\n    - listen_in:\n      - b\nb:\n  test.nop: []\n")
+R("invalid_requisite", "use_unknown", "a:\n  test.nop:\n    - use:\n      - nowhere\n")
+R("invalid_requisite", "use_by_name", "a:\n  file.managed:\n    - name: /x\nb:\n  file.managed:\n    - use:\n      - file: /x\n")
+R("invalid_requisite", "use_wrong_module", "a:\n  file.managed:\n    - name: /x\nb:\n  file.managed:\n    - use:\n      - pkg: a\n")
+R("invalid_names", "order_in_entry", "a:\n  test.nop:\n    - names:\n      - x:\n        - order: 1\n")
 R("invalid_order", "list", "a:\n  test.nop:\n    - order: [1]\n")

@@ -9,6 +9,10 @@ yaml.CSafeLoader). render_sls follows salt/state.py BaseHighState.render_state
 for a single sls without include/extend/exclude: _handle_state_decls, then
 _handle_iorder with iorder starting at 10000 (state_auto_order: True).
 
+requisite_in_strings() performs, in source order, the conversion of plain
+string targets that State.requisite_in applies first at call time (the
+compiler does it at compile time so that JSON key order cannot change it).
+
 normalize() applies the one deliberate difference of CompileCustom: the
 function name first and the single-key argument mappings sorted by name
 (Salt's verify_high, requisite_in and compile_high_data do not depend on the
@@ -128,6 +132,46 @@ def render_sls(text, sls="oduflow.custom", saltenv="base"):
     return state
 
 
+REQ_IN = {"require_in", "watch_in", "onfail_in", "onchanges_in", "use", "use_in", "prereq", "prereq_in"}
+
+
+def requisite_in_strings(high):
+    """The first step of salt/state.py State.requisite_in (3006.0) for list
+    items that are not dicts, applied in source (dictionary) order:
+    an id becomes {first module of that id: id}; otherwise the first state
+    whose name argument equals the string; otherwise the item is skipped
+    (kept here: Salt ignores it either way)."""
+    for id_, body in high.items():
+        for state, run in body.items():
+            if state.startswith("__"):
+                continue
+            for arg in run:
+                if not isinstance(arg, dict) or len(arg) < 1:
+                    continue
+                key = next(iter(arg))
+                if key not in REQ_IN or not isinstance(arg[key], list):
+                    continue
+                items = arg[key]
+                for i, ind in enumerate(items):
+                    if isinstance(ind, dict):
+                        continue
+                    if ind in high:
+                        _ind_high = [x for x in high[ind] if not x.startswith("__")]
+                        items[i] = {_ind_high[0]: ind}
+                        continue
+                    found = False
+                    for _id in iter(high):
+                        for st8 in [_st8 for _st8 in iter(high[_id]) if not _st8.startswith("__")]:
+                            for j in iter(high[_id][st8]):
+                                if isinstance(j, dict) and "name" in j:
+                                    if j["name"] == ind:
+                                        ind = {st8: _id}
+                                        found = True
+                    if found:
+                        items[i] = ind
+    return high
+
+
 def _sort_args(lst):
     funs = [a for a in lst if isinstance(a, str)]
     args = sorted((a for a in lst if isinstance(a, dict)), key=lambda a: next(iter(a)))
@@ -153,7 +197,7 @@ def main(paths):
     for p in paths:
         with open(p, "rb") as f:
             text = f.read().decode("utf-8-sig")
-        high = normalize(render_sls(text))
+        high = normalize(requisite_in_strings(render_sls(text)))
         out = p[: -len(".yaml")] + ".salt.json"
         with open(out, "w", encoding="utf-8") as f:
             json.dump(high, f, sort_keys=True, ensure_ascii=False, indent=1)

@@ -93,8 +93,7 @@ func RunEnv(ctx context.Context, args []string, stdout, stderr io.Writer, getenv
 	top := flag.NewFlagSet("oduflowctl", flag.ContinueOnError)
 	top.SetOutput(stderr)
 	g.register(top)
-	top.Usage = func() { topUsage(stderr, top, cmds) }
-	usage := top.Usage
+	usage := func() { topUsage(stderr, top, cmds) }
 	top.Usage = func() {}
 	top.SetOutput(io.Discard)
 	if err := top.Parse(args); err != nil {

@@ -20,7 +20,7 @@ func (w *waitFlags) register(fs interface {
 	DurationVar(*time.Duration, string, time.Duration, string)
 }) {
 	fs.BoolVar(&w.wait, "wait", false, "wait for a terminal status, showing progress on stderr")
-	fs.DurationVar(&w.interval, "interval", time.Second, "with --wait: how often to read the status")
+	fs.DurationVar(&w.interval, "interval", 500*time.Millisecond, "with --wait: how often to read the status")
 	fs.DurationVar(&w.timeout, "timeout", 0, "with --wait: stop waiting after this long (0: no limit); the request goes on")
 }
 

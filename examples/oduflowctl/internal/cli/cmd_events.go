@@ -51,6 +51,7 @@ func cmdEvents(e *env, args []string) error {
 		return unreachablef("events: cannot read the event bus %s: %v", e.g.events, oneLine(err.Error()))
 	}
 	defer st.Close()
+	fmt.Fprintf(e.stderr, "events: reading %s (interrupt to stop)\n", e.g.events)
 	enc := json.NewEncoder(e.stdout)
 	enc.SetEscapeHTML(false)
 	n := 0

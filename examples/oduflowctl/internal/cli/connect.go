@@ -49,8 +49,8 @@ func (g *globals) needMaster(cmd string, events bool) error {
 	return nil
 }
 
-// logger returns the CLI's logger: warnings and errors on stderr, never secrets (the library
-// logs none).
+// logger returns the CLI's logger: errors on stderr (everything with ODUFLOW_DEBUG set),
+// never secrets (the library logs none).
 func (e *env) logger() *slog.Logger {
 	level := slog.LevelError
 	if e.getenv("ODUFLOW_DEBUG") != "" {

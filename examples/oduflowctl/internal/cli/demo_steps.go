@@ -57,6 +57,13 @@ func (dm *demo) run(ctx context.Context, profile receipt.Profile, request string
 	return r, nil
 }
 
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
+
 func deref(s *string) string {
 	if s == nil {
 		return "null"
@@ -143,8 +150,9 @@ func (dm *demo) lostReturn(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	dm.say("the worker polled oduflow_job.status on the minion (%d polls) and read its durable receipt after %.1fs",
-		dm.sim.CountPublications("oduflow_job.status")-polls, time.Since(t).Seconds())
+	n := dm.sim.CountPublications("oduflow_job.status") - polls
+	dm.say("the worker polled oduflow_job.status on the minion (%d %s) and read its durable receipt after %.1fs",
+		n, plural(n, "poll", "polls"), time.Since(t).Seconds())
 	dm.say("status -> %s", asJSON(r))
 	return expect(r, receipt.StatusSucceeded)
 }

@@ -1,0 +1,89 @@
+// Command benchreader is the Go event-bus reader that ../shared/bench/anchors.sh runs beside
+// Salt's own readers (ANCHORS_EVENT_READER), so that the salt package's event stream is
+// measured on the same replayed load, in the same run, as Salt's Python reader.
+//
+// Protocol (anchors_py.py cmd_event_reader): connect to $ANCHORS_EVENTS, print "ready",
+// wait for one line on stdin, read until the event tagged $ANCHORS_END_TAG counting events
+// whose tag starts with $ANCHORS_PREFIX, then print {"count": N, "elapsed_s": S}.
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/oduflow/oduflow-go/salt"
+)
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "benchreader:", err)
+		os.Exit(1)
+	}
+}
+
+func run() error {
+	addr, endTag, prefix := os.Getenv("ANCHORS_EVENTS"), os.Getenv("ANCHORS_END_TAG"), os.Getenv("ANCHORS_PREFIX")
+	if addr == "" || endTag == "" {
+		return fmt.Errorf("ANCHORS_EVENTS and ANCHORS_END_TAG must be set")
+	}
+	if !strings.Contains(addr, "://") {
+		addr = "unix://" + addr
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	// Like the Python readers, connect before the load is fired but read nothing until "go":
+	// the master queues the whole round for this connection, and the reader drains it.
+	gate := make(chan struct{})
+	dial := func(ctx context.Context, network, address string) (net.Conn, error) {
+		var d net.Dialer
+		c, err := d.DialContext(ctx, network, address)
+		if err != nil {
+			return nil, err
+		}
+		return &gatedConn{Conn: c, gate: gate}, nil
+	}
+	// A buffer large enough for a whole replayed round: the reader is measured, not the consumer.
+	stream, err := salt.SubscribeEvents(ctx, addr, salt.WithEventDialer(dial),
+		salt.WithEventBuffer(1<<17), salt.WithEventBufferBytes(1<<30))
+	if err != nil {
+		return err
+	}
+	defer stream.Close()
+	fmt.Println("ready")
+	if _, err := bufio.NewReader(os.Stdin).ReadString('\n'); err != nil {
+		return fmt.Errorf("waiting for go: %w", err)
+	}
+	start := time.Now()
+	close(gate)
+	count, gaps := 0, 0
+	for ev := range stream.Events() {
+		switch {
+		case ev.Kind == salt.EventGap:
+			gaps++
+		case ev.Tag == endTag:
+			out, _ := json.Marshal(map[string]any{"count": count, "elapsed_s": time.Since(start).Seconds(), "gaps": gaps})
+			fmt.Println(string(out))
+			return nil
+		case strings.HasPrefix(ev.Tag, prefix) && len(ev.Data) > 0:
+			count++
+		}
+	}
+	return fmt.Errorf("event stream ended after %d events", count)
+}
+
+// gatedConn blocks reads until gate is closed.
+type gatedConn struct {
+	net.Conn
+	gate chan struct{}
+}
+
+func (c *gatedConn) Read(p []byte) (int, error) {
+	<-c.gate
+	return c.Conn.Read(p)
+}
