@@ -16,6 +16,7 @@ import (
 
 	"github.com/oduflow/oduflow-go/internal/simminion"
 	"github.com/oduflow/oduflow-go/receipt"
+	"github.com/oduflow/oduflow-go/salt"
 )
 
 // benchInFlight is the number of requests held running (ODUFLOW_BENCH_INFLIGHT, default 5000).
@@ -58,7 +59,7 @@ func BenchmarkDispatcher(b *testing.B) {
 	e := startSim(b)
 	tm := DefaultTimers()
 	tm.PollBudget = 1 // hold them running: no status polls during the benchmark
-	d := e.dispatcher(WithTimers(tm))
+	d := e.dispatcherWith(e.newClient(salt.WithRequestTimeout(60*time.Second)), WithTimers(tm))
 	ctx := context.Background()
 
 	minions := make([]*simminion.Minion, n)

@@ -22,6 +22,12 @@ var errCallGap = errors.Mark(errors.New("oduflow: event gap while waiting for a 
 
 // publish sends one publication, never retried, and counts it.
 func (d *Dispatcher) publish(ctx context.Context, minion string, fun string, args []any, jid salt.JID) (*salt.PublishResult, error) {
+	select { // bound the wire requests in flight (the master and this host have finite workers)
+	case d.pubSem <- struct{}{}:
+	case <-ctx.Done():
+		return nil, errors.Mark(errors.Wrap(ctx.Err(), "oduflow: waiting to publish"), salt.ErrNotSent)
+	}
+	defer func() { <-d.pubSem }()
 	t0 := time.Now()
 	res, err := d.pub.Publish(ctx, salt.PublishRequest{
 		Target:  salt.ListTarget(minion),

@@ -28,6 +28,7 @@ type Dispatcher struct {
 	jids   *salt.JIDGenerator
 	step   func(string)
 	pubsrc PublicationSource
+	pubSem chan struct{}
 
 	ctx    context.Context // workers run under it; Close cancels it
 	cancel context.CancelFunc
@@ -50,6 +51,9 @@ func New(client Publisher, events EventSource, opts ...Option) (*Dispatcher, err
 	if cfg.jids == nil {
 		cfg.jids = salt.NewJIDGenerator()
 	}
+	if cfg.maxPublish <= 0 {
+		cfg.maxPublish = DefaultMaxConcurrentPublishes
+	}
 	if cfg.publishing == nil {
 		cfg.publishing = fixedPublications{}
 	}
@@ -70,7 +74,7 @@ func New(client Publisher, events EventSource, opts ...Option) (*Dispatcher, err
 	ctx, cancel := context.WithCancel(context.Background())
 	d := &Dispatcher{pub: client, store: cfg.store, leases: cfg.leases, clock: cfg.clock, log: cfg.logger,
 		hooks: cfg.hooks, mode: cfg.mode, timers: cfg.timers, jids: cfg.jids, step: cfg.stepHook,
-		pubsrc: cfg.publishing, ctx: ctx, cancel: cancel}
+		pubsrc: cfg.publishing, pubSem: make(chan struct{}, cfg.maxPublish), ctx: ctx, cancel: cancel}
 	d.hub = newHub(events, func(msg string, args ...any) { d.log.Warn(msg, args...) })
 	return d, nil
 }

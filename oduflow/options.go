@@ -22,6 +22,7 @@ type config struct {
 	jids       *salt.JIDGenerator
 	stepHook   func(step string)
 	publishing PublicationSource
+	maxPublish int
 }
 
 // WorkerMode says where workers run.
@@ -45,6 +46,13 @@ func Detached(exe string, env ...string) WorkerMode {
 // WithClaimDir sets the claim directory (default DefaultClaimDir); it is created 0700 when missing and
 // refused when its owner or mode is wrong.
 func WithClaimDir(dir string) Option { return func(c *config) { c.claimDir = dir } }
+
+// WithMaxConcurrentPublishes bounds the publish requests this Dispatcher has in flight at once (default
+// DefaultMaxConcurrentPublishes); further publishes wait (before sending anything) for a slot.
+func WithMaxConcurrentPublishes(n int) Option { return func(c *config) { c.maxPublish = n } }
+
+// DefaultMaxConcurrentPublishes is the default bound of publish requests in flight.
+const DefaultMaxConcurrentPublishes = 32
 
 // WithClaimStore replaces the file claim store (its Leases too when it implements them, else pass
 // WithLeases).

@@ -97,6 +97,11 @@ func TestUnreachableMasterExit3(t *testing.T) {
 	}
 	r = run(t, env, "start", "configure", l.minion)
 	must(t, r, 3)
+	r = run(t, []string{"ODUFLOW_SALT_EVENTS=unix://" + filepath.Join(t.TempDir(), "none.ipc")}, "events")
+	must(t, r, 3)
+	if !strings.Contains(oneLine(t, r.stderr), "cannot read the event bus") {
+		t.Fatalf("events: %s", r)
+	}
 }
 
 func TestPing(t *testing.T) {
@@ -387,7 +392,7 @@ func TestDemo(t *testing.T) {
 		"1. ping", `"ready"`, "2. configure", `"status":"succeeded","passed":3,"total":3`,
 		"3. production", `"status":"failed","passed":2,"total":3`,
 		"4. repeat", "nothing was published again", "5. lost return", "read its durable receipt",
-		"6. custom state", "digest", "done in",
+		"6. custom state", "digest", "custom status -> ", "done in",
 	} {
 		if !strings.Contains(r.stdout, want) {
 			t.Errorf("demo output lacks %q", want)
@@ -437,5 +442,17 @@ func TestCustomStartNeedsConfigureThenSucceeds(t *testing.T) {
 	must(t, r, 0)
 	if l.sim.CountPublications("oduflow_job.run") != before+1 {
 		t.Fatalf("again did not publish once: %s", r)
+	}
+}
+
+func TestDemoWithoutPython(t *testing.T) {
+	t.Parallel()
+	r := run(t, []string{"PATH=/nonexistent"}, "demo")
+	must(t, r, 0)
+	for _, want := range []string{"the Go model of oduflow_job", `"status":"failed","passed":2,"total":3`,
+		"read its durable receipt", "custom status -> ", `"status":"succeeded","passed":1,"total":1}`} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("demo output lacks %q:\n%s", want, r.stdout)
+		}
 	}
 }

@@ -7,7 +7,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -35,8 +37,29 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	code := m.Run()
+	killLeftovers(binary)
 	os.RemoveAll(dir)
 	os.Exit(code)
+}
+
+// killLeftovers ends the processes still running the binary built for these tests: detached
+// workers of a failed test, or commands of a test that stopped early. Every such process was
+// started by these tests (the binary path is private to this run); others are not touched.
+func killLeftovers(exe string) {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == os.Getpid() {
+			continue
+		}
+		if target, err := os.Readlink(filepath.Join("/proc", e.Name(), "exe")); err == nil && target == exe {
+			fmt.Fprintf(os.Stderr, "oduflowctl tests: ending leftover process %d\n", pid)
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+	}
 }
 
 // result is one finished run of the binary.

@@ -24,6 +24,7 @@ type eventBus struct {
 	tcpAddr string
 
 	acceptMu sync.Mutex // serialises Accept between the accept loops and publish (see settle.go)
+	stop     chan struct{}
 
 	mu      sync.Mutex
 	readers map[*evReader]struct{}
@@ -49,7 +50,8 @@ func (r *evReader) kill() {
 }
 
 func startEventBus(ctx context.Context, s *Sim, prev *eventBus) (*eventBus, error) {
-	b := &eventBus{s: s, framing: s.cfg.framing, bufLen: s.cfg.eventBuffer, readers: map[*evReader]struct{}{}}
+	b := &eventBus{s: s, framing: s.cfg.framing, bufLen: s.cfg.eventBuffer, readers: map[*evReader]struct{}{},
+		stop: make(chan struct{})}
 	if b.bufLen <= 0 {
 		b.bufLen = 1
 	}
@@ -193,6 +195,9 @@ func (b *eventBus) readerCount() int {
 
 func (b *eventBus) close() {
 	b.mu.Lock()
+	if !b.closed {
+		close(b.stop)
+	}
 	b.closed = true
 	b.mu.Unlock()
 	_ = b.unixLn.Close()

@@ -2,7 +2,6 @@ package saltsim
 
 import (
 	"net"
-	"os"
 	"syscall"
 	"time"
 
@@ -13,8 +12,8 @@ import (
 // The event bus has no handshake: a client considers itself subscribed as soon as connect()
 // returns, which happens when the kernel has queued the connection, before any Accept. To keep
 // "subscribe, then publish" reliable, connections are only accepted under acceptMu, by the
-// accept loops when the listener becomes readable and by every publish before it writes: an
-// event never overtakes a connection that was already queued.
+// accept loops (polling) and by every publish before it writes: an event never overtakes a
+// connection that was already queued.
 
 // readable reports whether fd has a connection in its accept queue, without blocking.
 func readable(fd uintptr) bool {
@@ -64,23 +63,18 @@ func (b *eventBus) acceptQueued(ln net.Listener) error {
 	}
 }
 
-// acceptLoop waits (in the netpoller) for ln to become readable, then accepts under acceptMu.
+// acceptLoop polls ln every acceptPoll and accepts what is queued, under acceptMu. (A
+// listener's RawConn cannot wait for readability, and a blocking Accept outside the lock
+// would reopen the race.)
 func (b *eventBus) acceptLoop(ln net.Listener) {
 	defer b.wg.Done()
-	sc, ok := ln.(syscall.Conn)
-	if !ok {
-		return
-	}
-	raw, err := sc.SyscallConn()
-	if err != nil {
-		return
-	}
+	t := time.NewTicker(acceptPoll)
+	defer t.Stop()
 	for {
-		if err := raw.Read(func(fd uintptr) bool { return readable(fd) }); err != nil {
-			if errors.Is(err, os.ErrDeadlineExceeded) {
-				continue // a deadline set by acceptQueued expired while we waited
-			}
+		select {
+		case <-b.stop:
 			return
+		case <-t.C:
 		}
 		b.acceptMu.Lock()
 		err := b.acceptQueued(ln)
@@ -90,6 +84,8 @@ func (b *eventBus) acceptLoop(ln net.Listener) {
 		}
 	}
 }
+
+const acceptPoll = 2 * time.Millisecond
 
 // acceptNow registers every connection already queued on the bus listeners.
 func (b *eventBus) acceptNow() {

@@ -119,6 +119,9 @@ _MAX_STATE_DATA_BYTES = 1024 * 1024
 _MAX_STATE_IDS = 100
 _VALUE_TRIMMED = "VALUE_TRIMMED"
 _REQUEST_LOCK_PATIENCE = 2.0  # seconds a new worker retries a request lock held by a poll
+_REPLACED_RETRIES = 5  # reopens of a file seen with no link (renamed over meanwhile)
+_REPLACED_PAUSE = 0.001  # seconds between those reopens
+_STATUS_READS = 5  # read-probe-read rounds before moving evidence is called running
 
 # The Salt functions the shims replace or rely on, with their parameter names as of the
 # verified versions. Anything else refuses to run.
@@ -574,15 +577,14 @@ class _Store(object):
         if not isinstance(name, str) or not _NAME_RE.match(name) or name.startswith(".tmp"):
             raise _StoreError("invalid record name")
 
-    def _check_file(self, fd, name):
-        st = os.fstat(fd)
+    def _check_file(self, st, name):
         if not stat.S_ISREG(st.st_mode):
             raise _StoreError("not a regular file", name)
         if st.st_uid != self.uid:
             raise _StoreError("foreign owner", name)
         if st.st_mode & 0o077:
             raise _StoreError("group/other permissions", name)
-        if st.st_nlink != 1:
+        if st.st_nlink > 1:
             raise _StoreError("multiple links", name)
         return st
 
@@ -597,13 +599,38 @@ class _Store(object):
                 raise _StoreError("symlink", name)
             raise _StoreError("cannot open ({})".format(errno.errorcode.get(exc.errno, exc.errno)), name)
 
+    def _open_checked(self, name, flags):
+        """Open name and apply the file rules. Returns (fd, stat) or (None, None) when it
+        does not exist. A regular file with a link count of 0 was replaced (renamed over)
+        or removed between the lookup and the fstat (ext4 and tmpfs show this to a
+        concurrent opener while a worker commits): the open is retried so the caller sees
+        the current file, never a spurious refusal. Only more than one link is refused."""
+        for attempt in range(_REPLACED_RETRIES + 1):
+            fd = self._open_file(name, flags)
+            if fd is None:
+                return None, None
+            try:
+                st = os.fstat(fd)
+                if st.st_nlink == 0 and stat.S_ISREG(st.st_mode):
+                    os.close(fd)
+                    fd = None
+                    if attempt < _REPLACED_RETRIES:
+                        time.sleep(_REPLACED_PAUSE)
+                    continue
+                self._check_file(st, name)
+                return fd, st
+            except BaseException:
+                if fd is not None:
+                    os.close(fd)
+                raise
+        raise _StoreError("keeps being replaced", name)
+
     def read(self, name):
         """The record's bytes, or None when it does not exist."""
-        fd = self._open_file(name, os.O_RDONLY)
+        fd, st = self._open_checked(name, os.O_RDONLY)
         if fd is None:
             return None
         try:
-            st = self._check_file(fd, name)
             if st.st_size > _MAX_RECORD_BYTES:
                 raise _StoreError("record too large", name)
             chunks = []
@@ -668,14 +695,7 @@ class _Store(object):
 
     def open_lock(self, name, create=True):
         flags = os.O_RDWR | (os.O_CREAT if create else 0)
-        fd = self._open_file(name, flags)
-        if fd is None:
-            return None
-        try:
-            self._check_file(fd, name)
-        except BaseException:
-            os.close(fd)
-            raise
+        fd, _ = self._open_checked(name, flags)
         return fd
 
     def try_lock(self, name, patience=0.0):
@@ -1277,25 +1297,43 @@ def status(request_id, jid, profile):
     with _Store(_receipt_dir(), create=False) if _dir_exists(_receipt_dir()) else _NoStore() as store:
         if store is None:
             return _summary_receipt(binding, "not_started")
-        kind, value = _read_request(store, request_id)
-        index = _read_jid_index(store, jid)
-        if index is not None:
-            _check_binding(index, want)
-        if kind == "terminal":
-            _check_binding(value, want)
-            return value
-        if kind == "running":
-            _check_binding(value, want)
-            binding["state_digest"] = value["state_digest"]
+        # A worker can start or finish between reading the records and probing the lock
+        # (it commits its terminal receipt, then releases the lock). So: read, probe, read
+        # again, and decide on the second reading. Partial evidence is abandoned (unknown)
+        # only when the same partial evidence was already there before a probe that found
+        # the lock free; evidence that keeps moving belongs to a live worker.
+        for _attempt in range(_STATUS_READS):
+            before, value, _digest = _status_evidence(store, request_id, jid, want)
+            if before == "terminal":
+                return value  # immutable: no probe needed
             locked = store.is_locked(_req_lock_name(request_id))
-            return _summary_receipt(binding, "running" if locked else "unknown")
-        if index is not None:
-            # A partial claim: unknown, unless a live worker holds the request lock and is
-            # between its two claim writes.
-            binding["state_digest"] = index["state_digest"]
-            locked = store.is_locked(_req_lock_name(request_id))
-            return _summary_receipt(binding, "running" if locked else "unknown")
-        return _summary_receipt(binding, "not_started")
+            after, value, digest = _status_evidence(store, request_id, jid, want)
+            if after == "terminal":
+                return value
+            if after is None:
+                return _summary_receipt(binding, "not_started")
+            binding["state_digest"] = digest
+            if locked:
+                return _summary_receipt(binding, "running")
+            if before == after:
+                return _summary_receipt(binding, "unknown")
+        return _summary_receipt(binding, "running")
+
+
+def _status_evidence(store, request_id, jid, want):
+    """The local phase of a request for status(): (phase, value, state_digest) with phase
+    None (no evidence), "claimed" (JID index only), "running" (running record) or
+    "terminal" (value is the exact receipt). Bindings are checked on every reading."""
+    kind, value = _read_request(store, request_id)
+    index = _read_jid_index(store, jid)
+    if index is not None:
+        _check_binding(index, want)
+    if kind is not None:
+        _check_binding(value, want)
+        return kind, value, value["state_digest"]
+    if index is not None:
+        return "claimed", None, index["state_digest"]
+    return None, None, ""
 
 
 def _dir_exists(path):

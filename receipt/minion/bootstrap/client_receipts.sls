@@ -8,7 +8,7 @@ oduflow_job_module:
   file.managed:
     - name: {{ salt['config.get']('extension_modules') }}/modules/oduflow_job.py
     - source: salt://_modules/oduflow_job.py
-    - source_hash: sha256=868a05327df0c5d0fa5e2c65df97fd1e77b02a471717c9401450cc0d6de8cd54
+    - source_hash: sha256=b2c30dad031335a780b24cbb6c0ccb5cff209179c6f97593c34acaf120f39ffb
     - user: root
     - group: root
     - mode: '0644'

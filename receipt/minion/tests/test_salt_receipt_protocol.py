@@ -185,6 +185,110 @@ class Crashes(MinionCase):
         self.assertEqual([l.split()[2] for l in self.marker_lines()], ["roles.client_stack"])
 
 
+class Races(MinionCase):
+    """Polls racing a live worker's commits on the real file system: no false refusal and no
+    false unknown."""
+
+    def test_read_while_replaced(self):
+        # ext4 and tmpfs can show a file being renamed over with st_nlink == 0 to a
+        # concurrent opener; that is "just replaced", never an unsafe file.
+        req, jid = new_request(), new_jid()
+        receipt, _ = self.run_job(req, "configure", jid=jid)
+        self.assertReceipt(receipt, "succeeded", 3, 3, req, jid)
+        name = "req-%s.json" % req
+        data = self.mod._canonical_json(receipt)
+        stop = os.path.join(self.base, "stop-replacing")
+
+        def replace(notify):
+            mod = self.load()
+            count = 0
+            with mod._Store(self.receipts, create=False) as store:
+                while not os.path.exists(stop):
+                    store.write_atomic(name, data)
+                    count += 1
+                    if count == 1:
+                        notify("replacing")
+            return count
+
+        writer = Child(replace)
+        try:
+            writer.wait_point("replacing")
+            errors = []
+            with self.mod._Store(self.receipts, create=False) as store:
+                for _ in range(2000):
+                    try:
+                        got = store.read(name)
+                    except self.mod._StoreError as exc:
+                        errors.append(str(exc))
+                        continue
+                    if got != data:
+                        errors.append("read %r" % got)
+            for _ in range(500):  # and through status(), which also opens the index
+                ret, code = self.status(req, jid, "configure")
+                if (ret, code) != (receipt, 0):
+                    errors.append(ret)
+        finally:
+            open(stop, "w").close()
+            replaced = writer.join()
+        self.assertEqual(errors, [])
+        self.assertGreater(replaced, 0)
+        # a second link is still refused
+        os.link(os.path.join(self.receipts, name), os.path.join(self.base, "second-link"))
+        ret, code = self.status(req, jid, "configure")
+        self.assertEqual(code, 1)
+        self.assertIn("multiple links", ret)
+
+    def test_status_racing_a_committing_worker(self):
+        # The worker commits its terminal receipt, then releases the request lock. A poll
+        # that read the running record before the commit and probes the lock after the
+        # release must not call the request unknown. The poller is slowed down between
+        # its reads and its lock probe to make that interleaving frequent.
+        import random
+
+        poller = self.load()
+        original = poller._Store.is_locked
+
+        def slow_is_locked(store, name):
+            time.sleep(random.random() * 0.004)
+            return original(store, name)
+
+        poller._Store.is_locked = slow_is_locked
+        seen = {}
+        for _ in range(200):
+            req, jid = new_request(), new_jid()
+            worker = Child(lambda notify, req=req, jid=jid: host.call(self.mod, "run", [req, "configure"], {}, jid))
+            statuses = []
+            while True:
+                pid, wstatus = os.waitpid(worker.pid, os.WNOHANG)
+                ret, code = host.call(poller, "status", [req, jid, "configure"], {}, new_jid())
+                statuses.append(ret["status"] if code == 0 else "error: " + ret)
+                if pid:  # this poll started after the worker had exited
+                    break
+            result = self._reaped_result(worker, wstatus)
+            self.assertReceipt(result[0], "succeeded", 3, 3, req, jid)
+            self.assertEqual(statuses[-1], "succeeded", statuses)
+            bad = [st for st in statuses if st not in ("not_started", "running", "succeeded")]
+            self.assertEqual(bad, [], "request %s ended succeeded; polls saw %s" % (req, statuses))
+            for st in statuses:
+                seen[st] = seen.get(st, 0) + 1
+        self.assertEqual(len(self.marker_lines()), 200)
+        self.assertIn("running", seen, seen)  # the polls did overlap live workers
+
+    def _reaped_result(self, child, wstatus):
+        """Child.join for a child already reaped by waitpid: its result."""
+        self.assertTrue(os.WIFEXITED(wstatus) and os.WEXITSTATUS(wstatus) == 0, wstatus)
+        chunks = []
+        while True:
+            chunk = os.read(child.res_r, 65536)
+            if not chunk:
+                break
+            chunks.append(chunk)
+        os.close(child.res_r)
+        os.close(child.rfd)
+        data = b"".join(chunks)
+        return json.loads(data.decode()) if data else None
+
+
 class Hostility(MinionCase):
     """Unsafe or malformed store contents are refused and never overwritten."""
 

@@ -1,0 +1,96 @@
+package main
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/oduflow/oduflow-go/oduflow"
+	"github.com/oduflow/oduflow-go/profiles"
+	"github.com/oduflow/oduflow-go/receipt"
+	"github.com/oduflow/oduflow-go/salt"
+)
+
+// writeLostClaim stores a configure claim that was dispatched an hour ago by a worker that is
+// gone, as a crash would leave it: its status is unknown and it quarantines the client.
+func writeLostClaim(t *testing.T, stateDir, minion string) string {
+	t.Helper()
+	st, err := oduflow.OpenFileClaimStore(stateDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	role, err := profiles.RoleFor(receipt.ProfileConfigure)
+	if err != nil {
+		t.Fatal(err)
+	}
+	then := time.Now().UTC().Add(-time.Hour)
+	c := &oduflow.Claim{Protocol: oduflow.ClaimProtocol, MinionID: minion, RequestID: receipt.NewRequestID(),
+		Profile: receipt.ProfileConfigure, Role: string(role), JID: string(salt.NewJIDGenerator().Next()),
+		Phase: oduflow.PhaseDispatched, CreatedAt: then, DispatchedAt: &then}
+	if err := st.Create(context.Background(), c); err != nil {
+		t.Fatal(err)
+	}
+	return c.RequestID
+}
+
+func stateDir(env []string) string {
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, "ODUFLOW_STATE_DIR="); ok {
+			return v
+		}
+	}
+	return ""
+}
+
+func TestReconcileALostRequest(t *testing.T) {
+	t.Parallel()
+	l := newLab(t)
+	req := writeLostClaim(t, stateDir(l.env), l.minion)
+
+	r := run(t, l.env, "status", "configure", l.minion, req)
+	must(t, r, 1)
+	if s := response(t, oneLine(t, r.stdout)); s["status"] != "unknown" {
+		t.Fatalf("lost claim: %s", r.stdout)
+	}
+	// The unknown dispatched request quarantines the client: a new request fails its preflight
+	// (failed, 0 of 1) and publishes nothing.
+	r = run(t, l.env, "start", "production", l.minion, "--wait", "--interval", "100ms")
+	must(t, r, 1)
+	if s := response(t, oneLine(t, r.stdout)); s["status"] != "failed" || s["passed"] != 0.0 || s["total"] != 1.0 {
+		t.Fatalf("quarantined start: %s", r.stdout)
+	}
+	if n := l.sim.CountPublications("oduflow_job.run"); n != 0 {
+		t.Fatalf("published %d runs while quarantined", n)
+	}
+	// The minion has no receipt for that JID: --from-minion cannot resolve it.
+	r = run(t, l.env, "reconcile", l.minion, req, "--from-minion")
+	must(t, r, 1)
+	t.Logf("reconcile --from-minion: %s", oneLine(t, r.stderr))
+	// An operator asserts the outcome, with who and why.
+	r = run(t, l.env, "reconcile", l.minion, req, "--assert", "failed", "--reason", "checked the server by hand", "--who", "ops-anna")
+	must(t, r, 1)
+	if s := response(t, oneLine(t, r.stdout)); s["status"] != "failed" {
+		t.Fatalf("asserted: %s", r.stdout)
+	}
+	st, err := oduflow.OpenFileClaimStore(stateDir(l.env))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := st.Get(context.Background(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Phase != oduflow.PhaseAsserted || c.AssertedBy != "ops-anna" || c.AssertedWhy != "checked the server by hand" {
+		t.Fatalf("claim after assert: %+v", c)
+	}
+	// Released: a new request runs.
+	r = run(t, l.env, "start", "configure", l.minion, "--wait", "--interval", "100ms")
+	must(t, r, 0)
+	// Reconciling a request that is not unknown is refused.
+	r = run(t, l.env, "reconcile", l.minion, req, "--assert", "succeeded", "--reason", "again")
+	if r.code == 0 {
+		t.Fatalf("second reconcile: %s", r)
+	}
+	t.Logf("second reconcile: %s", r)
+}
