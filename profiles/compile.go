@@ -6,7 +6,6 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"unicode/utf8"
 
 	"go.yaml.in/yaml/v3"
 
@@ -121,26 +120,6 @@ func findAlias(src []byte, name string) (line, col int) {
 		}
 		off += i + 1
 	}
-}
-
-// positionOf returns the 1-based line and character column of a byte offset.
-func positionOf(src []byte, off int) (line, col int) {
-	line, col = 1, 1
-	for i := 0; i < off; {
-		switch c := src[i]; {
-		case c == '\n' || c == '\r':
-			if c == '\r' && i+1 < len(src) && src[i+1] == '\n' {
-				i++
-			}
-			line, col = line+1, 1
-			i++
-		default:
-			_, w := utf8.DecodeRune(src[i:])
-			i += w
-			col++
-		}
-	}
-	return line, col
 }
 
 var yamlErrLine = regexp.MustCompile(`^yaml: (?:line ([0-9]+): )?(.*)$`)

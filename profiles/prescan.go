@@ -74,60 +74,122 @@ func (li *lineIndex) byteAt(line, col int) byte {
 	return li.src[off]
 }
 
-// prescan enforces the limits and refusals that apply to the raw text, before
-// any YAML parsing: size, UTF-8, characters whose meaning differs between YAML
-// 1.1 (PyYAML, libyaml) and 1.2 or that PyYAML refuses, template syntax,
-// renderer directives and YAML directives. It reads each byte once.
+// Bytes prescan must look at (bit c of specialLo for c < 64, bit c-64 of
+// specialHi): controls other than tab (line breaks included), the double
+// quote, the apostrophe, '#', '%', '[', the backslash, ']', '{', '}' and DEL.
+// Every other ASCII byte is skipped.
+const (
+	specialLo uint64 = 0xffffffff&^(1<<'\t') | 1<<'"' | 1<<'#' | 1<<'%' | 1<<'\''
+	specialHi uint64 = 1<<('['-64) | 1<<('\\'-64) | 1<<(']'-64) | 1<<('{'-64) | 1<<('}'-64) | 1<<(0x7f-64)
+)
+
+func special(c byte) bool {
+	if c < 64 {
+		return specialLo>>c&1 != 0
+	}
+	return specialHi>>(c-64)&1 != 0
+}
+
+// prescan enforces the refusals that apply to the raw text, before any YAML
+// parsing: UTF-8, characters whose meaning differs between YAML 1.1 (PyYAML,
+// libyaml) and 1.2 or that PyYAML refuses, template syntax, renderer
+// directives, YAML directives, and runaway flow nesting. It skips plain ASCII
+// bytes and computes a position only for the error it returns.
 func prescan(src []byte) *CustomError {
-	line, col := 1, 1
-	lineStart := true // only blanks seen so far on this line
 	var fg flowGuard
 	for i := 0; i < len(src); {
 		c := src[i]
-		if fg.step(src, i) {
-			return newError(CodeTooDeep, line, col, "lists and mappings nest deeper than 16 levels")
-		}
 		if c < utf8.RuneSelf {
-			switch {
-			case c == '\n' || c == '\r':
-				if c == '\r' && i+1 < len(src) && src[i+1] == '\n' {
-					i++
-				}
+			if !special(c) {
 				i++
-				line, col, lineStart = line+1, 1, true
 				continue
-			case c == '\t' || c == ' ':
-			case c < 0x20 || c == 0x7f:
-				return newError(CodeInvalidCharacter, line, col,
-					"control characters are not allowed; use an escape sequence inside double quotes")
-			case c == '{' && i+1 < len(src) && (src[i+1] == '{' || src[i+1] == '%' || src[i+1] == '#'):
-				return newError(CodeTemplateSyntax, line, col,
-					"template syntax ({{, {% or {#) is not allowed anywhere, comments included: no renderer runs")
-			case c == '#' && lineStart && i+1 < len(src) && src[i+1] == '!':
-				return newError(CodeRendererDirective, line, col, "renderer directives (#!) are not allowed")
-			case c == '%' && col == 1:
-				return newError(CodeYAMLDirective, line, col, "YAML directives (%YAML, %TAG) are not allowed")
 			}
-			if c != '\t' && c != ' ' {
-				lineStart = false
+			if err := prescanASCII(src, i); err != nil {
+				return err
+			}
+			if fg.step(src, i) {
+				return errorAt(src, i, CodeTooDeep, "lists and mappings nest deeper than 16 levels")
 			}
 			i++
-			col++
 			continue
 		}
 		r, w := utf8.DecodeRune(src[i:])
 		if r == utf8.RuneError && w == 1 {
-			return newError(CodeInvalidUTF8, line, col, "source is not valid UTF-8")
+			return errorAt(src, i, CodeInvalidUTF8, "source is not valid UTF-8")
 		}
 		if !allowedRune(r) {
-			return newError(CodeInvalidCharacter, line, col,
+			return errorAt(src, i, CodeInvalidCharacter,
 				"this character is not allowed (C1 control, NEL, line or paragraph separator, non-character, or a byte order mark after the start)")
 		}
-		lineStart = false
 		i += w
-		col++
 	}
 	return nil
+}
+
+// prescanASCII checks one special ASCII byte.
+func prescanASCII(src []byte, i int) *CustomError {
+	c := src[i]
+	next := byte(0)
+	if i+1 < len(src) {
+		next = src[i+1]
+	}
+	switch {
+	case c == '\n' || c == '\r':
+	case c < 0x20 || c == 0x7f:
+		return errorAt(src, i, CodeInvalidCharacter,
+			"control characters are not allowed; use an escape sequence inside double quotes")
+	case c == '{' && (next == '{' || next == '%' || next == '#'):
+		return errorAt(src, i, CodeTemplateSyntax,
+			"template syntax ({{, {% or {#) is not allowed anywhere, comments included: no renderer runs")
+	case c == '#' && next == '!' && blanksBefore(src, i):
+		return errorAt(src, i, CodeRendererDirective, "renderer directives (#!) are not allowed")
+	case c == '%' && (i == 0 || src[i-1] == '\n' || src[i-1] == '\r'):
+		return errorAt(src, i, CodeYAMLDirective, "YAML directives (%YAML, %TAG) are not allowed")
+	}
+	return nil
+}
+
+// blanksBefore reports whether only spaces and tabs precede src[i] on its line.
+func blanksBefore(src []byte, i int) bool {
+	for j := i - 1; j >= 0; j-- {
+		switch src[j] {
+		case ' ', '\t':
+		case '\n', '\r':
+			return true
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+func errorAt(src []byte, off int, code ErrorCode, msg string) *CustomError {
+	line, col := positionOf(src, off)
+	return newError(code, line, col, msg)
+}
+
+// positionOf returns the 1-based line and character column of a byte offset,
+// counting "\n", "\r\n" and a lone "\r" as line breaks, as libyaml does.
+func positionOf(src []byte, off int) (line, col int) {
+	line, col = 1, 1
+	for i := 0; i < off && i < len(src); {
+		switch c := src[i]; {
+		case c == '\n' || c == '\r':
+			if c == '\r' && i+1 < len(src) && src[i+1] == '\n' {
+				i++
+			}
+			line, col = line+1, 1
+			i++
+		case c < utf8.RuneSelf:
+			i++
+			col++
+		default:
+			_, w := utf8.DecodeRune(src[i:])
+			i += w
+			col++
+		}
+	}
+	return line, col
 }
 
 // allowedRune reports whether a non-ASCII rune may appear in a source. NEL
@@ -158,7 +220,8 @@ const maxFlowGuard = 256
 // brackets each preceded by a blank.
 type flowGuard struct {
 	depth   int
-	quote   byte // '"' or '\'' inside a quoted scalar; 'e' after a backslash, 'd' inside ''
+	quote   byte // '"' or '\'' inside a quoted scalar
+	esc     int  // offset of a byte the quote state ignores (after \\, or the second ' of '')
 	comment bool
 }
 
@@ -178,30 +241,30 @@ func (g *flowGuard) tokenStart(src []byte, i int) bool {
 	return false
 }
 
-// step looks at src[i] and reports whether the nesting went beyond the guard.
+// step looks at the special byte src[i] (prescan skips the others) and
+// reports whether the nesting went beyond the guard.
 func (g *flowGuard) step(src []byte, i int) bool {
 	c := src[i]
+	if i == g.esc && i > 0 {
+		return false // escaped in a double-quoted scalar, or the second ' of ''
+	}
 	switch {
 	case g.comment:
 		g.comment = c != '\n' && c != '\r'
 	case g.quote == '"':
 		if c == '\\' {
-			// the escaped character cannot end the scalar
-			g.quote = 'e'
+			g.esc = i + 1
 		} else if c == '"' {
 			g.quote = 0
 		}
-	case g.quote == 'e':
-		g.quote = '"'
 	case g.quote == '\'':
 		if c == '\'' {
-			g.quote = 0 // a doubled '' re-opens at the next byte
 			if i+1 < len(src) && src[i+1] == '\'' {
-				g.quote = 'd'
+				g.esc = i + 1
+			} else {
+				g.quote = 0
 			}
 		}
-	case g.quote == 'd':
-		g.quote = '\''
 	case c == '#' && g.tokenStart(src, i):
 		g.comment = true
 	case (c == '"' || c == '\'') && g.tokenStart(src, i):

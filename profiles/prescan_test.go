@@ -86,3 +86,12 @@ func TestConcurrentCompile(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+func TestSpecialBytes(t *testing.T) {
+	for c := 0; c < 128; c++ {
+		want := c < 0x20 && c != '\t' || strings.IndexByte("\"#%'[\\]{}\x7f", byte(c)) >= 0
+		if special(byte(c)) != want {
+			t.Errorf("special(%#x) = %v", c, !want)
+		}
+	}
+}

@@ -146,6 +146,7 @@ func TestMinionLifecycle(t *testing.T) {
 	if mget(t, ev.data, "retcode") != int64(1) || mget(t, ev.data, "out") != "nested" {
 		t.Errorf("panicking handler: %s", shape(ev.data, ""))
 	}
+	waitIdle(t, s, labMinion)
 	s.SetMinionOnline(labMinion, false)
 	got := call(t, s, pingLoad("20261129170000000033")...)
 	if shape(mget(t, got, "load", "minions"), "") != `["`+labMinion+`"]` {
