@@ -2,6 +2,7 @@ package oduflow
 
 import (
 	"context"
+	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -26,13 +27,20 @@ const (
 // (0700, owned by the service account) through receipt.Store: exclusive temp file, fsync, rename,
 // directory fsync; opens refuse symlinks, foreign owners, group/other bits and multiply linked files.
 // Create uses CreateExclusive; CompareAndSwap runs under a per-request record flock with a generation
-// check. It also implements Leases with flock locks, which the kernel releases when a holder dies.
+// check. A per-client index (clients/<minion id>/<request id>, empty files, written before the claim) keeps
+// ListByClient proportional to the client's own claims. Claims without an index entry (legacy claims
+// copied in by an earlier runner) are indexed by a one-time scan the first time a store lists a client
+// (recorded by the file index-v1.done); call Reindex after adding legacy claims later. It also implements
+// Leases with flock locks, which the kernel releases when a holder dies.
 // Safe for concurrent use by any number of goroutines and processes sharing the directory.
 type FileClaimStore struct {
 	st *receipt.Store
 
-	mu     sync.Mutex
-	owners map[string]string // request id -> minion id (immutable once created; an index cache)
+	mu       sync.Mutex
+	owners   map[string]string         // request id -> minion id (immutable once created)
+	clients  map[string]*receipt.Store // open per-client index stores
+	indexed  bool
+	indexDir string
 }
 
 // OpenFileClaimStore opens (creating it 0700 when missing) the claim directory.
@@ -41,7 +49,102 @@ func OpenFileClaimStore(dir string) (*FileClaimStore, error) {
 	if err != nil {
 		return nil, errors.Wrap(err, "oduflow: open claim directory")
 	}
-	return &FileClaimStore{st: st, owners: make(map[string]string)}, nil
+	idx := filepath.Join(st.Dir(), indexDirName)
+	if _, err := receipt.OpenStore(idx, receipt.WithCreate()); err != nil {
+		return nil, errors.Wrap(err, "oduflow: open claim index directory")
+	}
+	return &FileClaimStore{st: st, owners: make(map[string]string), clients: make(map[string]*receipt.Store),
+		indexDir: idx}, nil
+}
+
+// clientStore opens the index directory of one client (creating it when create is set). It returns nil,
+// nil when the client has no index yet.
+func (s *FileClaimStore) clientStore(minionID string, create bool) (*receipt.Store, error) {
+	s.mu.Lock()
+	cs := s.clients[minionID]
+	s.mu.Unlock()
+	if cs != nil {
+		return cs, nil
+	}
+	var opts []receipt.StoreOption
+	if create {
+		opts = append(opts, receipt.WithCreate())
+	}
+	cs, err := receipt.OpenStore(filepath.Join(s.indexDir, minionID), opts...)
+	if err != nil {
+		if !create && errors.Is(err, receipt.ErrNotExist) {
+			return nil, nil
+		}
+		return nil, errors.Wrap(err, "oduflow: open client index")
+	}
+	s.mu.Lock()
+	s.clients[minionID] = cs
+	s.mu.Unlock()
+	return cs, nil
+}
+
+// index records that request belongs to minion (idempotent, durable).
+func (s *FileClaimStore) index(minionID, requestID string) error {
+	cs, err := s.clientStore(minionID, true)
+	if err != nil {
+		return err
+	}
+	if err := cs.CreateExclusive(requestID, nil); err != nil && !errors.Is(err, receipt.ErrExist) {
+		return errors.Wrap(err, "oduflow: index claim")
+	}
+	return nil
+}
+
+// Reindex scans every claim of the directory and adds missing per-client index entries (legacy claims).
+func (s *FileClaimStore) Reindex(ctx context.Context) error {
+	names, err := s.st.List("")
+	if err != nil {
+		return errors.Wrap(err, "oduflow: list claims")
+	}
+	for _, n := range names {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		req, ok := strings.CutSuffix(n, claimSuffix)
+		if !ok || receipt.ValidateRequestID(req) != nil {
+			continue
+		}
+		c, err := s.read(req)
+		if err != nil {
+			if errors.Is(err, ErrNoClaim) {
+				continue
+			}
+			return err
+		}
+		if err := s.index(c.MinionID, c.RequestID); err != nil {
+			return err
+		}
+	}
+	if err := s.st.WriteAtomic(indexDoneName, []byte("1\n")); err != nil {
+		return errors.Wrap(err, "oduflow: record index scan")
+	}
+	s.mu.Lock()
+	s.indexed = true
+	s.mu.Unlock()
+	return nil
+}
+
+func (s *FileClaimStore) ensureIndexed(ctx context.Context) error {
+	s.mu.Lock()
+	done := s.indexed
+	s.mu.Unlock()
+	if done {
+		return nil
+	}
+	if _, err := s.st.Read(indexDoneName); err == nil {
+		s.mu.Lock()
+		s.indexed = true
+		s.mu.Unlock()
+		return nil
+	} else if !errors.Is(err, receipt.ErrNotExist) {
+		return errors.Wrap(err, "oduflow: index state")
+	}
+	return s.Reindex(ctx)
 }
 
 // Dir is the claim directory.
@@ -64,6 +167,11 @@ func (s *FileClaimStore) Create(ctx context.Context, c *Claim) error {
 	}
 	data, err := EncodeClaim(cp)
 	if err != nil {
+		return err
+	}
+	// Index first: an index entry without a claim (or for a claim another minion won) is harmless, a claim
+	// without its index entry would hide it from the quarantine check.
+	if err := s.index(cp.MinionID, cp.RequestID); err != nil {
 		return err
 	}
 	if err := s.st.CreateExclusive(claimName(cp.RequestID), data); err != nil {
@@ -152,35 +260,34 @@ func sameIdentity(a, b *Claim) bool {
 		a.CreatedAt.Equal(b.CreatedAt) && a.Protocol == b.Protocol
 }
 
-// ListByClient implements ClaimStore. Claim files are indexed by request id only; the minion of each claim
-// is immutable, so it is cached after the first read and later calls read only this client's claims.
+// ListByClient implements ClaimStore: it reads the client's index, then each indexed claim.
 func (s *FileClaimStore) ListByClient(ctx context.Context, minionID string) ([]*Claim, error) {
 	if err := receipt.ValidateMinionID(minionID); err != nil {
 		return nil, invalid(err, "minion id")
 	}
-	names, err := s.st.List("")
+	if err := s.ensureIndexed(ctx); err != nil {
+		return nil, err
+	}
+	cs, err := s.clientStore(minionID, false)
+	if err != nil || cs == nil {
+		return nil, err
+	}
+	names, err := cs.List("")
 	if err != nil {
-		return nil, errors.Wrap(err, "oduflow: list claims")
+		return nil, errors.Wrap(err, "oduflow: list client index")
 	}
 	var out []*Claim
-	for _, n := range names {
+	for _, req := range names {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		req, ok := strings.CutSuffix(n, claimSuffix)
-		if !ok || receipt.ValidateRequestID(req) != nil {
-			continue
-		}
-		s.mu.Lock()
-		owner, known := s.owners[req]
-		s.mu.Unlock()
-		if known && owner != minionID {
+		if receipt.ValidateRequestID(req) != nil {
 			continue
 		}
 		c, err := s.read(req)
 		if err != nil {
 			if errors.Is(err, ErrNoClaim) {
-				continue
+				continue // indexed, but the claim was never created (or lost the race to another minion)
 			}
 			return nil, err
 		}

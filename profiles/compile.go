@@ -66,7 +66,7 @@ func compileHigh(src []byte) (map[string]any, *CustomError) {
 	if err := tooDeep(doc.Content[0], 1); err != nil {
 		return nil, err
 	}
-	c := compiler{walker: walker{lines: newLineIndex(src)}}
+	c := compiler{walker: newWalker(src)}
 	return c.top(doc.Content[0])
 }
 

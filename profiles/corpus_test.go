@@ -160,7 +160,7 @@ func allCodes() []ErrorCode {
 		CodeAlias, CodeExplicitTag, CodeMergeKey, CodeDuplicateKey, CodeTooDeep, CodeTooManyIDs, CodeTooManyItems,
 		CodeScalarTooLong, CodeNonStringKey, CodeAmbiguousScalar, CodeNumberOutOfRange, CodeForbiddenDeclaration,
 		CodeInvalidID, CodeInvalidState, CodeInvalidFunction, CodeDuplicateModule, CodeArgumentsNotList,
-		CodeInvalidArgument, CodeDuplicateArgument, CodeReservedArgument, CodeParallel, CodeInvalidRequisite,
+		CodeInvalidArgument, CodeDuplicateArgument, CodeReservedArgument, CodeParallel, CodeInvalidRequisite, CodeRequisiteCycle,
 		CodeInvalidName, CodeInvalidNames, CodeInvalidOrder, CodeAmbiguousOrder, CodeNotCanonical,
 	}
 }

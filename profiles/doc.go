@@ -88,6 +88,12 @@
 //     shape is checked: requisites are lists of ids or {module: id} mappings,
 //     exactly as in an sls, so Salt evaluates them the same way. Whether a
 //     requisite target exists is Salt's to report.
+//   - Where Salt's evaluation depends on dictionary or argument order (the
+//     minion receives JSON sorted by key), the compiler fixes the outcome the
+//     sls would have: plain-string targets of requisite_in-style requisites are
+//     converted as State.requisite_in converts them, in source order; use and
+//     use_in must target ids; mutual requisites and explicit order ties are
+//     refused. semantics.go lists each case with the Salt code involved.
 //
 // Canonical is receipt.CanonicalJSON (RFC 8785) of the high data and Digest its
 // hex SHA-256: formatting, comments, quoting style, flow or block style,

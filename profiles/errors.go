@@ -53,6 +53,7 @@ const (
 	CodeReservedArgument     ErrorCode = "reserved_argument"     // fun, state, prerequired, __*
 	CodeParallel             ErrorCode = "parallel_forbidden"    // an explicit parallel argument
 	CodeInvalidRequisite     ErrorCode = "invalid_requisite"     // a requisite that is not a list of ids or {module: id}
+	CodeRequisiteCycle       ErrorCode = "requisite_cycle"       // two ids that require/watch/prereq/onchange each other
 	CodeInvalidName          ErrorCode = "invalid_name"          // name that is not a string
 	CodeInvalidNames         ErrorCode = "invalid_names"         // names that is not a list of strings or {name: [args]}
 	CodeInvalidOrder         ErrorCode = "invalid_order"         // order that is not an integer within ±100000, "first" or "last"

@@ -24,9 +24,11 @@ import (
 // 2001-12-14: SaltYamlSafeLoader constructs tag:yaml.org,2002:timestamp with
 // construct_scalar, so Salt reads them as the literal string.
 
-// The PyYAML 6 implicit resolvers (yaml/resolver.py), re.X whitespace removed.
+// The PyYAML 6 implicit resolvers (yaml/resolver.py), re.X whitespace removed;
+// the bool resolver, ^(?:yes|Yes|YES|no|No|NO|true|True|TRUE|false|False|FALSE
+// |on|On|ON|off|Off|OFF)$, and null, merge and value are exact words handled in
+// resolvePlain.
 var (
-	py11Bool  = regexp.MustCompile(`^(?:yes|Yes|YES|no|No|NO|true|True|TRUE|false|False|FALSE|on|On|ON|off|Off|OFF)$`)
 	py11Float = regexp.MustCompile(`^(?:[-+]?(?:[0-9][0-9_]*)\.[0-9_]*(?:[eE][-+][0-9]+)?|\.[0-9][0-9_]*(?:[eE][-+][0-9]+)?|[-+]?[0-9][0-9_]*(?::[0-5]?[0-9])+\.[0-9_]*|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$`)
 	py11Int   = regexp.MustCompile(`^(?:[-+]?0b[0-1_]+|[-+]?0[0-7_]+|[-+]?(?:0|[1-9][0-9_]*)|[-+]?0x[0-9a-fA-F_]+|[-+]?[1-9][0-9_]*(?::[0-5]?[0-9])+)$`)
 	// YAML 1.2 core schema int and float (bool and null are literal lists).
@@ -74,10 +76,7 @@ func isCandidate(v string) bool {
 // without a position; the caller adds it.
 func resolvePlain(v, v3Tag string) (any, *CustomError) {
 	if !isCandidate(v) {
-		if v3Tag != "" && v3Tag != "!!str" && v3Tag != "!!timestamp" {
-			return nil, &CustomError{Code: CodeAmbiguousScalar, Message: msgTypedByV3}
-		}
-		return v, nil
+		return plainString(v, v3Tag)
 	}
 	switch v {
 	case "", "~", "null", "Null", "NULL":
@@ -86,12 +85,17 @@ func resolvePlain(v, v3Tag string) (any, *CustomError) {
 		return true, nil
 	case "false", "False", "FALSE":
 		return false, nil
-	case "y", "Y", "n", "N":
+	case "y", "Y", "n", "N", "yes", "Yes", "YES", "no", "No", "NO", "on", "On", "ON", "off", "Off", "OFF":
 		return nil, &CustomError{Code: CodeAmbiguousScalar, Message: msgAmbiguousBool}
 	case "=":
 		return nil, &CustomError{Code: CodeAmbiguousScalar, Message: msgValueKey}
 	case "<<":
 		return nil, &CustomError{Code: CodeMergeKey, Message: msgMergeKey}
+	}
+	if c := v[0]; c != '-' && c != '+' && c != '.' && (c < '0' || c > '9') {
+		// Starting with a letter, '~', '<' or '=': only the words above
+		// resolve to anything but a string (py11Bool is that list).
+		return plainString(v, v3Tag)
 	}
 	if plainInt.MatchString(v) {
 		n, err := strconv.ParseInt(v, 10, 64)
@@ -111,9 +115,6 @@ func resolvePlain(v, v3Tag string) (any, *CustomError) {
 		}
 		return f, nil
 	}
-	if py11Bool.MatchString(v) {
-		return nil, &CustomError{Code: CodeAmbiguousScalar, Message: msgAmbiguousBool}
-	}
 	if py11Float.MatchString(v) || core12Float.MatchString(v) {
 		switch v {
 		case ".inf", ".Inf", ".INF", "-.inf", "-.Inf", "-.INF", "+.inf", "+.Inf", "+.INF", ".nan", ".NaN", ".NAN":
@@ -124,6 +125,12 @@ func resolvePlain(v, v3Tag string) (any, *CustomError) {
 	if py11Int.MatchString(v) || core12Int.MatchString(v) {
 		return nil, &CustomError{Code: CodeAmbiguousScalar, Message: msgAmbiguousNumber}
 	}
+	return plainString(v, v3Tag)
+}
+
+// plainString returns v as a string unless yaml.v3 read it as something
+// else (a third opinion; timestamps stay strings as in Salt).
+func plainString(v, v3Tag string) (any, *CustomError) {
 	if v3Tag != "" && v3Tag != "!!str" && v3Tag != "!!timestamp" {
 		return nil, &CustomError{Code: CodeAmbiguousScalar, Message: msgTypedByV3}
 	}

@@ -8,8 +8,9 @@ import (
 
 // The minion receives the high data as canonical JSON, whose objects are
 // sorted by key, while Salt renders an sls into dictionaries in source order.
-// Salt's evaluation depends on that order in three places; this pass makes
-// the compiled data evaluate as the sls would, whatever the key order:
+// (and the compiler sorts arguments). Salt's evaluation depends on those
+// orders in four places; this pass makes the compiled data evaluate as the
+// sls would, whatever the key order:
 //
 //  1. State.requisite_in turns a plain-string target of require_in, watch_in,
 //     onfail_in, onchanges_in, prereq, prereq_in, use and use_in into
@@ -22,17 +23,23 @@ import (
 //     Their targets must therefore be ids of the source (declaring the module
 //     named, for the {module: id} form). listen_in entries must be
 //     {module: id} mappings (Salt's call_listen fails on strings).
-//  3. State.order_chunks sorts chunks by (order, state+name+fun) and leaves
+//  3. State.verify_high flags a "recursive requisite" between two ids that
+//     require, watch, prereq or onchange each other, but its bookkeeping keeps
+//     only the last such argument per id, so whether it notices depends on
+//     dictionary and argument order. Such mutual requisites always fail in
+//     Salt; they are refused (CodeRequisiteCycle) so that both readings agree.
+//  4. State.order_chunks sorts chunks by (order, state+name+fun) and leaves
 //     ties in dictionary order. Implicit orders are all distinct; explicit
 //     orders that tie with another chunk of the same state, name and function
 //     are refused (CodeAmbiguousOrder). Explicit orders are bounded by
 //     ±maxExplicitOrder so that "last" and negative orders rank the same
 //     whatever order_chunks' running cap is.
 
-// maxExplicitOrder bounds explicit integer orders (see point 3 above).
+// maxExplicitOrder bounds explicit integer orders (see point 4 above).
 const maxExplicitOrder = 100000
 
-// requisiteInKeys are the keys State.requisite_in reads (salt/state.py 3006).
+// isRequisiteIn reports whether State.requisite_in reads key k (salt/state.py
+// 3006, the req_in set).
 func isRequisiteIn(k string) bool {
 	switch k {
 	case "require_in", "watch_in", "onfail_in", "onchanges_in", "use", "use_in", "prereq", "prereq_in":
@@ -54,15 +61,20 @@ type decl struct {
 // reqRef is one item of a top-level requisite list, kept to be rewritten in
 // place by resolve.
 type reqRef struct {
+	id   string // the declaring state id
 	key  string
 	list []any
 	idx  int
 	node *yaml.Node
 }
 
-// resolve applies the three rules above to the compiled data.
+// resolve applies the rules above to the compiled data.
 func (c *compiler) resolve() *CustomError {
+	edges := make(map[[2]string]struct{})
 	for _, r := range c.reqs {
+		if err := c.checkMutual(r, edges); err != nil {
+			return err
+		}
 		if s, ok := r.list[r.idx].(string); ok && isRequisiteIn(r.key) {
 			if target := c.stringTarget(s); target != nil {
 				r.list[r.idx] = target
@@ -109,6 +121,34 @@ func (c *compiler) checkUse(r reqRef) *CustomError {
 			}
 		}
 	}
+	return nil
+}
+
+// checkMutual refuses a require/watch/prereq/onchanges reference to an id that
+// references the declaring id back (point 3).
+func (c *compiler) checkMutual(r reqRef, edges map[[2]string]struct{}) *CustomError {
+	switch r.key {
+	case "require", "watch", "prereq", "onchanges":
+	default:
+		return nil
+	}
+	target := ""
+	switch v := r.list[r.idx].(type) {
+	case string:
+		target = v
+	case map[string]any:
+		for _, t := range v {
+			target, _ = t.(string)
+		}
+	}
+	if _, ok := c.modules[target]; !ok || target == r.id {
+		return nil
+	}
+	if _, back := edges[[2]string{target, r.id}]; back {
+		return errAt(r.node, CodeRequisiteCycle,
+			"two states require, watch, prereq or onchange each other: Salt reports a recursive requisite")
+	}
+	edges[[2]string{r.id, target}] = struct{}{}
 	return nil
 }
 

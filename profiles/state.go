@@ -71,6 +71,7 @@ type compiler struct {
 	modules   map[string][]string // id -> its modules in source order
 	decls     []*decl             // declarations in source order
 	reqs      []reqRef            // top-level requisite items
+	curID     string              // the state id being compiled
 }
 
 type arg struct {
@@ -104,6 +105,7 @@ func (c *compiler) top(root *yaml.Node) (map[string]any, *CustomError) {
 		if err := checkID(kn, id); err != nil {
 			return err
 		}
+		c.curID = id
 		body, err := c.declaration(id, vn)
 		if err != nil {
 			return err
@@ -369,7 +371,7 @@ func (c *compiler) requisite(key string, n *yaml.Node, depth int, top bool) (any
 	}
 	if top {
 		for i, item := range n.Content {
-			c.reqs = append(c.reqs, reqRef{key: key, list: out, idx: i, node: item})
+			c.reqs = append(c.reqs, reqRef{id: c.curID, key: key, list: out, idx: i, node: item})
 		}
 	}
 	return out, nil

@@ -1,6 +1,7 @@
 package profiles
 
 import (
+	"bytes"
 	"unicode/utf8"
 
 	"go.yaml.in/yaml/v3"
@@ -19,7 +20,20 @@ const (
 // node-level rules: no anchors, aliases, tags or merge keys, no duplicate or
 // non-string keys, and the depth, length and scalar limits.
 type walker struct {
-	lines *lineIndex
+	src   []byte
+	bang  bool       // src contains '!': tags are possible
+	lines *lineIndex // built on first use
+}
+
+func newWalker(src []byte) walker {
+	return walker{src: src, bang: bytes.IndexByte(src, '!') >= 0}
+}
+
+func (w *walker) lineIndex() *lineIndex {
+	if w.lines == nil {
+		w.lines = newLineIndex(w.src)
+	}
+	return w.lines
 }
 
 func errAt(n *yaml.Node, code ErrorCode, msg string) *CustomError {
@@ -44,6 +58,41 @@ func tooDeep(n *yaml.Node, depth int) *CustomError {
 	return nil
 }
 
+// keySet detects duplicate keys: a linear scan for the small mappings that
+// are the rule, a map beyond 16 keys.
+type keySet struct {
+	small [16]string
+	n     int
+	big   map[string]struct{}
+}
+
+// add records k and reports false when it was already present.
+func (s *keySet) add(k string) bool {
+	if s.big != nil {
+		if _, dup := s.big[k]; dup {
+			return false
+		}
+		s.big[k] = struct{}{}
+		return true
+	}
+	for _, x := range s.small[:s.n] {
+		if x == k {
+			return false
+		}
+	}
+	if s.n < len(s.small) {
+		s.small[s.n] = k
+		s.n++
+		return true
+	}
+	s.big = make(map[string]struct{}, 2*len(s.small))
+	for _, x := range s.small {
+		s.big[x] = struct{}{}
+	}
+	s.big[k] = struct{}{}
+	return true
+}
+
 // check applies the rules every node obeys, whatever its place.
 func (w *walker) check(n *yaml.Node, depth int) *CustomError {
 	if n.Kind == yaml.AliasNode {
@@ -54,7 +103,7 @@ func (w *walker) check(n *yaml.Node, depth int) *CustomError {
 	}
 	// yaml.v3 marks explicit tags with TaggedStyle, except the non-specific
 	// tag "!", which only the source shows: no untagged node starts with '!'.
-	if n.Style&yaml.TaggedStyle != 0 || w.lines.byteAt(n.Line, n.Column) == '!' {
+	if n.Style&yaml.TaggedStyle != 0 || w.bang && w.lineIndex().byteAt(n.Line, n.Column) == '!' {
 		return errAt(n, CodeExplicitTag, msgExplicitTag)
 	}
 	switch n.Kind {
@@ -117,17 +166,16 @@ func (w *walker) key(n *yaml.Node, depth int) (string, *CustomError) {
 // pairs iterates the entries of a mapping node, refusing bad and duplicate
 // keys. fn receives the key node, its string, and the value node.
 func (w *walker) pairs(n *yaml.Node, depth int, fn func(k *yaml.Node, key string, v *yaml.Node) *CustomError) *CustomError {
-	seen := make(map[string]struct{}, len(n.Content)/2)
+	var seen keySet
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		kn, vn := n.Content[i], n.Content[i+1]
 		k, err := w.key(kn, depth+1)
 		if err != nil {
 			return err
 		}
-		if _, dup := seen[k]; dup {
+		if !seen.add(k) {
 			return errAt(kn, CodeDuplicateKey, msgDuplicate)
 		}
-		seen[k] = struct{}{}
 		if err := fn(kn, k, vn); err != nil {
 			return err
 		}

@@ -32,7 +32,9 @@
 // (WithEventTCP). Frames are msgpack {head: {}, body: bin(tag "\n\n" msgpack(data))} packed
 // with use_bin_type=True, either back to back (FramingBare, 3006.0) or each preceded by a
 // 4-byte big-endian length (FramingLengthPrefixed, 3006.26+). No replay; a reader whose
-// bounded queue fills up is disconnected.
+// bounded queue fills up is disconnected. A reader whose connect() returned before an event
+// is fired receives that event (queued connections are accepted before every write), so
+// "subscribe, then publish" is reliable in tests.
 //
 // Minions: AddMinion(id, handler) accepts a key. A publication runs the handler of every
 // targeted online minion in its own goroutine, unless the minion saw the JID among its last

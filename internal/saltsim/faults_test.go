@@ -106,9 +106,20 @@ func TestReturnFaultsAndDedupe(t *testing.T) {
 	if n := s.CountPublications(""); n != 5 {
 		t.Errorf("publications = %d", n)
 	}
+	ok := func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return runs["20261129170000000020"] == 1 && runs["20261129170000000021"] == 2 &&
+			runs["20261129170000000022"] == 1
+	}
+	deadline := time.Now().Add(2 * time.Second)
+	for !ok() && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond) // job 20 has no event to wait for
+	}
+	waitIdle(t, s, labMinion)
 	mu.Lock()
 	defer mu.Unlock()
-	if runs["20261129170000000020"] != 1 || runs["20261129170000000021"] != 2 || runs["20261129170000000022"] != 1 {
+	if !(runs["20261129170000000020"] == 1 && runs["20261129170000000021"] == 2 && runs["20261129170000000022"] == 1) {
 		t.Errorf("runs %v: the jid queue must stop the repeat, a minion restart must not", runs)
 	}
 }

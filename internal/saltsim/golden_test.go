@@ -122,6 +122,21 @@ func TestVectorsRoundTrip(t *testing.T) {
 	if n != 64 {
 		t.Errorf("frames = %d, want 64", n)
 	}
+	frames, _ := filepath.Glob(filepath.Join("testdata", "eventbus", "event_*.frame.bin"))
+	for _, f := range frames {
+		b, _ := os.ReadFile(f)
+		v, err := unpack(b)
+		if err != nil || !bytes.Contains(raw, b) {
+			t.Errorf("%s: %v (or not in the stream)", f, err)
+			continue
+		}
+		if out, _ := packEvent(v); !bytes.Equal(out, b) {
+			t.Errorf("%s: re-encoding differs", f)
+		}
+	}
+	if len(frames) != 14 {
+		t.Errorf("event frame files = %d", len(frames))
+	}
 }
 
 // capturedEvents decodes testdata/eventbus/eventbus.raw into events.

@@ -46,7 +46,8 @@ type Sim struct {
 	pid          int
 }
 
-// Start binds the request server and the event bus and returns a running simulator.
+// Start binds the request server and the event bus and returns a running simulator. ctx bounds
+// the start only (binding); the simulator runs until Close.
 func Start(ctx context.Context, opts ...Option) (*Sim, error) {
 	cfg := defaultConfig()
 	for _, o := range opts {

@@ -158,3 +158,21 @@ func FuzzUnpack(f *testing.F) {
 		}
 	})
 }
+
+// TestAbandonedRequestStillPublished: like the lab's master, the simulator finishes a request
+// whose client hung up right after sending it.
+func TestAbandonedRequestStillPublished(t *testing.T) {
+	s := startLab(t)
+	p := dialRaw(t, s, "REQ")
+	if err := p.z.writeFrames(false, nil, envelope(t, 3, pingLoad("20261129170000000040")...)); err != nil {
+		t.Fatal(err)
+	}
+	_ = p.c.Close()
+	deadline := time.Now().Add(5 * time.Second)
+	for s.CountPublications("test.ping") == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("abandoned publish never published")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
