@@ -21,6 +21,8 @@ const (
 	requestLockPfx = "run-"   // the request's execution lock ("holds the execution lease")
 	clientLeasePfx = "lease-" // the per-client execution lease, shared by all profiles
 	recordLockWait = 30 * time.Second
+	indexDirName   = "clients"       // clients/<minion id>/<request id>: the per-client index
+	indexDoneName  = "index-v1.done" // present once every claim of the directory is indexed
 )
 
 // FileClaimStore keeps one claim file per request (<request id>.json, mode 0600) in a private directory

@@ -49,13 +49,14 @@ func CompileCustom(source []byte) (*Compiled, error) {
 	return &Compiled{HighData: high, Canonical: canonical, Digest: receipt.DigestBytes(canonical)}, nil
 }
 
-var utf8BOM = []byte{0xef, 0xbb, 0xbf}
+// utf8BOM is the byte order mark PyYAML and libyaml skip at the start.
+const utf8BOM = "\xef\xbb\xbf"
 
 func compileHigh(src []byte) (map[string]any, *CustomError) {
 	if len(src) > MaxSourceBytes {
 		return nil, newError(CodeTooLarge, 0, 0, "the source is larger than 64 KiB")
 	}
-	src = bytes.TrimPrefix(src, utf8BOM)
+	src = bytes.TrimPrefix(src, []byte(utf8BOM))
 	if err := prescan(src); err != nil {
 		return nil, err
 	}

@@ -1,0 +1,119 @@
+package oduflow
+
+import (
+	"context"
+	"os"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/oduflow/oduflow-go/receipt"
+	"github.com/oduflow/oduflow-go/salt"
+)
+
+// countingPublisher counts oduflow_job.run publish requests leaving the dispatcher.
+type countingPublisher struct {
+	Publisher
+	runs atomic.Int64
+}
+
+func (p *countingPublisher) Publish(ctx context.Context, req salt.PublishRequest) (*salt.PublishResult, error) {
+	if req.Fun == FunRun {
+		p.runs.Add(1)
+	}
+	return p.Publisher.Publish(ctx, req)
+}
+
+// TestLabIntegration runs configure (succeeded) and production (failed, passed < total) through the
+// Dispatcher against a real salt-master with the oduflow_job module synced, and shows that a repeated
+// Start returns the same JID without a new publication. It needs the lab's ODUFLOW_SALT_* variables
+// (eval "$(bash saltlab.sh env)") and skips otherwise.
+func TestLabIntegration(t *testing.T) {
+	master, events := os.Getenv("ODUFLOW_SALT_MASTER"), os.Getenv("ODUFLOW_SALT_EVENTS")
+	keyFile, minion := os.Getenv("ODUFLOW_SALT_KEY_FILE"), os.Getenv("ODUFLOW_SALT_MINION")
+	if master == "" || events == "" || keyFile == "" || minion == "" {
+		t.Skip("ODUFLOW_SALT_MASTER/EVENTS/KEY_FILE/MINION unset: no real salt-master to test against " +
+			"(eval \"$(bash saltlab.sh env)\" with the lab running)")
+	}
+	ctx := context.Background()
+	client, err := salt.NewClient(master, salt.WithAuth(salt.UserKey("root", keyFile)), salt.WithLogger(quietLogger()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = client.Close() }()
+	pub := &countingPublisher{Publisher: client}
+	d, err := New(pub, SaltEvents(events), WithClaimDir(claimDir(t)), WithLogger(quietLogger()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = d.Close() }()
+
+	ready, err := d.Ping(ctx, minion)
+	if err != nil || !ready.Ready() {
+		t.Fatalf("ping: %+v %v (is oduflow_job synced?)", ready, err)
+	}
+	t.Logf("ping: %+v", *ready)
+
+	run := func(p receipt.Profile) (Response, string) {
+		req := uuid.NewString()
+		first := mustStart(t, d, p, minion, req)
+		deadline := time.Now().Add(3 * time.Minute)
+		for {
+			r, err := d.Status(ctx, p, minion, req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.Status != receipt.StatusRunning {
+				if *r.JID != *first.JID {
+					t.Fatalf("jid changed: %s -> %s", *first.JID, *r.JID)
+				}
+				t.Logf("%s: minion_id=%s request_id=%s jid=%s status=%s passed=%d total=%d",
+					p, r.MinionID, r.RequestID, *r.JID, r.Status, r.Passed, r.Total)
+				return r, req
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s still running", p)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	cfg, cfgReq := run(receipt.ProfileConfigure)
+	if cfg.Status != receipt.StatusSucceeded || cfg.Total == 0 || cfg.Passed != cfg.Total {
+		t.Fatalf("configure: %+v", cfg)
+	}
+	prod, _ := run(receipt.ProfileProduction)
+	if prod.Status != receipt.StatusFailed || prod.Passed >= prod.Total {
+		t.Fatalf("production: %+v", prod)
+	}
+	if n := pub.runs.Load(); n != 2 {
+		t.Fatalf("run publications %d", n)
+	}
+
+	// Repeated Start: same JID, no publication (counted at the client and watched on the master's bus).
+	st, err := salt.SubscribeEvents(ctx, events, salt.WithTagPrefixes("salt/job/"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = st.Close() }()
+	again := mustStart(t, d, receipt.ProfileConfigure, minion, cfgReq)
+	if *again.JID != *cfg.JID || again.Status != receipt.StatusSucceeded {
+		t.Fatalf("repeat: %+v", again)
+	}
+	timeout := time.After(3 * time.Second)
+	for done := false; !done; {
+		select {
+		case ev := <-st.Events():
+			if ev.Kind == salt.EventJobNew && ev.JobNew != nil && ev.JobNew.Fun == FunRun {
+				t.Fatalf("a new oduflow_job.run was published: %s", ev.JobNew.JID)
+			}
+		case <-timeout:
+			done = true
+		}
+	}
+	if n := pub.runs.Load(); n != 2 {
+		t.Fatalf("run publications after repeat %d", n)
+	}
+	t.Logf("repeat start: jid=%s status=%s; run publications in total: %d", *again.JID, again.Status, pub.runs.Load())
+}

@@ -1,0 +1,120 @@
+package oduflow
+
+import (
+	"context"
+	"os/exec"
+	"testing"
+	"time"
+
+	"github.com/cockroachdb/errors"
+	"github.com/google/uuid"
+
+	"github.com/oduflow/oduflow-go/internal/pyhost"
+	"github.com/oduflow/oduflow-go/receipt"
+)
+
+// The "real parts" path: the simulator's minion runs the real Python oduflow_job module (internal/pyhost),
+// with its durable receipts, locks and fork per request.
+func startPyMinion(t *testing.T, e *simEnv, cfg pyhost.Config) (string, *pyhost.Host) {
+	t.Helper()
+	if _, err := exec.LookPath("python3"); err != nil {
+		t.Skip("python3 not installed")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	h, err := pyhost.Start(ctx, t.TempDir(), pyhost.WithConfig(cfg))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = h.Close() })
+	id := newMinionID()
+	e.sim.AddMinion(id, h.Handler(id))
+	return id, h
+}
+
+func executions(t *testing.T, h *pyhost.Host, minion string) int {
+	t.Helper()
+	lines, err := h.Marker(minion)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(lines)
+}
+
+func TestPythonModuleEndToEnd(t *testing.T) {
+	e := startSim(t)
+	minion, h := startPyMinion(t, e, pyhost.Config{})
+	d := e.dispatcher()
+	ctx := context.Background()
+
+	ready, err := d.Ping(ctx, minion)
+	if err != nil || !ready.Ready() {
+		t.Fatalf("ping: %+v %v", ready, err)
+	}
+	cfg := uuid.NewString()
+	first := mustStart(t, d, receipt.ProfileConfigure, minion, cfg)
+	got := waitFinal(t, d, receipt.ProfileConfigure, minion, cfg)
+	if got.Status != receipt.StatusSucceeded || got.Passed != 3 || got.Total != 3 {
+		t.Fatalf("configure: %+v", got)
+	}
+	prod := uuid.NewString()
+	mustStart(t, d, receipt.ProfileProduction, minion, prod)
+	got = waitFinal(t, d, receipt.ProfileProduction, minion, prod)
+	if got.Status != receipt.StatusFailed || got.Passed != 2 || got.Total != 3 {
+		t.Fatalf("production: %+v", got)
+	}
+	again := mustStart(t, d, receipt.ProfileConfigure, minion, cfg)
+	if *again.JID != *first.JID || again.Status != receipt.StatusSucceeded {
+		t.Fatalf("repeat: %+v", again)
+	}
+	if e.runs() != 2 || executions(t, h, minion) != 2 {
+		t.Fatalf("runs %d executions %d", e.runs(), executions(t, h, minion))
+	}
+}
+
+func TestPythonModuleLostReturnAndLostReply(t *testing.T) {
+	e := startSim(t)
+	minion, h := startPyMinion(t, e, pyhost.Config{})
+	ctx := context.Background()
+
+	// Lost return: recovered by polling the module's durable receipt.
+	d := e.dispatcher(onStep(StepPublishSending, func() { e.sim.DropNextReturn("") }))
+	req := uuid.NewString()
+	mustStart(t, d, receipt.ProfileConfigure, minion, req)
+	if got := waitFinal(t, d, receipt.ProfileConfigure, minion, req); got.Status != receipt.StatusSucceeded || got.Total != 3 {
+		t.Fatalf("lost return: %+v", got)
+	}
+
+	// Lost publish reply: unknown + quarantine, never republished; the module's exact receipt reconciles.
+	d2 := e.dispatcher(onStep(StepDispatchRecorded, func() { e.sim.DropNextReply("publish") }))
+	req2 := uuid.NewString()
+	mustStart(t, d2, receipt.ProfileProduction, minion, req2)
+	if got := waitFinal(t, d2, receipt.ProfileProduction, minion, req2); got.Status != receipt.StatusUnknown {
+		t.Fatalf("lost reply: %+v", got)
+	}
+	blocked := uuid.NewString()
+	mustStart(t, d2, receipt.ProfileConfigure, minion, blocked)
+	if got := waitFinal(t, d2, receipt.ProfileConfigure, minion, blocked); got.Status != receipt.StatusFailed ||
+		mustClaim(t, d2, blocked).ErrorCode != CodeQuarantined {
+		t.Fatalf("quarantine: %+v", got)
+	}
+	var r Response
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		var err error
+		r, err = d2.Reconcile(ctx, minion, req2, FromMinion{})
+		if err == nil || !errors.Is(err, ErrUnresolved) || time.Now().After(deadline) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			break
+		}
+		time.Sleep(100 * time.Millisecond) // the module may still be applying
+	}
+	if r.Status != receipt.StatusFailed || r.Passed != 2 || r.Total != 3 {
+		t.Fatalf("reconciled: %+v", r)
+	}
+	if e.runs() != 2 || executions(t, h, minion) != 2 {
+		t.Fatalf("runs %d executions %d", e.runs(), executions(t, h, minion))
+	}
+}
