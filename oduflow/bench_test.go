@@ -162,3 +162,43 @@ func BenchmarkDispatcher(b *testing.B) {
 	})
 	fmt.Fprintf(os.Stderr, "in-flight=%d nofile=%d\n", n, rl.Cur)
 }
+
+// BenchmarkClaimCreate is the durable part of a new Start (index entry + claim, each an exclusive temp
+// file, fsync, rename/link, directory fsync): compare with ../shared/bench/fsyncfloor.
+func BenchmarkClaimCreate(b *testing.B) {
+	fs, err := OpenFileClaimStore(claimDir(b))
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	minion := newMinionID()
+	b.ReportAllocs()
+	for b.Loop() {
+		c := &Claim{Protocol: ClaimProtocol, MinionID: minion, RequestID: uuid.NewString(), Profile: receipt.ProfileConfigure,
+			Role: "roles.client_stack", JID: "20261129120000000001", Phase: PhaseClaimed, CreatedAt: time.Now().UTC()}
+		if err := fs.Create(ctx, c); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkStartNewIdle: Start of a new request on an idle dispatcher (claim + worker launch; the worker's
+// publication runs in the background and is waited for outside the timer).
+func BenchmarkStartNewIdle(b *testing.B) {
+	e := startSim(b)
+	d := e.dispatcher()
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		b.StopTimer()
+		m := e.addMinion()
+		req := uuid.NewString()
+		b.StartTimer()
+		if _, err := d.Start(ctx, receipt.ProfileConfigure, m.ID(), req); err != nil {
+			b.Fatal(err)
+		}
+		b.StopTimer()
+		_ = d.Wait(ctx)
+		b.StartTimer()
+	}
+}

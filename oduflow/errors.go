@@ -85,5 +85,6 @@ const (
 	CodeNoTrustworthyReturn = "no_trustworthy_return"
 	CodeMinionUnknown       = "minion_reported_unknown"
 	CodeWorkerLost          = "worker_lost"
+	CodeJIDCollision        = "jid_collision"
 	CodeAsserted            = "asserted"
 )

@@ -178,7 +178,7 @@ func (d *Dispatcher) Resume(ctx context.Context, minion, request string) (Respon
 	if !c.WasDispatched() {
 		return Response{}, errors.Wrap(ErrNotUnknown, "oduflow: never dispatched; nothing to resume")
 	}
-	lk, err := d.leases.TryRequestLock(ctx, request)
+	lk, err := d.tryRequestLock(ctx, request)
 	if err != nil {
 		if errors.Is(err, ErrLeaseHeld) {
 			return d.respond(ctx, c) // a worker or another Resume is polling

@@ -33,6 +33,23 @@ func (d *Dispatcher) launch(c *Claim) error {
 	return nil
 }
 
+// tryRequestLock takes the request lock, trying again for a moment: a Status probe of the lock (an
+// instant shared flock) must not make a starting worker believe another worker runs the request. A real
+// holder keeps the lock for its whole run, so it is still held after the retries.
+func (d *Dispatcher) tryRequestLock(ctx context.Context, request string) (Lease, error) {
+	for attempt := 0; ; attempt++ {
+		lk, err := d.leases.TryRequestLock(ctx, request)
+		if err == nil || !errors.Is(err, ErrLeaseHeld) || attempt >= 20 {
+			return lk, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+}
+
 // checkRole validates the persisted profile/role pair against the fixed whitelist.
 func checkRole(c *Claim) error {
 	want, ok := profiles.Fixed()[c.Profile]
@@ -48,7 +65,7 @@ func (d *Dispatcher) runWorker(ctx context.Context, minion, request string) erro
 	if err := validateIDs(minion, request); err != nil {
 		return err
 	}
-	reqLock, err := d.leases.TryRequestLock(ctx, request)
+	reqLock, err := d.tryRequestLock(ctx, request)
 	if err != nil {
 		if errors.Is(err, ErrLeaseHeld) {
 			return nil // another worker runs this request
@@ -66,6 +83,12 @@ func (d *Dispatcher) runWorker(ctx context.Context, minion, request string) erro
 	lg := d.claimLog(c)
 	if c.Phase != PhaseClaimed || c.Legacy() != NotLegacy {
 		lg.Info("worker: claim past phase claimed; never dispatched twice", slog.String("phase", string(c.Phase)))
+		return nil
+	}
+	if age := d.clock.Now().Sub(c.CreatedAt); age > d.timers.LaunchGrace {
+		// Status has been reporting this launch as unknown (worker disappeared): never dispatch it now.
+		lg.Warn("worker: started after the launch grace; not dispatching", slog.Duration("age", age))
+		d.finalize(ctx, c, receipt.StatusUnknown, 0, 0, CodeWorkerLost, EvidenceNone)
 		return nil
 	}
 	d.stepHook(StepClaimed)
@@ -174,9 +197,17 @@ func (d *Dispatcher) preflight(ctx context.Context, c *Claim) string {
 		return CodeQuarantined // cannot prove the client is clear
 	}
 	for _, o := range others {
-		if o.RequestID != c.RequestID && o.Quarantining() {
+		if o.RequestID == c.RequestID {
+			continue
+		}
+		if o.Quarantining() {
 			d.claimLog(c).Warn("worker: client quarantined", slog.String("blocking_request_id", o.RequestID))
 			return CodeQuarantined
+		}
+		if o.JID == c.JID {
+			// Two dispatcher processes drew the same JID in the same microsecond for one client: the minion
+			// would refuse the second binding. Fail before publishing; a retry is a new request.
+			return CodeJIDCollision
 		}
 	}
 	ctx2, cancel := context.WithTimeout(ctx, d.timers.CallTimeout)
