@@ -70,19 +70,21 @@ type Claim struct {
 	Role        string          `json:"role,omitempty"`
 	StateDigest string          `json:"state_digest,omitempty"`
 	// PayloadRef names the frozen payload of a custom execution (resolved by a PublicationSource).
-	PayloadRef   string         `json:"payload_ref,omitempty"`
-	JID          string         `json:"jid"`
-	Phase        Phase          `json:"phase"`
-	CreatedAt    time.Time      `json:"created_at"`
-	DispatchedAt *time.Time     `json:"dispatched_at,omitempty"`
-	FinishedAt   *time.Time     `json:"finished_at,omitempty"`
-	Status       receipt.Status `json:"status,omitempty"`
-	Passed       int            `json:"passed"`
-	Total        int            `json:"total"`
-	ErrorCode    string         `json:"error_code,omitempty"`
-	Evidence     string         `json:"evidence,omitempty"`
-	AssertedBy   string         `json:"asserted_by,omitempty"`
-	AssertedWhy  string         `json:"asserted_reason,omitempty"`
+	PayloadRef   string     `json:"payload_ref,omitempty"`
+	JID          string     `json:"jid"`
+	Phase        Phase      `json:"phase"`
+	CreatedAt    time.Time  `json:"created_at"`
+	DispatchedAt *time.Time `json:"dispatched_at,omitempty"`
+	FinishedAt   *time.Time `json:"finished_at,omitempty"`
+	// ResumedAt is when Resume last asked for another polling window (see Dispatcher.Resume).
+	ResumedAt   *time.Time     `json:"resumed_at,omitempty"`
+	Status      receipt.Status `json:"status,omitempty"`
+	Passed      int            `json:"passed"`
+	Total       int            `json:"total"`
+	ErrorCode   string         `json:"error_code,omitempty"`
+	Evidence    string         `json:"evidence,omitempty"`
+	AssertedBy  string         `json:"asserted_by,omitempty"`
+	AssertedWhy string         `json:"asserted_reason,omitempty"`
 	// Generation is the fencing token: every successful update increments it.
 	Generation uint64 `json:"generation"`
 }
@@ -143,6 +145,10 @@ func (c *Claim) clone() *Claim {
 	if c.FinishedAt != nil {
 		t := *c.FinishedAt
 		cp.FinishedAt = &t
+	}
+	if c.ResumedAt != nil {
+		t := *c.ResumedAt
+		cp.ResumedAt = &t
 	}
 	return &cp
 }

@@ -91,10 +91,13 @@ func TestCrashConsistencyDetachedWorker(t *testing.T) {
 					t.Fatalf("repeat: %+v", again)
 				}
 				if tc.want.resumable {
+					// A detached Resume: a worker process polls; it returns once that worker holds the lock.
 					if _, err := d.Resume(ctx, m.ID(), req); err != nil {
 						t.Fatal(err)
 					}
-					_ = d.Wait(ctx)
+					waitClaim(t, d, req, "resolved by the resumed worker", func(c *Claim) bool {
+						return c.Phase.Final() && c.Status == receipt.StatusSucceeded
+					})
 					if r, _ := d.Status(ctx, receipt.ProfileConfigure, m.ID(), req); r.Status != receipt.StatusSucceeded {
 						t.Fatalf("after resume: %+v", r)
 					}

@@ -3,7 +3,6 @@ package oduflow
 import (
 	"context"
 	"log/slog"
-	"time"
 
 	"github.com/cockroachdb/errors"
 
@@ -42,7 +41,8 @@ type CustomResponse struct {
 // nothing already frozen. The reuse and confirmation rules are DecideCustom's; a reused execution records
 // the new request id as pointing to it and is returned at once (it never waits for the lease and never
 // becomes a preflight failure). When the rules refuse only because a dispatched failure lacks its minion
-// receipt, CustomStart reads oduflow_job.status once and decides again.
+// receipt (an operator asserted it), CustomStart calls Reconcile FromMinion once (oduflow_job.status; the
+// master's claim gets the minion's receipt, the assertion kept for audit) and decides again.
 //
 // Keep secrets out of custom sources. Definitions, execution snapshots and the master's private records
 // persist the source or payload; and Salt itself keeps every published load, the custom payload included
@@ -152,11 +152,14 @@ func pointerReason(e catalog.Execution, request string) string {
 // request.
 func (d *Dispatcher) customDrive(ctx context.Context, cat catalog.Store, e catalog.Execution, request, reason string) (CustomResponse, error) {
 	c, err := d.store.Get(ctx, e.RequestID)
+	var launchErr error // a detached worker that could not start: the claim is failed, nothing published
 	if errors.Is(err, ErrNoClaim) {
 		c = &Claim{Protocol: ClaimProtocol, MinionID: e.MinionID, RequestID: e.RequestID,
 			Profile: receipt.ProfileCustom, StateDigest: e.Digest, PayloadRef: e.RequestID,
 			JID: string(d.jids.Next()), Phase: PhaseClaimed, CreatedAt: d.clock.Now()}
-		if _, err := d.create(ctx, c); err != nil {
+		if _, err := d.create(ctx, c); errors.Is(err, ErrWorkerLaunch) {
+			launchErr = err
+		} else if err != nil {
 			return CustomResponse{}, err
 		}
 		if c, err = d.store.Get(ctx, e.RequestID); err != nil {
@@ -171,7 +174,11 @@ func (d *Dispatcher) customDrive(ctx context.Context, cat catalog.Store, e catal
 	if c.StateDigest != e.Digest || c.PayloadRef != e.RequestID {
 		return CustomResponse{}, errors.Wrap(ErrCorruptClaim, "oduflow: custom claim does not match its snapshot")
 	}
-	return d.customRespond(ctx, cat, e, c, request, reason)
+	out, err := d.customRespond(ctx, cat, e, c, request, reason)
+	if err == nil && launchErr != nil {
+		return out, launchErr
+	}
+	return out, err
 }
 
 // customRespond computes the claim's status, mirrors the sanitized outcome into the catalog and answers.
@@ -270,14 +277,13 @@ func (d *Dispatcher) decideCustom(ctx context.Context, cat catalog.Store, minion
 		if c == nil || c.Legacy() != NotLegacy {
 			return dec, err
 		}
-		r := d.pollOnce(ctx, c, time.Now().Add(d.timers.CallTimeout))
-		if r == nil || !r.Status.Terminal() {
+		// The minion's own receipt (oduflow_job.status), bound to the claim, confirms or corrects the
+		// asserted outcome: Reconcile records it in the master's claim (evidence reconciled, the assertion
+		// kept for audit), and the next round mirrors it into the catalog.
+		if _, rerr := d.Reconcile(ctx, c.MinionID, c.RequestID, FromMinion{}); rerr != nil {
+			d.log.Info("custom: failure not confirmed by the minion", slog.String("request_id", c.RequestID),
+				slog.String("error", rerr.Error()))
 			return dec, err
-		}
-		// The minion's own receipt, bound to the claim: it confirms (or corrects) the asserted outcome.
-		if _, rerr := cat.RecordOutcome(ctx, c.RequestID, catalog.Outcome{Status: r.Status, Passed: r.Passed,
-			Total: r.Total, ConfirmedBy: catalog.ConfirmedByMinionReceipt, Dispatched: true}); rerr != nil {
-			return CustomDecision{}, rerr
 		}
 	}
 }

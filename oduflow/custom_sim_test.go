@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cockroachdb/errors"
+
 	"github.com/oduflow/oduflow-go/internal/saltsim"
 	"github.com/oduflow/oduflow-go/oduflow/catalog"
 	"github.com/oduflow/oduflow-go/receipt"
@@ -168,6 +170,22 @@ type cstEnv struct {
 	// dropRun makes the simulator drop the reply of the next oduflow_job.run publish (not of the
 	// capability check before it): the run happens, the master cannot prove it.
 	dropRun atomic.Bool
+	// loseRun makes the next oduflow_job.run publish fail as outcome-unknown without being sent (a reply
+	// lost for a publication that never reached the minion: it stays unknown).
+	loseRun atomic.Bool
+}
+
+// cstLosingPublisher implements cstEnv.loseRun.
+type cstLosingPublisher struct {
+	Publisher
+	lose *atomic.Bool
+}
+
+func (p cstLosingPublisher) Publish(ctx context.Context, req salt.PublishRequest) (*salt.PublishResult, error) {
+	if req.Fun == FunRun && p.lose.Swap(false) {
+		return nil, errors.Mark(errors.New("test: reply lost"), salt.ErrOutcomeUnknown)
+	}
+	return p.Publisher.Publish(ctx, req)
 }
 
 func cstLogger() *slog.Logger {
@@ -214,7 +232,7 @@ func newCstEnv(t *testing.T) *cstEnv {
 	events := SaltEvents(sim.EventAddr(), salt.WithReconnectBackoff(20*time.Millisecond, 200*time.Millisecond),
 		salt.WithEventLogger(cstLogger()))
 	e := &cstEnv{t: t, sim: sim, minion: m, cat: cat}
-	e.d, err = New(client, events, WithClaimDir(filepath.Join(base, "claims")), WithTimers(cstTimers()),
+	e.d, err = New(cstLosingPublisher{Publisher: client, lose: &e.loseRun}, events, WithClaimDir(filepath.Join(base, "claims")), WithTimers(cstTimers()),
 		WithLogger(cstLogger()), WithCustomCatalog(cat), WithStepHook(func(step string) {
 			if step == StepPublishSending && e.dropRun.Swap(false) {
 				sim.DropNextReply("publish")

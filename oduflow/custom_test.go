@@ -82,7 +82,7 @@ func TestCustomAssertedConfigurationDoesNotCount(t *testing.T) {
 	ctx := context.Background()
 	// A configure claim whose publish outcome is unknown, then asserted succeeded by an operator.
 	req := receipt.NewRequestID()
-	e.dropRun.Store(true)
+	e.loseRun.Store(true)
 	if _, err := e.d.Start(ctx, receipt.ProfileConfigure, e.minion.id, req); err != nil {
 		t.Fatal(err)
 	}
@@ -247,6 +247,11 @@ func TestCustomUnknownBlocksAndAssertedFailureNeedsReceipt(t *testing.T) {
 	}
 	if s, err := e.d.CustomStatus(ctx, e.minion.id, r1); err != nil || s.Status != receipt.StatusFailed || s.Total != 2 {
 		t.Fatalf("r1 status after confirmation: %+v %v", s, err)
+	}
+	// The master's own claim is corrected too (Reconcile FromMinion), the assertion kept for audit.
+	if c, err := e.d.Store().Get(ctx, r1); err != nil || c.Phase != PhaseTerminal || c.Evidence != EvidenceReconciled ||
+		c.Status != receipt.StatusFailed || c.Passed != 1 || c.Total != 2 || c.AssertedBy != "ops" || c.Quarantining() {
+		t.Fatalf("r1 claim after confirmation: %+v %v", c, err)
 	}
 	e.final(r3)
 }

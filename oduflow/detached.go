@@ -4,25 +4,179 @@ import (
 	"context"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"syscall"
+	"time"
 
 	"github.com/cockroachdb/errors"
+	"golang.org/x/sys/unix"
+
+	"github.com/oduflow/oduflow-go/receipt"
 )
 
 // WorkerEnv marks a process started as a detached worker (its value is "1"). The worker's command line is
 // exactly: <exe> <minion id> <request id>.
 const WorkerEnv = "ODUFLOW_DETACHED_WORKER"
 
-func (d *Dispatcher) launchDetached(c *Claim) error {
+// WorkerLogName is the conventional name of the detached workers' log file inside the claim directory
+// (pass filepath.Join(claimDir, WorkerLogName) to DetachedLog).
+const WorkerLogName = "worker.log"
+
+// ErrWorkerLaunch: a detached worker process could not be started. Start returns it (in a
+// *WorkerLaunchError) together with the response: the claim was committed terminal failed with
+// CodeWorkerLaunch, nothing was published. Resume returns it when its worker could not be started or
+// ended at once with an error (the request stays unknown).
+var ErrWorkerLaunch = errors.New("oduflow: worker launch failed")
+
+// WorkerLaunchError reports a failed detached worker launch for one request.
+type WorkerLaunchError struct {
+	RequestID string
+	Cause     error
+}
+
+func (e *WorkerLaunchError) Error() string {
+	msg := "oduflow: worker launch failed for request " + e.RequestID
+	if e.Cause != nil {
+		msg += ": " + e.Cause.Error()
+	}
+	return msg
+}
+
+// Unwrap makes errors.Is(err, ErrWorkerLaunch) true.
+func (e *WorkerLaunchError) Unwrap() error { return ErrWorkerLaunch }
+
+// DetachedLog sends the stdout and stderr of detached workers to the file path (appended; created 0600).
+// The file and its directory follow the claim store's safe-file rules: the directory is owned by this
+// process's user with mode 0700 and no symlink in any path component (filepath.Join(claimDir,
+// WorkerLogName) qualifies); the file must be a regular, singly linked file owned by this user without
+// group/other permission bits. Without this option a detached worker's output goes to /dev/null: it never
+// inherits the launcher's stdout or stderr, so a pipeline such as `tool start ... 2>&1 | tee log` ends when
+// the tool exits. A log that cannot be opened safely fails the launch.
+func DetachedLog(path string) Option { return func(c *config) { c.workerLog = path } }
+
+// openWorkerLog opens the detached workers' log file under the safe-file rules.
+func openWorkerLog(path string) (*os.File, error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, errors.Wrap(err, "oduflow: worker log path")
+	}
+	if _, err := receipt.OpenStore(filepath.Dir(abs)); err != nil {
+		return nil, errors.Wrap(err, "oduflow: worker log directory")
+	}
+	f, err := os.OpenFile(abs, os.O_WRONLY|os.O_APPEND|os.O_CREATE|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
+	if err != nil {
+		return nil, errors.Wrap(err, "oduflow: open worker log")
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(int(f.Fd()), &st); err != nil {
+		_ = f.Close()
+		return nil, errors.Wrap(err, "oduflow: stat worker log")
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFREG || int(st.Uid) != os.Geteuid() || st.Mode&0o077 != 0 || st.Nlink != 1 {
+		_ = f.Close()
+		return nil, errors.Wrap(receipt.ErrUnsafePath, "oduflow: worker log is not a private regular file")
+	}
+	return f, nil
+}
+
+// launchDetached starts the worker process of claim c. The returned channel yields the process's exit
+// result once (it is reaped if this process lives long enough).
+func (d *Dispatcher) launchDetached(c *Claim) (<-chan error, error) {
 	cmd := exec.Command(d.mode.exe, c.MinionID, c.RequestID)
 	cmd.Env = append(append(os.Environ(), WorkerEnv+"=1"), d.mode.env...)
-	cmd.Stderr = os.Stderr
+	// stdin, stdout and stderr are /dev/null unless a log file is configured: never the launcher's.
+	if d.workerLog != "" {
+		f, err := openWorkerLog(d.workerLog)
+		if err != nil {
+			return nil, err
+		}
+		defer func() { _ = f.Close() }() // the child has its own descriptor after Start
+		cmd.Stdout, cmd.Stderr = f, f
+	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true} // survives the launching tool
 	if err := cmd.Start(); err != nil {
-		return errors.Wrap(err, "oduflow: start detached worker")
+		return nil, errors.Wrap(err, "oduflow: start detached worker")
 	}
-	go func() { _ = cmd.Wait() }() // reap it if this process lives long enough
-	return nil
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	return done, nil
+}
+
+// failLaunch commits terminal failed (CodeWorkerLaunch, a preflight record: nothing was published) for a
+// claim whose worker could not be started, if it is still in phase claimed and nobody holds its request
+// lock. It returns the current claim.
+func (d *Dispatcher) failLaunch(ctx context.Context, c *Claim) *Claim {
+	lk, err := d.tryRequestLock(ctx, c.RequestID)
+	if err != nil {
+		return c // a worker runs it after all (or the lock cannot be read): leave it to the status rules
+	}
+	defer func() { _ = lk.Release() }()
+	cur, err := d.store.Get(ctx, c.RequestID)
+	if err != nil || cur.Phase != PhaseClaimed {
+		return c
+	}
+	if out := d.finalize(ctx, cur, receipt.StatusFailed, 0, 1, CodeWorkerLaunch, EvidencePreflight); out != nil {
+		return out
+	}
+	return cur
+}
+
+// WorkerActive reports whether a worker (or a Resume's polling) holds the request's lock right now, in
+// any process. A tool that started a detached Resume follows it with this.
+func (d *Dispatcher) WorkerActive(ctx context.Context, request string) (bool, error) {
+	if err := receipt.ValidateRequestID(request); err != nil {
+		return false, invalid(err, "request id")
+	}
+	return d.leases.RequestLockHeld(ctx, request)
+}
+
+// resumeDetached starts a detached worker for an unknown request whose ResumedAt was just recorded, and
+// returns once the worker holds the request lock (it is polling), or has ended, or the launch grace has
+// passed.
+func (d *Dispatcher) resumeDetached(ctx context.Context, c *Claim) (Response, error) {
+	done, err := d.launchDetached(c)
+	if err != nil {
+		d.claimLog(c).Error("resume: worker launch failed", "error", err.Error())
+		r, rerr := d.respond(ctx, c)
+		if rerr != nil {
+			return Response{}, rerr
+		}
+		return r, &WorkerLaunchError{RequestID: c.RequestID, Cause: err}
+	}
+	grace := time.NewTimer(d.timers.LaunchGrace)
+	defer grace.Stop()
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return Response{}, ctx.Err()
+		case <-grace.C:
+			return d.currentResponse(ctx, c)
+		case werr := <-done:
+			r, rerr := d.currentResponse(ctx, c)
+			if rerr != nil {
+				return Response{}, rerr
+			}
+			if werr != nil && r.Status == receipt.StatusUnknown {
+				return r, &WorkerLaunchError{RequestID: c.RequestID, Cause: werr}
+			}
+			return r, nil
+		case <-tick.C:
+			if held, err := d.leases.RequestLockHeld(ctx, c.RequestID); err == nil && held {
+				return d.currentResponse(ctx, c)
+			}
+		}
+	}
+}
+
+// currentResponse re-reads the claim and answers by the status rules.
+func (d *Dispatcher) currentResponse(ctx context.Context, c *Claim) (Response, error) {
+	cur, err := d.store.Get(ctx, c.RequestID)
+	if err != nil {
+		return Response{}, err
+	}
+	return d.respond(ctx, cur)
 }
 
 // IsWorkerProcess reports whether this process was started as a detached worker.
@@ -32,6 +186,11 @@ func IsWorkerProcess() bool { return os.Getenv(WorkerEnv) == "1" }
 // detached worker (WorkerEnv set) it builds a Dispatcher with build (the same configuration as the
 // launching process), runs the worker for the two identities in os.Args[1:], and returns handled=true; the
 // caller then exits (status 1 if err != nil). Otherwise it returns (false, nil) and does nothing.
+//
+// The build func must configure everything the launching Dispatcher had that the worker needs: the claim
+// directory, timers, and WithCustomCatalog when custom executions are used (without it a custom claim
+// fails its preflight with CodePayload, and nothing is published). Its output goes to /dev/null unless the
+// launcher used DetachedLog.
 func MaybeRunWorker(ctx context.Context, build func() (*Dispatcher, error)) (handled bool, err error) {
 	if !IsWorkerProcess() {
 		return false, nil
@@ -46,7 +205,10 @@ func MaybeRunWorker(ctx context.Context, build func() (*Dispatcher, error)) (han
 
 // RunWorker runs one worker synchronously in this process. args are exactly the minion id and the request
 // id; the persisted profile/role pair is re-validated against profiles.Fixed() before anything is
-// published.
+// published. What it does is decided from the persisted claim alone: a claim in phase claimed is
+// dispatched (DESIGN.md section 5); an unresolved dispatched protocol-1 claim whose polling window (from
+// its dispatch or its latest Resume) is still open is polled (a detached Resume); anything else is left
+// as it is.
 func (d *Dispatcher) RunWorker(ctx context.Context, args []string) error {
 	if len(args) != 2 {
 		return errors.Mark(errors.New("oduflow: worker arguments are exactly <minion id> <request id>"), ErrInvalidInput)

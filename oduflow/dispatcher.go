@@ -29,6 +29,8 @@ type Dispatcher struct {
 	step   func(string)
 	pubsrc PublicationSource
 	pubSem chan struct{}
+	// workerLog is where detached workers' stdout/stderr go ("" = /dev/null).
+	workerLog string
 
 	ctx    context.Context // workers run under it; Close cancels it
 	cancel context.CancelFunc
@@ -74,7 +76,8 @@ func New(client Publisher, events EventSource, opts ...Option) (*Dispatcher, err
 	ctx, cancel := context.WithCancel(context.Background())
 	d := &Dispatcher{pub: client, store: cfg.store, leases: cfg.leases, clock: cfg.clock, log: cfg.logger,
 		hooks: cfg.hooks, mode: cfg.mode, timers: cfg.timers, jids: cfg.jids, step: cfg.stepHook,
-		pubsrc: cfg.publishing, pubSem: make(chan struct{}, cfg.maxPublish), ctx: ctx, cancel: cancel}
+		pubsrc: cfg.publishing, pubSem: make(chan struct{}, cfg.maxPublish), workerLog: cfg.workerLog,
+		ctx: ctx, cancel: cancel}
 	d.hub = newHub(events, func(msg string, args ...any) { d.log.Warn(msg, args...) })
 	return d, nil
 }
@@ -161,7 +164,9 @@ func (d *Dispatcher) Start(ctx context.Context, profile receipt.Profile, minion,
 	return d.create(ctx, c)
 }
 
-// create persists a new claim, then launches its worker.
+// create persists a new claim, then launches its worker. When a detached worker cannot be started, the
+// claim (still in phase claimed: nothing was published) is committed terminal failed with
+// CodeWorkerLaunch, and the response comes with a *WorkerLaunchError (ErrWorkerLaunch).
 func (d *Dispatcher) create(ctx context.Context, c *Claim) (Response, error) {
 	if err := d.store.Create(ctx, c); err != nil {
 		if errors.Is(err, ErrClaimExists) {
@@ -177,8 +182,13 @@ func (d *Dispatcher) create(ctx context.Context, c *Claim) (Response, error) {
 	lg := d.claimLog(c)
 	lg.Info("claim created", slog.String("role", c.Role))
 	if err := d.launch(c); err != nil {
-		// The claim stays: Status reports unknown after the launch grace; nothing was published.
-		lg.Error("worker launch failed", slog.String("error", err.Error()))
+		lg.Error("worker launch failed; nothing published", slog.String("error", err.Error()))
+		out := d.failLaunch(ctx, c)
+		r, rerr := d.respond(ctx, out)
+		if rerr != nil {
+			r = responseFor(out, receipt.StatusUnknown)
+		}
+		return r, &WorkerLaunchError{RequestID: c.RequestID, Cause: err}
 	}
 	return responseFor(c, receipt.StatusRunning), nil
 }

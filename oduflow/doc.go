@@ -39,9 +39,12 @@
 //  3. the dispatch intent (phase dispatching, dispatch time) is recorded durably; the dispatcher's ONE
 //     shared event-bus subscription registers the JID; oduflow_job.run(request_id, profile,
 //     state_data_json) is published once with the preassigned JID to the minion alone (list target). It
-//     is never retried. An outcome-unknown publish is unknown and quarantines; a reply proving nothing was
-//     published (authentication, authorization, no minion, bad load) is failed with an error code and does
-//     not quarantine.
+//     is never retried. An outcome-unknown publish (lost reply, timeout after send) is committed unknown at
+//     once and quarantines; the worker then releases the client lease and goes on listening and polling
+//     as in step 4, and a trustworthy receipt bound to the claim replaces unknown (releasing the
+//     quarantine; a minion answering not_started never does). A reply proving nothing was published
+//     (authentication, authorization, no minion, bad load, master exception) is failed with an error code
+//     and does not quarantine.
 //  4. it waits (<= 7200 s) for the return on the event bus, accepted only as a protocol-1 receipt bound to
 //     the claim, and polls oduflow_job.status on the expected minion at once after every event-bus gap and
 //     on a schedule spreading 250 polls over the window. Window or budget spent: unknown.
@@ -50,8 +53,13 @@
 //
 // Workers run in-process by default. WithWorkerMode(Detached(exe)) starts each worker as a separate
 // process of the same binary whose command line is exactly the two identities; the binary calls
-// MaybeRunWorker first thing in main. The worker re-validates the persisted profile/role pair against
-// profiles.Fixed() before publishing.
+// MaybeRunWorker first thing in main (its build func must include WithCustomCatalog when custom
+// executions are used). The worker re-validates the persisted profile/role pair against profiles.Fixed()
+// before publishing, and decides from the persisted claim what to do: dispatch a claim in phase claimed,
+// or poll an unresolved dispatched claim whose window is open (a detached Resume). A detached worker's
+// stdin/stdout/stderr are /dev/null unless DetachedLog(path) names a private log file: it never inherits
+// the launcher's. A worker that cannot be started leaves nothing published: Start commits the claim
+// terminal failed (worker_launch_failed) and returns the response with a *WorkerLaunchError.
 //
 // # Status rules and timers
 //
@@ -67,8 +75,10 @@
 // every new dispatch to its client, across profiles, until Reconcile: FromMinion fetches the minion's exact
 // receipt through oduflow_job.status (a caller-supplied receipt counts only if it equals the live reply);
 // Assert records an operator's outcome as the terminal phase asserted (who, why), never counted as a minion
-// receipt. Resume polls an unknown request again; a trustworthy terminal receipt replaces unknown. Nothing
-// ever creates a new request automatically: a retry is a new request id.
+// receipt. FromMinion also replaces an assertion by the minion's exact terminal receipt (evidence
+// reconciled; who and why are kept for audit). Resume polls an unknown request again (at once, then on the
+// schedule, for another window; in a detached worker when workers are detached); a trustworthy terminal
+// receipt replaces unknown. Nothing ever creates a new request automatically: a retry is a new request id.
 //
 // # Observability
 //

@@ -85,6 +85,7 @@ const (
 	CodeNoTrustworthyReturn = "no_trustworthy_return"
 	CodeMinionUnknown       = "minion_reported_unknown"
 	CodeWorkerLost          = "worker_lost"
+	CodeWorkerLaunch        = "worker_launch_failed"
 	CodeJIDCollision        = "jid_collision"
 	CodeAsserted            = "asserted"
 )

@@ -12,6 +12,7 @@ import (
 
 	"github.com/oduflow/oduflow-go/internal/saltsim"
 	"github.com/oduflow/oduflow-go/internal/simminion"
+	"github.com/oduflow/oduflow-go/oduflow/catalog"
 	"github.com/oduflow/oduflow-go/receipt"
 	"github.com/oduflow/oduflow-go/salt"
 )
@@ -26,28 +27,59 @@ func onStep(step string, fn func()) Option {
 	})
 }
 
+// waitClaim polls the claim until ok(claim) holds.
+func waitClaim(t *testing.T, d *Dispatcher, req string, what string, ok func(*Claim) bool) *Claim {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) {
+		if c, err := d.Store().Get(context.Background(), req); err == nil && ok(c) {
+			return c
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatalf("request %s: never %s: %+v", req, what, mustClaim(t, d, req))
+	return nil
+}
+
+// loseReplyAndReturn arms the simulator to drop the reply of the run publish and the return event of its
+// JID (the run happens; only a status poll can tell).
+func loseReplyAndReturn(t *testing.T, e *simEnv, d *Dispatcher, req string) {
+	c, err := d.Store().Get(context.Background(), req)
+	if err != nil {
+		t.Error(err)
+		return
+	}
+	e.sim.DropNextReply("publish")
+	e.sim.DropNextReturn(c.JID)
+}
+
+// A lost publish reply: unknown and quarantined at once; the worker goes on polling, and the minion's
+// receipt (read by a status poll: the return event is lost too) replaces unknown and releases the
+// quarantine. Nothing is ever republished.
 func TestLostPublishReplyIsUnknownAndQuarantines(t *testing.T) {
 	e := startSim(t)
-	m := e.addMinion()
-	d := e.dispatcher(onStep(StepDispatchRecorded, func() { e.sim.DropNextReply("publish") }))
-	ctx := context.Background()
+	m := e.addMinion(simminion.WithHold())
 	req := uuid.NewString()
+	var d *Dispatcher
+	d = e.dispatcher(onStep(StepDispatchRecorded, func() { loseReplyAndReturn(t, e, d, req) }))
+	ctx := context.Background()
 	mustStart(t, d, receipt.ProfileConfigure, m.ID(), req)
-	got := waitFinal(t, d, receipt.ProfileConfigure, m.ID(), req)
-	if got.Status != receipt.StatusUnknown {
-		t.Fatalf("%+v", got)
+	c := waitClaim(t, d, req, "final", func(c *Claim) bool { return c.Phase.Final() })
+	if c.Status != receipt.StatusUnknown || c.ErrorCode != CodeOutcomeUnknown || !c.Quarantining() {
+		t.Fatalf("right after the publish: %+v", c)
 	}
-	c := mustClaim(t, d, req)
-	if c.ErrorCode != CodeOutcomeUnknown || !c.Quarantining() {
-		t.Fatalf("%+v", c)
+	if got, _ := d.Status(ctx, receipt.ProfileConfigure, m.ID(), req); got.Status != receipt.StatusUnknown {
+		t.Fatalf("status %+v", got)
+	}
+	if q, _ := d.Quarantine(ctx, m.ID()); len(q) != 1 {
+		t.Fatalf("quarantine %v", q)
 	}
 	// The publish went out (the simulator processed it) and is never republished.
 	waitRuns(t, e, 1)
-	time.Sleep(200 * time.Millisecond)
 	if again := mustStart(t, d, receipt.ProfileConfigure, m.ID(), req); again.Status != receipt.StatusUnknown || e.runs() != 1 {
 		t.Fatalf("repeat: %+v runs %d", again, e.runs())
 	}
-	// Quarantine across profiles.
+	// Quarantine across profiles (the worker still listens, but the client lease is free: quarantined).
 	req2 := uuid.NewString()
 	mustStart(t, d, receipt.ProfileCredentials, m.ID(), req2)
 	if got := waitFinal(t, d, receipt.ProfileCredentials, m.ID(), req2); got.Status != receipt.StatusFailed {
@@ -56,22 +88,18 @@ func TestLostPublishReplyIsUnknownAndQuarantines(t *testing.T) {
 	if mustClaim(t, d, req2).ErrorCode != CodeQuarantined || e.runs() != 1 {
 		t.Fatal("not quarantined")
 	}
-	// A caller receipt that differs from the live one is refused; the exact one reconciles.
-	live, ok := m.Receipt(req)
-	if !ok {
-		t.Fatal("minion has no receipt")
+	// The minion finishes; its return is lost; the worker's status poll reads the receipt.
+	polls := e.sim.CountPublications(FunStatus)
+	m.Release()
+	c = waitClaim(t, d, req, "resolved", func(c *Claim) bool { return c.Status != receipt.StatusUnknown })
+	if c.Status != receipt.StatusSucceeded || c.Evidence != EvidenceReceipt || c.Quarantining() || c.Passed != 1 {
+		t.Fatalf("after the receipt: %+v", c)
 	}
-	forged := live
-	forged.Passed, forged.Total = 5, 5
-	if _, err := d.Reconcile(ctx, m.ID(), req, FromMinion{Receipt: &forged}); !errors.Is(err, ErrEvidenceMismatch) {
-		t.Fatalf("forged: %v", err)
+	if e.sim.CountPublications(FunStatus) <= polls {
+		t.Fatal("resolved without a status poll")
 	}
-	r, err := d.Reconcile(ctx, m.ID(), req, FromMinion{Receipt: &live})
-	if err != nil || r.Status != receipt.StatusSucceeded {
-		t.Fatalf("reconcile: %+v %v", r, err)
-	}
-	if c := mustClaim(t, d, req); c.Evidence != EvidenceReconciled || c.Quarantining() {
-		t.Fatalf("%+v", c)
+	if q, _ := d.Quarantine(ctx, m.ID()); len(q) != 0 {
+		t.Fatalf("quarantine %v", q)
 	}
 	// Released: a new request runs.
 	req3 := uuid.NewString()
@@ -81,10 +109,51 @@ func TestLostPublishReplyIsUnknownAndQuarantines(t *testing.T) {
 	}
 }
 
+// lostRun answers every oduflow_job.run with an outcome-unknown error without sending it: the master's
+// view of a reply lost in transit, for a publication that never reached the minion.
+type lostRun struct{ Publisher }
+
+func (p lostRun) Publish(ctx context.Context, req salt.PublishRequest) (*salt.PublishResult, error) {
+	if req.Fun == FunRun {
+		return nil, errors.Mark(errors.New("test: reply lost"), salt.ErrOutcomeUnknown)
+	}
+	return p.Publisher.Publish(ctx, req)
+}
+
+// A minion that never ran the job answers not_started: that never resolves an unknown publish.
+func TestLostPublishNeverRunStaysUnknown(t *testing.T) {
+	e := startSim(t)
+	m := e.addMinion()
+	tm := testTimers()
+	tm.ExecutionWait, tm.PollBudget = 1500*time.Millisecond, 3
+	d := e.dispatcherWith(lostRun{e.client}, WithTimers(tm))
+	ctx := context.Background()
+	req := uuid.NewString()
+	mustStart(t, d, receipt.ProfileConfigure, m.ID(), req)
+	c := waitClaim(t, d, req, "final", func(c *Claim) bool { return c.Phase.Final() })
+	if c.Status != receipt.StatusUnknown || !c.Quarantining() {
+		t.Fatalf("%+v", c)
+	}
+	if err := d.Wait(ctx); err != nil { // the worker polls out its window
+		t.Fatal(err)
+	}
+	c = mustClaim(t, d, req)
+	if c.Status != receipt.StatusUnknown || c.ErrorCode != CodeOutcomeUnknown || !c.Quarantining() ||
+		m.Calls(FunStatus) == 0 || m.Runs() != 0 {
+		t.Fatalf("after the window: %+v status calls %d runs %d", c, m.Calls(FunStatus), m.Runs())
+	}
+	if _, err := d.Reconcile(ctx, m.ID(), req, FromMinion{}); !errors.Is(err, ErrUnresolved) {
+		t.Fatalf("not_started must not resolve: %v", err)
+	}
+	if q, _ := d.Quarantine(ctx, m.ID()); len(q) != 1 {
+		t.Fatalf("quarantine %v", q)
+	}
+}
+
 func TestAssertReleasesQuarantine(t *testing.T) {
 	e := startSim(t)
 	m := e.addMinion()
-	d := e.dispatcher(onStep(StepDispatchRecorded, func() { e.sim.DropNextReply("publish") }))
+	d := e.dispatcherWith(lostRun{e.client})
 	ctx := context.Background()
 	req := uuid.NewString()
 	mustStart(t, d, receipt.ProfileProduction, m.ID(), req)
@@ -108,6 +177,65 @@ func TestAssertReleasesQuarantine(t *testing.T) {
 	}
 	if _, err := d.Reconcile(ctx, m.ID(), req, Assert{Outcome: receipt.StatusSucceeded, Who: "bob", Why: "x"}); !errors.Is(err, ErrNotUnknown) {
 		t.Fatalf("second reconcile: %v", err)
+	}
+	// The minion never ran it: FromMinion cannot replace the assertion.
+	if _, err := d.Reconcile(ctx, m.ID(), req, FromMinion{}); !errors.Is(err, ErrUnresolved) {
+		t.Fatalf("from minion without a receipt: %v", err)
+	}
+	if c := mustClaim(t, d, req); c.Phase != PhaseAsserted {
+		t.Fatalf("%+v", c)
+	}
+}
+
+// Reconcile FromMinion replaces an operator's assertion by the minion's exact terminal receipt (evidence
+// reconciled), keeping who and why for audit.
+func TestReconcileFromMinionReplacesAssertion(t *testing.T) {
+	e := startSim(t)
+	m := e.addMinion(simminion.WithHold(),
+		simminion.WithResult(receipt.ProfileProduction, simminion.Result{Status: receipt.StatusFailed, Passed: 2, Total: 3}))
+	req := uuid.NewString()
+	var d *Dispatcher
+	d = e.dispatcher(onStep(StepDispatchRecorded, func() { loseReplyAndReturn(t, e, d, req) }))
+	ctx := context.Background()
+	mustStart(t, d, receipt.ProfileProduction, m.ID(), req)
+	waitClaim(t, d, req, "final", func(c *Claim) bool { return c.Phase.Final() })
+	// The operator asserts success while the minion still runs the job.
+	if _, err := d.Reconcile(ctx, m.ID(), req, Assert{Outcome: receipt.StatusSucceeded, Passed: 3, Total: 3,
+		Who: "alice", Why: "looked fine"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.Reconcile(ctx, m.ID(), req, FromMinion{}); !errors.Is(err, ErrUnresolved) {
+		t.Fatalf("running minion: %v", err)
+	}
+	m.Release()
+	waitRuns(t, e, 1)
+	var live receipt.Receipt
+	cstWaitFor(t, func() bool { var ok bool; live, ok = m.Receipt(req); return ok })
+	// The worker's own polls never override an assertion: only an explicit Reconcile does.
+	time.Sleep(700 * time.Millisecond)
+	if c := mustClaim(t, d, req); c.Phase != PhaseAsserted || c.Status != receipt.StatusSucceeded {
+		t.Fatalf("assertion overridden without Reconcile: %+v", c)
+	}
+	forged := live
+	forged.Status, forged.Passed = receipt.StatusSucceeded, 3
+	if _, err := d.Reconcile(ctx, m.ID(), req, FromMinion{Receipt: &forged}); !errors.Is(err, ErrEvidenceMismatch) {
+		t.Fatalf("forged: %v", err)
+	}
+	r, err := d.Reconcile(ctx, m.ID(), req, FromMinion{Receipt: &live})
+	if err != nil || r.Status != receipt.StatusFailed || r.Passed != 2 || r.Total != 3 {
+		t.Fatalf("reconcile: %+v %v", r, err)
+	}
+	c := mustClaim(t, d, req)
+	if c.Phase != PhaseTerminal || c.Evidence != EvidenceReconciled || c.AssertedBy != "alice" ||
+		c.AssertedWhy != "looked fine" || c.Quarantining() || c.ErrorCode != "" {
+		t.Fatalf("%+v", c)
+	}
+	if claimConfirmation(c) != catalog.ConfirmedByMinionReceipt {
+		t.Fatalf("confirmation %v", claimConfirmation(c))
+	}
+	// Now resolved by a receipt: neither evidence applies again.
+	if _, err := d.Reconcile(ctx, m.ID(), req, FromMinion{}); !errors.Is(err, ErrNotUnknown) {
+		t.Fatalf("again: %v", err)
 	}
 }
 
@@ -187,6 +315,11 @@ func TestRefusedPublishFailsWithoutQuarantine(t *testing.T) {
 		{"bad load", func() Publisher {
 			return runOnly{normal: e.client, run: e.newClient(salt.WithEnvelopeVersion(1))}
 		}, CodeBadLoad},
+		{"master exception", func() Publisher { // "Some exception handling minion payload"
+			return runOnly{normal: e.client, run: e.client, mutate: func(*salt.PublishRequest) {
+				e.sim.ExceptionNextReply("publish")
+			}}
+		}, CodeMasterException},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

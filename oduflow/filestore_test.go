@@ -160,10 +160,10 @@ func TestLegacyIndexedByScan(t *testing.T) {
 func TestRoleTamperingRefusedByWorker(t *testing.T) {
 	e := startSim(t)
 	m := e.addMinion()
-	d := e.dispatcher(WithWorkerMode(Detached("/nonexistent/never-started")))
+	d := e.dispatcher(WithWorkerMode(Detached(noopWorker(t))))
 	ctx := context.Background()
 	req := uuid.NewString()
-	// Create the claim without a worker (the detached exe does not exist), then tamper with its role.
+	// Create the claim without a worker (the detached "worker" does nothing), then tamper with its role.
 	mustStart(t, d, receipt.ProfileConfigure, m.ID(), req)
 	c := mustClaim(t, d, req)
 	c.Role = "roles.something_else"

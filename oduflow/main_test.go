@@ -38,8 +38,11 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(0)
 	}
-	if os.Getenv(envChild) == "starter" {
+	switch os.Getenv(envChild) {
+	case "starter":
 		os.Exit(runStarterChild())
+	case "launcher":
+		os.Exit(runLauncherChild())
 	}
 	os.Exit(m.Run())
 }

@@ -23,6 +23,7 @@ type config struct {
 	stepHook   func(step string)
 	publishing PublicationSource
 	maxPublish int
+	workerLog  string
 }
 
 // WorkerMode says where workers run.

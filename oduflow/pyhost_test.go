@@ -85,34 +85,22 @@ func TestPythonModuleLostReturnAndLostReply(t *testing.T) {
 		t.Fatalf("lost return: %+v", got)
 	}
 
-	// Lost publish reply: unknown + quarantine, never republished; the module's exact receipt reconciles.
-	d2 := e.dispatcher(onStep(StepDispatchRecorded, func() { e.sim.DropNextReply("publish") }))
+	// Lost publish reply (and lost return): unknown + quarantine at once, never republished; the worker goes
+	// on polling, and the module's durable receipt replaces unknown.
 	req2 := uuid.NewString()
+	var d2 *Dispatcher
+	d2 = e.dispatcher(onStep(StepDispatchRecorded, func() { loseReplyAndReturn(t, e, d2, req2) }))
 	mustStart(t, d2, receipt.ProfileProduction, minion, req2)
-	if got := waitFinal(t, d2, receipt.ProfileProduction, minion, req2); got.Status != receipt.StatusUnknown {
-		t.Fatalf("lost reply: %+v", got)
+	c := waitClaim(t, d2, req2, "final", func(c *Claim) bool { return c.Phase.Final() })
+	if c.Status != receipt.StatusUnknown || c.ErrorCode != CodeOutcomeUnknown || !c.Quarantining() {
+		t.Fatalf("lost reply: %+v", c)
 	}
-	blocked := uuid.NewString()
-	mustStart(t, d2, receipt.ProfileConfigure, minion, blocked)
-	if got := waitFinal(t, d2, receipt.ProfileConfigure, minion, blocked); got.Status != receipt.StatusFailed ||
-		mustClaim(t, d2, blocked).ErrorCode != CodeQuarantined {
-		t.Fatalf("quarantine: %+v", got)
+	c = waitClaim(t, d2, req2, "resolved", func(c *Claim) bool { return c.Status != receipt.StatusUnknown })
+	if c.Status != receipt.StatusFailed || c.Passed != 2 || c.Total != 3 || c.Evidence != EvidenceReceipt || c.Quarantining() {
+		t.Fatalf("after the poll: %+v", c)
 	}
-	var r Response
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		var err error
-		r, err = d2.Reconcile(ctx, minion, req2, FromMinion{})
-		if err == nil || !errors.Is(err, ErrUnresolved) || time.Now().After(deadline) {
-			if err != nil {
-				t.Fatal(err)
-			}
-			break
-		}
-		time.Sleep(100 * time.Millisecond) // the module may still be applying
-	}
-	if r.Status != receipt.StatusFailed || r.Passed != 2 || r.Total != 3 {
-		t.Fatalf("reconciled: %+v", r)
+	if _, err := d2.Reconcile(ctx, minion, req2, FromMinion{}); !errors.Is(err, ErrNotUnknown) {
+		t.Fatalf("reconcile of a resolved request: %v", err)
 	}
 	if e.runs() != 2 || executions(t, h, minion) != 2 {
 		t.Fatalf("runs %d executions %d", e.runs(), executions(t, h, minion))

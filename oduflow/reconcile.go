@@ -38,12 +38,16 @@ func (Assert) evidence()     {}
 const MaxAssertText = 512
 
 // Reconcile resolves an unknown request explicitly (operator only) and so releases the quarantine it
-// causes. It never publishes a state run. Only unknown requests can be reconciled (ErrNotUnknown).
+// causes. It never publishes a state run. Only unknown requests can be reconciled (ErrNotUnknown), with
+// one exception: FromMinion also resolves a request in phase asserted, replacing the operator's assertion
+// by the minion's exact terminal receipt (evidence reconciled; AssertedBy/AssertedWhy stay for audit), so
+// that the master's record holds the stronger evidence.
 func (d *Dispatcher) Reconcile(ctx context.Context, minion, request string, ev Evidence) (Response, error) {
 	if err := validateIDs(minion, request); err != nil {
 		return Response{}, err
 	}
-	c, err := d.unknownClaim(ctx, minion, request)
+	_, fromMinion := ev.(FromMinion)
+	c, err := d.reconcilableClaim(ctx, minion, request, fromMinion)
 	if err != nil {
 		return Response{}, err
 	}
@@ -53,7 +57,7 @@ func (d *Dispatcher) Reconcile(ctx context.Context, minion, request string, ev E
 		if err := e.validate(); err != nil {
 			return Response{}, err
 		}
-		out, err := d.commitFromUnknown(ctx, c, func(n *Claim) {
+		out, err := d.commitFromUnknown(ctx, c, false, func(n *Claim) {
 			now := d.clock.Now()
 			n.Phase, n.Status, n.Passed, n.Total = PhaseAsserted, e.Outcome, e.Passed, e.Total
 			n.ErrorCode, n.Evidence, n.FinishedAt = CodeAsserted, EvidenceAsserted, &now
@@ -82,15 +86,18 @@ func (d *Dispatcher) Reconcile(ctx context.Context, minion, request string, ev E
 		if e.Receipt != nil && *e.Receipt != *live {
 			return Response{}, ErrEvidenceMismatch
 		}
-		out, err := d.commitFromUnknown(ctx, c, func(n *Claim) {
+		wasAsserted := c.Phase == PhaseAsserted
+		out, err := d.commitFromUnknown(ctx, c, true, func(n *Claim) {
 			now := d.clock.Now()
+			// AssertedBy/AssertedWhy of a replaced assertion are kept for audit.
 			n.Phase, n.Status, n.Passed, n.Total = PhaseTerminal, live.Status, live.Passed, live.Total
 			n.ErrorCode, n.Evidence, n.FinishedAt = "", EvidenceReconciled, &now
 		})
 		if err != nil {
 			return Response{}, err
 		}
-		lg.Info("reconciled from the minion's receipt", slog.String("status", string(live.Status)))
+		lg.Info("reconciled from the minion's receipt", slog.String("status", string(live.Status)),
+			slog.Bool("replaced_assertion", wasAsserted))
 		d.hooks.Outcome(out.EffectiveProfile(), out.Status, "")
 		return d.respond(ctx, out)
 	default:
@@ -116,12 +123,21 @@ func (a Assert) validate() error {
 
 // unknownClaim reads the claim and requires its current status to be unknown.
 func (d *Dispatcher) unknownClaim(ctx context.Context, minion, request string) (*Claim, error) {
+	return d.reconcilableClaim(ctx, minion, request, false)
+}
+
+// reconcilableClaim reads the claim and requires its current status to be unknown, or (allowAsserted) its
+// phase to be asserted.
+func (d *Dispatcher) reconcilableClaim(ctx context.Context, minion, request string, allowAsserted bool) (*Claim, error) {
 	c, err := d.store.Get(ctx, request)
 	if err != nil {
 		return nil, err
 	}
 	if err := checkBinding(c, "", minion); err != nil {
 		return nil, err
+	}
+	if allowAsserted && c.Phase == PhaseAsserted {
+		return c, nil
 	}
 	st, err := d.computeStatus(ctx, c)
 	if err != nil {
@@ -134,18 +150,19 @@ func (d *Dispatcher) unknownClaim(ctx context.Context, minion, request string) (
 }
 
 // commitFromUnknown applies mutate to the current claim if it is still unresolved (not final, or final
-// unknown), under a fenced update.
-func (d *Dispatcher) commitFromUnknown(ctx context.Context, c *Claim, mutate func(*Claim)) (*Claim, error) {
+// unknown) or, with overAssertion, asserted, under a fenced update. A result committed meanwhile is kept.
+func (d *Dispatcher) commitFromUnknown(ctx context.Context, c *Claim, overAssertion bool, mutate func(*Claim)) (*Claim, error) {
 	for attempt := 0; attempt < 10; attempt++ {
 		cur, err := d.store.Get(ctx, c.RequestID)
 		if err != nil {
 			return nil, err
 		}
-		if cur.Phase.Final() && cur.Status != receipt.StatusUnknown {
-			return cur, nil // resolved meanwhile; keep it
-		}
 		if cur.Phase == PhaseAsserted {
-			return cur, nil
+			if !overAssertion {
+				return cur, nil
+			}
+		} else if cur.Phase.Final() && cur.Status != receipt.StatusUnknown {
+			return cur, nil // resolved meanwhile; keep it
 		}
 		next := cur.clone()
 		mutate(next)
@@ -163,7 +180,11 @@ func (d *Dispatcher) commitFromUnknown(ctx context.Context, c *Claim, mutate fun
 // Resume continues status polling of an unknown, dispatched protocol-1 request for another window (the
 // timers' execution wait and poll budget). A trustworthy terminal receipt replaces unknown with its final
 // summary (and so releases the quarantine). It never publishes a state run and never creates a request.
-// It returns the current status; the polling runs in the background (see Wait).
+// It records the resume time in the claim (ResumedAt) and returns the current status; the polling runs in
+// the background: in-process (see Wait), or, with Detached workers, in a worker process started with the
+// same two identities, which decides from the persisted claim that it must poll. A detached Resume
+// returns once that worker holds the request lock (follow it with WorkerActive), so a short-lived tool can
+// exit at once. When a worker already holds the request lock (it is still polling), Resume only answers.
 func (d *Dispatcher) Resume(ctx context.Context, minion, request string) (Response, error) {
 	if err := validateIDs(minion, request); err != nil {
 		return Response{}, err
@@ -178,6 +199,20 @@ func (d *Dispatcher) Resume(ctx context.Context, minion, request string) (Respon
 	if !c.WasDispatched() {
 		return Response{}, errors.Wrap(ErrNotUnknown, "oduflow: never dispatched; nothing to resume")
 	}
+	if d.mode.detached {
+		if held, err := d.leases.RequestLockHeld(ctx, request); err != nil {
+			return Response{}, err
+		} else if held {
+			return d.respond(ctx, c) // a worker or another Resume is polling
+		}
+		if c, err = d.markResumed(ctx, c); err != nil {
+			return Response{}, err
+		}
+		if !unresolved(c) {
+			return d.respond(ctx, c) // resolved meanwhile
+		}
+		return d.resumeDetached(ctx, c)
+	}
 	lk, err := d.tryRequestLock(ctx, request)
 	if err != nil {
 		if errors.Is(err, ErrLeaseHeld) {
@@ -185,16 +220,77 @@ func (d *Dispatcher) Resume(ctx context.Context, minion, request string) (Respon
 		}
 		return Response{}, err
 	}
+	if c, err = d.markResumed(ctx, c); err != nil || !unresolved(c) {
+		_ = lk.Release()
+		if err != nil {
+			return Response{}, err
+		}
+		return d.respond(ctx, c)
+	}
+	deadline := time.Now().Add(d.timers.ExecutionWait)
 	d.wg.Add(1)
 	go func() {
 		defer d.wg.Done()
 		defer func() { _ = lk.Release() }()
-		d.resumePolling(d.ctx, c)
+		d.resumePolling(d.ctx, c, deadline)
 	}()
 	return d.respond(ctx, c)
 }
 
-func (d *Dispatcher) resumePolling(ctx context.Context, c *Claim) {
+// unresolved: the claim has no final result other than unknown (and is not asserted).
+func unresolved(c *Claim) bool {
+	return !c.Phase.Final() || (c.Phase == PhaseTerminal && c.Status == receipt.StatusUnknown)
+}
+
+// markResumed records the resume time (fenced update). A claim resolved meanwhile is returned unchanged.
+func (d *Dispatcher) markResumed(ctx context.Context, c *Claim) (*Claim, error) {
+	for attempt := 0; attempt < 10; attempt++ {
+		cur, err := d.store.Get(ctx, c.RequestID)
+		if err != nil {
+			return nil, err
+		}
+		if !unresolved(cur) {
+			return cur, nil
+		}
+		next := cur.clone()
+		now := d.clock.Now()
+		next.ResumedAt = &now
+		out, err := d.store.CompareAndSwap(ctx, next)
+		if err == nil {
+			return out, nil
+		}
+		if !errors.Is(err, ErrConflict) {
+			return nil, err
+		}
+	}
+	return nil, ErrConflict
+}
+
+// resumeWindow reports whether a worker that found claim c past phase claimed must poll it: an unresolved,
+// dispatched protocol-1 claim whose window (ExecutionWait from its dispatch or its latest Resume) is still
+// open. It returns the real-time deadline of the polling.
+func (d *Dispatcher) resumeWindow(c *Claim) (time.Time, bool) {
+	if c.Legacy() != NotLegacy || !c.WasDispatched() || !unresolved(c) {
+		return time.Time{}, false
+	}
+	var from time.Time
+	if c.DispatchedAt != nil {
+		from = *c.DispatchedAt
+	}
+	if c.ResumedAt != nil && c.ResumedAt.After(from) {
+		from = *c.ResumedAt
+	}
+	left := from.Add(d.timers.ExecutionWait).Sub(d.clock.Now())
+	if left <= 0 {
+		return time.Time{}, false
+	}
+	if left > d.timers.ExecutionWait {
+		left = d.timers.ExecutionWait // clocks of different processes may disagree
+	}
+	return time.Now().Add(left), true
+}
+
+func (d *Dispatcher) resumePolling(ctx context.Context, c *Claim, deadline time.Time) {
 	lg := d.claimLog(c)
 	lg.Info("resume: polling the minion")
 	w, err := d.hub.watch(ctx, salt.JID(c.JID)) // a late return of the run counts too
@@ -203,12 +299,12 @@ func (d *Dispatcher) resumePolling(ctx context.Context, c *Claim) {
 		return
 	}
 	defer w.close()
-	r := d.await(ctx, c, w, time.Now().Add(d.timers.ExecutionWait))
+	r := d.awaitFrom(ctx, c, w, deadline, true) // an operator asked: poll at once, then on the schedule
 	if r == nil || !r.Status.Terminal() {
 		lg.Info("resume: no terminal receipt; still unknown")
 		return
 	}
-	out, err := d.commitFromUnknown(ctx, c, func(n *Claim) {
+	out, err := d.commitFromUnknown(ctx, c, false, func(n *Claim) {
 		now := d.clock.Now()
 		n.Phase, n.Status, n.Passed, n.Total = PhaseTerminal, r.Status, r.Passed, r.Total
 		n.ErrorCode, n.Evidence, n.FinishedAt = "", EvidenceReceipt, &now

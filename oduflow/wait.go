@@ -14,6 +14,11 @@ import (
 // and on a schedule spreading the poll budget over the window). It returns nil when the window or the
 // budget is spent, or ctx ends.
 func (d *Dispatcher) await(ctx context.Context, c *Claim, w *waiter, deadline time.Time) *receipt.Receipt {
+	return d.awaitFrom(ctx, c, w, deadline, false)
+}
+
+// awaitFrom is await; with pollFirst the first status poll is made at once (a Resume asks now).
+func (d *Dispatcher) awaitFrom(ctx context.Context, c *Claim, w *waiter, deadline time.Time, pollFirst bool) *receipt.Receipt {
 	lg := d.claimLog(c)
 	budget := d.timers.PollBudget
 	interval := d.timers.PollInterval()
@@ -21,7 +26,7 @@ func (d *Dispatcher) await(ctx context.Context, c *Claim, w *waiter, deadline ti
 	defer window.Stop()
 	tick := time.NewTimer(interval)
 	defer tick.Stop()
-	pollNow := false
+	pollNow := pollFirst
 	unknownPolls := 0
 	for {
 		if pollNow {

@@ -21,7 +21,8 @@ func (d *Dispatcher) stepHook(s string) {
 // launch starts the worker of a freshly created claim.
 func (d *Dispatcher) launch(c *Claim) error {
 	if d.mode.detached {
-		return d.launchDetached(c)
+		_, err := d.launchDetached(c)
+		return err
 	}
 	d.wg.Add(1)
 	go func() {
@@ -82,6 +83,11 @@ func (d *Dispatcher) runWorker(ctx context.Context, minion, request string) erro
 	}
 	lg := d.claimLog(c)
 	if c.Phase != PhaseClaimed || c.Legacy() != NotLegacy {
+		if deadline, ok := d.resumeWindow(c); ok {
+			// A detached Resume: poll the unknown dispatched request (never publish it again).
+			d.resumePolling(ctx, c, deadline)
+			return nil
+		}
 		lg.Info("worker: claim past phase claimed; never dispatched twice", slog.String("phase", string(c.Phase)))
 		return nil
 	}
@@ -156,8 +162,7 @@ func (d *Dispatcher) runWorker(ctx context.Context, minion, request string) erro
 			return nil
 		}
 		lg.Error("worker: publish outcome unknown; never retried; client quarantined", slog.String("code", code))
-		d.finalize(ctx, c, receipt.StatusUnknown, 0, 0, CodeOutcomeUnknown, EvidenceNone)
-		return nil
+		return d.listenAfterUnknownPublish(ctx, wctx, c, w, lease, start)
 	}
 	next = c.clone()
 	next.Phase = PhaseDispatched
@@ -248,5 +253,44 @@ func (d *Dispatcher) finalize(ctx context.Context, c *Claim, st receipt.Status, 
 			return nil
 		}
 	}
+	return nil
+}
+
+// listenAfterUnknownPublish handles a publish whose outcome is unknown: the claim is committed unknown at
+// once (so Status is honest and the client is quarantined), the client lease is released (the quarantine
+// now guards the client), and the worker goes on, exactly as after a normal publish, listening for the
+// return and polling oduflow_job.status for the rest of the window and budget. The publish is never
+// repeated. A trustworthy terminal receipt bound to the claim replaces unknown (and so releases the
+// quarantine); a minion answering not_started never does.
+func (d *Dispatcher) listenAfterUnknownPublish(ctx, wctx context.Context, c *Claim, w *waiter, lease Lease, start time.Time) error {
+	lg := d.claimLog(c)
+	cur := d.finalize(ctx, c, receipt.StatusUnknown, 0, 0, CodeOutcomeUnknown, EvidenceNone)
+	if cur == nil || cur.Phase != PhaseTerminal || cur.Status != receipt.StatusUnknown {
+		return nil // not committed, or someone else committed another final result (kept)
+	}
+	_ = lease.Release()
+	r := d.await(wctx, cur, w, start.Add(d.timers.ExecutionWait))
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	if r == nil || !r.Status.Terminal() {
+		lg.Warn("worker: no trustworthy receipt after the unknown publish; stays unknown")
+		return nil
+	}
+	d.stepHook(StepReturned)
+	out, err := d.commitFromUnknown(ctx, cur, false, func(n *Claim) {
+		now := d.clock.Now()
+		n.Phase, n.Status, n.Passed, n.Total = PhaseTerminal, r.Status, r.Passed, r.Total
+		n.ErrorCode, n.Evidence, n.FinishedAt = "", EvidenceReceipt, &now
+	})
+	if err != nil {
+		lg.Error("worker: commit after the unknown publish", slog.String("error", err.Error()))
+		return nil
+	}
+	if out.Evidence == EvidenceReceipt && out.Status == r.Status {
+		d.hooks.Outcome(out.EffectiveProfile(), out.Status, "")
+		lg.Info("worker: unknown replaced by the minion's receipt", slog.String("status", string(out.Status)))
+	}
+	d.stepHook(StepCommitted)
 	return nil
 }

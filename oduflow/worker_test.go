@@ -15,7 +15,7 @@ func TestLateWorkerNeverDispatches(t *testing.T) {
 	e := startSim(t)
 	m := e.addMinion()
 	clk := newFakeClock()
-	d := e.dispatcher(WithWorkerMode(Detached("/nonexistent/never-started")), WithClock(clk))
+	d := e.dispatcher(WithWorkerMode(Detached(noopWorker(t))), WithClock(clk))
 	req := uuid.NewString()
 	mustStart(t, d, receipt.ProfileConfigure, m.ID(), req)
 	clk.Advance(LaunchGrace + time.Second)

@@ -277,14 +277,23 @@ func syncDirAt(dirfd int) {
 // starting with '.' (reserved for temporary files) and not ending in ".lock"
 // (reserved for lock files).
 func validName(name string) error {
-	if len(name) == 0 || len(name) > 200 || name[0] == '.' || strings.HasSuffix(name, lockSuffix) {
+	if !isValidName(name) {
 		return errors.WithStack(ErrInvalidName)
+	}
+	return nil
+}
+
+// isValidName is validName's check without building an error: hot paths (List over a directory full of
+// lock files) filter names with it at no allocation.
+func isValidName(name string) bool {
+	if len(name) == 0 || len(name) > 200 || name[0] == '.' || strings.HasSuffix(name, lockSuffix) {
+		return false
 	}
 	for i := 0; i < len(name); i++ {
 		c := name[i]
 		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-') {
-			return errors.WithStack(ErrInvalidName)
+			return false
 		}
 	}
-	return nil
+	return true
 }

@@ -201,7 +201,7 @@ func (s *Store) List(prefix string) ([]string, error) {
 	}
 	out := names[:0]
 	for _, nm := range names {
-		if strings.HasPrefix(nm, prefix) && validName(nm) == nil {
+		if strings.HasPrefix(nm, prefix) && isValidName(nm) {
 			out = append(out, nm)
 		}
 	}

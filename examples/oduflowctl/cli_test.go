@@ -405,10 +405,12 @@ func TestDemo(t *testing.T) {
 
 func TestCustomStartNeedsConfigureThenSucceeds(t *testing.T) {
 	t.Parallel()
-	l := newLab(t)
-	if !l.python {
-		t.Skip("custom runs need the real module (python3): the Go model does not bind custom digests yet")
-	}
+	// The real module when python3 is available, and always the Go model (which binds custom digests too).
+	t.Run("module", func(t *testing.T) { t.Parallel(); testCustomStart(t, newLab(t)) })
+	t.Run("go-model", func(t *testing.T) { t.Parallel(); testCustomStart(t, newLabModel(t, false)) })
+}
+
+func testCustomStart(t *testing.T, l *lab) {
 	file := filepath.Join(t.TempDir(), "motd.yaml")
 	if err := os.WriteFile(file, []byte("motd:\n  file.managed:\n    - name: /etc/motd\n    - contents: hello\n"), 0o600); err != nil {
 		t.Fatal(err)

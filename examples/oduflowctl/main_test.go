@@ -69,8 +69,8 @@ type result struct {
 }
 
 // run executes the binary with args and exactly env (plus PATH and HOME). Output goes to
-// regular files, not pipes: a detached worker inherits stderr, and a pipe would keep the
-// command "running" until the worker ends.
+// regular files (readable while the command runs; detached workers write to
+// <state-dir>/worker.log, not to the command's stdout/stderr).
 func run(t *testing.T, env []string, args ...string) result {
 	t.Helper()
 	return runTee(t, env, filepath.Join(t.TempDir(), "stderr"), args...)
@@ -126,6 +126,12 @@ type lab struct {
 
 func newLab(t *testing.T, opts ...saltsim.Option) *lab {
 	t.Helper()
+	return newLabModel(t, true, opts...)
+}
+
+// newLabModel is newLab; with python false the minion is always the Go model (internal/simminion).
+func newLabModel(t *testing.T, python bool, opts ...saltsim.Option) *lab {
+	t.Helper()
 	dir := t.TempDir()
 	sim, err := saltsim.Start(context.Background(), append([]saltsim.Option{saltsim.WithDir(dir)}, opts...)...)
 	if err != nil {
@@ -133,7 +139,7 @@ func newLab(t *testing.T, opts ...saltsim.Option) *lab {
 	}
 	t.Cleanup(func() { _ = sim.Close() })
 	l := &lab{sim: sim, minion: "client-" + receipt.NewRequestID()}
-	if py, err := exec.LookPath("python3"); err == nil {
+	if py, err := exec.LookPath("python3"); err == nil && python {
 		// The real module, run by a Python host behind the simulated minion.
 		host, err := pyhost.Start(context.Background(), filepath.Join(t.TempDir(), "py"), pyhost.WithPython(py))
 		if err != nil {

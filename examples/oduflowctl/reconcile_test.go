@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -93,4 +95,75 @@ func TestReconcileALostRequest(t *testing.T) {
 		t.Fatalf("second reconcile: %s", r)
 	}
 	t.Logf("second reconcile: %s", r)
+}
+
+// forgetResult rewrites a finished claim as a worker whose window was spent would leave it: unknown
+// (it quarantines), while the minion holds its receipt.
+func forgetResult(t *testing.T, stateDir, request string) {
+	t.Helper()
+	st, err := oduflow.OpenFileClaimStore(stateDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := st.Get(context.Background(), request)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Status, c.Passed, c.Total = receipt.StatusUnknown, 0, 0
+	c.ErrorCode, c.Evidence = oduflow.CodeNoTrustworthyReturn, oduflow.EvidenceNone
+	if _, err := st.CompareAndSwap(context.Background(), c); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestResumeReturnsAtOnceAndWaits(t *testing.T) {
+	t.Parallel()
+	l := newLabModel(t, false)
+	dir := stateDir(l.env)
+	started := func() string {
+		r := run(t, l.env, "start", "configure", l.minion, "--wait", "--interval", "50ms")
+		must(t, r, 0)
+		req, _ := response(t, oneLine(t, r.stdout))["request_id"].(string)
+		forgetResult(t, dir, req)
+		return req
+	}
+	// Without --wait: the polling runs in a detached worker; the command answers at once.
+	req := started()
+	t0 := time.Now()
+	r := run(t, l.env, "resume", l.minion, req)
+	if took := time.Since(t0); took > 10*time.Second {
+		t.Fatalf("resume took %s", took)
+	}
+	if s := response(t, oneLine(t, r.stdout)); s["status"] != "unknown" && s["status"] != "succeeded" {
+		t.Fatalf("resume: %s", r)
+	}
+	st, err := oduflow.OpenFileClaimStore(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		c, err := st.Get(context.Background(), req)
+		if err == nil && c.Status == receipt.StatusSucceeded && c.Evidence == oduflow.EvidenceReceipt {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("resumed request never resolved: %+v %v", c, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	// With --wait: follows the polling to the receipt.
+	req = started()
+	r = run(t, l.env, "resume", l.minion, req, "--wait", "--interval", "50ms")
+	must(t, r, 0)
+	if s := response(t, oneLine(t, r.stdout)); s["status"] != "succeeded" || s["passed"] != 3.0 {
+		t.Fatalf("resume --wait: %s", r)
+	}
+	if n := l.sim.CountPublications("oduflow_job.run"); n != 2 {
+		t.Fatalf("runs published: %d", n)
+	}
+	// Nothing is inherited: the workers wrote to the state directory's private log.
+	if fi, err := os.Stat(filepath.Join(dir, oduflow.WorkerLogName)); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("worker log: %v %v", fi, err)
+	}
 }

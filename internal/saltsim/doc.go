@@ -44,8 +44,8 @@
 // jobs. Ready handlers: Standard, TestPing, TestSleep, TestArg, StateApply/StateReturn (returns
 // shaped like the captured lab returns), StateHigh, Functions, Slow, Blocking.
 //
-// Faults: DropNextReply, DelayNextReply, MalformNextReply, DropNextReturn, DuplicateNextReturn,
-// CloseEventBus, SendHeartbeat, Restart, FireEvent, RestartMinion, SetMinionOnline.
+// Faults: DropNextReply, DelayNextReply, MalformNextReply, ExceptionNextReply, DropNextReturn,
+// DuplicateNextReturn, CloseEventBus, SendHeartbeat, Restart, FireEvent, RestartMinion, SetMinionOnline.
 // Publications and CountPublications list what was really published.
 //
 // # What it does not model

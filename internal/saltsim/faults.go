@@ -10,6 +10,7 @@ type faults struct {
 	delayReply   map[string][]time.Duration
 	dropReturn   map[string]int
 	dupReturn    map[string]int
+	exception    map[string]int
 }
 
 func take(m map[string]int, key string) bool {
@@ -79,6 +80,21 @@ func (s *Sim) MalformNextReply(cmd string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	inc(&s.faults.malformReply, cmd)
+}
+
+// ExceptionNextReply makes the next request with this cmd ("" = any) fail inside the master before it
+// does anything (nothing is published): the reply is "Some exception handling minion payload", as when a
+// ClearFuncs method raises.
+func (s *Sim) ExceptionNextReply(cmd string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	inc(&s.faults.exception, cmd)
+}
+
+func (s *Sim) takeException(cmd string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return take(s.faults.exception, cmd)
 }
 
 // DropNextReturn lets the minion run the next job with this JID ("" = any) but never fires its

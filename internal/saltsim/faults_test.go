@@ -69,6 +69,28 @@ func TestDelayAndMalformReply(t *testing.T) {
 	}
 }
 
+func TestExceptionNextReply(t *testing.T) {
+	s := startLab(t)
+	s.ExceptionNextReply("publish")
+	r, err := zreq(t, s.RequestAddr(), envelope(t, 3, pingLoad("20261129170000000014")...), 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, err := unpack(r.body); err != nil || v != replyException {
+		t.Fatalf("reply %v %v", v, err)
+	}
+	if n := s.CountPublications(""); n != 0 {
+		t.Errorf("published despite the exception: %d", n)
+	}
+	// One occurrence only: the next publish goes out.
+	if _, err := zreq(t, s.RequestAddr(), envelope(t, 3, pingLoad("20261129170000000015")...), 5*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if n := s.CountPublications(""); n != 1 {
+		t.Errorf("publications %d", n)
+	}
+}
+
 func TestReturnFaultsAndDedupe(t *testing.T) {
 	s := startLab(t)
 	var mu sync.Mutex

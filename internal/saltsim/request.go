@@ -111,6 +111,10 @@ func (s *Sim) process(body []byte) (string, any) {
 	} else if _, isStr := cv.(string); !isStr {
 		return cmd, replyException
 	}
+	if s.takeException(cmd) {
+		s.log.Info("fault: exception before processing", "cmd", cmd)
+		return cmd, replyException
+	}
 	s.log.Debug("request", "cmd", cmd)
 	var reply any
 	switch cmd {

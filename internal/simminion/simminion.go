@@ -2,6 +2,8 @@ package simminion
 
 import (
 	"context"
+	"encoding/json"
+	"strings"
 	"sync"
 	"time"
 
@@ -49,6 +51,7 @@ type Minion struct {
 	terminal map[string]receipt.Receipt // request id -> terminal receipt
 	running  map[string]receipt.Receipt // request id -> running record (status running)
 	jids     map[string]string          // jid index -> request id
+	digests  map[string]string          // jid index -> bound state digest (custom runs)
 	execBusy bool
 	runs     int
 	calls    map[string]int
@@ -59,7 +62,7 @@ type Minion struct {
 func New(id string, opts ...Option) *Minion {
 	m := &Minion{id: id, protocol: 1, pillarReady: true, results: map[receipt.Profile]Result{},
 		terminal: map[string]receipt.Receipt{}, running: map[string]receipt.Receipt{},
-		jids: map[string]string{}, calls: map[string]int{}}
+		jids: map[string]string{}, digests: map[string]string{}, calls: map[string]int{}}
 	for _, o := range opts {
 		o(m)
 	}
@@ -154,11 +157,16 @@ func (m *Minion) run(ctx context.Context, job saltsim.Job) (any, int) {
 	if _, err := receipt.ParseProfile(profile); err != nil {
 		return "oduflow_job: unknown profile", 1
 	}
+	digest, refusal := stateDigest(receipt.Profile(profile), strArg(job.Args, 2))
+	if refusal != "" {
+		return refusal, 1 // refused before any record, like the module: status stays not_started
+	}
 	b := m.binding(request, job.JID, profile)
+	b.StateDigest = digest
 	m.mu.Lock()
 	if r, ok := m.terminal[request]; ok {
 		m.mu.Unlock()
-		if r.JID != job.JID {
+		if r.JID != job.JID || r.StateDigest != digest {
 			return "oduflow_job: binding conflict", 1
 		}
 		return ToValue(r), 0
@@ -173,6 +181,7 @@ func (m *Minion) run(ctx context.Context, job saltsim.Job) (any, int) {
 		return "oduflow_job: binding conflict (jid)", 1
 	}
 	m.jids[job.JID] = request
+	m.digests[job.JID] = digest
 	if m.execBusy {
 		b.Status, b.Total = receipt.StatusFailed, 1
 		m.terminal[request] = b
@@ -231,14 +240,63 @@ func (m *Minion) status(job saltsim.Job) (any, int) {
 	if r, ok := m.terminal[request]; ok {
 		return ToValue(r), 0
 	}
-	if _, ok := m.running[request]; ok {
-		b.Status = receipt.StatusRunning
+	if r, ok := m.running[request]; ok {
+		b.Status, b.StateDigest = receipt.StatusRunning, r.StateDigest
 		return ToValue(b), 0
 	}
 	if _, ok := m.jids[jid]; ok {
-		b.Status = receipt.StatusUnknown
+		b.Status, b.StateDigest = receipt.StatusUnknown, m.digests[jid]
 		return ToValue(b), 0
 	}
 	b.Status = receipt.StatusNotStarted
 	return ToValue(b), 0
+}
+
+// stateDigest checks state_data_json the way the module does and returns the digest to bind: "" for the
+// fixed profiles (whose state data must be empty); for custom, exactly {"digest","high"} where digest is
+// the SHA-256 of the canonical JSON of high (a non-empty mapping). A refusal is the error text to return.
+func stateDigest(p receipt.Profile, data string) (string, string) {
+	if p != receipt.ProfileCustom {
+		if data != "" {
+			return "", "oduflow_job: state_data_json must be empty for fixed profiles"
+		}
+		return "", ""
+	}
+	if data == "" {
+		return "", "oduflow_job: custom requires state_data_json"
+	}
+	dec := json.NewDecoder(strings.NewReader(data))
+	dec.UseNumber()
+	var payload map[string]any
+	if err := dec.Decode(&payload); err != nil || dec.More() {
+		return "", "oduflow_job: state_data_json is not valid JSON"
+	}
+	digest, _ := payload["digest"].(string)
+	high, isMap := payload["high"].(map[string]any)
+	if len(payload) != 2 || !isMap || len(high) == 0 {
+		return "", "oduflow_job: state_data_json must hold exactly digest and high"
+	}
+	if !isDigest(digest) {
+		return "", "oduflow_job: invalid state digest"
+	}
+	actual, err := receipt.Digest(high)
+	if err != nil {
+		return "", "oduflow_job: high data has no canonical JSON form"
+	}
+	if actual != digest {
+		return "", "oduflow_job: state digest mismatch"
+	}
+	return digest, ""
+}
+
+func isDigest(s string) bool {
+	if len(s) != 64 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if !(s[i] >= '0' && s[i] <= '9' || s[i] >= 'a' && s[i] <= 'f') {
+			return false
+		}
+	}
+	return true
 }

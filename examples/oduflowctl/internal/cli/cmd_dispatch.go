@@ -4,6 +4,8 @@ import (
 	"context"
 	"time"
 
+	"github.com/cockroachdb/errors"
+
 	"github.com/oduflow/oduflow-go/oduflow"
 	"github.com/oduflow/oduflow-go/receipt"
 )
@@ -74,6 +76,9 @@ func cmdStart(e *env, args []string) error {
 	}
 	r, err := d.Start(e.ctx, profile, minion, request)
 	if err != nil {
+		if errors.Is(err, oduflow.ErrWorkerLaunch) && r.RequestID != "" {
+			_ = p.response(r) // the claim is failed (worker_launch_failed); nothing was published
+		}
 		return err
 	}
 	if w.wait {

@@ -8,6 +8,8 @@ import (
 	"os/user"
 	"time"
 
+	"github.com/cockroachdb/errors"
+
 	"github.com/oduflow/oduflow-go/oduflow"
 	"github.com/oduflow/oduflow-go/receipt"
 )
@@ -71,12 +73,14 @@ func readiness(minion string, r *oduflow.Readiness) pingResult {
 }
 
 func cmdResume(e *env, args []string) error {
-	fs := newFlagSet("resume", "resume MINION REQUEST_ID\n\n"+
+	fs := newFlagSet("resume", "resume MINION REQUEST_ID [--wait]\n\n"+
 		"Continues status polling (oduflow_job.status on that minion only) of an unknown, dispatched request for\n"+
-		"another window. It never publishes a state run and never creates a request. This command stays until\n"+
-		"the polling ends (a terminal receipt, or the window spent) and prints the response object; interrupting\n"+
-		"it only stops the polling.", e.g, e.stderr)
-	interval := fs.Duration("interval", time.Second, "how often to show the status while polling")
+		"another window. The polling runs in a detached worker process: this command prints the response object\n"+
+		"(unknown until a receipt arrives; exit status 1) and returns at once. With --wait it follows the polling\n"+
+		"until it ends (a terminal receipt, or the window spent) and prints the final response; interrupting it\n"+
+		"only stops the waiting. It never publishes a state run and never creates a request.", e.g, e.stderr)
+	var w waitFlags
+	w.register(fs)
 	pos, err := parseFlags(fs, args)
 	if err != nil {
 		return err
@@ -85,11 +89,9 @@ func cmdResume(e *env, args []string) error {
 		return err
 	}
 	minion, request := pos[0], pos[1]
-	if err := firstErr(checkMinion("resume", minion), checkRequest("resume", request), e.g.needMaster("resume", true)); err != nil {
+	if err := firstErr(checkMinion("resume", minion), checkRequest("resume", request), w.check("resume"),
+		e.g.needMaster("resume", true)); err != nil {
 		return err
-	}
-	if *interval <= 0 {
-		return usagef("resume: --interval %s: must be positive", *interval)
 	}
 	p, err := e.printer()
 	if err != nil {
@@ -101,34 +103,62 @@ func cmdResume(e *env, args []string) error {
 	}
 	r, err := d.Resume(e.ctx, minion, request)
 	if err != nil {
-		return err
-	}
-	// The polling runs in this process: follow it until it ends.
-	finished := make(chan struct{})
-	go func() { _ = d.Wait(e.ctx); close(finished) }()
-	ticker := time.NewTicker(*interval)
-	defer ticker.Stop()
-	start := time.Now()
-	for waiting := true; waiting; {
-		select {
-		case <-finished:
-			waiting = false
-		case <-e.ctx.Done():
-			waiting = false
-		case <-ticker.C:
-			fmt.Fprintf(e.stderr, "%6.1fs polling, status %s\n", time.Since(start).Seconds(), r.Status)
+		if errors.Is(err, oduflow.ErrWorkerLaunch) && r.RequestID != "" {
+			_ = p.response(r)
 		}
+		return err
 	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(e.ctx), 10*time.Second)
-	defer cancel()
-	r, err = statusAnyProfile(ctx, d, minion, request)
+	if !w.wait {
+		if err := p.response(r); err != nil {
+			return err
+		}
+		return statusExit(r.Status)
+	}
+	r, err = followResume(e, d, r, w)
+	if perr := p.response(r); perr != nil {
+		return perr
+	}
 	if err != nil {
-		return err
-	}
-	if err := p.response(r); err != nil {
-		return err
+		return silentExit(ExitFailed)
 	}
 	return statusExit(r.Status)
+}
+
+// followResume waits while the detached worker polls (it holds the request lock) and the status is not
+// terminal, showing progress on stderr; it returns the status read after the polling ended.
+func followResume(e *env, d *oduflow.Dispatcher, r oduflow.Response, w waitFlags) (oduflow.Response, error) {
+	ctx := e.ctx
+	if w.timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, w.timeout)
+		defer cancel()
+	}
+	ticker := time.NewTicker(w.interval)
+	defer ticker.Stop()
+	start := time.Now()
+	for !r.Status.Terminal() {
+		select {
+		case <-ctx.Done():
+			fmt.Fprintf(e.stderr, "stopped waiting after %.1fs; the polling goes on: oduflowctl status ... %s\n",
+				time.Since(start).Seconds(), r.RequestID)
+			return r, ctx.Err()
+		case <-ticker.C:
+		}
+		active, err := d.WorkerActive(ctx, r.RequestID)
+		if err != nil {
+			return r, err
+		}
+		next, err := statusAnyProfile(ctx, d, r.MinionID, r.RequestID)
+		if err != nil {
+			return r, err
+		}
+		r = next
+		fmt.Fprintf(e.stderr, "%6.1fs polling, status %s\n", time.Since(start).Seconds(), r.Status)
+		if !active {
+			break
+		}
+	}
+	return r, nil
 }
 
 // statusAnyProfile reads a request's status through the profile its claim is bound to.

@@ -93,6 +93,9 @@ func (e *env) dispatcher(ctx context.Context, opts ...oduflow.Option) (*oduflow.
 		oduflow.WithClaimDir(e.g.stateDir),
 		oduflow.WithLogger(e.logger()),
 		oduflow.WithWorkerMode(oduflow.Detached(exe, e.g.childEnv()...)),
+		// The worker's output goes to a private log in the state directory, never to this command's
+		// stdout/stderr (a pipeline such as `oduflowctl start ... 2>&1 | tee log` ends with the command).
+		oduflow.DetachedLog(filepath.Join(e.g.stateDir, oduflow.WorkerLogName)),
 	}, opts...)
 	d, err := oduflow.New(c, oduflow.SaltEvents(e.g.events, salt.WithEventLogger(e.logger())), all...)
 	if err != nil {
