@@ -1,0 +1,786 @@
+package receipt_test
+
+// Live checks of protocol 1 against a real Salt master and minion (issue 3,
+// item 5). Everything here is env-gated:
+//
+//   - ODUFLOW_SALT_MASTER, ODUFLOW_SALT_EVENTS, ODUFLOW_SALT_KEY_FILE and
+//     ODUFLOW_SALT_MINION (what `saltlab.sh env` prints) plus
+//     ODUFLOW_SALT_MODULES_DIR (the master's salt://_modules directory) enable
+//     the test at all;
+//   - ODUFLOW_LAB_DISRUPTIVE=1 and ODUFLOW_SALTLAB_SH (the lab kit script)
+//     enable the steps that restart the minion and stop the master.
+//
+// The test runs on the minion's host (the lab runs both daemons on one
+// machine): it reads the minion's receipt store (ODUFLOW_RECEIPT_DIR, default
+// /var/lib/oduflow/job-receipts), its log and its cache directory below the
+// lab directory (ODUFLOW_SALTLAB_DIR, default: derived from the key file
+// <lab>/cache/master/.root_key).
+//
+// The side-effect marker (why it proves "did not execute again"):
+//   - the minion log: every job process logs "Starting a new job <jid> with
+//     PID <pid>" and then, from that PID, one "Executing state <fun> for [...]"
+//     line per state it really executes. For one JID the test counts the job
+//     starts (proof that the publication reached the minion and ran the module)
+//     and the executed states of those PIDs.
+//   - the file roles.client_stack manages ($lab/out/client_stack.txt): its
+//     content never changes, so file.managed leaves it alone and its mtime says
+//     nothing. The test deletes it before a publication instead: a real
+//     execution of the role creates it again, a refused one leaves it absent.
+//   - the receipt store: the request record and the JID index of the request
+//     keep their bytes, inode and mtime.
+//
+// Stopping the master "during an apply": the test stops it once the job
+// process logs its first "Running state [" (its pillar and SLS fetches, which
+// need the master, are done; stopped earlier, the job stalls on the fetch and
+// finishes against the restarted master). Salt resends a return
+// (return_retry_tries x 60 s) and zmq delivers it to a master restarted within
+// that window, so a quick `restart master` does not lose it (seen on the lab:
+// "Got return" from the new master 6 s later). The test therefore keeps the
+// master down until the job process logs "The minion failed to return the
+// job information for job <jid>" (about 3 minutes), then restarts it, reads
+// the receipt through status, and checks that no return of that JID appeared
+// on the bus for the rest of the test. The whole test takes about 4 minutes.
+//
+// Side effects on the lab: it deletes the minion's sls.p and
+// highstate.cache.p (step 6 needs a clean slate; its final plain state.apply
+// writes them again) and $lab/out/client_stack.txt (recreated by the role),
+// writes the module into ODUFLOW_SALT_MODULES_DIR when it differs, and leaves
+// both daemons running.
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/oduflow/oduflow-go/receipt"
+	"github.com/oduflow/oduflow-go/salt"
+)
+
+const defaultLiveReceiptDir = "/var/lib/oduflow/job-receipts"
+
+type liveLab struct {
+	master, events, keyFile, minion, modulesDir string
+	labDir, receiptDir                          string
+	kit                                         string // "" unless the disruptive steps are enabled
+}
+
+func readLiveLab(t *testing.T) liveLab {
+	t.Helper()
+	l := liveLab{
+		master:     os.Getenv("ODUFLOW_SALT_MASTER"),
+		events:     os.Getenv("ODUFLOW_SALT_EVENTS"),
+		keyFile:    os.Getenv("ODUFLOW_SALT_KEY_FILE"),
+		minion:     os.Getenv("ODUFLOW_SALT_MINION"),
+		modulesDir: os.Getenv("ODUFLOW_SALT_MODULES_DIR"),
+		labDir:     os.Getenv("ODUFLOW_SALTLAB_DIR"),
+		receiptDir: os.Getenv("ODUFLOW_RECEIPT_DIR"),
+	}
+	var missing []string
+	for _, kv := range [][2]string{{"ODUFLOW_SALT_MASTER", l.master}, {"ODUFLOW_SALT_EVENTS", l.events},
+		{"ODUFLOW_SALT_KEY_FILE", l.keyFile}, {"ODUFLOW_SALT_MINION", l.minion},
+		{"ODUFLOW_SALT_MODULES_DIR", l.modulesDir}} {
+		if kv[1] == "" {
+			missing = append(missing, kv[0])
+		}
+	}
+	if len(missing) > 0 {
+		t.Skipf("live minion-module checks against a real Salt master and minion skipped: set %s "+
+			"(the lab's `saltlab.sh env` prints the ODUFLOW_SALT_* variables; ODUFLOW_SALT_MODULES_DIR is the "+
+			"master's salt://_modules directory, e.g. <lab>/salt/_modules)", strings.Join(missing, ", "))
+	}
+	if l.labDir == "" {
+		// <lab>/cache/master/.root_key
+		master := filepath.Dir(l.keyFile)
+		cache := filepath.Dir(master)
+		if filepath.Base(master) != "master" || filepath.Base(cache) != "cache" {
+			t.Skipf("live minion-module checks skipped: cannot derive the lab directory from %s; set ODUFLOW_SALTLAB_DIR", l.keyFile)
+		}
+		l.labDir = filepath.Dir(cache)
+	}
+	if l.receiptDir == "" {
+		l.receiptDir = defaultLiveReceiptDir
+	}
+	if os.Getenv("ODUFLOW_LAB_DISRUPTIVE") == "1" {
+		l.kit = os.Getenv("ODUFLOW_SALTLAB_SH")
+	}
+	return l
+}
+
+// disruptive skips t unless the restart/stop steps are enabled.
+func (l liveLab) disruptive(t *testing.T) {
+	t.Helper()
+	if l.kit == "" {
+		t.Skip("restarting lab daemons skipped: set ODUFLOW_LAB_DISRUPTIVE=1 and ODUFLOW_SALTLAB_SH=<path of saltlab.sh>")
+	}
+}
+
+func (l liveLab) minionLog() string   { return filepath.Join(l.labDir, "logs", "minion.log") }
+func (l liveLab) minionCache() string { return filepath.Join(l.labDir, "cache", "minion") }
+func (l liveLab) stackMarker() string { return filepath.Join(l.labDir, "out", "client_stack.txt") }
+
+// liveBus records every event of one long-lived stream (it reconnects by
+// itself after a master restart), so a test can wait for an event and later
+// ask whether some event was ever seen.
+type liveBus struct {
+	stream *salt.EventStream
+	mu     sync.Mutex
+	evs    []salt.Event
+	wake   chan struct{}
+	done   chan struct{}
+}
+
+func newLiveBus(ctx context.Context, t *testing.T, addr string) *liveBus {
+	t.Helper()
+	s, err := salt.SubscribeEvents(ctx, addr, salt.WithTagPrefixes("salt/job/"),
+		salt.WithReconnectBackoff(100*time.Millisecond, time.Second))
+	if err != nil {
+		t.Fatalf("subscribe to %s: %v", addr, err)
+	}
+	b := &liveBus{stream: s, wake: make(chan struct{}), done: make(chan struct{})}
+	go func() {
+		defer close(b.done)
+		for ev := range s.Events() {
+			b.mu.Lock()
+			b.evs = append(b.evs, ev)
+			close(b.wake)
+			b.wake = make(chan struct{})
+			b.mu.Unlock()
+		}
+	}()
+	return b
+}
+
+func (b *liveBus) close() {
+	_ = b.stream.Close()
+	<-b.done
+}
+
+func (b *liveBus) mark() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return len(b.evs)
+}
+
+// wait returns the first event at index >= from accepted by match.
+func (b *liveBus) wait(from int, d time.Duration, match func(salt.Event) bool) (salt.Event, bool) {
+	deadline := time.NewTimer(d)
+	defer deadline.Stop()
+	for {
+		b.mu.Lock()
+		for i := from; i < len(b.evs); i++ {
+			if match(b.evs[i]) {
+				ev := b.evs[i]
+				b.mu.Unlock()
+				return ev, true
+			}
+		}
+		from = len(b.evs)
+		wake := b.wake
+		b.mu.Unlock()
+		select {
+		case <-wake:
+		case <-deadline.C:
+			return salt.Event{}, false
+		}
+	}
+}
+
+// seen lists (tag, kind) of every recorded event of one JID, and the gaps.
+func (b *liveBus) seen(jid salt.JID) (tags []string, gaps []string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	prefix := "salt/job/" + string(jid) + "/"
+	for _, ev := range b.evs {
+		switch {
+		case ev.Kind == salt.EventGap:
+			gaps = append(gaps, fmt.Sprintf("%s(dropped=%d)", ev.Gap.Reason, ev.Gap.Dropped))
+		case strings.HasPrefix(ev.Tag, prefix):
+			tags = append(tags, ev.Tag)
+		}
+	}
+	return tags, gaps
+}
+
+func isReturn(jid salt.JID, minion string) func(salt.Event) bool {
+	return func(ev salt.Event) bool {
+		return ev.Kind == salt.EventJobReturn && ev.JobReturn.JID == jid && ev.JobReturn.MinionID == minion
+	}
+}
+
+type liveRunner struct {
+	t    *testing.T
+	ctx  context.Context
+	lab  liveLab
+	bus  *liveBus
+	jids *salt.JIDGenerator
+}
+
+// publish sends one job with a preassigned JID as root (the key file is read
+// again for every request: it changes at every master start).
+func (r *liveRunner) publish(fun string, args []any, jid salt.JID) error {
+	c, err := salt.NewClient(r.lab.master, salt.WithAuth(salt.UserKey("root", r.lab.keyFile)),
+		salt.WithRequestTimeout(30*time.Second))
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	res, err := c.Publish(r.ctx, salt.PublishRequest{Target: salt.ListTarget(r.lab.minion), Fun: fun, Args: args, JID: jid})
+	if err != nil {
+		return err
+	}
+	if res.JID != jid || !slices.Equal(res.Minions, []string{r.lab.minion}) || len(res.Missing) != 0 {
+		return fmt.Errorf("publish %s: unexpected acknowledgement %+v", fun, *res)
+	}
+	return nil
+}
+
+// call publishes fun with a new JID and waits for the minion's return on the bus.
+func (r *liveRunner) call(fun string, args ...any) (salt.JID, *salt.JobReturn) {
+	r.t.Helper()
+	jid := r.jids.Next()
+	return jid, r.callJID(jid, fun, args...)
+}
+
+func (r *liveRunner) callJID(jid salt.JID, fun string, args ...any) *salt.JobReturn {
+	r.t.Helper()
+	from := r.bus.mark()
+	if err := r.publish(fun, args, jid); err != nil {
+		r.t.Fatalf("publish %s jid=%s: %v", fun, jid, err)
+	}
+	ev, ok := r.bus.wait(from, 60*time.Second, isReturn(jid, r.lab.minion))
+	if !ok {
+		r.t.Fatalf("%s jid=%s: no return on the event bus within 60s", fun, jid)
+	}
+	return ev.JobReturn
+}
+
+// waitMinion polls test.ping until the minion answers through the master.
+func (r *liveRunner) waitMinion(d time.Duration) {
+	r.t.Helper()
+	start := time.Now()
+	for attempt := 1; time.Since(start) < d; attempt++ {
+		jid := r.jids.Next()
+		from := r.bus.mark()
+		if err := r.publish("test.ping", nil, jid); err != nil {
+			r.t.Logf("  test.ping attempt %d: %v", attempt, err)
+			time.Sleep(time.Second)
+			continue
+		}
+		if ev, ok := r.bus.wait(from, 5*time.Second, isReturn(jid, r.lab.minion)); ok && ev.JobReturn.Return == true {
+			r.t.Logf("  minion answers test.ping (jid=%s, attempt %d, after %s)", jid, attempt, time.Since(start).Round(time.Millisecond))
+			return
+		}
+		r.t.Logf("  test.ping attempt %d (jid=%s): no answer yet", attempt, jid)
+	}
+	r.t.Fatalf("the minion did not answer test.ping within %s", d)
+}
+
+func (r *liveRunner) kit(args ...string) {
+	r.t.Helper()
+	start := time.Now()
+	out, err := exec.CommandContext(r.ctx, "bash", append([]string{r.lab.kit}, args...)...).CombinedOutput()
+	r.t.Logf("  $ bash saltlab.sh %s  (%s)\n%s", strings.Join(args, " "), time.Since(start).Round(time.Millisecond),
+		indent(strings.TrimRight(string(out), "\n")))
+	if err != nil {
+		r.t.Fatalf("saltlab.sh %s: %v", strings.Join(args, " "), err)
+	}
+}
+
+func indent(s string) string { return "      " + strings.ReplaceAll(s, "\n", "\n      ") }
+
+// receiptOf validates a job return as a receipt bound to want.
+func receiptOf(t *testing.T, ret *salt.JobReturn, want receipt.Binding) receipt.Receipt {
+	t.Helper()
+	if ret.Retcode != 0 {
+		t.Fatalf("jid=%s: retcode %d, return %v", ret.JID, ret.Retcode, ret.Return)
+	}
+	rc, err := receipt.FromValue(ret.Return)
+	if err != nil {
+		t.Fatalf("jid=%s: return is not a valid receipt: %v (return %v)", ret.JID, err, ret.Return)
+	}
+	if err := want.Check(rc); err != nil {
+		t.Fatalf("jid=%s: receipt %+v rejected for %+v: %v", ret.JID, rc, want, err)
+	}
+	return rc
+}
+
+func encoded(t *testing.T, r receipt.Receipt) string {
+	t.Helper()
+	b, err := r.Encode()
+	if err != nil {
+		t.Fatalf("encode %+v: %v", r, err)
+	}
+	return string(b)
+}
+
+// jobTrace is what the minion log says about one JID after a log offset.
+type jobTrace struct {
+	starts    int      // "Starting a new job <jid> with PID <pid>"
+	pids      []string // the job processes
+	executing []string // "Executing state ..." lines of those processes
+	lines     []string // every line of those processes
+}
+
+var (
+	logLineRE  = regexp.MustCompile(`\]\[(\d+)\] (.*)$`)
+	jobStartRE = regexp.MustCompile(`^Starting a new job (\d{20}) with PID (\d+)$`)
+)
+
+func logSize(t *testing.T, path string) int64 {
+	t.Helper()
+	fi, err := os.Stat(path)
+	if err != nil {
+		t.Fatalf("minion log: %v", err)
+	}
+	return fi.Size()
+}
+
+func readLogFrom(t *testing.T, path string, off int64) []string {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatalf("minion log: %v", err)
+	}
+	defer f.Close()
+	if _, err := f.Seek(off, io.SeekStart); err != nil {
+		t.Fatalf("minion log: %v", err)
+	}
+	var lines []string
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<16), 1<<22)
+	for sc.Scan() {
+		lines = append(lines, sc.Text())
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatalf("minion log: %v", err)
+	}
+	return lines
+}
+
+func traceJob(t *testing.T, path string, off int64, jid salt.JID) jobTrace {
+	t.Helper()
+	lines := readLogFrom(t, path, off)
+	var tr jobTrace
+	for _, l := range lines {
+		m := logLineRE.FindStringSubmatch(l)
+		if m == nil {
+			continue
+		}
+		if s := jobStartRE.FindStringSubmatch(m[2]); s != nil && s[1] == string(jid) {
+			tr.starts++
+			tr.pids = append(tr.pids, s[2])
+		}
+	}
+	for _, l := range lines {
+		m := logLineRE.FindStringSubmatch(l)
+		if m == nil || !slices.Contains(tr.pids, m[1]) {
+			continue
+		}
+		tr.lines = append(tr.lines, m[2])
+		if strings.HasPrefix(m[2], "Executing state ") {
+			tr.executing = append(tr.executing, m[2])
+		}
+	}
+	return tr
+}
+
+// fileState is the identity of one store file: bytes, inode, mtime.
+type fileState struct {
+	data  []byte
+	ino   uint64
+	mtime time.Time
+}
+
+func statFile(t *testing.T, path string) fileState {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("read %s: %v", path, err)
+	}
+	fi, err := os.Stat(path)
+	if err != nil {
+		t.Fatalf("stat %s: %v", path, err)
+	}
+	st, _ := fi.Sys().(*syscall.Stat_t)
+	var ino uint64
+	if st != nil {
+		ino = st.Ino
+	}
+	return fileState{data: data, ino: ino, mtime: fi.ModTime()}
+}
+
+func (a fileState) same(b fileState) bool {
+	return bytes.Equal(a.data, b.data) && a.ino == b.ino && a.mtime.Equal(b.mtime)
+}
+
+func storeCounts(t *testing.T, dir string) string {
+	t.Helper()
+	jids, err1 := filepath.Glob(filepath.Join(dir, "jid-*.json"))
+	reqs, err2 := filepath.Glob(filepath.Join(dir, "req-*.json"))
+	if err1 != nil || err2 != nil {
+		t.Fatalf("glob %s: %v %v", dir, err1, err2)
+	}
+	return fmt.Sprintf("%d jid index files, %d request records", len(jids), len(reqs))
+}
+
+// storedReceipt decodes the minion's committed request record.
+func storedReceipt(t *testing.T, dir, requestID string) (receipt.Receipt, fileState) {
+	t.Helper()
+	fs := statFile(t, filepath.Join(dir, "req-"+requestID+".json"))
+	r, err := receipt.Decode(fs.data)
+	if err != nil {
+		t.Fatalf("stored record of %s is not a terminal receipt: %v (%s)", requestID, err, fs.data)
+	}
+	return r, fs
+}
+
+func exists(t *testing.T, path string) bool {
+	t.Helper()
+	_, err := os.Lstat(path)
+	if err == nil {
+		return true
+	}
+	if !os.IsNotExist(err) {
+		t.Fatalf("stat %s: %v", path, err)
+	}
+	return false
+}
+
+func removeIfExists(t *testing.T, path string) string {
+	t.Helper()
+	fi, err := os.Lstat(path)
+	if os.IsNotExist(err) {
+		return "absent"
+	}
+	if err != nil {
+		t.Fatalf("stat %s: %v", path, err)
+	}
+	if err := os.Remove(path); err != nil {
+		t.Fatalf("remove %s: %v", path, err)
+	}
+	return "removed (mtime " + fi.ModTime().UTC().Format(time.RFC3339Nano) + ")"
+}
+
+var rawCacheNames = []string{"sls.p", "highstate.cache.p"}
+
+// rawCacheFiles lists the raw state caches present in the minion's cache dir:
+// sls.p, highstate.cache.p and any other *.p file at its top level.
+func rawCacheFiles(t *testing.T, dir string) []string {
+	t.Helper()
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatalf("read %s: %v", dir, err)
+	}
+	var out []string
+	for _, e := range ents {
+		if strings.HasSuffix(e.Name(), ".p") {
+			fi, err := e.Info()
+			if err != nil {
+				t.Fatalf("stat %s: %v", e.Name(), err)
+			}
+			out = append(out, fmt.Sprintf("%s (%d bytes, mtime %s)", e.Name(), fi.Size(), fi.ModTime().UTC().Format("15:04:05.000")))
+		}
+	}
+	return out
+}
+
+func writeModule(t *testing.T, dir string, data []byte) string {
+	t.Helper()
+	dst := filepath.Join(dir, receipt.MinionModuleName)
+	if old, err := os.ReadFile(dst); err == nil && bytes.Equal(old, data) {
+		return "already identical"
+	}
+	tmp, err := os.CreateTemp(dir, ".oduflow_job-*.tmp")
+	if err != nil {
+		t.Fatalf("module: %v", err)
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(data); err != nil {
+		t.Fatalf("module: %v", err)
+	}
+	if err := tmp.Chmod(0o644); err != nil {
+		t.Fatalf("module: %v", err)
+	}
+	if err := tmp.Sync(); err != nil {
+		t.Fatalf("module: %v", err)
+	}
+	if err := tmp.Close(); err != nil {
+		t.Fatalf("module: %v", err)
+	}
+	if err := os.Rename(tmp.Name(), dst); err != nil {
+		t.Fatalf("module: %v", err)
+	}
+	return "written"
+}
+
+func TestMinionModuleLiveIntegration(t *testing.T) {
+	lab := readLiveLab(t)
+	if testing.Short() {
+		t.Skip("-short: live checks against the lab skipped")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 12*time.Minute)
+	defer cancel()
+	bus := newLiveBus(ctx, t, lab.events)
+	defer bus.close()
+	r := &liveRunner{t: t, ctx: ctx, lab: lab, bus: bus, jids: salt.NewJIDGenerator()}
+	t.Logf("lab dir %s, minion %s, receipt store %s, disruptive steps: %v", lab.labDir, lab.minion, lab.receiptDir, lab.kit != "")
+
+	// Step 0: clear the raw state caches so that step 6 can tell who writes them.
+	for _, name := range rawCacheNames {
+		t.Logf("step 0: %s/%s %s", lab.minionCache(), name, removeIfExists(t, filepath.Join(lab.minionCache(), name)))
+	}
+	if left := rawCacheFiles(t, lab.minionCache()); len(left) != 0 {
+		t.Fatalf("step 0: raw caches still present: %v", left)
+	}
+
+	// Step 1: sync the embedded module and check its capabilities.
+	module := receipt.MinionModule()
+	t.Logf("step 1: module %s (%d bytes, sha256 %s) -> %s: %s", receipt.MinionModuleName, len(module),
+		receipt.MinionModuleSHA256(), lab.modulesDir, writeModule(t, lab.modulesDir, module))
+	jid, ret := r.call("saltutil.sync_modules")
+	t.Logf("step 1: saltutil.sync_modules jid=%s retcode=%d -> %v", jid, ret.Retcode, ret.Return)
+	if ret.Retcode != 0 {
+		t.Fatalf("sync_modules failed: %v", ret.Return)
+	}
+	synced, err := os.ReadFile(filepath.Join(lab.minionCache(), "extmods", "modules", receipt.MinionModuleName))
+	if err != nil || !bytes.Equal(synced, module) {
+		t.Fatalf("step 1: the minion's extmods copy differs from receipt.MinionModule() (err %v)", err)
+	}
+	jid, ret = r.call("oduflow_job.capabilities")
+	caps, _ := ret.Return.(map[string]any)
+	t.Logf("step 1: oduflow_job.capabilities jid=%s -> protocol=%v runtime_guard=%v runtime_guard_error=%q salt_version=%v multiprocessing=%v module_sha256=%v pillar_ready=%v",
+		jid, caps["protocol"], caps["runtime_guard"], caps["runtime_guard_error"], caps["salt_version"], caps["multiprocessing"], caps["module_sha256"], caps["pillar_ready"])
+	if p, _ := caps["protocol"].(int64); p != receipt.Protocol || caps["runtime_guard"] != true ||
+		caps["module_sha256"] != receipt.MinionModuleSHA256() || caps["multiprocessing"] != true {
+		t.Fatalf("step 1: capabilities not ready: %v", ret.Return)
+	}
+
+	// Step 2: a configure apply through the module, then status.
+	req1 := receipt.NewRequestID()
+	jid1 := r.jids.Next()
+	bind1 := receipt.Binding{MinionID: lab.minion, RequestID: req1, JID: string(jid1), Profile: receipt.ProfileConfigure}
+	t.Logf("step 2: marker %s %s before the run", lab.stackMarker(), removeIfExists(t, lab.stackMarker()))
+	t.Logf("step 2: store before: %s", storeCounts(t, lab.receiptDir))
+	off := logSize(t, lab.minionLog())
+	ret = r.callJID(jid1, "oduflow_job.run", req1, "configure", "")
+	rc1 := receiptOf(t, ret, bind1)
+	t.Logf("step 2: oduflow_job.run [%s configure \"\"] jid=%s -> %s", req1, jid1, encoded(t, rc1))
+	if rc1.Status != receipt.StatusSucceeded || rc1.Passed != 3 || rc1.Total != 3 {
+		t.Fatalf("step 2: want succeeded 3/3, got %+v", rc1)
+	}
+	tr := traceJob(t, lab.minionLog(), off, jid1)
+	t.Logf("step 2: marker: minion log for jid %s: %d job start(s) (pids %v), %d executed state(s): %q", jid1, tr.starts, tr.pids, len(tr.executing), tr.executing)
+	t.Logf("step 2: marker: %s exists after the run: %v", lab.stackMarker(), exists(t, lab.stackMarker()))
+	if tr.starts != 1 || len(tr.executing) != 3 || !exists(t, lab.stackMarker()) {
+		t.Fatal("step 2: the first run should have executed the role once (3 states, marker file recreated)")
+	}
+	disk1, req1State := storedReceipt(t, lab.receiptDir, req1)
+	jid1State := statFile(t, filepath.Join(lab.receiptDir, "jid-"+string(jid1)+".json"))
+	t.Logf("step 2: store after: %s; req-%s.json = %s; jid-%s.json = %s", storeCounts(t, lab.receiptDir), req1, req1State.data, jid1, jid1State.data)
+	if disk1 != rc1 {
+		t.Fatalf("step 2: stored receipt %+v differs from the returned one %+v", disk1, rc1)
+	}
+	sjid, ret := r.call("oduflow_job.status", req1, string(jid1), "configure")
+	st1 := receiptOf(t, ret, bind1)
+	t.Logf("step 2: oduflow_job.status [%s %s configure] jid=%s -> %s", req1, jid1, sjid, encoded(t, st1))
+	if st1 != rc1 || encoded(t, st1) != encoded(t, rc1) {
+		t.Fatalf("step 2: status %+v differs from the run's receipt %+v", st1, rc1)
+	}
+
+	// Step 4: restart the minion (its duplicate-JID memory is gone) and publish the same JID again.
+	t.Run("restart_minion_same_jid", func(t *testing.T) {
+		lab.disruptive(t)
+		r := &liveRunner{t: t, ctx: ctx, lab: lab, bus: bus, jids: r.jids}
+		counts := storeCounts(t, lab.receiptDir)
+		t.Logf("step 4: marker %s %s before the replay", lab.stackMarker(), removeIfExists(t, lab.stackMarker()))
+		r.kit("restart", "minion")
+		r.waitMinion(90 * time.Second)
+		off := logSize(t, lab.minionLog())
+		ret := r.callJID(jid1, "oduflow_job.run", req1, "configure", "")
+		again := receiptOf(t, ret, bind1)
+		t.Logf("step 4: same publication again after the restart: oduflow_job.run [%s configure \"\"] jid=%s -> %s", req1, jid1, encoded(t, again))
+		if again != rc1 {
+			t.Fatalf("step 4: replay returned %+v, want the existing receipt %+v", again, rc1)
+		}
+		tr := traceJob(t, lab.minionLog(), off, jid1)
+		t.Logf("step 4: marker: minion log for jid %s after the restart: %d job start(s) (pids %v), %d executed state(s) %q; lines: %q",
+			jid1, tr.starts, tr.pids, len(tr.executing), tr.executing, tr.lines)
+		markerBack := exists(t, lab.stackMarker())
+		t.Logf("step 4: marker: %s recreated: %v", lab.stackMarker(), markerBack)
+		if tr.starts != 1 {
+			t.Fatalf("step 4: the minion should have started the duplicate job once (its memory is gone), saw %d", tr.starts)
+		}
+		if len(tr.executing) != 0 || markerBack {
+			t.Fatal("step 4: the role executed again for a JID that already has a receipt")
+		}
+		reqNow := statFile(t, filepath.Join(lab.receiptDir, "req-"+req1+".json"))
+		jidNow := statFile(t, filepath.Join(lab.receiptDir, "jid-"+string(jid1)+".json"))
+		t.Logf("step 4: store: request record unchanged (bytes, inode %d, mtime %s): %v; jid index unchanged: %v; counts before %s, after %s",
+			reqNow.ino, reqNow.mtime.UTC().Format(time.RFC3339Nano), reqNow.same(req1State), jidNow.same(jid1State), counts, storeCounts(t, lab.receiptDir))
+		if !reqNow.same(req1State) || !jidNow.same(jid1State) {
+			t.Fatal("step 4: the replay rewrote the request's store files")
+		}
+	})
+
+	// Step 5: stop the master during an apply; the return is lost with it; recover the exact
+	// receipt through status.
+	var lostJID salt.JID
+	t.Run("stop_master_during_apply", func(t *testing.T) {
+		lab.disruptive(t)
+		r := &liveRunner{t: t, ctx: ctx, lab: lab, bus: bus, jids: r.jids}
+		lostJID = stopMasterDuringApply(t, r)
+	})
+
+	// Step 6: the module runs above wrote no raw state cache; a plain state.apply does.
+	if left := rawCacheFiles(t, lab.minionCache()); len(left) != 0 {
+		t.Fatalf("step 6: raw state caches written during the module runs: %v", left)
+	}
+	t.Logf("step 6: after the module runs, raw state caches in %s: none", lab.minionCache())
+	jid, ret = r.call("state.apply", "roles.client_stack")
+	sum := receipt.Reduce(ret.Return)
+	t.Logf("step 6: plain state.apply roles.client_stack jid=%s retcode=%d -> reduced %+v", jid, ret.Retcode, sum)
+	after := rawCacheFiles(t, lab.minionCache())
+	t.Logf("step 6: after the plain state.apply, raw state caches in %s: %v", lab.minionCache(), after)
+	for _, name := range rawCacheNames {
+		if !exists(t, filepath.Join(lab.minionCache(), name)) {
+			t.Fatalf("step 6: a plain state.apply should have written %s (control)", name)
+		}
+	}
+	if lostJID != "" {
+		tags, _ := bus.seen(lostJID)
+		t.Logf("step 5 (end of test): events of jid %s seen on the bus during the whole test: %v", lostJID, tags)
+		for _, tag := range tags {
+			if strings.Contains(tag, "/ret/") {
+				t.Fatalf("step 5: a return of %s appeared after all: %s", lostJID, tag)
+			}
+		}
+	}
+}
+
+// stopMasterDuringApply publishes a production run of a new request and
+// stops the master once the minion's job process is executing states (after
+// its last master round trip: pillar and SLS fetch). The master stays down
+// until the job process gives up returning: Salt resends a return
+// (return_retry_tries, 60 s each) and a master restarted within that window
+// still receives it, so only then is the return really lost. Then the master
+// is restarted and the receipt is recovered through status.
+func stopMasterDuringApply(t *testing.T, r *liveRunner) salt.JID {
+	t.Helper()
+	lab, bus := r.lab, r.bus
+	req2 := receipt.NewRequestID()
+	jid2 := r.jids.Next()
+	bind2 := receipt.Binding{MinionID: lab.minion, RequestID: req2, JID: string(jid2), Profile: receipt.ProfileProduction}
+	off := logSize(t, lab.minionLog())
+	from := bus.mark()
+	if err := r.publish("oduflow_job.run", []any{req2, "production", ""}, jid2); err != nil {
+		t.Fatalf("step 5: publish: %v", err)
+	}
+	published := time.Now()
+	if _, ok := bus.wait(from, 10*time.Second, func(ev salt.Event) bool {
+		return ev.Kind == salt.EventJobNew && ev.JobNew.JID == jid2
+	}); !ok {
+		t.Fatalf("step 5: no salt/job/%s/new", jid2)
+	}
+	line, ok := waitJobLog(t, lab.minionLog(), off, jid2, 20*time.Second, 2*time.Millisecond, func(msg string) bool {
+		return strings.HasPrefix(msg, "Running state [")
+	})
+	if !ok {
+		t.Fatalf("step 5: the minion did not start executing states for jid %s", jid2)
+	}
+	t.Logf("step 5: published oduflow_job.run [%s production \"\"] jid=%s; saw salt/job/%s/new; minion log %q after %s; stopping the master now",
+		req2, jid2, jid2, line, time.Since(published).Round(time.Millisecond))
+	r.kit("stop", "master")
+	tags, _ := bus.seen(jid2)
+	t.Logf("step 5: events of jid %s seen before the master went down: %v", jid2, tags)
+	waitStart := time.Now()
+	line, ok = waitJobLog(t, lab.minionLog(), off, jid2, 6*time.Minute, 100*time.Millisecond, func(msg string) bool {
+		return strings.Contains(msg, "failed to return the job information")
+	})
+	if !ok {
+		t.Fatalf("step 5: the minion's job process did not give up returning jid %s", jid2)
+	}
+	t.Logf("step 5: master down; after %s the minion's job process gave up its return: %q", time.Since(waitStart).Round(time.Second), line)
+	r.kit("restart", "master")
+	r.waitMinion(90 * time.Second)
+	tr := traceJob(t, lab.minionLog(), off, jid2)
+	t.Logf("step 5: minion log for jid %s: %d job start(s) (pids %v), %d executed state(s); lines:\n%s",
+		jid2, tr.starts, tr.pids, len(tr.executing), indent(strings.Join(tr.lines, "\n")))
+	sjid, ret := r.call("oduflow_job.status", req2, string(jid2), "production")
+	got := receiptOf(t, ret, bind2)
+	tags, gaps := bus.seen(jid2)
+	t.Logf("step 5: oduflow_job.status [%s %s production] jid=%s (restarted master) -> %s", req2, jid2, sjid, encoded(t, got))
+	disk, fs := storedReceipt(t, lab.receiptDir, req2)
+	t.Logf("step 5: store: req-%s.json = %s", req2, fs.data)
+	if got != disk {
+		t.Fatalf("step 5: status %+v differs from the committed receipt %+v", got, disk)
+	}
+	if got.Status != receipt.StatusFailed || got.Passed != 2 || got.Total != 3 {
+		t.Fatalf("step 5: want failed 2/3 (roles.client_production has one failing state), got %+v", got)
+	}
+	if len(tr.executing) != 3 {
+		t.Fatalf("step 5: expected the role's 3 states in the minion log, saw %q", tr.executing)
+	}
+	t.Logf("step 5: events of jid %s on the bus (old and restarted master) up to the status answer: %v (gaps: %v)", jid2, tags, gaps)
+	for _, tag := range tags {
+		if strings.Contains(tag, "/ret/") {
+			t.Fatalf("step 5: the run's return reached a master (%s): nothing was lost", tag)
+		}
+	}
+	return jid2
+}
+
+// waitJobLog polls the minion log (every poll) for a line of jid's job
+// process accepted by match.
+func waitJobLog(t *testing.T, path string, off int64, jid salt.JID, d, poll time.Duration, match func(string) bool) (string, bool) {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatalf("minion log: %v", err)
+	}
+	defer f.Close()
+	if _, err := f.Seek(off, io.SeekStart); err != nil {
+		t.Fatalf("minion log: %v", err)
+	}
+	var pending []byte
+	var pids []string
+	buf := make([]byte, 1<<16)
+	deadline := time.Now().Add(d)
+	for time.Now().Before(deadline) {
+		n, err := f.Read(buf)
+		pending = append(pending, buf[:n]...)
+		for {
+			i := bytes.IndexByte(pending, '\n')
+			if i < 0 {
+				break
+			}
+			l := string(pending[:i])
+			pending = pending[i+1:]
+			m := logLineRE.FindStringSubmatch(l)
+			if m == nil {
+				continue
+			}
+			if s := jobStartRE.FindStringSubmatch(m[2]); s != nil && s[1] == string(jid) {
+				pids = append(pids, s[2])
+			}
+			if slices.Contains(pids, m[1]) && match(m[2]) {
+				return l, true
+			}
+		}
+		if n == 0 || err != nil {
+			time.Sleep(poll)
+		}
+	}
+	return "", false
+}
