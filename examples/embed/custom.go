@@ -8,7 +8,6 @@ import (
 	"github.com/oduflow/oduflow-go/oduflow"
 	"github.com/oduflow/oduflow-go/oduflow/catalog"
 	"github.com/oduflow/oduflow-go/profiles"
-	"github.com/oduflow/oduflow-go/receipt"
 )
 
 // adminDefinition is a definition as administrators read it: with its source.
@@ -24,14 +23,10 @@ func viewOfDefinition(d catalog.Definition) catalog.DefinitionView {
 
 // validateCustom: POST /v1/custom-states/validate (administrators). Nothing is executed.
 func (s *Service) validateCustom(w http.ResponseWriter, r *http.Request, id Identity) {
-	if !id.CanEdit() {
-		forbidden(w, "validating custom states")
-		return
-	}
 	var body struct {
 		Source string `json:"source"`
 	}
-	if !decode(w, r, &body) {
+	if !decodeAllowed(w, r, id.CanEdit(), "validating custom states", &body) {
 		return
 	}
 	c, err := profiles.CompileCustom([]byte(body.Source))
@@ -44,45 +39,29 @@ func (s *Service) validateCustom(w http.ResponseWriter, r *http.Request, id Iden
 
 // createCustom: POST /v1/custom-states (administrators).
 func (s *Service) createCustom(w http.ResponseWriter, r *http.Request, id Identity) {
-	if !id.CanEdit() {
-		forbidden(w, "editing custom states")
-		return
-	}
 	var body struct {
 		Company string `json:"company"`
 		Name    string `json:"name"`
 		Source  string `json:"source"`
 	}
-	if !decode(w, r, &body) {
+	if !decodeAllowed(w, r, id.CanEdit(), "editing custom states", &body) {
 		return
 	}
 	d, err := s.cat.CreateDefinition(r.Context(), body.Company, body.Name, []byte(body.Source))
-	if err != nil {
-		s.fail(r.Context(), w, err)
-		return
-	}
-	writeJSON(w, http.StatusCreated, viewOfDefinition(d))
+	s.reply(w, r, http.StatusCreated, viewOfDefinition(d), err)
 }
 
 // saveCustom: PUT /v1/custom-states/{id}/source (administrators). Changed source increments
 // the revision; executions already frozen do not change.
 func (s *Service) saveCustom(w http.ResponseWriter, r *http.Request, id Identity) {
-	if !id.CanEdit() {
-		forbidden(w, "editing custom states")
-		return
-	}
 	var body struct {
 		Source string `json:"source"`
 	}
-	if !decode(w, r, &body) {
+	if !decodeAllowed(w, r, id.CanEdit(), "editing custom states", &body) {
 		return
 	}
 	d, err := s.cat.SaveSource(r.Context(), r.PathValue("id"), []byte(body.Source))
-	if err != nil {
-		s.fail(r.Context(), w, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, viewOfDefinition(d))
+	s.reply(w, r, http.StatusOK, viewOfDefinition(d), err)
 }
 
 // listCustom: GET /v1/custom-states. Administrators: every definition; observers: those of
@@ -90,11 +69,7 @@ func (s *Service) saveCustom(w http.ResponseWriter, r *http.Request, id Identity
 func (s *Service) listCustom(w http.ResponseWriter, r *http.Request, id Identity) {
 	if !id.CanEdit() {
 		views, err := catalog.NewObserver(s.cat, id.Companies...).Definitions(r.Context())
-		if err != nil {
-			s.fail(r.Context(), w, err)
-			return
-		}
-		writeJSON(w, http.StatusOK, nonNil(views))
+		s.reply(w, r, http.StatusOK, nonNil(views), err)
 		return
 	}
 	defs, err := s.cat.Definitions(r.Context())
@@ -116,29 +91,17 @@ func (s *Service) getCustom(w http.ResponseWriter, r *http.Request, id Identity)
 		return
 	}
 	d, err := s.cat.Definition(r.Context(), r.PathValue("id"))
-	if err != nil {
-		s.fail(r.Context(), w, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, adminDefinition{DefinitionView: viewOfDefinition(d), Source: string(d.Source)})
+	s.reply(w, r, http.StatusOK, adminDefinition{DefinitionView: viewOfDefinition(d), Source: string(d.Source)}, err)
 }
 
 // assignCustom: PUT /v1/servers/{minion}/custom-states/{id} (administrators).
 func (s *Service) assignCustom(w http.ResponseWriter, r *http.Request, id Identity) {
-	minion, company, ok := s.server(w, r, id)
+	minion, company, ok := s.serverAllowed(w, r, id, id.CanEdit(), "assigning custom states")
 	if !ok {
 		return
 	}
-	if !id.CanEdit() {
-		forbidden(w, "assigning custom states")
-		return
-	}
 	a, err := s.cat.Assign(r.Context(), r.PathValue("id"), minion, company)
-	if err != nil {
-		s.fail(r.Context(), w, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, a)
+	s.reply(w, r, http.StatusOK, a, err)
 }
 
 // listAssignments: GET /v1/servers/{minion}/custom-states (administrators, observers).
@@ -149,19 +112,11 @@ func (s *Service) listAssignments(w http.ResponseWriter, r *http.Request, id Ide
 	}
 	if id.CanEdit() {
 		as, err := s.cat.Assignments(r.Context(), minion)
-		if err != nil {
-			s.fail(r.Context(), w, err)
-			return
-		}
-		writeJSON(w, http.StatusOK, nonNil(as))
+		s.reply(w, r, http.StatusOK, nonNil(as), err)
 		return
 	}
 	views, err := catalog.NewObserver(s.cat, id.Companies...).Assignments(r.Context(), minion)
-	if err != nil {
-		s.fail(r.Context(), w, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, nonNil(views))
+	s.reply(w, r, http.StatusOK, nonNil(views), err)
 }
 
 // applyCustom: POST /v1/servers/{minion}/custom-states/{id}/apply (administrators). Body
@@ -169,12 +124,8 @@ func (s *Service) listAssignments(w http.ResponseWriter, r *http.Request, id Ide
 // current execution; "again" asks explicitly for another execution after a known terminal
 // result.
 func (s *Service) applyCustom(w http.ResponseWriter, r *http.Request, id Identity) {
-	minion, _, ok := s.server(w, r, id)
+	minion, _, ok := s.serverAllowed(w, r, id, id.CanExecute(), "applying custom states")
 	if !ok {
-		return
-	}
-	if !id.CanExecute() {
-		forbidden(w, "applying custom states")
 		return
 	}
 	var body struct {
@@ -184,19 +135,13 @@ func (s *Service) applyCustom(w http.ResponseWriter, r *http.Request, id Identit
 	if !decode(w, r, &body) {
 		return
 	}
-	if body.RequestID == "" {
-		body.RequestID = receipt.NewRequestID()
-	}
+	body.RequestID = requestIDOrNew(body.RequestID)
 	mode := catalog.ModeApply
 	if body.Again {
 		mode = catalog.ModeApplyAgain
 	}
 	resp, err := s.d.CustomStart(r.Context(), minion, body.RequestID, r.PathValue("id"), mode)
-	if err != nil {
-		s.fail(r.Context(), w, err)
-		return
-	}
-	writeJSON(w, http.StatusAccepted, resp)
+	s.reply(w, r, http.StatusAccepted, resp, err)
 }
 
 // listExecutions: GET /v1/servers/{minion}/custom-executions (administrators, observers):
@@ -208,11 +153,7 @@ func (s *Service) listExecutions(w http.ResponseWriter, r *http.Request, id Iden
 	}
 	if !id.CanEdit() {
 		views, err := catalog.NewObserver(s.cat, id.Companies...).Executions(r.Context(), minion)
-		if err != nil {
-			s.fail(r.Context(), w, err)
-			return
-		}
-		writeJSON(w, http.StatusOK, nonNil(views))
+		s.reply(w, r, http.StatusOK, nonNil(views), err)
 		return
 	}
 	es, err := s.cat.Executions(r.Context(), minion)

@@ -2,20 +2,14 @@ package main
 
 import (
 	"net/http"
-
-	"github.com/oduflow/oduflow-go/receipt"
 )
 
 // startRequest: POST /v1/servers/{minion}/profiles/{profile}/requests (administrators).
 // Repeating it with the same request_id returns the request's current status and never
 // publishes again.
 func (s *Service) startRequest(w http.ResponseWriter, r *http.Request, id Identity) {
-	minion, _, ok := s.server(w, r, id)
+	minion, _, ok := s.serverAllowed(w, r, id, id.CanExecute(), "starting a request")
 	if !ok {
-		return
-	}
-	if !id.CanExecute() {
-		forbidden(w, "starting a request")
 		return
 	}
 	profile, ok := parseProfile(r.PathValue("profile"))
@@ -29,15 +23,9 @@ func (s *Service) startRequest(w http.ResponseWriter, r *http.Request, id Identi
 	if !decode(w, r, &body) {
 		return
 	}
-	if body.RequestID == "" {
-		body.RequestID = receipt.NewRequestID()
-	}
+	body.RequestID = requestIDOrNew(body.RequestID)
 	resp, err := s.d.Start(r.Context(), profile, minion, body.RequestID)
-	if err != nil {
-		s.fail(r.Context(), w, err)
-		return
-	}
-	writeJSON(w, http.StatusAccepted, resp)
+	s.reply(w, r, http.StatusAccepted, resp, err)
 }
 
 // requestStatus: GET /v1/servers/{minion}/profiles/{profile}/requests/{request}
@@ -53,9 +41,5 @@ func (s *Service) requestStatus(w http.ResponseWriter, r *http.Request, id Ident
 		return
 	}
 	resp, err := s.d.Status(r.Context(), profile, minion, r.PathValue("request"))
-	if err != nil {
-		s.fail(r.Context(), w, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, resp)
+	s.reply(w, r, http.StatusOK, resp, err)
 }

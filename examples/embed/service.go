@@ -90,6 +90,21 @@ func (s *Service) server(w http.ResponseWriter, r *http.Request, id Identity) (m
 	return minion, company, true
 }
 
+// serverAllowed is server for a request only some roles may make: after server's 404, 403
+// when allowed is false (what "is for administrators").
+func (s *Service) serverAllowed(w http.ResponseWriter, r *http.Request, id Identity, allowed bool,
+	what string) (minion, company string, ok bool) {
+	minion, company, ok = s.server(w, r, id)
+	if !ok {
+		return "", "", false
+	}
+	if !allowed {
+		forbidden(w, what)
+		return "", "", false
+	}
+	return minion, company, true
+}
+
 func forbidden(w http.ResponseWriter, what string) {
 	writeError(w, http.StatusForbidden, "forbidden", what+" is for administrators")
 }
@@ -119,6 +134,35 @@ func decode(w http.ResponseWriter, r *http.Request, v any) bool {
 		return false
 	}
 	return true
+}
+
+// decodeAllowed is decode for a request only some roles may make: when allowed is false it
+// answers 403 (what "is for administrators") without reading the body.
+func decodeAllowed(w http.ResponseWriter, r *http.Request, allowed bool, what string, v any) bool {
+	if !allowed {
+		forbidden(w, what)
+		return false
+	}
+	return decode(w, r, v)
+}
+
+// reply answers v with code, or, when err is set, the error as fail maps it (v is then not
+// written).
+func (s *Service) reply(w http.ResponseWriter, r *http.Request, code int, v any, err error) {
+	if err != nil {
+		s.fail(r.Context(), w, err)
+		return
+	}
+	writeJSON(w, code, v)
+}
+
+// requestIDOrNew is the request id a start body names, or a new canonical one when it names
+// none.
+func requestIDOrNew(id string) string {
+	if id == "" {
+		return receipt.NewRequestID()
+	}
+	return id
 }
 
 // fail maps a library error to a status and a stable code. Messages come from the library's

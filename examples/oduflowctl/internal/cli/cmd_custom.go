@@ -66,11 +66,8 @@ func cmdCustomValidate(e *env, args []string) error {
 	fs := newFlagSet("custom validate", "custom validate FILE\n\n"+
 		"Validates a custom state source without executing anything. Exit status 0 when valid, 2 when\n"+
 		"invalid, with the error code, line and column.", e.g, e.stderr)
-	pos, err := parseFlags(fs, args)
+	pos, err := parseArgs(fs, args, 1, 1, "FILE")
 	if err != nil {
-		return err
-	}
-	if err := positional("custom validate", pos, 1, 1, "FILE"); err != nil {
 		return err
 	}
 	src, err := readSource("custom validate", pos[0])
@@ -93,11 +90,8 @@ func cmdCustomDigest(e *env, args []string) error {
 	fs := newFlagSet("custom digest", "custom digest FILE\n\n"+
 		"Validates and compiles a custom state source and prints its digest: the hex SHA-256 of the\n"+
 		"canonical JSON (RFC 8785) of its high data, so formatting changes do not change it.", e.g, e.stderr)
-	pos, err := parseFlags(fs, args)
+	pos, err := parseArgs(fs, args, 1, 1, "FILE")
 	if err != nil {
-		return err
-	}
-	if err := positional("custom digest", pos, 1, 1, "FILE"); err != nil {
 		return err
 	}
 	src, err := readSource("custom digest", pos[0])

@@ -10,7 +10,6 @@ import (
 
 	"github.com/oduflow/oduflow-go/oduflow"
 	"github.com/oduflow/oduflow-go/oduflow/catalog"
-	"github.com/oduflow/oduflow-go/receipt"
 )
 
 // cliCompany is the company (tenant) the CLI files its definitions under.
@@ -63,12 +62,8 @@ func definitionFor(ctx context.Context, cat catalog.Store, path, minion string, 
 
 func (p *printer) custom(r oduflow.CustomResponse) error {
 	return p.value(r, func(w io.Writer) {
-		jid := "-"
-		if r.JID != nil {
-			jid = *r.JID
-		}
 		fmt.Fprintf(w, "status        %s\npassed        %d of %d\nminion_id     %s\nrequest_id    %s\nexecution_id  %s\njid           %s\n",
-			r.Status, r.Passed, r.Total, r.MinionID, r.RequestID, r.ExecutionID, jid)
+			r.Status, r.Passed, r.Total, r.MinionID, r.RequestID, r.ExecutionID, jidText(r.JID))
 		if r.Reused != "" {
 			fmt.Fprintf(w, "reused        %s\n", r.Reused)
 		}
@@ -86,17 +81,11 @@ func cmdCustomStart(e *env, args []string) error {
 	again := fs.Bool("again", false, "apply again: an explicit new execution after a known terminal result")
 	var w waitFlags
 	w.register(fs)
-	pos, err := parseFlags(fs, args)
+	pos, err := parseArgs(fs, args, 2, 3, "MINION FILE [REQUEST_ID]")
 	if err != nil {
 		return err
 	}
-	if err := positional("custom start", pos, 2, 3, "MINION FILE [REQUEST_ID]"); err != nil {
-		return err
-	}
-	minion, file, request := pos[0], pos[1], receipt.NewRequestID()
-	if len(pos) == 3 {
-		request = pos[2]
-	}
+	minion, file, request := pos[0], pos[1], requestArg(pos, 2)
 	if err := firstErr(checkMinion("custom start", minion), checkRequest("custom start", request), w.check("custom start")); err != nil {
 		return err
 	}
@@ -110,15 +99,7 @@ func cmdCustomStart(e *env, args []string) error {
 	if err := e.g.needMaster("custom start", true); err != nil {
 		return err
 	}
-	p, err := e.printer()
-	if err != nil {
-		return err
-	}
-	cat, err := e.openCatalog()
-	if err != nil {
-		return failedf("custom start: catalog %s: %v", e.g.catalogDir(), oneLine(err.Error()))
-	}
-	d, err := e.dispatcher(e.ctx, oduflow.WithCustomCatalog(cat))
+	p, cat, d, err := e.customSession("custom start")
 	if err != nil {
 		return err
 	}
@@ -139,18 +120,25 @@ func cmdCustomStart(e *env, args []string) error {
 	}
 	if w.wait {
 		r, err = e.waitCustom(d, r, w)
-		if perr := p.custom(r); perr != nil {
-			return perr
-		}
-		if err != nil {
-			return silentExit(ExitFailed)
-		}
-		return statusExit(r.Status)
 	}
-	if err := p.custom(r); err != nil {
-		return err
+	return p.finishCustom(r, err)
+}
+
+// customSession returns the printer, the catalog and a dispatcher over it of a custom command.
+func (e *env) customSession(cmd string) (*printer, *catalog.FileStore, *oduflow.Dispatcher, error) {
+	p, err := e.printer()
+	if err != nil {
+		return nil, nil, nil, err
 	}
-	return statusExit(r.Status)
+	cat, err := e.openCatalog()
+	if err != nil {
+		return nil, nil, nil, failedf("%s: catalog %s: %v", cmd, e.g.catalogDir(), oneLine(err.Error()))
+	}
+	d, err := e.dispatcher(e.ctx, oduflow.WithCustomCatalog(cat))
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return p, cat, d, nil
 }
 
 func (e *env) validateSource(cmd, file string, src []byte) error {
@@ -178,7 +166,7 @@ func customRefusal(err error) error {
 
 func (e *env) waitCustom(d *oduflow.Dispatcher, first oduflow.CustomResponse, w waitFlags) (oduflow.CustomResponse, error) {
 	last := first
-	_, err := e.waitFor(e.ctx, asResponse(first), w.interval, w.timeout, func(ctx context.Context) (oduflow.Response, error) {
+	_, err := w.follow(e, asResponse(first), func(ctx context.Context) (oduflow.Response, error) {
 		r, err := d.CustomStatus(ctx, first.MinionID, first.RequestID)
 		if err == nil {
 			last = r
@@ -197,29 +185,11 @@ func cmdCustomStatus(e *env, args []string) error {
 	fs := newFlagSet("custom status", "custom status MINION REQUEST_ID [--wait]\n\n"+
 		"Prints a custom request's status: target, request, the execution it resolved to, job identity, status\n"+
 		"and counts; nothing else (no source, no payload, no Salt output).", e.g, e.stderr)
-	var w waitFlags
-	w.register(fs)
-	pos, err := parseFlags(fs, args)
+	minion, request, w, err := e.parseMinionRequest(fs, args)
 	if err != nil {
 		return err
 	}
-	if err := positional("custom status", pos, 2, 2, "MINION REQUEST_ID"); err != nil {
-		return err
-	}
-	minion, request := pos[0], pos[1]
-	if err := firstErr(checkMinion("custom status", minion), checkRequest("custom status", request),
-		w.check("custom status"), e.g.needMaster("custom status", true)); err != nil {
-		return err
-	}
-	p, err := e.printer()
-	if err != nil {
-		return err
-	}
-	cat, err := e.openCatalog()
-	if err != nil {
-		return failedf("custom status: catalog %s: %v", e.g.catalogDir(), oneLine(err.Error()))
-	}
-	d, err := e.dispatcher(e.ctx, oduflow.WithCustomCatalog(cat))
+	p, _, d, err := e.customSession("custom status")
 	if err != nil {
 		return err
 	}
@@ -229,16 +199,6 @@ func cmdCustomStatus(e *env, args []string) error {
 	}
 	if w.wait {
 		r, err = e.waitCustom(d, r, w)
-		if perr := p.custom(r); perr != nil {
-			return perr
-		}
-		if err != nil {
-			return silentExit(ExitFailed)
-		}
-		return statusExit(r.Status)
 	}
-	if err := p.custom(r); err != nil {
-		return err
-	}
-	return statusExit(r.Status)
+	return p.finishCustom(r, err)
 }

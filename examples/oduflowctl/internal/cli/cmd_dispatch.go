@@ -2,12 +2,10 @@ package cli
 
 import (
 	"context"
+	"flag"
 	"time"
 
-	"github.com/cockroachdb/errors"
-
 	"github.com/oduflow/oduflow-go/oduflow"
-	"github.com/oduflow/oduflow-go/receipt"
 )
 
 // waitFlags are the flags of commands that can follow a request to its end.
@@ -36,6 +34,13 @@ func (w *waitFlags) check(cmd string) error {
 	return nil
 }
 
+// follow waits, as the flags say, from the first response until status reports a terminal
+// status (see env.waitFor).
+func (w *waitFlags) follow(e *env, first oduflow.Response,
+	status func(context.Context) (oduflow.Response, error)) (oduflow.Response, error) {
+	return e.waitFor(e.ctx, first, w.interval, w.timeout, status)
+}
+
 func cmdStart(e *env, args []string) error {
 	fs := newFlagSet("start", "start PROFILE MINION [REQUEST_ID] [--wait]\n\n"+
 		"Starts a request for a fixed profile (configure, production, volume_resize, credentials) and prints\n"+
@@ -44,30 +49,19 @@ func cmdStart(e *env, args []string) error {
 		"with the same REQUEST_ID never publishes again.", e.g, e.stderr)
 	var w waitFlags
 	w.register(fs)
-	pos, err := parseFlags(fs, args)
+	pos, err := parseArgs(fs, args, 2, 3, "PROFILE MINION [REQUEST_ID]")
 	if err != nil {
-		return err
-	}
-	if err := positional("start", pos, 2, 3, "PROFILE MINION [REQUEST_ID]"); err != nil {
 		return err
 	}
 	profile, err := fixedProfile("start", pos[0])
 	if err != nil {
 		return err
 	}
-	minion, request := pos[1], receipt.NewRequestID()
-	if len(pos) == 3 {
-		request = pos[2]
-	}
-	if err := firstErr(checkMinion("start", minion), checkRequest("start", request), w.check("start"),
-		e.g.needMaster("start", true)); err != nil {
+	minion, request := pos[1], requestArg(pos, 2)
+	if err := e.checkRequestArgs("start", minion, request, &w); err != nil {
 		return err
 	}
-	p, err := e.printer()
-	if err != nil {
-		return err
-	}
-	d, err := e.dispatcher(e.ctx)
+	p, d, err := e.printerAndDispatcher()
 	if err != nil {
 		return err
 	}
@@ -76,30 +70,17 @@ func cmdStart(e *env, args []string) error {
 	}
 	r, err := d.Start(e.ctx, profile, minion, request)
 	if err != nil {
-		if errors.Is(err, oduflow.ErrWorkerLaunch) && r.RequestID != "" {
-			_ = p.response(r) // the claim is failed (worker_launch_failed); nothing was published
-		}
-		return err
+		return p.printLaunchFailure(r, err)
 	}
 	if w.wait {
-		r, err = e.waitFor(e.ctx, r, w.interval, w.timeout, func(ctx context.Context) (oduflow.Response, error) {
+		r, err = w.follow(e, r, func(ctx context.Context) (oduflow.Response, error) {
 			return d.Status(ctx, profile, minion, request)
 		})
 		if err != nil && e.ctx.Err() == nil && r.Status.Terminal() {
 			err = nil
 		}
-		if perr := p.response(r); perr != nil {
-			return perr
-		}
-		if err != nil {
-			return silentExit(ExitFailed)
-		}
-		return statusExit(r.Status)
 	}
-	if err := p.response(r); err != nil {
-		return err
-	}
-	return statusExit(r.Status)
+	return p.finish(r, err)
 }
 
 func cmdStatus(e *env, args []string) error {
@@ -107,11 +88,8 @@ func cmdStatus(e *env, args []string) error {
 		"Prints the response object of a request. Exit status 1 when it is failed or unknown.", e.g, e.stderr)
 	var w waitFlags
 	w.register(fs)
-	pos, err := parseFlags(fs, args)
+	pos, err := parseArgs(fs, args, 3, 3, "PROFILE MINION REQUEST_ID")
 	if err != nil {
-		return err
-	}
-	if err := positional("status", pos, 3, 3, "PROFILE MINION REQUEST_ID"); err != nil {
 		return err
 	}
 	profile, err := fixedProfile("status", pos[0])
@@ -119,15 +97,10 @@ func cmdStatus(e *env, args []string) error {
 		return err
 	}
 	minion, request := pos[1], pos[2]
-	if err := firstErr(checkMinion("status", minion), checkRequest("status", request), w.check("status"),
-		e.g.needMaster("status", true)); err != nil {
+	if err := e.checkRequestArgs("status", minion, request, &w); err != nil {
 		return err
 	}
-	p, err := e.printer()
-	if err != nil {
-		return err
-	}
-	d, err := e.dispatcher(e.ctx)
+	p, d, err := e.printerAndDispatcher()
 	if err != nil {
 		return err
 	}
@@ -137,19 +110,30 @@ func cmdStatus(e *env, args []string) error {
 		return err
 	}
 	if w.wait {
-		r, err = e.waitFor(e.ctx, r, w.interval, w.timeout, get)
-		if perr := p.response(r); perr != nil {
-			return perr
-		}
-		if err != nil {
-			return silentExit(ExitFailed)
-		}
-		return statusExit(r.Status)
+		r, err = w.follow(e, r, get)
 	}
-	if err := p.response(r); err != nil {
-		return err
+	return p.finish(r, err)
+}
+
+// checkRequestArgs checks what a command that follows one request needs: the minion and
+// request ids, the wait flags, and the master and event bus.
+func (e *env) checkRequestArgs(cmd, minion, request string, w *waitFlags) error {
+	return firstErr(checkMinion(cmd, minion), checkRequest(cmd, request), w.check(cmd), e.g.needMaster(cmd, true))
+}
+
+// parseMinionRequest parses the arguments of a command of the form "MINION REQUEST_ID
+// [--wait]" (named by fs) and checks them (see checkRequestArgs).
+func (e *env) parseMinionRequest(fs *flag.FlagSet, args []string) (minion, request string, w waitFlags, err error) {
+	w.register(fs)
+	pos, err := parseArgs(fs, args, 2, 2, "MINION REQUEST_ID")
+	if err != nil {
+		return "", "", w, err
 	}
-	return statusExit(r.Status)
+	minion, request = pos[0], pos[1]
+	if err := e.checkRequestArgs(fs.Name(), minion, request, &w); err != nil {
+		return "", "", w, err
+	}
+	return minion, request, w, nil
 }
 
 func firstErr(errs ...error) error {

@@ -19,21 +19,14 @@ func cmdEvents(e *env, args []string) error {
 	tag := fs.String("tag", "", "only events whose tag starts with this prefix, e.g. salt/job/")
 	count := fs.Int("count", 0, "stop after this many events (0: until interrupted)")
 	raw := fs.Bool("raw", false, "show job returns whole (they can hold command output and secrets)")
-	pos, err := parseFlags(fs, args)
-	if err != nil {
-		return err
-	}
-	if err := positional("events", pos, 0, 0, "no arguments"); err != nil {
+	if _, err := parseArgs(fs, args, 0, 0, "no arguments"); err != nil {
 		return err
 	}
 	if *count < 0 {
 		return usagef("events: --count %d: must not be negative", *count)
 	}
-	if e.g.events == "" {
-		return usagef("events: missing --events (or ODUFLOW_SALT_EVENTS), e.g. unix:///var/run/salt/master/master_event_pub.ipc")
-	}
-	if !strings.HasPrefix(e.g.events, "unix://") && !strings.HasPrefix(e.g.events, "tcp://") {
-		return usagef("events: --events %q: want unix:///path or tcp://host:port", e.g.events)
+	if err := e.g.checkEvents("events"); err != nil {
+		return err
 	}
 	if *raw {
 		fmt.Fprintln(e.stderr, "events: --raw: job returns are shown whole (command output, state comments, possibly secrets)")

@@ -20,11 +20,7 @@ func cmdModule(e *env, args []string) error {
 		"with mode 0644, e.g. the master's file roots: --install /srv/salt/_modules, then\n"+
 		"salt 'client-*' saltutil.sync_modules.", e.g, e.stderr)
 	install := fs.String("install", "", "write "+ModuleFile+" into this directory (mode 0644) instead of printing it")
-	pos, err := parseFlags(fs, args)
-	if err != nil {
-		return err
-	}
-	if err := positional("module", pos, 0, 0, "no arguments (use --install DIR)"); err != nil {
+	if _, err := parseArgs(fs, args, 0, 0, "no arguments (use --install DIR)"); err != nil {
 		return err
 	}
 	src := receipt.MinionModule()

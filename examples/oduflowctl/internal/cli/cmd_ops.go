@@ -8,8 +8,6 @@ import (
 	"os/user"
 	"time"
 
-	"github.com/cockroachdb/errors"
-
 	"github.com/oduflow/oduflow-go/oduflow"
 	"github.com/oduflow/oduflow-go/receipt"
 )
@@ -18,11 +16,8 @@ func cmdPing(e *env, args []string) error {
 	fs := newFlagSet("ping", "ping MINION\n\n"+
 		"Checks that the exact minion is known to the master (key accepted), answers test.ping, and has the\n"+
 		"oduflow_job module with protocol 1 and its pillar ready. Exit status 0 when ready for a request.", e.g, e.stderr)
-	pos, err := parseFlags(fs, args)
+	pos, err := parseArgs(fs, args, 1, 1, "MINION")
 	if err != nil {
-		return err
-	}
-	if err := positional("ping", pos, 1, 1, "MINION"); err != nil {
 		return err
 	}
 	minion := pos[0]
@@ -79,49 +74,22 @@ func cmdResume(e *env, args []string) error {
 		"(unknown until a receipt arrives; exit status 1) and returns at once. With --wait it follows the polling\n"+
 		"until it ends (a terminal receipt, or the window spent) and prints the final response; interrupting it\n"+
 		"only stops the waiting. It never publishes a state run and never creates a request.", e.g, e.stderr)
-	var w waitFlags
-	w.register(fs)
-	pos, err := parseFlags(fs, args)
+	minion, request, w, err := e.parseMinionRequest(fs, args)
 	if err != nil {
 		return err
 	}
-	if err := positional("resume", pos, 2, 2, "MINION REQUEST_ID"); err != nil {
-		return err
-	}
-	minion, request := pos[0], pos[1]
-	if err := firstErr(checkMinion("resume", minion), checkRequest("resume", request), w.check("resume"),
-		e.g.needMaster("resume", true)); err != nil {
-		return err
-	}
-	p, err := e.printer()
-	if err != nil {
-		return err
-	}
-	d, err := e.dispatcher(e.ctx)
+	p, d, err := e.printerAndDispatcher()
 	if err != nil {
 		return err
 	}
 	r, err := d.Resume(e.ctx, minion, request)
 	if err != nil {
-		if errors.Is(err, oduflow.ErrWorkerLaunch) && r.RequestID != "" {
-			_ = p.response(r)
-		}
-		return err
+		return p.printLaunchFailure(r, err)
 	}
-	if !w.wait {
-		if err := p.response(r); err != nil {
-			return err
-		}
-		return statusExit(r.Status)
+	if w.wait {
+		r, err = followResume(e, d, r, w)
 	}
-	r, err = followResume(e, d, r, w)
-	if perr := p.response(r); perr != nil {
-		return perr
-	}
-	if err != nil {
-		return silentExit(ExitFailed)
-	}
-	return statusExit(r.Status)
+	return p.finish(r, err)
 }
 
 // followResume waits while the detached worker polls (it holds the request lock) and the status is not
@@ -181,11 +149,8 @@ func cmdReconcile(e *env, args []string) error {
 	who := fs.String("who", "", "with --assert: who asserts (default: the invoking user)")
 	passed := fs.Int("passed", 0, "with --assert: optional passed count")
 	total := fs.Int("total", 0, "with --assert: optional total count")
-	pos, err := parseFlags(fs, args)
+	pos, err := parseArgs(fs, args, 2, 2, "MINION REQUEST_ID")
 	if err != nil {
-		return err
-	}
-	if err := positional("reconcile", pos, 2, 2, "MINION REQUEST_ID"); err != nil {
 		return err
 	}
 	minion, request := pos[0], pos[1]
@@ -219,11 +184,7 @@ func cmdReconcile(e *env, args []string) error {
 	if err := e.g.needMaster("reconcile", true); err != nil {
 		return err
 	}
-	p, err := e.printer()
-	if err != nil {
-		return err
-	}
-	d, err := e.dispatcher(e.ctx)
+	p, d, err := e.printerAndDispatcher()
 	if err != nil {
 		return err
 	}
@@ -231,10 +192,7 @@ func cmdReconcile(e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	if err := p.response(r); err != nil {
-		return err
-	}
-	return statusExit(r.Status)
+	return p.finish(r, nil)
 }
 
 // invokingUser names the operator: the sudo caller if any, else the current user.

@@ -33,11 +33,8 @@ func (g *globals) needMaster(cmd string, events bool) error {
 		return usagef("%s: --master %q: want tcp://host:port", cmd, g.master)
 	}
 	if events {
-		if g.events == "" {
-			return usagef("%s: missing --events (or ODUFLOW_SALT_EVENTS), e.g. unix:///var/run/salt/master/master_event_pub.ipc", cmd)
-		}
-		if !strings.HasPrefix(g.events, "unix://") && !strings.HasPrefix(g.events, "tcp://") {
-			return usagef("%s: --events %q: want unix:///path or tcp://host:port", cmd, g.events)
+		if err := g.checkEvents(cmd); err != nil {
+			return err
 		}
 	}
 	if g.keyFile == "" && (g.eauth == "" || g.user == "") {
@@ -45,6 +42,17 @@ func (g *globals) needMaster(cmd string, events bool) error {
 	}
 	if g.keyFile == "" && g.password == "" {
 		return usagef("%s: --eauth needs the password in ODUFLOW_SALT_PASSWORD", cmd)
+	}
+	return nil
+}
+
+// checkEvents checks that the event bus is named, as a unix or tcp address.
+func (g *globals) checkEvents(cmd string) error {
+	if g.events == "" {
+		return usagef("%s: missing --events (or ODUFLOW_SALT_EVENTS), e.g. unix:///var/run/salt/master/master_event_pub.ipc", cmd)
+	}
+	if !strings.HasPrefix(g.events, "unix://") && !strings.HasPrefix(g.events, "tcp://") {
+		return usagef("%s: --events %q: want unix:///path or tcp://host:port", cmd, g.events)
 	}
 	return nil
 }
@@ -104,6 +112,20 @@ func (e *env) dispatcher(ctx context.Context, opts ...oduflow.Option) (*oduflow.
 	var once sync.Once
 	e.closers = append(e.closers, func() error { once.Do(func() { _ = d.Close() }); return nil })
 	return d, nil
+}
+
+// printerAndDispatcher returns the command's printer, then its dispatcher (see dispatcher):
+// a bad --output is reported before anything is opened.
+func (e *env) printerAndDispatcher(opts ...oduflow.Option) (*printer, *oduflow.Dispatcher, error) {
+	p, err := e.printer()
+	if err != nil {
+		return nil, nil, err
+	}
+	d, err := e.dispatcher(e.ctx, opts...)
+	if err != nil {
+		return nil, nil, err
+	}
+	return p, d, nil
 }
 
 // probe checks that the master answers at all (the unauthenticated ping command, which

@@ -25,11 +25,7 @@ func cmdDemo(e *env, args []string) error {
 		"flags and no setup: ping, configure (succeeded), production (failed with counts), a repeated start\n"+
 		"(same JID, no new publication), a lost return recovered by status polling, and a custom state from\n"+
 		"YAML to digest to succeeded. Minions run the real oduflow_job.py when python3 is available.", e.g, e.stderr)
-	pos, err := parseFlags(fs, args)
-	if err != nil {
-		return err
-	}
-	if err := positional("demo", pos, 0, 0, "no arguments"); err != nil {
+	if _, err := parseArgs(fs, args, 0, 0, "no arguments"); err != nil {
 		return err
 	}
 	return RunDemo(e.ctx, e.stdout)

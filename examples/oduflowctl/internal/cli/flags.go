@@ -147,3 +147,16 @@ func (g *globals) outputMode(stdout io.Writer) (string, error) {
 	}
 	return "", usagef("--output: %q is not json or text", g.output)
 }
+
+// parseArgs parses a command's arguments with fs (see parseFlags) and checks that there are
+// min to max positional ones (see positional); the command is named by fs.
+func parseArgs(fs *flag.FlagSet, args []string, min, max int, names string) ([]string, error) {
+	pos, err := parseFlags(fs, args)
+	if err != nil {
+		return nil, err
+	}
+	if err := positional(fs.Name(), pos, min, max, names); err != nil {
+		return nil, err
+	}
+	return pos, nil
+}

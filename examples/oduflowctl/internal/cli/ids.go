@@ -29,3 +29,12 @@ func fixedProfile(cmd, s string) (receipt.Profile, error) {
 	}
 	return p, nil
 }
+
+// requestArg is the optional REQUEST_ID at pos[i], or a new canonical request id when it is
+// omitted.
+func requestArg(pos []string, i int) string {
+	if len(pos) > i {
+		return pos[i]
+	}
+	return receipt.NewRequestID()
+}
