@@ -88,8 +88,10 @@ if dec:
     ratio("event decode from memory (captured returns)", 1e9 / dec, "events/s", unpack, "events/s",
           "anchor: Salt's own unpack of the same frames, in memory", True)
 
-floor = fsync.get("median")
-for name, label in (("BenchmarkDispatcher/Start/new-claim", "Start() of a new request (durable claim)"),
+floor = fsync.get("median") or (fsync.get("us") or {}).get("median")
+for name, label in (("BenchmarkClaimCreate", "claim create alone (index entry + claim: two durable writes)"),
+                    ("BenchmarkStartNewIdle", "Start() of a new request, idle dispatcher (claim + worker launch)"),
+                    ("BenchmarkDispatcher/Start/new-claim", "Start() of a new request with 5,000 in flight"),
                     ("BenchmarkDispatcher/Start/existing", "Start() of an existing request"),
                     ("BenchmarkDispatcher/Status/running", "Status() of a running request")):
     ns = med(name)
