@@ -105,6 +105,17 @@ func TestHostileRecords(t *testing.T) {
 		}
 		assertAllRefused(t, s, "rec", "permissions", p, "shared")
 	})
+	t.Run("mode 0640 file", func(t *testing.T) {
+		s := newStore(t)
+		p := filepath.Join(s.Dir(), "rec")
+		if err := os.WriteFile(p, []byte("group"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(p, 0o640); err != nil {
+			t.Fatal(err)
+		}
+		assertAllRefused(t, s, "rec", "permissions", p, "group")
+	})
 	t.Run("foreign owner file", func(t *testing.T) {
 		s := newStore(t)
 		p := filepath.Join(s.Dir(), "rec")

@@ -30,6 +30,9 @@ type Ext struct {
 // lower, so no genuine Salt document comes near it).
 const maxDecodeDepth = 256
 
+// maxMapHint caps the capacity preallocated for a decoded map.
+const maxMapHint = 1024
+
 // datetimeLayout is Salt's ext 78 payload, Python's %Y%m%dT%H:%M:%S.%f.
 const datetimeLayout = "20060102T15:04:05.999999"
 
@@ -272,7 +275,10 @@ func (d *tolerantDecoder) mapN(n, depth int) (any, error) {
 	if n > (len(d.b)-d.off)/2 {
 		return nil, errors.Wrap(ErrMsgpack, "map length exceeds input")
 	}
-	out := make(map[string]any, n)
+	// n is bounded by the input, not by the number of distinct keys: a
+	// document of n duplicate keys must not preallocate n entries (40 bytes
+	// of map per 2 input bytes). The map grows as keys actually arrive.
+	out := make(map[string]any, min(n, maxMapHint))
 	for i := 0; i < n; i++ {
 		k, err := d.value(depth + 1)
 		if err != nil {

@@ -31,6 +31,7 @@ func TestEncodeSaltDialect(t *testing.T) {
 		{[]any{}, "90"}, {[]string{"a"}, "91a161"}, {[]int{1, 2}, "920102"},
 		{map[string]any{"b": 1, "a": 2}, "82a16102a16201"}, // plain maps: sorted
 		{NewOrderedMap().Set("b", 1).Set("a", 2), "82a16201a16102"},
+		{NewOrderedMap().Set("b", 1).Set("a", 2).Set("b", 3), "82a16203a16102"}, // a set key keeps its place
 		{map[string]string{"k": "v"}, "81a16ba176"},
 		{JID("20261129154606042846"), "b4" + hex.EncodeToString([]byte("20261129154606042846"))},
 	}

@@ -24,22 +24,24 @@ func WithTokenClock(now func() time.Time) TokenSourceOption {
 
 // RenewingTokenSource logs in with mk_token on first use, caches the token
 // and logs in again shortly before it expires. It is safe for concurrent use;
-// concurrent callers share one mk_token call. The password is kept in memory
-// for renewals and never logged.
+// concurrent callers share one mk_token call, and a caller waiting for
+// another's login gives up when its own context ends. The password is kept in
+// memory for renewals and never logged or printed.
 type RenewingTokenSource struct {
 	c                  *Client
 	backend, user, pwd string
 	renewBefore        time.Duration
 	now                func() time.Time
 
-	mu  sync.Mutex
-	tok *Token
+	login chan struct{} // one slot: held for the duration of a mk_token call
+	mu    sync.Mutex    // guards tok; never held during I/O
+	tok   *Token
 }
 
 // NewTokenSource returns a token source that uses c (c needs no WithAuth).
 func NewTokenSource(c *Client, backend, username, password string, opts ...TokenSourceOption) *RenewingTokenSource {
 	s := &RenewingTokenSource{c: c, backend: backend, user: username, pwd: password,
-		renewBefore: 5 * time.Minute, now: time.Now}
+		renewBefore: 5 * time.Minute, now: time.Now, login: make(chan struct{}, 1)}
 	for _, o := range opts {
 		o(s)
 	}
@@ -49,17 +51,36 @@ func NewTokenSource(c *Client, backend, username, password string, opts ...Token
 // Token returns a valid token, calling mk_token when there is none yet or
 // the current one is about to expire.
 func (s *RenewingTokenSource) Token(ctx context.Context) (string, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.tok != nil && !s.needsRenewal(s.tok) {
-		return s.tok.Token, nil
+	if t, ok := s.valid(); ok {
+		return t, nil
+	}
+	select {
+	case s.login <- struct{}{}:
+	case <-ctx.Done():
+		return "", errors.Wrap(ctx.Err(), "waiting for an eauth login in progress")
+	}
+	defer func() { <-s.login }()
+	if t, ok := s.valid(); ok { // another caller logged in while we waited
+		return t, nil
 	}
 	t, err := s.c.MkToken(ctx, s.backend, s.user, s.pwd)
 	if err != nil {
 		return "", errors.Wrap(err, "renewing eauth token")
 	}
+	s.mu.Lock()
 	s.tok = t
+	s.mu.Unlock()
 	return t.Token, nil
+}
+
+// valid returns the cached token when it needs no renewal.
+func (s *RenewingTokenSource) valid() (string, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.tok != nil && !s.needsRenewal(s.tok) {
+		return s.tok.Token, true
+	}
+	return "", false
 }
 
 // Current returns the cached token (nil before the first Token call). Use it

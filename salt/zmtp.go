@@ -34,6 +34,10 @@ const (
 	zmtpFlagCommand = 0x04
 	// maxCommandBytes caps READY/PING/ERROR command frames.
 	maxCommandBytes = 64 << 10
+	// maxReplyFrames caps the frames of one reply message. A Salt reply has
+	// two ([delimiter, body]); without a cap a peer could stream empty MORE
+	// frames, each costing memory but no reply bytes, until the timeout.
+	maxReplyFrames = 16
 )
 
 // errProtocol is the cause of ZMTP protocol violations by the peer.
@@ -228,34 +232,45 @@ func (c *zmtpConn) readFrame(limit int64) (byte, []byte, error) {
 // readReply reads one reply message [empty delimiter, body...] and returns
 // its first body frame. Command frames in between are handled: PING gets a
 // PONG and is never mistaken for the reply; ERROR fails; others are ignored.
-// maxBytes caps the sum of the body frames.
+// maxBytes caps the sum of the body frames, maxReplyFrames their number;
+// frames after the first body frame are read and dropped.
 func (c *zmtpConn) readReply(maxBytes int64) ([]byte, error) {
-	var frames [][]byte
+	var first, body []byte
 	var total int64
+	n := 0
 	for {
-		flags, body, err := c.readFrame(maxBytes - total)
+		flags, b, err := c.readFrame(maxBytes - total)
 		if err != nil {
 			return nil, err
 		}
 		if flags&zmtpFlagCommand != 0 {
-			if len(frames) > 0 {
+			if n > 0 {
 				return nil, errors.Wrap(errProtocol, "command frame inside a message")
 			}
-			if err := c.handleCommand(body); err != nil {
+			if err := c.handleCommand(b); err != nil {
 				return nil, err
 			}
 			continue
 		}
-		total += int64(len(body))
-		frames = append(frames, body)
+		if n == maxReplyFrames {
+			return nil, errors.Wrapf(errProtocol, "reply has more than %d frames", errors.Safe(maxReplyFrames))
+		}
+		total += int64(len(b))
+		switch n {
+		case 0:
+			first = b
+		case 1:
+			body = b
+		}
+		n++
 		if flags&zmtpFlagMore == 0 {
 			break
 		}
 	}
-	if len(frames) < 2 || len(frames[0]) != 0 {
-		return nil, errors.Wrapf(errProtocol, "reply is not [delimiter, body] (%d frames)", errors.Safe(len(frames)))
+	if n < 2 || len(first) != 0 {
+		return nil, errors.Wrapf(errProtocol, "reply is not [delimiter, body] (%d frames)", errors.Safe(n))
 	}
-	return frames[1], nil
+	return body, nil
 }
 
 func (c *zmtpConn) handleCommand(body []byte) error {

@@ -120,6 +120,9 @@ func checkSnapshot(e Execution) error {
 	if e.Revision < 1 || len(e.Source) == 0 || len(e.Canonical) == 0 {
 		return invalidf("catalog: incomplete snapshot")
 	}
+	if len(e.Source) > MaxSnapshotBytes || len(e.Canonical) > MaxSnapshotBytes {
+		return invalidf("catalog: snapshot source or payload larger than %d bytes", errors.Safe(MaxSnapshotBytes))
+	}
 	if receipt.DigestBytes(e.Canonical) != e.Digest {
 		return invalidf("catalog: digest does not match the canonical payload")
 	}

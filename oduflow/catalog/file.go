@@ -24,6 +24,10 @@ const (
 // MaxRecordSize bounds a stored record (an execution holds up to 64 KiB of source and its payload).
 const MaxRecordSize = 8 << 20
 
+// MaxSnapshotBytes bounds the source and the canonical payload of an execution snapshot, each. Both are
+// stored base64-encoded, so two of them plus MaxPointers pointers stay well under MaxRecordSize.
+const MaxSnapshotBytes = 1 << 20
+
 // DefaultLockWait is how long an update waits for a record lock.
 const DefaultLockWait = 10 * time.Second
 
@@ -126,12 +130,17 @@ func (s *FileStore) readJSON(name string, v any) error {
 	return nil
 }
 
+// encode returns the JSON form of a record. A record larger than MaxRecordSize is refused (ErrInvalid):
+// written, it could never be read back.
 func encode(v any) ([]byte, error) {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
 	if err := enc.Encode(v); err != nil {
 		return nil, errors.Wrap(err, "catalog: encode")
+	}
+	if buf.Len() > MaxRecordSize {
+		return nil, invalidf("catalog: record of %d bytes exceeds %d", errors.Safe(buf.Len()), errors.Safe(MaxRecordSize))
 	}
 	return buf.Bytes(), nil
 }
