@@ -52,8 +52,182 @@ type frameReader struct {
 }
 
 // next returns the next frame (the msgpack {head, body} bytes). io.EOF means
-// the stream ended cleanly between frames.
+// the stream ended cleanly between frames. The frame is the caller's.
 func (r *frameReader) next() ([]byte, error) {
+	frame, shared, err := r.nextShared()
+	if shared {
+		frame = slices.Clone(frame)
+	}
+	return frame, err
+}
+
+// nextShared is next, except that when shared is true the frame is a slice
+// of the read buffer, valid only until the next read from it. A frame that
+// is wholly buffered (the common case: the buffer is 64 KiB, Salt events are
+// trimmed to 1 MiB and mostly far smaller) is neither copied nor scanned
+// byte by byte; anything else (a frame larger than the buffer, an error, a
+// short read at the end of the stream) takes the copying reader, which
+// decides the result exactly as before.
+func (r *frameReader) nextShared() (frame []byte, shared bool, err error) {
+	if r.framing == FramingUnknown {
+		b, err := r.br.Peek(1)
+		if err != nil {
+			return nil, false, err
+		}
+		r.framing = detectFraming(b[0])
+	}
+	if r.framing == FramingLengthPrefixed {
+		if b, err := r.br.Peek(4); err == nil {
+			n := binary.BigEndian.Uint32(b)
+			if n != 0 && uint64(n) <= uint64(r.max) && uint64(n)+4 <= uint64(r.br.Size()) {
+				if b, err := r.br.Peek(4 + int(n)); err == nil {
+					_, _ = r.br.Discard(4 + int(n))
+					return b[4:], true, nil
+				}
+			}
+		}
+	} else if n, ok := r.bufferedObject(); ok {
+		b, _ := r.br.Peek(n)
+		_, _ = r.br.Discard(n)
+		return b, true, nil
+	}
+	frame, err = r.nextCopy()
+	return frame, false, err
+}
+
+// bufferedObject reports the length of the msgpack object at the start of
+// the read buffer, reading more into the buffer as needed, when the whole
+// object fits the buffer and max; ok=false otherwise (including on any read
+// error: the copying reader then reads the same bytes and reports it). The
+// scan is resumable (off, pending), so a frame arriving in pieces is
+// scanned once.
+func (r *frameReader) bufferedObject() (int, bool) {
+	limit := min(r.max, r.br.Size())
+	off, pending := 0, 1
+	for {
+		if r.br.Buffered() <= off {
+			if _, err := r.br.Peek(off + 1); err != nil {
+				return 0, false
+			}
+		}
+		b, _ := r.br.Peek(r.br.Buffered())
+		if len(b) > limit {
+			b = b[:limit]
+		}
+		var done bool
+		off, pending, done = scanMsgpack(b, limit, off, pending)
+		if done {
+			return off, pending == 0
+		}
+		// the item at off is not wholly buffered
+		if len(b) >= limit {
+			return 0, false
+		}
+		if _, err := r.br.Peek(len(b) + 1); err != nil {
+			return 0, false
+		}
+	}
+}
+
+// scanMsgpack advances over whole msgpack items of b from off while pending
+// items remain. It stops at the first item that is not wholly in b
+// (done=false: read more and call again with the returned off, pending), or
+// with done=true when pending reaches 0, or when the data is invalid or
+// cannot fit in limit bytes (then pending > 0), as soon as a header says so,
+// without waiting for more bytes.
+func scanMsgpack(b []byte, limit, off, pending int) (int, int, bool) {
+	for pending > 0 {
+		if off >= len(b) {
+			return off, pending, false
+		}
+		c := b[off]
+		hdr := 1
+		var lenBytes int
+		var payload, children uint64
+		kind := 0 // 0 fixed payload, 1 str/bin, 2 array, 3 map, 4 ext
+		switch {
+		case c <= 0x7f || c >= 0xe0 || c == 0xc0 || c == 0xc2 || c == 0xc3:
+		case c >= 0xa0 && c <= 0xbf:
+			payload = uint64(c & 0x1f)
+		case c >= 0x90 && c <= 0x9f:
+			children = uint64(c & 0x0f)
+		case c >= 0x80 && c <= 0x8f:
+			children = 2 * uint64(c&0x0f)
+		default:
+			switch c {
+			case 0xc4, 0xd9:
+				kind, lenBytes = 1, 1
+			case 0xc5, 0xda:
+				kind, lenBytes = 1, 2
+			case 0xc6, 0xdb:
+				kind, lenBytes = 1, 4
+			case 0xca, 0xce, 0xd2:
+				payload = 4
+			case 0xcb, 0xcf, 0xd3:
+				payload = 8
+			case 0xcc, 0xd0:
+				payload = 1
+			case 0xcd, 0xd1:
+				payload = 2
+			case 0xd4, 0xd5, 0xd6, 0xd7, 0xd8:
+				payload = 1 + (1 << (c - 0xd4))
+			case 0xc7:
+				kind, lenBytes = 4, 1
+			case 0xc8:
+				kind, lenBytes = 4, 2
+			case 0xc9:
+				kind, lenBytes = 4, 4
+			case 0xdc:
+				kind, lenBytes = 2, 2
+			case 0xdd:
+				kind, lenBytes = 2, 4
+			case 0xde:
+				kind, lenBytes = 3, 2
+			case 0xdf:
+				kind, lenBytes = 3, 4
+			default:
+				return off, pending, true // reserved byte: invalid
+			}
+		}
+		if lenBytes > 0 {
+			if len(b)-off-1 < lenBytes {
+				return off, pending, false
+			}
+			var n uint64
+			for _, x := range b[off+1 : off+1+lenBytes] {
+				n = n<<8 | uint64(x)
+			}
+			hdr += lenBytes
+			switch kind {
+			case 1:
+				payload = n
+			case 4:
+				payload = n + 1 // type byte
+			case 2:
+				children = n
+			case 3:
+				children = 2 * n
+			}
+		}
+		room := uint64(limit - off - hdr) // limit >= len(b) > off
+		if payload > room {
+			return off, pending, true
+		}
+		// every pending item needs at least one more byte
+		if children > room || uint64(pending-1)+children > room-payload {
+			return off, pending, true
+		}
+		if payload > uint64(len(b)-off-hdr) {
+			return off, pending, false
+		}
+		off += hdr + int(payload)
+		pending += int(children) - 1
+	}
+	return off, 0, true
+}
+
+// nextCopy reads the next frame into a new slice.
+func (r *frameReader) nextCopy() ([]byte, error) {
 	if r.framing == FramingUnknown {
 		b, err := r.br.Peek(1)
 		if err != nil {

@@ -209,7 +209,9 @@ func (s *EventStream) readConn(conn net.Conn) error {
 	defer stop()
 	fr := &frameReader{br: bufio.NewReaderSize(conn, readBufferBytes), max: s.cfg.maxFrame}
 	for {
-		frame, err := fr.next()
+		// frame may be a slice of fr's buffer: it is decoded (into values
+		// that do not alias it) before the next read
+		frame, _, err := fr.nextShared()
 		if err != nil {
 			if err == io.EOF {
 				return errors.New("event bus closed the connection")

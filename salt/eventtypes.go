@@ -83,7 +83,14 @@ const tagEnd = "\n\n"
 
 // DecodeEventFrame decodes one event-bus frame (the msgpack map
 // {head, body}, without any length prefix) into an Event.
+//
+// The result does not alias frame: the caller may reuse it.
 func DecodeEventFrame(frame []byte) (Event, error) {
+	if ev, ok := fastDecodeEventFrame(frame); ok {
+		return ev, nil
+	}
+	// the reference decoder gives the error (or, should the fast path
+	// ever refuse a valid frame, the event)
 	body, err := frameBody(frame)
 	if err != nil {
 		return Event{}, err
@@ -157,16 +164,19 @@ func decodeEventBody(body []byte) (Event, error) {
 
 func classifyEvent(tag string, data map[string]any) Event {
 	ev := Event{Kind: EventOther, Tag: tag, Data: data}
-	parts := strings.Split(tag, "/")
-	if len(parts) < 4 || parts[0] != "salt" || parts[1] != "job" {
+	// salt/job/<jid>/new or salt/job/<jid>/ret/<minion> (no further "/")
+	rest, ok := strings.CutPrefix(tag, "salt/job/")
+	if !ok {
 		return ev
 	}
-	jid, err := ParseJID(parts[2])
-	if err != nil {
+	jidStr, rest, ok := strings.Cut(rest, "/")
+	if !ok || !isJID(jidStr) {
 		return ev
 	}
+	jid := JID(jidStr)
+	minion, isRet := strings.CutPrefix(rest, "ret/")
 	switch {
-	case len(parts) == 4 && parts[3] == "new":
+	case rest == "new":
 		n := &JobNew{JID: jid, Args: anyList(data["arg"]), Target: data["tgt"]}
 		n.Fun, _ = data["fun"].(string)
 		n.User, _ = data["user"].(string)
@@ -174,8 +184,8 @@ func classifyEvent(tag string, data map[string]any) Event {
 		n.Minions, _ = stringList(data["minions"])
 		n.Missing, _ = stringList(data["missing"])
 		ev.Kind, ev.JobNew = EventJobNew, n
-	case len(parts) == 5 && parts[3] == "ret" && parts[4] != "":
-		r := &JobReturn{JID: jid, MinionID: parts[4], FunArgs: anyList(data["fun_args"]), Return: data["return"], Retcode: -1}
+	case isRet && minion != "" && !strings.Contains(minion, "/"):
+		r := &JobReturn{JID: jid, MinionID: minion, FunArgs: anyList(data["fun_args"]), Return: data["return"], Retcode: -1}
 		r.Fun, _ = data["fun"].(string)
 		r.Success, _ = data["success"].(bool)
 		r.Out, _ = data["out"].(string)
@@ -186,6 +196,19 @@ func classifyEvent(tag string, data map[string]any) Event {
 		ev.Kind, ev.JobReturn = EventJobReturn, r
 	}
 	return ev
+}
+
+// isJID is ParseJID's check without its error.
+func isJID(s string) bool {
+	if len(s) != 20 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
 }
 
 func anyList(v any) []any {
