@@ -76,9 +76,6 @@ func cmdStart(e *env, args []string) error {
 		r, err = w.follow(e, r, func(ctx context.Context) (oduflow.Response, error) {
 			return d.Status(ctx, profile, minion, request)
 		})
-		if err != nil && e.ctx.Err() == nil && r.Status.Terminal() {
-			err = nil
-		}
 	}
 	return p.finish(r, err)
 }
