@@ -142,73 +142,22 @@ func scanMsgpack(b []byte, limit, off, pending int) (int, int, bool) {
 		}
 		c := b[off]
 		hdr := 1
-		var lenBytes int
-		var payload, children uint64
-		kind := 0 // 0 fixed payload, 1 str/bin, 2 array, 3 map, 4 ext
-		switch {
-		case c <= 0x7f || c >= 0xe0 || c == 0xc0 || c == 0xc2 || c == 0xc3:
-		case c >= 0xa0 && c <= 0xbf:
-			payload = uint64(c & 0x1f)
-		case c >= 0x90 && c <= 0x9f:
-			children = uint64(c & 0x0f)
-		case c >= 0x80 && c <= 0x8f:
-			children = 2 * uint64(c&0x0f)
-		default:
-			switch c {
-			case 0xc4, 0xd9:
-				kind, lenBytes = 1, 1
-			case 0xc5, 0xda:
-				kind, lenBytes = 1, 2
-			case 0xc6, 0xdb:
-				kind, lenBytes = 1, 4
-			case 0xca, 0xce, 0xd2:
-				payload = 4
-			case 0xcb, 0xcf, 0xd3:
-				payload = 8
-			case 0xcc, 0xd0:
-				payload = 1
-			case 0xcd, 0xd1:
-				payload = 2
-			case 0xd4, 0xd5, 0xd6, 0xd7, 0xd8:
-				payload = 1 + (1 << (c - 0xd4))
-			case 0xc7:
-				kind, lenBytes = 4, 1
-			case 0xc8:
-				kind, lenBytes = 4, 2
-			case 0xc9:
-				kind, lenBytes = 4, 4
-			case 0xdc:
-				kind, lenBytes = 2, 2
-			case 0xdd:
-				kind, lenBytes = 2, 4
-			case 0xde:
-				kind, lenBytes = 3, 2
-			case 0xdf:
-				kind, lenBytes = 3, 4
-			default:
-				return off, pending, true // reserved byte: invalid
-			}
+		h, ok := msgpackHead(c)
+		if !ok {
+			return off, pending, true // reserved byte: invalid
 		}
-		if lenBytes > 0 {
-			if len(b)-off-1 < lenBytes {
+		if h.lenBytes > 0 {
+			if len(b)-off-1 < h.lenBytes {
 				return off, pending, false
 			}
 			var n uint64
-			for _, x := range b[off+1 : off+1+lenBytes] {
+			for _, x := range b[off+1 : off+1+h.lenBytes] {
 				n = n<<8 | uint64(x)
 			}
-			hdr += lenBytes
-			switch kind {
-			case 1:
-				payload = n
-			case 4:
-				payload = n + 1 // type byte
-			case 2:
-				children = n
-			case 3:
-				children = 2 * n
-			}
+			hdr += h.lenBytes
+			h.setLength(n)
 		}
+		payload, children := h.payload, h.children
 		room := uint64(limit - off - hdr) // limit >= len(b) > off
 		if payload > room {
 			return off, pending, true
@@ -288,78 +237,22 @@ func readMsgpackObject(br *bufio.Reader, max int) ([]byte, error) {
 			return nil, errors.Wrapf(ErrFrameTooLarge, "frame exceeds %d bytes", errors.Safe(max))
 		}
 		buf = append(buf, c)
-		var lenBytes int // size of a length field that follows
-		var payload uint64
-		var children uint64
-		kind := 0 // 0 scalar/fixed payload, 1 str/bin, 2 array, 3 map, 4 ext
-		switch {
-		case c <= 0x7f || c >= 0xe0 || c == 0xc0 || c == 0xc2 || c == 0xc3:
-		case c >= 0xa0 && c <= 0xbf:
-			payload = uint64(c & 0x1f)
-		case c >= 0x90 && c <= 0x9f:
-			children = uint64(c & 0x0f)
-		case c >= 0x80 && c <= 0x8f:
-			children = 2 * uint64(c&0x0f)
-		default:
-			switch c {
-			case 0xc4, 0xd9:
-				kind, lenBytes = 1, 1
-			case 0xc5, 0xda:
-				kind, lenBytes = 1, 2
-			case 0xc6, 0xdb:
-				kind, lenBytes = 1, 4
-			case 0xca:
-				payload = 4
-			case 0xcb:
-				payload = 8
-			case 0xcc, 0xd0:
-				payload = 1
-			case 0xcd, 0xd1:
-				payload = 2
-			case 0xce, 0xd2:
-				payload = 4
-			case 0xcf, 0xd3:
-				payload = 8
-			case 0xd4, 0xd5, 0xd6, 0xd7, 0xd8:
-				payload = 1 + (1 << (c - 0xd4))
-			case 0xc7:
-				kind, lenBytes = 4, 1
-			case 0xc8:
-				kind, lenBytes = 4, 2
-			case 0xc9:
-				kind, lenBytes = 4, 4
-			case 0xdc:
-				kind, lenBytes = 2, 2
-			case 0xdd:
-				kind, lenBytes = 2, 4
-			case 0xde:
-				kind, lenBytes = 3, 2
-			case 0xdf:
-				kind, lenBytes = 3, 4
-			default:
-				return nil, errors.Wrapf(ErrMsgpack, "reserved type byte 0x%02x in event stream", errors.Safe(c))
-			}
+		h, ok := msgpackHead(c)
+		if !ok {
+			return nil, errors.Wrapf(ErrMsgpack, "reserved type byte 0x%02x in event stream", errors.Safe(c))
 		}
-		if lenBytes > 0 {
+		if h.lenBytes > 0 {
 			start := len(buf)
-			if err := readN(uint64(lenBytes)); err != nil {
+			if err := readN(uint64(h.lenBytes)); err != nil {
 				return nil, err
 			}
 			var n uint64
 			for _, b := range buf[start:] {
 				n = n<<8 | uint64(b)
 			}
-			switch kind {
-			case 1:
-				payload = n
-			case 4:
-				payload = n + 1 // type byte
-			case 2:
-				children = n
-			case 3:
-				children = 2 * n
-			}
+			h.setLength(n)
 		}
+		payload, children := h.payload, h.children
 		if payload > 0 {
 			if err := readN(payload); err != nil {
 				return nil, err
@@ -372,4 +265,78 @@ func readMsgpackObject(br *bufio.Reader, max int) ([]byte, error) {
 		pending += int(children)
 	}
 	return buf, nil
+}
+
+// msgpackHeader is what a msgpack type byte says about the item it starts: a
+// payload of fixed size, a number of child items (fixarray, fixmap), or the
+// size of a big-endian length field that follows and what that length counts.
+type msgpackHeader struct {
+	lenBytes int    // size of a length field that follows (0: none)
+	kind     int    // what the length counts: 1 str/bin bytes, 2 array items, 3 map pairs, 4 ext bytes
+	payload  uint64 // bytes of payload after the header
+	children uint64 // child items that follow
+}
+
+// msgpackHead classifies a type byte; ok is false for the reserved byte 0xc1.
+// Both frame readers (in place and copying) use it, so they agree by construction.
+func msgpackHead(c byte) (h msgpackHeader, ok bool) {
+	switch {
+	case c <= 0x7f || c >= 0xe0 || c == 0xc0 || c == 0xc2 || c == 0xc3:
+	case c >= 0xa0 && c <= 0xbf:
+		h.payload = uint64(c & 0x1f)
+	case c >= 0x90 && c <= 0x9f:
+		h.children = uint64(c & 0x0f)
+	case c >= 0x80 && c <= 0x8f:
+		h.children = 2 * uint64(c&0x0f)
+	default:
+		switch c {
+		case 0xc4, 0xd9:
+			h.kind, h.lenBytes = 1, 1
+		case 0xc5, 0xda:
+			h.kind, h.lenBytes = 1, 2
+		case 0xc6, 0xdb:
+			h.kind, h.lenBytes = 1, 4
+		case 0xca, 0xce, 0xd2:
+			h.payload = 4
+		case 0xcb, 0xcf, 0xd3:
+			h.payload = 8
+		case 0xcc, 0xd0:
+			h.payload = 1
+		case 0xcd, 0xd1:
+			h.payload = 2
+		case 0xd4, 0xd5, 0xd6, 0xd7, 0xd8:
+			h.payload = 1 + (1 << (c - 0xd4))
+		case 0xc7:
+			h.kind, h.lenBytes = 4, 1
+		case 0xc8:
+			h.kind, h.lenBytes = 4, 2
+		case 0xc9:
+			h.kind, h.lenBytes = 4, 4
+		case 0xdc:
+			h.kind, h.lenBytes = 2, 2
+		case 0xdd:
+			h.kind, h.lenBytes = 2, 4
+		case 0xde:
+			h.kind, h.lenBytes = 3, 2
+		case 0xdf:
+			h.kind, h.lenBytes = 3, 4
+		default:
+			return h, false
+		}
+	}
+	return h, true
+}
+
+// setLength applies the value of the length field.
+func (h *msgpackHeader) setLength(n uint64) {
+	switch h.kind {
+	case 1:
+		h.payload = n
+	case 4:
+		h.payload = n + 1 // type byte
+	case 2:
+		h.children = n
+	case 3:
+		h.children = 2 * n
+	}
 }
