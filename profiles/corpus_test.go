@@ -17,7 +17,7 @@ import (
 //
 //	accept/<name>.yaml       must compile; accept/<name>.salt.json is what Salt
 //	                         3006's loader and render_state produce from the same
-//	                         file (testdata/saltref/salt_render.py, PyYAML+libyaml),
+//	                         file (Salt 3006.0's own loader, PyYAML+libyaml; testdata/saltref/README.md),
 //	                         normalized as documented there.
 //	reject/<code>__<name>.yaml must be refused with <code>, at the position that
 //	                         manifest.json records.

@@ -6,7 +6,7 @@ import (
 )
 
 // The digests below were computed independently in Python from Salt's own
-// rendering (testdata/saltref: salt_render.py, normalized, then
+// rendering (testdata/saltref/README.md: Salt's own loader, normalized, then
 // json.dumps(sort_keys=True, separators=(",", ":"), ensure_ascii=False), which
 // equals RFC 8785 for data without floats or astral-plane keys) and sha256.
 func TestDigestPinnedAgainstPython(t *testing.T) {

@@ -12,7 +12,7 @@ import (
 
 // saltScalar is one entry of testdata/scalars.salt.json: how Salt 3006's
 // loader (PyYAML 6 + libyaml + SaltYamlSafeLoader) reads "k: <plain>"
-// (testdata/saltref/salt_scalars.py).
+// (Salt 3006.0's own loader; testdata/saltref/README.md).
 type saltScalar struct {
 	Plain     string `json:"plain"`
 	SaltType  string `json:"salt_type"`
