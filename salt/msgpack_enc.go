@@ -232,26 +232,20 @@ func (e *saltEncoder) str(s string) {
 	e.buf = append(e.buf, s...)
 }
 
-func (e *saltEncoder) arrayHeader(n int) {
-	switch {
-	case n < 16:
-		e.buf = append(e.buf, 0x90|byte(n))
-	case n <= math.MaxUint16:
-		e.buf = append(e.buf, 0xdc, byte(n>>8), byte(n))
-	default:
-		e.buf = append(e.buf, 0xdd)
-		e.buf = binary.BigEndian.AppendUint32(e.buf, uint32(n))
-	}
-}
+func (e *saltEncoder) arrayHeader(n int) { e.containerHeader(n, 0x90, 0xdc, 0xdd) }
 
-func (e *saltEncoder) mapHeader(n int) {
+func (e *saltEncoder) mapHeader(n int) { e.containerHeader(n, 0x80, 0xde, 0xdf) }
+
+// containerHeader writes an array or map header: the fix form below 16 items,
+// else the 16-bit or 32-bit length form.
+func (e *saltEncoder) containerHeader(n int, fix, len16, len32 byte) {
 	switch {
 	case n < 16:
-		e.buf = append(e.buf, 0x80|byte(n))
+		e.buf = append(e.buf, fix|byte(n))
 	case n <= math.MaxUint16:
-		e.buf = append(e.buf, 0xde, byte(n>>8), byte(n))
+		e.buf = append(e.buf, len16, byte(n>>8), byte(n))
 	default:
-		e.buf = append(e.buf, 0xdf)
+		e.buf = append(e.buf, len32)
 		e.buf = binary.BigEndian.AppendUint32(e.buf, uint32(n))
 	}
 }
