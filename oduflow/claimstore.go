@@ -22,18 +22,30 @@ import (
 //     matching ErrConflict. Durable before it returns. The identity fields (minion id, request id, profile,
 //     role, digest, JID, created) must not change; an implementation may refuse such an update.
 //     (etcd: If(ModRevision(key) == rev) or a generation field compare.)
+//   - CompareAndSwapHeld is CompareAndSwap guarded by leases: it commits next only if the stored generation
+//     still equals next.Generation AND every lease in held is still held by the caller at the moment of the
+//     commit, checked atomically with the write (etcd: one transaction comparing the record's mod revision
+//     and each lease key's owning session). When a lease is gone it writes nothing and returns an error
+//     matching ErrLeaseLost. held must come from the Leases paired with this store (an implementation
+//     refuses foreign leases with ErrLeaseLost). The dispatcher uses it for exactly one transition: to the
+//     recorded dispatch intent, so that a worker whose leases expired never records an intent and never
+//     publishes. Final commits use plain CompareAndSwap, so that a late trustworthy result still lands.
 //   - ListByClient returns every claim of one minion, legacy claims included, each as committed at some
 //     point during the call.
 type ClaimStore interface {
 	Create(ctx context.Context, c *Claim) error
 	Get(ctx context.Context, requestID string) (*Claim, error)
 	CompareAndSwap(ctx context.Context, next *Claim) (*Claim, error)
+	CompareAndSwapHeld(ctx context.Context, next *Claim, held ...Lease) (*Claim, error)
 	ListByClient(ctx context.Context, minionID string) ([]*Claim, error)
 }
 
-// Lease is a held lock; Release is idempotent.
+// Lease is a held lock; Release is idempotent. Held reports whether the caller still holds it as far as the
+// holder can tell locally (false after Release, or once an expiring lease is known lost); the authoritative
+// check is the one CompareAndSwapHeld makes atomically with its write.
 type Lease interface {
 	Release() error
+	Held() bool
 }
 
 // Leases are the liveness locks of the dispatcher. They must be released automatically when their holder

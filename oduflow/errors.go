@@ -24,6 +24,9 @@ var (
 	ErrConflict = errors.New("oduflow: claim generation conflict")
 	// ErrLeaseHeld: a request lock is held by someone else.
 	ErrLeaseHeld = errors.New("oduflow: lease held")
+	// ErrLeaseLost: a guarded update found that the caller no longer holds a lease it named (released,
+	// expired, or not from this store's Leases); nothing was written.
+	ErrLeaseLost = errors.New("oduflow: lease no longer held")
 	// ErrLeaseBusy: the per-client execution lease could not be had within the wait.
 	ErrLeaseBusy = errors.New("oduflow: client execution lease busy")
 	// ErrNotUnknown: Reconcile or Resume of a request whose status is not unknown.

@@ -225,6 +225,27 @@ func (s *FileClaimStore) remember(c *Claim) {
 
 // CompareAndSwap implements ClaimStore.
 func (s *FileClaimStore) CompareAndSwap(ctx context.Context, next *Claim) (*Claim, error) {
+	return s.compareAndSwap(ctx, next, nil)
+}
+
+// CompareAndSwapHeld implements ClaimStore. A flock cannot be lost while its holder lives, so "still held"
+// is: the lease is one of this store's, not released, and its lock file is still the one in the directory.
+// The check runs under the record lock, before the write.
+func (s *FileClaimStore) CompareAndSwapHeld(ctx context.Context, next *Claim, held ...Lease) (*Claim, error) {
+	return s.compareAndSwap(ctx, next, held)
+}
+
+func (s *FileClaimStore) checkHeld(held []Lease) error {
+	for _, l := range held {
+		fl, ok := l.(fileLease)
+		if !ok || fl.st != s || !fl.Held() {
+			return errors.WithStack(ErrLeaseLost)
+		}
+	}
+	return nil
+}
+
+func (s *FileClaimStore) compareAndSwap(ctx context.Context, next *Claim, held []Lease) (*Claim, error) {
 	if err := next.Validate(); err != nil {
 		return nil, err
 	}
@@ -243,6 +264,9 @@ func (s *FileClaimStore) CompareAndSwap(ctx context.Context, next *Claim) (*Clai
 	}
 	if !sameIdentity(cur, next) {
 		return cur, errors.Wrap(ErrConflict, "identity fields are immutable")
+	}
+	if err := s.checkHeld(held); err != nil {
+		return cur, err
 	}
 	out := next.clone()
 	out.Generation = cur.Generation + 1
@@ -300,9 +324,13 @@ func (s *FileClaimStore) ListByClient(ctx context.Context, minionID string) ([]*
 	return out, nil
 }
 
-type fileLease struct{ lk *receipt.Lock }
+type fileLease struct {
+	st *FileClaimStore
+	lk *receipt.Lock
+}
 
 func (l fileLease) Release() error { return l.lk.Release() }
+func (l fileLease) Held() bool     { return l.lk.Held() }
 
 // TryRequestLock implements Leases.
 func (s *FileClaimStore) TryRequestLock(ctx context.Context, requestID string) (Lease, error) {
@@ -316,7 +344,7 @@ func (s *FileClaimStore) TryRequestLock(ctx context.Context, requestID string) (
 		}
 		return nil, errors.Wrap(err, "oduflow: request lock")
 	}
-	return fileLease{lk}, nil
+	return fileLease{s, lk}, nil
 }
 
 // RequestLockHeld implements Leases.
@@ -343,7 +371,7 @@ func (s *FileClaimStore) AcquireClientLease(ctx context.Context, minionID string
 		}
 		return nil, errors.Wrap(err, "oduflow: client lease")
 	}
-	return fileLease{lk}, nil
+	return fileLease{s, lk}, nil
 }
 
 var (

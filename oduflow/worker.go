@@ -144,7 +144,10 @@ func (d *Dispatcher) runWorker(ctx context.Context, minion, request string) erro
 	next := c.clone()
 	next.Phase = PhaseDispatching
 	next.DispatchedAt = &dispatchedAt
-	if c, err = d.store.CompareAndSwap(ctx, next); err != nil {
+	// The one fenced transition: the intent is recorded only while this worker still holds the request
+	// lock and the client lease (ClaimStore.CompareAndSwapHeld), so a worker whose leases expired never
+	// records an intent and never publishes.
+	if c, err = d.store.CompareAndSwapHeld(ctx, next, reqLock, lease); err != nil {
 		return errors.Wrap(err, "oduflow: record dispatch") // nothing published
 	}
 	d.stepHook(StepDispatchRecorded)

@@ -22,6 +22,13 @@ type Lock struct {
 // Name returns the lock's name (without the .lock suffix).
 func (l *Lock) Name() string { return l.name }
 
+// Held reports whether the lock has not been released. A flock is never taken away from a living holder.
+func (l *Lock) Held() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.fd >= 0
+}
+
 // Release unlocks and closes the lock file. Calling it again is a no-op.
 func (l *Lock) Release() error {
 	l.mu.Lock()
