@@ -16,7 +16,7 @@ import (
 
 	"github.com/cockroachdb/errors"
 
-	"github.com/oduflow/oduflow-go/internal/saltsim"
+	"github.com/oduflow/oduflow-go/salt/salttest"
 	"github.com/oduflow/oduflow-go/oduflow/catalog"
 	"github.com/oduflow/oduflow-go/receipt"
 	"github.com/oduflow/oduflow-go/salt"
@@ -98,7 +98,7 @@ func cstVerifyPayload(text string) (digest string, states int, failing int, ok b
 	return digest, states, failing, true
 }
 
-func (m *cstMinion) handle(ctx context.Context, job saltsim.Job) (any, int) {
+func (m *cstMinion) handle(ctx context.Context, job salttest.Job) (any, int) {
 	switch job.Fun {
 	case "test.ping":
 		return true, 0
@@ -163,7 +163,7 @@ func (m *cstMinion) handle(ctx context.Context, job saltsim.Job) (any, int) {
 // cstEnv: a simulator, one custom-capable minion, a catalog and a dispatcher using both.
 type cstEnv struct {
 	t      *testing.T
-	sim    *saltsim.Sim
+	sim    *salttest.Sim
 	minion *cstMinion
 	cat    *catalog.FileStore
 	d      *Dispatcher
@@ -203,7 +203,7 @@ func cstTimers() Timers {
 func newCstEnv(t *testing.T) *cstEnv {
 	t.Helper()
 	ctx := context.Background()
-	sim, err := saltsim.Start(ctx, saltsim.WithDir(t.TempDir()))
+	sim, err := salttest.Start(ctx, salttest.WithDir(t.TempDir()))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,7 +9,7 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/oduflow/oduflow-go/internal/saltsim"
+	"github.com/oduflow/oduflow-go/salt/salttest"
 	"github.com/oduflow/oduflow-go/internal/simminion"
 	"github.com/oduflow/oduflow-go/oduflow"
 	"github.com/oduflow/oduflow-go/receipt"
@@ -24,7 +24,7 @@ func Example() {
 	defer func() { _ = os.RemoveAll(tmp) }()
 
 	_ = os.Mkdir(filepath.Join(tmp, "master"), 0o700)
-	sim, err := saltsim.Start(ctx, saltsim.WithDir(filepath.Join(tmp, "master")))
+	sim, err := salttest.Start(ctx, salttest.WithDir(filepath.Join(tmp, "master")))
 	if err != nil {
 		fmt.Println(err)
 		return

@@ -10,7 +10,7 @@ import (
 	"github.com/cockroachdb/errors"
 	"github.com/google/uuid"
 
-	"github.com/oduflow/oduflow-go/internal/saltsim"
+	"github.com/oduflow/oduflow-go/salt/salttest"
 	"github.com/oduflow/oduflow-go/internal/simminion"
 	"github.com/oduflow/oduflow-go/oduflow/catalog"
 	"github.com/oduflow/oduflow-go/receipt"
@@ -289,9 +289,9 @@ func (p runOnly) Publish(ctx context.Context, req salt.PublishRequest) (*salt.Pu
 }
 
 func TestRefusedPublishFailsWithoutQuarantine(t *testing.T) {
-	e := startSim(t, saltsim.WithMinimumAuthVersion(3), // as 3006.17+ masters: lower envelopes get "bad load"
-		saltsim.WithEauthUser("file", "reader", "pw-reader", []saltsim.ACLEntry{
-			saltsim.AllowOn("client-*", `test.*`, `oduflow_job.status`, `oduflow_job.capabilities`)}))
+	e := startSim(t, salttest.WithMinimumAuthVersion(3), // as 3006.17+ masters: lower envelopes get "bad load"
+		salttest.WithEauthUser("file", "reader", "pw-reader", []salttest.ACLEntry{
+			salttest.AllowOn("client-*", `test.*`, `oduflow_job.status`, `oduflow_job.capabilities`)}))
 	badKey := e.keyFile + ".bad"
 	if err := os.WriteFile(badKey, []byte("not-the-key"), 0o600); err != nil {
 		t.Fatal(err)

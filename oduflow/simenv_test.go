@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/oduflow/oduflow-go/internal/saltsim"
+	"github.com/oduflow/oduflow-go/salt/salttest"
 	"github.com/oduflow/oduflow-go/internal/simminion"
 	"github.com/oduflow/oduflow-go/receipt"
 	"github.com/oduflow/oduflow-go/salt"
@@ -23,7 +23,7 @@ func testTimers() Timers {
 
 type simEnv struct {
 	t       testing.TB
-	sim     *saltsim.Sim
+	sim     *salttest.Sim
 	keyFile string // a private copy of the root key the client reads per request
 	client  *salt.Client
 	dir     string
@@ -36,11 +36,11 @@ func quietLogger() *slog.Logger {
 	return slog.New(slog.NewTextHandler(io.Discard, nil))
 }
 
-func startSim(t testing.TB, opts ...saltsim.Option) *simEnv {
+func startSim(t testing.TB, opts ...salttest.Option) *simEnv {
 	t.Helper()
 	ctx := context.Background()
-	opts = append([]saltsim.Option{saltsim.WithDir(t.TempDir())}, opts...)
-	sim, err := saltsim.Start(ctx, opts...)
+	opts = append([]salttest.Option{salttest.WithDir(t.TempDir())}, opts...)
+	sim, err := salttest.Start(ctx, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,7 +8,7 @@ import (
 
 	"github.com/cockroachdb/errors"
 
-	"github.com/oduflow/oduflow-go/internal/saltsim"
+	"github.com/oduflow/oduflow-go/salt/salttest"
 	"github.com/oduflow/oduflow-go/salt"
 )
 
@@ -20,13 +20,13 @@ func Example() {
 	ctx := context.Background()
 	dir, _ := os.MkdirTemp("", "ex")
 	defer os.RemoveAll(dir)
-	sim, err := saltsim.Start(ctx, saltsim.WithDir(dir))
+	sim, err := salttest.Start(ctx, salttest.WithDir(dir))
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
 	defer sim.Close()
-	sim.AddMinion("web1", saltsim.Standard())
+	sim.AddMinion("web1", salttest.Standard())
 
 	// 1. subscribe first: the event bus has no replay
 	events, err := salt.SubscribeEvents(ctx, sim.EventAddr(), salt.WithTagPrefixes("salt/job/"))

@@ -9,35 +9,35 @@ import (
 
 	"github.com/cockroachdb/errors"
 
-	"github.com/oduflow/oduflow-go/internal/saltsim"
+	"github.com/oduflow/oduflow-go/salt/salttest"
 	"github.com/oduflow/oduflow-go/salt"
 )
 
 const simMinion = "client-5b2f8c1e-3c4d-4e5f-8a9b-0c1d2e3f4a5b"
 
 type simEnv struct {
-	sim    *saltsim.Sim
+	sim    *salttest.Sim
 	stream *salt.EventStream
 	key    *salt.Client
 	jids   *salt.JIDGenerator
 }
 
-func startSim(t testing.TB, opts ...saltsim.Option) *simEnv {
+func startSim(t testing.TB, opts ...salttest.Option) *simEnv {
 	t.Helper()
 	dir, err := os.MkdirTemp("", "ss") // unix socket paths must stay short
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = os.RemoveAll(dir) })
-	opts = append([]saltsim.Option{saltsim.WithDir(dir),
-		saltsim.WithEauthUser("file", "oduflow", "labpass-0duflow", saltsim.LabACL())}, opts...)
+	opts = append([]salttest.Option{salttest.WithDir(dir),
+		salttest.WithEauthUser("file", "oduflow", "labpass-0duflow", salttest.LabACL())}, opts...)
 	ctx := context.Background()
-	sim, err := saltsim.Start(ctx, opts...)
+	sim, err := salttest.Start(ctx, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = sim.Close() })
-	sim.AddMinion(simMinion, saltsim.Standard())
+	sim.AddMinion(simMinion, salttest.Standard())
 	stream, err := salt.SubscribeEvents(ctx, sim.EventAddr(), salt.WithTagPrefixes("salt/"),
 		salt.WithReconnectBackoff(10*time.Millisecond, 100*time.Millisecond))
 	if err != nil {
@@ -64,9 +64,9 @@ func (e *simEnv) ping(t testing.TB, c *salt.Client) (salt.JID, error) {
 }
 
 func TestSimulatorEveryCommand(t *testing.T) {
-	for _, framing := range []saltsim.Framing{saltsim.FramingBare, saltsim.FramingLengthPrefixed} {
+	for _, framing := range []salttest.Framing{salttest.FramingBare, salttest.FramingLengthPrefixed} {
 		t.Run(framing.String(), func(t *testing.T) {
-			e := startSim(t, saltsim.WithEventFraming(framing))
+			e := startSim(t, salttest.WithEventFraming(framing))
 			ctx := context.Background()
 			if err := e.key.Ping(ctx); err != nil {
 				t.Fatal(err)
@@ -148,7 +148,7 @@ func TestSimulatorDroppedReplyIsUnknownAndPublishedOnce(t *testing.T) {
 }
 
 func TestSimulatorDelayedMalformedHeartbeat(t *testing.T) {
-	e := startSim(t, saltsim.WithHeartbeat(20*time.Millisecond))
+	e := startSim(t, salttest.WithHeartbeat(20*time.Millisecond))
 	c, _ := salt.NewClient(e.sim.RequestAddr(), salt.WithAuth(salt.UserKey("root", e.sim.KeyFile())),
 		salt.WithRequestTimeout(time.Second))
 	defer c.Close()
@@ -184,7 +184,7 @@ func TestSimulatorDelayedMalformedHeartbeat(t *testing.T) {
 }
 
 func TestSimulatorEventBusCloseAndRestart(t *testing.T) {
-	e := startSim(t, saltsim.WithEventFraming(saltsim.FramingLengthPrefixed))
+	e := startSim(t, salttest.WithEventFraming(salttest.FramingLengthPrefixed))
 	syncBus(t, e)
 	e.sim.CloseEventBus()
 	waitGap(t, e.stream, salt.GapReasonReconnected)
@@ -216,7 +216,7 @@ func TestSimulatorEventBusCloseAndRestart(t *testing.T) {
 }
 
 func TestSimulatorMinimumAuthVersion(t *testing.T) {
-	e := startSim(t, saltsim.WithMinimumAuthVersion(3))
+	e := startSim(t, salttest.WithMinimumAuthVersion(3))
 	if err := e.key.Ping(context.Background()); err != nil {
 		t.Fatalf("version 3: %v", err)
 	}

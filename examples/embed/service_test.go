@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/oduflow/oduflow-go/internal/pyhost"
-	"github.com/oduflow/oduflow-go/internal/saltsim"
+	"github.com/oduflow/oduflow-go/salt/salttest"
 	"github.com/oduflow/oduflow-go/internal/simminion"
 	"github.com/oduflow/oduflow-go/oduflow"
 	"github.com/oduflow/oduflow-go/receipt"
@@ -25,7 +25,7 @@ import (
 type fixture struct {
 	t      *testing.T
 	url    string
-	sim    *saltsim.Sim
+	sim    *salttest.Sim
 	acme   string // a server of company acme
 	globex string // a server of company globex
 	python bool
@@ -35,9 +35,9 @@ func newFixture(t *testing.T) *fixture {
 	t.Helper()
 	ctx := context.Background()
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	sim, err := saltsim.Start(ctx, saltsim.WithDir(t.TempDir()), saltsim.WithLogger(quiet),
-		saltsim.WithEauthUser("pam", "oduflow", "svc-pass",
-			[]saltsim.ACLEntry{saltsim.AllowOn("client-*", "oduflow_job.*", "test.ping")}))
+	sim, err := salttest.Start(ctx, salttest.WithDir(t.TempDir()), salttest.WithLogger(quiet),
+		salttest.WithEauthUser("pam", "oduflow", "svc-pass",
+			[]salttest.ACLEntry{salttest.AllowOn("client-*", "oduflow_job.*", "test.ping")}))
 	if err != nil {
 		t.Fatal(err)
 	}

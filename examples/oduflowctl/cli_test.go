@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/oduflow/oduflow-go/internal/saltsim"
+	"github.com/oduflow/oduflow-go/salt/salttest"
 	"github.com/oduflow/oduflow-go/receipt"
 )
 
@@ -222,8 +222,8 @@ func TestReconcileRefusesARequestThatIsNotUnknown(t *testing.T) {
 
 func TestEauthTokenPath(t *testing.T) {
 	t.Parallel()
-	l := newLab(t, saltsim.WithEauthUser("file", "oduflow", "s3cret-pass",
-		[]saltsim.ACLEntry{saltsim.AllowOn("client-*", "oduflow_job.*", "test.ping")}))
+	l := newLab(t, salttest.WithEauthUser("file", "oduflow", "s3cret-pass",
+		[]salttest.ACLEntry{salttest.AllowOn("client-*", "oduflow_job.*", "test.ping")}))
 	env := []string{l.env[0], l.env[1], l.env[3], "ODUFLOW_SALT_EAUTH=file", "ODUFLOW_SALT_USER=oduflow",
 		"ODUFLOW_SALT_PASSWORD=s3cret-pass"}
 	r := run(t, env, "start", "configure", l.minion, "--wait", "--interval", "100ms")

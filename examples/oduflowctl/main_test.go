@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/oduflow/oduflow-go/internal/pyhost"
-	"github.com/oduflow/oduflow-go/internal/saltsim"
+	"github.com/oduflow/oduflow-go/salt/salttest"
 	"github.com/oduflow/oduflow-go/internal/simminion"
 	"github.com/oduflow/oduflow-go/receipt"
 )
@@ -118,22 +118,22 @@ func (r result) String() string {
 
 // lab is a simulator with one simulated minion, and the environment that names it.
 type lab struct {
-	sim    *saltsim.Sim
+	sim    *salttest.Sim
 	minion string
 	python bool // the minion runs the real module (python3 found)
 	env    []string
 }
 
-func newLab(t *testing.T, opts ...saltsim.Option) *lab {
+func newLab(t *testing.T, opts ...salttest.Option) *lab {
 	t.Helper()
 	return newLabModel(t, true, opts...)
 }
 
 // newLabModel is newLab; with python false the minion is always the Go model (internal/simminion).
-func newLabModel(t *testing.T, python bool, opts ...saltsim.Option) *lab {
+func newLabModel(t *testing.T, python bool, opts ...salttest.Option) *lab {
 	t.Helper()
 	dir := t.TempDir()
-	sim, err := saltsim.Start(context.Background(), append([]saltsim.Option{saltsim.WithDir(dir)}, opts...)...)
+	sim, err := salttest.Start(context.Background(), append([]salttest.Option{salttest.WithDir(dir)}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}

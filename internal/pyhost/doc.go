@@ -12,7 +12,7 @@
 // signatures of the functions the module shims; its state.apply returns fixture results
 // (roles.client_stack 3/3 true, roles.client_production 2/3, the other roles all true) and
 // appends one marker line per real execution. Handler adapts a Host to the Salt master
-// simulator (internal/saltsim) so that a simulated minion runs the module for
+// simulator (salt/salttest) so that a simulated minion runs the module for
 // oduflow_job.* functions.
 //
 // Python 3.6 or newer is required; tests skip when python3 is not installed.

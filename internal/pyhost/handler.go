@@ -5,17 +5,17 @@ import (
 	"log/slog"
 	"strings"
 
-	"github.com/oduflow/oduflow-go/internal/saltsim"
+	"github.com/oduflow/oduflow-go/salt/salttest"
 )
 
 // HandlerOption configures Handler.
 type HandlerOption func(*handlerConfig)
 
-type handlerConfig struct{ fallback saltsim.MinionHandler }
+type handlerConfig struct{ fallback salttest.MinionHandler }
 
 // WithFallback handles every function that is not oduflow_job.* (default: test.ping
 // answers true, everything else is "not available" with retcode 254, as in Salt).
-func WithFallback(h saltsim.MinionHandler) HandlerOption {
+func WithFallback(h salttest.MinionHandler) HandlerOption {
 	return func(c *handlerConfig) { c.fallback = h }
 }
 
@@ -23,12 +23,12 @@ func WithFallback(h saltsim.MinionHandler) HandlerOption {
 // the real module for minionID (the simulator's minion id should be the same). The job's JID
 // becomes the module's __pub_jid. A host failure is reported like a minion exception
 // (retcode 254, no raw details).
-func (h *Host) Handler(minionID string, opts ...HandlerOption) saltsim.MinionHandler {
+func (h *Host) Handler(minionID string, opts ...HandlerOption) salttest.MinionHandler {
 	cfg := handlerConfig{fallback: defaultFallback}
 	for _, o := range opts {
 		o(&cfg)
 	}
-	return func(ctx context.Context, job saltsim.Job) (any, int) {
+	return func(ctx context.Context, job salttest.Job) (any, int) {
 		if !strings.HasPrefix(job.Fun, "oduflow_job.") {
 			return cfg.fallback(ctx, job)
 		}
@@ -41,7 +41,7 @@ func (h *Host) Handler(minionID string, opts ...HandlerOption) saltsim.MinionHan
 	}
 }
 
-func defaultFallback(_ context.Context, job saltsim.Job) (any, int) {
+func defaultFallback(_ context.Context, job salttest.Job) (any, int) {
 	if job.Fun == "test.ping" {
 		return true, 0
 	}

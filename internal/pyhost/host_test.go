@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/oduflow/oduflow-go/internal/saltsim"
+	"github.com/oduflow/oduflow-go/salt/salttest"
 	"github.com/oduflow/oduflow-go/receipt"
 )
 
@@ -255,21 +255,21 @@ func TestHandlerAdapter(t *testing.T) {
 	h := startHost(t)
 	handle := h.Handler(minionA)
 	ctx := context.Background()
-	if ret, code := handle(ctx, saltsim.Job{Fun: "test.ping", MinionID: minionA}); ret != true || code != 0 {
+	if ret, code := handle(ctx, salttest.Job{Fun: "test.ping", MinionID: minionA}); ret != true || code != 0 {
 		t.Fatalf("ping: %v %d", ret, code)
 	}
-	if _, code := handle(ctx, saltsim.Job{Fun: "cmd.run", MinionID: minionA}); code != 254 {
+	if _, code := handle(ctx, salttest.Job{Fun: "cmd.run", MinionID: minionA}); code != 254 {
 		t.Fatalf("cmd.run: %d", code)
 	}
 	req, jid := receipt.NewRequestID(), newJID()
-	ret, code := handle(ctx, saltsim.Job{JID: jid, Fun: "oduflow_job.run", Args: []any{req, "production"}, MinionID: minionA})
+	ret, code := handle(ctx, salttest.Job{JID: jid, Fun: "oduflow_job.run", Args: []any{req, "production"}, MinionID: minionA})
 	if code != 0 {
 		t.Fatalf("run: %d %v", code, ret)
 	}
 	mustReceipt(t, ret, receipt.Binding{MinionID: minionA, RequestID: req, JID: jid, Profile: receipt.ProfileProduction},
 		receipt.StatusFailed, 2, 3)
 	// a caller kwarg travels as a kwarg and is refused
-	ret, code = handle(ctx, saltsim.Job{JID: newJID(), Fun: "oduflow_job.run", Args: []any{receipt.NewRequestID(), "configure"},
+	ret, code = handle(ctx, salttest.Job{JID: newJID(), Fun: "oduflow_job.run", Args: []any{receipt.NewRequestID(), "configure"},
 		Kwargs: map[string]any{"test": true}, MinionID: minionA})
 	if s, _ := ret.(string); code == 0 || !strings.Contains(s, "caller execution options") {
 		t.Fatalf("kwarg: %d %v", code, ret)

@@ -1,5 +1,5 @@
 // Package simminion is a Go-only model of the minion module oduflow_job (protocol 1) for tests and
-// benchmarks: a saltsim.MinionHandler implementing oduflow_job.capabilities, oduflow_job.run and
+// benchmarks: a salttest.MinionHandler implementing oduflow_job.capabilities, oduflow_job.run and
 // oduflow_job.status (plus test.ping) with in-memory receipts, configurable per-profile results, delays and
 // a hold that keeps runs "running" until released. It follows the Python module's observable behaviour
 // (receipt shapes, running/unknown/not_started summaries, failed 0/1 when another run holds the execution

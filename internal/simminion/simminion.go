@@ -7,7 +7,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/oduflow/oduflow-go/internal/saltsim"
+	"github.com/oduflow/oduflow-go/salt/salttest"
 	"github.com/oduflow/oduflow-go/receipt"
 )
 
@@ -72,8 +72,8 @@ func New(id string, opts ...Option) *Minion {
 // ID is the minion id.
 func (m *Minion) ID() string { return m.id }
 
-// Handler returns the saltsim handler.
-func (m *Minion) Handler() saltsim.MinionHandler { return m.Handle }
+// Handler returns the salttest handler.
+func (m *Minion) Handler() salttest.MinionHandler { return m.Handle }
 
 // Release lets held runs finish.
 func (m *Minion) Release() {
@@ -107,8 +107,8 @@ func (m *Minion) Receipt(request string) (receipt.Receipt, bool) {
 	return r, ok
 }
 
-// Handle implements saltsim.MinionHandler.
-func (m *Minion) Handle(ctx context.Context, job saltsim.Job) (any, int) {
+// Handle implements salttest.MinionHandler.
+func (m *Minion) Handle(ctx context.Context, job salttest.Job) (any, int) {
 	m.mu.Lock()
 	m.calls[job.Fun]++
 	m.mu.Unlock()
@@ -149,7 +149,7 @@ func ToValue(r receipt.Receipt) map[string]any {
 		"passed": int64(r.Passed), "total": int64(r.Total)}
 }
 
-func (m *Minion) run(ctx context.Context, job saltsim.Job) (any, int) {
+func (m *Minion) run(ctx context.Context, job salttest.Job) (any, int) {
 	request, profile := strArg(job.Args, 0), strArg(job.Args, 1)
 	if receipt.ValidateRequestID(request) != nil || receipt.ValidateJID(job.JID) != nil {
 		return "oduflow_job: invalid request id or jid", 1
@@ -226,7 +226,7 @@ func (m *Minion) run(ctx context.Context, job saltsim.Job) (any, int) {
 	return ToValue(b), 0
 }
 
-func (m *Minion) status(job saltsim.Job) (any, int) {
+func (m *Minion) status(job salttest.Job) (any, int) {
 	request, jid, profile := strArg(job.Args, 0), strArg(job.Args, 1), strArg(job.Args, 2)
 	if receipt.ValidateRequestID(request) != nil || receipt.ValidateJID(jid) != nil {
 		return "oduflow_job: invalid request id or jid", 1

@@ -7,7 +7,7 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/oduflow/oduflow-go/internal/saltsim"
+	"github.com/oduflow/oduflow-go/salt/salttest"
 	"github.com/oduflow/oduflow-go/receipt"
 )
 
@@ -17,7 +17,7 @@ func TestRunStatusLifecycle(t *testing.T) {
 	m := New(id, WithResult(receipt.ProfileProduction, Result{Status: receipt.StatusFailed, Passed: 2, Total: 3}))
 	req, jid := uuid.NewString(), "20261129120000000001"
 	status := func() receipt.Receipt {
-		ret, code := m.Handle(ctx, saltsim.Job{JID: "20261129120000000009", Fun: "oduflow_job.status",
+		ret, code := m.Handle(ctx, salttest.Job{JID: "20261129120000000009", Fun: "oduflow_job.status",
 			Args: []any{req, jid, "production"}, MinionID: id})
 		r, err := receipt.FromValue(ret)
 		if code != 0 || err != nil {
@@ -28,7 +28,7 @@ func TestRunStatusLifecycle(t *testing.T) {
 	if r := status(); r.Status != receipt.StatusNotStarted {
 		t.Fatalf("%+v", r)
 	}
-	ret, _ := m.Handle(ctx, saltsim.Job{JID: jid, Fun: "oduflow_job.run", Args: []any{req, "production", ""}, MinionID: id})
+	ret, _ := m.Handle(ctx, salttest.Job{JID: jid, Fun: "oduflow_job.run", Args: []any{req, "production", ""}, MinionID: id})
 	r, err := receipt.FromValue(ret)
 	if err != nil || r.Status != receipt.StatusFailed || r.Passed != 2 || r.Total != 3 {
 		t.Fatalf("run: %+v %v", r, err)
@@ -40,11 +40,11 @@ func TestRunStatusLifecycle(t *testing.T) {
 		t.Fatalf("status %+v != run %+v", s, r)
 	}
 	// A repeated publication of the same request never runs again.
-	m.Handle(ctx, saltsim.Job{JID: jid, Fun: "oduflow_job.run", Args: []any{req, "production", ""}, MinionID: id})
+	m.Handle(ctx, salttest.Job{JID: jid, Fun: "oduflow_job.run", Args: []any{req, "production", ""}, MinionID: id})
 	if m.Runs() != 1 {
 		t.Fatalf("runs %d", m.Runs())
 	}
-	if ret, _ := m.Handle(ctx, saltsim.Job{Fun: "oduflow_job.capabilities", MinionID: id}); ret.(map[string]any)["protocol"] != int64(1) {
+	if ret, _ := m.Handle(ctx, salttest.Job{Fun: "oduflow_job.capabilities", MinionID: id}); ret.(map[string]any)["protocol"] != int64(1) {
 		t.Fatalf("%v", ret)
 	}
 }
@@ -56,13 +56,13 @@ func TestHoldKeepsRunning(t *testing.T) {
 	req, jid := uuid.NewString(), "20261129120000000002"
 	done := make(chan any)
 	go func() {
-		ret, _ := m.Handle(ctx, saltsim.Job{JID: jid, Fun: "oduflow_job.run", Args: []any{req, "configure", ""}, MinionID: id})
+		ret, _ := m.Handle(ctx, salttest.Job{JID: jid, Fun: "oduflow_job.run", Args: []any{req, "configure", ""}, MinionID: id})
 		done <- ret
 	}()
 	for m.Runs() == 0 {
 		// wait for the run to register
 	}
-	ret, _ := m.Handle(ctx, saltsim.Job{JID: "20261129120000000003", Fun: "oduflow_job.status", Args: []any{req, jid, "configure"}, MinionID: id})
+	ret, _ := m.Handle(ctx, salttest.Job{JID: "20261129120000000003", Fun: "oduflow_job.status", Args: []any{req, jid, "configure"}, MinionID: id})
 	if r, err := receipt.FromValue(ret); err != nil || r.Status != receipt.StatusRunning {
 		t.Fatalf("%+v %v", r, err)
 	}
@@ -84,10 +84,10 @@ func TestCustomRunBindsDigest(t *testing.T) {
 	canon, _ := receipt.CanonicalJSON(high)
 	data := `{"digest":"` + digest + `","high":` + string(canon) + `}`
 	run := func(req, jid, data string) (any, int) {
-		return m.Handle(ctx, saltsim.Job{JID: jid, Fun: "oduflow_job.run", Args: []any{req, "custom", data}, MinionID: id})
+		return m.Handle(ctx, salttest.Job{JID: jid, Fun: "oduflow_job.run", Args: []any{req, "custom", data}, MinionID: id})
 	}
 	status := func(req, jid string) receipt.Receipt {
-		ret, _ := m.Handle(ctx, saltsim.Job{JID: "20261129120000000099", Fun: "oduflow_job.status",
+		ret, _ := m.Handle(ctx, salttest.Job{JID: "20261129120000000099", Fun: "oduflow_job.status",
 			Args: []any{req, jid, "custom"}, MinionID: id})
 		r, err := receipt.FromValue(ret)
 		if err != nil {
@@ -124,7 +124,7 @@ func TestCustomRunBindsDigest(t *testing.T) {
 		}
 	}
 	// Fixed profiles take no state data.
-	ret, code = m.Handle(ctx, saltsim.Job{JID: "20261129120000000013", Fun: "oduflow_job.run",
+	ret, code = m.Handle(ctx, salttest.Job{JID: "20261129120000000013", Fun: "oduflow_job.run",
 		Args: []any{uuid.NewString(), "configure", data}, MinionID: id})
 	if code != 1 {
 		t.Fatalf("fixed profile with data: %v", ret)

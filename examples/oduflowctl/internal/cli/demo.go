@@ -12,7 +12,7 @@ import (
 
 	"github.com/cockroachdb/errors"
 
-	"github.com/oduflow/oduflow-go/internal/saltsim"
+	"github.com/oduflow/oduflow-go/salt/salttest"
 	"github.com/oduflow/oduflow-go/oduflow"
 	"github.com/oduflow/oduflow-go/oduflow/catalog"
 	"github.com/oduflow/oduflow-go/receipt"
@@ -43,7 +43,7 @@ func DemoTimers() oduflow.Timers {
 type demo struct {
 	w      io.Writer
 	t0     time.Time
-	sim    *saltsim.Sim
+	sim    *salttest.Sim
 	d      *oduflow.Dispatcher
 	cat    catalog.Store
 	minion string
@@ -95,7 +95,7 @@ func RunDemo(ctx context.Context, w io.Writer) (err error) {
 	if err := os.Mkdir(filepath.Join(dir, "sim"), 0o700); err != nil {
 		return err
 	}
-	sim, err := saltsim.Start(ctx, saltsim.WithDir(filepath.Join(dir, "sim")), saltsim.WithLogger(quiet))
+	sim, err := salttest.Start(ctx, salttest.WithDir(filepath.Join(dir, "sim")), salttest.WithLogger(quiet))
 	if err != nil {
 		return errors.Wrap(err, "demo: start the simulator")
 	}

@@ -7,7 +7,7 @@ import (
 	"strings"
 
 	"github.com/oduflow/oduflow-go/internal/pyhost"
-	"github.com/oduflow/oduflow-go/internal/saltsim"
+	"github.com/oduflow/oduflow-go/salt/salttest"
 	"github.com/oduflow/oduflow-go/internal/simminion"
 	"github.com/oduflow/oduflow-go/receipt"
 )
@@ -15,7 +15,7 @@ import (
 // demoMinion returns the handler of the demo's minion, what it is, and how to stop it: the
 // real oduflow_job.py (internal/pyhost) when python3 is available, else the Go model of the
 // module (internal/simminion).
-func demoMinion(ctx context.Context, dir, id string) (saltsim.MinionHandler, string, func(), error) {
+func demoMinion(ctx context.Context, dir, id string) (salttest.MinionHandler, string, func(), error) {
 	if py, err := exec.LookPath("python3"); err == nil {
 		host, err := pyhost.Start(ctx, filepath.Join(dir, "minion"), pyhost.WithPython(py))
 		if err == nil {

@@ -1,4 +1,4 @@
-package saltsim
+package salttest
 
 import (
 	"bufio"
@@ -26,7 +26,7 @@ const (
 	writeTimeout     = 10 * time.Second
 )
 
-var errZMTP = errors.New("saltsim: ZMTP protocol error")
+var errZMTP = errors.New("salttest: ZMTP protocol error")
 
 // greeting is what libzmq 4.3 sends: signature (with 0x01 in the last padding byte), version
 // 3.1, mechanism NULL, as-server 0.

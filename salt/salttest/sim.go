@@ -1,4 +1,4 @@
-package saltsim
+package salttest
 
 import (
 	"context"
@@ -16,7 +16,7 @@ import (
 )
 
 // ErrClosed is returned by operations on a closed simulator.
-var ErrClosed = errors.New("saltsim: simulator closed")
+var ErrClosed = errors.New("salttest: simulator closed")
 
 // Sim is a running Salt 3006 master simulator. All methods are safe for concurrent use.
 type Sim struct {
@@ -59,9 +59,9 @@ func Start(ctx context.Context, opts ...Option) (*Sim, error) {
 		s.log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
 	if cfg.dir == "" {
-		d, err := os.MkdirTemp("", "saltsim-")
+		d, err := os.MkdirTemp("", "salttest-")
 		if err != nil {
-			return nil, errors.Wrap(err, "saltsim: temp dir")
+			return nil, errors.Wrap(err, "salttest: temp dir")
 		}
 		s.cfg.dir, s.ownsDir = d, true
 	}
@@ -86,7 +86,7 @@ func Start(ctx context.Context, opts ...Option) (*Sim, error) {
 		s.wg.Add(1)
 		go s.heartbeatLoop()
 	}
-	s.log.Info("saltsim started", "request", s.RequestAddr(), "events", s.EventAddr(),
+	s.log.Info("salttest master started", "request", s.RequestAddr(), "events", s.EventAddr(),
 		"framing", cfg.framing.String())
 	return s, nil
 }
@@ -107,7 +107,7 @@ func (s *Sim) bind(ctx context.Context) error {
 	var lc net.ListenConfig
 	ln, err := lc.Listen(ctx, "tcp", addr)
 	if err != nil {
-		return errors.Wrap(err, "saltsim: listen request port")
+		return errors.Wrap(err, "salttest: listen request port")
 	}
 	s.reqAddr = ln.Addr().String()
 	bus, err := startEventBus(ctx, s, s.bus)
@@ -168,16 +168,16 @@ func (s *Sim) writeKey(key string) error {
 	_ = os.Remove(tmp)
 	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
-		return errors.Wrap(err, "saltsim: write root key")
+		return errors.Wrap(err, "salttest: write root key")
 	}
 	_, werr := f.WriteString(key)
 	cerr := f.Close()
 	if werr != nil || cerr != nil {
 		_ = os.Remove(tmp)
-		return errors.Wrap(errors.CombineErrors(werr, cerr), "saltsim: write root key")
+		return errors.Wrap(errors.CombineErrors(werr, cerr), "salttest: write root key")
 	}
 	if err := os.Rename(tmp, s.keyPath); err != nil {
-		return errors.Wrap(err, "saltsim: write root key")
+		return errors.Wrap(err, "salttest: write root key")
 	}
 	s.rootKey = key
 	return nil
@@ -207,9 +207,9 @@ func (s *Sim) Restart(ctx context.Context) error {
 		return err
 	}
 	if err := s.bind(ctx); err != nil {
-		return errors.Wrap(err, "saltsim: rebind after restart")
+		return errors.Wrap(err, "salttest: rebind after restart")
 	}
-	s.log.Info("saltsim restarted")
+	s.log.Info("salttest master restarted")
 	return nil
 }
 
@@ -283,7 +283,7 @@ func (s *Sim) Close() error {
 	select {
 	case <-done:
 	case <-ctx.Done():
-		err = errors.New("saltsim: handlers did not stop within the close grace")
+		err = errors.New("salttest: handlers did not stop within the close grace")
 	}
 	if s.ownsDir {
 		_ = os.RemoveAll(s.cfg.dir)

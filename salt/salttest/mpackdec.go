@@ -1,4 +1,4 @@
-package saltsim
+package salttest
 
 import (
 	"encoding/binary"
@@ -9,7 +9,7 @@ import (
 )
 
 // errMsgpack reports a document the simulator cannot decode (truncated, reserved code, too deep).
-var errMsgpack = errors.New("saltsim: malformed msgpack")
+var errMsgpack = errors.New("salttest: malformed msgpack")
 
 // extValue is an ext-typed msgpack value (Salt uses 78 for datetimes and 79 for constants).
 type extValue struct {

@@ -1,4 +1,4 @@
-package saltsim
+package salttest
 
 import (
 	"log/slog"

@@ -1,4 +1,4 @@
-package saltsim
+package salttest
 
 import (
 	"net"
@@ -28,7 +28,7 @@ type deadliner interface{ SetDeadline(time.Time) error }
 func (b *eventBus) acceptQueued(ln net.Listener) error {
 	sc, ok := ln.(syscall.Conn)
 	if !ok {
-		return errors.New("saltsim: listener without a file descriptor")
+		return errors.New("salttest: listener without a file descriptor")
 	}
 	raw, err := sc.SyscallConn()
 	if err != nil {

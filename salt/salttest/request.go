@@ -1,4 +1,4 @@
-package saltsim
+package salttest
 
 import (
 	"time"
@@ -14,7 +14,7 @@ const (
 
 // errException stands for a Python exception inside a ClearFuncs method: the master answers
 // replyException.
-var errException = errors.New("saltsim: exception handling minion payload")
+var errException = errors.New("salttest: exception handling minion payload")
 
 // handleRequest is called by the ROUTER for every request; the work runs in its own goroutine
 // (the master has several workers) and is never cancelled by the client going away.

@@ -1,4 +1,4 @@
-package saltsim
+package salttest
 
 import (
 	"context"
@@ -57,20 +57,20 @@ func startEventBus(ctx context.Context, s *Sim, prev *eventBus) (*eventBus, erro
 	}
 	path := s.EventSocketPath()
 	if len(path) > maxUnixPath {
-		return nil, errors.Newf("saltsim: event socket path is %d bytes, the limit is %d: use a shorter WithDir",
+		return nil, errors.Newf("salttest: event socket path is %d bytes, the limit is %d: use a shorter WithDir",
 			errors.Safe(len(path)), errors.Safe(maxUnixPath))
 	}
 	if err := os.Remove(path); err != nil && !os.IsNotExist(err) {
-		return nil, errors.Wrap(err, "saltsim: remove stale event socket")
+		return nil, errors.Wrap(err, "salttest: remove stale event socket")
 	}
 	var lc net.ListenConfig
 	ln, err := lc.Listen(ctx, "unix", path)
 	if err != nil {
-		return nil, errors.Wrap(err, "saltsim: listen event socket")
+		return nil, errors.Wrap(err, "salttest: listen event socket")
 	}
 	if err := os.Chmod(path, 0o600); err != nil {
 		_ = ln.Close()
-		return nil, errors.Wrap(err, "saltsim: chmod event socket")
+		return nil, errors.Wrap(err, "salttest: chmod event socket")
 	}
 	b.unixLn = ln
 	if s.cfg.eventTCP {
@@ -81,7 +81,7 @@ func startEventBus(ctx context.Context, s *Sim, prev *eventBus) (*eventBus, erro
 		tl, err := lc.Listen(ctx, "tcp", addr)
 		if err != nil {
 			_ = ln.Close()
-			return nil, errors.Wrap(err, "saltsim: listen event tcp")
+			return nil, errors.Wrap(err, "salttest: listen event tcp")
 		}
 		b.tcpLn, b.tcpAddr = tl, tl.Addr().String()
 	}

@@ -1,4 +1,4 @@
-package saltsim
+package salttest
 
 import (
 	"encoding/binary"
@@ -98,7 +98,7 @@ type encoder struct {
 	depth   int
 }
 
-var errUnsupportedType = errors.New("saltsim: value cannot be encoded as msgpack")
+var errUnsupportedType = errors.New("salttest: value cannot be encoded as msgpack")
 
 const maxDepth = 100
 

@@ -1,4 +1,4 @@
-// Package saltsim is a Salt 3006 master simulator for tests and the demo. It speaks Salt's real
+// Package salttest is a Salt 3006 master simulator for tests and the demo. It speaks Salt's real
 // wire over real sockets, and it is written independently of package salt (it imports nothing
 // from this module) so that the two do not share bugs.
 //
@@ -66,4 +66,4 @@
 //   - Eauth failures are not padded to ~1 s unless WithEauthFailureDelay is set.
 //   - The ROUTER has no high-water mark and no ROUTER_HANDOVER; every peer is anonymous.
 //   - The event socket's mode is set right after bind (a short window where it follows umask).
-package saltsim
+package salttest
