@@ -53,7 +53,8 @@ func shape(v any, key string) string {
 func kinds(t *testing.T, b []byte) map[string]int {
 	t.Helper()
 	out := map[string]int{}
-	d := &decoder{b: b, onCode: func(c byte) {
+	r := newReader(b)
+	r.onCode = func(c byte) {
 		switch {
 		case c >= 0xa0 && c <= 0xbf:
 			out["fixstr"]++
@@ -64,8 +65,8 @@ func kinds(t *testing.T, b []byte) map[string]int {
 		case c >= 0xc4 && c <= 0xc6:
 			out["bin"]++
 		}
-	}}
-	if _, err := d.value(); err != nil {
+	}
+	if _, err := r.value(); err != nil {
 		t.Fatal(err)
 	}
 	return out
@@ -98,13 +99,12 @@ func TestVectorsRoundTrip(t *testing.T) {
 	raw := readTestdata(t, "eventbus", "eventbus.raw")
 	n := 0
 	for off := 0; off < len(raw); n++ {
-		d := &decoder{b: raw[off:]}
-		v, err := d.value()
+		v, n, err := unpackPrefix(raw[off:])
 		if err != nil {
 			t.Fatalf("frame at %d: %v", off, err)
 		}
-		frame := raw[off : off+d.pos]
-		off += d.pos
+		frame := raw[off : off+n]
+		off += n
 		out, err := packEvent(v)
 		if err != nil || !bytes.Equal(out, frame) {
 			t.Fatalf("frame %d: re-encoding differs (err %v)", n, err)
@@ -145,12 +145,11 @@ func capturedEvents(t *testing.T) []event {
 	raw := readTestdata(t, "eventbus", "eventbus.raw")
 	var out []event
 	for off := 0; off < len(raw); {
-		d := &decoder{b: raw[off:]}
-		v, err := d.value()
+		v, n, err := unpackPrefix(raw[off:])
 		if err != nil {
 			t.Fatal(err)
 		}
-		off += d.pos
+		off += n
 		body := mget(t, v, "body").([]byte)
 		i := bytes.Index(body, []byte("\n\n"))
 		data, _ := unpack(body[i+2:])
