@@ -16,10 +16,10 @@ import (
 
 	"github.com/cockroachdb/errors"
 
-	"github.com/oduflow/oduflow-go/salt/salttest"
 	"github.com/oduflow/oduflow-go/oduflow/catalog"
 	"github.com/oduflow/oduflow-go/receipt"
 	"github.com/oduflow/oduflow-go/salt"
+	"github.com/oduflow/oduflow-go/salt/salttest"
 )
 
 // cstMinion is a Go model of oduflow_job for custom executions: it verifies the custom payload exactly as
@@ -163,7 +163,7 @@ func (m *cstMinion) handle(ctx context.Context, job salttest.Job) (any, int) {
 // cstEnv: a simulator, one custom-capable minion, a catalog and a dispatcher using both.
 type cstEnv struct {
 	t      *testing.T
-	sim    *salttest.Sim
+	sim    *salttest.Master
 	minion *cstMinion
 	cat    *catalog.FileStore
 	d      *Dispatcher
@@ -216,7 +216,7 @@ func newCstEnv(t *testing.T) *cstEnv {
 	if err := os.WriteFile(keyFile, key, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	client, err := salt.NewClient(sim.RequestAddr(), salt.WithAuth(salt.UserKey("root", keyFile)),
+	client, err := salt.NewClient(sim.Addr(), salt.WithAuth(salt.UserKey("root", keyFile)),
 		salt.WithRequestTimeout(2*time.Second), salt.WithLogger(cstLogger()))
 	if err != nil {
 		t.Fatal(err)
@@ -229,7 +229,7 @@ func newCstEnv(t *testing.T) *cstEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	events := SaltEvents(sim.EventAddr(), salt.WithReconnectBackoff(20*time.Millisecond, 200*time.Millisecond),
+	events := SaltEvents(sim.EventsAddr(), salt.WithReconnectBackoff(20*time.Millisecond, 200*time.Millisecond),
 		salt.WithEventLogger(cstLogger()))
 	e := &cstEnv{t: t, sim: sim, minion: m, cat: cat}
 	e.d, err = New(cstLosingPublisher{Publisher: client, lose: &e.loseRun}, events, WithClaimDir(filepath.Join(base, "claims")), WithTimers(cstTimers()),

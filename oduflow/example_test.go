@@ -9,11 +9,11 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/oduflow/oduflow-go/salt/salttest"
 	"github.com/oduflow/oduflow-go/internal/simminion"
 	"github.com/oduflow/oduflow-go/oduflow"
 	"github.com/oduflow/oduflow-go/receipt"
 	"github.com/oduflow/oduflow-go/salt"
+	"github.com/oduflow/oduflow-go/salt/salttest"
 )
 
 // Example runs the whole flow against the built-in Salt master simulator: Ping, Start, Status until final,
@@ -35,9 +35,9 @@ func Example() {
 		simminion.WithResult(receipt.ProfileConfigure, simminion.Result{Status: receipt.StatusSucceeded, Passed: 3, Total: 3}),
 	).Handle)
 
-	client, _ := salt.NewClient(sim.RequestAddr(), salt.WithAuth(salt.UserKey("root", sim.KeyFile())))
+	client, _ := salt.NewClient(sim.Addr(), salt.WithAuth(salt.UserKey("root", sim.KeyFile())))
 	defer func() { _ = client.Close() }()
-	d, err := oduflow.New(client, oduflow.SaltEvents(sim.EventAddr()),
+	d, err := oduflow.New(client, oduflow.SaltEvents(sim.EventsAddr()),
 		oduflow.WithClaimDir(filepath.Join(tmp, "claims")),
 		oduflow.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
 	if err != nil {
@@ -59,7 +59,7 @@ func Example() {
 	}
 	fmt.Println("status:", resp.Status, resp.Passed, "/", resp.Total)
 	again, _ := d.Start(ctx, receipt.ProfileConfigure, minion, request)
-	fmt.Println("same jid:", *again.JID == *first.JID, "runs published:", sim.CountPublications("oduflow_job.run"))
+	fmt.Println("same jid:", *again.JID == *first.JID, "runs published:", sim.PublicationCount("oduflow_job.run", ""))
 	// Output:
 	// ready: true protocol: 1
 	// start: running

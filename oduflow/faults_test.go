@@ -10,11 +10,11 @@ import (
 	"github.com/cockroachdb/errors"
 	"github.com/google/uuid"
 
-	"github.com/oduflow/oduflow-go/salt/salttest"
 	"github.com/oduflow/oduflow-go/internal/simminion"
 	"github.com/oduflow/oduflow-go/oduflow/catalog"
 	"github.com/oduflow/oduflow-go/receipt"
 	"github.com/oduflow/oduflow-go/salt"
+	"github.com/oduflow/oduflow-go/salt/salttest"
 )
 
 // onStep runs fn once, at the first occurrence of step.
@@ -89,13 +89,13 @@ func TestLostPublishReplyIsUnknownAndQuarantines(t *testing.T) {
 		t.Fatal("not quarantined")
 	}
 	// The minion finishes; its return is lost; the worker's status poll reads the receipt.
-	polls := e.sim.CountPublications(FunStatus)
+	polls := e.sim.PublicationCount(FunStatus, "")
 	m.Release()
 	c = waitClaim(t, d, req, "resolved", func(c *Claim) bool { return c.Status != receipt.StatusUnknown })
 	if c.Status != receipt.StatusSucceeded || c.Evidence != EvidenceReceipt || c.Quarantining() || c.Passed != 1 {
 		t.Fatalf("after the receipt: %+v", c)
 	}
-	if e.sim.CountPublications(FunStatus) <= polls {
+	if e.sim.PublicationCount(FunStatus, "") <= polls {
 		t.Fatal("resolved without a status poll")
 	}
 	if q, _ := d.Quarantine(ctx, m.ID()); len(q) != 0 {
@@ -249,7 +249,7 @@ func TestLostReturnRecoveredByPolling(t *testing.T) {
 	if got.Status != receipt.StatusSucceeded || e.runs() != 1 {
 		t.Fatalf("%+v runs %d", got, e.runs())
 	}
-	if e.sim.CountPublications(FunStatus) < 1 {
+	if e.sim.PublicationCount(FunStatus, "") < 1 {
 		t.Fatal("no status poll")
 	}
 }

@@ -139,7 +139,7 @@ func runStarterChild() int {
 
 func childEnv(e *simEnv, extra ...string) []string {
 	env := append([]string{}, os.Environ()...)
-	env = append(env, envAddr+"="+e.sim.RequestAddr(), envEvents+"="+e.sim.EventAddr(),
+	env = append(env, envAddr+"="+e.sim.Addr(), envEvents+"="+e.sim.EventsAddr(),
 		envKeyFile+"="+e.keyFile, envClaimDir+"="+e.dir)
 	return append(env, extra...)
 }

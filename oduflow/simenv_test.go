@@ -9,10 +9,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/oduflow/oduflow-go/salt/salttest"
 	"github.com/oduflow/oduflow-go/internal/simminion"
 	"github.com/oduflow/oduflow-go/receipt"
 	"github.com/oduflow/oduflow-go/salt"
+	"github.com/oduflow/oduflow-go/salt/salttest"
 )
 
 // testTimers are short windows so that tests stay fast.
@@ -23,7 +23,7 @@ func testTimers() Timers {
 
 type simEnv struct {
 	t       testing.TB
-	sim     *salttest.Sim
+	sim     *salttest.Master
 	keyFile string // a private copy of the root key the client reads per request
 	client  *salt.Client
 	dir     string
@@ -67,7 +67,7 @@ func (e *simEnv) newClient(opts ...salt.Option) *salt.Client {
 	e.t.Helper()
 	opts = append([]salt.Option{salt.WithAuth(salt.UserKey("root", e.keyFile)),
 		salt.WithRequestTimeout(2 * time.Second), salt.WithLogger(quietLogger())}, opts...)
-	c, err := salt.NewClient(e.sim.RequestAddr(), opts...)
+	c, err := salt.NewClient(e.sim.Addr(), opts...)
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -76,7 +76,7 @@ func (e *simEnv) newClient(opts ...salt.Option) *salt.Client {
 }
 
 func (e *simEnv) events() EventSource {
-	return SaltEvents(e.sim.EventAddr(), salt.WithReconnectBackoff(20*time.Millisecond, 200*time.Millisecond),
+	return SaltEvents(e.sim.EventsAddr(), salt.WithReconnectBackoff(20*time.Millisecond, 200*time.Millisecond),
 		salt.WithEventLogger(quietLogger()))
 }
 
@@ -106,7 +106,7 @@ func (e *simEnv) dispatcherWith(p Publisher, opts ...Option) *Dispatcher {
 	return d
 }
 
-func (e *simEnv) runs() int { return e.sim.CountPublications(FunRun) }
+func (e *simEnv) runs() int { return e.sim.PublicationCount(FunRun, "") }
 
 // waitFinal polls Status until it is neither running nor (optionally) unknown-while-launching.
 func waitFinal(t testing.TB, d *Dispatcher, p receipt.Profile, minion, request string) Response {

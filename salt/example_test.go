@@ -8,8 +8,8 @@ import (
 
 	"github.com/cockroachdb/errors"
 
-	"github.com/oduflow/oduflow-go/salt/salttest"
 	"github.com/oduflow/oduflow-go/salt"
+	"github.com/oduflow/oduflow-go/salt/salttest"
 )
 
 // Publish test.ping with a preassigned JID and wait for the minion's return
@@ -26,10 +26,10 @@ func Example() {
 		return
 	}
 	defer sim.Close()
-	sim.AddMinion("web1", salttest.Standard())
+	sim.AddMinion("web1", nil)
 
 	// 1. subscribe first: the event bus has no replay
-	events, err := salt.SubscribeEvents(ctx, sim.EventAddr(), salt.WithTagPrefixes("salt/job/"))
+	events, err := salt.SubscribeEvents(ctx, sim.EventsAddr(), salt.WithTagPrefixes("salt/job/"))
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -37,7 +37,7 @@ func Example() {
 	defer events.Close()
 
 	// 2. publish once, with a JID chosen (and persisted) beforehand
-	client, _ := salt.NewClient(sim.RequestAddr(), salt.WithAuth(salt.UserKey("root", sim.KeyFile())))
+	client, _ := salt.NewClient(sim.Addr(), salt.WithAuth(salt.UserKey("root", sim.KeyFile())))
 	defer client.Close()
 	jid := salt.NewJIDGenerator().Next()
 	res, err := client.Publish(ctx, salt.PublishRequest{Target: salt.ListTarget("web1"), Fun: "test.ping", JID: jid})

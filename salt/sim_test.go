@@ -9,14 +9,14 @@ import (
 
 	"github.com/cockroachdb/errors"
 
-	"github.com/oduflow/oduflow-go/salt/salttest"
 	"github.com/oduflow/oduflow-go/salt"
+	"github.com/oduflow/oduflow-go/salt/salttest"
 )
 
 const simMinion = "client-5b2f8c1e-3c4d-4e5f-8a9b-0c1d2e3f4a5b"
 
 type simEnv struct {
-	sim    *salttest.Sim
+	sim    *salttest.Master
 	stream *salt.EventStream
 	key    *salt.Client
 	jids   *salt.JIDGenerator
@@ -37,14 +37,14 @@ func startSim(t testing.TB, opts ...salttest.Option) *simEnv {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = sim.Close() })
-	sim.AddMinion(simMinion, salttest.Standard())
-	stream, err := salt.SubscribeEvents(ctx, sim.EventAddr(), salt.WithTagPrefixes("salt/"),
+	sim.AddMinion(simMinion, nil)
+	stream, err := salt.SubscribeEvents(ctx, sim.EventsAddr(), salt.WithTagPrefixes("salt/"),
 		salt.WithReconnectBackoff(10*time.Millisecond, 100*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = stream.Close() })
-	key, err := salt.NewClient(sim.RequestAddr(), salt.WithAuth(salt.UserKey("root", sim.KeyFile())),
+	key, err := salt.NewClient(sim.Addr(), salt.WithAuth(salt.UserKey("root", sim.KeyFile())),
 		salt.WithRequestTimeout(5*time.Second))
 	if err != nil {
 		t.Fatal(err)
@@ -74,7 +74,7 @@ func TestSimulatorEveryCommand(t *testing.T) {
 			tokens := salt.NewTokenSource(e.key, "file", "oduflow", "labpass-0duflow")
 			for _, a := range []salt.Auth{salt.UserKey("root", e.sim.KeyFile()),
 				salt.Eauth("file", "oduflow", "labpass-0duflow"), salt.TokenAuth(tokens)} {
-				c, _ := salt.NewClient(e.sim.RequestAddr(), salt.WithAuth(a))
+				c, _ := salt.NewClient(e.sim.Addr(), salt.WithAuth(a))
 				jid, err := e.ping(t, c)
 				if err != nil {
 					t.Fatal(err)
@@ -90,7 +90,7 @@ func TestSimulatorEveryCommand(t *testing.T) {
 			if _, err := e.key.MkToken(ctx, "file", "oduflow", "nope"); !errors.Is(err, salt.ErrAuthentication) {
 				t.Fatalf("mk_token: %v", err)
 			}
-			tc, _ := salt.NewClient(e.sim.RequestAddr(), salt.WithAuth(salt.TokenAuth(tokens)))
+			tc, _ := salt.NewClient(e.sim.Addr(), salt.WithAuth(salt.TokenAuth(tokens)))
 			defer tc.Close()
 			run, err := tc.Runner(ctx, "test.arg", []any{"a"}, map[string]any{"k": "v"})
 			if err != nil {
@@ -104,7 +104,7 @@ func TestSimulatorEveryCommand(t *testing.T) {
 			if !errors.Is(err, salt.ErrAuthorization) || !salt.IsNotPublished(err) {
 				t.Fatalf("authz %v", err)
 			}
-			wrong, _ := salt.NewClient(e.sim.RequestAddr(), salt.WithAuth(salt.Eauth("file", "oduflow", "bad")))
+			wrong, _ := salt.NewClient(e.sim.Addr(), salt.WithAuth(salt.Eauth("file", "oduflow", "bad")))
 			defer wrong.Close()
 			if _, err := e.ping(t, wrong); !errors.Is(err, salt.ErrAuthentication) {
 				t.Fatalf("wrong password %v", err)
@@ -122,7 +122,7 @@ func TestSimulatorEveryCommand(t *testing.T) {
 			if len(r.FunArgs) != 2 || r.Retcode != 0 {
 				t.Fatalf("state.apply return %+v", r)
 			}
-			if n := e.sim.CountPublications("test.ping"); n != 3 {
+			if n := e.sim.PublicationCount("test.ping", ""); n != 3 {
 				t.Fatalf("%d test.ping publications", n)
 			}
 		})
@@ -131,7 +131,7 @@ func TestSimulatorEveryCommand(t *testing.T) {
 
 func TestSimulatorDroppedReplyIsUnknownAndPublishedOnce(t *testing.T) {
 	e := startSim(t)
-	c, _ := salt.NewClient(e.sim.RequestAddr(), salt.WithAuth(salt.UserKey("root", e.sim.KeyFile())),
+	c, _ := salt.NewClient(e.sim.Addr(), salt.WithAuth(salt.UserKey("root", e.sim.KeyFile())),
 		salt.WithRequestTimeout(500*time.Millisecond))
 	defer c.Close()
 	e.sim.DropNextReply("publish")
@@ -142,14 +142,14 @@ func TestSimulatorDroppedReplyIsUnknownAndPublishedOnce(t *testing.T) {
 	// the job did run: its return arrives, and it was published exactly once
 	waitReturn(t, e.stream, jid, simMinion)
 	time.Sleep(100 * time.Millisecond)
-	if n := e.sim.CountPublications("test.ping"); n != 1 {
+	if n := e.sim.PublicationCount("test.ping", ""); n != 1 {
 		t.Fatalf("%d publications, want exactly 1", n)
 	}
 }
 
 func TestSimulatorDelayedMalformedHeartbeat(t *testing.T) {
 	e := startSim(t, salttest.WithHeartbeat(20*time.Millisecond))
-	c, _ := salt.NewClient(e.sim.RequestAddr(), salt.WithAuth(salt.UserKey("root", e.sim.KeyFile())),
+	c, _ := salt.NewClient(e.sim.Addr(), salt.WithAuth(salt.UserKey("root", e.sim.KeyFile())),
 		salt.WithRequestTimeout(time.Second))
 	defer c.Close()
 	// delayed reply within the timeout, with PINGs every 20 ms meanwhile
@@ -168,12 +168,12 @@ func TestSimulatorDelayedMalformedHeartbeat(t *testing.T) {
 	}
 	// delayed beyond the timeout: unknown, but published once
 	e.sim.DelayNextReply("publish", 1500*time.Millisecond)
-	before := e.sim.CountPublications("test.ping")
+	before := e.sim.PublicationCount("test.ping", "")
 	if _, err := e.ping(t, c); !salt.IsOutcomeUnknown(err) || !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("late reply: %v", err)
 	}
 	time.Sleep(1600 * time.Millisecond)
-	if n := e.sim.CountPublications("test.ping") - before; n != 1 {
+	if n := e.sim.PublicationCount("test.ping", "") - before; n != 1 {
 		t.Fatalf("%d publications", n)
 	}
 	// malformed reply
@@ -220,7 +220,7 @@ func TestSimulatorMinimumAuthVersion(t *testing.T) {
 	if err := e.key.Ping(context.Background()); err != nil {
 		t.Fatalf("version 3: %v", err)
 	}
-	old, _ := salt.NewClient(e.sim.RequestAddr(), salt.WithEnvelopeVersion(2), salt.WithAuth(salt.UserKey("root", e.sim.KeyFile())))
+	old, _ := salt.NewClient(e.sim.Addr(), salt.WithEnvelopeVersion(2), salt.WithAuth(salt.UserKey("root", e.sim.KeyFile())))
 	defer old.Close()
 	if _, err := e.ping(t, old); !errors.Is(err, salt.ErrBadLoad) || !salt.IsNotPublished(err) {
 		t.Fatalf("version 2 on a 3006.17+ master: %v", err)

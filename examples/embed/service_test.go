@@ -15,17 +15,17 @@ import (
 	"time"
 
 	"github.com/oduflow/oduflow-go/internal/pyhost"
-	"github.com/oduflow/oduflow-go/salt/salttest"
 	"github.com/oduflow/oduflow-go/internal/simminion"
 	"github.com/oduflow/oduflow-go/oduflow"
 	"github.com/oduflow/oduflow-go/receipt"
+	"github.com/oduflow/oduflow-go/salt/salttest"
 )
 
 // fixture is the service over real HTTP, wired with an eauth token against the simulator.
 type fixture struct {
 	t      *testing.T
 	url    string
-	sim    *salttest.Sim
+	sim    *salttest.Master
 	acme   string // a server of company acme
 	globex string // a server of company globex
 	python bool
@@ -59,7 +59,7 @@ func newFixture(t *testing.T) *fixture {
 	timers := oduflow.Timers{ExecutionWait: 10 * time.Second, HardDeadline: 12 * time.Second, StatusExpiry: 13 * time.Second,
 		LaunchGrace: oduflow.LaunchGrace, LeaseWait: 2 * time.Second, PollBudget: 10, CallTimeout: 3 * time.Second}
 	svc, closeAll, err := Wire(ctx, Config{
-		Master: sim.RequestAddr(), Events: sim.EventAddr(), Eauth: "pam", User: "oduflow", Password: "svc-pass",
+		Master: sim.Addr(), Events: sim.EventsAddr(), Eauth: "pam", User: "oduflow", Password: "svc-pass",
 		StateDir: filepath.Join(t.TempDir(), "claims"), CatalogDir: filepath.Join(t.TempDir(), "catalog"),
 		Servers: map[string]string{f.acme: "acme", f.globex: "globex"}, Timers: &timers,
 	}, quiet)
@@ -180,11 +180,11 @@ func TestFixedProfilesOverHTTP(t *testing.T) {
 	}
 	f.do(globexObs, "GET", path, nil, http.StatusNotFound, nil)
 	// Repeating the start returns the same JID without a new publication.
-	n := f.sim.CountPublications("oduflow_job.run")
+	n := f.sim.PublicationCount("oduflow_job.run", "")
 	var again map[string]any
 	f.do(admin, "POST", "/v1/servers/"+f.acme+"/profiles/configure/requests", map[string]string{"request_id": req},
 		http.StatusAccepted, &again)
-	if again["jid"] != started["jid"] || f.sim.CountPublications("oduflow_job.run") != n {
+	if again["jid"] != started["jid"] || f.sim.PublicationCount("oduflow_job.run", "") != n {
 		t.Fatalf("repeat: %v vs %v", again, started)
 	}
 	// Bad input and bindings.

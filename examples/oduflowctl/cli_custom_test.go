@@ -78,7 +78,7 @@ func testCustomStart(t *testing.T, l *lab) {
 	if !strings.Contains(r.stdout, `"status":"succeeded"`) || !strings.Contains(r.stdout, `"execution_id":"`+req+`"`) {
 		t.Fatalf("custom start: %s", r)
 	}
-	before := l.sim.CountPublications("oduflow_job.run")
+	before := l.sim.PublicationCount("oduflow_job.run", "")
 	r = run(t, l.env, "custom", "status", l.minion, req)
 	must(t, r, 0)
 	if !strings.Contains(r.stdout, `"status":"succeeded"`) {
@@ -87,13 +87,13 @@ func testCustomStart(t *testing.T, l *lab) {
 	// The identical digest already succeeded: a new request reuses it without publishing.
 	r = run(t, l.env, "custom", "start", l.minion, file)
 	must(t, r, 0)
-	if !strings.Contains(r.stdout, `"reused":"reuse_succeeded"`) || l.sim.CountPublications("oduflow_job.run") != before {
+	if !strings.Contains(r.stdout, `"reused":"reuse_succeeded"`) || l.sim.PublicationCount("oduflow_job.run", "") != before {
 		t.Fatalf("reuse: %s", r)
 	}
 	// --again is an explicit new execution.
 	r = run(t, l.env, "custom", "start", l.minion, file, "--again", "--wait", "--interval", "100ms")
 	must(t, r, 0)
-	if l.sim.CountPublications("oduflow_job.run") != before+1 {
+	if l.sim.PublicationCount("oduflow_job.run", "") != before+1 {
 		t.Fatalf("again did not publish once: %s", r)
 	}
 }

@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/oduflow/oduflow-go/salt/salttest"
 	"github.com/oduflow/oduflow-go/receipt"
+	"github.com/oduflow/oduflow-go/salt/salttest"
 )
 
 func TestHelpOnEveryCommand(t *testing.T) {
@@ -161,7 +161,7 @@ func TestStartWithoutWaitGoesOnAfterTheCLIExits(t *testing.T) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	if n := l.sim.CountPublications("oduflow_job.run"); n != 1 {
+	if n := l.sim.PublicationCount("oduflow_job.run", ""); n != 1 {
 		t.Fatalf("oduflow_job.run published %d times", n)
 	}
 	// Starting the same request again returns the same JID without publishing.
@@ -170,7 +170,7 @@ func TestStartWithoutWaitGoesOnAfterTheCLIExits(t *testing.T) {
 	if s := response(t, oneLine(t, r.stdout)); s["jid"] != jid || s["status"] != "succeeded" {
 		t.Fatalf("repeat: %s", r.stdout)
 	}
-	if n := l.sim.CountPublications("oduflow_job.run"); n != 1 {
+	if n := l.sim.PublicationCount("oduflow_job.run", ""); n != 1 {
 		t.Fatalf("repeat published again: %d", n)
 	}
 	// The request id is bound to configure: production refuses it as bad input.

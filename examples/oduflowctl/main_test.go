@@ -14,9 +14,9 @@ import (
 	"time"
 
 	"github.com/oduflow/oduflow-go/internal/pyhost"
-	"github.com/oduflow/oduflow-go/salt/salttest"
 	"github.com/oduflow/oduflow-go/internal/simminion"
 	"github.com/oduflow/oduflow-go/receipt"
+	"github.com/oduflow/oduflow-go/salt/salttest"
 )
 
 // binary is the oduflowctl built once for all tests.
@@ -118,7 +118,7 @@ func (r result) String() string {
 
 // lab is a simulator with one simulated minion, and the environment that names it.
 type lab struct {
-	sim    *salttest.Sim
+	sim    *salttest.Master
 	minion string
 	python bool // the minion runs the real module (python3 found)
 	env    []string
@@ -155,8 +155,8 @@ func newLabModel(t *testing.T, python bool, opts ...salttest.Option) *lab {
 		sim.AddMinion(l.minion, m.Handler())
 	}
 	l.env = []string{
-		"ODUFLOW_SALT_MASTER=" + sim.RequestAddr(),
-		"ODUFLOW_SALT_EVENTS=" + sim.EventAddr(),
+		"ODUFLOW_SALT_MASTER=" + sim.Addr(),
+		"ODUFLOW_SALT_EVENTS=" + sim.EventsAddr(),
 		"ODUFLOW_SALT_KEY_FILE=" + sim.KeyFile(),
 		"ODUFLOW_STATE_DIR=" + filepath.Join(t.TempDir(), "claims"),
 	}

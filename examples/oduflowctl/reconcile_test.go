@@ -62,7 +62,7 @@ func TestReconcileALostRequest(t *testing.T) {
 	if s := response(t, oneLine(t, r.stdout)); s["status"] != "failed" || s["passed"] != 0.0 || s["total"] != 1.0 {
 		t.Fatalf("quarantined start: %s", r.stdout)
 	}
-	if n := l.sim.CountPublications("oduflow_job.run"); n != 0 {
+	if n := l.sim.PublicationCount("oduflow_job.run", ""); n != 0 {
 		t.Fatalf("published %d runs while quarantined", n)
 	}
 	// The minion has no receipt for that JID: --from-minion cannot resolve it.
@@ -159,7 +159,7 @@ func TestResumeReturnsAtOnceAndWaits(t *testing.T) {
 	if s := response(t, oneLine(t, r.stdout)); s["status"] != "succeeded" || s["passed"] != 3.0 {
 		t.Fatalf("resume --wait: %s", r)
 	}
-	if n := l.sim.CountPublications("oduflow_job.run"); n != 2 {
+	if n := l.sim.PublicationCount("oduflow_job.run", ""); n != 2 {
 		t.Fatalf("runs published: %d", n)
 	}
 	// Nothing is inherited: the workers wrote to the state directory's private log.

@@ -7,8 +7,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/oduflow/oduflow-go/salt/salttest"
 	"github.com/oduflow/oduflow-go/receipt"
+	"github.com/oduflow/oduflow-go/salt/salttest"
 )
 
 // Result is what a run of one profile reduces to.

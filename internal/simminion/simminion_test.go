@@ -7,8 +7,8 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/oduflow/oduflow-go/salt/salttest"
 	"github.com/oduflow/oduflow-go/receipt"
+	"github.com/oduflow/oduflow-go/salt/salttest"
 )
 
 func TestRunStatusLifecycle(t *testing.T) {

@@ -35,7 +35,7 @@ func errMap(name, message string) *omap { return newOmap("name", name, "message"
 
 // checkAuthentication authenticates load (the publish kwargs, or the whole runner/wheel load)
 // by kind. For "user" it pops "key" from load, as Salt does.
-func (s *Sim) checkAuthentication(load *omap, kind string, showUsername bool) authCheck {
+func (s *Master) checkAuthentication(load *omap, kind string, showUsername bool) authCheck {
 	username := "UNKNOWN"
 	if u, ok := load.str("username"); ok {
 		username = u
@@ -76,14 +76,14 @@ func mustStr(m *omap, k string) string {
 
 // authenticateKey is LoadAuth.authenticate_key for a master running as root whose only key is
 // the root key: root (or a sudo_ user, or any user presenting the root key) gets full access.
-func (s *Sim) authenticateKey(load *omap) bool {
+func (s *Master) authenticateKey(load *omap) bool {
 	v, ok := load.get("key")
 	load.del("key")
 	if !ok {
 		return false
 	}
 	key, isStr := v.(string)
-	root := s.RootKey()
+	root := s.currentRootKey()
 	if !isStr || subtle.ConstantTimeCompare([]byte(key), []byte(root)) != 1 {
 		return false
 	}
@@ -91,7 +91,7 @@ func (s *Sim) authenticateKey(load *omap) bool {
 }
 
 // authenticateEauth checks eauth/username/password against the configured users.
-func (s *Sim) authenticateEauth(load *omap) bool {
+func (s *Master) authenticateEauth(load *omap) bool {
 	backend, ok1 := load.str("eauth")
 	user, ok2 := load.str("username")
 	pw, ok3 := load.str("password")
@@ -118,7 +118,7 @@ func (s *Sim) authenticateEauth(load *omap) bool {
 	return good
 }
 
-func (s *Sim) backendConfigured(backend string) bool {
+func (s *Master) backendConfigured(backend string) bool {
 	for _, u := range s.cfg.users {
 		if u.backend == backend {
 			return true
@@ -128,7 +128,7 @@ func (s *Sim) backendConfigured(backend string) bool {
 }
 
 // authList is get_auth_list: the entries of users named exactly, else those of "*".
-func (s *Sim) authList(backend, user string) []ACLEntry {
+func (s *Master) authList(backend, user string) []ACLEntry {
 	var named, star []ACLEntry
 	for _, u := range s.cfg.users {
 		if u.backend != backend {
@@ -158,7 +158,7 @@ func matchCheck(regex, fun string) bool {
 
 // publishAuthorized is CkMinions.auth_check for a single function, with saltutil.find_job
 // always allowed.
-func (s *Sim) publishAuthorized(acl []ACLEntry, fun string, minions []string) bool {
+func (s *Master) publishAuthorized(acl []ACLEntry, fun string, minions []string) bool {
 	if fun == "saltutil.find_job" {
 		return true
 	}
@@ -235,7 +235,7 @@ func specCheck(acl []ACLEntry, fun, form string) (bool, *omap) {
 }
 
 // blacklisted is publisher_acl_blacklist: user or function matching a listed regex.
-func (s *Sim) blacklisted(user, fun string) bool {
+func (s *Master) blacklisted(user, fun string) bool {
 	for _, r := range s.cfg.blacklistUsers {
 		if matchCheck(r, user) {
 			return true

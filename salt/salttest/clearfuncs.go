@@ -9,7 +9,7 @@ import (
 // runnerWheelAuth is the common head of ClearFuncs.runner and ClearFuncs.wheel: authenticate
 // at the top level of the load, authorize with spec_check, drop the sensitive keys. It returns
 // the effective user name, or the error reply.
-func (s *Sim) runnerWheelAuth(load *omap, form string) (string, *omap, error) {
+func (s *Master) runnerWheelAuth(load *omap, form string) (string, *omap, error) {
 	ak := prepAuthInfo(load)
 	check := s.checkAuthentication(load, ak.kind, false)
 	if check.errMap != nil {
@@ -47,7 +47,7 @@ func (s *Sim) runnerWheelAuth(load *omap, form string) (string, *omap, error) {
 
 // runner is ClearFuncs.runner: asynchronous; the reply is {tag, jid} and the result is only
 // fired on the event bus (salt/run/<jid>/new, then /ret).
-func (s *Sim) runner(load *omap) (any, error) {
+func (s *Master) runner(load *omap) (any, error) {
 	user, denied, err := s.runnerWheelAuth(load, "runner")
 	if err != nil || denied != nil {
 		return denied, err
@@ -96,15 +96,15 @@ func (s *Sim) runner(load *omap) (any, error) {
 }
 
 // runRunner implements the runner functions the simulator knows.
-func (s *Sim) runRunner(fun string, args []any, kwargs *omap) (any, bool) {
+func (s *Master) runRunner(fun string, args []any, kwargs *omap) (any, bool) {
 	switch fun {
 	case "test.arg":
 		return newOmap("args", args, "kwargs", kwargs), true
 	case "jobs.list_jobs":
 		out := &omap{}
 		for _, p := range s.Publications() {
-			out.set(p.JID, newOmap("Function", p.Fun, "Arguments", p.Args, "Target", p.Tgt,
-				"Target-type", p.TgtType, "User", p.User, "StartTime", jidTime(p.JID)))
+			out.set(p.JID, newOmap("Function", p.Fun, "Arguments", p.Args, "Target", p.tgt,
+				"Target-type", p.tgtType, "User", p.User, "StartTime", jidTime(p.JID)))
 		}
 		return out, true
 	case "jobs.lookup_jid":
@@ -136,7 +136,7 @@ func jidTime(jid string) string {
 }
 
 // wheel is ClearFuncs.wheel: synchronous; the reply carries the result.
-func (s *Sim) wheel(load *omap) (any, error) {
+func (s *Master) wheel(load *omap) (any, error) {
 	user, denied, err := s.runnerWheelAuth(load, "wheel")
 	if err != nil || denied != nil {
 		return denied, err
@@ -167,7 +167,7 @@ func (s *Sim) wheel(load *omap) (any, error) {
 }
 
 // runWheel implements key.list_all; the remaining load keys are the function's kwargs.
-func (s *Sim) runWheel(fun string, load *omap) (any, bool) {
+func (s *Master) runWheel(fun string, load *omap) (any, bool) {
 	switch fun {
 	case "key.list_all", "key.list":
 		for _, k := range load.keys {

@@ -18,7 +18,7 @@ func TestPingEcho(t *testing.T) {
 
 func TestPublishByKeyRunsMinionAndFiresEvents(t *testing.T) {
 	s := startLab(t)
-	evs := dialEvents(t, s.EventAddr())
+	evs := dialEvents(t, s.EventsAddr())
 	waitReaders(t, s, 1)
 	jid := "20261129170000000001"
 	md := newOmap("request_id", "r-1")
@@ -82,7 +82,7 @@ func TestPublishTargets(t *testing.T) {
 
 func TestPublishAuth(t *testing.T) {
 	s := startLab(t)
-	evs := dialEvents(t, s.EventAddr())
+	evs := dialEvents(t, s.EventsAddr())
 	waitReaders(t, s, 1)
 	authErr := `{"error":{"name":"AuthenticationError","message":"Authentication error occurred."}}`
 	authzErr := `{"error":{"name":"AuthorizationError","message":"Authorization error occurred."}}`
@@ -133,7 +133,7 @@ func TestPublishAuth(t *testing.T) {
 		t.Errorf("eauth publication %+v", p[len(p)-1])
 	}
 	// blacklist
-	s2 := startLab(t, WithBlacklist(nil, []string{`cmd\.`}))
+	s2 := startLab(t, withBlacklist(nil, []string{`cmd\.`}))
 	got = call(t, s2, publishLoad("cmd.run", []any{labMinion}, "list", []any{})...)
 	if shape(got, "") != authzErr {
 		t.Errorf("blacklisted: %s", shape(got, ""))
@@ -141,7 +141,7 @@ func TestPublishAuth(t *testing.T) {
 }
 
 func TestTokens(t *testing.T) {
-	s := startLab(t, WithTokenExpire(time.Hour))
+	s := startLab(t, withTokenExpire(time.Hour))
 	tok := call(t, s, "cmd", "mk_token", "eauth", "file", "username", labUser, "password", labPassword)
 	if g := shape(tok, ""); g != `{"start":<float64>,"expire":<float64>,"name":"oduflow","eauth":"file","token":<string>}` {
 		t.Fatalf("mk_token %s", g)
@@ -168,7 +168,7 @@ func TestTokens(t *testing.T) {
 		t.Fatalf("publish with token: %s", shape(got, ""))
 	}
 	// expired token
-	s2 := startLab(t, WithTokenExpire(time.Millisecond))
+	s2 := startLab(t, withTokenExpire(time.Millisecond))
 	tok = call(t, s2, "cmd", "mk_token", "eauth", "auto", "username", labUser, "password", "x")
 	time.Sleep(5 * time.Millisecond)
 	if got := call(t, s2, "cmd", "get_token", "token", mget(t, tok, "token")); shape(got, "") != "{}" {
@@ -178,7 +178,7 @@ func TestTokens(t *testing.T) {
 
 func TestRunnerAndWheel(t *testing.T) {
 	s := startLab(t)
-	evs := dialEvents(t, s.EventAddr())
+	evs := dialEvents(t, s.EventsAddr())
 	waitReaders(t, s, 1)
 	got := call(t, s, "fun", "test.arg", "kwarg", newOmap("kwarg", newOmap("kw", "v"), "arg", []any{"a1", 2}),
 		"username", labUser, "password", labPassword, "eauth", "file", "cmd", "runner")
@@ -222,7 +222,7 @@ func TestRunnerAndWheel(t *testing.T) {
 func TestEnvelopeErrors(t *testing.T) {
 	s := startLab(t, WithMinimumAuthVersion(3))
 	send := func(body []byte) any {
-		r, err := zreq(t, s.RequestAddr(), body, 5*time.Second)
+		r, err := zreq(t, s.Addr(), body, 5*time.Second)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -268,7 +268,7 @@ func TestEnvelopeErrors(t *testing.T) {
 // (protocol spec 3.4); without "user" it fails before anything.
 func TestMalformedPublish(t *testing.T) {
 	s := startLab(t)
-	evs := dialEvents(t, s.EventAddr())
+	evs := dialEvents(t, s.EventsAddr())
 	waitReaders(t, s, 1)
 	kv := publishLoad("test.ping", []any{labMinion}, "list", []any{}, "jid", "20261129170000000003")
 	var noRet []any
@@ -281,7 +281,7 @@ func TestMalformedPublish(t *testing.T) {
 		t.Fatalf("reply %v", got)
 	}
 	evs.waitTag(t, "salt/job/20261129170000000003/new")
-	if n := s.CountPublications(""); n != 0 {
+	if n := s.PublicationCount("", ""); n != 0 {
 		t.Errorf("published %d", n)
 	}
 	if got := call(t, s, "cmd", "publish", "fun", "test.ping", "tgt", "*"); got != replyException {
@@ -296,7 +296,7 @@ func TestKeyFileAndRotation(t *testing.T) {
 		t.Fatalf("key file %v %v", st, err)
 	}
 	b, _ := os.ReadFile(s.KeyFile())
-	if len(b) != 76 || string(b) != s.RootKey() {
+	if len(b) != 76 || string(b) != s.currentRootKey() {
 		t.Fatalf("key %q", b)
 	}
 	if err := s.RotateKey(); err != nil {
@@ -306,30 +306,30 @@ func TestKeyFileAndRotation(t *testing.T) {
 	if string(b2) == string(b) {
 		t.Error("key not rotated")
 	}
-	ev, err := os.Stat(strings.TrimPrefix(s.EventAddr(), "unix://"))
+	ev, err := os.Stat(strings.TrimPrefix(s.EventsAddr(), "unix://"))
 	if err != nil || ev.Mode().Perm() != 0o600 {
 		t.Errorf("event socket %v %v", ev, err)
 	}
 }
 
 func TestStateHandlers(t *testing.T) {
-	ret, rc := StateReturn("roles.client_stack", Succeeds, false)
-	if rc != 0 || len(Plain(ret).(map[string]any)) != 3 {
-		t.Errorf("stack %d %v", rc, Plain(ret))
+	ret, rc := stateReturn("roles.client_stack", Succeeds, false)
+	if rc != 0 || len(plain(ret).(map[string]any)) != 3 {
+		t.Errorf("stack %d %v", rc, plain(ret))
 	}
-	h := StateHigh()
+	h := stateHigh()
 	high := map[string]any{"a": map[string]any{"test": []any{"fail_without_changes"}, "__sls__": "x"},
 		"b": map[string]any{"test.succeed_without_changes": []any{map[string]any{"name": "bee"}}}}
 	ret, rc = h(context.Background(), Job{Fun: "state.high", Args: []any{high}})
-	m := Plain(ret).(map[string]any)
+	m := plain(ret).(map[string]any)
 	if rc != 2 || len(m) != 2 || m["test_|-b_|-bee_|-succeed_without_changes"] == nil {
 		t.Errorf("state.high %d %v", rc, m)
 	}
-	ret, rc = StateApply(nil)(context.Background(), Job{Args: []any{"nosuch"}})
-	if rc != 1 || !strings.Contains(Plain(ret).([]any)[0].(string), "No matching sls") {
+	ret, rc = stateApply(nil, false)(context.Background(), Job{Args: []any{"nosuch"}})
+	if rc != 1 || !strings.Contains(plain(ret).([]any)[0].(string), "No matching sls") {
 		t.Errorf("missing sls %d %v", rc, ret)
 	}
-	ret, rc = Functions(nil)(context.Background(), Job{Fun: "x.y"})
+	ret, rc = functions(nil)(context.Background(), Job{Fun: "x.y"})
 	if rc != 1 || ret != "'x.y' is not available." {
 		t.Errorf("unknown fun %d %v", rc, ret)
 	}

@@ -104,13 +104,10 @@ func (r *reader) scalarOrContainer(c byte) (any, error) {
 		}
 		return u, err
 	case msgpcode.IsString(c):
-		return r.d.DecodeString() // no UTF-8 check: Salt's old str family carries raw bytes
+		b, err := r.raw()
+		return string(b), err // no UTF-8 check: Salt's old str family carries raw bytes
 	case msgpcode.IsBin(c):
-		b, err := r.d.DecodeBytes()
-		if b == nil && err == nil {
-			b = []byte{}
-		}
-		return b, err
+		return r.raw()
 	case c == msgpcode.Float || c == msgpcode.Double:
 		return r.d.DecodeFloat64()
 	case c == msgpcode.Nil:
@@ -125,6 +122,21 @@ func (r *reader) scalarOrContainer(c byte) (any, error) {
 		return r.extValue()
 	}
 	return nil, errors.Newf("reserved code 0x%x", errors.Safe(c))
+}
+
+// raw reads a str or bin payload. msgpack/v5's DecodeString and DecodeBytes allocate the
+// declared length before reading (a 9-byte input declaring 2.8 GB of bin allocates it), so the
+// length is read with DecodeBytesLen and checked against the input first.
+func (r *reader) raw() ([]byte, error) {
+	n, err := r.d.DecodeBytesLen()
+	if err != nil {
+		return nil, err
+	}
+	if err := r.fits(n); err != nil {
+		return nil, err
+	}
+	b := make([]byte, n)
+	return b, r.d.ReadFull(b)
 }
 
 func (r *reader) arrayValue() (any, error) {

@@ -16,7 +16,7 @@ import (
 // a stream server that writes every fired event to every connected reader. No subscription,
 // no replay; each reader has a bounded queue and is disconnected when it falls behind.
 type eventBus struct {
-	s       *Sim
+	s       *Master
 	framing Framing
 	bufLen  int
 	unixLn  net.Listener
@@ -49,13 +49,13 @@ func (r *evReader) kill() {
 	})
 }
 
-func startEventBus(ctx context.Context, s *Sim, prev *eventBus) (*eventBus, error) {
+func startEventBus(ctx context.Context, s *Master, prev *eventBus) (*eventBus, error) {
 	b := &eventBus{s: s, framing: s.cfg.framing, bufLen: s.cfg.eventBuffer, readers: map[*evReader]struct{}{},
 		stop: make(chan struct{})}
 	if b.bufLen <= 0 {
 		b.bufLen = 1
 	}
-	path := s.EventSocketPath()
+	path := s.eventSocketPath()
 	if len(path) > maxUnixPath {
 		return nil, errors.Newf("salttest: event socket path is %d bytes, the limit is %d: use a shorter WithDir",
 			errors.Safe(len(path)), errors.Safe(maxUnixPath))
@@ -210,7 +210,7 @@ func (b *eventBus) close() {
 
 // fire sends an event to the current bus (no-op without readers). Data is an ordered map
 // or a map[string]any.
-func (s *Sim) fire(tag string, data *omap) {
+func (s *Master) fire(tag string, data *omap) {
 	s.lifeMu.Lock()
 	b := s.bus
 	s.lifeMu.Unlock()
@@ -227,7 +227,7 @@ func (s *Sim) fire(tag string, data *omap) {
 
 // FireEvent puts an arbitrary event on the bus (tag, data plus _stamp), as anyone who can
 // write to master_event_pull.ipc can.
-func (s *Sim) FireEvent(tag string, data map[string]any) error {
+func (s *Master) FireEvent(tag string, data map[string]any) error {
 	if s.isClosed() {
 		return ErrClosed
 	}

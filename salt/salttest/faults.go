@@ -3,7 +3,7 @@ package salttest
 import "time"
 
 // faults holds pending fault injections; each call of a Drop/Delay/Malform/... method arms one
-// occurrence, consumed by the next matching request or return. Guarded by Sim.mu.
+// occurrence, consumed by the next matching request or return. Guarded by Master.mu.
 type faults struct {
 	dropReply    map[string]int
 	malformReply map[string]int
@@ -37,7 +37,7 @@ type replyFault struct {
 	delay   time.Duration
 }
 
-func (s *Sim) takeReplyFault(cmd string) replyFault {
+func (s *Master) takeReplyFault(cmd string) replyFault {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var f replyFault
@@ -57,7 +57,7 @@ func (s *Sim) takeReplyFault(cmd string) replyFault {
 
 // DropNextReply makes the next request with this cmd ("publish", "runner", ...; "" = any) be
 // processed normally (a publish IS published) but never answered: the client sees nothing.
-func (s *Sim) DropNextReply(cmd string) {
+func (s *Master) DropNextReply(cmd string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	inc(&s.faults.dropReply, cmd)
@@ -65,7 +65,7 @@ func (s *Sim) DropNextReply(cmd string) {
 
 // DelayNextReply processes the next request with this cmd at once but sends its reply only
 // after d (the simulator keeps going if the client gives up meanwhile).
-func (s *Sim) DelayNextReply(cmd string, d time.Duration) {
+func (s *Master) DelayNextReply(cmd string, d time.Duration) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.faults.delayReply == nil {
@@ -76,7 +76,7 @@ func (s *Sim) DelayNextReply(cmd string, d time.Duration) {
 
 // MalformNextReply processes the next request with this cmd, then answers with bytes that are
 // not a msgpack document (the real reply, truncated; or the reserved byte 0xc1).
-func (s *Sim) MalformNextReply(cmd string) {
+func (s *Master) MalformNextReply(cmd string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	inc(&s.faults.malformReply, cmd)
@@ -85,13 +85,13 @@ func (s *Sim) MalformNextReply(cmd string) {
 // ExceptionNextReply makes the next request with this cmd ("" = any) fail inside the master before it
 // does anything (nothing is published): the reply is "Some exception handling minion payload", as when a
 // ClearFuncs method raises.
-func (s *Sim) ExceptionNextReply(cmd string) {
+func (s *Master) ExceptionNextReply(cmd string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	inc(&s.faults.exception, cmd)
 }
 
-func (s *Sim) takeException(cmd string) bool {
+func (s *Master) takeException(cmd string) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return take(s.faults.exception, cmd)
@@ -99,7 +99,7 @@ func (s *Sim) takeException(cmd string) bool {
 
 // DropNextReturn lets the minion run the next job with this JID ("" = any) but never fires its
 // return event.
-func (s *Sim) DropNextReturn(jid string) {
+func (s *Master) DropNextReturn(jid string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	inc(&s.faults.dropReturn, jid)
@@ -107,7 +107,7 @@ func (s *Sim) DropNextReturn(jid string) {
 
 // DuplicateNextReturn fires the return event of the next job with this JID ("" = any) twice,
 // as a minion's return retries can.
-func (s *Sim) DuplicateNextReturn(jid string) {
+func (s *Master) DuplicateNextReturn(jid string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	inc(&s.faults.dupReturn, jid)

@@ -17,15 +17,15 @@ func pingLoad(jid string) []any {
 // TestDropNextReply: the publish is processed and published, the client never hears back.
 func TestDropNextReply(t *testing.T) {
 	s := startLab(t)
-	evs := dialEvents(t, s.EventAddr())
+	evs := dialEvents(t, s.EventsAddr())
 	waitReaders(t, s, 1)
 	s.DropNextReply("publish")
-	_, err := zreq(t, s.RequestAddr(), envelope(t, 3, pingLoad("20261129170000000010")...), 300*time.Millisecond)
+	_, err := zreq(t, s.Addr(), envelope(t, 3, pingLoad("20261129170000000010")...), 300*time.Millisecond)
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("err = %v, want a timeout", err)
 	}
 	evs.waitTag(t, "salt/job/20261129170000000010/ret/"+labMinion)
-	if n := s.CountPublications("test.ping"); n != 1 {
+	if n := s.PublicationCount("test.ping", ""); n != 1 {
 		t.Errorf("publications = %d", n)
 	}
 	// only one occurrence was armed
@@ -34,7 +34,7 @@ func TestDropNextReply(t *testing.T) {
 	}
 	// "" matches any command
 	s.DropNextReply("")
-	if _, err := zreq(t, s.RequestAddr(), envelope(t, 3, "cmd", "ping"), 200*time.Millisecond); err == nil {
+	if _, err := zreq(t, s.Addr(), envelope(t, 3, "cmd", "ping"), 200*time.Millisecond); err == nil {
 		t.Error("ping answered despite DropNextReply(\"\")")
 	}
 }
@@ -43,28 +43,28 @@ func TestDelayAndMalformReply(t *testing.T) {
 	s := startLab(t)
 	s.DelayNextReply("ping", 300*time.Millisecond)
 	start := time.Now()
-	if _, err := zreq(t, s.RequestAddr(), envelope(t, 3, "cmd", "ping"), 5*time.Second); err != nil {
+	if _, err := zreq(t, s.Addr(), envelope(t, 3, "cmd", "ping"), 5*time.Second); err != nil {
 		t.Fatal(err)
 	}
 	if d := time.Since(start); d < 300*time.Millisecond {
 		t.Errorf("reply after %v", d)
 	}
 	s.DelayNextReply("publish", time.Second)
-	if _, err := zreq(t, s.RequestAddr(), envelope(t, 3, pingLoad("20261129170000000012")...), 200*time.Millisecond); err == nil {
+	if _, err := zreq(t, s.Addr(), envelope(t, 3, pingLoad("20261129170000000012")...), 200*time.Millisecond); err == nil {
 		t.Error("delayed reply arrived early")
 	}
-	if n := s.CountPublications(""); n != 1 {
+	if n := s.PublicationCount("", ""); n != 1 {
 		t.Errorf("delayed publish not processed at once: %d", n)
 	}
 	s.MalformNextReply("publish")
-	r, err := zreq(t, s.RequestAddr(), envelope(t, 3, pingLoad("20261129170000000013")...), 5*time.Second)
+	r, err := zreq(t, s.Addr(), envelope(t, 3, pingLoad("20261129170000000013")...), 5*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, err := unpack(r.body); err == nil {
 		t.Errorf("malformed reply decodes: %x", r.body)
 	}
-	if n := s.CountPublications(""); n != 2 {
+	if n := s.PublicationCount("", ""); n != 2 {
 		t.Errorf("malformed publish not processed: %d", n)
 	}
 }
@@ -72,21 +72,21 @@ func TestDelayAndMalformReply(t *testing.T) {
 func TestExceptionNextReply(t *testing.T) {
 	s := startLab(t)
 	s.ExceptionNextReply("publish")
-	r, err := zreq(t, s.RequestAddr(), envelope(t, 3, pingLoad("20261129170000000014")...), 5*time.Second)
+	r, err := zreq(t, s.Addr(), envelope(t, 3, pingLoad("20261129170000000014")...), 5*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if v, err := unpack(r.body); err != nil || v != replyException {
 		t.Fatalf("reply %v %v", v, err)
 	}
-	if n := s.CountPublications(""); n != 0 {
+	if n := s.PublicationCount("", ""); n != 0 {
 		t.Errorf("published despite the exception: %d", n)
 	}
 	// One occurrence only: the next publish goes out.
-	if _, err := zreq(t, s.RequestAddr(), envelope(t, 3, pingLoad("20261129170000000015")...), 5*time.Second); err != nil {
+	if _, err := zreq(t, s.Addr(), envelope(t, 3, pingLoad("20261129170000000015")...), 5*time.Second); err != nil {
 		t.Fatal(err)
 	}
-	if n := s.CountPublications(""); n != 1 {
+	if n := s.PublicationCount("", ""); n != 1 {
 		t.Errorf("publications %d", n)
 	}
 }
@@ -101,7 +101,7 @@ func TestReturnFaultsAndDedupe(t *testing.T) {
 		mu.Unlock()
 		return true, 0
 	})
-	evs := dialEvents(t, s.EventAddr())
+	evs := dialEvents(t, s.EventsAddr())
 	waitReaders(t, s, 1)
 	retTag := func(j string) string { return "salt/job/" + j + "/ret/" + labMinion }
 
@@ -125,7 +125,7 @@ func TestReturnFaultsAndDedupe(t *testing.T) {
 		}
 		ev = evs.waitTag(t, "salt/job/*")
 	}
-	if n := s.CountPublications(""); n != 5 {
+	if n := s.PublicationCount("", ""); n != 5 {
 		t.Errorf("publications = %d", n)
 	}
 	ok := func() bool {
@@ -151,12 +151,12 @@ func TestReturnFaultsAndDedupe(t *testing.T) {
 func TestMinionLifecycle(t *testing.T) {
 	s := startLab(t)
 	release := make(chan struct{})
-	s.AddMinion(labMinion, Functions(map[string]MinionHandler{
-		"state.apply": Blocking(release, StateApply(labRoles())),
-		"test.ping":   TestPing(),
+	s.AddMinion(labMinion, functions(map[string]MinionHandler{
+		"state.apply": blockingHandler(release, stateApply(labRoles(), false)),
+		"test.ping":   testPing(),
 		"boom":        func(context.Context, Job) (any, int) { panic("kaput") },
 	}))
-	evs := dialEvents(t, s.EventAddr())
+	evs := dialEvents(t, s.EventsAddr())
 	waitReaders(t, s, 1)
 	call(t, s, publishLoad("state.apply", []any{labMinion}, "list", []any{"roles.client_stack"},
 		"jid", "20261129170000000030")...)
@@ -185,7 +185,7 @@ func TestMinionLifecycle(t *testing.T) {
 	if shape(mget(t, got, "load", "minions"), "") != `["`+labMinion+`"]` {
 		t.Errorf("offline minion not listed: %s", shape(got, ""))
 	}
-	if len(s.Running(labMinion)) != 0 {
+	if len(s.runningJIDs(labMinion)) != 0 {
 		t.Error("offline minion runs")
 	}
 	close(release)
@@ -193,7 +193,7 @@ func TestMinionLifecycle(t *testing.T) {
 
 // TestCloseStopsBlockingHandler: Close cancels a handler that blocks.
 func TestCloseStopsBlockingHandler(t *testing.T) {
-	s, err := Start(context.Background(), WithDir(shortDir(t)), WithRootKey(labRootKey))
+	s, err := Start(context.Background(), WithDir(shortDir(t)), withRootKey(labRootKey))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -204,7 +204,7 @@ func TestCloseStopsBlockingHandler(t *testing.T) {
 		return nil, 1
 	})
 	call(t, s, pingLoad("")...)
-	for len(s.Running(labMinion)) == 0 {
+	for len(s.runningJIDs(labMinion)) == 0 {
 		time.Sleep(5 * time.Millisecond)
 	}
 	start := time.Now()
@@ -227,14 +227,14 @@ func TestHeartbeat(t *testing.T) {
 	s.DelayNextReply("ping", 400*time.Millisecond)
 	done := make(chan reqResult, 1)
 	go func() {
-		r, err := zreq(t, s.RequestAddr(), envelope(t, 3, "cmd", "ping"), 5*time.Second)
+		r, err := zreq(t, s.Addr(), envelope(t, 3, "cmd", "ping"), 5*time.Second)
 		if err != nil {
 			t.Error(err)
 		}
 		done <- r
 	}()
 	deadline := time.Now().Add(2 * time.Second)
-	for s.Heartbeat() == 0 && time.Now().Before(deadline) {
+	for s.heartbeat() == 0 && time.Now().Before(deadline) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	r := <-done
@@ -247,7 +247,7 @@ func TestHeartbeat(t *testing.T) {
 	// periodic heartbeats
 	s2 := startLab(t, WithHeartbeat(50*time.Millisecond))
 	s2.DelayNextReply("ping", 300*time.Millisecond)
-	r2, err := zreq(t, s2.RequestAddr(), envelope(t, 3, "cmd", "ping"), 5*time.Second)
+	r2, err := zreq(t, s2.Addr(), envelope(t, 3, "cmd", "ping"), 5*time.Second)
 	if err != nil || r2.pings < 2 {
 		t.Errorf("periodic heartbeat: pings %d err %v", r2.pings, err)
 	}
@@ -256,8 +256,8 @@ func TestHeartbeat(t *testing.T) {
 // TestEventBusFaults: CloseEventBus drops readers (they reconnect), a slow reader is dropped,
 // FireEvent reaches readers.
 func TestEventBusFaults(t *testing.T) {
-	s := startLab(t, WithEventReaderBuffer(4))
-	evs := dialEvents(t, s.EventAddr())
+	s := startLab(t, withEventReaderBuffer(4))
+	evs := dialEvents(t, s.EventsAddr())
 	waitReaders(t, s, 1)
 	if err := s.FireEvent("custom/tag", map[string]any{"a": 1}); err != nil {
 		t.Fatal(err)
@@ -269,36 +269,36 @@ func TestEventBusFaults(t *testing.T) {
 	if _, err := evs.next(2 * time.Second); err == nil {
 		t.Error("reader not disconnected")
 	}
-	slow := dialEvents(t, s.EventAddr())
+	slow := dialEvents(t, s.EventsAddr())
 	_ = slow
 	waitReaders(t, s, 1)
 	big := map[string]any{"blob": string(make([]byte, 1<<20))}
-	for i := 0; i < 64 && s.EventReaders() > 0; i++ {
+	for i := 0; i < 64 && s.eventReaders() > 0; i++ {
 		_ = s.FireEvent("flood", big)
 	}
-	if s.EventReaders() != 0 {
+	if s.eventReaders() != 0 {
 		t.Error("slow reader still connected")
 	}
 }
 
 // TestRestart: same addresses, new root key, readers disconnected, old key refused.
 func TestRestart(t *testing.T) {
-	s := startLab(t, WithEventTCP())
-	reqAddr, tcpAddr := s.RequestAddr(), s.EventTCPAddr()
-	evs := dialEvents(t, s.EventAddr())
+	s := startLab(t, withEventTCP())
+	reqAddr, tcpAddr := s.Addr(), s.eventTCPAddr()
+	evs := dialEvents(t, s.EventsAddr())
 	waitReaders(t, s, 1)
-	oldKey := s.RootKey()
+	oldKey := s.currentRootKey()
 	if err := s.Restart(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if s.RequestAddr() != reqAddr || s.EventTCPAddr() != tcpAddr {
-		t.Errorf("addresses changed: %s %s", s.RequestAddr(), s.EventTCPAddr())
+	if s.Addr() != reqAddr || s.eventTCPAddr() != tcpAddr {
+		t.Errorf("addresses changed: %s %s", s.Addr(), s.eventTCPAddr())
 	}
 	if _, err := evs.next(2 * time.Second); err == nil {
 		t.Error("event reader survived the restart")
 	}
 	b, _ := os.ReadFile(s.KeyFile())
-	if string(b) == oldKey || string(b) != s.RootKey() {
+	if string(b) == oldKey || string(b) != s.currentRootKey() {
 		t.Error("key not rotated")
 	}
 	got := call(t, s, pingLoad("")...)
@@ -311,14 +311,14 @@ func TestRestart(t *testing.T) {
 	evs2.waitTag(t, "salt/job/"+mget(t, got, "load", "jid").(string)+"/ret/"+labMinion)
 }
 
-func tcpAddrURL(s *Sim) string { return s.EventTCPAddr() }
+func tcpAddrURL(s *Master) string { return s.eventTCPAddr() }
 
 // TestFramings: both framings decode; the length prefix counts the map only.
 func TestFramings(t *testing.T) {
 	for _, f := range []Framing{FramingBare, FramingLengthPrefixed} {
 		t.Run(f.String(), func(t *testing.T) {
-			s := startLab(t, WithEventFraming(f), WithEventTCP())
-			for _, addr := range []string{s.EventAddr(), s.EventTCPAddr()} {
+			s := startLab(t, WithEventFraming(f), withEventTCP())
+			for _, addr := range []string{s.EventsAddr(), s.eventTCPAddr()} {
 				evs := dialEvents(t, addr)
 				waitReaders(t, s, 1)
 				_ = s.FireEvent("t/1", map[string]any{"k": "v"})
@@ -333,7 +333,7 @@ func TestFramings(t *testing.T) {
 					t.Errorf("data %s", shape(ev.data, ""))
 				}
 				_ = evs.c.Close()
-				for s.EventReaders() > 0 {
+				for s.eventReaders() > 0 {
 					time.Sleep(5 * time.Millisecond)
 				}
 			}
@@ -346,7 +346,7 @@ func TestFramings(t *testing.T) {
 func TestSubscribeThenFireImmediately(t *testing.T) {
 	s := startLab(t)
 	for i := 0; i < 50; i++ {
-		evs := dialEvents(t, s.EventAddr())
+		evs := dialEvents(t, s.EventsAddr())
 		if err := s.FireEvent("race/"+strconv.Itoa(i), map[string]any{}); err != nil {
 			t.Fatal(err)
 		}

@@ -190,11 +190,11 @@ func TestGoldenClearReplies(t *testing.T) {
 		return true, 0
 	}
 	s := startSim(t, labOptions(t)...)
-	s.AddMinion(labMinion, Functions(map[string]MinionHandler{
-		"test.ping": TestPing(), "test.sleep": fastSleep,
-		"state.apply": StateApply(labRoles()), "state.high": StateHigh(),
+	s.AddMinion(labMinion, functions(map[string]MinionHandler{
+		"test.ping": testPing(), "test.sleep": fastSleep,
+		"state.apply": stateApply(labRoles(), false), "state.high": stateHigh(),
 	}))
-	evs := dialEvents(t, s.EventAddr())
+	evs := dialEvents(t, s.EventsAddr())
 	var (
 		mu  sync.Mutex
 		got []event
@@ -225,7 +225,7 @@ func TestGoldenClearReplies(t *testing.T) {
 		if name == "09c_publish_find_job_finished" {
 			waitIdle(t, s, labMinion)
 		}
-		r, err := zreq(t, s.RequestAddr(), req, 5*time.Second)
+		r, err := zreq(t, s.Addr(), req, 5*time.Second)
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
@@ -284,10 +284,10 @@ func TestGoldenClearReplies(t *testing.T) {
 	}
 }
 
-func waitIdle(t *testing.T, s *Sim, id string) {
+func waitIdle(t *testing.T, s *Master, id string) {
 	t.Helper()
 	deadline := time.Now().Add(5 * time.Second)
-	for len(s.Running(id)) > 0 {
+	for len(s.runningJIDs(id)) > 0 {
 		if time.Now().After(deadline) {
 			t.Fatal("minion still running")
 		}
@@ -295,12 +295,12 @@ func waitIdle(t *testing.T, s *Sim, id string) {
 	}
 }
 
-func waitReaders(t *testing.T, s *Sim, n int) {
+func waitReaders(t *testing.T, s *Master, n int) {
 	t.Helper()
 	deadline := time.Now().Add(5 * time.Second)
-	for s.EventReaders() < n {
+	for s.eventReaders() < n {
 		if time.Now().After(deadline) {
-			t.Fatalf("event readers = %d, want %d", s.EventReaders(), n)
+			t.Fatalf("event readers = %d, want %d", s.eventReaders(), n)
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
@@ -313,7 +313,7 @@ func TestGoldenZMTPStream(t *testing.T) {
 	s := startLab(t)
 	c2s := readTestdata(t, "wire", "zmtp_req_publish.c2s.raw")
 	s2c := readTestdata(t, "wire", "zmtp_req_publish.s2c.raw")
-	c, err := net.Dial("tcp", strings.TrimPrefix(s.RequestAddr(), "tcp://"))
+	c, err := net.Dial("tcp", strings.TrimPrefix(s.Addr(), "tcp://"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -329,7 +329,7 @@ func TestGoldenZMTPStream(t *testing.T) {
 	if !bytes.Equal(got, s2c) {
 		t.Errorf("server stream differs:\n got %x\nwant %x", got, s2c)
 	}
-	if n := s.CountPublications("test.ping"); n != 1 {
+	if n := s.PublicationCount("test.ping", ""); n != 1 {
 		t.Errorf("publications = %d", n)
 	}
 }

@@ -23,9 +23,9 @@ const (
 	MissingRequisite
 )
 
-// Functions dispatches on the job's function name; unknown functions return Salt's
+// functions dispatches on the job's function name; unknown functions return Salt's
 // "'<fun>' is not available." with retcode 1.
-func Functions(funcs map[string]MinionHandler) MinionHandler {
+func functions(funcs map[string]MinionHandler) MinionHandler {
 	return func(ctx context.Context, job Job) (any, int) {
 		if h, ok := funcs[job.Fun]; ok && h != nil {
 			return h(ctx, job)
@@ -34,9 +34,9 @@ func Functions(funcs map[string]MinionHandler) MinionHandler {
 	}
 }
 
-// Standard is a minion with test.ping, test.sleep, test.arg, state.apply (every role succeeds
+// standard is the generic minion: with test.ping, test.sleep, test.arg, state.apply (every role succeeds
 // unless listed in roles), state.sls (same as state.apply) and state.high.
-func Standard(roles ...map[string]Outcome) MinionHandler {
+func standard(roles ...map[string]Outcome) MinionHandler {
 	r := map[string]Outcome{}
 	for _, m := range roles {
 		for k, v := range m {
@@ -44,23 +44,23 @@ func Standard(roles ...map[string]Outcome) MinionHandler {
 		}
 	}
 	apply := stateApply(r, true)
-	return Functions(map[string]MinionHandler{
-		"test.ping":   TestPing(),
-		"test.sleep":  TestSleep(),
-		"test.arg":    TestArg(),
+	return functions(map[string]MinionHandler{
+		"test.ping":   testPing(),
+		"test.sleep":  testSleep(),
+		"test.arg":    testArg(),
 		"state.apply": apply,
 		"state.sls":   apply,
-		"state.high":  StateHigh(),
+		"state.high":  stateHigh(),
 	})
 }
 
-// TestPing returns true.
-func TestPing() MinionHandler {
+// testPing returns true.
+func testPing() MinionHandler {
 	return func(context.Context, Job) (any, int) { return true, 0 }
 }
 
-// TestSleep sleeps Args[0] seconds (stopping early when ctx ends) and returns true.
-func TestSleep() MinionHandler {
+// testSleep sleeps Args[0] seconds (stopping early when ctx ends) and returns true.
+func testSleep() MinionHandler {
 	return func(ctx context.Context, job Job) (any, int) {
 		var secs float64
 		if len(job.Args) > 0 {
@@ -81,18 +81,17 @@ func TestSleep() MinionHandler {
 	}
 }
 
-// TestArg returns {args, kwargs} like test.arg.
-func TestArg() MinionHandler {
+// testArg returns {args, kwargs} like test.arg.
+func testArg() MinionHandler {
 	return func(_ context.Context, job Job) (any, int) {
 		return map[string]any{"args": job.Args, "kwargs": job.Kwargs}, 0
 	}
 }
 
-// StateApply simulates state.apply <role>: roles listed with an outcome produce returns shaped
-// exactly like the captured lab returns; a role not listed yields "No matching sls found",
-// retcode 1. The kwarg test=True turns changing states into result null (retcode 0).
-func StateApply(roles map[string]Outcome) MinionHandler { return stateApply(roles, false) }
-
+// stateApply simulates state.apply <role>: roles listed with an outcome produce returns shaped
+// exactly like the captured lab returns; a role not listed succeeds when defaultSucceeds, else
+// yields "No matching sls found", retcode 1. The kwarg test=True turns changing states into
+// result null (retcode 0).
 func stateApply(roles map[string]Outcome, defaultSucceeds bool) MinionHandler {
 	return func(_ context.Context, job Job) (any, int) {
 		if len(job.Args) == 0 {
@@ -104,12 +103,12 @@ func stateApply(roles map[string]Outcome, defaultSucceeds bool) MinionHandler {
 			return []any{fmt.Sprintf("No matching sls found for '%s' in env 'base'", role)}, 1
 		}
 		test, _ := job.Kwargs["test"].(bool)
-		return StateReturn(role, o, test)
+		return stateReturn(role, o, test)
 	}
 }
 
-// StateReturn builds the return of a state run of role with the given outcome.
-func StateReturn(role string, o Outcome, test bool) (any, int) {
+// stateReturn builds the return of a state run of role with the given outcome.
+func stateReturn(role string, o Outcome, test bool) (any, int) {
 	clock := time.Now()
 	base := role[strings.LastIndex(role, ".")+1:]
 	base = strings.TrimPrefix(base, "client_")
@@ -171,9 +170,9 @@ func testEntry(id, name, sls string, run int, ok bool, clock time.Time) *omap {
 		"__run_num__", run, "start_time", startTime(clock), "duration", 1.073, "__id__", id)
 }
 
-// StateHigh simulates state.high <high data>: every state id gives one entry; the function
+// stateHigh simulates state.high <high data>: every state id gives one entry; the function
 // test.fail_without_changes fails (result false, retcode 2), everything else succeeds.
-func StateHigh() MinionHandler {
+func stateHigh() MinionHandler {
 	return func(_ context.Context, job Job) (any, int) {
 		if len(job.Args) == 0 {
 			return "Passed invalid arguments: high() missing 1 required positional argument: 'data'", 1
@@ -222,7 +221,7 @@ func StateHigh() MinionHandler {
 }
 
 // Slow wraps h so that it first waits d (or until ctx ends).
-func Slow(d time.Duration, h MinionHandler) MinionHandler {
+func slowHandler(d time.Duration, h MinionHandler) MinionHandler {
 	return func(ctx context.Context, job Job) (any, int) {
 		t := time.NewTimer(d)
 		defer t.Stop()
@@ -237,7 +236,7 @@ func Slow(d time.Duration, h MinionHandler) MinionHandler {
 
 // Blocking wraps h so that it waits until release is closed (or ctx ends), to simulate a
 // state run that lasts as long as a test needs.
-func Blocking(release <-chan struct{}, h MinionHandler) MinionHandler {
+func blockingHandler(release <-chan struct{}, h MinionHandler) MinionHandler {
 	return func(ctx context.Context, job Job) (any, int) {
 		select {
 		case <-release:

@@ -41,10 +41,10 @@ func labRoles() map[string]Outcome {
 func labOptions(t *testing.T) []Option {
 	return []Option{
 		WithDir(shortDir(t)),
-		WithRootKey(labRootKey),
+		withRootKey(labRootKey),
 		WithEauthUser("auto", labUser, "", LabACL()),
 		WithEauthUser("file", labUser, labPassword, LabACL()),
-		WithToken(TokenData{Token: labToken, Name: labUser, Eauth: "file", Start: time.Now(),
+		withToken(tokenData{Token: labToken, Name: labUser, Eauth: "file", Start: time.Now(),
 			Expire: time.Now().Add(time.Hour)}),
 	}
 }
@@ -60,7 +60,7 @@ func shortDir(t *testing.T) string {
 	return d
 }
 
-func startSim(t *testing.T, opts ...Option) *Sim {
+func startSim(t *testing.T, opts ...Option) *Master {
 	t.Helper()
 	s, err := Start(context.Background(), opts...)
 	if err != nil {
@@ -75,9 +75,9 @@ func startSim(t *testing.T, opts ...Option) *Sim {
 }
 
 // startLab starts a lab-configured simulator with the lab minion.
-func startLab(t *testing.T, opts ...Option) *Sim {
+func startLab(t *testing.T, opts ...Option) *Master {
 	s := startSim(t, append(labOptions(t), opts...)...)
-	s.AddMinion(labMinion, Standard(labRoles()))
+	s.AddMinion(labMinion, standard(labRoles()))
 	return s
 }
 
@@ -140,9 +140,9 @@ func envelope(t *testing.T, version int, kv ...any) []byte {
 }
 
 // call sends a clear request (version 3) and decodes the reply.
-func call(t *testing.T, s *Sim, kv ...any) any {
+func call(t *testing.T, s *Master, kv ...any) any {
 	t.Helper()
-	r, err := zreq(t, s.RequestAddr(), envelope(t, 3, kv...), 5*time.Second)
+	r, err := zreq(t, s.Addr(), envelope(t, 3, kv...), 5*time.Second)
 	if err != nil {
 		t.Fatalf("request %v: %v", kv[:2], err)
 	}

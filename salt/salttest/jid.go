@@ -7,7 +7,7 @@ import (
 )
 
 // jidGen makes Salt JIDs (UTC %Y%m%d%H%M%S%f, 20 digits), strictly increasing. The caller holds
-// Sim.mu.
+// Master.mu.
 type jidGen struct{ last time.Time }
 
 func (g *jidGen) next() string {
@@ -19,7 +19,7 @@ func (g *jidGen) next() string {
 	return now.Format("20060102150405") + fmt.Sprintf("%06d", now.Nanosecond()/1000)
 }
 
-func (s *Sim) newJID() string {
+func (s *Master) newJID() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.jids.next()

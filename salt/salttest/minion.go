@@ -17,9 +17,6 @@ type Job struct {
 	// Extra context, like the __pub_* values Salt passes to functions with **kwargs.
 	User     string
 	Metadata map[string]any // kwargs.metadata of the publish, nil when absent
-	Tgt      any
-	TgtType  string
-	FunArgs  []any // the publication arg as fun_args reports it (no __kwarg__ marker)
 }
 
 // MinionHandler runs a job and returns its return value and retcode. It may block (a long
@@ -47,11 +44,14 @@ type runningJob struct {
 	user    string
 }
 
-// AddMinion registers an accepted minion key with its handler (nil: Standard()). Adding an
-// existing id replaces its handler and keeps its state.
-func (s *Sim) AddMinion(id string, h MinionHandler) {
+// AddMinion registers an accepted minion key. A nil handler makes a generic minion: test.ping,
+// test.sleep, test.arg, state.apply and state.sls of the roles set with WithRole (others
+// succeed), state.high, and the functions registered with RegisterFunc; anything else returns
+// Salt's "'<fun>' is not available." with retcode 1. Adding an existing id replaces its handler
+// and keeps its state (JID queue, running jobs).
+func (s *Master) AddMinion(id string, h MinionHandler) {
 	if h == nil {
-		h = Standard()
+		h = standard(s.cfg.roles)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -63,8 +63,21 @@ func (s *Sim) AddMinion(id string, h MinionHandler) {
 	s.minions[id] = &minion{id: id, h: h, online: true, ctx: ctx, cancel: cancel, running: map[string]*runningJob{}}
 }
 
-// RemoveMinion deletes the minion's key (it no longer matches targets) and stops its jobs.
-func (s *Sim) RemoveMinion(id string) {
+// RegisterFunc makes every minion run h for the function name (for example
+// "oduflow_job.status"), in place of its own handler; a nil h removes the registration.
+// Publications already delivered keep the handler they started with.
+func (s *Master) RegisterFunc(name string, h MinionHandler) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if h == nil {
+		delete(s.funcs, name)
+		return
+	}
+	s.funcs[name] = h
+}
+
+// removeMinion deletes the minion's key (it no longer matches targets) and stops its jobs.
+func (s *Master) removeMinion(id string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if m, ok := s.minions[id]; ok {
@@ -75,7 +88,7 @@ func (s *Sim) RemoveMinion(id string) {
 
 // RestartMinion simulates a minion restart: running jobs are killed (no return is fired) and
 // the in-memory JID queue is lost, so a republished JID runs again.
-func (s *Sim) RestartMinion(id string) {
+func (s *Master) RestartMinion(id string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	m, ok := s.minions[id]
@@ -90,7 +103,7 @@ func (s *Sim) RestartMinion(id string) {
 
 // SetMinionOnline takes a minion offline (its key stays accepted, so the master still lists it
 // in "minions", but publications never reach it) or back online.
-func (s *Sim) SetMinionOnline(id string, online bool) {
+func (s *Master) SetMinionOnline(id string, online bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if m, ok := s.minions[id]; ok {
@@ -98,8 +111,8 @@ func (s *Sim) SetMinionOnline(id string, online bool) {
 	}
 }
 
-// Running lists the JIDs a minion is running right now.
-func (s *Sim) Running(id string) []string {
+// runningJIDs lists the JIDs a minion is running right now.
+func (s *Master) runningJIDs(id string) []string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var out []string
@@ -113,7 +126,7 @@ func (s *Sim) Running(id string) []string {
 
 // deliver hands the publication to every targeted online minion that has not seen the JID
 // among its last 100 (Salt's jid_queue).
-func (s *Sim) deliver(pub Publication, args []any, metadata any) {
+func (s *Master) deliver(pub Publication, args []any, metadata any) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, id := range pub.Target {
@@ -137,11 +150,15 @@ func (s *Sim) deliver(pub Publication, args []any, metadata any) {
 			m.jidQueue = m.jidQueue[len(m.jidQueue)-s.cfg.minionJIDHistory:]
 		}
 		s.pid++
-		rj := &runningJob{pid: s.pid, jid: pub.JID, fun: pub.Fun, arg: args, tgt: pub.Tgt,
-			tgtType: pub.TgtType, user: pub.User}
+		rj := &runningJob{pid: s.pid, jid: pub.JID, fun: pub.Fun, arg: args, tgt: pub.tgt,
+			tgtType: pub.tgtType, user: pub.User}
 		m.running[pub.JID] = rj
+		h := m.h
+		if f, ok := s.funcs[pub.Fun]; ok {
+			h = f
+		}
 		s.wg.Add(1)
-		go s.runJob(m.ctx, m, m.h, rj, pub, args, metadata)
+		go s.runJob(m.ctx, m, h, rj, pub, args, metadata)
 	}
 }
 
@@ -183,7 +200,7 @@ func loadArgs(args []any) (pos []any, kwargs map[string]any, funArgs []any) {
 	return pos, kwargs, funArgs
 }
 
-func (s *Sim) runJob(ctx context.Context, m *minion, h MinionHandler, rj *runningJob, pub Publication,
+func (s *Master) runJob(ctx context.Context, m *minion, h MinionHandler, rj *runningJob, pub Publication,
 	args []any, metadata any) {
 	defer s.wg.Done()
 	defer func() {
@@ -195,7 +212,7 @@ func (s *Sim) runJob(ctx context.Context, m *minion, h MinionHandler, rj *runnin
 	}()
 	pos, kwargs, funArgs := loadArgs(args)
 	job := Job{JID: pub.JID, Fun: pub.Fun, Args: pos, Kwargs: kwargs, MinionID: m.id, User: pub.User,
-		Metadata: pub.Metadata, Tgt: pub.Tgt, TgtType: pub.TgtType, FunArgs: plain(funArgs).([]any)}
+		Metadata: pub.Metadata}
 	var ret any
 	var retcode int
 	if pub.Fun == "saltutil.find_job" {
@@ -222,7 +239,7 @@ func callHandler(ctx context.Context, h MinionHandler, job Job) (ret any, retcod
 }
 
 // findJob is saltutil.find_job: the running job's proc data, or {}.
-func (s *Sim) findJob(m *minion, pos []any) any {
+func (s *Master) findJob(m *minion, pos []any) any {
 	if len(pos) == 0 {
 		return &omap{}
 	}
@@ -241,7 +258,7 @@ func (s *Sim) findJob(m *minion, pos []any) any {
 var outputterFuns = map[string]bool{"state.apply": true, "state.sls": true, "state.highstate": true,
 	"state.sls_id": true, "state.single": true}
 
-func (s *Sim) fireReturn(id string, pub Publication, funArgs []any, metadata any, ret any, retcode int) {
+func (s *Master) fireReturn(id string, pub Publication, funArgs []any, metadata any, ret any, retcode int) {
 	data := newOmap("cmd", "_return", "id", id, "success", retcode == 0, "return", ret, "retcode", retcode,
 		"jid", pub.JID, "fun", pub.Fun, "fun_args", funArgs, "user", pub.User)
 	if outputterFuns[pub.Fun] {

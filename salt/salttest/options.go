@@ -33,8 +33,8 @@ type ACLEntry struct {
 	Funs   []string
 }
 
-// AllowFun is a top-level function regex entry (allowed on every minion).
-func AllowFun(regex string) ACLEntry { return ACLEntry{Fun: regex} }
+// allowFun is a top-level function regex entry (allowed on every minion).
+func allowFun(regex string) ACLEntry { return ACLEntry{Fun: regex} }
 
 // AllowOn allows funcs (regexes) on the minions matched by the compound target.
 func AllowOn(target string, funcs ...string) ACLEntry {
@@ -46,13 +46,13 @@ func AllowOn(target string, funcs ...string) ACLEntry {
 func LabACL() []ACLEntry {
 	return []ACLEntry{
 		AllowOn("client-*", `test.*`, `state.apply`, `saltutil.*`, `oduflow_job.*`),
-		AllowFun("@runner"),
-		AllowFun("@wheel"),
+		allowFun("@runner"),
+		allowFun("@wheel"),
 	}
 }
 
-// TokenData is an eauth token as the master stores it (localfs token backend).
-type TokenData struct {
+// tokenData is an eauth token as the master stores it (localfs token backend).
+type tokenData struct {
 	Token  string
 	Name   string
 	Eauth  string
@@ -73,7 +73,7 @@ type config struct {
 	logger           *slog.Logger
 	minAuthVersion   int
 	rootKey          string
-	tokens           []TokenData
+	tokens           []tokenData
 	heartbeat        time.Duration
 	tokenExpire      time.Duration
 	eauthFailDelay   time.Duration
@@ -85,6 +85,7 @@ type config struct {
 	closeGrace       time.Duration
 	wheelLocalKeys   []string
 	minionJIDHistory int
+	roles            map[string]Outcome
 }
 
 // Option configures Start.
@@ -98,8 +99,8 @@ func WithDir(dir string) Option { return func(c *config) { c.dir = dir } }
 // WithEventFraming selects the event-bus framing (default FramingBare, like 3006.0).
 func WithEventFraming(f Framing) Option { return func(c *config) { c.framing = f } }
 
-// WithEventTCP also serves the event bus on 127.0.0.1:<ephemeral> (ipc_mode: tcp); see EventTCPAddr.
-func WithEventTCP() Option { return func(c *config) { c.eventTCP = true } }
+// withEventTCP also serves the event bus on 127.0.0.1:<ephemeral> (ipc_mode: tcp); see eventTCPAddr.
+func withEventTCP() Option { return func(c *config) { c.eventTCP = true } }
 
 // WithEauthUser configures an external_auth user. Backend "auto" accepts any password (like
 // Salt's auto module); every other backend compares the password exactly. User "*" matches
@@ -111,6 +112,17 @@ func WithEauthUser(backend, user, password string, acl []ACLEntry) Option {
 	}
 }
 
+// WithRole sets the outcome of state.apply and state.sls of role on the generic minions (those
+// added with a nil handler). A role not set succeeds.
+func WithRole(role string, o Outcome) Option {
+	return func(c *config) {
+		if c.roles == nil {
+			c.roles = map[string]Outcome{}
+		}
+		c.roles[role] = o
+	}
+}
+
 // WithLogger sets the logger (default: discard). Keys, passwords and tokens are never logged.
 func WithLogger(l *slog.Logger) Option { return func(c *config) { c.logger = l } }
 
@@ -118,39 +130,39 @@ func WithLogger(l *slog.Logger) Option { return func(c *config) { c.logger = l }
 // reply "bad load", as 3006.17+ masters do with minimum_auth_version: 3. Default 0 (3006.0).
 func WithMinimumAuthVersion(n int) Option { return func(c *config) { c.minAuthVersion = n } }
 
-// WithRootKey fixes the initial root key (76-char key string) instead of a random one. Restart
+// withRootKey fixes the initial root key (76-char key string) instead of a random one. Restart
 // and RotateKey still replace it.
-func WithRootKey(key string) Option { return func(c *config) { c.rootKey = key } }
+func withRootKey(key string) Option { return func(c *config) { c.rootKey = key } }
 
-// WithToken preloads an eauth token (as if mk_token had been called before).
-func WithToken(t TokenData) Option { return func(c *config) { c.tokens = append(c.tokens, t) } }
+// withToken preloads an eauth token (as if mk_token had been called before).
+func withToken(t tokenData) Option { return func(c *config) { c.tokens = append(c.tokens, t) } }
 
 // WithHeartbeat makes the request server send a ZMTP PING to every connected peer every d.
 func WithHeartbeat(d time.Duration) Option { return func(c *config) { c.heartbeat = d } }
 
-// WithTokenExpire sets the token lifetime (default 43200 s, Salt's token_expire).
-func WithTokenExpire(d time.Duration) Option { return func(c *config) { c.tokenExpire = d } }
+// withTokenExpire sets the token lifetime (default 43200 s, Salt's token_expire).
+func withTokenExpire(d time.Duration) Option { return func(c *config) { c.tokenExpire = d } }
 
-// WithEauthFailureDelay pads every failed eauth check by d (Salt pads to about 1 s; default 0).
-func WithEauthFailureDelay(d time.Duration) Option { return func(c *config) { c.eauthFailDelay = d } }
+// withEauthFailureDelay pads every failed eauth check by d (Salt pads to about 1 s; default 0).
+func withEauthFailureDelay(d time.Duration) Option { return func(c *config) { c.eauthFailDelay = d } }
 
-// WithEventReaderBuffer bounds the frames queued per event-bus reader (default 1024). A reader
+// withEventReaderBuffer bounds the frames queued per event-bus reader (default 1024). A reader
 // whose queue is full is disconnected, like a Salt reader that exceeds ipc_write_buffer.
-func WithEventReaderBuffer(n int) Option { return func(c *config) { c.eventBuffer = n } }
+func withEventReaderBuffer(n int) Option { return func(c *config) { c.eventBuffer = n } }
 
-// WithBlacklist sets publisher_acl_blacklist: users and functions as regexes matched at the start.
-func WithBlacklist(users, funs []string) Option {
+// withBlacklist sets publisher_acl_blacklist: users and functions as regexes matched at the start.
+func withBlacklist(users, funs []string) Option {
 	return func(c *config) { c.blacklistUsers, c.blacklistFuns = users, funs }
 }
 
-// WithRequestAddr sets the request server listen address (default "127.0.0.1:0").
-func WithRequestAddr(addr string) Option { return func(c *config) { c.requestAddr = addr } }
+// withRequestAddr sets the request server listen address (default "127.0.0.1:0").
+func withRequestAddr(addr string) Option { return func(c *config) { c.requestAddr = addr } }
 
-// WithMaxRequestBytes caps a request frame (default 16 MiB); a larger frame drops the connection.
-func WithMaxRequestBytes(n uint64) Option { return func(c *config) { c.maxRequestBytes = n } }
+// withMaxRequestBytes caps a request frame (default 16 MiB); a larger frame drops the connection.
+func withMaxRequestBytes(n uint64) Option { return func(c *config) { c.maxRequestBytes = n } }
 
-// WithCloseGrace bounds how long Close waits for minion handlers and connections (default 5 s).
-func WithCloseGrace(d time.Duration) Option { return func(c *config) { c.closeGrace = d } }
+// withCloseGrace bounds how long Close waits for minion handlers and connections (default 5 s).
+func withCloseGrace(d time.Duration) Option { return func(c *config) { c.closeGrace = d } }
 
 func defaultConfig() config {
 	return config{

@@ -12,14 +12,15 @@ type Publication struct {
 	Args     []any          // the publication "arg", plain Go values (kwarg maps included)
 	Target   []string       // minions the master resolved (the reply's "minions")
 	Missing  []string       // list-target ids without an accepted key
-	Tgt      any            // the request's tgt (string or []any)
-	TgtType  string         // the request's tgt_type
 	User     string         // effective user (eauth/token name, else the request's user)
 	Metadata map[string]any // kwargs.metadata, nil when absent
+
+	tgt     any    // the request's tgt (string or []any)
+	tgtType string // the request's tgt_type
 }
 
 // publish is ClearFuncs.publish, in the order of the protocol spec section 3.4.
-func (s *Sim) publish(load *omap) (any, error) {
+func (s *Master) publish(load *omap) (any, error) {
 	extra := &omap{}
 	if v, ok := load.get("kwargs"); ok {
 		m, isMap := v.(*omap)
@@ -122,7 +123,7 @@ func (s *Sim) publish(load *omap) (any, error) {
 	}
 	pubUser, _ := load.str("user")
 	pub := Publication{JID: jid, Fun: fun, Args: plain(args).([]any), Target: append([]string(nil), minions...),
-		Missing: append([]string(nil), missing...), Tgt: plain(tgt), TgtType: tgtType, User: pubUser}
+		Missing: append([]string(nil), missing...), tgt: plain(tgt), tgtType: tgtType, User: pubUser}
 	var metadata any
 	if md, ok := extra.get("metadata"); ok {
 		metadata = md
@@ -141,7 +142,7 @@ func (s *Sim) publish(load *omap) (any, error) {
 
 // publishDenied fires salt/job/<jid>/error (salt/job/error without a jid) with the whole load
 // plus the error, then returns the bare error reply.
-func (s *Sim) publishDenied(load *omap, name, message string) *omap {
+func (s *Master) publishDenied(load *omap, name, message string) *omap {
 	em := errMap(name, message)
 	data := load.clone()
 	data.set("error", em)
@@ -156,19 +157,20 @@ func (s *Sim) publishDenied(load *omap, name, message string) *omap {
 }
 
 // Publications returns every publication that actually went out, in order.
-func (s *Sim) Publications() []Publication {
+func (s *Master) Publications() []Publication {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return append([]Publication(nil), s.publications...)
 }
 
-// CountPublications counts the publications of fun ("" = all).
-func (s *Sim) CountPublications(fun string) int {
+// PublicationCount counts the publications that went out for fun and jid ("" matches any):
+// PublicationCount("oduflow_job.run", jid) == 1 is the at-most-once assertion of a test.
+func (s *Master) PublicationCount(fun, jid string) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	n := 0
 	for _, p := range s.publications {
-		if fun == "" || p.Fun == fun {
+		if (fun == "" || p.Fun == fun) && (jid == "" || p.JID == jid) {
 			n++
 		}
 	}

@@ -18,7 +18,7 @@ var errException = errors.New("salttest: exception handling minion payload")
 
 // handleRequest is called by the ROUTER for every request; the work runs in its own goroutine
 // (the master has several workers) and is never cancelled by the client going away.
-func (s *Sim) handleRequest(c *zconn, envelope [][]byte, body []byte) {
+func (s *Master) handleRequest(c *zconn, envelope [][]byte, body []byte) {
 	if s.isClosed() {
 		return
 	}
@@ -57,7 +57,7 @@ func (s *Sim) handleRequest(c *zconn, envelope [][]byte, body []byte) {
 
 // process decodes the envelope the way ReqServerChannel.handle_message does and dispatches to
 // ClearFuncs. It returns the load's cmd (for fault matching) and the reply value.
-func (s *Sim) process(body []byte) (string, any) {
+func (s *Master) process(body []byte) (string, any) {
 	doc, err := unpack(body)
 	if err != nil {
 		return "", newOmap("msg", replyBadLoad)

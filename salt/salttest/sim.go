@@ -15,11 +15,11 @@ import (
 	"github.com/cockroachdb/errors"
 )
 
-// ErrClosed is returned by operations on a closed simulator.
-var ErrClosed = errors.New("salttest: simulator closed")
+// ErrClosed is returned by operations on a closed Master.
+var ErrClosed = errors.New("salttest: master closed")
 
-// Sim is a running Salt 3006 master simulator. All methods are safe for concurrent use.
-type Sim struct {
+// Master is a running fake Salt 3006 master. All methods are safe for concurrent use.
+type Master struct {
 	cfg     config
 	log     *slog.Logger
 	ownsDir bool
@@ -37,8 +37,9 @@ type Sim struct {
 
 	mu           sync.Mutex
 	rootKey      string
-	tokens       map[string]TokenData
+	tokens       map[string]tokenData
 	minions      map[string]*minion
+	funcs        map[string]MinionHandler // RegisterFunc: run by every minion
 	publications []Publication
 	returns      map[string]map[string]any // jid -> minion id -> return (for jobs.lookup_jid)
 	faults       faults
@@ -46,15 +47,15 @@ type Sim struct {
 	pid          int
 }
 
-// Start binds the request server and the event bus and returns a running simulator. ctx bounds
-// the start only (binding); the simulator runs until Close.
-func Start(ctx context.Context, opts ...Option) (*Sim, error) {
+// Start binds the request server and the event bus and returns a running Master. ctx bounds
+// the start only (binding); the Master runs until Close.
+func Start(ctx context.Context, opts ...Option) (*Master, error) {
 	cfg := defaultConfig()
 	for _, o := range opts {
 		o(&cfg)
 	}
-	s := &Sim{cfg: cfg, log: cfg.logger, tokens: map[string]TokenData{}, minions: map[string]*minion{},
-		returns: map[string]map[string]any{}, pid: 1000}
+	s := &Master{cfg: cfg, log: cfg.logger, tokens: map[string]tokenData{}, minions: map[string]*minion{},
+		funcs: map[string]MinionHandler{}, returns: map[string]map[string]any{}, pid: 1000}
 	if s.log == nil {
 		s.log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
@@ -86,12 +87,12 @@ func Start(ctx context.Context, opts ...Option) (*Sim, error) {
 		s.wg.Add(1)
 		go s.heartbeatLoop()
 	}
-	s.log.Info("salttest master started", "request", s.RequestAddr(), "events", s.EventAddr(),
+	s.log.Info("salttest master started", "request", s.Addr(), "events", s.EventsAddr(),
 		"framing", cfg.framing.String())
 	return s, nil
 }
 
-func (s *Sim) cleanup() {
+func (s *Master) cleanup() {
 	s.cancel()
 	if s.ownsDir {
 		_ = os.RemoveAll(s.cfg.dir)
@@ -99,7 +100,7 @@ func (s *Sim) cleanup() {
 }
 
 // bind opens the request listener and the event bus; after Restart it reuses the addresses.
-func (s *Sim) bind(ctx context.Context) error {
+func (s *Master) bind(ctx context.Context) error {
 	addr := s.cfg.requestAddr
 	if s.reqAddr != "" {
 		addr = s.reqAddr
@@ -122,21 +123,21 @@ func (s *Sim) bind(ctx context.Context) error {
 	return nil
 }
 
-// RequestAddr is the request (ret_port) endpoint, "tcp://127.0.0.1:<port>".
-func (s *Sim) RequestAddr() string {
+// Addr is the request (ret_port) endpoint, "tcp://127.0.0.1:<port>", for salt.NewClient.
+func (s *Master) Addr() string {
 	s.lifeMu.Lock()
 	defer s.lifeMu.Unlock()
 	return "tcp://" + s.reqAddr
 }
 
-// EventAddr is the event bus endpoint, "unix://<dir>/master_event_pub.ipc".
-func (s *Sim) EventAddr() string { return "unix://" + s.EventSocketPath() }
+// EventsAddr is the event bus endpoint, "unix://<dir>/master_event_pub.ipc", for salt.SubscribeEvents.
+func (s *Master) EventsAddr() string { return "unix://" + s.eventSocketPath() }
 
-// EventSocketPath is the file system path of the event bus unix socket.
-func (s *Sim) EventSocketPath() string { return filepath.Join(s.cfg.dir, "master_event_pub.ipc") }
+// eventSocketPath is the file system path of the event bus unix socket.
+func (s *Master) eventSocketPath() string { return filepath.Join(s.cfg.dir, "master_event_pub.ipc") }
 
-// EventTCPAddr is "tcp://127.0.0.1:<port>" when WithEventTCP was given, else "".
-func (s *Sim) EventTCPAddr() string {
+// eventTCPAddr is "tcp://127.0.0.1:<port>" when WithEventTCP was given, else "".
+func (s *Master) eventTCPAddr() string {
 	s.lifeMu.Lock()
 	defer s.lifeMu.Unlock()
 	if s.bus == nil || s.bus.tcpAddr == "" {
@@ -145,23 +146,20 @@ func (s *Sim) EventTCPAddr() string {
 	return "tcp://" + s.bus.tcpAddr
 }
 
-// Dir is the simulator directory (event socket, .root_key).
-func (s *Sim) Dir() string { return s.cfg.dir }
-
 // KeyFile is the path of .root_key (mode 0600); its content is the current root key.
-func (s *Sim) KeyFile() string { return s.keyPath }
+func (s *Master) KeyFile() string { return s.keyPath }
 
-// RootKey returns the current root key.
-func (s *Sim) RootKey() string {
+// currentRootKey returns the current root key.
+func (s *Master) currentRootKey() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.rootKey
 }
 
 // RotateKey replaces the root key (and its file) now, as a master restart does.
-func (s *Sim) RotateKey() error { return s.writeKey(newKeyString()) }
+func (s *Master) RotateKey() error { return s.writeKey(newKeyString()) }
 
-func (s *Sim) writeKey(key string) error {
+func (s *Master) writeKey(key string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	tmp := s.keyPath + ".tmp"
@@ -193,7 +191,7 @@ func newKeyString() string {
 // Restart simulates a master restart: it closes the request server and the event bus (every
 // reader is disconnected, in-flight requests lose their connection), rotates the root key and
 // binds the same addresses again. Minions, tokens and job history survive, as they do in Salt.
-func (s *Sim) Restart(ctx context.Context) error {
+func (s *Master) Restart(ctx context.Context) error {
 	s.lifeMu.Lock()
 	defer s.lifeMu.Unlock()
 	if s.closed {
@@ -214,10 +212,10 @@ func (s *Sim) Restart(ctx context.Context) error {
 }
 
 // SendHeartbeat sends a ZMTP PING command to every connected request peer.
-func (s *Sim) SendHeartbeat() { s.Heartbeat() }
+func (s *Master) SendHeartbeat() { s.heartbeat() }
 
-// Heartbeat is SendHeartbeat returning how many peers the PING reached.
-func (s *Sim) Heartbeat() int {
+// heartbeat is SendHeartbeat returning how many peers the PING reached.
+func (s *Master) heartbeat() int {
 	s.lifeMu.Lock()
 	r := s.router
 	s.lifeMu.Unlock()
@@ -227,7 +225,7 @@ func (s *Sim) Heartbeat() int {
 	return r.heartbeat()
 }
 
-func (s *Sim) heartbeatLoop() {
+func (s *Master) heartbeatLoop() {
 	defer s.wg.Done()
 	t := time.NewTicker(s.cfg.heartbeat)
 	defer t.Stop()
@@ -236,13 +234,13 @@ func (s *Sim) heartbeatLoop() {
 		case <-s.ctx.Done():
 			return
 		case <-t.C:
-			s.Heartbeat()
+			s.heartbeat()
 		}
 	}
 }
 
 // CloseEventBus disconnects every current event-bus reader; new connections are accepted.
-func (s *Sim) CloseEventBus() {
+func (s *Master) CloseEventBus() {
 	s.lifeMu.Lock()
 	b := s.bus
 	s.lifeMu.Unlock()
@@ -251,8 +249,8 @@ func (s *Sim) CloseEventBus() {
 	}
 }
 
-// EventReaders is the number of connected event-bus readers.
-func (s *Sim) EventReaders() int {
+// eventReaders is the number of connected event-bus readers.
+func (s *Master) eventReaders() int {
 	s.lifeMu.Lock()
 	b := s.bus
 	s.lifeMu.Unlock()
@@ -264,7 +262,7 @@ func (s *Sim) EventReaders() int {
 
 // Close stops everything: listeners, connections, minion handlers (their context is
 // cancelled). It waits up to the close grace for goroutines to finish.
-func (s *Sim) Close() error {
+func (s *Master) Close() error {
 	s.lifeMu.Lock()
 	if s.closed {
 		s.lifeMu.Unlock()
@@ -291,4 +289,4 @@ func (s *Sim) Close() error {
 	return err
 }
 
-func (s *Sim) isClosed() bool { return s.ctx.Err() != nil }
+func (s *Master) isClosed() bool { return s.ctx.Err() != nil }

@@ -9,7 +9,7 @@ import (
 )
 
 // acceptedIDs returns the ids of all minions with an accepted key, sorted.
-func (s *Sim) acceptedIDs() []string {
+func (s *Master) acceptedIDs() []string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	ids := make([]string, 0, len(s.minions))
@@ -23,7 +23,7 @@ func (s *Sim) acceptedIDs() []string {
 // checkMinions is CkMinions.check_minions over the accepted keys for list, glob, pcre and
 // compound targets (grain, pillar, ipcidr, range, nodegroup: nothing matches, as on a master
 // without minion data).
-func (s *Sim) checkMinions(tgt any, tgtType string) (minions, missing []string) {
+func (s *Master) checkMinions(tgt any, tgtType string) (minions, missing []string) {
 	ids := s.acceptedIDs()
 	switch tgtType {
 	case "list":

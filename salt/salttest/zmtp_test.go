@@ -19,9 +19,9 @@ type rawPeer struct {
 	z *zconn
 }
 
-func dialRaw(t *testing.T, s *Sim, socketType string) *rawPeer {
+func dialRaw(t *testing.T, s *Master, socketType string) *rawPeer {
 	t.Helper()
-	c, err := net.Dial("tcp", strings.TrimPrefix(s.RequestAddr(), "tcp://"))
+	c, err := net.Dial("tcp", strings.TrimPrefix(s.Addr(), "tcp://"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,7 +75,7 @@ func TestZMTPPingPongAndDealer(t *testing.T) {
 		t.Errorf("reply %v %v", v, err)
 	}
 	// the server's PING reaches the peer, whose PONG is accepted
-	if n := s.Heartbeat(); n != 1 {
+	if n := s.heartbeat(); n != 1 {
 		t.Errorf("heartbeat peers = %d", n)
 	}
 	fl, body, err = p.z.readFrame()
@@ -99,7 +99,7 @@ func TestZMTPPingPongAndDealer(t *testing.T) {
 }
 
 func TestZMTPRejects(t *testing.T) {
-	s := startLab(t, WithMaxRequestBytes(1024))
+	s := startLab(t, withMaxRequestBytes(1024))
 	// incompatible socket type: the server hangs up after READY
 	p := dialRaw(t, s, "PUB")
 	if _, _, err := p.z.readFrame(); err == nil {
@@ -116,7 +116,7 @@ func TestZMTPRejects(t *testing.T) {
 		t.Error("oversized frame accepted")
 	}
 	// bad greeting
-	c, err := net.Dial("tcp", strings.TrimPrefix(s.RequestAddr(), "tcp://"))
+	c, err := net.Dial("tcp", strings.TrimPrefix(s.Addr(), "tcp://"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -169,7 +169,7 @@ func TestAbandonedRequestStillPublished(t *testing.T) {
 	}
 	_ = p.c.Close()
 	deadline := time.Now().Add(5 * time.Second)
-	for s.CountPublications("test.ping") == 0 {
+	for s.PublicationCount("test.ping", "") == 0 {
 		if time.Now().After(deadline) {
 			t.Fatal("abandoned publish never published")
 		}

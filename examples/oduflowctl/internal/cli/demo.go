@@ -12,11 +12,11 @@ import (
 
 	"github.com/cockroachdb/errors"
 
-	"github.com/oduflow/oduflow-go/salt/salttest"
 	"github.com/oduflow/oduflow-go/oduflow"
 	"github.com/oduflow/oduflow-go/oduflow/catalog"
 	"github.com/oduflow/oduflow-go/receipt"
 	"github.com/oduflow/oduflow-go/salt"
+	"github.com/oduflow/oduflow-go/salt/salttest"
 )
 
 func cmdDemo(e *env, args []string) error {
@@ -43,7 +43,7 @@ func DemoTimers() oduflow.Timers {
 type demo struct {
 	w      io.Writer
 	t0     time.Time
-	sim    *salttest.Sim
+	sim    *salttest.Master
 	d      *oduflow.Dispatcher
 	cat    catalog.Store
 	minion string
@@ -107,10 +107,10 @@ func RunDemo(ctx context.Context, w io.Writer) (err error) {
 	}
 	defer stop()
 	sim.AddMinion(dm.minion, handler)
-	dm.say("simulator up in %s: requests %s, event bus %s", dir, sim.RequestAddr(), sim.EventAddr())
+	dm.say("simulator up in %s: requests %s, event bus %s", dir, sim.Addr(), sim.EventsAddr())
 	dm.say("minion %s runs %s", dm.minion, what)
 
-	client, err := salt.NewClient(sim.RequestAddr(), salt.WithAuth(salt.UserKey("root", sim.KeyFile())),
+	client, err := salt.NewClient(sim.Addr(), salt.WithAuth(salt.UserKey("root", sim.KeyFile())),
 		salt.WithRequestTimeout(3*time.Second), salt.WithLogger(quiet))
 	if err != nil {
 		return err
@@ -122,7 +122,7 @@ func RunDemo(ctx context.Context, w io.Writer) (err error) {
 	}
 	dm.cat = cat
 	d, err := oduflow.New(client,
-		oduflow.SaltEvents(sim.EventAddr(), salt.WithReconnectBackoff(20*time.Millisecond, 200*time.Millisecond),
+		oduflow.SaltEvents(sim.EventsAddr(), salt.WithReconnectBackoff(20*time.Millisecond, 200*time.Millisecond),
 			salt.WithEventLogger(quiet)),
 		oduflow.WithClaimDir(filepath.Join(dir, "claims")), oduflow.WithTimers(DemoTimers()),
 		oduflow.WithLogger(quiet), oduflow.WithStepHook(dm.hook), oduflow.WithCustomCatalog(cat))
@@ -140,6 +140,6 @@ func RunDemo(ctx context.Context, w io.Writer) (err error) {
 		}
 	}
 	fmt.Fprintf(w, "\ndone in %.1fs: every request was published at most once (%d oduflow_job.run publications for %d requests).\n",
-		time.Since(dm.t0).Seconds(), sim.CountPublications("oduflow_job.run"), dm.requests)
+		time.Since(dm.t0).Seconds(), sim.PublicationCount("oduflow_job.run", ""), dm.requests)
 	return nil
 }

@@ -7,9 +7,9 @@ import (
 	"strings"
 
 	"github.com/oduflow/oduflow-go/internal/pyhost"
-	"github.com/oduflow/oduflow-go/salt/salttest"
 	"github.com/oduflow/oduflow-go/internal/simminion"
 	"github.com/oduflow/oduflow-go/receipt"
+	"github.com/oduflow/oduflow-go/salt/salttest"
 )
 
 // demoMinion returns the handler of the demo's minion, what it is, and how to stop it: the

@@ -114,12 +114,12 @@ func (dm *demo) production(ctx context.Context) error {
 
 func (dm *demo) repeat(ctx context.Context) error {
 	dm.step(4, "repeat: start configure again with the same request id")
-	before := dm.sim.CountPublications("oduflow_job.run")
+	before := dm.sim.PublicationCount("oduflow_job.run", "")
 	r, err := dm.d.Start(ctx, receipt.ProfileConfigure, dm.minion, dm.configureID)
 	if err != nil {
 		return err
 	}
-	after := dm.sim.CountPublications("oduflow_job.run")
+	after := dm.sim.PublicationCount("oduflow_job.run", "")
 	dm.say("start configure %s -> %s, jid %s (step 2: %s)", dm.configureID, r.Status, deref(r.JID), dm.configureJID)
 	dm.say("simulator: oduflow_job.run publications before %d, after %d: nothing was published again", before, after)
 	if deref(r.JID) != dm.configureJID || after != before {
@@ -135,7 +135,7 @@ func (dm *demo) lostReturn(ctx context.Context) error {
 	dm.armed, dm.gate = true, gate
 	dm.mu.Unlock()
 	request := receipt.NewRequestID()
-	polls := dm.sim.CountPublications("oduflow_job.status")
+	polls := dm.sim.PublicationCount("oduflow_job.status", "")
 	t := time.Now()
 	r, err := dm.d.Start(ctx, receipt.ProfileConfigure, dm.minion, request)
 	if err != nil {
@@ -150,7 +150,7 @@ func (dm *demo) lostReturn(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	n := dm.sim.CountPublications("oduflow_job.status") - polls
+	n := dm.sim.PublicationCount("oduflow_job.status", "") - polls
 	dm.say("the worker polled oduflow_job.status on the minion (%d %s) and read its durable receipt after %.1fs",
 		n, plural(n, "poll", "polls"), time.Since(t).Seconds())
 	dm.say("status -> %s", asJSON(r))
