@@ -1,5 +1,15 @@
 package salttest
 
+// Why this file exists: the fake master's ROUTER is written here, not taken from
+// github.com/go-zeromq/zmq4 (which this package's tests use as an independent REQ client),
+// because zmq4's ROUTER cannot do what the fake master must: send ZMTP PING commands to its
+// peers unprompted (later 3006 masters do), drop, delay or truncate one chosen reply while the
+// connection stays up, and reproduce the captured master's byte stream (greeting with libzmq's
+// padding, READY ROUTER) exactly. msgpack, the rest of the wire, goes through a library. It is a minimal ZMTP 3.1 ROUTER over NULL security,
+// enough to serve REQ (and DEALER) peers the way the master's ret_port ROUTER does: greeting,
+// READY with Socket-Type ROUTER, multipart messages routed back to the connection they came
+// from, PING/PONG commands.
+
 import (
 	"bufio"
 	"bytes"
@@ -12,10 +22,6 @@ import (
 
 	"github.com/cockroachdb/errors"
 )
-
-// A minimal ZMTP 3.1 ROUTER over NULL security, enough to serve REQ (and DEALER) peers the way
-// the master's ret_port ROUTER does: greeting, READY with Socket-Type ROUTER, multipart
-// messages routed back to the connection they came from, PING/PONG commands.
 
 const (
 	flagMore    = 0x01
