@@ -4,7 +4,6 @@ import (
 	"crypto/subtle"
 	"regexp"
 	"strings"
-	"time"
 )
 
 // authKind is Salt's ClearFuncs._prep_auth_info: token, then eauth, then user (key).
@@ -105,14 +104,6 @@ func (s *Master) authenticateEauth(load *omap) bool {
 				good = true
 				break
 			}
-		}
-	}
-	if !good && s.cfg.eauthFailDelay > 0 {
-		t := time.NewTimer(s.cfg.eauthFailDelay)
-		select {
-		case <-t.C:
-		case <-s.ctx.Done():
-			t.Stop()
 		}
 	}
 	return good

@@ -219,30 +219,3 @@ func stateHigh() MinionHandler {
 		return ret, retcode
 	}
 }
-
-// Slow wraps h so that it first waits d (or until ctx ends).
-func slowHandler(d time.Duration, h MinionHandler) MinionHandler {
-	return func(ctx context.Context, job Job) (any, int) {
-		t := time.NewTimer(d)
-		defer t.Stop()
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-			return "killed", 1
-		}
-		return h(ctx, job)
-	}
-}
-
-// Blocking wraps h so that it waits until release is closed (or ctx ends), to simulate a
-// state run that lasts as long as a test needs.
-func blockingHandler(release <-chan struct{}, h MinionHandler) MinionHandler {
-	return func(ctx context.Context, job Job) (any, int) {
-		select {
-		case <-release:
-		case <-ctx.Done():
-			return "killed", 1
-		}
-		return h(ctx, job)
-	}
-}

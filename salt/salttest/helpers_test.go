@@ -291,3 +291,16 @@ func readTestdataF(f *testing.F, parts ...string) []byte {
 	}
 	return b
 }
+
+// blockingHandler wraps h so that it waits until release is closed (or ctx ends), to simulate a
+// state run that lasts as long as a test needs.
+func blockingHandler(release <-chan struct{}, h MinionHandler) MinionHandler {
+	return func(ctx context.Context, job Job) (any, int) {
+		select {
+		case <-release:
+		case <-ctx.Done():
+			return "killed", 1
+		}
+		return h(ctx, job)
+	}
+}

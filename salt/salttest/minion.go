@@ -76,16 +76,6 @@ func (s *Master) RegisterFunc(name string, h MinionHandler) {
 	s.funcs[name] = h
 }
 
-// removeMinion deletes the minion's key (it no longer matches targets) and stops its jobs.
-func (s *Master) removeMinion(id string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if m, ok := s.minions[id]; ok {
-		m.cancel()
-		delete(s.minions, id)
-	}
-}
-
 // RestartMinion simulates a minion restart: running jobs are killed (no return is fired) and
 // the in-memory JID queue is lost, so a republished JID runs again.
 func (s *Master) RestartMinion(id string) {

@@ -76,7 +76,6 @@ type config struct {
 	tokens           []tokenData
 	heartbeat        time.Duration
 	tokenExpire      time.Duration
-	eauthFailDelay   time.Duration
 	eventBuffer      int
 	blacklistUsers   []string
 	blacklistFuns    []string
@@ -143,9 +142,6 @@ func WithHeartbeat(d time.Duration) Option { return func(c *config) { c.heartbea
 // withTokenExpire sets the token lifetime (default 43200 s, Salt's token_expire).
 func withTokenExpire(d time.Duration) Option { return func(c *config) { c.tokenExpire = d } }
 
-// withEauthFailureDelay pads every failed eauth check by d (Salt pads to about 1 s; default 0).
-func withEauthFailureDelay(d time.Duration) Option { return func(c *config) { c.eauthFailDelay = d } }
-
 // withEventReaderBuffer bounds the frames queued per event-bus reader (default 1024). A reader
 // whose queue is full is disconnected, like a Salt reader that exceeds ipc_write_buffer.
 func withEventReaderBuffer(n int) Option { return func(c *config) { c.eventBuffer = n } }
@@ -155,14 +151,8 @@ func withBlacklist(users, funs []string) Option {
 	return func(c *config) { c.blacklistUsers, c.blacklistFuns = users, funs }
 }
 
-// withRequestAddr sets the request server listen address (default "127.0.0.1:0").
-func withRequestAddr(addr string) Option { return func(c *config) { c.requestAddr = addr } }
-
 // withMaxRequestBytes caps a request frame (default 16 MiB); a larger frame drops the connection.
 func withMaxRequestBytes(n uint64) Option { return func(c *config) { c.maxRequestBytes = n } }
-
-// withCloseGrace bounds how long Close waits for minion handlers and connections (default 5 s).
-func withCloseGrace(d time.Duration) Option { return func(c *config) { c.closeGrace = d } }
 
 func defaultConfig() config {
 	return config{
