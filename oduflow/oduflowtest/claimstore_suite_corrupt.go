@@ -18,19 +18,19 @@ func malformedRecords(requestID string) map[string][]byte {
 		return []byte(strings.Replace(string(data), `"phase":"claimed"`, edit, 1))
 	}
 	return map[string][]byte{
-		"empty":              {},
-		"truncated json":     []byte(`{"minion_id":"client-`),
-		"not json":           []byte("claim\x00\xff\xfe"),
-		"json null":          []byte("null"),
-		"json array":         []byte(`[1,2]`),
-		"wrong field types":  []byte(`{"minion_id":7,"request_id":["x"],"generation":"one"}`),
-		"unknown phase":      valid(`"phase":"exploded"`),
+		"empty":                {},
+		"truncated json":       []byte(`{"minion_id":"client-`),
+		"not json":             []byte("claim\x00\xff\xfe"),
+		"json null":            []byte("null"),
+		"json array":           []byte(`[1,2]`),
+		"wrong field types":    []byte(`{"minion_id":7,"request_id":["x"],"generation":"one"}`),
+		"unknown phase":        valid(`"phase":"exploded"`),
 		"final without status": valid(`"phase":"terminal"`),
-		"passed over total":  valid(`"phase":"claimed","passed":5,"total":1`),
-		"negative count":     valid(`"phase":"claimed","passed":-1`),
-		"bad jid":            bytes.Replace(valid(`"phase":"claimed"`), []byte(`"jid":"2`), []byte(`"jid":"x`), 1),
-		"bad minion id":      valid(`"phase":"claimed","minion_id":"../../etc"`),
-		"oversized":          bytes.Repeat([]byte("x"), 2<<20),
+		"passed over total":    valid(`"phase":"claimed","passed":5,"total":1`),
+		"negative count":       valid(`"phase":"claimed","passed":-1`),
+		"bad jid":              bytes.Replace(valid(`"phase":"claimed"`), []byte(`"jid":"2`), []byte(`"jid":"x`), 1),
+		"bad minion id":        valid(`"phase":"claimed","minion_id":"../../etc"`),
+		"oversized":            bytes.Repeat([]byte("x"), 2<<20),
 	}
 }
 

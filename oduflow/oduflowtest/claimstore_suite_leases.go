@@ -233,6 +233,8 @@ func (s *suite) testLeases(t *testing.T) {
 		handles := []Store{s.open(t, loc), s.open(t, loc)}
 		req := receipt.NewRequestID()
 		var wins, held atomic.Int64
+		var won sync.Map
+		defer won.Range(func(l, _ any) bool { _ = l.(oduflow.Lease).Release(); return true })
 		var wg sync.WaitGroup
 		start := make(chan struct{})
 		for _, h := range handles {
@@ -241,9 +243,10 @@ func (s *suite) testLeases(t *testing.T) {
 				go func() {
 					defer wg.Done()
 					<-start
-					_, err := h.TryRequestLock(testContext(t), req) // winners keep it until the end
+					l, err := h.TryRequestLock(testContext(t), req) // winners keep it until the end
 					switch {
 					case err == nil:
+						won.Store(l, true)
 						wins.Add(1)
 					case errors.Is(err, oduflow.ErrLeaseHeld):
 						held.Add(1)
