@@ -16,6 +16,12 @@
 // an in-memory store has no other processes, a store whose leases expire by TTL releases a dead holder's
 // leases only after the TTL.
 //
+// Where the contract leaves a choice, the suite takes the stricter reading, because the dispatcher's
+// at-most-once promise depends on it: an update changing an identity field is refused with ErrConflict
+// (not silently applied), and a client with a corrupt claim fails ListByClient with ErrCorruptClaim (the
+// claim is not skipped, which could hide a dispatched request from the quarantine check). A lease of
+// another backend, or of no store at all, is foreign: CompareAndSwapHeld refuses it with ErrLeaseLost.
+//
 // # Child processes
 //
 // With Capabilities.MultiProcess the suite re-executes the test binary (os.Args[0]) with -test.run
