@@ -1,0 +1,280 @@
+package oduflowtest
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/cockroachdb/errors"
+
+	"github.com/oduflow/oduflow-go/internal/errmark"
+	"github.com/oduflow/oduflow-go/oduflow"
+	"github.com/oduflow/oduflow-go/receipt"
+)
+
+// MemoryStore is an oduflow.ClaimStore and oduflow.Leases held in memory, for unit tests of services that
+// embed the dispatcher. It is NOT durable (a restart forgets every claim, so it cannot keep the
+// at-most-once promise across restarts) and it is single-process (other processes cannot see its claims
+// or its leases). Pass it with oduflow.WithClaimStore and oduflow.WithLeases. Records are kept encoded,
+// exactly as a durable store keeps them, so callers never share memory with the store. It passes
+// TestClaimStore without MultiProcess. Safe for concurrent use.
+type MemoryStore struct {
+	mu      sync.Mutex
+	records map[string][]byte   // request id -> encoded claim
+	clients map[string][]string // minion id -> request ids in creation order
+	locks   map[string]*memHold // lock name -> current holder
+	nextID  uint64
+}
+
+type memHold struct {
+	id       uint64
+	released chan struct{} // closed on release: wakes waiters
+}
+
+// NewMemoryStore returns an empty store.
+func NewMemoryStore() *MemoryStore {
+	return &MemoryStore{records: map[string][]byte{}, clients: map[string][]string{},
+		locks: map[string]*memHold{}}
+}
+
+// Corrupt stores data verbatim as the record of requestID (tests of corrupt-record handling).
+func (s *MemoryStore) Corrupt(requestID string, data []byte) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.records[requestID] = append([]byte(nil), data...)
+}
+
+func checkRequestID(requestID string) error {
+	if err := receipt.ValidateRequestID(requestID); err != nil {
+		return errmark.Mark(errors.Wrap(err, "oduflowtest: invalid request id"), oduflow.ErrInvalidInput)
+	}
+	return nil
+}
+
+// decodeLocked decodes the record of requestID; s.mu is held.
+func (s *MemoryStore) decodeLocked(requestID string) (*oduflow.Claim, error) {
+	data, ok := s.records[requestID]
+	if !ok {
+		return nil, errors.Wrap(oduflow.ErrNoClaim, "oduflowtest: memory store")
+	}
+	c, err := oduflow.DecodeClaim(data)
+	if err != nil {
+		return nil, errmark.Mark(err, oduflow.ErrCorruptClaim)
+	}
+	if c.RequestID != requestID {
+		return nil, errors.Wrap(oduflow.ErrCorruptClaim, "oduflowtest: record holds another request")
+	}
+	return c, nil
+}
+
+// Create implements oduflow.ClaimStore.
+func (s *MemoryStore) Create(ctx context.Context, c *oduflow.Claim) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	cp := *c
+	cp.Generation = 1
+	if err := cp.Validate(); err != nil {
+		return err
+	}
+	data, err := oduflow.EncodeClaim(&cp)
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.records[cp.RequestID]; ok {
+		return errors.Wrap(oduflow.ErrClaimExists, "oduflowtest: memory store")
+	}
+	s.records[cp.RequestID] = data
+	s.clients[cp.MinionID] = append(s.clients[cp.MinionID], cp.RequestID)
+	c.Generation = 1
+	return nil
+}
+
+// Get implements oduflow.ClaimStore.
+func (s *MemoryStore) Get(ctx context.Context, requestID string) (*oduflow.Claim, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if err := checkRequestID(requestID); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.decodeLocked(requestID)
+}
+
+// CompareAndSwap implements oduflow.ClaimStore.
+func (s *MemoryStore) CompareAndSwap(ctx context.Context, next *oduflow.Claim) (*oduflow.Claim, error) {
+	return s.CompareAndSwapHeld(ctx, next)
+}
+
+// CompareAndSwapHeld implements oduflow.ClaimStore: the generation, identity and lease checks and the write
+// happen under one mutex.
+func (s *MemoryStore) CompareAndSwapHeld(ctx context.Context, next *oduflow.Claim, held ...oduflow.Lease) (*oduflow.Claim, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if err := next.Validate(); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	cur, err := s.decodeLocked(next.RequestID)
+	if err != nil {
+		return nil, err
+	}
+	if cur.Generation != next.Generation {
+		return cur, errors.Wrapf(oduflow.ErrConflict, "generation %d, expected %d",
+			errors.Safe(cur.Generation), errors.Safe(next.Generation))
+	}
+	if !sameIdentity(cur, next) {
+		return cur, errors.Wrap(oduflow.ErrConflict, "identity fields are immutable")
+	}
+	for _, l := range held {
+		ml, ok := l.(*memLease)
+		if !ok || ml.s != s || !ml.heldLocked() {
+			return cur, errors.WithStack(oduflow.ErrLeaseLost)
+		}
+	}
+	out := *next
+	out.Generation = cur.Generation + 1
+	data, err := oduflow.EncodeClaim(&out)
+	if err != nil {
+		return nil, err
+	}
+	s.records[out.RequestID] = data
+	return oduflow.DecodeClaim(data) // a copy the caller cannot share with next
+}
+
+func sameIdentity(a, b *oduflow.Claim) bool {
+	return a.MinionID == b.MinionID && a.RequestID == b.RequestID && a.Profile == b.Profile &&
+		a.Role == b.Role && a.StateDigest == b.StateDigest && a.JID == b.JID && a.PayloadRef == b.PayloadRef &&
+		a.CreatedAt.Equal(b.CreatedAt) && a.Protocol == b.Protocol
+}
+
+// ListByClient implements oduflow.ClaimStore. A corrupt claim of the client fails the whole list (as in
+// the file store): hiding it could hide a dispatched request from the quarantine check.
+func (s *MemoryStore) ListByClient(ctx context.Context, minionID string) ([]*oduflow.Claim, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if err := receipt.ValidateMinionID(minionID); err != nil {
+		return nil, errmark.Mark(errors.Wrap(err, "oduflowtest: invalid minion id"), oduflow.ErrInvalidInput)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []*oduflow.Claim
+	for _, req := range s.clients[minionID] {
+		c, err := s.decodeLocked(req)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, c)
+	}
+	return out, nil
+}
+
+const (
+	memRequestLock = "run/"
+	memClientLease = "lease/"
+)
+
+type memLease struct {
+	s    *MemoryStore
+	name string
+	id   uint64
+}
+
+// heldLocked reports whether l is still the holder; s.mu is held.
+func (l *memLease) heldLocked() bool {
+	h := l.s.locks[l.name]
+	return h != nil && h.id == l.id
+}
+
+// Held implements oduflow.Lease.
+func (l *memLease) Held() bool {
+	l.s.mu.Lock()
+	defer l.s.mu.Unlock()
+	return l.heldLocked()
+}
+
+// Release implements oduflow.Lease (idempotent).
+func (l *memLease) Release() error {
+	l.s.mu.Lock()
+	defer l.s.mu.Unlock()
+	if h := l.s.locks[l.name]; h != nil && h.id == l.id {
+		delete(l.s.locks, l.name)
+		close(h.released)
+	}
+	return nil
+}
+
+// tryLock takes name if it is free; otherwise it returns the channel closed when the holder releases.
+func (s *MemoryStore) tryLock(name string) (*memLease, <-chan struct{}) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if h := s.locks[name]; h != nil {
+		return nil, h.released
+	}
+	s.nextID++
+	s.locks[name] = &memHold{id: s.nextID, released: make(chan struct{})}
+	return &memLease{s: s, name: name, id: s.nextID}, nil
+}
+
+// TryRequestLock implements oduflow.Leases.
+func (s *MemoryStore) TryRequestLock(ctx context.Context, requestID string) (oduflow.Lease, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if err := checkRequestID(requestID); err != nil {
+		return nil, err
+	}
+	l, _ := s.tryLock(memRequestLock + requestID)
+	if l == nil {
+		return nil, errors.Wrap(oduflow.ErrLeaseHeld, "oduflowtest: request lock")
+	}
+	return l, nil
+}
+
+// RequestLockHeld implements oduflow.Leases.
+func (s *MemoryStore) RequestLockHeld(ctx context.Context, requestID string) (bool, error) {
+	if err := ctx.Err(); err != nil {
+		return false, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.locks[memRequestLock+requestID] != nil, nil
+}
+
+// AcquireClientLease implements oduflow.Leases: it waits for the holder's release, at most maxWait.
+func (s *MemoryStore) AcquireClientLease(ctx context.Context, minionID string, maxWait time.Duration) (oduflow.Lease, error) {
+	if err := receipt.ValidateMinionID(minionID); err != nil {
+		return nil, errmark.Mark(errors.Wrap(err, "oduflowtest: invalid minion id"), oduflow.ErrInvalidInput)
+	}
+	timer := time.NewTimer(maxWait)
+	defer timer.Stop()
+	for {
+		if err := ctx.Err(); err != nil {
+			return nil, errors.Wrap(err, "oduflowtest: waiting for the client lease")
+		}
+		l, released := s.tryLock(memClientLease + minionID)
+		if l != nil {
+			return l, nil
+		}
+		select {
+		case <-released:
+		case <-timer.C:
+			return nil, errors.Wrapf(oduflow.ErrLeaseBusy, "still held after %s", maxWait)
+		case <-ctx.Done():
+			return nil, errors.Wrap(ctx.Err(), "oduflowtest: waiting for the client lease")
+		}
+	}
+}
+
+var (
+	_ oduflow.ClaimStore = (*MemoryStore)(nil)
+	_ oduflow.Leases     = (*MemoryStore)(nil)
+	_ Store              = (*MemoryStore)(nil)
+)

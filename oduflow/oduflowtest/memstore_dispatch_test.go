@@ -1,0 +1,84 @@
+package oduflowtest_test
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/oduflow/oduflow-go/internal/saltsim"
+	"github.com/oduflow/oduflow-go/internal/simminion"
+	"github.com/oduflow/oduflow-go/oduflow"
+	"github.com/oduflow/oduflow-go/oduflow/oduflowtest"
+	"github.com/oduflow/oduflow-go/receipt"
+	"github.com/oduflow/oduflow-go/salt"
+)
+
+// The memory store serves a real dispatcher end to end (simulated master and minion over real sockets):
+// what an embedding service's unit test does. No claim directory is created.
+func TestMemoryStoreBehindDispatcher(t *testing.T) {
+	ctx := context.Background()
+	sim, err := saltsim.Start(ctx, saltsim.WithDir(t.TempDir()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = sim.Close() })
+	m := simminion.New(receipt.MinionIDPrefix + receipt.NewRequestID())
+	sim.AddMinion(m.ID(), m.Handle)
+	key, err := os.ReadFile(sim.KeyFile())
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyFile := filepath.Join(t.TempDir(), ".root_key")
+	if err := os.WriteFile(keyFile, key, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	client, err := salt.NewClient(sim.RequestAddr(), salt.WithAuth(salt.UserKey("root", keyFile)),
+		salt.WithRequestTimeout(2*time.Second), salt.WithLogger(quiet))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = client.Close() })
+	st := oduflowtest.NewMemoryStore()
+	unused := filepath.Join(t.TempDir(), "no-claims-here")
+	d, err := oduflow.New(client, oduflow.SaltEvents(sim.EventAddr(), salt.WithEventLogger(quiet)),
+		oduflow.WithClaimStore(st), oduflow.WithLeases(st), oduflow.WithClaimDir(unused), oduflow.WithLogger(quiet),
+		oduflow.WithTimers(oduflow.Timers{ExecutionWait: 8 * time.Second, HardDeadline: 9 * time.Second,
+			StatusExpiry: 10 * time.Second, LaunchGrace: oduflow.LaunchGrace, LeaseWait: 2 * time.Second,
+			PollBudget: 16, CallTimeout: 2 * time.Second}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = d.Close() })
+
+	req := receipt.NewRequestID()
+	first, err := d.Start(ctx, receipt.ProfileConfigure, m.ID(), req)
+	if err != nil || first.JID == nil {
+		t.Fatalf("Start: %+v %v", first, err)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		c, err := st.Get(ctx, req)
+		if err == nil && c.Phase.Final() {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("claim not final: %+v %v", c, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	again, err := d.Start(ctx, receipt.ProfileConfigure, m.ID(), req)
+	if err != nil || again.Status != receipt.StatusSucceeded || *again.JID != *first.JID {
+		t.Fatalf("repeated Start: %+v %v", again, err)
+	}
+	if runs := sim.CountPublications(oduflow.FunRun); runs != 1 || m.Runs() != 1 {
+		t.Fatalf("published %d runs, minion ran %d (want 1, 1)", runs, m.Runs())
+	}
+	if _, err := os.Stat(unused); !os.IsNotExist(err) {
+		t.Fatalf("claim directory touched: %v", err)
+	}
+}
