@@ -9,19 +9,19 @@ import (
 	"testing"
 	"time"
 
-	"github.com/oduflow/oduflow-go/internal/saltsim"
 	"github.com/oduflow/oduflow-go/internal/simminion"
 	"github.com/oduflow/oduflow-go/oduflow"
 	"github.com/oduflow/oduflow-go/oduflow/oduflowtest"
 	"github.com/oduflow/oduflow-go/receipt"
 	"github.com/oduflow/oduflow-go/salt"
+	"github.com/oduflow/oduflow-go/salt/salttest"
 )
 
 // The memory store serves a real dispatcher end to end (simulated master and minion over real sockets):
 // what an embedding service's unit test does. No claim directory is created.
 func TestMemoryStoreBehindDispatcher(t *testing.T) {
 	ctx := context.Background()
-	sim, err := saltsim.Start(ctx, saltsim.WithDir(t.TempDir()))
+	sim, err := salttest.Start(ctx, salttest.WithDir(t.TempDir()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -37,7 +37,7 @@ func TestMemoryStoreBehindDispatcher(t *testing.T) {
 		t.Fatal(err)
 	}
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	client, err := salt.NewClient(sim.RequestAddr(), salt.WithAuth(salt.UserKey("root", keyFile)),
+	client, err := salt.NewClient(sim.Addr(), salt.WithAuth(salt.UserKey("root", keyFile)),
 		salt.WithRequestTimeout(2*time.Second), salt.WithLogger(quiet))
 	if err != nil {
 		t.Fatal(err)
@@ -45,7 +45,7 @@ func TestMemoryStoreBehindDispatcher(t *testing.T) {
 	t.Cleanup(func() { _ = client.Close() })
 	st := oduflowtest.NewMemoryStore()
 	unused := filepath.Join(t.TempDir(), "no-claims-here")
-	d, err := oduflow.New(client, oduflow.SaltEvents(sim.EventAddr(), salt.WithEventLogger(quiet)),
+	d, err := oduflow.New(client, oduflow.SaltEvents(sim.EventsAddr(), salt.WithEventLogger(quiet)),
 		oduflow.WithClaimStore(st), oduflow.WithLeases(st), oduflow.WithClaimDir(unused), oduflow.WithLogger(quiet),
 		oduflow.WithTimers(oduflow.Timers{ExecutionWait: 8 * time.Second, HardDeadline: 9 * time.Second,
 			StatusExpiry: 10 * time.Second, LaunchGrace: oduflow.LaunchGrace, LeaseWait: 2 * time.Second,
@@ -75,7 +75,7 @@ func TestMemoryStoreBehindDispatcher(t *testing.T) {
 	if err != nil || again.Status != receipt.StatusSucceeded || *again.JID != *first.JID {
 		t.Fatalf("repeated Start: %+v %v", again, err)
 	}
-	if runs := sim.CountPublications(oduflow.FunRun); runs != 1 || m.Runs() != 1 {
+	if runs := sim.PublicationCount(oduflow.FunRun, ""); runs != 1 || m.Runs() != 1 {
 		t.Fatalf("published %d runs, minion ran %d (want 1, 1)", runs, m.Runs())
 	}
 	if _, err := os.Stat(unused); !os.IsNotExist(err) {
