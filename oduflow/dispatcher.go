@@ -140,7 +140,15 @@ func (d *Dispatcher) claimLog(c *Claim) *slog.Logger {
 }
 
 // Start claims the request for profile on minion and launches its worker; a repeated Start returns the
-// current status and never publishes again. The custom profile needs a custom execution (not Start).
+// current status and never publishes again (even while the event bus or the master is down). The custom
+// profile needs a custom execution (not Start).
+//
+// Before it writes a new claim, Start checks that it can dispatch, from state it already holds: its
+// credentials load (the key file reads; an eauth token is cached, or obtained once with mk_token) and its
+// event-bus subscription is live. Nothing is published for the check. When it fails, nothing is written
+// and the error matches ErrNotReady and its cause (ErrEventBus, ErrMasterUnreachable, salt.ErrKeyFile,
+// salt.ErrAuthentication, salt.ErrAuthorization); the same request id can be started once fixed. A claim
+// store that cannot be read gives ErrClaimStore (or ErrCorruptClaim for a damaged claim).
 func (d *Dispatcher) Start(ctx context.Context, profile receipt.Profile, minion, request string) (Response, error) {
 	t0 := time.Now()
 	defer func() { d.hooks.Observe("start", time.Since(t0)) }()
@@ -155,8 +163,13 @@ func (d *Dispatcher) Start(ctx context.Context, profile receipt.Profile, minion,
 		return Response{}, invalid(err, "profile")
 	}
 	if c, err := d.store.Get(ctx, request); err == nil {
-		return d.existing(ctx, c, profile, minion)
+		return d.existing(ctx, c, profile, minion) // even when the bus or the master is down
 	} else if !errors.Is(err, ErrNoClaim) {
+		return Response{}, claimStoreErr(err)
+	}
+	// No claim yet: prove, from state already held, that this dispatcher can dispatch before writing one,
+	// so that a configuration error burns nothing (ErrNotReady).
+	if err := d.ready(ctx); err != nil {
 		return Response{}, err
 	}
 	c := &Claim{Protocol: ClaimProtocol, MinionID: minion, RequestID: request, Profile: profile,
