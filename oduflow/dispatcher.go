@@ -3,6 +3,7 @@ package oduflow
 import (
 	"context"
 	"log/slog"
+	"os"
 	"sync"
 	"time"
 
@@ -30,7 +31,8 @@ type Dispatcher struct {
 	pubsrc PublicationSource
 	pubSem chan struct{}
 	// workerLog is where detached workers' stdout/stderr go ("" = /dev/null).
-	workerLog string
+	workerLog     string
+	workerLogFile *os.File
 
 	ctx    context.Context // workers run under it; Close cancels it
 	cancel context.CancelFunc
@@ -76,7 +78,7 @@ func New(client Publisher, events EventSource, opts ...Option) (*Dispatcher, err
 	ctx, cancel := context.WithCancel(context.Background())
 	d := &Dispatcher{pub: client, store: cfg.store, leases: cfg.leases, clock: cfg.clock, log: cfg.logger,
 		hooks: cfg.hooks, mode: cfg.mode, timers: cfg.timers, jids: cfg.jids, step: cfg.stepHook,
-		pubsrc: cfg.publishing, pubSem: make(chan struct{}, cfg.maxPublish), workerLog: cfg.workerLog,
+		pubsrc: cfg.publishing, pubSem: make(chan struct{}, cfg.maxPublish), workerLog: cfg.workerLog, workerLogFile: cfg.workerLogFile,
 		ctx: ctx, cancel: cancel}
 	d.hub = newHub(events, func(msg string, args ...any) { d.log.Warn(msg, args...) })
 	return d, nil
