@@ -15,13 +15,13 @@ import (
 
 // Exit statuses. A script decides from them alone whether it may start a new request.
 const (
-	ExitOK          = 0 // succeeded, or done (also running or not_started without --wait)
-	ExitFailed      = 1 // failed: a known terminal failure; a new request may follow
-	ExitUsage       = 2 // bad input or configuration (credentials, directories, flags); nothing written
-	ExitUnreachable = 3 // master, event bus or claim store unreachable; nothing written
-	ExitRefused     = 4 // refused by the master (authentication, authorization)
-	ExitUnknown     = 5 // outcome not proven: never start a replacement; reconcile
-	ExitDamaged     = 6 // damaged claim store (or catalog record)
+	ExitOK           = 0 // succeeded, or done (also running or not_started without --wait)
+	ExitFailed       = 1 // failed: a known terminal failure; a new request may follow
+	ExitUsage        = 2 // bad input or configuration (credentials, directories, flags); nothing written
+	ExitUnreachable  = 3 // master, event bus or claim store unreachable; nothing written
+	ExitRefused      = 4 // refused by the master (authentication, authorization)
+	ExitUnknown      = 5 // outcome not proven: never start a replacement; reconcile
+	ExitDamaged      = 6 // damaged claim store (or catalog record)
 	ExitStillRunning = 7 // still running when --wait timed out; the request goes on
 )
 
@@ -74,7 +74,7 @@ func exitFor(err error) int {
 	case is(err, oduflow.ErrNotReady), is(err, oduflow.ErrEventBus), is(err, oduflow.ErrMasterUnreachable),
 		is(err, oduflow.ErrClaimStore), is(err, salt.ErrNotSent):
 		return ExitUnreachable // nothing was written
-	case is(err, oduflow.ErrUncertain), is(err, salt.ErrOutcomeUnknown),
+	case is(err, oduflow.ErrUncertain), is(err, oduflow.ErrUnresolved), is(err, salt.ErrOutcomeUnknown),
 		is(err, context.Canceled), is(err, context.DeadlineExceeded):
 		return ExitUnknown
 	}

@@ -112,4 +112,3 @@ func (p *printer) printLaunchFailure(r oduflow.Response, err error) error {
 	}
 	return err
 }
-
