@@ -134,6 +134,7 @@ func (d *Dispatcher) runWorker(ctx context.Context, minion, request string) erro
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
+		lg.Warn("worker: event bus unavailable; preflight failure, nothing published", slog.String("error", err.Error()))
 		d.finalize(ctx, c, receipt.StatusFailed, 0, 1, CodeEventBus, EvidencePreflight)
 		return nil
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -298,5 +299,45 @@ func TestConcurrentCustomStartPublishesOnce(t *testing.T) {
 	must(t, r, ExitOK)
 	if n := l.sim.CountPublications("oduflow_job.run") - before; n != 2 {
 		t.Fatalf("--again: published %d in all: %s", n, r)
+	}
+}
+
+// SIGTERM cancels the command's context: `start --wait` stops waiting at once and exits 7 (the request
+// goes on in its detached worker).
+func TestSIGTERMStopsTheCommand(t *testing.T) {
+	t.Parallel()
+	l := newLabMinion(t, nil, simminion.WithDelay(5*time.Second))
+	errPath := filepath.Join(t.TempDir(), "stderr")
+	cmd := exec.Command(binary, "start", "configure", l.minion, "--wait", "--interval", "50ms")
+	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME")}, l.env...)
+	errF, err := os.Create(errPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer errF.Close()
+	cmd.Stderr = errF
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		b, _ := os.ReadFile(errPath)
+		if strings.Contains(string(b), "running") {
+			break
+		}
+		if time.Now().After(deadline) {
+			_ = cmd.Process.Kill()
+			t.Fatalf("never running: %s", b)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	sent := time.Now()
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	err = cmd.Wait()
+	ee, ok := err.(*exec.ExitError)
+	if !ok || ee.ExitCode() != ExitStillRunning || time.Since(sent) > 3*time.Second {
+		t.Fatalf("after SIGTERM: %v after %s", err, time.Since(sent))
 	}
 }

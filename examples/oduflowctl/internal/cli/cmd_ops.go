@@ -34,7 +34,7 @@ func cmdPing(e *env, args []string) error {
 		return err
 	}
 	defer os.RemoveAll(scratch)
-	e.g.stateDir = scratch
+	e.g.stateDir, e.g.claims = scratch, ""
 	d, err := e.dispatcher(e.ctx)
 	if err != nil {
 		return err
