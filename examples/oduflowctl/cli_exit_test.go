@@ -341,3 +341,22 @@ func TestSIGTERMStopsTheCommand(t *testing.T) {
 		t.Fatalf("after SIGTERM: %v after %s", err, time.Since(sent))
 	}
 }
+
+// A repeated start of an existing request answers from its claim while the master and the bus are down.
+func TestRepeatedStartWhileMasterAndBusDown(t *testing.T) {
+	t.Parallel()
+	l := newLabMinion(t, nil)
+	req := receipt.NewRequestID()
+	must(t, run(t, l.env, "start", "configure", l.minion, req, "--wait", "--interval", "50ms"), ExitOK)
+	down := withEnv(l.env, "ODUFLOW_SALT_MASTER=tcp://127.0.0.1:1",
+		"ODUFLOW_SALT_EVENTS=unix://"+filepath.Join(t.TempDir(), "none.ipc"))
+	r := run(t, down, "start", "configure", l.minion, req)
+	must(t, r, ExitOK)
+	if s := response(t, oneLine(t, r.stdout)); s["status"] != "succeeded" {
+		t.Fatalf("repeat while down: %s", r)
+	}
+	must(t, run(t, down, "start", "configure", l.minion), ExitUnreachable) // a new request: nothing written
+	if n := claims(t, stateDir(l.env)); n != 1 {
+		t.Fatalf("claims %d", n)
+	}
+}

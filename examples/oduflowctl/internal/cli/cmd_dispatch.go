@@ -65,7 +65,7 @@ func cmdStart(e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	if err := e.probe(e.ctx, "start"); err != nil {
+	if err := e.probeUnlessClaimed(d, "start", request); err != nil {
 		return err
 	}
 	r, err := d.Start(e.ctx, profile, minion, request)

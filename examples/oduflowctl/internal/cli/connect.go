@@ -168,6 +168,15 @@ func (e *env) probe(ctx context.Context, cmd string) error {
 	return nil
 }
 
+// probeUnlessClaimed probes the master (see probe) unless the request already has a claim: a
+// repeated start answers from its claim even while the master or the bus is down.
+func (e *env) probeUnlessClaimed(d *oduflow.Dispatcher, cmd, request string) error {
+	if _, err := d.Store().Get(e.ctx, request); err == nil {
+		return nil
+	}
+	return e.probe(e.ctx, cmd)
+}
+
 // childEnv passes the effective settings (flags included) to a detached worker.
 func (g *globals) childEnv() []string {
 	env := []string{
