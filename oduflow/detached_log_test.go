@@ -37,6 +37,9 @@ func TestOpenWorkerLogBeforeStart(t *testing.T) {
 
 	e := startSim(t)
 	m := e.addMinion()
+	if _, err := OpenFileClaimStore(e.dir); err != nil {
+		t.Fatal(err)
+	}
 	logPath := filepath.Join(e.dir, WorkerLogName)
 	f, err := OpenWorkerLog(logPath)
 	if err != nil {
