@@ -128,6 +128,9 @@ func (d *Dispatcher) CustomStart(ctx context.Context, minion, request, definitio
 		lg.Info("custom apply reuses an execution", slog.String("execution_id", e.RequestID))
 		return d.customDrive(ctx, cat, e, request, reason)
 	}
+	if err := d.ready(ctx); err != nil {
+		return CustomResponse{}, err // nothing frozen, no claim: the request id can be started once fixed
+	}
 	e, err := cat.CreateExecution(ctx, catalog.Execution{RequestID: request, Company: asg.Company,
 		DefinitionID: def.ID, Revision: def.Revision, Source: def.Source, Canonical: compiled.Canonical,
 		Digest: compiled.Digest, MinionID: minion, Mode: mode, CreatedAt: d.clock.Now()})
@@ -154,6 +157,9 @@ func (d *Dispatcher) customDrive(ctx context.Context, cat catalog.Store, e catal
 	c, err := d.store.Get(ctx, e.RequestID)
 	var launchErr error // a detached worker that could not start: the claim is failed, nothing published
 	if errors.Is(err, ErrNoClaim) {
+		if err := d.ready(ctx); err != nil {
+			return CustomResponse{}, err // the snapshot stays queued; no claim written
+		}
 		c = &Claim{Protocol: ClaimProtocol, MinionID: e.MinionID, RequestID: e.RequestID,
 			Profile: receipt.ProfileCustom, StateDigest: e.Digest, PayloadRef: e.RequestID,
 			JID: string(d.jids.Next()), Phase: PhaseClaimed, CreatedAt: d.clock.Now()}

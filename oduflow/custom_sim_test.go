@@ -283,7 +283,7 @@ func (e *cstEnv) waitClaimFinal(req string) *Claim {
 func (e *cstEnv) define(company, source string) catalog.Definition {
 	e.t.Helper()
 	ctx := context.Background()
-	def, err := e.cat.CreateDefinition(ctx, company, "test", []byte(source))
+	def, err := e.cat.CreateDefinition(ctx, company, "test-"+receipt.NewRequestID(), []byte(source))
 	if err != nil {
 		e.t.Fatal(err)
 	}

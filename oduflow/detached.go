@@ -54,6 +54,22 @@ func (e *WorkerLaunchError) Unwrap() error { return ErrWorkerLaunch }
 // the tool exits. A log that cannot be opened safely fails the launch.
 func DetachedLog(path string) Option { return func(c *config) { c.workerLog = path } }
 
+// DetachedLogFile sends the stdout and stderr of detached workers to f, a log the caller opened already
+// (OpenWorkerLog) and closes after the Dispatcher. Opening the log before any Start makes a bad log path a
+// configuration error reported before a claim is written (with DetachedLog the log is opened at each
+// launch, after the claim). It takes precedence over DetachedLog.
+func DetachedLogFile(f *os.File) Option { return func(c *config) { c.workerLogFile = f } }
+
+// OpenWorkerLog opens path as DetachedLog would (the same safe-file rules), for DetachedLogFile. A path
+// that exists and is not a regular file (a FIFO, a device, a symlink) is refused before it is opened, so
+// the open never blocks.
+func OpenWorkerLog(path string) (*os.File, error) {
+	if st, err := os.Lstat(path); err == nil && !st.Mode().IsRegular() {
+		return nil, errors.Wrapf(receipt.ErrUnsafePath, "oduflow: worker log %s is not a regular file", errors.Safe(path))
+	}
+	return openWorkerLog(path)
+}
+
 // openWorkerLog opens the detached workers' log file under the safe-file rules.
 func openWorkerLog(path string) (*os.File, error) {
 	abs, err := filepath.Abs(path)
@@ -85,7 +101,9 @@ func (d *Dispatcher) launchDetached(c *Claim) (<-chan error, error) {
 	cmd := exec.Command(d.mode.exe, c.MinionID, c.RequestID)
 	cmd.Env = append(append(os.Environ(), WorkerEnv+"=1"), d.mode.env...)
 	// stdin, stdout and stderr are /dev/null unless a log file is configured: never the launcher's.
-	if d.workerLog != "" {
+	if d.workerLogFile != nil {
+		cmd.Stdout, cmd.Stderr = d.workerLogFile, d.workerLogFile
+	} else if d.workerLog != "" {
 		f, err := openWorkerLog(d.workerLog)
 		if err != nil {
 			return nil, err

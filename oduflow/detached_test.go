@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -122,14 +123,27 @@ func TestDetachedLogFile(t *testing.T) {
 	}
 }
 
-// stubNet is a Publisher/EventSource for the launcher child: Start of a detached worker needs neither.
+// stubNet is a Publisher/EventSource for the launcher child: Start of a detached worker publishes
+// nothing; its readiness check needs a live (idle) subscription.
 type stubNet struct{}
 
 func (stubNet) Publish(context.Context, salt.PublishRequest) (*salt.PublishResult, error) {
 	return nil, salt.ErrNotSent
 }
 
-func (stubNet) Subscribe(context.Context) (Subscription, error) { return nil, salt.ErrNotSent }
+func (stubNet) Subscribe(context.Context) (Subscription, error) {
+	return &idleSub{ch: make(chan salt.Event)}, nil
+}
+
+// idleSub is a connected subscription on which nothing happens.
+type idleSub struct {
+	once sync.Once
+	ch   chan salt.Event
+}
+
+func (s *idleSub) Events() <-chan salt.Event { return s.ch }
+
+func (s *idleSub) Close() error { s.once.Do(func() { close(s.ch) }); return nil }
 
 // runLauncherChild: Start one request with a detached worker, print "launched", exit.
 func runLauncherChild() int {

@@ -3,6 +3,7 @@ package oduflow
 import (
 	"context"
 	"log/slog"
+	"os"
 	"sync"
 	"time"
 
@@ -30,7 +31,8 @@ type Dispatcher struct {
 	pubsrc PublicationSource
 	pubSem chan struct{}
 	// workerLog is where detached workers' stdout/stderr go ("" = /dev/null).
-	workerLog string
+	workerLog     string
+	workerLogFile *os.File
 
 	ctx    context.Context // workers run under it; Close cancels it
 	cancel context.CancelFunc
@@ -76,7 +78,7 @@ func New(client Publisher, events EventSource, opts ...Option) (*Dispatcher, err
 	ctx, cancel := context.WithCancel(context.Background())
 	d := &Dispatcher{pub: client, store: cfg.store, leases: cfg.leases, clock: cfg.clock, log: cfg.logger,
 		hooks: cfg.hooks, mode: cfg.mode, timers: cfg.timers, jids: cfg.jids, step: cfg.stepHook,
-		pubsrc: cfg.publishing, pubSem: make(chan struct{}, cfg.maxPublish), workerLog: cfg.workerLog,
+		pubsrc: cfg.publishing, pubSem: make(chan struct{}, cfg.maxPublish), workerLog: cfg.workerLog, workerLogFile: cfg.workerLogFile,
 		ctx: ctx, cancel: cancel}
 	d.hub = newHub(events, func(msg string, args ...any) { d.log.Warn(msg, args...) })
 	return d, nil
@@ -140,7 +142,15 @@ func (d *Dispatcher) claimLog(c *Claim) *slog.Logger {
 }
 
 // Start claims the request for profile on minion and launches its worker; a repeated Start returns the
-// current status and never publishes again. The custom profile needs a custom execution (not Start).
+// current status and never publishes again (even while the event bus or the master is down). The custom
+// profile needs a custom execution (not Start).
+//
+// Before it writes a new claim, Start checks that it can dispatch, from state it already holds: its
+// credentials load (the key file reads; an eauth token is cached, or obtained once with mk_token) and its
+// event-bus subscription is live. Nothing is published for the check. When it fails, nothing is written
+// and the error matches ErrNotReady and its cause (ErrEventBus, ErrMasterUnreachable, salt.ErrKeyFile,
+// salt.ErrAuthentication, salt.ErrAuthorization); the same request id can be started once fixed. A claim
+// store that cannot be read gives ErrClaimStore (or ErrCorruptClaim for a damaged claim).
 func (d *Dispatcher) Start(ctx context.Context, profile receipt.Profile, minion, request string) (Response, error) {
 	t0 := time.Now()
 	defer func() { d.hooks.Observe("start", time.Since(t0)) }()
@@ -155,8 +165,13 @@ func (d *Dispatcher) Start(ctx context.Context, profile receipt.Profile, minion,
 		return Response{}, invalid(err, "profile")
 	}
 	if c, err := d.store.Get(ctx, request); err == nil {
-		return d.existing(ctx, c, profile, minion)
+		return d.existing(ctx, c, profile, minion) // even when the bus or the master is down
 	} else if !errors.Is(err, ErrNoClaim) {
+		return Response{}, claimStoreErr(err)
+	}
+	// No claim yet: prove, from state already held, that this dispatcher can dispatch before writing one,
+	// so that a configuration error burns nothing (ErrNotReady).
+	if err := d.ready(ctx); err != nil {
 		return Response{}, err
 	}
 	c := &Claim{Protocol: ClaimProtocol, MinionID: minion, RequestID: request, Profile: profile,

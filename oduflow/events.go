@@ -7,6 +7,7 @@ import (
 
 	"github.com/cockroachdb/errors"
 
+	"github.com/oduflow/oduflow-go/internal/errmark"
 	"github.com/oduflow/oduflow-go/salt"
 )
 
@@ -116,7 +117,7 @@ func (h *hub) ensure(ctx context.Context) error {
 	}
 	sub, err := h.src.Subscribe(ctx)
 	if err != nil {
-		return errors.Wrap(err, "oduflow: subscribe to event bus")
+		return errmark.Mark(errors.Wrap(err, "oduflow: subscribe to event bus"), ErrEventBus)
 	}
 	h.mu.Lock()
 	if h.closed {

@@ -3,6 +3,7 @@ package oduflow
 import (
 	"context"
 	"log/slog"
+	"os"
 
 	"github.com/oduflow/oduflow-go/salt"
 )
@@ -24,6 +25,8 @@ type config struct {
 	publishing PublicationSource
 	maxPublish int
 	workerLog  string
+	// workerLogFile is an already open log for detached workers (DetachedLogFile).
+	workerLogFile *os.File
 }
 
 // WorkerMode says where workers run.

@@ -134,6 +134,7 @@ func (d *Dispatcher) runWorker(ctx context.Context, minion, request string) erro
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
+		lg.Warn("worker: event bus unavailable; preflight failure, nothing published", slog.String("error", err.Error()))
 		d.finalize(ctx, c, receipt.StatusFailed, 0, 1, CodeEventBus, EvidencePreflight)
 		return nil
 	}
@@ -202,7 +203,8 @@ func (d *Dispatcher) runWorker(ctx context.Context, minion, request string) erro
 func (d *Dispatcher) preflight(ctx context.Context, c *Claim) string {
 	others, err := d.store.ListByClient(ctx, c.MinionID)
 	if err != nil {
-		return CodeQuarantined // cannot prove the client is clear
+		d.claimLog(c).Warn("worker: claim store unreadable; cannot prove the client is clear", slog.String("error", err.Error()))
+		return CodeClaimStore
 	}
 	for _, o := range others {
 		if o.RequestID == c.RequestID {
@@ -221,7 +223,10 @@ func (d *Dispatcher) preflight(ctx context.Context, c *Claim) string {
 	ctx2, cancel := context.WithTimeout(ctx, d.timers.CallTimeout)
 	defer cancel()
 	proto, _, err := d.capabilities(ctx2, c.MinionID)
-	if err != nil || proto != ProtocolVersion {
+	if err != nil {
+		return callErrorCode(err) // names the cause: credentials, event bus, transport, or the minion
+	}
+	if proto != ProtocolVersion {
 		return CodeCapability
 	}
 	return ""

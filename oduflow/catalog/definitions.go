@@ -27,28 +27,11 @@ func (s *FileStore) compileSource(source []byte) (Compiled, error) {
 	return c, nil
 }
 
-// CreateDefinition implements Store.
+// CreateDefinition implements Store. A name the company already uses gives ErrExists (and ErrNameTaken):
+// one definition per company and name (see GetOrCreateDefinition).
 func (s *FileStore) CreateDefinition(ctx context.Context, company, name string, source []byte) (Definition, error) {
-	if err := ctxErr(ctx); err != nil {
-		return Definition{}, err
-	}
-	if err := checkCompany(company); err != nil {
-		return Definition{}, err
-	}
-	if !validText(name, MaxNameLen) {
-		return Definition{}, invalidf("catalog: invalid definition name")
-	}
-	c, err := s.compileSource(source)
-	if err != nil {
-		return Definition{}, err
-	}
-	now := s.stamp()
-	d := Definition{ID: receipt.NewRequestID(), Company: company, Name: name, Source: cloneBytes(source),
-		Revision: 1, Digest: c.Digest, CreatedAt: now, UpdatedAt: now}
-	if err := s.createJSON(defName(d.ID), &d); err != nil {
-		return Definition{}, err
-	}
-	return d.clone(), nil
+	d, _, err := s.getOrCreate(ctx, company, name, source, true)
+	return d, err
 }
 
 // Definition implements Reader.
@@ -145,18 +128,80 @@ func (s *FileStore) SaveSource(ctx context.Context, id string, source []byte) (D
 	})
 }
 
-// Rename implements Store.
-func (s *FileStore) Rename(ctx context.Context, id, name string) (Definition, error) {
+// Rename implements Store. The new name must be free within the company (else ErrExists and
+// ErrNameTaken): the name index moves with the definition, so one definition per name still holds.
+func (s *FileStore) Rename(ctx context.Context, id, name string) (d Definition, err error) {
 	if !validText(name, MaxNameLen) {
 		return Definition{}, invalidf("catalog: invalid definition name")
 	}
-	return s.updateDefinition(ctx, id, func(d *Definition) (bool, error) {
-		if d.Name == name {
-			return false, nil
+	if err := checkID("definition id", id); err != nil {
+		return Definition{}, err
+	}
+	l, err := s.lock(ctx, defName(id))
+	if err != nil {
+		return Definition{}, err
+	}
+	defer release(l, &err)
+	if d, err = s.Definition(ctx, id); err != nil {
+		return Definition{}, err
+	}
+	if d.Name == name {
+		return d, nil
+	}
+	// Both name locks, in a fixed order (two renames in opposite directions must not deadlock).
+	oldIdx, newIdx := namName(d.Company, d.Name), namName(d.Company, name)
+	first, second := oldIdx, newIdx
+	if second < first {
+		first, second = second, first
+	}
+	l1, err := s.lock(ctx, first)
+	if err != nil {
+		return Definition{}, err
+	}
+	defer release(l1, &err)
+	l2, err := s.lock(ctx, second)
+	if err != nil {
+		return Definition{}, err
+	}
+	defer release(l2, &err)
+	ix, found, err := s.readNameIndex(d.Company, name)
+	if err != nil {
+		return Definition{}, err
+	}
+	if found && ix.DefinitionID != id {
+		if h, ok, _, herr := s.holder(ctx, ix); herr != nil {
+			return Definition{}, herr
+		} else if ok {
+			return Definition{}, errors.Mark(errors.Wrapf(ErrNameTaken, "catalog: held by definition %s",
+				errors.Safe(h.ID)), ErrExists)
 		}
-		d.Name = name
-		return true, nil
-	})
+	}
+	if !found {
+		// A definition written before the name index may hold the name.
+		if h, err := s.preferredHolder(ctx, d.Company, name); err != nil {
+			return Definition{}, err
+		} else if h != nil && h.ID != id {
+			return Definition{}, errors.Mark(errors.Wrapf(ErrNameTaken, "catalog: held by definition %s",
+				errors.Safe(h.ID)), ErrExists)
+		}
+	}
+	// Index the new name first: a crash before the definition is written leaves a stale index (replaced
+	// on use), never a name held twice.
+	if err := s.writeJSON(newIdx, &nameIndex{Company: d.Company, Name: name, DefinitionID: id}); err != nil {
+		return Definition{}, err
+	}
+	oldName := d.Name
+	d.Name = name
+	d.UpdatedAt = s.stamp()
+	if err := s.writeJSON(defName(id), &d); err != nil {
+		return Definition{}, err
+	}
+	if ox, ofound, oerr := s.readNameIndex(d.Company, oldName); oerr == nil && ofound && ox.DefinitionID == id {
+		if rerr := s.st.Remove(oldIdx); rerr != nil && !errors.Is(rerr, receipt.ErrNotExist) {
+			return Definition{}, errors.Wrap(rerr, "catalog: remove old name index")
+		}
+	}
+	return d.clone(), nil
 }
 
 // Assign implements Store.

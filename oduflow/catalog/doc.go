@@ -28,6 +28,7 @@
 // updates, so several processes may share one directory. Record names:
 //
 //	def.<definition id>.json                 definition (mutable, locked per record)
+//	nam.<sha256(company)>.<sha256(name)>.json  name index: the one definition holding a company's name
 //	asg.<definition id>.<minion id>.json     assignment
 //	rid.<request id>.json                    request id index: execution or pointer (create-if-absent)
 //	exe.<minion id>.<request id>.json        execution snapshot (+ pointers, outcome; locked per record)

@@ -25,12 +25,16 @@ type Reader interface {
 // Store is the administrative catalog API used by the dispatcher's custom executions.
 type Store interface {
 	Reader
-	// CreateDefinition stores a new definition at revision 1 with a new id. The source must compile.
+	// CreateDefinition stores a new definition at revision 1 with a new id. The source must compile. One
+	// definition per company and name: a name in use gives ErrExists (ErrNameTaken).
 	CreateDefinition(ctx context.Context, company, name string, source []byte) (Definition, error)
+	// GetOrCreateDefinition returns the company's definition of that name, or creates it (created true);
+	// atomic across goroutines and processes.
+	GetOrCreateDefinition(ctx context.Context, company, name string, source []byte) (d Definition, created bool, err error)
 	// SaveSource replaces the source of a definition. Changed source (any byte) increments the revision
 	// and recomputes the digest; identical source changes nothing. The source must compile.
 	SaveSource(ctx context.Context, id string, source []byte) (Definition, error)
-	// Rename changes the display name; the revision stays.
+	// Rename changes the display name; the revision stays. The new name must be free within the company.
 	Rename(ctx context.Context, id, name string) (Definition, error)
 	// Assign assigns a definition to a server of a company. Assigning again with the same company is a
 	// no-op; another company gives ErrExists.

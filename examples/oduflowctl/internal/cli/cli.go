@@ -10,15 +10,8 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/oduflow/oduflow-go/oduflow"
 	"github.com/oduflow/oduflow-go/salt"
-)
-
-// Exit statuses.
-const (
-	ExitOK          = 0 // success, or terminal succeeded
-	ExitFailed      = 1 // terminal failed, or unknown (also: any other runtime error)
-	ExitUsage       = 2 // bad input
-	ExitUnreachable = 3 // cannot reach the master
 )
 
 // exitError carries an exit status and a one-line message.
@@ -41,6 +34,11 @@ func failedf(format string, args ...any) error {
 	return &exitError{code: ExitFailed, msg: fmt.Sprintf(format, args...)}
 }
 
+// configf is a configuration error (exit status 2) that keeps its cause for exitFor.
+func configf(cause error, format string, args ...any) error {
+	return &exitError{code: ExitUsage, msg: fmt.Sprintf(format, args...) + ": " + oneLine(cause.Error())}
+}
+
 // silentExit ends the command with a status and nothing more to say (the result is printed).
 type silentExit int
 
@@ -55,8 +53,12 @@ type env struct {
 	getenv func(string) string
 	// salt is the client of the command's dispatcher, once built.
 	salt *salt.Client
+	// disp is the command's dispatcher, once built (the printer reads recorded error codes through it).
+	disp *oduflow.Dispatcher
 	// closers run when the command ends (clients opened on its behalf).
 	closers []func() error
+	// worker: this process is a detached worker (it launches none).
+	worker bool
 }
 
 type command struct {
@@ -131,25 +133,27 @@ func RunEnv(ctx context.Context, args []string, stdout, stderr io.Writer, getenv
 }
 
 func exitCode(stderr io.Writer, name string, err error) int {
-	if err == nil {
-		return ExitOK
+	code := exitFor(err)
+	if err == nil || code == ExitOK {
+		return code
 	}
 	var s silentExit
 	if errors.As(err, &s) {
-		return int(s)
-	}
-	if errors.Is(err, flag.ErrHelp) {
-		return ExitOK
+		return code // the result is printed
 	}
 	var ee *exitError
 	if errors.As(err, &ee) {
 		fmt.Fprintf(stderr, "oduflowctl %s\n", oneLine(ee.msg))
-		return ee.code
+		return code
 	}
-	code := classify(err)
 	msg := oneLine(err.Error())
-	if code == ExitUnreachable {
-		msg = "cannot reach the master: " + msg
+	switch code {
+	case ExitUnreachable:
+		msg = "cannot reach the master, event bus or claim store (nothing written): " + msg
+	case ExitRefused:
+		msg = "refused by the master: " + msg
+	case ExitDamaged:
+		msg = "damaged claim store: " + msg
 	}
 	fmt.Fprintf(stderr, "oduflowctl %s: %s\n", name, msg)
 	return code
@@ -208,7 +212,7 @@ from ODUFLOW_SALT_PASSWORD):
 Authentication: with --key-file the master's user key is used (run as the Salt service
 account); otherwise --eauth/--user and ODUFLOW_SALT_PASSWORD are exchanged once for a token.
 
-Exit status: 0 success or terminal succeeded, 1 terminal failed or unknown, 2 bad input,
-3 cannot reach the master. Every command has --help.
-`)
+Every command has --help.
+
+`+exitTable)
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"strings"
 
 	"github.com/cockroachdb/errors"
 
@@ -21,43 +22,54 @@ func (g *globals) catalogDir() string {
 	if g.catalog != "" {
 		return g.catalog
 	}
-	return filepath.Clean(g.stateDir) + "-catalog"
+	dir := g.stateDir
+	if d, err := g.claimDir(); err == nil {
+		dir = d
+	}
+	return filepath.Clean(dir) + "-catalog"
 }
 
 func (e *env) openCatalog() (*catalog.FileStore, error) {
 	return catalog.Open(e.g.catalogDir(), oduflow.CompileCustomSource, catalog.WithCreate())
 }
 
-// definitionFor files FILE's source as the definition named by its absolute path (created,
-// or saved as a new revision when changed) and assigns it to the minion.
-func definitionFor(ctx context.Context, cat catalog.Store, path, minion string, src []byte) (catalog.Definition, error) {
+// definitionFor files FILE's source as the definition named by its absolute path and assigns it to
+// the minion. The catalog's atomic get-or-create makes it one definition per path, however many
+// `custom start` run at once (from any number of processes); changed source becomes a new revision.
+func (e *env) definitionFor(ctx context.Context, cat *catalog.FileStore, path, minion string, src []byte) (catalog.Definition, error) {
 	abs, err := filepath.Abs(path)
 	if err != nil {
 		return catalog.Definition{}, err
 	}
-	defs, err := cat.Definitions(ctx)
+	def, created, err := cat.GetOrCreateDefinition(ctx, cliCompany, abs, src)
 	if err != nil {
 		return catalog.Definition{}, err
 	}
-	var def catalog.Definition
-	found := false
-	for _, d := range defs {
-		if d.Company == cliCompany && d.Name == abs {
-			def, found = d, true
+	if !created {
+		e.warnDuplicates(ctx, cat, abs, def.ID)
+		if def, err = cat.SaveSource(ctx, def.ID, src); err != nil {
+			return catalog.Definition{}, err
 		}
-	}
-	if found {
-		def, err = cat.SaveSource(ctx, def.ID, src)
-	} else {
-		def, err = cat.CreateDefinition(ctx, cliCompany, abs, src)
-	}
-	if err != nil {
-		return catalog.Definition{}, err
 	}
 	if _, err := cat.Assign(ctx, def.ID, minion, cliCompany); err != nil {
 		return catalog.Definition{}, err
 	}
 	return def, nil
+}
+
+// warnDuplicates says (stderr, one line) when the catalog holds several definitions of this path,
+// written before the catalog enforced one per name, and which one is used.
+func (e *env) warnDuplicates(ctx context.Context, cat *catalog.FileStore, name, used string) {
+	dups, err := cat.Duplicates(ctx)
+	if err != nil {
+		return
+	}
+	for _, d := range dups {
+		if d.Company == cliCompany && d.Name == name {
+			fmt.Fprintf(e.stderr, "oduflowctl custom start: warning: the catalog holds %d definitions of %s (%s); using %s\n",
+				len(d.IDs), name, strings.Join(d.IDs, ", "), used)
+		}
+	}
 }
 
 func (p *printer) custom(r oduflow.CustomResponse) error {
@@ -103,10 +115,10 @@ func cmdCustomStart(e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	if err := e.probe(e.ctx, "custom start"); err != nil {
+	if err := e.probeUnlessClaimed(d, "custom start", request); err != nil {
 		return err
 	}
-	def, err := definitionFor(e.ctx, cat, file, minion, src)
+	def, err := e.definitionFor(e.ctx, cat, file, minion, src)
 	if err != nil {
 		return err
 	}
@@ -132,7 +144,7 @@ func (e *env) customSession(cmd string) (*printer, *catalog.FileStore, *oduflow.
 	}
 	cat, err := e.openCatalog()
 	if err != nil {
-		return nil, nil, nil, failedf("%s: catalog %s: %v", cmd, e.g.catalogDir(), oneLine(err.Error()))
+		return nil, nil, nil, configf(err, "%s: catalog %s", cmd, e.g.catalogDir())
 	}
 	d, err := e.dispatcher(e.ctx, oduflow.WithCustomCatalog(cat))
 	if err != nil {
@@ -155,7 +167,7 @@ func customRefusal(err error) error {
 	case errors.Is(err, oduflow.ErrInitialConfigurationMissing):
 		return failedf("custom start: refused: the server has no succeeded configure yet (oduflowctl start configure ...)")
 	case errors.Is(err, oduflow.ErrUncertain):
-		return failedf("custom start: refused: %v (oduflowctl reconcile ...)", oneLine(err.Error()))
+		return &exitError{code: ExitUnknown, msg: fmt.Sprintf("custom start: refused: %v (oduflowctl reconcile ...)", oneLine(err.Error()))}
 	case errors.Is(err, oduflow.ErrNeedsConfirmation):
 		return failedf("custom start: refused: %v (oduflowctl reconcile --from-minion ...)", oneLine(err.Error()))
 	case errors.Is(err, oduflow.ErrApplyAgainWithoutTerminal):

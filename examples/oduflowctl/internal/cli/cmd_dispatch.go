@@ -65,7 +65,7 @@ func cmdStart(e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	if err := e.probe(e.ctx, "start"); err != nil {
+	if err := e.probeUnlessClaimed(d, "start", request); err != nil {
 		return err
 	}
 	r, err := d.Start(e.ctx, profile, minion, request)
@@ -82,7 +82,9 @@ func cmdStart(e *env, args []string) error {
 
 func cmdStatus(e *env, args []string) error {
 	fs := newFlagSet("status", "status PROFILE MINION REQUEST_ID [--wait]\n\n"+
-		"Prints the response object of a request. Exit status 1 when it is failed or unknown.", e.g, e.stderr)
+		"Prints the response object of a request. Exit status 1 when it failed, 4 when the master refused it,\n"+
+		"5 when it is unknown (never start a replacement: reconcile), 7 when --wait timed out while it runs;\n"+
+		"the recorded error code of a failed or unknown request is printed on stderr.", e.g, e.stderr)
 	var w waitFlags
 	w.register(fs)
 	pos, err := parseArgs(fs, args, 3, 3, "PROFILE MINION REQUEST_ID")

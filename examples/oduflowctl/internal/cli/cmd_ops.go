@@ -34,7 +34,7 @@ func cmdPing(e *env, args []string) error {
 		return err
 	}
 	defer os.RemoveAll(scratch)
-	e.g.stateDir = scratch
+	e.g.stateDir, e.g.claims = scratch, ""
 	d, err := e.dispatcher(e.ctx)
 	if err != nil {
 		return err
@@ -71,7 +71,7 @@ func cmdResume(e *env, args []string) error {
 	fs := newFlagSet("resume", "resume MINION REQUEST_ID [--wait]\n\n"+
 		"Continues status polling (oduflow_job.status on that minion only) of an unknown, dispatched request for\n"+
 		"another window. The polling runs in a detached worker process: this command prints the response object\n"+
-		"(unknown until a receipt arrives; exit status 1) and returns at once. With --wait it follows the polling\n"+
+		"(unknown until a receipt arrives; exit status 5) and returns at once. With --wait it follows the polling\n"+
 		"until it ends (a terminal receipt, or the window spent) and prints the final response; interrupting it\n"+
 		"only stops the waiting. It never publishes a state run and never creates a request.", e.g, e.stderr)
 	minion, request, w, err := e.parseMinionRequest(fs, args)

@@ -69,24 +69,36 @@ func (e *env) logger() *slog.Logger {
 
 // client opens a Salt client with the configured authentication: the user key when a key
 // file is named (preferred: nothing secret is published), else an eauth token obtained once
-// from the password.
+// from the password. A client that cannot be built (a malformed address) is a configuration error.
 func (e *env) client(ctx context.Context) (*salt.Client, error) {
 	g := e.g
 	opts := []salt.Option{salt.WithLogger(e.logger()), salt.WithRequestTimeout(20 * time.Second)}
 	if g.keyFile != "" {
 		c, err := salt.NewClient(g.master, append(opts, salt.WithAuth(salt.UserKey(keyUser(g.keyFile), g.keyFile)))...)
 		if err != nil {
-			return nil, err
+			return nil, configf(err, "--master %q", g.master)
 		}
 		return c, nil
 	}
-	return e.tokenClient(ctx, opts)
+	c, err := e.tokenClient(ctx, opts)
+	if err != nil {
+		return nil, configf(err, "--master %q", g.master)
+	}
+	return c, nil
 }
 
 // dispatcher builds a Dispatcher whose workers run detached (this binary, re-executed), so
 // that a request goes on after the command exits. It and its client are closed when the
-// command ends.
+// command ends. The claim store and the worker log are opened here, before any claim can be
+// written: a bad directory or log path is a configuration error (exit status 2) with nothing
+// written.
 func (e *env) dispatcher(ctx context.Context, opts ...oduflow.Option) (*oduflow.Dispatcher, error) {
+	dir, err := e.g.claimDir()
+	if err != nil {
+		return nil, err
+	}
+	e.g.stateDir = dir // the effective claim store, also for the detached worker (childEnv)
+	e.g.claims = ""
 	c, err := e.client(ctx)
 	if err != nil {
 		return nil, err
@@ -97,20 +109,36 @@ func (e *env) dispatcher(ctx context.Context, opts ...oduflow.Option) (*oduflow.
 	if err != nil {
 		return nil, err
 	}
-	all := append([]oduflow.Option{
-		oduflow.WithClaimDir(e.g.stateDir),
+	// The claim store first (it creates the directory 0700), then the log inside it.
+	store, err := oduflow.OpenFileClaimStore(dir)
+	if err != nil {
+		return nil, configf(err, "claim store %q", dir)
+	}
+	all := []oduflow.Option{
+		oduflow.WithClaimStore(store),
 		oduflow.WithLogger(e.logger()),
 		oduflow.WithWorkerMode(oduflow.Detached(exe, e.g.childEnv()...)),
+		// TODO(pki): pass oduflow.WithPKIDir(e.g.pkiDir) here once the library has that option.
+	}
+	if !e.worker {
 		// The worker's output goes to a private log in the state directory, never to this command's
-		// stdout/stderr (a pipeline such as `oduflowctl start ... 2>&1 | tee log` ends with the command).
-		oduflow.DetachedLog(filepath.Join(e.g.stateDir, oduflow.WorkerLogName)),
-	}, opts...)
-	d, err := oduflow.New(c, oduflow.SaltEvents(e.g.events, salt.WithEventLogger(e.logger())), all...)
+		// stdout/stderr (a pipeline such as `oduflowctl start ... 2>&1 | tee log` ends with the
+		// command). A worker process launches no worker, so only launchers open it.
+		logPath := filepath.Join(dir, oduflow.WorkerLogName)
+		f, err := oduflow.OpenWorkerLog(logPath)
+		if err != nil {
+			return nil, configf(err, "worker log %q", logPath)
+		}
+		e.closers = append(e.closers, f.Close)
+		all = append(all, oduflow.DetachedLogFile(f))
+	}
+	d, err := oduflow.New(c, oduflow.SaltEvents(e.g.events, salt.WithEventLogger(e.logger())), append(all, opts...)...)
 	if err != nil {
-		return nil, err
+		return nil, configf(err, "dispatcher")
 	}
 	var once sync.Once
 	e.closers = append(e.closers, func() error { once.Do(func() { _ = d.Close() }); return nil })
+	e.disp = d
 	return d, nil
 }
 
@@ -140,6 +168,15 @@ func (e *env) probe(ctx context.Context, cmd string) error {
 	return nil
 }
 
+// probeUnlessClaimed probes the master (see probe) unless the request already has a claim: a
+// repeated start answers from its claim even while the master or the bus is down.
+func (e *env) probeUnlessClaimed(d *oduflow.Dispatcher, cmd, request string) error {
+	if _, err := d.Store().Get(e.ctx, request); err == nil {
+		return nil
+	}
+	return e.probe(e.ctx, cmd)
+}
+
 // childEnv passes the effective settings (flags included) to a detached worker.
 func (g *globals) childEnv() []string {
 	env := []string{
@@ -150,6 +187,8 @@ func (g *globals) childEnv() []string {
 		"ODUFLOW_SALT_USER=" + g.user,
 		"ODUFLOW_STATE_DIR=" + g.stateDir,
 		"ODUFLOW_CATALOG_DIR=" + g.catalogDir(),
+		"ODUFLOW_CLAIMS=", // resolved into ODUFLOW_STATE_DIR
+		"ODUFLOW_SALT_PKI_DIR=" + g.pkiDir,
 	}
 	if g.password != "" {
 		env = append(env, "ODUFLOW_SALT_PASSWORD="+g.password)
@@ -165,7 +204,7 @@ func RunWorkerIfRequested(ctx context.Context) (handled bool, code int) {
 	if !oduflow.IsWorkerProcess() {
 		return false, 0
 	}
-	e := &env{ctx: ctx, g: globalsFromEnv(os.Getenv), stdout: io.Discard, stderr: os.Stderr, getenv: os.Getenv}
+	e := &env{ctx: ctx, g: globalsFromEnv(os.Getenv), stdout: io.Discard, stderr: os.Stderr, getenv: os.Getenv, worker: true}
 	defer func() {
 		for i := len(e.closers) - 1; i >= 0; i-- {
 			_ = e.closers[i]()

@@ -11,9 +11,14 @@ import (
 // DefaultStateDir is the claim store of DESIGN.md section 5.
 const DefaultStateDir = "/var/cache/salt/oduflow-apply"
 
+// DefaultPKIDir is the Salt master's PKI directory.
+const DefaultPKIDir = "/etc/salt/pki/master"
+
 // globals are the flags every command accepts, each defaulting to an environment variable.
 type globals struct {
 	master, events, keyFile, eauth, user, stateDir, output string
+	pkiDir                                                 string // --pki-dir, ODUFLOW_SALT_PKI_DIR
+	claims                                                 string // --claims, ODUFLOW_CLAIMS: file:DIR or DIR
 	catalog                                                string // ODUFLOW_CATALOG_DIR only
 	password                                               string // ODUFLOW_SALT_PASSWORD only, never a flag
 }
@@ -29,9 +34,14 @@ func globalsFromEnv(getenv func(string) string) *globals {
 		stateDir: getenv("ODUFLOW_STATE_DIR"),
 		output:   getenv("ODUFLOW_OUTPUT"),
 		catalog:  getenv("ODUFLOW_CATALOG_DIR"),
+		pkiDir:   getenv("ODUFLOW_SALT_PKI_DIR"),
+		claims:   getenv("ODUFLOW_CLAIMS"),
 	}
 	if g.stateDir == "" {
 		g.stateDir = DefaultStateDir
+	}
+	if g.pkiDir == "" {
+		g.pkiDir = DefaultPKIDir
 	}
 	return g
 }
@@ -45,6 +55,8 @@ func (g *globals) register(fs *flag.FlagSet) {
 	fs.StringVar(&g.eauth, "eauth", g.eauth, "eauth backend, e.g. pam or file (env ODUFLOW_SALT_EAUTH; password only from ODUFLOW_SALT_PASSWORD)")
 	fs.StringVar(&g.user, "user", g.user, "eauth user (env ODUFLOW_SALT_USER)")
 	fs.StringVar(&g.stateDir, "state-dir", g.stateDir, "claim store directory, mode 0700 (env ODUFLOW_STATE_DIR)")
+	fs.StringVar(&g.claims, "claims", g.claims, "claim store: file:DIR or DIR (default: --state-dir); etcd:// is not built in (env ODUFLOW_CLAIMS)")
+	fs.StringVar(&g.pkiDir, "pki-dir", g.pkiDir, "the master's PKI directory (env ODUFLOW_SALT_PKI_DIR)")
 	fs.StringVar(&g.output, "output", g.output, "json or text; default text on a terminal, json otherwise (env ODUFLOW_OUTPUT)")
 }
 
@@ -66,7 +78,7 @@ func newFlagSet(name, usage string, g *globals, w io.Writer) *flag.FlagSet {
 			fmt.Fprintln(w, "\nFlags:")
 			local.PrintDefaults()
 		}
-		fmt.Fprintln(w, "\nGlobal flags (also accepted before the command): --master --events --key-file --eauth --user --state-dir --output; see oduflowctl --help")
+		fmt.Fprintln(w, "\nGlobal flags (also accepted before the command): --master --events --key-file --eauth --user --state-dir --claims --pki-dir --output; see oduflowctl --help")
 	}
 	g.register(fs)
 	return fs
@@ -80,7 +92,7 @@ func hasFlags(fs *flag.FlagSet) bool {
 
 func isGlobalFlag(name string) bool {
 	switch name {
-	case "master", "events", "key-file", "eauth", "user", "state-dir", "output":
+	case "master", "events", "key-file", "eauth", "user", "state-dir", "claims", "pki-dir", "output":
 		return true
 	}
 	return false
@@ -159,4 +171,31 @@ func parseArgs(fs *flag.FlagSet, args []string, min, max int, names string) ([]s
 		return nil, err
 	}
 	return pos, nil
+}
+
+// claimDir is the claim store directory: --claims (file:DIR or a plain DIR) when given, else --state-dir.
+// It must be named and, when it exists, be a directory (exit status 2 otherwise).
+func (g *globals) claimDir() (string, error) {
+	dir := g.stateDir
+	if g.claims != "" {
+		scheme, rest, ok := strings.Cut(g.claims, ":")
+		switch {
+		case ok && scheme == "file":
+			dir = rest
+		case ok && (scheme == "etcd" || strings.HasPrefix(rest, "//")):
+			if scheme == "etcd" {
+				return "", usagef("--claims %q: etcd claims not built in", g.claims)
+			}
+			return "", usagef("--claims %q: unknown scheme %q: want file:DIR or DIR", g.claims, scheme)
+		default:
+			dir = g.claims
+		}
+	}
+	if strings.TrimSpace(dir) == "" {
+		return "", usagef("--state-dir/--claims: empty claim store directory")
+	}
+	if st, err := os.Stat(dir); err == nil && !st.IsDir() {
+		return "", usagef("claim store %q is not a directory", dir)
+	}
+	return dir, nil
 }

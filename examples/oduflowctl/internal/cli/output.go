@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -15,6 +16,7 @@ import (
 type printer struct {
 	w    io.Writer
 	json bool
+	e    *env
 }
 
 func (e *env) printer() (*printer, error) {
@@ -22,7 +24,7 @@ func (e *env) printer() (*printer, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &printer{w: e.stdout, json: mode == "json"}, nil
+	return &printer{w: e.stdout, json: mode == "json", e: e}, nil
 }
 
 // value prints v as JSON, or calls text to render it for people.
@@ -58,24 +60,48 @@ func jidText(jid *string) string {
 
 // finish prints the response a command ends with and returns its exit status (see exitAfter).
 func (p *printer) finish(r oduflow.Response, waitErr error) error {
-	return exitAfter(p.response(r), waitErr, r.Status)
+	code := p.errorCode(r.RequestID, r.Status)
+	return exitAfter(p.response(r), waitErr, r.Status, code)
 }
 
-// finishCustom is finish for a custom response.
+// finishCustom is finish for a custom response (the claim is the execution's).
 func (p *printer) finishCustom(r oduflow.CustomResponse, waitErr error) error {
-	return exitAfter(p.custom(r), waitErr, r.Status)
+	code := p.errorCode(r.ExecutionID, r.Status)
+	return exitAfter(p.custom(r), waitErr, r.Status, code)
 }
 
-// exitAfter is a command's result once its response is printed: the print error if any,
-// else exit status 1 when waiting for a terminal status failed (waitErr), else statusExit.
-func exitAfter(printErr, waitErr error, s receipt.Status) error {
+// errorCode reads the error code recorded in the claim of a failed or unknown request and prints it on
+// stderr (one line): the response object itself stays exactly its six fields.
+func (p *printer) errorCode(request string, s receipt.Status) string {
+	if p.e == nil || p.e.disp == nil || (s != receipt.StatusFailed && s != receipt.StatusUnknown) {
+		return ""
+	}
+	c, err := p.e.disp.Store().Get(p.e.ctx, request)
+	if err != nil || c.ErrorCode == "" {
+		return ""
+	}
+	fmt.Fprintf(p.e.stderr, "oduflowctl: request %s %s: error code %s\n", request, s, c.ErrorCode)
+	return c.ErrorCode
+}
+
+// exitAfter is a command's result once its response is printed: the print error if any; else, when
+// waiting ended early (waitErr), 7 while the request still runs or the error's own status; else the
+// status of the response and its error code (statusCode).
+func exitAfter(printErr, waitErr error, s receipt.Status, code string) error {
 	if printErr != nil {
 		return printErr
 	}
 	if waitErr != nil {
-		return silentExit(ExitFailed)
+		if !s.Terminal() && s != receipt.StatusUnknown &&
+			(errors.Is(waitErr, context.DeadlineExceeded) || errors.Is(waitErr, context.Canceled)) {
+			return silentExit(ExitStillRunning)
+		}
+		return waitErr
 	}
-	return statusExit(s)
+	if c := statusCode(s, code, false); c != ExitOK {
+		return silentExit(c)
+	}
+	return nil
 }
 
 // printLaunchFailure prints the response of a request whose worker could not be launched
@@ -85,13 +111,4 @@ func (p *printer) printLaunchFailure(r oduflow.Response, err error) error {
 		_ = p.response(r)
 	}
 	return err
-}
-
-// statusExit is the exit status for a response: 1 for failed and unknown, 0 otherwise.
-func statusExit(s receipt.Status) error {
-	switch s {
-	case receipt.StatusFailed, receipt.StatusUnknown:
-		return silentExit(ExitFailed)
-	}
-	return nil
 }

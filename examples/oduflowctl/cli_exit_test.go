@@ -1,0 +1,362 @@
+package main
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/oduflow/oduflow-go/examples/oduflowctl/internal/cli"
+	"github.com/oduflow/oduflow-go/internal/saltsim"
+	"github.com/oduflow/oduflow-go/internal/simminion"
+	"github.com/oduflow/oduflow-go/oduflow"
+	"github.com/oduflow/oduflow-go/oduflow/catalog"
+	"github.com/oduflow/oduflow-go/receipt"
+)
+
+// End-to-end checks of every exit status, against the simulator, through the built binary.
+
+const (
+	ExitOK           = cli.ExitOK
+	ExitFailed       = cli.ExitFailed
+	ExitUsage        = cli.ExitUsage
+	ExitUnreachable  = cli.ExitUnreachable
+	ExitRefused      = cli.ExitRefused
+	ExitUnknown      = cli.ExitUnknown
+	ExitDamaged      = cli.ExitDamaged
+	ExitStillRunning = cli.ExitStillRunning
+)
+
+// newLabMinion is newLab with a Go-model minion built with mopts and the simulator with simOpts.
+func newLabMinion(t *testing.T, simOpts []saltsim.Option, mopts ...simminion.Option) *lab {
+	t.Helper()
+	sim, err := saltsim.Start(context.Background(), append([]saltsim.Option{saltsim.WithDir(t.TempDir())}, simOpts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = sim.Close() })
+	l := &lab{sim: sim, minion: "client-" + receipt.NewRequestID()}
+	m := simminion.New(l.minion, append([]simminion.Option{
+		simminion.WithResult(receipt.ProfileConfigure, simminion.Result{Status: receipt.StatusSucceeded, Passed: 3, Total: 3}),
+		simminion.WithResult(receipt.ProfileProduction, simminion.Result{Status: receipt.StatusFailed, Passed: 2, Total: 3}),
+	}, mopts...)...)
+	sim.AddMinion(l.minion, m.Handler())
+	l.env = []string{
+		"ODUFLOW_SALT_MASTER=" + sim.RequestAddr(),
+		"ODUFLOW_SALT_EVENTS=" + sim.EventAddr(),
+		"ODUFLOW_SALT_KEY_FILE=" + sim.KeyFile(),
+		"ODUFLOW_STATE_DIR=" + filepath.Join(t.TempDir(), "claims"),
+	}
+	return l
+}
+
+// withEnv returns env with each KEY=VALUE of set replacing (or adding) that key.
+func withEnv(env []string, set ...string) []string {
+	out := append([]string{}, env...)
+	for _, kv := range set {
+		key := kv[:strings.IndexByte(kv, '=')+1]
+		replaced := false
+		for i := range out {
+			if strings.HasPrefix(out[i], key) {
+				out[i], replaced = kv, true
+			}
+		}
+		if !replaced {
+			out = append(out, kv)
+		}
+	}
+	return out
+}
+
+// withoutEnv returns env without the variable key.
+func withoutEnv(env []string, key string) []string {
+	var out []string
+	for _, kv := range env {
+		if !strings.HasPrefix(kv, key+"=") {
+			out = append(out, kv)
+		}
+	}
+	return out
+}
+
+// claims counts the claim records in a state directory (missing directory: 0).
+func claims(t *testing.T, dir string) int {
+	t.Helper()
+	m, err := filepath.Glob(filepath.Join(dir, "*.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(m)
+}
+
+func TestExitSucceededFailedAndErrorCode(t *testing.T) {
+	t.Parallel()
+	l := newLabMinion(t, nil)
+	must(t, run(t, l.env, "start", "configure", l.minion, "--wait", "--interval", "50ms"), ExitOK)
+	r := run(t, l.env, "start", "production", l.minion, "--wait", "--interval", "50ms")
+	must(t, r, ExitFailed)
+	if s := response(t, oneLine(t, r.stdout)); s["status"] != "failed" || s["passed"] != 2.0 {
+		t.Fatalf("production: %s", r)
+	}
+}
+
+// A key the master rejects loads fine, so the claim is written; the preflight failure is recorded as
+// publish_authentication, the CLI prints that code and exits 4.
+func TestExitRefusedAfterClaimPrintsCode(t *testing.T) {
+	t.Parallel()
+	l := newLabMinion(t, nil)
+	key := filepath.Join(t.TempDir(), ".root_key")
+	if err := os.WriteFile(key, []byte("not-the-masters-key\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := run(t, withEnv(l.env, "ODUFLOW_SALT_KEY_FILE="+key), "start", "configure", l.minion, "--wait", "--interval", "50ms")
+	must(t, r, ExitRefused)
+	if !strings.Contains(r.stderr, "error code "+oduflow.CodeAuthentication) {
+		t.Fatalf("no error code printed: %s", r)
+	}
+	if n := l.sim.CountPublications("oduflow_job.run"); n != 0 {
+		t.Fatalf("published %d", n)
+	}
+}
+
+// Bad configuration: exit 2, one line, and nothing written; the same request id starts once fixed.
+func TestExitConfigurationWritesNothing(t *testing.T) {
+	t.Parallel()
+	l := newLabMinion(t, nil)
+	state := stateDir(l.env)
+	file := filepath.Join(t.TempDir(), "a-file")
+	if err := os.WriteFile(file, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	loose := filepath.Join(t.TempDir(), ".root_key")
+	data, err := os.ReadFile(l.sim.KeyFile())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(loose, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(loose, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	req := receipt.NewRequestID()
+	for _, tc := range []struct {
+		name string
+		env  []string
+		args []string
+		want string
+	}{
+		{"master without port", withEnv(l.env, "ODUFLOW_SALT_MASTER=tcp://nohost"), nil, "--master"},
+		{"empty state dir", withEnv(l.env, "ODUFLOW_STATE_DIR="), []string{"--state-dir", ""}, "empty claim store"},
+		{"state dir is a file", withEnv(l.env, "ODUFLOW_STATE_DIR="+file), nil, "not a directory"},
+		{"missing key file", withEnv(l.env, "ODUFLOW_SALT_KEY_FILE="+filepath.Join(t.TempDir(), ".root_key")), nil, ""},
+		{"key file 0644", withEnv(l.env, "ODUFLOW_SALT_KEY_FILE="+loose), nil, "unsafe permissions"},
+		{"etcd claims", withEnv(l.env, "ODUFLOW_CLAIMS=etcd://127.0.0.1:2379"), nil, "etcd claims not built in"},
+	} {
+		args := append(append([]string{}, tc.args...), "start", "configure", l.minion, req)
+		r := run(t, tc.env, args...)
+		if r.code != ExitUsage || !strings.Contains(oneLine(t, r.stderr), tc.want) {
+			t.Errorf("%s: want exit 2 with %q: %s", tc.name, tc.want, r)
+		}
+		if n := claims(t, state); n != 0 {
+			t.Fatalf("%s: %d claims written", tc.name, n)
+		}
+	}
+	// A bad catalog directory for custom start.
+	src := filepath.Join(t.TempDir(), "motd.yaml")
+	if err := os.WriteFile(src, []byte("motd:\n  file.managed:\n    - name: /etc/motd\n    - contents: hi\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := run(t, withEnv(l.env, "ODUFLOW_CATALOG_DIR="+file), "custom", "start", l.minion, src)
+	must(t, r, ExitUsage)
+	must(t, run(t, l.env, "start", "configure", l.minion, req, "--wait", "--interval", "50ms"), ExitOK)
+	if n := l.sim.CountPublications("oduflow_job.run"); n != 1 {
+		t.Fatalf("runs %d", n)
+	}
+}
+
+// A FIFO at worker.log is a configuration error found before the claim: exit 2 at once, nothing written.
+func TestExitWorkerLogFIFOWritesNothing(t *testing.T) {
+	t.Parallel()
+	l := newLabMinion(t, nil)
+	state := stateDir(l.env)
+	if _, err := oduflow.OpenFileClaimStore(state); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mkfifo(filepath.Join(state, oduflow.WorkerLogName), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	r := run(t, l.env, "start", "configure", l.minion)
+	must(t, r, ExitUsage)
+	if !strings.Contains(r.stderr, "worker log") || time.Since(start) > 10*time.Second {
+		t.Fatalf("fifo: %s after %s", r, time.Since(start))
+	}
+	if n := claims(t, state); n != 0 {
+		t.Fatalf("%d claims written", n)
+	}
+}
+
+// A missing event socket: exit 3, nothing written; the same request id starts once the socket is named.
+func TestExitEventBusUnreachableWritesNothing(t *testing.T) {
+	t.Parallel()
+	l := newLabMinion(t, nil)
+	req := receipt.NewRequestID()
+	r := run(t, withEnv(l.env, "ODUFLOW_SALT_EVENTS=unix://"+filepath.Join(t.TempDir(), "none.ipc")), "start", "configure", l.minion, req)
+	must(t, r, ExitUnreachable)
+	if n := claims(t, stateDir(l.env)); n != 0 {
+		t.Fatalf("%d claims written", n)
+	}
+	must(t, run(t, l.env, "start", "configure", l.minion, req, "--wait", "--interval", "50ms"), ExitOK)
+}
+
+// A wrong eauth password: exit 4, nothing written and nothing published (mk_token, not a publish); the
+// right one then works with the same request id.
+func TestExitWrongPasswordRefusedWritesNothing(t *testing.T) {
+	t.Parallel()
+	l := newLabMinion(t, []saltsim.Option{saltsim.WithEauthUser("pam", "ops", "right", saltsim.LabACL())})
+	env := append(withoutEnv(l.env, "ODUFLOW_SALT_KEY_FILE"), "ODUFLOW_SALT_EAUTH=pam", "ODUFLOW_SALT_USER=ops")
+	req := receipt.NewRequestID()
+	r := run(t, append(env, "ODUFLOW_SALT_PASSWORD=wrong"), "start", "configure", l.minion, req)
+	must(t, r, ExitRefused)
+	if n := claims(t, stateDir(l.env)); n != 0 || len(l.sim.Publications()) != 0 {
+		t.Fatalf("claims %d publications %d", n, len(l.sim.Publications()))
+	}
+	must(t, run(t, append(env, "ODUFLOW_SALT_PASSWORD=right"), "start", "configure", l.minion, req, "--wait", "--interval", "50ms"), ExitOK)
+}
+
+func TestExitUnknownAndDamaged(t *testing.T) {
+	t.Parallel()
+	l := newLabMinion(t, nil)
+	req := writeLostClaim(t, stateDir(l.env), l.minion)
+	r := run(t, l.env, "status", "configure", l.minion, req)
+	must(t, r, ExitUnknown)
+	bad := receipt.NewRequestID()
+	if err := os.WriteFile(filepath.Join(stateDir(l.env), bad+".json"), []byte("{not json"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r = run(t, l.env, "status", "configure", l.minion, bad)
+	must(t, r, ExitDamaged)
+	if !strings.Contains(oneLine(t, r.stderr), "damaged claim store") {
+		t.Fatalf("damaged: %s", r)
+	}
+}
+
+func TestExitStillRunningAfterWaitTimeout(t *testing.T) {
+	t.Parallel()
+	l := newLabMinion(t, nil, simminion.WithDelay(4*time.Second))
+	r := run(t, l.env, "start", "configure", l.minion, "--wait", "--interval", "50ms", "--timeout", "300ms")
+	must(t, r, ExitStillRunning)
+	if s := response(t, oneLine(t, r.stdout)); s["status"] != "running" {
+		t.Fatalf("timed out: %s", r)
+	}
+}
+
+// Concurrent `custom start` of one file from many processes: one definition, one publication; `--again`
+// then follows that definition (it ran) and publishes once more.
+func TestConcurrentCustomStartPublishesOnce(t *testing.T) {
+	t.Parallel()
+	l := newLabMinion(t, nil)
+	must(t, run(t, l.env, "start", "configure", l.minion, "--wait", "--interval", "50ms"), ExitOK)
+	file := filepath.Join(t.TempDir(), "motd.yaml")
+	if err := os.WriteFile(file, []byte("motd:\n  file.managed:\n    - name: /etc/motd\n    - contents: hello\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	before := l.sim.CountPublications("oduflow_job.run")
+	const procs = 6
+	results := make([]result, procs)
+	var wg sync.WaitGroup
+	for i := 0; i < procs; i++ {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			results[i] = run(t, l.env, "custom", "start", l.minion, file, "--wait", "--interval", "50ms")
+		}(i)
+	}
+	wg.Wait()
+	for i, r := range results {
+		if r.code != ExitOK {
+			t.Errorf("custom start %d: %s", i, r)
+		}
+	}
+	if n := l.sim.CountPublications("oduflow_job.run") - before; n != 1 {
+		t.Fatalf("%d concurrent custom starts published %d times", procs, n)
+	}
+	cat, err := catalog.Open(stateDir(l.env)+"-catalog", oduflow.CompileCustomSource)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defs, err := cat.Definitions(context.Background())
+	if err != nil || len(defs) != 1 {
+		t.Fatalf("definitions %d %v", len(defs), err)
+	}
+	r := run(t, l.env, "custom", "start", l.minion, file, "--again", "--wait", "--interval", "50ms")
+	must(t, r, ExitOK)
+	if n := l.sim.CountPublications("oduflow_job.run") - before; n != 2 {
+		t.Fatalf("--again: published %d in all: %s", n, r)
+	}
+}
+
+// SIGTERM cancels the command's context: `start --wait` stops waiting at once and exits 7 (the request
+// goes on in its detached worker).
+func TestSIGTERMStopsTheCommand(t *testing.T) {
+	t.Parallel()
+	l := newLabMinion(t, nil, simminion.WithDelay(5*time.Second))
+	errPath := filepath.Join(t.TempDir(), "stderr")
+	cmd := exec.Command(binary, "start", "configure", l.minion, "--wait", "--interval", "50ms")
+	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME")}, l.env...)
+	errF, err := os.Create(errPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer errF.Close()
+	cmd.Stderr = errF
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		b, _ := os.ReadFile(errPath)
+		if strings.Contains(string(b), "running") {
+			break
+		}
+		if time.Now().After(deadline) {
+			_ = cmd.Process.Kill()
+			t.Fatalf("never running: %s", b)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	sent := time.Now()
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	err = cmd.Wait()
+	ee, ok := err.(*exec.ExitError)
+	if !ok || ee.ExitCode() != ExitStillRunning || time.Since(sent) > 3*time.Second {
+		t.Fatalf("after SIGTERM: %v after %s", err, time.Since(sent))
+	}
+}
+
+// A repeated start of an existing request answers from its claim while the master and the bus are down.
+func TestRepeatedStartWhileMasterAndBusDown(t *testing.T) {
+	t.Parallel()
+	l := newLabMinion(t, nil)
+	req := receipt.NewRequestID()
+	must(t, run(t, l.env, "start", "configure", l.minion, req, "--wait", "--interval", "50ms"), ExitOK)
+	down := withEnv(l.env, "ODUFLOW_SALT_MASTER=tcp://127.0.0.1:1",
+		"ODUFLOW_SALT_EVENTS=unix://"+filepath.Join(t.TempDir(), "none.ipc"))
+	r := run(t, down, "start", "configure", l.minion, req)
+	must(t, r, ExitOK)
+	if s := response(t, oneLine(t, r.stdout)); s["status"] != "succeeded" {
+		t.Fatalf("repeat while down: %s", r)
+	}
+	must(t, run(t, down, "start", "configure", l.minion), ExitUnreachable) // a new request: nothing written
+	if n := claims(t, stateDir(l.env)); n != 1 {
+		t.Fatalf("claims %d", n)
+	}
+}

@@ -1,0 +1,63 @@
+package oduflow
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/oduflow/oduflow-go/receipt"
+)
+
+// OpenWorkerLog refuses a FIFO at once (it never blocks waiting for a reader), and a log opened before
+// Start receives the detached worker's output.
+func TestOpenWorkerLogBeforeStart(t *testing.T) {
+	dir := claimDir(t)
+	if _, err := OpenFileClaimStore(dir); err != nil {
+		t.Fatal(err)
+	}
+	fifo := filepath.Join(dir, "fifo.log")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { _, err := OpenWorkerLog(fifo); done <- err }()
+	select {
+	case err := <-done:
+		if err == nil {
+			t.Fatal("a FIFO was accepted as the worker log")
+		}
+	case <-time.After(3 * time.Second):
+		t.Fatal("OpenWorkerLog blocked on a FIFO")
+	}
+
+	e := startSim(t)
+	m := e.addMinion()
+	if _, err := OpenFileClaimStore(e.dir); err != nil {
+		t.Fatal(err)
+	}
+	logPath := filepath.Join(e.dir, WorkerLogName)
+	f, err := OpenWorkerLog(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	d := e.dispatcher(WithWorkerMode(Detached(scriptWorker(t, 0))), DetachedLogFile(f))
+	if _, err := d.Start(context.Background(), receipt.ProfileConfigure, m.ID(), uuid.NewString()); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		if b, _ := os.ReadFile(logPath); len(b) > 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the worker wrote nothing to the log opened before Start")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}

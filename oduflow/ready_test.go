@@ -1,0 +1,153 @@
+package oduflow
+
+import (
+	"context"
+	"errors" // the standard library's: the readiness sentinels must be visible to it
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	crdb "github.com/cockroachdb/errors"
+	"github.com/google/uuid"
+
+	"github.com/oduflow/oduflow-go/internal/saltsim"
+	"github.com/oduflow/oduflow-go/receipt"
+	"github.com/oduflow/oduflow-go/salt"
+)
+
+func noClaim(t *testing.T, d *Dispatcher, req string) {
+	t.Helper()
+	// crdb.Is: the file store marks ErrNoClaim its own way (not this test's subject).
+	if _, err := d.Store().Get(context.Background(), req); !crdb.Is(err, ErrNoClaim) {
+		t.Fatalf("a claim was written: %v", err)
+	}
+}
+
+// A missing key file: Start returns ErrNotReady (salt.ErrKeyFile) and writes nothing; once the key file
+// exists, the same request id starts and runs once.
+func TestStartNotReadyKeyFileWritesNothing(t *testing.T) {
+	e := startSim(t)
+	m := e.addMinion()
+	if err := os.Remove(e.keyFile); err != nil {
+		t.Fatal(err)
+	}
+	d := e.dispatcher()
+	req := uuid.NewString()
+	_, err := d.Start(context.Background(), receipt.ProfileConfigure, m.ID(), req)
+	if !errors.Is(err, ErrNotReady) || !errors.Is(err, salt.ErrKeyFile) {
+		t.Fatalf("missing key file: %v", err)
+	}
+	noClaim(t, d, req)
+	if n := len(e.sim.Publications()); n != 0 {
+		t.Fatalf("published %d", n)
+	}
+	e.syncKey()
+	mustStart(t, d, receipt.ProfileConfigure, m.ID(), req)
+	if got := waitFinal(t, d, receipt.ProfileConfigure, m.ID(), req); got.Status != receipt.StatusSucceeded || e.runs() != 1 {
+		t.Fatalf("%+v runs %d", got, e.runs())
+	}
+}
+
+// A missing event socket: ErrNotReady (ErrEventBus), nothing written.
+func TestStartNotReadyEventBusWritesNothing(t *testing.T) {
+	e := startSim(t)
+	m := e.addMinion()
+	d, err := New(e.client, SaltEvents("unix://"+filepath.Join(t.TempDir(), "none.ipc")), WithClaimDir(e.dir),
+		WithTimers(testTimers()), WithLogger(quietLogger()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = d.Close() })
+	req := uuid.NewString()
+	_, err = d.Start(context.Background(), receipt.ProfileConfigure, m.ID(), req)
+	if !errors.Is(err, ErrNotReady) || !errors.Is(err, ErrEventBus) {
+		t.Fatalf("missing event socket: %v", err)
+	}
+	noClaim(t, d, req)
+}
+
+// A wrong eauth password: ErrNotReady (salt.ErrAuthentication), nothing written, nothing published (the
+// check is mk_token, never a publish carrying the password). With the right password, the token is
+// obtained once and every later Start adds no round trip.
+func TestStartNotReadyWrongPasswordAndTokenCached(t *testing.T) {
+	e := startSim(t, saltsim.WithEauthUser("pam", "ops", "right", saltsim.LabACL()))
+	m := e.addMinion()
+	tokenDispatcher := func(password string) *Dispatcher {
+		base := e.newClient()
+		ts := salt.NewTokenSource(base, "pam", "ops", password)
+		c := e.newClient(salt.WithAuth(salt.TokenAuth(ts)))
+		return e.dispatcherWith(c)
+	}
+	d := tokenDispatcher("wrong")
+	req := uuid.NewString()
+	_, err := d.Start(context.Background(), receipt.ProfileConfigure, m.ID(), req)
+	if !errors.Is(err, ErrNotReady) || !errors.Is(err, salt.ErrAuthentication) {
+		t.Fatalf("wrong password: %v", err)
+	}
+	noClaim(t, d, req)
+	if n := len(e.sim.Publications()); n != 0 {
+		t.Fatalf("published %d", n)
+	}
+	d = tokenDispatcher("right")
+	mustStart(t, d, receipt.ProfileConfigure, m.ID(), req)
+	if got := waitFinal(t, d, receipt.ProfileConfigure, m.ID(), req); got.Status != receipt.StatusSucceeded {
+		t.Fatalf("%+v", got)
+	}
+	tokens, readers := e.sim.Tokens(), e.sim.EventReaders()
+	for i := 0; i < 5; i++ {
+		r := uuid.NewString()
+		mustStart(t, d, receipt.ProfileProduction, m.ID(), r)
+		waitFinal(t, d, receipt.ProfileProduction, m.ID(), r)
+	}
+	if e.sim.Tokens() != tokens || e.sim.EventReaders() != readers {
+		t.Fatalf("tokens %d -> %d, event readers %d -> %d: the check added round trips", tokens, e.sim.Tokens(),
+			readers, e.sim.EventReaders())
+	}
+}
+
+// A repeated Start of an existing claim answers from the claim even when the master and the bus are down.
+func TestRepeatedStartAnswersWhileMasterAndBusDown(t *testing.T) {
+	e := startSim(t)
+	m := e.addMinion()
+	d := e.dispatcher()
+	req := uuid.NewString()
+	mustStart(t, d, receipt.ProfileConfigure, m.ID(), req)
+	waitFinal(t, d, receipt.ProfileConfigure, m.ID(), req)
+	dead, err := salt.NewClient("tcp://127.0.0.1:1", salt.WithAuth(salt.UserKey("root", filepath.Join(t.TempDir(), "none"))),
+		salt.WithRequestTimeout(time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = dead.Close() })
+	d2, err := New(dead, SaltEvents("unix://"+filepath.Join(t.TempDir(), "none.ipc")), WithClaimDir(e.dir),
+		WithTimers(testTimers()), WithLogger(quietLogger()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = d2.Close() })
+	r, err := d2.Start(context.Background(), receipt.ProfileConfigure, m.ID(), req)
+	if err != nil || r.Status != receipt.StatusSucceeded {
+		t.Fatalf("repeat: %+v %v", r, err)
+	}
+}
+
+// A key the master rejects loads fine (so the claim is written), and the preflight failure names the
+// cause: publish_authentication, not capability_unverified.
+func TestPreflightFailureNamesAuthentication(t *testing.T) {
+	e := startSim(t)
+	m := e.addMinion()
+	if err := os.WriteFile(e.keyFile, []byte("not-the-masters-key\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	d := e.dispatcher()
+	req := uuid.NewString()
+	mustStart(t, d, receipt.ProfileConfigure, m.ID(), req)
+	got := waitFinal(t, d, receipt.ProfileConfigure, m.ID(), req)
+	if got.Status != receipt.StatusFailed || e.runs() != 0 {
+		t.Fatalf("%+v runs %d", got, e.runs())
+	}
+	if c := mustClaim(t, d, req); c.ErrorCode != CodeAuthentication {
+		t.Fatalf("code %q, want %q", c.ErrorCode, CodeAuthentication)
+	}
+}
