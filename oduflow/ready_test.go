@@ -11,9 +11,9 @@ import (
 	crdb "github.com/cockroachdb/errors"
 	"github.com/google/uuid"
 
-	"github.com/oduflow/oduflow-go/internal/saltsim"
 	"github.com/oduflow/oduflow-go/receipt"
 	"github.com/oduflow/oduflow-go/salt"
+	"github.com/oduflow/oduflow-go/salt/salttest"
 )
 
 func noClaim(t *testing.T, d *Dispatcher, req string) {
@@ -71,7 +71,7 @@ func TestStartNotReadyEventBusWritesNothing(t *testing.T) {
 // check is mk_token, never a publish carrying the password). With the right password, the token is
 // obtained once and every later Start adds no round trip.
 func TestStartNotReadyWrongPasswordAndTokenCached(t *testing.T) {
-	e := startSim(t, saltsim.WithEauthUser("pam", "ops", "right", saltsim.LabACL()))
+	e := startSim(t, salttest.WithEauthUser("pam", "ops", "right", salttest.LabACL()))
 	m := e.addMinion()
 	tokenDispatcher := func(password string) *Dispatcher {
 		base := e.newClient()

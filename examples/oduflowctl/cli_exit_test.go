@@ -12,11 +12,11 @@ import (
 	"time"
 
 	"github.com/oduflow/oduflow-go/examples/oduflowctl/internal/cli"
-	"github.com/oduflow/oduflow-go/internal/saltsim"
 	"github.com/oduflow/oduflow-go/internal/simminion"
 	"github.com/oduflow/oduflow-go/oduflow"
 	"github.com/oduflow/oduflow-go/oduflow/catalog"
 	"github.com/oduflow/oduflow-go/receipt"
+	"github.com/oduflow/oduflow-go/salt/salttest"
 )
 
 // End-to-end checks of every exit status, against the simulator, through the built binary.
@@ -33,9 +33,9 @@ const (
 )
 
 // newLabMinion is newLab with a Go-model minion built with mopts and the simulator with simOpts.
-func newLabMinion(t *testing.T, simOpts []saltsim.Option, mopts ...simminion.Option) *lab {
+func newLabMinion(t *testing.T, simOpts []salttest.Option, mopts ...simminion.Option) *lab {
 	t.Helper()
-	sim, err := saltsim.Start(context.Background(), append([]saltsim.Option{saltsim.WithDir(t.TempDir())}, simOpts...)...)
+	sim, err := salttest.Start(context.Background(), append([]salttest.Option{salttest.WithDir(t.TempDir())}, simOpts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,8 +47,8 @@ func newLabMinion(t *testing.T, simOpts []saltsim.Option, mopts ...simminion.Opt
 	}, mopts...)...)
 	sim.AddMinion(l.minion, m.Handler())
 	l.env = []string{
-		"ODUFLOW_SALT_MASTER=" + sim.RequestAddr(),
-		"ODUFLOW_SALT_EVENTS=" + sim.EventAddr(),
+		"ODUFLOW_SALT_MASTER=" + sim.Addr(),
+		"ODUFLOW_SALT_EVENTS=" + sim.EventsAddr(),
 		"ODUFLOW_SALT_KEY_FILE=" + sim.KeyFile(),
 		"ODUFLOW_STATE_DIR=" + filepath.Join(t.TempDir(), "claims"),
 	}
@@ -119,7 +119,7 @@ func TestExitRefusedAfterClaimPrintsCode(t *testing.T) {
 	if !strings.Contains(r.stderr, "error code "+oduflow.CodeAuthentication) {
 		t.Fatalf("no error code printed: %s", r)
 	}
-	if n := l.sim.CountPublications("oduflow_job.run"); n != 0 {
+	if n := l.sim.PublicationCount("oduflow_job.run", ""); n != 0 {
 		t.Fatalf("published %d", n)
 	}
 }
@@ -175,7 +175,7 @@ func TestExitConfigurationWritesNothing(t *testing.T) {
 	r := run(t, withEnv(l.env, "ODUFLOW_CATALOG_DIR="+file), "custom", "start", l.minion, src)
 	must(t, r, ExitUsage)
 	must(t, run(t, l.env, "start", "configure", l.minion, req, "--wait", "--interval", "50ms"), ExitOK)
-	if n := l.sim.CountPublications("oduflow_job.run"); n != 1 {
+	if n := l.sim.PublicationCount("oduflow_job.run", ""); n != 1 {
 		t.Fatalf("runs %d", n)
 	}
 }
@@ -219,7 +219,7 @@ func TestExitEventBusUnreachableWritesNothing(t *testing.T) {
 // right one then works with the same request id.
 func TestExitWrongPasswordRefusedWritesNothing(t *testing.T) {
 	t.Parallel()
-	l := newLabMinion(t, []saltsim.Option{saltsim.WithEauthUser("pam", "ops", "right", saltsim.LabACL())})
+	l := newLabMinion(t, []salttest.Option{salttest.WithEauthUser("pam", "ops", "right", salttest.LabACL())})
 	env := append(withoutEnv(l.env, "ODUFLOW_SALT_KEY_FILE"), "ODUFLOW_SALT_EAUTH=pam", "ODUFLOW_SALT_USER=ops")
 	req := receipt.NewRequestID()
 	r := run(t, append(env, "ODUFLOW_SALT_PASSWORD=wrong"), "start", "configure", l.minion, req)
@@ -267,7 +267,7 @@ func TestConcurrentCustomStartPublishesOnce(t *testing.T) {
 	if err := os.WriteFile(file, []byte("motd:\n  file.managed:\n    - name: /etc/motd\n    - contents: hello\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	before := l.sim.CountPublications("oduflow_job.run")
+	before := l.sim.PublicationCount("oduflow_job.run", "")
 	const procs = 6
 	results := make([]result, procs)
 	var wg sync.WaitGroup
@@ -284,7 +284,7 @@ func TestConcurrentCustomStartPublishesOnce(t *testing.T) {
 			t.Errorf("custom start %d: %s", i, r)
 		}
 	}
-	if n := l.sim.CountPublications("oduflow_job.run") - before; n != 1 {
+	if n := l.sim.PublicationCount("oduflow_job.run", "") - before; n != 1 {
 		t.Fatalf("%d concurrent custom starts published %d times", procs, n)
 	}
 	cat, err := catalog.Open(stateDir(l.env)+"-catalog", oduflow.CompileCustomSource)
@@ -297,7 +297,7 @@ func TestConcurrentCustomStartPublishesOnce(t *testing.T) {
 	}
 	r := run(t, l.env, "custom", "start", l.minion, file, "--again", "--wait", "--interval", "50ms")
 	must(t, r, ExitOK)
-	if n := l.sim.CountPublications("oduflow_job.run") - before; n != 2 {
+	if n := l.sim.PublicationCount("oduflow_job.run", "") - before; n != 2 {
 		t.Fatalf("--again: published %d in all: %s", n, r)
 	}
 }

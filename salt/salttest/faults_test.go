@@ -273,10 +273,10 @@ func TestEventBusFaults(t *testing.T) {
 	_ = slow
 	waitReaders(t, s, 1)
 	big := map[string]any{"blob": string(make([]byte, 1<<20))}
-	for i := 0; i < 64 && s.eventReaders() > 0; i++ {
+	for i := 0; i < 64 && s.EventReaders() > 0; i++ {
 		_ = s.FireEvent("flood", big)
 	}
-	if s.eventReaders() != 0 {
+	if s.EventReaders() != 0 {
 		t.Error("slow reader still connected")
 	}
 }
@@ -333,7 +333,7 @@ func TestFramings(t *testing.T) {
 					t.Errorf("data %s", shape(ev.data, ""))
 				}
 				_ = evs.c.Close()
-				for s.eventReaders() > 0 {
+				for s.EventReaders() > 0 {
 					time.Sleep(5 * time.Millisecond)
 				}
 			}

@@ -298,9 +298,9 @@ func waitIdle(t *testing.T, s *Master, id string) {
 func waitReaders(t *testing.T, s *Master, n int) {
 	t.Helper()
 	deadline := time.Now().Add(5 * time.Second)
-	for s.eventReaders() < n {
+	for s.EventReaders() < n {
 		if time.Now().After(deadline) {
-			t.Fatalf("event readers = %d, want %d", s.eventReaders(), n)
+			t.Fatalf("event readers = %d, want %d", s.EventReaders(), n)
 		}
 		time.Sleep(5 * time.Millisecond)
 	}

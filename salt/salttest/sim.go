@@ -249,8 +249,8 @@ func (s *Master) CloseEventBus() {
 	}
 }
 
-// eventReaders is the number of connected event-bus readers.
-func (s *Master) eventReaders() int {
+// EventReaders is the number of connected event-bus readers (a service test can wait for its subscription).
+func (s *Master) EventReaders() int {
 	s.lifeMu.Lock()
 	b := s.bus
 	s.lifeMu.Unlock()
