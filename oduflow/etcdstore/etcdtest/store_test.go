@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-
 	"github.com/oduflow/oduflow-go/oduflow"
 	"github.com/oduflow/oduflow-go/oduflow/etcdstore"
 	"github.com/oduflow/oduflow-go/receipt"
