@@ -13,6 +13,8 @@ import (
 	"github.com/cockroachdb/errors"
 	"go.uber.org/zap"
 
+	"github.com/oduflow/oduflow-go/internal/errmark"
+
 	"github.com/oduflow/oduflow-go/oduflow"
 )
 
@@ -95,7 +97,7 @@ func (c *config) tlsConfig() (*tls.Config, error) {
 	}
 	out := &tls.Config{MinVersion: tls.VersionTLS12}
 	if (c.certFile == "") != (c.keyFile == "") {
-		return nil, errors.Mark(errors.New("etcdstore: TLS certificate and key go together"), oduflow.ErrInvalidInput)
+		return nil, errmark.Mark(errors.New("etcdstore: TLS certificate and key go together"), oduflow.ErrInvalidInput)
 	}
 	if c.certFile != "" {
 		cert, err := tls.LoadX509KeyPair(c.certFile, c.keyFile)
@@ -111,7 +113,7 @@ func (c *config) tlsConfig() (*tls.Config, error) {
 		}
 		pool := x509.NewCertPool()
 		if !pool.AppendCertsFromPEM(pem) {
-			return nil, errors.Mark(errors.New("etcdstore: TLS CA bundle holds no certificate"), oduflow.ErrInvalidInput)
+			return nil, errmark.Mark(errors.New("etcdstore: TLS CA bundle holds no certificate"), oduflow.ErrInvalidInput)
 		}
 		out.RootCAs = pool
 	}
@@ -139,7 +141,7 @@ func validPrefix(p string) bool {
 // echoes the URL.
 func ParseURL(raw string) ([]Option, error) {
 	bad := func(why string) error {
-		return errors.Mark(errors.Newf("etcdstore: claims URL: %s", errors.Safe(why)), oduflow.ErrInvalidInput)
+		return errmark.Mark(errors.Newf("etcdstore: claims URL: %s", errors.Safe(why)), oduflow.ErrInvalidInput)
 	}
 	u, err := url.Parse(raw)
 	if err != nil {
