@@ -14,7 +14,6 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/oduflow/oduflow-go/internal/errmark"
-
 	"github.com/oduflow/oduflow-go/oduflow"
 )
 
