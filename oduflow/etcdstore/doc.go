@@ -79,7 +79,14 @@
 // running to unknown by S, and a claim that Status already called unknown is never dispatched as long as
 // S plus the worker's start-up time stays below LaunchGrace. TTL enters Status in one way: a worker that
 // died keeps its request lock key until the TTL runs out, so its claim reads "running" for up to the TTL
-// after the death (then unknown), and its client stays leased for that long.
+// after the death (then unknown), and its client stays leased for that long; a leader change in that
+// window extends it, as a new leader grants every lease its full TTL again.
+//
+// # Servers
+//
+// The store uses only the v3 API of etcd 3.4 and later (transactions, leases, watches, reads at a
+// revision inside a read transaction); the tests run etcd 3.7 embedded, and TestExternalCluster in etcdtest
+// runs against any cluster named by ODUFLOW_ETCD_ENDPOINTS (checked with etcd 3.4.23).
 //
 // # Size
 //
