@@ -34,7 +34,7 @@ func TestClaimFootprint(t *testing.T) {
 		return st.DbSize
 	}
 	before := size()
-	const n = 1000
+	const n = 400
 	m := newMinion()
 	for i := 0; i < n; i++ {
 		c := newClaim(m)

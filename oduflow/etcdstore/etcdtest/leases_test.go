@@ -331,7 +331,7 @@ func TestIntentRace(t *testing.T) {
 					t.Error(err)
 					return
 				}
-				if try == 30 {
+				if try == 8 {
 					lockBusy.Add(1)
 					return
 				}
