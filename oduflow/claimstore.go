@@ -32,6 +32,10 @@ import (
 //     publishes. Final commits use plain CompareAndSwap, so that a late trustworthy result still lands.
 //   - ListByClient returns every claim of one minion, legacy claims included, each as committed at some
 //     point during the call.
+//   - A write whose acknowledgement is lost (a distributed store: timeout, leader change) returns an error
+//     that is neither nil nor ErrClaimExists/ErrConflict/ErrLeaseLost (etcdstore.ErrOutcomeUnknown): it
+//     may have committed. A Create so failed means "maybe created": the dispatcher returns the error and
+//     launches nothing, so such a claim stays in phase claimed and is never published; the caller re-reads.
 type ClaimStore interface {
 	Create(ctx context.Context, c *Claim) error
 	Get(ctx context.Context, requestID string) (*Claim, error)

@@ -1,0 +1,113 @@
+// Package etcdstore is an etcd-backed oduflow.ClaimStore and oduflow.Leases, so that several controller
+// replicas (each a Dispatcher with its own Store) share claims and locks.
+//
+//	st, err := etcdstore.Open(ctx, etcdstore.WithEndpoints("10.0.0.1:2379", "10.0.0.2:2379"),
+//		etcdstore.WithPrefix("/oduflow/prod"), etcdstore.WithAuth(user, password))
+//	d, err := oduflow.New(client, bus, oduflow.WithClaimStore(st)) // st is its Leases too
+//
+// The CLI reads ODUFLOW_CLAIMS=etcd://HOST:PORT[,HOST:PORT...]/PREFIX through ParseURL.
+//
+// # Records
+//
+// A claim is one key, PREFIX/claims/<request id>, holding oduflow.EncodeClaim's JSON; it is read back with
+// a strict decoder (one object, known fields only, no repeated field, no trailing data, at most
+// MaxClaimSize bytes, the request id of its key) and anything else under the prefix is ErrCorruptClaim,
+// never a panic. Create is one transaction If(CreateRevision(claim) == 0) Then(Put claim, Put
+// PREFIX/clients/<minion id>/<request id>): the per-client index entry exists exactly when the claim does.
+// CompareAndSwap checks the generation of the record it read and writes If(ModRevision == the revision
+// read), storing Generation+1. ListByClient reads the client's index entries (one prefix read, which fixes
+// a revision) and then every claim at that revision, so it is one consistent snapshot. Claims are never
+// deleted.
+//
+// A write whose acknowledgement is lost (timeout, leader change, reset connection, cancelled context)
+// returns an error matching ErrOutcomeUnknown: it may have committed. Only errors that prove the server
+// refused the request (bad request, permission, quota, authentication) are not outcome-unknown.
+//
+// # Locks
+//
+// The request lock (PREFIX/locks/run/<request id>) and the per-client execution lease
+// (PREFIX/locks/client/<minion id>) are keys created If(CreateRevision == 0) with Put(WithLease), each on
+// its own etcd lease that a concurrency.Session keeps alive (TTL WithTTL, default 15 s). A holder that dies
+// or is cut off from the cluster stops its keepalives and the key disappears when the TTL runs out;
+// Release revokes the lease at once. AcquireClientLease watches the key's deletion for at most maxWait.
+// RequestLockHeld is "the key exists". Lease.Held is false once released or once the session is known
+// lost.
+//
+// CompareAndSwapHeld is one transaction comparing the claim's mod revision and, for each lease, that its
+// key still exists with the create revision recorded when it was taken and this session's lease id. A
+// lock that expired, was revoked or was taken over by anybody since fails the transaction: nothing is
+// written and the error matches oduflow.ErrLeaseLost.
+//
+// # At most once
+//
+// The dispatcher publishes a request only after CompareAndSwapHeld moved its claim from phase claimed to
+// dispatching (the dispatch intent), and no code path publishes from any other phase. That transition is
+// the single point every argument rests on:
+//
+//   - One request is never published twice. The intent transaction succeeds at most once per claim: it is
+//     fenced on the mod revision of a claimed record, and after it the record is past claimed forever (no
+//     transition leads back), so every later worker on any replica reads dispatching or later and stops.
+//     Two workers racing the intent cannot both pass: the transactions are serialised by raft and the
+//     second one's mod revision compare fails. A worker cut off from the cluster, or whose session expired
+//     while it was paused, cannot pass it either: its lock key is gone (or belongs to another session with
+//     another create revision), so the compare fails and it writes nothing and publishes nothing. A
+//     transaction whose acknowledgement is lost is outcome-unknown and the worker does not publish (the
+//     claim is then dispatching or claimed with no live worker: Status reports it unknown, never running
+//     forever, and it is never published). Partitions change none of this: etcd commits a transaction
+//     only with a quorum, and a minority member cannot serve the linearizable reads or the writes the
+//     store makes.
+//   - A second request for the same client cannot be published while a first is unresolved. The preflight
+//     (ListByClient, then the intent) runs while holding the client lease, and the intent transaction
+//     compares that lease too. Every intent for a client is committed while its writer held the client
+//     lease; leases of one key do not overlap in etcd's revision order (a new one is created only after
+//     the old key was deleted). So an intent committed by anyone before this worker took the lease is in
+//     the snapshot its ListByClient reads, and no intent can be committed between that read and this
+//     worker's own intent without breaking this worker's lease compare. A claim past the intent without a
+//     trustworthy terminal result (dispatching, dispatched, terminal unknown) quarantines its client across
+//     profiles and replicas, because every replica lists the same records.
+//
+// # Time
+//
+// No wall-clock time decides whether a request is published. etcd measures lease TTLs on the leader
+// with durations (a new leader restarts every lease's full TTL), so lock expiry does not depend on the
+// replicas' clocks; it only makes an expired holder's compare fail. The timestamps in a claim
+// (CreatedAt, DispatchedAt, FinishedAt, ResumedAt) are written with the clock of the replica that made
+// the transition and compared by other replicas' Status against their own clock (LaunchGrace after
+// CreatedAt, StatusExpiry after DispatchedAt) and by a worker against CreatedAt (it refuses to dispatch a
+// claim older than LaunchGrace). These comparisons assume the replicas' clocks agree within a bound S of
+// about a second (NTP), far below LaunchGrace (30 s): skew can only shift when a report changes from
+// running to unknown by S, and a claim that Status already called unknown is never dispatched as long as
+// S plus the worker's start-up time stays below LaunchGrace. TTL enters Status in one way: a worker that
+// died keeps its request lock key until the TTL runs out, so its claim reads "running" for up to the TTL
+// after the death (then unknown), and its client stays leased for that long; a leader change in that
+// window extends it, as a new leader grants every lease its full TTL again.
+//
+// # Servers
+//
+// The store uses only the v3 API of etcd 3.4 and later (transactions, leases, watches, reads at a
+// revision inside a read transaction); the tests run etcd 3.7 embedded, and TestExternalCluster in etcdtest
+// runs against any cluster named by ODUFLOW_ETCD_ENDPOINTS (checked with etcd 3.4.23).
+//
+// # Size
+//
+// One claim encodes to about 500 bytes of JSON (a final protocol-1 claim with a state digest: 511 bytes).
+// Measured with etcd 3.7 (TestClaimFootprint in etcdtest): after the worker's four writes a claim with its
+// index entry takes about 2.8 KiB of backend space while its history is kept, and about 0.9 KiB once
+// compacted and defragmented. etcd's default quota of 2 GiB therefore holds about two million compacted
+// claims (about 750 000 if history is never compacted). Claims are never deleted: run etcd with
+// --auto-compaction-retention and archive old claims long before that.
+//
+// # Modules
+//
+// This package lives in the main module and imports only go.etcd.io/etcd/client/v3 (v3.7.3). Requiring it
+// adds 14 modules to the main go.mod (etcd's api/v3, client/pkg/v3 and client/v3, grpc, protobuf and
+// golang/protobuf, genproto's api and rpc, grpc-gateway/v2 (its protos are part of etcd's api), zap,
+// multierr, x/net, go-semver, go-systemd) and upgrades three (x/sync, x/text, go-internal); all 14 are
+// linked into a program that imports this package, none into one that does not. "go mod graph" grows
+// from 47 to 102 distinct modules, the difference being mostly test-only dependencies of those modules,
+// which are never built. The tests that start a real etcd server (go.etcd.io/etcd/server/v3/embed) live in
+// the nested module oduflow/etcdstore/etcdtest, which requires the main module through a replace
+// directive: the server's own dependencies (bbolt, raft, otel, prometheus, cobra, grpc-gateway's runtime,
+// ...) never enter the module graph of a user of oduflow-go, and "go test ./..." of the main module does
+// not build a server.
+package etcdstore

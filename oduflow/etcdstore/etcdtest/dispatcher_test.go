@@ -1,0 +1,136 @@
+package etcdtest
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/oduflow/oduflow-go/oduflow"
+	"github.com/oduflow/oduflow-go/receipt"
+	"github.com/oduflow/oduflow-go/salt"
+)
+
+// fakeMaster stands in for the Salt master of several dispatchers: it answers oduflow_job.capabilities
+// on its event bus, counts every oduflow_job.run publication and never returns one (so a dispatched
+// request stays unresolved: unknown, quarantining its client).
+type fakeMaster struct {
+	mu   sync.Mutex
+	subs []*fakeSub
+	runs map[string]int // request id -> publications of oduflow_job.run
+}
+
+type fakeSub struct {
+	ch   chan salt.Event
+	once sync.Once
+}
+
+func (s *fakeSub) Events() <-chan salt.Event { return s.ch }
+func (s *fakeSub) Close() error              { s.once.Do(func() { close(s.ch) }); return nil }
+
+func (m *fakeMaster) Subscribe(context.Context) (oduflow.Subscription, error) {
+	s := &fakeSub{ch: make(chan salt.Event, 1024)}
+	m.mu.Lock()
+	m.subs = append(m.subs, s)
+	m.mu.Unlock()
+	return s, nil
+}
+
+func (m *fakeMaster) Publish(_ context.Context, req salt.PublishRequest) (*salt.PublishResult, error) {
+	minion := req.Target.List[0]
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	switch req.Fun {
+	case oduflow.FunRun:
+		m.runs[req.Args[0].(string)]++
+	case oduflow.FunCapabilities:
+		jr := &salt.JobReturn{JID: req.JID, MinionID: minion, Fun: req.Fun, Success: true,
+			Return: map[string]any{"protocol": int64(oduflow.ProtocolVersion), "pillar_ready": true}}
+		for _, s := range m.subs {
+			func() {
+				defer func() { _ = recover() }() // a closed subscription
+				s.ch <- salt.Event{Kind: salt.EventJobReturn, Tag: "salt/job/" + string(req.JID) + "/ret/" + minion, JobReturn: jr}
+			}()
+		}
+	}
+	return &salt.PublishResult{JID: req.JID, Minions: []string{minion}}, nil
+}
+
+// TestDispatchersShareOneClient: three Dispatchers (replicas) on three Stores start 30 different
+// requests for one client at once. The client lease and the quarantine across replicas let exactly one be
+// published; every other ends failed before publishing (quarantined or lease busy).
+func TestDispatchersShareOneClient(t *testing.T) {
+	stores := newStores(t, 3)
+	master := &fakeMaster{runs: make(map[string]int)}
+	timers := oduflow.Timers{ExecutionWait: 2 * time.Second, HardDeadline: 3 * time.Second,
+		StatusExpiry: 4 * time.Second, LaunchGrace: 20 * time.Second, LeaseWait: 5 * time.Second, PollBudget: 1,
+		CallTimeout: 2 * time.Second}
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	var ds []*oduflow.Dispatcher
+	for _, s := range stores {
+		d, err := oduflow.New(master, master, oduflow.WithClaimStore(s), oduflow.WithTimers(timers),
+			oduflow.WithLogger(quiet))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ds = append(ds, d)
+	}
+	minion := newMinion()
+	reqs := make([]string, 30)
+	var wg sync.WaitGroup
+	for i := range reqs {
+		reqs[i] = receipt.NewRequestID()
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if _, err := ds[i%3].Start(context.Background(), receipt.ProfileConfigure, minion, reqs[i]); err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	wg.Wait()
+	ctx := context.Background()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		final := 0
+		list, err := stores[0].ListByClient(ctx, minion)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range list {
+			if c.Phase.Final() {
+				final++
+			}
+		}
+		if final == len(reqs) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d claims final", final, len(reqs))
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	for _, d := range ds {
+		_ = d.Close()
+	}
+	list, _ := stores[1].ListByClient(ctx, minion)
+	dispatched, codes := 0, map[string]int{}
+	for _, c := range list {
+		if c.WasDispatched() {
+			dispatched++
+		}
+		codes[c.ErrorCode]++
+	}
+	master.mu.Lock()
+	total := 0
+	for _, n := range master.runs {
+		total += n
+	}
+	master.mu.Unlock()
+	t.Logf("publications %d, dispatched claims %d, codes %v", total, dispatched, codes)
+	if total != 1 || dispatched != 1 {
+		t.Fatalf("%d publications, %d dispatched claims for one client", total, dispatched)
+	}
+}

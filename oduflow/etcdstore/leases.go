@@ -1,0 +1,218 @@
+package etcdstore
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/cockroachdb/errors"
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.etcd.io/etcd/client/v3/concurrency"
+
+	"github.com/oduflow/oduflow-go/oduflow"
+	"github.com/oduflow/oduflow-go/receipt"
+)
+
+// Lease is a lock held by a Store: a key created If(CreateRevision == 0) and attached to an etcd lease
+// that a concurrency.Session keeps alive. Each lock has its own session, so releasing one (a revoke) or
+// losing one never touches another, and a Release that cannot reach the cluster still frees the lock
+// within the TTL (its keepalive has stopped).
+type Lease struct {
+	s         *Store
+	key       string
+	sess      *concurrency.Session
+	createRev int64 // the lock key's create revision: CompareAndSwapHeld compares it
+
+	once   sync.Once
+	mu     sync.Mutex
+	done   bool
+	relErr error
+}
+
+// Release implements oduflow.Lease: it stops the keepalive and revokes the etcd lease (deleting the lock
+// key). Idempotent; only the first call can return an error, and the lock is free within the TTL even
+// then.
+func (l *Lease) Release() error {
+	l.once.Do(func() {
+		l.mu.Lock()
+		l.done = true
+		l.mu.Unlock()
+		l.relErr = l.s.discard(l.sess)
+	})
+	return l.relErr
+}
+
+// Held implements oduflow.Lease: false after Release, or once the session is known lost (its etcd lease
+// expired or was revoked, or the Store was closed).
+func (l *Lease) Held() bool {
+	l.mu.Lock()
+	done := l.done
+	l.mu.Unlock()
+	if done {
+		return false
+	}
+	select {
+	case <-l.sess.Done():
+		return false
+	default:
+		return true
+	}
+}
+
+// Key is the lock's etcd key.
+func (l *Lease) Key() string { return l.key }
+
+// LeaseID is the etcd lease the lock key is attached to (operators, tests).
+func (l *Lease) LeaseID() clientv3.LeaseID { return l.sess.Lease() }
+
+// Done is closed once the session is lost or released.
+func (l *Lease) Done() <-chan struct{} { return l.sess.Done() }
+
+// newSession grants an etcd lease within ctx and keeps it alive for the Store's lifetime.
+func (s *Store) newSession(ctx context.Context) (*concurrency.Session, error) {
+	g, err := s.cli.Grant(ctx, s.ttl)
+	if err != nil {
+		return nil, readErr(err, "grant lease") // a lost grant leaks a lease that expires in the TTL
+	}
+	sess, err := concurrency.NewSession(s.cli, concurrency.WithLease(g.ID), concurrency.WithContext(s.ctx),
+		concurrency.WithTTL(int(s.ttl)))
+	if err != nil {
+		_ = s.revoke(g.ID)
+		return nil, readErr(err, "keep lease alive")
+	}
+	return sess, nil
+}
+
+// discard stops the session's keepalive and revokes its lease.
+func (s *Store) discard(sess *concurrency.Session) error {
+	sess.Orphan()
+	return s.revoke(sess.Lease())
+}
+
+func (s *Store) revoke(id clientv3.LeaseID) error {
+	ctx, cancel := context.WithTimeout(s.ctx, s.reqTimeout)
+	defer cancel()
+	if _, err := s.cli.Revoke(ctx, id); err != nil && !errors.Is(err, rpctypes.ErrLeaseNotFound) {
+		return readErr(err, "revoke lease")
+	}
+	return nil
+}
+
+// tryLock creates key attached to the session's lease unless it exists. It returns whether it got it and
+// the revision of the transaction (the key's create revision when it did).
+func (s *Store) tryLock(ctx context.Context, key string, sess *concurrency.Session) (bool, int64, error) {
+	resp, err := s.cli.Txn(ctx).
+		If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0)).
+		Then(clientv3.OpPut(key, s.holder, clientv3.WithLease(sess.Lease()))).
+		Commit()
+	if err != nil {
+		return false, 0, writeErr(err, "take lock")
+	}
+	return resp.Succeeded, resp.Header.Revision, nil
+}
+
+func (s *Store) runLockKey(request string) string { return s.prefix + runLocksDir + request }
+func (s *Store) clientLockKey(minion string) string {
+	return s.prefix + clientLocksDir + minion
+}
+
+// TryRequestLock implements oduflow.Leases.
+func (s *Store) TryRequestLock(ctx context.Context, requestID string) (oduflow.Lease, error) {
+	if err := receipt.ValidateRequestID(requestID); err != nil {
+		return nil, invalidID(err, "request id")
+	}
+	sess, err := s.newSession(ctx)
+	if err != nil {
+		return nil, err
+	}
+	key := s.runLockKey(requestID)
+	ok, rev, err := s.tryLock(ctx, key, sess)
+	if err != nil || !ok {
+		// On an unknown outcome the revoke deletes the key if the Put did commit.
+		_ = s.discard(sess)
+		if err != nil {
+			return nil, err
+		}
+		return nil, errors.Wrap(oduflow.ErrLeaseHeld, "etcdstore: request lock")
+	}
+	return &Lease{s: s, key: key, sess: sess, createRev: rev}, nil
+}
+
+// RequestLockHeld implements oduflow.Leases: the lock key exists (a linearizable read).
+func (s *Store) RequestLockHeld(ctx context.Context, requestID string) (bool, error) {
+	if err := receipt.ValidateRequestID(requestID); err != nil {
+		return false, invalidID(err, "request id")
+	}
+	resp, err := s.cli.Get(ctx, s.runLockKey(requestID), clientv3.WithCountOnly())
+	if err != nil {
+		return false, readErr(err, "request lock state")
+	}
+	return resp.Count > 0, nil
+}
+
+// AcquireClientLease implements oduflow.Leases: it tries to create the client's lock key and, while
+// another holder has it, watches for its deletion, for at most maxWait (ErrLeaseBusy after that).
+func (s *Store) AcquireClientLease(ctx context.Context, minionID string, maxWait time.Duration) (oduflow.Lease, error) {
+	if err := receipt.ValidateMinionID(minionID); err != nil {
+		return nil, invalidID(err, "minion id")
+	}
+	deadline := time.Now().Add(maxWait)
+	key := s.clientLockKey(minionID)
+	var sess *concurrency.Session
+	defer func() {
+		if sess != nil {
+			_ = s.discard(sess)
+		}
+	}()
+	for {
+		if sess != nil && !isOpen(sess) {
+			_ = s.discard(sess) // lost while waiting (cluster unreachable longer than the TTL)
+			sess = nil
+		}
+		if sess == nil {
+			var err error
+			if sess, err = s.newSession(ctx); err != nil {
+				return nil, err
+			}
+		}
+		ok, rev, err := s.tryLock(ctx, key, sess)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			l := &Lease{s: s, key: key, sess: sess, createRev: rev}
+			sess = nil
+			return l, nil
+		}
+		if !time.Now().Before(deadline) {
+			return nil, errors.Wrap(oduflow.ErrLeaseBusy, "etcdstore: client lease")
+		}
+		s.waitDeleted(ctx, key, rev, deadline)
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+	}
+}
+
+// waitDeleted returns once key is deleted after revision rev, or at the deadline (or on a watch error:
+// the caller simply tries again).
+func (s *Store) waitDeleted(ctx context.Context, key string, rev int64, deadline time.Time) {
+	wctx, cancel := context.WithDeadline(ctx, deadline)
+	defer cancel()
+	for wr := range s.cli.Watch(clientv3.WithRequireLeader(wctx), key, clientv3.WithRev(rev+1),
+		clientv3.WithFilterPut()) {
+		if wr.Err() != nil || len(wr.Events) > 0 || wr.Canceled {
+			return
+		}
+	}
+}
+
+func isOpen(sess *concurrency.Session) bool {
+	select {
+	case <-sess.Done():
+		return false
+	default:
+		return true
+	}
+}

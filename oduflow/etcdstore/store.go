@@ -1,0 +1,315 @@
+package etcdstore
+
+import (
+	"context"
+	"math"
+	"strings"
+	"time"
+
+	"github.com/cockroachdb/errors"
+	"github.com/google/uuid"
+	"go.etcd.io/etcd/api/v3/mvccpb"
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+
+	"github.com/oduflow/oduflow-go/internal/errmark"
+	"github.com/oduflow/oduflow-go/oduflow"
+	"github.com/oduflow/oduflow-go/receipt"
+)
+
+// Key layout under the prefix (request and minion ids are canonical UUID forms, so no id holds a "/"):
+//
+//	PREFIX/claims/<request id>            the claim (oduflow.EncodeClaim JSON)
+//	PREFIX/clients/<minion id>/<request>  empty index entry, written in the claim's creating transaction
+//	PREFIX/locks/run/<request id>         the request lock, attached to an etcd lease
+//	PREFIX/locks/client/<minion id>       the per-client execution lease, attached to an etcd lease
+const (
+	claimsDir      = "/claims/"
+	clientsDir     = "/clients/"
+	runLocksDir    = "/locks/run/"
+	clientLocksDir = "/locks/client/"
+	// listBatch is how many claims one read transaction of ListByClient fetches (etcd's default
+	// --max-txn-ops is 128).
+	listBatch = 64
+	// listAttempts bounds the restarts of ListByClient when its snapshot revision was compacted away.
+	listAttempts = 3
+)
+
+// Store is an etcd-backed oduflow.ClaimStore and oduflow.Leases. Several Stores (controller replicas,
+// each with its own client) sharing a cluster and a prefix share claims and locks. Safe for concurrent
+// use. Close releases the client.
+type Store struct {
+	cli        *clientv3.Client
+	prefix     string
+	ttl        int64 // seconds
+	reqTimeout time.Duration
+	holder     string // informational value of the lock keys: which Store holds them
+
+	ctx    context.Context // lifetime of the Store: the keepalives of its etcd leases
+	cancel context.CancelFunc
+}
+
+// Open connects to the cluster and checks that it answers (and that the credentials may read under the
+// prefix) within the dial timeout.
+func Open(ctx context.Context, opts ...Option) (*Store, error) {
+	cfg := config{prefix: DefaultPrefix, ttl: DefaultTTL, dialTimeout: DefaultDialTimeout,
+		reqTimeout: DefaultRequestTimeout}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	if len(cfg.endpoints) == 0 {
+		return nil, errmark.Mark(errors.New("etcdstore: no endpoint"), oduflow.ErrInvalidInput)
+	}
+	if !validPrefix(cfg.prefix) {
+		return nil, errmark.Mark(errors.New("etcdstore: prefix must be absolute printable ASCII without empty segments"),
+			oduflow.ErrInvalidInput)
+	}
+	if cfg.ttl <= 0 || cfg.dialTimeout <= 0 || cfg.reqTimeout <= 0 {
+		return nil, errmark.Mark(errors.New("etcdstore: TTL and timeouts must be positive"), oduflow.ErrInvalidInput)
+	}
+	tcfg, err := cfg.tlsConfig()
+	if err != nil {
+		return nil, err
+	}
+	if cfg.logger == nil {
+		cfg.logger = zap.NewNop()
+	}
+	sctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	cli, err := clientv3.New(clientv3.Config{Endpoints: cfg.endpoints, DialTimeout: cfg.dialTimeout, TLS: tcfg,
+		Username: cfg.username, Password: cfg.password, Logger: cfg.logger, Context: sctx})
+	if err != nil {
+		cancel()
+		return nil, errors.Wrap(err, "etcdstore: connect") // the client's error never holds the password
+	}
+	s := &Store{cli: cli, prefix: cfg.prefix, ttl: int64(math.Ceil(cfg.ttl.Seconds())), reqTimeout: cfg.reqTimeout,
+		holder: "oduflow-etcdstore/" + uuid.NewString(), ctx: sctx, cancel: cancel}
+	pctx, pcancel := context.WithTimeout(ctx, cfg.dialTimeout)
+	defer pcancel()
+	if _, err := cli.Get(pctx, s.prefix+"/", clientv3.WithCountOnly()); err != nil {
+		_ = s.Close()
+		return nil, readErr(err, "probe cluster")
+	}
+	return s, nil
+}
+
+// Close stops the keepalives of every lock still held (their etcd leases then expire within the TTL)
+// and closes the client.
+func (s *Store) Close() error {
+	s.cancel()
+	return errors.Wrap(s.cli.Close(), "etcdstore: close")
+}
+
+// Client exposes the etcd client (tests, tooling).
+func (s *Store) Client() *clientv3.Client { return s.cli }
+
+// Prefix is the key prefix of the store's records.
+func (s *Store) Prefix() string { return s.prefix }
+
+func (s *Store) claimKey(request string) string { return s.prefix + claimsDir + request }
+func (s *Store) indexPrefix(minion string) string {
+	return s.prefix + clientsDir + minion + "/"
+}
+
+func invalidID(err error, what string) error {
+	return errmark.Mark(errors.Wrapf(err, "etcdstore: invalid %s", errors.Safe(what)), oduflow.ErrInvalidInput)
+}
+
+// Create implements oduflow.ClaimStore: one transaction If(CreateRevision(claim) == 0) Then(Put claim,
+// Put index entry). Its error matches ErrOutcomeUnknown when the acknowledgement was lost.
+func (s *Store) Create(ctx context.Context, c *oduflow.Claim) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	cp := cloneClaim(c)
+	cp.Generation = 1
+	if err := cp.Validate(); err != nil {
+		return errmark.Mark(err, oduflow.ErrInvalidInput)
+	}
+	data, err := oduflow.EncodeClaim(cp)
+	if err != nil {
+		return err
+	}
+	key := s.claimKey(cp.RequestID)
+	resp, err := s.cli.Txn(ctx).
+		If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0)).
+		Then(clientv3.OpPut(key, string(data)), clientv3.OpPut(s.indexPrefix(cp.MinionID)+cp.RequestID, "")).
+		Commit()
+	if err != nil {
+		return writeErr(err, "create claim")
+	}
+	if !resp.Succeeded {
+		return errors.Wrap(oduflow.ErrClaimExists, "etcdstore: create claim")
+	}
+	c.Generation = 1
+	return nil
+}
+
+// Get implements oduflow.ClaimStore (a linearizable read).
+func (s *Store) Get(ctx context.Context, requestID string) (*oduflow.Claim, error) {
+	c, _, err := s.get(ctx, requestID)
+	return c, err
+}
+
+func (s *Store) get(ctx context.Context, requestID string) (*oduflow.Claim, int64, error) {
+	if err := receipt.ValidateRequestID(requestID); err != nil {
+		return nil, 0, invalidID(err, "request id")
+	}
+	resp, err := s.cli.Get(ctx, s.claimKey(requestID))
+	if err != nil {
+		return nil, 0, readErr(err, "read claim")
+	}
+	return s.claimFrom(resp.Kvs, requestID)
+}
+
+func (s *Store) claimFrom(kvs []*mvccpb.KeyValue, requestID string) (*oduflow.Claim, int64, error) {
+	if len(kvs) == 0 {
+		return nil, 0, errors.Wrap(oduflow.ErrNoClaim, "etcdstore: read claim")
+	}
+	c, err := decodeClaim(kvs[0].Value, requestID)
+	if err != nil {
+		return nil, 0, err
+	}
+	return c, kvs[0].ModRevision, nil
+}
+
+// CompareAndSwap implements oduflow.ClaimStore: the generation check is made on the record read, and the
+// write is fenced on that record's mod revision.
+func (s *Store) CompareAndSwap(ctx context.Context, next *oduflow.Claim) (*oduflow.Claim, error) {
+	return s.compareAndSwap(ctx, next, nil)
+}
+
+// CompareAndSwapHeld implements oduflow.ClaimStore: one transaction compares the record's mod revision
+// and, for each lease, that its lock key still exists with the create revision recorded when it was
+// taken and the etcd lease of its holder. A lease from another Store is refused with ErrLeaseLost.
+func (s *Store) CompareAndSwapHeld(ctx context.Context, next *oduflow.Claim, held ...oduflow.Lease) (*oduflow.Claim, error) {
+	ls := make([]*Lease, 0, len(held))
+	for _, h := range held {
+		l, ok := h.(*Lease)
+		if !ok || l == nil || l.s != s {
+			return nil, errors.Wrap(oduflow.ErrLeaseLost, "etcdstore: lease not from this store")
+		}
+		ls = append(ls, l)
+	}
+	return s.compareAndSwap(ctx, next, ls)
+}
+
+func (s *Store) compareAndSwap(ctx context.Context, next *oduflow.Claim, held []*Lease) (*oduflow.Claim, error) {
+	if err := next.Validate(); err != nil {
+		return nil, errmark.Mark(err, oduflow.ErrInvalidInput)
+	}
+	for _, l := range held {
+		if !l.Held() {
+			return nil, errors.Wrap(oduflow.ErrLeaseLost, "etcdstore: lease released or expired")
+		}
+	}
+	cur, rev, err := s.get(ctx, next.RequestID)
+	if err != nil {
+		return nil, err
+	}
+	if cur.Generation != next.Generation {
+		return cur, errors.Wrapf(oduflow.ErrConflict, "generation %d, expected %d",
+			errors.Safe(cur.Generation), errors.Safe(next.Generation))
+	}
+	if !sameIdentity(cur, next) {
+		return cur, errors.Wrap(oduflow.ErrConflict, "identity fields are immutable")
+	}
+	out := cloneClaim(next)
+	out.Generation = cur.Generation + 1
+	data, err := oduflow.EncodeClaim(out)
+	if err != nil {
+		return nil, err
+	}
+	key := s.claimKey(next.RequestID)
+	cmps := []clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(key), "=", rev)}
+	elses := []clientv3.Op{clientv3.OpGet(key)}
+	for _, l := range held {
+		cmps = append(cmps, clientv3.Compare(clientv3.CreateRevision(l.key), "=", l.createRev),
+			clientv3.Compare(clientv3.LeaseValue(l.key), "=", l.sess.Lease()))
+		elses = append(elses, clientv3.OpGet(l.key))
+	}
+	resp, err := s.cli.Txn(ctx).If(cmps...).Then(clientv3.OpPut(key, string(data))).Else(elses...).Commit()
+	if err != nil {
+		return nil, writeErr(err, "update claim")
+	}
+	if resp.Succeeded {
+		return out, nil
+	}
+	now, _, err := s.claimFrom(resp.Responses[0].GetResponseRange().GetKvs(), next.RequestID)
+	if err != nil {
+		return nil, err
+	}
+	for i, l := range held {
+		kvs := resp.Responses[1+i].GetResponseRange().GetKvs()
+		if len(kvs) == 0 || kvs[0].CreateRevision != l.createRev || clientv3.LeaseID(kvs[0].Lease) != l.sess.Lease() {
+			return now, errors.Wrap(oduflow.ErrLeaseLost, "etcdstore: lock key gone or taken over")
+		}
+	}
+	return now, errors.Wrap(oduflow.ErrConflict, "etcdstore: claim changed meanwhile")
+}
+
+// ListByClient implements oduflow.ClaimStore: one read of the client's index entries fixes a revision,
+// and every claim is read at that same revision, so the list is one consistent snapshot.
+func (s *Store) ListByClient(ctx context.Context, minionID string) ([]*oduflow.Claim, error) {
+	if err := receipt.ValidateMinionID(minionID); err != nil {
+		return nil, invalidID(err, "minion id")
+	}
+	for attempt := 1; ; attempt++ {
+		out, err := s.listOnce(ctx, minionID)
+		if err == nil || attempt >= listAttempts || !errors.Is(err, rpctypes.ErrCompacted) {
+			return out, err
+		}
+	}
+}
+
+func (s *Store) listOnce(ctx context.Context, minionID string) ([]*oduflow.Claim, error) {
+	pfx := s.indexPrefix(minionID)
+	resp, err := s.cli.Get(ctx, pfx, clientv3.WithPrefix(), clientv3.WithKeysOnly())
+	if err != nil {
+		return nil, readErr(err, "list client index")
+	}
+	rev := resp.Header.Revision
+	reqs := make([]string, 0, len(resp.Kvs))
+	for _, kv := range resp.Kvs {
+		if len(kv.Key) > MaxKeySize {
+			return nil, corrupt("index key of %d bytes exceeds the cap", errors.Safe(len(kv.Key)))
+		}
+		req, _ := strings.CutPrefix(string(kv.Key), pfx)
+		if receipt.ValidateRequestID(req) != nil {
+			return nil, corrupt("index entry is not a request id")
+		}
+		reqs = append(reqs, req)
+	}
+	out := make([]*oduflow.Claim, 0, len(reqs))
+	for start := 0; start < len(reqs); start += listBatch {
+		batch := reqs[start:min(start+listBatch, len(reqs))]
+		ops := make([]clientv3.Op, len(batch))
+		for i, req := range batch {
+			ops[i] = clientv3.OpGet(s.claimKey(req), clientv3.WithRev(rev))
+		}
+		tr, err := s.cli.Txn(ctx).Then(ops...).Commit()
+		if err != nil {
+			return nil, readErr(err, "read client claims")
+		}
+		for i, req := range batch {
+			c, _, err := s.claimFrom(tr.Responses[i].GetResponseRange().GetKvs(), req)
+			if errors.Is(err, oduflow.ErrNoClaim) {
+				return nil, corrupt("index entry without a claim")
+			}
+			if err != nil {
+				return nil, err
+			}
+			if c.MinionID != minionID {
+				return nil, corrupt("index entry for a claim of another minion")
+			}
+			out = append(out, c)
+		}
+	}
+	return out, nil
+}
+
+var (
+	_ oduflow.ClaimStore = (*Store)(nil)
+	_ oduflow.Leases     = (*Store)(nil)
+	_ oduflow.Lease      = (*Lease)(nil)
+)
