@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/cockroachdb/errors"
+
+	"github.com/oduflow/oduflow-go/internal/errmark"
 )
 
 // Defaults of the Client options.
@@ -113,7 +115,7 @@ func (c *Client) envelope(load *OrderedMap) ([]byte, error) {
 	env := NewOrderedMap().Set("enc", "clear").Set("load", load).Set("version", c.cfg.version)
 	b, err := encodeSalt(env)
 	if err != nil {
-		return nil, errors.Mark(err, ErrInvalidRequest)
+		return nil, errmark.Mark(err, ErrInvalidRequest)
 	}
 	return b, nil
 }
@@ -121,7 +123,7 @@ func (c *Client) envelope(load *OrderedMap) ([]byte, error) {
 // do sends one clear load and returns the decoded reply. It never retries.
 func (c *Client) do(ctx context.Context, cmd string, load *OrderedMap) (any, error) {
 	if c.ctx.Err() != nil {
-		return nil, errors.Mark(errors.Wrap(ErrClosed, "client closed"), ErrNotSent)
+		return nil, errmark.Mark(errors.Wrap(ErrClosed, "client closed"), ErrNotSent)
 	}
 	body, err := c.envelope(load)
 	if err != nil {
@@ -141,7 +143,7 @@ func (c *Client) do(ctx context.Context, cmd string, load *OrderedMap) (any, err
 	}
 	v, err := DecodeValue(raw)
 	if err != nil {
-		return nil, outcomeUnknown(errors.Mark(err, ErrMalformedReply), "decoding reply")
+		return nil, outcomeUnknown(errmark.Mark(err, ErrMalformedReply), "decoding reply")
 	}
 	c.cfg.logger.LogAttrs(ctx, slog.LevelDebug, "salt request done",
 		slog.String("cmd", cmd), slog.Duration("elapsed", time.Since(start)), slog.Int("reply_bytes", len(raw)))
@@ -185,7 +187,7 @@ func replyError(v any) error {
 func malformed(what string, sideEffects bool) error {
 	err := errors.Wrapf(ErrMalformedReply, "%s", errors.Safe(what))
 	if sideEffects {
-		return errors.Mark(err, ErrOutcomeUnknown)
+		return errmark.Mark(err, ErrOutcomeUnknown)
 	}
 	return err
 }

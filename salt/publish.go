@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/cockroachdb/errors"
+
+	"github.com/oduflow/oduflow-go/internal/errmark"
 )
 
 // TargetType is Salt's tgt_type.
@@ -93,7 +95,7 @@ func publishLoad(req PublishRequest, am authMaterial, osUser string) (*OrderedMa
 	}
 	if req.JID != "" {
 		if _, err := ParseJID(string(req.JID)); err != nil {
-			return nil, errors.Mark(err, ErrInvalidRequest)
+			return nil, errmark.Mark(err, ErrInvalidRequest)
 		}
 	}
 	args := make([]any, 0, len(req.Args)+1)
@@ -214,7 +216,7 @@ func parsePublishReply(v any) (*PublishResult, error) {
 	}
 	jid, err := ParseJID(js)
 	if err != nil {
-		return nil, errors.Mark(errors.Wrap(err, "publish reply"), ErrOutcomeUnknown)
+		return nil, errmark.Mark(errors.Wrap(err, "publish reply"), ErrOutcomeUnknown)
 	}
 	minions, ok1 := stringList(load["minions"])
 	missing, ok2 := stringList(load["missing"])
