@@ -27,6 +27,7 @@ type clientConfig struct {
 	auth      Auth
 	timeout   time.Duration
 	maxReply  int64
+	decode    DecodeLimits
 	version   int
 	logger    *slog.Logger
 	osUser    string
@@ -43,6 +44,11 @@ func WithRequestTimeout(d time.Duration) Option { return func(c *clientConfig) {
 
 // WithMaxReplyBytes caps the size of a reply (default 16 MiB).
 func WithMaxReplyBytes(n int64) Option { return func(c *clientConfig) { c.maxReply = n } }
+
+// WithReplyDecodeLimits bounds the decoding of one reply (default
+// DefaultReplyDecodeLimits): a reply beyond them fails with ErrDecodeBudget,
+// ErrMalformedReply and ErrOutcomeUnknown, before the excess is allocated.
+func WithReplyDecodeLimits(l DecodeLimits) Option { return func(c *clientConfig) { c.decode = l } }
 
 // WithEnvelopeVersion sets the envelope "version" field. Default 3: Salt
 // 3006.17+ masters reply "bad load" to anything lower, and 3006.0 handles 3
@@ -79,12 +85,16 @@ func NewClient(addr string, opts ...Option) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	cfg := clientConfig{timeout: DefaultRequestTimeout, maxReply: DefaultMaxReplyBytes, version: DefaultEnvelopeVersion}
+	cfg := clientConfig{timeout: DefaultRequestTimeout, maxReply: DefaultMaxReplyBytes, version: DefaultEnvelopeVersion,
+		decode: DefaultReplyDecodeLimits()}
 	for _, o := range opts {
 		o(&cfg)
 	}
 	if cfg.maxReply <= 0 {
 		return nil, errors.Wrap(ErrInvalidRequest, "max reply bytes must be positive")
+	}
+	if !cfg.decode.valid() {
+		return nil, errors.Wrap(ErrInvalidRequest, "invalid reply decode limits")
 	}
 	if cfg.logger == nil {
 		cfg.logger = slog.New(slog.DiscardHandler)
@@ -141,7 +151,7 @@ func (c *Client) do(ctx context.Context, cmd string, load *OrderedMap) (any, err
 			slog.Bool("not_sent", errors.Is(err, ErrNotSent)), slog.String("error", errors.Redact(err)))
 		return nil, err
 	}
-	v, err := DecodeValue(raw)
+	v, err := DecodeValueLimited(raw, c.cfg.decode)
 	if err != nil {
 		return nil, outcomeUnknown(errmark.Mark(err, ErrMalformedReply), "decoding reply")
 	}
