@@ -275,14 +275,17 @@ func (s *EventStream) readConn(conn net.Conn) error {
 			}
 			return err
 		}
-		s.handleFrame(frame, shared, fr.framing)
+		if !s.handleFrame(frame, shared, fr.framing) && !shared {
+			fr.recycle(frame)
+		}
 	}
 }
 
-// handleFrame filters one frame by its tag, then decodes and queues it.
-func (s *EventStream) handleFrame(frame []byte, shared bool, framing Framing) {
+// handleFrame filters one frame by its tag, then decodes and queues it. It
+// reports whether the queued event references frame (else frame is free).
+func (s *EventStream) handleFrame(frame []byte, shared bool, framing Framing) bool {
 	if len(frame) == 0 {
-		return // no frame reader returns one; DecodeEventFrame would refuse it
+		return false // no frame reader returns one; DecodeEventFrame would refuse it
 	}
 	// view is the frame's text without a copy. A shared frame is the read
 	// buffer: the view is read only here, for the tag, and never retained. An
@@ -290,7 +293,7 @@ func (s *EventStream) handleFrame(frame []byte, shared bool, framing Framing) {
 	// event's text itself, so that a frame at the cap is not copied once more.
 	view := unsafe.String(unsafe.SliceData(frame), len(frame))
 	if tag, ok := eventFrameTag(view, s.cfg.decode); ok && !s.match(tag) {
-		return // not decoded at all
+		return false // not decoded at all
 	}
 	text := view
 	if shared {
@@ -299,13 +302,13 @@ func (s *EventStream) handleFrame(frame []byte, shared bool, framing Framing) {
 	ev, est, err := decodeEventText(text, frame, s.cfg.decode)
 	if err != nil {
 		s.cfg.logger.Warn("salt event undecodable", slog.String("framing", framing.String()), slog.String("error", errors.Redact(err)))
-		s.q.addGapErr(GapReasonUndecodable, 1, err)
-		return
+		s.q.addGapErr(GapReasonUndecodable, 1, err) // errors never quote the frame
+		return false
 	}
 	if !s.match(ev.Tag) {
-		return
+		return false
 	}
-	s.q.push(ev, int64(len(frame))+est)
+	return s.q.push(ev, int64(len(frame))+est)
 }
 
 func (s *EventStream) match(tag string) bool {
@@ -335,6 +338,7 @@ func (s *EventStream) deliver() {
 		}
 		select {
 		case s.out <- ev:
+			s.q.handed()
 		case <-s.ctx.Done():
 			return
 		}
@@ -351,7 +355,8 @@ type eventQueue struct {
 	sizes    []int64
 	head     int
 	n        int
-	bytes    int64 // frame bytes plus decode estimates of the queued events
+	bytes    int64 // frame bytes plus decode estimates of the queued events and of held
+	held     int64 // the part of bytes of the event popped but not yet handed to the consumer
 	maxBytes int64
 	gap      *Gap
 	notify   chan struct{}
@@ -378,10 +383,10 @@ func (q *eventQueue) appendLocked(ev Event, size int64) {
 
 // push adds an event of the given size (frame bytes plus decode estimate), or
 // drops it when the queue is full (count or bytes).
-func (q *eventQueue) push(ev Event, size int64) {
+func (q *eventQueue) push(ev Event, size int64) (queued bool) {
 	q.mu.Lock()
 	free := len(q.buf) - q.n
-	if q.n > 0 && q.bytes+size > q.maxBytes {
+	if (q.n > 0 || q.held > 0) && q.bytes+size > q.maxBytes {
 		free = 0 // over the byte budget: treat as full (one event always fits)
 	}
 	switch {
@@ -389,6 +394,7 @@ func (q *eventQueue) push(ev Event, size int64) {
 		q.appendLocked(Event{Kind: EventGap, Gap: q.gap}, 0)
 		q.gap = nil
 		q.appendLocked(ev, size)
+		queued = true
 	case q.gap != nil:
 		q.gap.Dropped++
 		if !strings.Contains(q.gap.Reason, GapReasonOverflow) {
@@ -396,11 +402,13 @@ func (q *eventQueue) push(ev Event, size int64) {
 		}
 	case free >= 2: // keep one slot for a gap
 		q.appendLocked(ev, size)
+		queued = true
 	default:
 		q.gap = &Gap{Reason: GapReasonOverflow, Dropped: 1}
 	}
 	q.mu.Unlock()
 	q.signal()
+	return queued
 }
 
 // addGapErr records a gap for reason, with dropped events and its cause err
@@ -421,12 +429,14 @@ func (q *eventQueue) addGapErr(reason string, dropped int, err error) {
 }
 
 // pop removes the oldest event, or the pending gap when no event is queued.
+// The event still counts against the byte budget until handed is called: the
+// event waiting for the consumer holds its memory as much as a queued one.
 func (q *eventQueue) pop() (Event, bool) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if q.n > 0 {
 		ev := q.buf[q.head]
-		q.bytes -= q.sizes[q.head]
+		q.held += q.sizes[q.head]
 		q.buf[q.head], q.sizes[q.head] = Event{}, 0
 		q.head = (q.head + 1) % len(q.buf)
 		q.n--
@@ -438,4 +448,12 @@ func (q *eventQueue) pop() (Event, bool) {
 		return Event{Kind: EventGap, Gap: g}, true
 	}
 	return Event{}, false
+}
+
+// handed releases the budget of the events popped so far: the consumer has them.
+func (q *eventQueue) handed() {
+	q.mu.Lock()
+	q.bytes -= q.held
+	q.held = 0
+	q.mu.Unlock()
 }
