@@ -500,7 +500,7 @@ func fastDecodeEvent(s string, lim DecodeLimits) (ev Event, est int64, ok, overB
 		return Event{}, 0, false, true
 	}
 	data, ok := dd.mapBody(n, 0)
-	if !ok || dd.off != len(dd.s) {
+	if !ok || dd.off != len(dd.s) || bud.exceeded {
 		return Event{}, 0, false, bud.exceeded
 	}
 	return classifyEvent(tag, data), bud.spent(lim), true, false

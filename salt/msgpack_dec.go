@@ -71,6 +71,10 @@ func decodeValueBudget(data []byte, lim DecodeLimits) (any, int64, error) {
 	if err != nil {
 		return nil, 0, err
 	}
+	if bud.exceeded {
+		// an ext 79 payload over the budget falls back to Ext: still a refusal
+		return nil, 0, budgetError("decoded document too large")
+	}
 	if d.off != len(d.b) {
 		return nil, 0, errors.Wrapf(ErrMsgpack, "%d trailing bytes", errors.Safe(len(d.b)-d.off))
 	}
