@@ -99,14 +99,6 @@ func (b *decodeBudget) depthOK(depth int) bool {
 // spent is the estimate of what was charged so far.
 func (b *decodeBudget) spent(l DecodeLimits) int64 { return l.MaxBytes - b.bytes }
 
-// mapEntryCost is the charge for the n-th distinct key (1-based) of a map.
-func mapEntryCost(n int) int64 {
-	if n == 1 {
-		return costFirstEntry
-	}
-	return costEntry
-}
-
 func budgetError(what string) error {
 	return errmark.Mark(errors.Wrapf(ErrDecodeBudget, "%s", errors.Safe(what)), ErrMsgpack)
 }
