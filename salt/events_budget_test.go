@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -26,12 +27,9 @@ func nextEvent(t *testing.T, s *salt.EventStream, d time.Duration) (salt.Event, 
 func TestEventFrameDeadline(t *testing.T) {
 	const timeout = 300 * time.Millisecond
 	whole := mustEventFrame(t, "salt/test/whole", 10)
-	conns := make(chan int, 10)
-	n := 0
+	var conns atomic.Int32
 	addr := serveEventConn(t, func(nc net.Conn) {
-		n++
-		conns <- n
-		if n == 1 {
+		if conns.Add(1) == 1 {
 			// a complete frame, idle for 3 deadlines, then half a frame
 			_, _ = nc.Write(whole)
 			time.Sleep(3 * timeout)
