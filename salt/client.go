@@ -28,6 +28,7 @@ type clientConfig struct {
 	timeout   time.Duration
 	maxReply  int64
 	decode    DecodeLimits
+	reuse     bool
 	version   int
 	logger    *slog.Logger
 	osUser    string
@@ -69,8 +70,10 @@ func WithOSUser(name string) Option {
 
 // Client talks to a Salt master's request port (ret_port, 4506) over the
 // clear channel. It is safe for concurrent use; every request uses a fresh
-// connection owned by the calling goroutine.
+// connection owned by the calling goroutine (WithConnectionReuse: an idle one
+// proven alive by a ZMTP PING right before the request, else a fresh one).
 type Client struct {
+	pool   *connPool // nil without WithConnectionReuse
 	ep     reqEndpoint
 	cfg    clientConfig
 	ctx    context.Context
@@ -103,7 +106,11 @@ func NewClient(addr string, opts ...Option) (*Client, error) {
 		cfg.osUser = currentOSUser()
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	return &Client{ep: ep, cfg: cfg, ctx: ctx, cancel: cancel}, nil
+	c := &Client{ep: ep, cfg: cfg, ctx: ctx, cancel: cancel}
+	if cfg.reuse {
+		c.pool = &connPool{}
+	}
+	return c, nil
 }
 
 func currentOSUser() string {
@@ -116,7 +123,12 @@ func currentOSUser() string {
 // Close aborts requests in flight (their outcome is reported as unknown or
 // not sent) and makes later requests fail with ErrClosed.
 func (c *Client) Close() error {
-	c.once.Do(c.cancel)
+	c.once.Do(func() {
+		c.cancel()
+		if c.pool != nil {
+			c.pool.close()
+		}
+	})
 	return nil
 }
 
@@ -144,7 +156,12 @@ func (c *Client) do(ctx context.Context, cmd string, load *OrderedMap) (any, err
 	stop := context.AfterFunc(c.ctx, cancel)
 	defer stop()
 	start := time.Now()
-	raw, err := roundTrip(rctx, c.ep, body, c.cfg.maxReply)
+	var raw []byte
+	if c.pool != nil {
+		raw, err = pooledRoundTrip(rctx, c.pool, c.ep, body, c.cfg.maxReply)
+	} else {
+		raw, err = roundTrip(rctx, c.ep, body, c.cfg.maxReply)
+	}
 	if err != nil {
 		c.cfg.logger.LogAttrs(ctx, slog.LevelWarn, "salt request failed",
 			slog.String("cmd", cmd), slog.Duration("elapsed", time.Since(start)),
