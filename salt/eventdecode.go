@@ -245,7 +245,7 @@ func (d *strDecoder) mapBody(n, depth int) (map[string]any, bool) {
 		if !ok {
 			return nil, false
 		}
-		if _, dup := out[k]; !dup && len(out) > 0 && !d.bud.charge(0, costEntry) {
+		if _, dup := out[k]; !dup && len(out) >= min(n, maxMapHint) && !d.bud.charge(0, costEntry) {
 			return nil, false
 		}
 		out[k] = v
@@ -389,13 +389,16 @@ func (d *strDecoder) skipMap(n, depth int) bool {
 	return true
 }
 
-// splitEventFrame parses the {head, body} frame text s without building any
-// value and returns the body's tag and data as substrings of s. ok=false means
-// "ask the reference decoder" (or, with d.bud.exceeded, over the budget).
-func (d *strDecoder) splitEventFrame() (tag, data string, ok bool) {
+// eventSplit locates the tag and the data of a frame's body in the frame text.
+type eventSplit struct{ tagLo, tagHi, dataLo, dataHi int }
+
+// splitEventFrame parses the {head, body} frame text d.s without building any
+// value and locates the body's tag and data. ok=false means "ask the
+// reference decoder" (or, with d.bud.exceeded, over the budget).
+func (d *strDecoder) splitEventFrame() (sp eventSplit, ok bool) {
 	c, ok := d.byte1()
 	if !ok {
-		return "", "", false
+		return eventSplit{}, false
 	}
 	var n int
 	switch {
@@ -403,70 +406,61 @@ func (d *strDecoder) splitEventFrame() (tag, data string, ok bool) {
 		n = int(c & 0x0f)
 	case c == 0xde || c == 0xdf:
 		if n, ok = d.length(2 << (c - 0xde)); !ok {
-			return "", "", false
+			return eventSplit{}, false
 		}
 	default:
-		return "", "", false
+		return eventSplit{}, false
 	}
-	var body string
+	bodyLo, bodyHi := 0, 0
 	haveBody := false
 	for i := 0; i < n; i++ {
 		// a key is value(1): str or bin "body" selects the body
 		isBody := false
 		if d.off >= len(d.s) {
-			return "", "", false
+			return eventSplit{}, false
 		}
 		kc := d.s[d.off]
 		d.off++
 		if kn, isStr, ok := d.strHeader(kc); isStr {
 			k, ok2 := d.take(kn)
 			if !ok || !ok2 {
-				return "", "", false
+				return eventSplit{}, false
 			}
 			isBody = k == "body"
 		} else {
 			d.off--
 			if !d.skip(1) {
-				return "", "", false
+				return eventSplit{}, false
 			}
 		}
 		if !isBody {
 			if !d.skip(1) {
-				return "", "", false
+				return eventSplit{}, false
 			}
 			continue
 		}
 		if d.off >= len(d.s) {
-			return "", "", false
+			return eventSplit{}, false
 		}
 		bc := d.s[d.off]
 		d.off++
 		bn, isStr, ok := d.strHeader(bc)
 		if !isStr || !ok {
-			return "", "", false
+			return eventSplit{}, false
 		}
-		if body, ok = d.take(bn); !ok {
-			return "", "", false
+		if !d.skipN(bn) {
+			return eventSplit{}, false
 		}
-		haveBody = true
+		bodyLo, bodyHi, haveBody = d.off-bn, d.off, true
 	}
 	if d.off != len(d.s) || !haveBody {
-		return "", "", false
+		return eventSplit{}, false
 	}
-	i := strings.Index(body, tagEnd)
+	i := strings.Index(d.s[bodyLo:bodyHi], tagEnd)
 	if i < 0 {
-		return "", "", false
+		return eventSplit{}, false
 	}
-	return body[:i], body[i+len(tagEnd):], true
-}
-
-// eventFrameTag returns the tag of the frame text s, reading nothing of the
-// event data: the tag filter runs before any of it is decoded. s may alias a
-// read buffer: the tag must not outlive it.
-func eventFrameTag(s string, lim DecodeLimits) (string, bool) {
-	d := &strDecoder{s: s, bud: newDecodeBudget(lim)}
-	tag, _, ok := d.splitEventFrame()
-	return tag, ok
+	return eventSplit{tagLo: bodyLo, tagHi: bodyLo + i, dataLo: bodyLo + i + len(tagEnd), dataHi: bodyHi}, true
 }
 
 // fastDecodeEvent is frameBody + decodeEventBody over the frame text s, whose
@@ -476,11 +470,17 @@ func eventFrameTag(s string, lim DecodeLimits) (string, bool) {
 func fastDecodeEvent(s string, lim DecodeLimits) (ev Event, est int64, ok, overBudget bool) {
 	bud := newDecodeBudget(lim)
 	d := &strDecoder{s: s, bud: bud}
-	tag, body, ok := d.splitEventFrame()
+	sp, ok := d.splitEventFrame()
 	if !ok {
 		return Event{}, 0, false, bud.exceeded
 	}
-	dd := strDecoder{s: body, bud: bud}
+	return decodeEventData(s, sp, bud, lim)
+}
+
+// decodeEventData decodes the data of a split frame text s within bud, which
+// the split already charged. s may be another copy of the text that was split.
+func decodeEventData(s string, sp eventSplit, bud *decodeBudget, lim DecodeLimits) (ev Event, est int64, ok, overBudget bool) {
+	dd := strDecoder{s: s[sp.dataLo:sp.dataHi], bud: bud}
 	mc, ok := dd.byte1()
 	if !ok {
 		return Event{}, 0, false, false
@@ -503,7 +503,7 @@ func fastDecodeEvent(s string, lim DecodeLimits) (ev Event, est int64, ok, overB
 	if !ok || dd.off != len(dd.s) || bud.exceeded {
 		return Event{}, 0, false, bud.exceeded
 	}
-	return classifyEvent(tag, data), bud.spent(lim), true, false
+	return classifyEvent(s[sp.tagLo:sp.tagHi], data), bud.spent(lim), true, false
 }
 
 // fastDecodeEventFrame is fastDecodeEvent over a copy of frame, within the default limits.

@@ -81,7 +81,7 @@ func WithMaxFrameBytes(n int) EventOption { return func(c *eventConfig) { c.maxF
 func WithEventDecodeLimits(l DecodeLimits) EventOption { return func(c *eventConfig) { c.decode = l } }
 
 // WithFrameTimeout bounds how long a frame that has started may take to
-// arrive completely (default 5 s). A frame still incomplete then drops the
+// arrive completely (default 5 s; a frame gets at least 3/4 of it). A frame still incomplete then drops the
 // connection (a Gap, then a reconnection): a peer that sends half a frame and
 // stops must not stall the stream silently. An idle bus (no byte at all) is
 // never timed out.
@@ -245,6 +245,7 @@ func (s *EventStream) readConn(conn net.Conn) error {
 	defer stop()
 	fr := &frameReader{br: bufio.NewReaderSize(conn, readBufferBytes), max: s.cfg.maxFrame}
 	armed := false
+	var armedAt time.Time
 	for {
 		if fr.br.Buffered() == 0 {
 			// idle: wait for the next frame's first byte as long as it takes
@@ -259,9 +260,13 @@ func (s *EventStream) readConn(conn net.Conn) error {
 				return err
 			}
 		}
-		// a frame has started: it must complete in time
-		_ = conn.SetReadDeadline(time.Now().Add(s.cfg.frameTime))
-		armed = true
+		// a frame has started: it must complete in time. Frames already
+		// buffered back to back share one deadline while it leaves each at
+		// least 3/4 of the timeout (re-arming costs a timer update per frame).
+		if now := time.Now(); !armed || now.Sub(armedAt) > s.cfg.frameTime/4 {
+			_ = conn.SetReadDeadline(now.Add(s.cfg.frameTime))
+			armed, armedAt = true, now
+		}
 		// frame may be a slice of fr's buffer (shared): it is decoded (into
 		// values that do not alias it) before the next read
 		frame, shared, err := fr.nextShared()
@@ -292,14 +297,30 @@ func (s *EventStream) handleFrame(frame []byte, shared bool, framing Framing) bo
 	// owned frame (read into its own slice, never written again) becomes the
 	// event's text itself, so that a frame at the cap is not copied once more.
 	view := unsafe.String(unsafe.SliceData(frame), len(frame))
-	if tag, ok := eventFrameTag(view, s.cfg.decode); ok && !s.match(tag) {
+	bud := newDecodeBudget(s.cfg.decode)
+	sp, split := (&strDecoder{s: view, bud: bud}).splitEventFrame()
+	if split && !s.match(view[sp.tagLo:sp.tagHi]) {
 		return false // not decoded at all
 	}
 	text := view
 	if shared {
 		text = string(frame)
 	}
-	ev, est, err := decodeEventText(text, frame, s.cfg.decode)
+	var ev Event
+	var est int64
+	var err error
+	decoded := false
+	if split {
+		var over bool
+		ev, est, decoded, over = decodeEventData(text, sp, bud, s.cfg.decode)
+		if over {
+			err = budgetError("event frame too costly to decode")
+		}
+	}
+	if !decoded && err == nil {
+		// the canonical error (or, should the fast path ever refuse a valid frame, the event)
+		ev, est, err = decodeEventText(text, frame, s.cfg.decode)
+	}
 	if err != nil {
 		s.cfg.logger.Warn("salt event undecodable", slog.String("framing", framing.String()), slog.String("error", errors.Redact(err)))
 		s.q.addGapErr(GapReasonUndecodable, 1, err) // errors never quote the frame

@@ -26,10 +26,11 @@ type Ext struct {
 	Data []byte
 }
 
-// maxMapHint caps the capacity preallocated for a decoded map: one group of
-// slots, which the budget charges with the map's first entry (costFirstEntry).
-// A larger hint would allocate for keys that may never come (duplicates).
-const maxMapHint = 8
+// maxMapHint caps the capacity preallocated for a decoded map (Salt return
+// events have about ten keys). The budget charges the hinted entries up front
+// (mapCharge), since they are allocated whether or not their keys come
+// (duplicates), and every distinct key beyond them as it arrives.
+const maxMapHint = 32
 
 // datetimeLayout is Salt's ext 78 payload, Python's %Y%m%dT%H:%M:%S.%f.
 const datetimeLayout = "20060102T15:04:05.999999"
@@ -349,7 +350,7 @@ func (d *tolerantDecoder) mapN(n, depth int) (any, error) {
 		if err != nil {
 			return nil, err
 		}
-		if _, dup := out[ks]; !dup && len(out) > 0 {
+		if _, dup := out[ks]; !dup && len(out) >= min(n, maxMapHint) {
 			if err := d.charge(0, costEntry); err != nil {
 				return nil, err
 			}
@@ -360,12 +361,13 @@ func (d *tolerantDecoder) mapN(n, depth int) (any, error) {
 }
 
 // mapCharge is the up-front charge of a map of n declared pairs: its header
-// and, when it has entries, the first group its size hint allocates.
+// and the entries its size hint allocates (the first brings a group of 8).
 func mapCharge(n int) int64 {
-	if n == 0 {
+	h := int64(min(n, maxMapHint))
+	if h == 0 {
 		return costMap
 	}
-	return costMap + costFirstEntry
+	return costMap + costFirstEntry + (h-1)*costEntry
 }
 
 // isNumberByte reports the type bytes of integers and floats (boxed into 8 bytes).
