@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -126,5 +127,59 @@ func TestEventTagFilteredBeforeDecoding(t *testing.T) {
 	ev, ok := nextEvent(t, s, 5*time.Second)
 	if !ok || ev.Kind != salt.EventGap || !errors.Is(ev.Gap.Err, salt.ErrDecodeBudget) || ev.Gap.Dropped != 1 {
 		t.Fatalf("matching costly frame: %+v %v", ev, ok)
+	}
+}
+
+// Frame buffers of events that were filtered out, undecodable or dropped are reused for the next
+// large frame: an event that was queued must never see its text overwritten by a later frame.
+func TestRecycledFrameBuffersNeverAliasQueuedEvents(t *testing.T) {
+	var stream []byte
+	want := map[string]string{}
+	for i := 0; i < 24; i++ {
+		letter := string(rune('a' + i))
+		pad := strings.Repeat(letter, 100<<10) // larger than the read buffer: an owned frame
+		data, _ := salt.EncodeValue(map[string]any{"pad": pad})
+		tag := "salt/keep/" + letter
+		switch i % 3 {
+		case 1:
+			tag = "other/" + letter // filtered out: its buffer is recycled
+		case 2:
+			data = append(data[:len(data)-10], 0xc1) // undecodable: recycled too
+		}
+		if i%3 == 0 {
+			want[tag] = pad
+		}
+		stream = append(stream, eventFrameOf(t, tag, data)...)
+	}
+	stream = append(stream, eventFrameOf(t, "salt/end", []byte{0x80})...)
+	sent := make(chan struct{})
+	addr := serveEventConn(t, func(nc net.Conn) { _, _ = nc.Write(stream); close(sent) })
+	s, err := salt.SubscribeEvents(context.Background(), addr, salt.WithTagPrefixes("salt/"),
+		salt.WithReconnectBackoff(time.Hour, time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	<-sent
+	time.Sleep(100 * time.Millisecond) // slow consumer: everything is read before the first event is taken
+	got := 0
+	for {
+		ev, ok := nextEvent(t, s, 5*time.Second)
+		if !ok {
+			t.Fatal("stream ended early")
+		}
+		if ev.Kind == salt.EventGap {
+			continue
+		}
+		if ev.Tag == "salt/end" {
+			break
+		}
+		if pad, _ := ev.Data["pad"].(string); pad != want[ev.Tag] {
+			t.Fatalf("%s: data overwritten (%q...)", ev.Tag, pad[:min(len(pad), 8)])
+		}
+		got++
+	}
+	if got != len(want) {
+		t.Fatalf("%d events, want %d", got, len(want))
 	}
 }
