@@ -3,6 +3,7 @@ package oduflow
 import (
 	"context"
 	"os"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -293,7 +294,7 @@ func TestRefusedPublishFailsWithoutQuarantine(t *testing.T) {
 		salttest.WithEauthUser("file", "reader", "pw-reader", []salttest.ACLEntry{
 			salttest.AllowOn("client-*", `test.*`, `oduflow_job.status`, `oduflow_job.capabilities`)}))
 	badKey := e.keyFile + ".bad"
-	if err := os.WriteFile(badKey, []byte("not-the-key"), 0o600); err != nil {
+	if err := os.WriteFile(badKey, []byte(strings.Repeat("A", 75)+"="), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	cases := []struct {

@@ -113,11 +113,11 @@ func TestConnectionReuse(t *testing.T) {
 		t.Cleanup(func() { _ = c.Close() })
 		return c
 	}
-	published := func() int { return e.sim.CountPublications("test.ping") }
+	published := func() int { return e.sim.PublicationCount("test.ping", "") }
 
 	t.Run("one connection for many requests, only when asked", func(t *testing.T) {
 		for _, reuse := range []bool{false, true} {
-			p := startProxy(t, e.sim.RequestAddr())
+			p := startProxy(t, e.sim.Addr())
 			var opts []salt.Option
 			if reuse {
 				opts = append(opts, salt.WithConnectionReuse())
@@ -135,7 +135,7 @@ func TestConnectionReuse(t *testing.T) {
 		}
 	})
 	t.Run("dead idle connection: fresh one, published once", func(t *testing.T) {
-		p := startProxy(t, e.sim.RequestAddr())
+		p := startProxy(t, e.sim.Addr())
 		c := newClient(p, salt.WithConnectionReuse())
 		if _, err := stdPing(e, c); err != nil {
 			t.Fatal(err)
@@ -150,7 +150,7 @@ func TestConnectionReuse(t *testing.T) {
 		}
 	})
 	t.Run("silent idle connection: discarded after the PING, fresh one", func(t *testing.T) {
-		p := startProxy(t, e.sim.RequestAddr())
+		p := startProxy(t, e.sim.Addr())
 		c := newClient(p, salt.WithConnectionReuse())
 		if _, err := stdPing(e, c); err != nil {
 			t.Fatal(err)
@@ -167,7 +167,7 @@ func TestConnectionReuse(t *testing.T) {
 		t.Logf("PING gave up after %s", time.Since(start))
 	})
 	t.Run("dead idle connection and master gone: not sent", func(t *testing.T) {
-		p := startProxy(t, e.sim.RequestAddr())
+		p := startProxy(t, e.sim.Addr())
 		c := newClient(p, salt.WithConnectionReuse())
 		if _, err := stdPing(e, c); err != nil {
 			t.Fatal(err)
@@ -184,7 +184,7 @@ func TestConnectionReuse(t *testing.T) {
 		}
 	})
 	t.Run("reply lost on a reused connection: outcome unknown, connection discarded", func(t *testing.T) {
-		p := startProxy(t, e.sim.RequestAddr())
+		p := startProxy(t, e.sim.Addr())
 		c := newClient(p, salt.WithConnectionReuse(), salt.WithRequestTimeout(500*time.Millisecond))
 		if _, err := stdPing(e, c); err != nil {
 			t.Fatal(err)
@@ -206,7 +206,7 @@ func TestConnectionReuse(t *testing.T) {
 		}
 	})
 	t.Run("connection killed after the request: outcome unknown", func(t *testing.T) {
-		p := startProxy(t, e.sim.RequestAddr())
+		p := startProxy(t, e.sim.Addr())
 		c := newClient(p, salt.WithConnectionReuse())
 		if _, err := stdPing(e, c); err != nil {
 			t.Fatal(err)
@@ -229,7 +229,7 @@ func TestConnectionReuse(t *testing.T) {
 		}
 	})
 	t.Run("close releases idle connections", func(t *testing.T) {
-		p := startProxy(t, e.sim.RequestAddr())
+		p := startProxy(t, e.sim.Addr())
 		c := newClient(p, salt.WithConnectionReuse())
 		if _, err := stdPing(e, c); err != nil {
 			t.Fatal(err)

@@ -16,8 +16,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/oduflow/oduflow-go/internal/saltsim"
 	"github.com/oduflow/oduflow-go/salt"
+	"github.com/oduflow/oduflow-go/salt/salttest"
 )
 
 // stdPing publishes test.ping to the simulated minion with a preassigned JID.
@@ -84,10 +84,10 @@ func TestStdlibErrorsNotSent(t *testing.T) {
 }
 
 func TestStdlibErrorsFromTheSimulator(t *testing.T) {
-	e := startSim(t, saltsim.WithMinimumAuthVersion(3))
+	e := startSim(t, salttest.WithMinimumAuthVersion(3))
 	ctx := context.Background()
 	newClient := func(opts ...salt.Option) *salt.Client {
-		c, err := salt.NewClient(e.sim.RequestAddr(), append([]salt.Option{salt.WithRequestTimeout(3 * time.Second)}, opts...)...)
+		c, err := salt.NewClient(e.sim.Addr(), append([]salt.Option{salt.WithRequestTimeout(3 * time.Second)}, opts...)...)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -98,11 +98,11 @@ func TestStdlibErrorsFromTheSimulator(t *testing.T) {
 
 	t.Run("outcome unknown: reply dropped", func(t *testing.T) {
 		e.sim.DropNextReply("publish")
-		before := e.sim.CountPublications("test.ping")
+		before := e.sim.PublicationCount("test.ping", "")
 		_, err := stdPing(e, newClient(key, salt.WithRequestTimeout(500*time.Millisecond)))
 		wantIs(t, "dropped reply", err, salt.ErrOutcomeUnknown, context.DeadlineExceeded)
 		wantNot(t, "dropped reply", err, salt.ErrNotSent)
-		if got := e.sim.CountPublications("test.ping") - before; got != 1 {
+		if got := e.sim.PublicationCount("test.ping", "") - before; got != 1 {
 			t.Errorf("published %d times, want 1", got)
 		}
 	})
@@ -170,7 +170,7 @@ func TestStdlibErrorsFromTheSimulator(t *testing.T) {
 		e.sim.RewriteNextPublishReply(func(jid string, minions []string) (string, []string) {
 			return "20200101000000000000", minions
 		})
-		before := e.sim.CountPublications("test.ping")
+		before := e.sim.PublicationCount("test.ping", "")
 		res, err := stdPing(e, e.key)
 		wantIs(t, "jid mismatch", err, salt.ErrOutcomeUnknown)
 		wantNot(t, "jid mismatch", err, salt.ErrNotSent, salt.ErrMalformedReply)
@@ -178,7 +178,7 @@ func TestStdlibErrorsFromTheSimulator(t *testing.T) {
 		if !errors.As(err, &rm) || rm.Field != "jid" || res != nil || salt.IsNotPublished(err) {
 			t.Errorf("mismatch %+v %v %v", rm, res, err)
 		}
-		if e.sim.CountPublications("test.ping")-before != 1 {
+		if e.sim.PublicationCount("test.ping", "")-before != 1 {
 			t.Error("the rewritten publish was not published: the fault is not what the test thinks")
 		}
 	})

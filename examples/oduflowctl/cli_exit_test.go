@@ -111,7 +111,7 @@ func TestExitRefusedAfterClaimPrintsCode(t *testing.T) {
 	t.Parallel()
 	l := newLabMinion(t, nil)
 	key := filepath.Join(t.TempDir(), ".root_key")
-	if err := os.WriteFile(key, []byte("not-the-masters-key\n"), 0o600); err != nil {
+	if err := os.WriteFile(key, []byte(strings.Repeat("A", 75)+"="+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	r := run(t, withEnv(l.env, "ODUFLOW_SALT_KEY_FILE="+key), "start", "configure", l.minion, "--wait", "--interval", "50ms")

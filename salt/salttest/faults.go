@@ -125,14 +125,14 @@ func malform(reply []byte) []byte {
 // RewriteNextPublishReply lets the next publish be processed normally (it IS published), then
 // replaces the jid and minions of its reply by what f returns: a master (or a man in the middle)
 // whose acknowledgement does not match the request.
-func (s *Sim) RewriteNextPublishReply(f func(jid string, minions []string) (string, []string)) {
+func (s *Master) RewriteNextPublishReply(f func(jid string, minions []string) (string, []string)) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.faults.rewritePublish = append(s.faults.rewritePublish, f)
 }
 
 // rewritePublishReply applies one armed RewriteNextPublishReply to a successful publish reply.
-func (s *Sim) rewritePublishReply(reply any) any {
+func (s *Master) rewritePublishReply(reply any) any {
 	m, ok := reply.(*omap)
 	if !ok {
 		return reply
