@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"time"
 
+	"github.com/oduflow/oduflow-go/internal/errmark"
+
 	"github.com/cockroachdb/errors"
 
 	"github.com/oduflow/oduflow-go/receipt"
@@ -156,19 +158,19 @@ func (c *Claim) clone() *Claim {
 // Validate checks identities and the enumerations. It never echoes field contents other than identities.
 func (c *Claim) Validate() error {
 	if err := receipt.ValidateMinionID(c.MinionID); err != nil {
-		return errors.Mark(err, ErrCorruptClaim)
+		return errmark.Mark(err, ErrCorruptClaim)
 	}
 	if err := receipt.ValidateRequestID(c.RequestID); err != nil {
-		return errors.Mark(err, ErrCorruptClaim)
+		return errmark.Mark(err, ErrCorruptClaim)
 	}
 	if c.JID != "" {
 		if err := receipt.ValidateJID(c.JID); err != nil {
-			return errors.Mark(err, ErrCorruptClaim)
+			return errmark.Mark(err, ErrCorruptClaim)
 		}
 	}
 	if c.Profile != "" {
 		if _, err := receipt.ParseProfile(string(c.Profile)); err != nil {
-			return errors.Mark(err, ErrCorruptClaim)
+			return errmark.Mark(err, ErrCorruptClaim)
 		}
 	}
 	if !c.Phase.valid() {
@@ -217,7 +219,7 @@ func DecodeClaim(data []byte) (*Claim, error) {
 	var lc legacyClaim
 	dec := json.NewDecoder(bytes.NewReader(data))
 	if err := dec.Decode(&lc); err != nil {
-		return nil, errors.Mark(errors.Wrap(err, "oduflow: decode claim"), ErrCorruptClaim)
+		return nil, errmark.Mark(errors.Wrap(err, "oduflow: decode claim"), ErrCorruptClaim)
 	}
 	c := lc.Claim
 	if c.Protocol < ClaimProtocol {

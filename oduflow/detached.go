@@ -8,6 +8,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/oduflow/oduflow-go/internal/errmark"
+
 	"github.com/cockroachdb/errors"
 	"golang.org/x/sys/unix"
 
@@ -211,7 +213,7 @@ func MaybeRunWorker(ctx context.Context, build func() (*Dispatcher, error)) (han
 // as it is.
 func (d *Dispatcher) RunWorker(ctx context.Context, args []string) error {
 	if len(args) != 2 {
-		return errors.Mark(errors.New("oduflow: worker arguments are exactly <minion id> <request id>"), ErrInvalidInput)
+		return errmark.Mark(errors.New("oduflow: worker arguments are exactly <minion id> <request id>"), ErrInvalidInput)
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()

@@ -2,6 +2,7 @@ package oduflow
 
 import (
 	"github.com/cockroachdb/errors"
+	"github.com/oduflow/oduflow-go/internal/errmark"
 )
 
 // Sentinel errors. Test them with errors.Is.
@@ -66,7 +67,7 @@ func (e *MismatchError) Unwrap() error {
 }
 
 func invalid(err error, what string) error {
-	return errors.Mark(errors.Wrapf(err, "oduflow: invalid %s", errors.Safe(what)), ErrInvalidInput)
+	return errmark.Mark(errors.Wrapf(err, "oduflow: invalid %s", errors.Safe(what)), ErrInvalidInput)
 }
 
 // Error codes recorded (sanitized) in claims.

@@ -7,6 +7,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/oduflow/oduflow-go/internal/errmark"
+
 	"github.com/cockroachdb/errors"
 
 	"github.com/oduflow/oduflow-go/receipt"
@@ -178,7 +180,7 @@ func (s *FileClaimStore) Create(ctx context.Context, c *Claim) error {
 	}
 	if err := s.st.CreateExclusive(claimName(cp.RequestID), data); err != nil {
 		if errors.Is(err, receipt.ErrExist) {
-			return errors.Mark(errors.Wrap(err, "oduflow: create claim"), ErrClaimExists)
+			return errmark.Mark(errors.Wrap(err, "oduflow: create claim"), ErrClaimExists)
 		}
 		return errors.Wrap(err, "oduflow: create claim")
 	}
@@ -202,7 +204,7 @@ func (s *FileClaimStore) read(requestID string) (*Claim, error) {
 	data, err := s.st.Read(claimName(requestID))
 	if err != nil {
 		if errors.Is(err, receipt.ErrNotExist) {
-			return nil, errors.Mark(errors.Wrap(err, "oduflow: read claim"), ErrNoClaim)
+			return nil, errmark.Mark(errors.Wrap(err, "oduflow: read claim"), ErrNoClaim)
 		}
 		return nil, errors.Wrap(err, "oduflow: read claim")
 	}
@@ -340,7 +342,7 @@ func (s *FileClaimStore) TryRequestLock(ctx context.Context, requestID string) (
 	lk, err := s.st.TryLock(requestLockPfx + requestID)
 	if err != nil {
 		if errors.Is(err, receipt.ErrLocked) {
-			return nil, errors.Mark(err, ErrLeaseHeld)
+			return nil, errmark.Mark(err, ErrLeaseHeld)
 		}
 		return nil, errors.Wrap(err, "oduflow: request lock")
 	}
@@ -367,7 +369,7 @@ func (s *FileClaimStore) AcquireClientLease(ctx context.Context, minionID string
 	lk, err := s.st.LockWait(ctx, clientLeasePfx+minionID, maxWait)
 	if err != nil {
 		if errors.Is(err, receipt.ErrLocked) || errors.Is(err, context.DeadlineExceeded) {
-			return nil, errors.Mark(err, ErrLeaseBusy)
+			return nil, errmark.Mark(err, ErrLeaseBusy)
 		}
 		return nil, errors.Wrap(err, "oduflow: client lease")
 	}

@@ -3,6 +3,8 @@ package receipt
 import (
 	"bytes"
 
+	"github.com/oduflow/oduflow-go/internal/errmark"
+
 	"github.com/cockroachdb/errors"
 )
 
@@ -17,7 +19,7 @@ func (s *Store) ReadReceipt(name string) (Receipt, error) {
 	}
 	r, err := Decode(data)
 	if err != nil {
-		return Receipt{}, errors.Mark(errors.Wrapf(err, "%s", s.path(name)), ErrCorrupt)
+		return Receipt{}, errmark.Mark(errors.Wrapf(err, "%s", s.path(name)), ErrCorrupt)
 	}
 	return r, nil
 }

@@ -6,6 +6,8 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/oduflow/oduflow-go/internal/errmark"
+
 	"github.com/cockroachdb/errors"
 
 	"github.com/oduflow/oduflow-go/receipt"
@@ -19,7 +21,7 @@ func (s *FileStore) compileSource(source []byte) (Compiled, error) {
 	c, err := s.compile(source)
 	if err != nil {
 		// The compiler's error carries a code and a position, never the source.
-		return Compiled{}, errors.Mark(errors.Wrap(err, "catalog: compile"), ErrInvalidSource)
+		return Compiled{}, errmark.Mark(errors.Wrap(err, "catalog: compile"), ErrInvalidSource)
 	}
 	if len(c.Canonical) == 0 || receipt.DigestBytes(c.Canonical) != c.Digest {
 		return Compiled{}, errors.Wrap(ErrInvalidSource, "catalog: compiler digest does not match its canonical form")

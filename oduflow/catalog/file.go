@@ -8,6 +8,8 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/oduflow/oduflow-go/internal/errmark"
+
 	"github.com/cockroachdb/errors"
 
 	"github.com/oduflow/oduflow-go/receipt"
@@ -115,14 +117,14 @@ func (s *FileStore) readJSON(name string, v any) error {
 	data, err := s.st.Read(name)
 	if err != nil {
 		if errors.Is(err, receipt.ErrNotExist) {
-			return errors.Mark(errors.Wrapf(err, "catalog: %s", errors.Safe(name)), ErrNotFound)
+			return errmark.Mark(errors.Wrapf(err, "catalog: %s", errors.Safe(name)), ErrNotFound)
 		}
 		return errors.Wrapf(err, "catalog: read %s", errors.Safe(name))
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
-		return errors.Mark(errors.Wrapf(err, "catalog: decode %s", errors.Safe(name)), ErrCorrupt)
+		return errmark.Mark(errors.Wrapf(err, "catalog: decode %s", errors.Safe(name)), ErrCorrupt)
 	}
 	if dec.More() {
 		return errors.Wrapf(ErrCorrupt, "catalog: trailing data in %s", errors.Safe(name))
@@ -161,7 +163,7 @@ func (s *FileStore) createJSON(name string, v any) error {
 	}
 	if err := s.st.CreateExclusive(name, data); err != nil {
 		if errors.Is(err, receipt.ErrExist) {
-			return errors.Mark(errors.Wrapf(err, "catalog: %s", errors.Safe(name)), ErrExists)
+			return errmark.Mark(errors.Wrapf(err, "catalog: %s", errors.Safe(name)), ErrExists)
 		}
 		return errors.Wrapf(err, "catalog: create %s", errors.Safe(name))
 	}
@@ -189,14 +191,14 @@ func checkCompany(c string) error {
 
 func checkID(what, id string) error {
 	if err := receipt.ValidateRequestID(id); err != nil {
-		return errors.Mark(errors.Wrapf(err, "catalog: invalid %s", errors.Safe(what)), ErrInvalid)
+		return errmark.Mark(errors.Wrapf(err, "catalog: invalid %s", errors.Safe(what)), ErrInvalid)
 	}
 	return nil
 }
 
 func checkMinion(id string) error {
 	if err := receipt.ValidateMinionID(id); err != nil {
-		return errors.Mark(errors.Wrap(err, "catalog: invalid minion id"), ErrInvalid)
+		return errmark.Mark(errors.Wrap(err, "catalog: invalid minion id"), ErrInvalid)
 	}
 	return nil
 }
