@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/oduflow/oduflow-go/internal/errmark"
+	"github.com/oduflow/oduflow-go/internal/safefile"
 
 	"github.com/cockroachdb/errors"
 	"golang.org/x/sys/unix"
@@ -62,7 +63,7 @@ func openWorkerLog(path string) (*os.File, error) {
 	if err != nil {
 		return nil, errors.Wrap(err, "oduflow: worker log path")
 	}
-	if _, err := receipt.OpenStore(filepath.Dir(abs)); err != nil {
+	if _, err := safefile.OpenStore(filepath.Dir(abs)); err != nil {
 		return nil, errors.Wrap(err, "oduflow: worker log directory")
 	}
 	f, err := os.OpenFile(abs, os.O_WRONLY|os.O_APPEND|os.O_CREATE|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
@@ -76,7 +77,7 @@ func openWorkerLog(path string) (*os.File, error) {
 	}
 	if st.Mode&unix.S_IFMT != unix.S_IFREG || int(st.Uid) != os.Geteuid() || st.Mode&0o077 != 0 || st.Nlink != 1 {
 		_ = f.Close()
-		return nil, errors.Wrap(receipt.ErrUnsafePath, "oduflow: worker log is not a private regular file")
+		return nil, errors.Wrap(safefile.ErrUnsafePath, "oduflow: worker log is not a private regular file")
 	}
 	return f, nil
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/oduflow/oduflow-go/internal/errmark"
+	"github.com/oduflow/oduflow-go/internal/safefile"
 
 	"github.com/cockroachdb/errors"
 
@@ -195,7 +196,7 @@ func (s *FileStore) Unassign(ctx context.Context, definitionID, minionID string)
 	if _, err := s.Assignment(ctx, definitionID, minionID); err != nil {
 		return err
 	}
-	if err := s.st.Remove(asgName(definitionID, minionID)); err != nil && !errors.Is(err, receipt.ErrNotExist) {
+	if err := s.st.Remove(asgName(definitionID, minionID)); err != nil && !errors.Is(err, safefile.ErrNotExist) {
 		return errors.Wrap(err, "catalog: remove assignment")
 	}
 	return nil

@@ -9,6 +9,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/oduflow/oduflow-go/internal/errmark"
+	"github.com/oduflow/oduflow-go/internal/safefile"
 
 	"github.com/cockroachdb/errors"
 
@@ -36,7 +37,7 @@ const DefaultLockWait = 10 * time.Second
 // FileStore is the file-backed Store. It is safe for concurrent use by goroutines and processes sharing
 // the directory.
 type FileStore struct {
-	st       *receipt.Store
+	st       *safefile.Store
 	compile  CompileFunc
 	now      func() time.Time
 	lockWait time.Duration
@@ -76,14 +77,14 @@ func Open(dir string, compile CompileFunc, opts ...Option) (*FileStore, error) {
 	for _, opt := range opts {
 		opt(&o)
 	}
-	sopts := []receipt.StoreOption{receipt.WithMaxRecordSize(MaxRecordSize)}
+	sopts := []safefile.StoreOption{safefile.WithMaxRecordSize(MaxRecordSize)}
 	if o.create {
-		sopts = append(sopts, receipt.WithCreate())
+		sopts = append(sopts, safefile.WithCreate())
 	}
 	if o.owner != nil {
-		sopts = append(sopts, receipt.WithOwner(*o.owner))
+		sopts = append(sopts, safefile.WithOwner(*o.owner))
 	}
-	st, err := receipt.OpenStore(dir, sopts...)
+	st, err := safefile.OpenStore(dir, sopts...)
 	if err != nil {
 		return nil, errors.Wrap(err, "catalog: open store")
 	}
@@ -98,7 +99,7 @@ func (s *FileStore) ObserverView(companies ...string) *Observer { return NewObse
 
 func (s *FileStore) stamp() time.Time { return s.now().UTC() }
 
-func (s *FileStore) lock(ctx context.Context, name string) (*receipt.Lock, error) {
+func (s *FileStore) lock(ctx context.Context, name string) (*safefile.Lock, error) {
 	l, err := s.st.LockWait(ctx, name, s.lockWait)
 	if err != nil {
 		return nil, errors.Wrapf(err, "catalog: lock %s", errors.Safe(name))
@@ -106,7 +107,7 @@ func (s *FileStore) lock(ctx context.Context, name string) (*receipt.Lock, error
 	return l, nil
 }
 
-func release(l *receipt.Lock, err *error) {
+func release(l *safefile.Lock, err *error) {
 	if rerr := l.Release(); rerr != nil && *err == nil {
 		*err = errors.Wrap(rerr, "catalog: release lock")
 	}
@@ -116,7 +117,7 @@ func release(l *receipt.Lock, err *error) {
 func (s *FileStore) readJSON(name string, v any) error {
 	data, err := s.st.Read(name)
 	if err != nil {
-		if errors.Is(err, receipt.ErrNotExist) {
+		if errors.Is(err, safefile.ErrNotExist) {
 			return errmark.Mark(errors.Wrapf(err, "catalog: %s", errors.Safe(name)), ErrNotFound)
 		}
 		return errors.Wrapf(err, "catalog: read %s", errors.Safe(name))
@@ -162,7 +163,7 @@ func (s *FileStore) createJSON(name string, v any) error {
 		return err
 	}
 	if err := s.st.CreateExclusive(name, data); err != nil {
-		if errors.Is(err, receipt.ErrExist) {
+		if errors.Is(err, safefile.ErrExist) {
 			return errmark.Mark(errors.Wrapf(err, "catalog: %s", errors.Safe(name)), ErrExists)
 		}
 		return errors.Wrapf(err, "catalog: create %s", errors.Safe(name))

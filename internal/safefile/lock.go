@@ -1,4 +1,4 @@
-package receipt
+package safefile
 
 import (
 	"context"
@@ -42,7 +42,7 @@ func (l *Lock) Release() error {
 	}
 	l.fd = -1
 	if err != nil {
-		return errors.Wrap(err, "receipt store: release lock")
+		return errors.Wrap(err, "safefile: release lock")
 	}
 	return nil
 }
@@ -64,7 +64,7 @@ func (s *Store) openLock(name string, create bool) (int, error) {
 		if err == nil {
 			if err := s.fixCreated(fd, 0o600); err != nil {
 				_ = unix.Close(fd)
-				return -1, errors.Wrapf(err, "receipt store: prepare %s", s.path(file))
+				return -1, errors.Wrapf(err, "safefile: prepare %s", s.path(file))
 			}
 			return fd, nil
 		}
@@ -97,7 +97,7 @@ func (s *Store) TryLock(name string) (*Lock, error) {
 		if err == unix.EWOULDBLOCK {
 			return nil, errors.Wrapf(ErrLocked, "%s", name)
 		}
-		return nil, errors.Wrapf(err, "receipt store: lock %s", name)
+		return nil, errors.Wrapf(err, "safefile: lock %s", name)
 	}
 	return &Lock{fd: fd, name: name}, nil
 }
@@ -121,7 +121,7 @@ func (s *Store) LockWait(ctx context.Context, name string, maxWait time.Duration
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			return nil, errors.Wrapf(ctx.Err(), "receipt store: waiting for lock %s", name)
+			return nil, errors.Wrapf(ctx.Err(), "safefile: waiting for lock %s", name)
 		case <-t.C:
 		}
 		interval = min(interval*2, 200*time.Millisecond)
@@ -151,7 +151,7 @@ func (s *Store) IsLocked(name string) (bool, error) {
 		return true, nil
 	}
 	if err != nil {
-		return false, errors.Wrapf(err, "receipt store: probe lock %s", name)
+		return false, errors.Wrapf(err, "safefile: probe lock %s", name)
 	}
 	_ = unix.Flock(fd, unix.LOCK_UN)
 	return false, nil
