@@ -48,7 +48,10 @@ func (l *Lock) Release() error {
 }
 
 // openLock opens (creating 0600 when absent) the lock file for name, with the
-// same safety rules as records.
+// same safety rules as records: the open is non-blocking and anything but a
+// regular file (a FIFO, socket or device planted at the lock name) is refused
+// at once with ErrNotRegular, so a hostile lock file never hangs a caller and
+// never reads as "busy".
 func (s *Store) openLock(name string, create bool) (int, error) {
 	if err := validName(name); err != nil {
 		return -1, err
@@ -60,7 +63,7 @@ func (s *Store) openLock(name string, create bool) (int, error) {
 	defer unix.Close(dirfd)
 	file := name + lockSuffix
 	if create {
-		fd, err := unix.Openat(dirfd, file, unix.O_RDWR|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
+		fd, err := unix.Openat(dirfd, file, unix.O_RDWR|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC|unix.O_NONBLOCK, 0o600)
 		if err == nil {
 			if err := s.fixCreated(fd, 0o600); err != nil {
 				_ = unix.Close(fd)

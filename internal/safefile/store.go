@@ -183,7 +183,7 @@ func (s *Store) classifyOpenErr(dirfd int, name, path string, err error, wantDir
 	switch err {
 	case unix.ENOENT:
 		return errors.Wrapf(ErrNotExist, "%s", path)
-	case unix.ELOOP, unix.ENOTDIR, unix.ENXIO, unix.EMLINK:
+	case unix.ELOOP, unix.ENOTDIR, unix.ENXIO, unix.EMLINK, unix.EISDIR, unix.EOPNOTSUPP:
 		var st unix.Stat_t
 		if serr := unix.Fstatat(dirfd, name, &st, unix.AT_SYMLINK_NOFOLLOW); serr == nil {
 			switch {
@@ -234,6 +234,10 @@ func (s *Store) statName(dirfd int, name string) error {
 }
 
 // openFile opens name in dirfd without following symlinks and checks it.
+// The open is O_NONBLOCK so that a FIFO (whose open would wait for a writer)
+// or a device returns at once; fstat then refuses anything that is not a
+// regular file (ErrNotRegular). On a regular file O_NONBLOCK changes nothing,
+// so the flag is left set.
 // A link count of 0 means the name was replaced (renamed over) or removed
 // between the lookup and the fstat: the open is retried so the caller sees
 // the current file, never a spurious error.

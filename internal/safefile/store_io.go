@@ -139,7 +139,7 @@ func (s *Store) writeTemp(dirfd int, name string, data []byte) (string, error) {
 		return "", errors.Wrap(err, "safefile: random temp name")
 	}
 	tmp := tempPrefix + name + "-" + hex.EncodeToString(rnd[:])
-	fd, err := unix.Openat(dirfd, tmp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
+	fd, err := unix.Openat(dirfd, tmp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC|unix.O_NONBLOCK, 0o600)
 	if err != nil {
 		return "", errors.Wrapf(err, "safefile: create temporary file in %s", s.dir)
 	}
