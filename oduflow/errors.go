@@ -66,6 +66,29 @@ func (e *MismatchError) Unwrap() error {
 	return ErrMinionMismatch
 }
 
+// UnreadableClaimError: FileClaimStore.ListByClient found a claim of the client it cannot read (unsafe file,
+// FIFO, corrupt or duplicate-key JSON, ...). It is ErrCorruptClaim for errors.Is and keeps the cause
+// reachable; RequestID names the claim (an identifier, not a secret). A client whose claims cannot all be
+// read cannot be proven clear, so the dispatcher refuses to dispatch to it (CodeClaimStore) and logs the
+// request id; it never reads the unreadable claim as "quarantined".
+type UnreadableClaimError struct {
+	RequestID string
+	Err       error
+}
+
+func (e *UnreadableClaimError) Error() string {
+	return "oduflow: unreadable claim " + e.RequestID + ": " + e.Err.Error()
+}
+
+// Unwrap makes errors.Is(err, ErrCorruptClaim) true and keeps the cause (e.g. safefile.ErrNotRegular) visible.
+func (e *UnreadableClaimError) Unwrap() []error { return []error{e.Err, ErrCorruptClaim} }
+
+// SafeFormatError prints the request id (an identifier) and the cause's own redaction-safe form.
+func (e *UnreadableClaimError) SafeFormatError(p errors.Printer) (next error) {
+	p.Printf("oduflow: unreadable claim %s", errors.Safe(e.RequestID))
+	return e.Err
+}
+
 func invalid(err error, what string) error {
 	return errmark.Mark(errors.Wrapf(err, "oduflow: invalid %s", errors.Safe(what)), ErrInvalidInput)
 }
@@ -74,6 +97,7 @@ func invalid(err error, what string) error {
 const (
 	CodeLeaseBusy           = "lease_busy"
 	CodeQuarantined         = "quarantined"
+	CodeClaimStore          = "claim_store_unreadable" // the client's claims or leases cannot be read safely
 	CodeCapability          = "capability_unverified"
 	CodeEventBus            = "event_bus_unavailable"
 	CodeRoleNotAllowed      = "role_not_allowed"

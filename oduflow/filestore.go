@@ -290,7 +290,9 @@ func sameIdentity(a, b *Claim) bool {
 		a.CreatedAt.Equal(b.CreatedAt) && a.Protocol == b.Protocol
 }
 
-// ListByClient implements ClaimStore: it reads the client's index, then each indexed claim.
+// ListByClient implements ClaimStore: it reads the client's index, then each indexed claim. A claim that
+// exists but cannot be read (unsafe or non-regular file, corrupt JSON) is an *UnreadableClaimError
+// (ErrCorruptClaim) naming its request id.
 func (s *FileClaimStore) ListByClient(ctx context.Context, minionID string) ([]*Claim, error) {
 	if err := receipt.ValidateMinionID(minionID); err != nil {
 		return nil, invalid(err, "minion id")
@@ -319,7 +321,8 @@ func (s *FileClaimStore) ListByClient(ctx context.Context, minionID string) ([]*
 			if errors.Is(err, ErrNoClaim) {
 				continue // indexed, but the claim was never created (or lost the race to another minion)
 			}
-			return nil, err
+			// Never skip it: the unreadable claim may be the client's unresolved dispatch.
+			return nil, errors.WithStack(&UnreadableClaimError{RequestID: req, Err: err})
 		}
 		if c.MinionID == minionID {
 			out = append(out, c)
