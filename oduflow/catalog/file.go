@@ -10,6 +10,7 @@ import (
 
 	"github.com/oduflow/oduflow-go/internal/errmark"
 	"github.com/oduflow/oduflow-go/internal/safefile"
+	"github.com/oduflow/oduflow-go/internal/strictjson"
 
 	"github.com/cockroachdb/errors"
 
@@ -122,13 +123,15 @@ func (s *FileStore) readJSON(name string, v any) error {
 		}
 		return errors.Wrapf(err, "catalog: read %s", errors.Safe(name))
 	}
+	// Duplicate keys (also case-folded ones, which encoding/json merges) and trailing data are refused
+	// before decoding; unknown fields by the decoder: every catalog schema is closed.
+	if err := strictjson.Check(data, strictjson.FoldCase()); err != nil {
+		return errmark.Mark(errors.Wrapf(err, "catalog: decode %s", errors.Safe(name)), ErrCorrupt)
+	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
 		return errmark.Mark(errors.Wrapf(err, "catalog: decode %s", errors.Safe(name)), ErrCorrupt)
-	}
-	if dec.More() {
-		return errors.Wrapf(ErrCorrupt, "catalog: trailing data in %s", errors.Safe(name))
 	}
 	return nil
 }
