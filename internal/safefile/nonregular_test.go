@@ -26,7 +26,7 @@ func noHang(t *testing.T, what string, op func() error) error {
 	}
 }
 
-// plant makes a FIFO or a unix socket at path and returns a cleanup for the socket's listener.
+// plant makes a FIFO or a listening unix socket at path.
 func plant(t *testing.T, kind, path string) {
 	t.Helper()
 	switch kind {
@@ -35,11 +35,20 @@ func plant(t *testing.T, kind, path string) {
 			t.Fatal(err)
 		}
 	case "socket":
-		l, err := net.Listen("unix", path)
+		// Socket paths are limited to 108 bytes: bind in a short directory, then move it in place.
+		short, err := os.MkdirTemp("", "sock")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = os.RemoveAll(short) })
+		l, err := net.Listen("unix", filepath.Join(short, "s"))
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { _ = l.Close() })
+		if err := os.Rename(filepath.Join(short, "s"), path); err != nil {
+			t.Fatal(err)
+		}
 		if err := os.Chmod(path, 0o600); err != nil {
 			t.Fatal(err)
 		}
