@@ -101,6 +101,7 @@ func (s *FileClaimStore) index(minionID, requestID string) error {
 }
 
 // Reindex scans every claim of the directory and adds missing per-client index entries (legacy claims).
+// A claim it cannot read stops the scan with an *UnreadableClaimError.
 func (s *FileClaimStore) Reindex(ctx context.Context) error {
 	names, err := s.st.List("")
 	if err != nil {
@@ -119,7 +120,9 @@ func (s *FileClaimStore) Reindex(ctx context.Context) error {
 			if errors.Is(err, ErrNoClaim) {
 				continue
 			}
-			return err
+			// Its owner is unknown, so no client can be proven clear of it: the scan stops (and is retried
+			// by the next listing), naming the claim.
+			return errors.WithStack(&UnreadableClaimError{RequestID: req, Err: err})
 		}
 		if err := s.index(c.MinionID, c.RequestID); err != nil {
 			return err
