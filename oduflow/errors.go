@@ -14,8 +14,9 @@ var (
 	ErrProfileMismatch = errors.New("oduflow: request bound to another profile")
 	// ErrMinionMismatch: the request id is bound to another minion.
 	ErrMinionMismatch = errors.New("oduflow: request bound to another minion")
-	// ErrQuarantined: the client has an unresolved dispatched request. Used as the cause of a preflight
-	// failure and returned by Dispatcher.Quarantine checks.
+	// ErrQuarantined: the client has an unresolved dispatched request. No call returns it today: a request
+	// refused for quarantine is a failed claim with CodeQuarantined, and Dispatcher.Quarantine lists the
+	// blocking requests. It is kept for ClaimStore implementations and callers that report the condition.
 	ErrQuarantined = errors.New("oduflow: client quarantined by an unresolved dispatched request")
 	// ErrNoClaim: there is no claim for the request (Reconcile, Resume).
 	ErrNoClaim = errors.New("oduflow: no claim for request")
