@@ -94,7 +94,13 @@ func (s *FileClaimStore) index(minionID, requestID string) error {
 	if err != nil {
 		return err
 	}
-	if err := cs.CreateExclusive(requestID, nil); err != nil && !errors.Is(err, safefile.ErrExist) {
+	err = cs.CreateExclusive(requestID, nil)
+	if errors.Is(err, safefile.ErrExist) {
+		// Already indexed, unless what holds the name is not a safe entry (a FIFO, socket, symlink, ...):
+		// that is refused now, typed, rather than trusted.
+		_, err = cs.Read(requestID)
+	}
+	if err != nil {
 		return errors.Wrap(err, "oduflow: index claim")
 	}
 	return nil

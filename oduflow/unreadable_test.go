@@ -140,3 +140,28 @@ func TestFIFOClientLeaseIsNotBusy(t *testing.T) {
 		t.Fatalf("no warning:\n%s", out)
 	}
 }
+
+func TestNonRegularIndexEntryRefusedAtOnce(t *testing.T) {
+	ctx := context.Background()
+	clk := newFakeClock()
+	fs, err := OpenFileClaimStore(claimDir(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := newClaim(clk, receipt.ProfileConfigure)
+	idx := filepath.Join(fs.Dir(), "clients", c.MinionID)
+	if err := os.MkdirAll(idx, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Mkfifo(filepath.Join(idx, c.RequestID), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	within(t, "Create beside a FIFO index entry", func() {
+		if err := fs.Create(ctx, c); !errors.Is(err, safefile.ErrNotRegular) {
+			t.Errorf("Create: %v", err)
+		}
+	})
+	if _, err := fs.Get(ctx, c.RequestID); !errors.Is(err, ErrNoClaim) {
+		t.Fatalf("claim written despite the refused index entry: %v", err)
+	}
+}
