@@ -4,6 +4,8 @@ import (
 	"context"
 	"time"
 
+	"github.com/oduflow/oduflow-go/internal/errmark"
+
 	"github.com/cockroachdb/errors"
 
 	"github.com/oduflow/oduflow-go/salt"
@@ -18,14 +20,14 @@ const (
 )
 
 // errCallGap: the event stream had a gap while a call waited for its return.
-var errCallGap = errors.Mark(errors.New("oduflow: event gap while waiting for a return"), ErrNoReturn)
+var errCallGap = errmark.Mark(errors.New("oduflow: event gap while waiting for a return"), ErrNoReturn)
 
 // publish sends one publication, never retried, and counts it.
 func (d *Dispatcher) publish(ctx context.Context, minion string, fun string, args []any, jid salt.JID) (*salt.PublishResult, error) {
 	select { // bound the wire requests in flight (the master and this host have finite workers)
 	case d.pubSem <- struct{}{}:
 	case <-ctx.Done():
-		return nil, errors.Mark(errors.Wrap(ctx.Err(), "oduflow: waiting to publish"), salt.ErrNotSent)
+		return nil, errmark.Mark(errors.Wrap(ctx.Err(), "oduflow: waiting to publish"), salt.ErrNotSent)
 	}
 	defer func() { <-d.pubSem }()
 	t0 := time.Now()

@@ -5,6 +5,9 @@ import (
 	"encoding/json"
 	"time"
 
+	"github.com/oduflow/oduflow-go/internal/errmark"
+	"github.com/oduflow/oduflow-go/internal/strictjson"
+
 	"github.com/cockroachdb/errors"
 
 	"github.com/oduflow/oduflow-go/receipt"
@@ -156,19 +159,19 @@ func (c *Claim) clone() *Claim {
 // Validate checks identities and the enumerations. It never echoes field contents other than identities.
 func (c *Claim) Validate() error {
 	if err := receipt.ValidateMinionID(c.MinionID); err != nil {
-		return errors.Mark(err, ErrCorruptClaim)
+		return errmark.Mark(err, ErrCorruptClaim)
 	}
 	if err := receipt.ValidateRequestID(c.RequestID); err != nil {
-		return errors.Mark(err, ErrCorruptClaim)
+		return errmark.Mark(err, ErrCorruptClaim)
 	}
 	if c.JID != "" {
 		if err := receipt.ValidateJID(c.JID); err != nil {
-			return errors.Mark(err, ErrCorruptClaim)
+			return errmark.Mark(err, ErrCorruptClaim)
 		}
 	}
 	if c.Profile != "" {
 		if _, err := receipt.ParseProfile(string(c.Profile)); err != nil {
-			return errors.Mark(err, ErrCorruptClaim)
+			return errmark.Mark(err, ErrCorruptClaim)
 		}
 	}
 	if !c.Phase.valid() {
@@ -212,12 +215,29 @@ type legacyClaim struct {
 	ErrorText  string   `json:"error"`      // never kept (may be raw); only its presence matters
 }
 
-// DecodeClaim parses and validates a stored claim, accepting both legacy kinds.
+// DecodeClaim parses and validates a stored claim, accepting both legacy kinds. It refuses (ErrCorruptClaim)
+// duplicate keys at any depth (case-insensitively, as encoding/json matches fields), anything after the
+// JSON value, and unknown keys in a protocol claim.
 func DecodeClaim(data []byte) (*Claim, error) {
+	// Strict first: a repeated key (also one differing only in case, which encoding/json merges into one
+	// field) or a second value after the first must not rewrite a committed claim.
+	if err := strictjson.Check(data, strictjson.FoldCase()); err != nil {
+		return nil, errmark.Mark(errors.Wrap(err, "oduflow: decode claim"), ErrCorruptClaim)
+	}
 	var lc legacyClaim
 	dec := json.NewDecoder(bytes.NewReader(data))
 	if err := dec.Decode(&lc); err != nil {
-		return nil, errors.Mark(errors.Wrap(err, "oduflow: decode claim"), ErrCorruptClaim)
+		return nil, errmark.Mark(errors.Wrap(err, "oduflow: decode claim"), ErrCorruptClaim)
+	}
+	if lc.Protocol >= ClaimProtocol {
+		// A protocol claim is written only by this package: its schema is closed. Legacy claims keep
+		// whatever extra keys earlier runners wrote.
+		strict := json.NewDecoder(bytes.NewReader(data))
+		strict.DisallowUnknownFields()
+		var pc Claim
+		if err := strict.Decode(&pc); err != nil {
+			return nil, errmark.Mark(errors.Wrap(err, "oduflow: decode claim: unknown field"), ErrCorruptClaim)
+		}
 	}
 	c := lc.Claim
 	if c.Protocol < ClaimProtocol {

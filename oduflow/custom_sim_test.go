@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/oduflow/oduflow-go/internal/errmark"
+
 	"github.com/cockroachdb/errors"
 
 	"github.com/oduflow/oduflow-go/oduflow/catalog"
@@ -183,7 +185,7 @@ type cstLosingPublisher struct {
 
 func (p cstLosingPublisher) Publish(ctx context.Context, req salt.PublishRequest) (*salt.PublishResult, error) {
 	if req.Fun == FunRun && p.lose.Swap(false) {
-		return nil, errors.Mark(errors.New("test: reply lost"), salt.ErrOutcomeUnknown)
+		return nil, errmark.Mark(errors.New("test: reply lost"), salt.ErrOutcomeUnknown)
 	}
 	return p.Publisher.Publish(ctx, req)
 }

@@ -7,6 +7,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/oduflow/oduflow-go/internal/errmark"
+
 	"github.com/cockroachdb/errors"
 
 	"github.com/oduflow/oduflow-go/profiles"
@@ -47,7 +49,7 @@ func New(client Publisher, events EventSource, opts ...Option) (*Dispatcher, err
 		o(&cfg)
 	}
 	if client == nil || events == nil {
-		return nil, errors.Mark(errors.New("oduflow: nil client or event source"), ErrInvalidInput)
+		return nil, errmark.Mark(errors.New("oduflow: nil client or event source"), ErrInvalidInput)
 	}
 	if cfg.logger == nil {
 		cfg.logger = slog.Default()
@@ -71,7 +73,7 @@ func New(client Publisher, events EventSource, opts ...Option) (*Dispatcher, err
 	if cfg.leases == nil {
 		l, ok := cfg.store.(Leases)
 		if !ok {
-			return nil, errors.Mark(errors.New("oduflow: claim store has no leases; use WithLeases"), ErrInvalidInput)
+			return nil, errmark.Mark(errors.New("oduflow: claim store has no leases; use WithLeases"), ErrInvalidInput)
 		}
 		cfg.leases = l
 	}

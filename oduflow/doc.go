@@ -23,7 +23,7 @@
 // create-if-absent semantics before the worker starts; a repeated Start returns the current status and never
 // publishes again. Claims live behind ClaimStore (create-if-absent, fenced compare-and-swap update, get,
 // list by client) and Leases; FileClaimStore is the default: one file per request in a 0700 directory
-// (default /var/cache/salt/oduflow-apply), files 0600, written through receipt.Store (exclusive temp file,
+// (default /var/cache/salt/oduflow-apply), files 0600, written through the internal safe file store (exclusive temp file,
 // fsync, rename, directory fsync; symlinks, foreign owners, group/other bits and hard links refused).
 // Legacy claims keep their meaning: claims without profile fields are configuration jobs; claims without a
 // protocol field were published as plain state.apply and can never get a minion receipt. A legacy claim

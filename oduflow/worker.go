@@ -109,6 +109,12 @@ func (d *Dispatcher) runWorker(ctx context.Context, minion, request string) erro
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
+		if !errors.Is(err, ErrLeaseBusy) {
+			// Not a live holder: the lease file itself is unusable (a FIFO, a foreign file, ...).
+			lg.Warn("worker: client lease unusable; preflight failure", slog.String("error", err.Error()))
+			d.finalize(ctx, c, receipt.StatusFailed, 0, 1, CodeClaimStore, EvidencePreflight)
+			return nil
+		}
 		lg.Warn("worker: client lease busy; preflight failure")
 		d.finalize(ctx, c, receipt.StatusFailed, 0, 1, CodeLeaseBusy, EvidencePreflight)
 		return nil
@@ -203,7 +209,13 @@ func (d *Dispatcher) runWorker(ctx context.Context, minion, request string) erro
 func (d *Dispatcher) preflight(ctx context.Context, c *Claim) string {
 	others, err := d.store.ListByClient(ctx, c.MinionID)
 	if err != nil {
-		d.claimLog(c).Warn("worker: claim store unreadable; cannot prove the client is clear", slog.String("error", err.Error()))
+		// Cannot prove the client is clear: refuse, but say why and which claim, not "quarantined".
+		attrs := []any{slog.String("error", err.Error())}
+		var uc *UnreadableClaimError
+		if errors.As(err, &uc) {
+			attrs = append(attrs, slog.String("unreadable_request_id", uc.RequestID))
+		}
+		d.claimLog(c).Warn("worker: client claims unreadable; preflight failure", attrs...)
 		return CodeClaimStore
 	}
 	for _, o := range others {

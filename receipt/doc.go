@@ -13,8 +13,6 @@
 //   - Reduce: a Salt state return -> status/passed/total, nothing else;
 //   - CanonicalJSON (RFC 8785 JCS) and Digest, which bind custom payloads;
 //   - Binding.Check, the immutable binding of a receipt to its claim;
-//   - Store, the durable file discipline shared by the master claim store
-//     and the tests: safe opens, atomic and exclusive writes, flock locks;
 //   - the minion receipt state machine (Phase, CheckTransition).
 //
 // It imports nothing from the rest of the module, knows nothing of ZeroMQ or
@@ -64,25 +62,4 @@
 // the answer of status(), which may also carry running, unknown or
 // not_started; those carry passed = total = 0. See Receipt for the count and
 // digest rules and Decode for the precedence of reasons.
-//
-// # Store and locks
-//
-// Store keeps records as files directly in one directory, which must be owned
-// by the expected user with mode exactly 0700. Every operation walks the path
-// from / again with openat(O_NOFOLLOW|O_DIRECTORY), so a symlink in any
-// component, also one swapped in after OpenStore, is refused; files must be
-// regular, owned by the expected user, without group/other permission bits,
-// with exactly one link. Writes go to an O_EXCL 0600 temporary file, are
-// fsynced, renamed into place (renameat, or renameat2 RENAME_NOREPLACE for
-// CreateExclusive) and the directory is fsynced. A malformed or unsafe
-// record is an error and is never replaced by these calls.
-//
-// Locks are flock(2) locks on "<name>.lock" files in the store directory.
-// flock was chosen because the kernel releases it when the holding process
-// dies, however it dies (SIGKILL included): a held lock therefore means a live
-// holder (possibly stopped or slow), and a free lock beside a non-terminal
-// record means the worker is gone, which is how a running request is told
-// apart from an abandoned claim. Lock files are never removed (removing a
-// flock file races with a concurrent locker). flock is not reliable on NFS;
-// the store must live on a local file system.
 package receipt

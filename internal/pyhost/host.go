@@ -14,6 +14,8 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/oduflow/oduflow-go/internal/errmark"
+
 	"github.com/cockroachdb/errors"
 
 	"github.com/oduflow/oduflow-go/receipt"
@@ -72,7 +74,7 @@ func Start(ctx context.Context, dir string, opts ...Option) (*Host, error) {
 	}
 	python, err := exec.LookPath(cfg.python)
 	if err != nil {
-		return nil, errors.Mark(errors.Wrap(err, "pyhost: look up python"), ErrPythonMissing)
+		return nil, errmark.Mark(errors.Wrap(err, "pyhost: look up python"), ErrPythonMissing)
 	}
 	dir, err = filepath.Abs(dir)
 	if err != nil {
