@@ -74,6 +74,7 @@ const (
 	CodeLeaseBusy           = "lease_busy"
 	CodeQuarantined         = "quarantined"
 	CodeCapability          = "capability_unverified"
+	CodeMinionKey           = "minion_key_unavailable"
 	CodeEventBus            = "event_bus_unavailable"
 	CodeRoleNotAllowed      = "role_not_allowed"
 	CodePayload             = "payload_unavailable"

@@ -24,6 +24,7 @@ type config struct {
 	publishing PublicationSource
 	maxPublish int
 	workerLog  string
+	pkiDir     string
 }
 
 // WorkerMode says where workers run.
