@@ -99,6 +99,7 @@ func (e *env) dispatcher(ctx context.Context, opts ...oduflow.Option) (*oduflow.
 	}
 	all := append([]oduflow.Option{
 		oduflow.WithClaimDir(e.g.stateDir),
+		oduflow.WithPKIDir(e.g.pkiDir),
 		oduflow.WithLogger(e.logger()),
 		oduflow.WithWorkerMode(oduflow.Detached(exe, e.g.childEnv()...)),
 		// The worker's output goes to a private log in the state directory, never to this command's
@@ -149,6 +150,7 @@ func (g *globals) childEnv() []string {
 		"ODUFLOW_SALT_EAUTH=" + g.eauth,
 		"ODUFLOW_SALT_USER=" + g.user,
 		"ODUFLOW_STATE_DIR=" + g.stateDir,
+		"ODUFLOW_SALT_PKI_DIR=" + g.pkiDir,
 		"ODUFLOW_CATALOG_DIR=" + g.catalogDir(),
 	}
 	if g.password != "" {

@@ -6,6 +6,8 @@ import (
 	"io"
 	"os"
 	"strings"
+
+	"github.com/oduflow/oduflow-go/oduflow"
 )
 
 // DefaultStateDir is the claim store of DESIGN.md section 5.
@@ -14,6 +16,7 @@ const DefaultStateDir = "/var/cache/salt/oduflow-apply"
 // globals are the flags every command accepts, each defaulting to an environment variable.
 type globals struct {
 	master, events, keyFile, eauth, user, stateDir, output string
+	pkiDir                                                 string // the master's pki_dir (accepted minion keys)
 	catalog                                                string // ODUFLOW_CATALOG_DIR only
 	password                                               string // ODUFLOW_SALT_PASSWORD only, never a flag
 }
@@ -29,6 +32,10 @@ func globalsFromEnv(getenv func(string) string) *globals {
 		stateDir: getenv("ODUFLOW_STATE_DIR"),
 		output:   getenv("ODUFLOW_OUTPUT"),
 		catalog:  getenv("ODUFLOW_CATALOG_DIR"),
+		pkiDir:   getenv("ODUFLOW_SALT_PKI_DIR"),
+	}
+	if g.pkiDir == "" {
+		g.pkiDir = oduflow.DefaultPKIDir
 	}
 	if g.stateDir == "" {
 		g.stateDir = DefaultStateDir
@@ -45,6 +52,7 @@ func (g *globals) register(fs *flag.FlagSet) {
 	fs.StringVar(&g.eauth, "eauth", g.eauth, "eauth backend, e.g. pam or file (env ODUFLOW_SALT_EAUTH; password only from ODUFLOW_SALT_PASSWORD)")
 	fs.StringVar(&g.user, "user", g.user, "eauth user (env ODUFLOW_SALT_USER)")
 	fs.StringVar(&g.stateDir, "state-dir", g.stateDir, "claim store directory, mode 0700 (env ODUFLOW_STATE_DIR)")
+	fs.StringVar(&g.pkiDir, "pki-dir", g.pkiDir, "the master's pki_dir; minions/<id> are the accepted keys receipt proofs verify against (env ODUFLOW_SALT_PKI_DIR)")
 	fs.StringVar(&g.output, "output", g.output, "json or text; default text on a terminal, json otherwise (env ODUFLOW_OUTPUT)")
 }
 
@@ -66,7 +74,7 @@ func newFlagSet(name, usage string, g *globals, w io.Writer) *flag.FlagSet {
 			fmt.Fprintln(w, "\nFlags:")
 			local.PrintDefaults()
 		}
-		fmt.Fprintln(w, "\nGlobal flags (also accepted before the command): --master --events --key-file --eauth --user --state-dir --output; see oduflowctl --help")
+		fmt.Fprintln(w, "\nGlobal flags (also accepted before the command): --master --events --key-file --eauth --user --state-dir --pki-dir --output; see oduflowctl --help")
 	}
 	g.register(fs)
 	return fs
@@ -80,7 +88,7 @@ func hasFlags(fs *flag.FlagSet) bool {
 
 func isGlobalFlag(name string) bool {
 	switch name {
-	case "master", "events", "key-file", "eauth", "user", "state-dir", "output":
+	case "master", "events", "key-file", "eauth", "user", "state-dir", "pki-dir", "output":
 		return true
 	}
 	return false
