@@ -43,7 +43,7 @@ func newFixture(t *testing.T) *fixture {
 	}
 	t.Cleanup(func() { _ = sim.Close() })
 	f := &fixture{t: t, sim: sim, acme: "client-" + receipt.NewRequestID(), globex: "client-" + receipt.NewRequestID()}
-	if py, err := exec.LookPath(pyhost.DefaultPython()); err == nil {
+	if py, err := exec.LookPath("python3"); err == nil {
 		host, err := pyhost.Start(ctx, filepath.Join(t.TempDir(), "py"), pyhost.WithPython(py))
 		if err != nil {
 			t.Fatal(err)

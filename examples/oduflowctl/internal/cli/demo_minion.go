@@ -16,7 +16,7 @@ import (
 // real oduflow_job.py (internal/pyhost) when python3 is available, else the Go model of the
 // module (internal/simminion). pub is the minion's public key, for the simulated master's pki dir.
 func demoMinion(ctx context.Context, dir, id string) (h saltsim.MinionHandler, what string, stop func(), pub []byte, err error) {
-	if py, err := exec.LookPath(pyhost.DefaultPython()); err == nil {
+	if py, err := exec.LookPath("python3"); err == nil {
 		host, err := pyhost.Start(ctx, filepath.Join(dir, "minion"), pyhost.WithPython(py))
 		if err == nil {
 			pub, err := host.ProvisionKey(id)
