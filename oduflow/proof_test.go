@@ -28,12 +28,6 @@ func (h *recHooks) unverifiedCount(reason string) int {
 	return h.unverified[reason]
 }
 
-func (h *recHooks) pubCount(key string) int {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.pubs[key]
-}
-
 // waitPhase waits until the claim reaches phase p and returns it.
 func waitPhase(t *testing.T, d *Dispatcher, request string, p Phase) *Claim {
 	t.Helper()
