@@ -292,3 +292,44 @@ func TestKeyChangedAfterPreflightIsNeverEvidence(t *testing.T) {
 		t.Fatalf("a proof under a key other than the pinned one counted: %+v", c)
 	}
 }
+
+// TestPollCommitsOnlyFromProof: the path Resume and Reconcile FromMinion share (pollOnce) returns a final
+// answer only when the minion's signed answer verifies; a status answer alone never counts.
+func TestPollCommitsOnlyFromProof(t *testing.T) {
+	e := startSim(t)
+	m := e.addMinion()
+	d := e.dispatcher()
+	req := uuid.NewString()
+	mustStart(t, d, receipt.ProfileConfigure, m.ID(), req)
+	if r := waitFinal(t, d, receipt.ProfileConfigure, m.ID(), req); r.Status != receipt.StatusSucceeded {
+		t.Fatalf("%+v", r)
+	}
+	c := mustClaim(t, d, req)
+	ctx := context.Background()
+	if r := d.pollOnce(ctx, c, time.Now().Add(3*time.Second)); r == nil || r.Status != receipt.StatusSucceeded {
+		t.Fatalf("proven poll: %+v", r)
+	}
+	// the same minion, its status answer intact, but no proof: nothing final
+	e.sim.AddMinion(m.ID(), func(ctx context.Context, job saltsim.Job) (any, int) {
+		if job.Fun == FunAttest {
+			return "'" + FunAttest + "' is not available.", 254
+		}
+		return m.Handle(ctx, job)
+	})
+	if r := d.pollOnce(ctx, c, time.Now().Add(3*time.Second)); r != nil {
+		t.Fatalf("a status answer counted without a proof: %+v", r)
+	}
+	// a legacy claim without a pin verifies against the accepted key
+	e.sim.AddMinion(m.ID(), m.Handle)
+	legacy := c.clone()
+	legacy.MinionKeySHA256 = ""
+	if r := d.pollOnce(ctx, legacy, time.Now().Add(3*time.Second)); r == nil || r.Status != receipt.StatusSucceeded {
+		t.Fatalf("unpinned claim: %+v", r)
+	}
+	// a claim pinned to another key: never evidence
+	pinned := c.clone()
+	pinned.MinionKeySHA256 = strings.Repeat("0", 64)
+	if r := d.pollOnce(ctx, pinned, time.Now().Add(3*time.Second)); r != nil {
+		t.Fatalf("pinned to another key: %+v", r)
+	}
+}
