@@ -19,6 +19,9 @@ func (d *Dispatcher) await(ctx context.Context, c *Claim, w *waiter, deadline ti
 
 // awaitFrom is await; with pollFirst the first status poll is made at once (a Resume asks now).
 //
+// The poll budget is spent only by scheduled polls (and the repeat of an unknown answer); a gap poll is
+// limited to one per interval instead, so that nothing a forger can trigger spends the budget.
+//
 // Events that are never evidence (see eventReason, and receipts that do not bind to c) are counted and
 // logged once; they, and final-looking returns, trigger at most one early proof request per poll
 // interval (proofLimiter), outside the poll budget: a forger flooding the bus can neither spend the
@@ -29,6 +32,11 @@ func (d *Dispatcher) awaitFrom(ctx context.Context, c *Claim, w *waiter, deadlin
 	budget := d.timers.PollBudget
 	interval := d.timers.PollInterval()
 	early := proofLimiter{interval: interval}
+	// Gap polls (a bus gap, or this waiter's buffer overflowing, which a flood of forged events on the JID
+	// causes at will) are made at once, at most one per poll interval, and outside the budget; further
+	// gaps wait for the next scheduled poll, which comes within one interval.
+	gapPolls := proofLimiter{interval: interval}
+	gapPoll := false
 	window := time.NewTimer(time.Until(deadline))
 	defer window.Stop()
 	tick := time.NewTimer(interval)
@@ -38,11 +46,14 @@ func (d *Dispatcher) awaitFrom(ctx context.Context, c *Claim, w *waiter, deadlin
 	for {
 		if pollNow {
 			pollNow = false
-			if budget <= 0 {
-				lg.Warn("poll budget spent")
-				return nil
+			if !gapPoll {
+				if budget <= 0 {
+					lg.Warn("poll budget spent")
+					return nil
+				}
+				budget--
 			}
-			budget--
+			gapPoll = false
 			r := d.pollOnce(ctx, c, deadline)
 			switch {
 			case r != nil && r.Status.Terminal():
@@ -74,8 +85,10 @@ func (d *Dispatcher) awaitFrom(ctx context.Context, c *Claim, w *waiter, deadlin
 		case <-window.C:
 			return nil
 		case <-w.gaps:
-			lg.Info("event gap; polling at once")
-			pollNow = true
+			if gapPolls.allow(time.Now()) {
+				lg.Info("event gap; polling at once")
+				pollNow, gapPoll = true, true
+			}
 		case <-tick.C:
 			pollNow = true
 		case jr := <-w.rets:
