@@ -46,7 +46,8 @@
 //     (authentication, authorization, no minion, bad load, master exception) is failed with an error code
 //     and does not quarantine.
 //  4. it waits (<= 7200 s) for the return on the event bus and polls oduflow_job.status on the expected
-//     minion at once after every event-bus gap and on a schedule spreading 250 polls over the window.
+//     minion on a schedule spreading 250 polls over the window, and at once after an event-bus gap (at
+//     most one such poll per poll interval, outside the budget).
 //     Both are hints: a final-looking one (a protocol-1 receipt bound to the claim) makes the worker ask
 //     for the receipt proof, and only a verified proof commits a final result (see Receipt proofs).
 //     Window or budget spent: unknown.
@@ -108,7 +109,9 @@
 // trigger at most one early proof request per request per poll interval, outside the poll budget: a
 // forger flooding the bus cannot spend the budget and force unknown, nor make the worker flood the minion.
 //
-// What a lying minion (any other authenticated minion identity) can do: delay a result (a forged running
+// What a lying minion (any other authenticated minion identity) can do: flood the bus (which delays Salt
+// itself; here it delays a result by at most about a poll interval per gap, spending no budget); delay a
+// result (a forged running
 // status answer raced ahead of the real one defers the proof to the next poll or to the run's own return);
 // fail a request at preflight with a forged capabilities answer (no proof advertised); make the worker
 // spend a call timeout on an attest whose answers it keeps forging. What it cannot do: make a request
