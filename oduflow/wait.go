@@ -37,6 +37,10 @@ func (d *Dispatcher) awaitFrom(ctx context.Context, c *Claim, w *waiter, deadlin
 	// gaps wait for the next scheduled poll, which comes within one interval.
 	gapPolls := proofLimiter{interval: interval}
 	gapPoll := false
+	// pendingProof: an event asked for a proof while the limiter said no. The next poll then asks for the
+	// signed answer directly instead of oduflow_job.status, whose unsigned answer a forger could race
+	// ahead of the real one (so a real return that came just after a forged one still lands at once).
+	pendingProof := false
 	window := time.NewTimer(time.Until(deadline))
 	defer window.Stop()
 	tick := time.NewTimer(interval)
@@ -54,7 +58,13 @@ func (d *Dispatcher) awaitFrom(ctx context.Context, c *Claim, w *waiter, deadlin
 				budget--
 			}
 			gapPoll = false
-			r := d.pollOnce(ctx, c, deadline)
+			var r *receipt.Receipt
+			if pendingProof {
+				pendingProof = false
+				r = d.prove(ctx, c, deadline)
+			} else {
+				r = d.pollOnce(ctx, c, deadline)
+			}
 			switch {
 			case r != nil && r.Status.Terminal():
 				return r
@@ -100,7 +110,8 @@ func (d *Dispatcher) awaitFrom(ctx context.Context, c *Claim, w *waiter, deadlin
 				continue // running: the minion is still at work; the schedule polls
 			}
 			if !early.allow(time.Now()) {
-				continue // the next scheduled poll asks for the proof
+				pendingProof = true // the next scheduled poll asks for the proof
+				continue
 			}
 			p := d.prove(ctx, c, deadline)
 			if p != nil && final(p) {
