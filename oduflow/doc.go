@@ -113,7 +113,10 @@
 // itself; here it delays a result by at most about a poll interval per gap, spending no budget); delay a
 // result (a forged running
 // status answer raced ahead of the real one defers the proof to the next poll or to the run's own return);
-// fail a request at preflight with a forged capabilities answer (no proof advertised); make the worker
+// when the run's own return is lost, race every status answer with a forged running one and so keep the
+// request unresolved until the window ends (unknown, never a false result; an event hint deferred by the
+// limiter makes the next poll ask for the signed answer directly); fail a request at preflight with a
+// forged capabilities answer (no proof advertised); make the worker
 // spend a call timeout on an attest whose answers it keeps forging. What it cannot do: make a request
 // succeed or fail with a result the expected minion did not sign for this request and this nonce (no
 // replay across requests or polls), make a minion's receipt count under another minion's key, spend the
