@@ -110,16 +110,15 @@
 // forger flooding the bus cannot spend the budget and force unknown, nor make the worker flood the minion.
 //
 // What a lying minion (any other authenticated minion identity) can do: flood the bus (which delays Salt
-// itself; here it delays a result by at most about a poll interval per gap, spending no budget); delay a
-// result (a forged running
-// status answer raced ahead of the real one defers the proof to the next poll or to the run's own return);
-// when the run's own return is lost, race every status answer with a forged running one and so keep the
-// request unresolved until the window ends (unknown, never a false result; an event hint deferred by the
-// limiter makes the next poll ask for the signed answer directly); fail a request at preflight with a
-// forged capabilities answer (no proof advertised); make the worker
-// spend a call timeout on an attest whose answers it keeps forging. What it cannot do: make a request
-// succeed or fail with a result the expected minion did not sign for this request and this nonce (no
-// replay across requests or polls), make a minion's receipt count under another minion's key, spend the
+// itself; here it delays a result by about a poll interval per gap, spending no budget); delay a result
+// (a forged running status answer raced ahead of the real one defers the proof to the next poll or to the
+// run's own return); when the run's own return is lost, race every status answer with a forged running
+// one and so keep the request unresolved until the window ends (unknown, never a false result; an event
+// hint deferred by the limiter makes the next poll ask for the signed answer directly); fail a request at
+// preflight with a forged capabilities answer (no proof advertised); make the worker spend a call timeout
+// on an attest whose answers it keeps forging. What it cannot do: make a request succeed or fail with a
+// result the expected minion did not sign for this request and this nonce (no replay across requests or
+// polls), make a minion's receipt count under another minion's key, spend the
 // poll budget, or get anything published (the dispatcher publishes only to the expected minion). What the
 // expected minion itself can do: report any result for its own request (it runs the state; the proof
 // authenticates it, it does not make it honest). Whoever holds a minion's private key, or can write the
