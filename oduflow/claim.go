@@ -88,6 +88,10 @@ type Claim struct {
 	Evidence    string         `json:"evidence,omitempty"`
 	AssertedBy  string         `json:"asserted_by,omitempty"`
 	AssertedWhy string         `json:"asserted_reason,omitempty"`
+	// MinionKeySHA256 pins, at preflight, the fingerprint (hex SHA-256 of the DER SubjectPublicKeyInfo)
+	// of the key the master accepted for MinionID: only proofs signed by that key are evidence. Claims
+	// written before receipt proofs have none.
+	MinionKeySHA256 string `json:"minion_key_sha256,omitempty"`
 	// Generation is the fencing token: every successful update increments it.
 	Generation uint64 `json:"generation"`
 }
@@ -191,6 +195,9 @@ func (c *Claim) Validate() error {
 	if c.Passed < 0 || c.Total < 0 || c.Passed > c.Total {
 		return errors.Wrap(ErrCorruptClaim, "counts")
 	}
+	if c.MinionKeySHA256 != "" && !isHex64(c.MinionKeySHA256) {
+		return errors.Wrap(ErrCorruptClaim, "minion key fingerprint")
+	}
 	return nil
 }
 
@@ -282,4 +289,17 @@ func legacyPhase(state string, st receipt.Status) Phase {
 func unixFloat(f float64) time.Time {
 	sec := int64(f)
 	return time.Unix(sec, int64((f-float64(sec))*1e9)).UTC()
+}
+
+// isHex64 reports whether s is 64 lowercase hex digits.
+func isHex64(s string) bool {
+	if len(s) != 64 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+			return false
+		}
+	}
+	return true
 }

@@ -100,6 +100,7 @@ const (
 	CodeQuarantined         = "quarantined"
 	CodeClaimStore          = "claim_store_unreadable" // the client's claims or leases cannot be read safely
 	CodeCapability          = "capability_unverified"
+	CodeMinionKey           = "minion_key_unavailable"
 	CodeEventBus            = "event_bus_unavailable"
 	CodeRoleNotAllowed      = "role_not_allowed"
 	CodePayload             = "payload_unavailable"

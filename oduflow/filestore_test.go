@@ -187,11 +187,12 @@ func TestRoleTamperingRefusedByWorker(t *testing.T) {
 }
 
 type recHooks struct {
-	mu       sync.Mutex
-	started  int
-	pubs     map[string]int
-	outcomes map[receipt.Status]int
-	observed map[string]int
+	mu         sync.Mutex
+	started    int
+	pubs       map[string]int
+	outcomes   map[receipt.Status]int
+	observed   map[string]int
+	unverified map[string]int
 }
 
 func (h *recHooks) Started(receipt.Profile, bool) { h.mu.Lock(); h.started++; h.mu.Unlock() }
@@ -206,6 +207,14 @@ func (h *recHooks) Outcome(_ receipt.Profile, st receipt.Status, _ string) {
 	h.mu.Unlock()
 }
 func (h *recHooks) Observe(op string, _ time.Duration) { h.mu.Lock(); h.observed[op]++; h.mu.Unlock() }
+func (h *recHooks) UnverifiedEvent(reason string) {
+	h.mu.Lock()
+	if h.unverified == nil {
+		h.unverified = map[string]int{}
+	}
+	h.unverified[reason]++
+	h.mu.Unlock()
+}
 
 func TestHooksAndLogAttributes(t *testing.T) {
 	e := startSim(t)

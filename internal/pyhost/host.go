@@ -65,7 +65,7 @@ type request struct {
 // Start writes the embedded module and host into dir (created 0700 when missing) and starts
 // the host. It returns after a ping round trip, or with ctx's error.
 func Start(ctx context.Context, dir string, opts ...Option) (*Host, error) {
-	cfg := config{python: "python3"}
+	cfg := config{python: DefaultPython()}
 	for _, o := range opts {
 		o(&cfg)
 	}
