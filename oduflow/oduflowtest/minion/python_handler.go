@@ -1,4 +1,4 @@
-package pyhost
+package minion
 
 import (
 	"context"
@@ -23,7 +23,7 @@ func WithFallback(h salttest.MinionHandler) HandlerOption {
 // the real module for minionID (the simulator's minion id should be the same). The job's JID
 // becomes the module's __pub_jid. A host failure is reported like a minion exception
 // (retcode 254, no raw details).
-func (h *Host) Handler(minionID string, opts ...HandlerOption) salttest.MinionHandler {
+func (h *PythonHost) Handler(minionID string, opts ...HandlerOption) salttest.MinionHandler {
 	cfg := handlerConfig{fallback: defaultFallback}
 	for _, o := range opts {
 		o(&cfg)
@@ -34,7 +34,7 @@ func (h *Host) Handler(minionID string, opts ...HandlerOption) salttest.MinionHa
 		}
 		ret, code, err := h.Call(ctx, minionID, job.Fun, job.Args, job.Kwargs, job.JID)
 		if err != nil {
-			h.logger.Warn("pyhost: job not completed", slog.String("fun", job.Fun), slog.String("jid", job.JID))
+			h.logger.Warn("minion: job not completed", slog.String("fun", job.Fun), slog.String("jid", job.JID))
 			return "ERROR: the minion job did not complete", 254
 		}
 		return ret, code
