@@ -14,9 +14,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/oduflow/oduflow-go/internal/pyhost"
-	"github.com/oduflow/oduflow-go/internal/simminion"
 	"github.com/oduflow/oduflow-go/oduflow"
+	"github.com/oduflow/oduflow-go/oduflow/oduflowtest/fakeminion"
 	"github.com/oduflow/oduflow-go/receipt"
 	"github.com/oduflow/oduflow-go/salt/salttest"
 )
@@ -44,7 +43,7 @@ func newFixture(t *testing.T) *fixture {
 	t.Cleanup(func() { _ = sim.Close() })
 	f := &fixture{t: t, sim: sim, acme: "client-" + receipt.NewRequestID(), globex: "client-" + receipt.NewRequestID()}
 	if py, err := exec.LookPath("python3"); err == nil {
-		host, err := pyhost.Start(ctx, filepath.Join(t.TempDir(), "py"), pyhost.WithPython(py))
+		host, err := fakeminion.StartPython(ctx, filepath.Join(t.TempDir(), "py"), fakeminion.WithPython(py))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -62,7 +61,7 @@ func newFixture(t *testing.T) *fixture {
 		}
 	} else {
 		for _, id := range []string{f.acme, f.globex} {
-			m := simminion.New(id)
+			m := fakeminion.NewModel(id)
 			if err := sim.AcceptMinionKey(id, m.PublicKeyPEM()); err != nil {
 				t.Fatal(err)
 			}

@@ -12,9 +12,9 @@ import (
 	"time"
 
 	"github.com/oduflow/oduflow-go/examples/oduflowctl/internal/cli"
-	"github.com/oduflow/oduflow-go/internal/simminion"
 	"github.com/oduflow/oduflow-go/oduflow"
 	"github.com/oduflow/oduflow-go/oduflow/catalog"
+	"github.com/oduflow/oduflow-go/oduflow/oduflowtest/fakeminion"
 	"github.com/oduflow/oduflow-go/receipt"
 	"github.com/oduflow/oduflow-go/salt/salttest"
 )
@@ -33,7 +33,7 @@ const (
 )
 
 // newLabMinion is newLab with a Go-model minion built with mopts and the simulator with simOpts.
-func newLabMinion(t *testing.T, simOpts []salttest.Option, mopts ...simminion.Option) *lab {
+func newLabMinion(t *testing.T, simOpts []salttest.Option, mopts ...fakeminion.ModelOption) *lab {
 	t.Helper()
 	sim, err := salttest.Start(context.Background(), append([]salttest.Option{salttest.WithDir(t.TempDir())}, simOpts...)...)
 	if err != nil {
@@ -41,9 +41,9 @@ func newLabMinion(t *testing.T, simOpts []salttest.Option, mopts ...simminion.Op
 	}
 	t.Cleanup(func() { _ = sim.Close() })
 	l := &lab{sim: sim, minion: "client-" + receipt.NewRequestID()}
-	m := simminion.New(l.minion, append([]simminion.Option{
-		simminion.WithResult(receipt.ProfileConfigure, simminion.Result{Status: receipt.StatusSucceeded, Passed: 3, Total: 3}),
-		simminion.WithResult(receipt.ProfileProduction, simminion.Result{Status: receipt.StatusFailed, Passed: 2, Total: 3}),
+	m := fakeminion.NewModel(l.minion, append([]fakeminion.ModelOption{
+		fakeminion.WithResult(receipt.ProfileConfigure, fakeminion.Result{Status: receipt.StatusSucceeded, Passed: 3, Total: 3}),
+		fakeminion.WithResult(receipt.ProfileProduction, fakeminion.Result{Status: receipt.StatusFailed, Passed: 2, Total: 3}),
 	}, mopts...)...)
 	sim.AddMinion(l.minion, m.Handler())
 	if err := sim.AcceptMinionKey(l.minion, m.PublicKeyPEM()); err != nil {
@@ -253,7 +253,7 @@ func TestExitUnknownAndDamaged(t *testing.T) {
 
 func TestExitStillRunningAfterWaitTimeout(t *testing.T) {
 	t.Parallel()
-	l := newLabMinion(t, nil, simminion.WithDelay(4*time.Second))
+	l := newLabMinion(t, nil, fakeminion.WithDelay(4*time.Second))
 	r := run(t, l.env, "start", "configure", l.minion, "--wait", "--interval", "50ms", "--timeout", "300ms")
 	must(t, r, ExitStillRunning)
 	if s := response(t, oneLine(t, r.stdout)); s["status"] != "running" {
@@ -310,7 +310,7 @@ func TestConcurrentCustomStartPublishesOnce(t *testing.T) {
 // goes on in its detached worker).
 func TestSIGTERMStopsTheCommand(t *testing.T) {
 	t.Parallel()
-	l := newLabMinion(t, nil, simminion.WithDelay(5*time.Second))
+	l := newLabMinion(t, nil, fakeminion.WithDelay(5*time.Second))
 	errPath := filepath.Join(t.TempDir(), "stderr")
 	cmd := exec.Command(binary, "start", "configure", l.minion, "--wait", "--interval", "50ms")
 	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME")}, l.env...)

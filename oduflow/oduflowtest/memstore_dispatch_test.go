@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/oduflow/oduflow-go/internal/simminion"
 	"github.com/oduflow/oduflow-go/oduflow"
 	"github.com/oduflow/oduflow-go/oduflow/oduflowtest"
+	"github.com/oduflow/oduflow-go/oduflow/oduflowtest/fakeminion"
 	"github.com/oduflow/oduflow-go/receipt"
 	"github.com/oduflow/oduflow-go/salt"
 	"github.com/oduflow/oduflow-go/salt/salttest"
@@ -26,7 +26,7 @@ func TestMemoryStoreBehindDispatcher(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = sim.Close() })
-	m := simminion.New(receipt.MinionIDPrefix + receipt.NewRequestID())
+	m := fakeminion.NewModel(receipt.MinionIDPrefix + receipt.NewRequestID())
 	sim.AddMinion(m.ID(), m.Handle)
 	if err := sim.AcceptMinionKey(m.ID(), m.PublicKeyPEM()); err != nil {
 		t.Fatal(err)

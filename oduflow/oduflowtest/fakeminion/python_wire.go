@@ -1,4 +1,4 @@
-package minion
+package fakeminion
 
 import (
 	"bytes"
@@ -54,7 +54,7 @@ func decodeReturn(raw json.RawMessage) (any, error) {
 	dec.UseNumber()
 	var v any
 	if err := dec.Decode(&v); err != nil {
-		return nil, errors.Wrap(err, "minion: decode return")
+		return nil, errors.Wrap(err, "fakeminion: decode return")
 	}
 	return normalize(v), nil
 }

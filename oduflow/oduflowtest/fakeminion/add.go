@@ -1,4 +1,4 @@
-package minion
+package fakeminion
 
 import (
 	"github.com/cockroachdb/errors"
@@ -10,7 +10,7 @@ import (
 // and verifies m's signed receipt proofs against), then routes the jobs published to m.ID() to m.
 func Add(master *salttest.Master, m *Model) error {
 	if err := master.AcceptMinionKey(m.ID(), m.PublicKeyPEM()); err != nil {
-		return errors.Wrap(err, "minion: accept key")
+		return errors.Wrap(err, "fakeminion: accept key")
 	}
 	master.AddMinion(m.ID(), m.Handle)
 	return nil
@@ -25,7 +25,7 @@ func AddPython(master *salttest.Master, h *PythonHost, id string) error {
 		return err
 	}
 	if err := master.AcceptMinionKey(id, pub); err != nil {
-		return errors.Wrap(err, "minion: accept key")
+		return errors.Wrap(err, "fakeminion: accept key")
 	}
 	master.AddMinion(id, h.Handler(id))
 	return nil

@@ -1,4 +1,4 @@
-// Package minion holds fake protocol-1 minions for tests of code built on package oduflow: they answer
+// Package fakeminion holds fake protocol-1 minions for tests of code built on package oduflow: they answer
 // the oduflow_job functions (capabilities, run, status, attest) behind the fake Salt master of package
 // salt/salttest, so a service can test its controller end to end over real sockets, signed receipt
 // proofs included.
@@ -30,4 +30,4 @@
 // minions: oduflowtest imports oduflow (its ClaimStore suite is written against oduflow's types), so a
 // minion in oduflowtest would be an import cycle for them. This package imports only receipt and
 // salt/salttest, never oduflow.
-package minion
+package fakeminion

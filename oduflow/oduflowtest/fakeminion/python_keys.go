@@ -1,4 +1,4 @@
-package minion
+package fakeminion
 
 import (
 	"crypto/rand"
@@ -27,19 +27,19 @@ func DefaultPython() string {
 func (h *PythonHost) ProvisionKey(minionID string) ([]byte, error) {
 	k, err := rsa.GenerateKey(rand.Reader, 2048)
 	if err != nil {
-		return nil, errors.Wrap(err, "minion: generate key")
+		return nil, errors.Wrap(err, "fakeminion: generate key")
 	}
 	dir := filepath.Join(h.MinionDir(minionID), "pki")
 	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, errors.Wrap(err, "minion: create pki dir")
+		return nil, errors.Wrap(err, "fakeminion: create pki dir")
 	}
 	priv := pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(k)})
 	if err := os.WriteFile(filepath.Join(dir, "minion.pem"), priv, 0o400); err != nil {
-		return nil, errors.Wrap(err, "minion: write minion key")
+		return nil, errors.Wrap(err, "fakeminion: write minion key")
 	}
 	der, err := x509.MarshalPKIXPublicKey(&k.PublicKey)
 	if err != nil {
-		return nil, errors.Wrap(err, "minion: encode public key")
+		return nil, errors.Wrap(err, "fakeminion: encode public key")
 	}
 	return pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der}), nil
 }

@@ -1,4 +1,4 @@
-package minion
+package fakeminion
 
 import (
 	"bufio"
@@ -24,11 +24,11 @@ import (
 // Sentinel errors.
 var (
 	// ErrHostClosed: the host was closed.
-	ErrHostClosed = errors.New("minion: host closed")
+	ErrHostClosed = errors.New("fakeminion: host closed")
 	// ErrHostExited: the Python process exited.
-	ErrHostExited = errors.New("minion: host process exited")
+	ErrHostExited = errors.New("fakeminion: host process exited")
 	// ErrPythonMissing: the interpreter was not found.
-	ErrPythonMissing = errors.New("minion: python interpreter not found")
+	ErrPythonMissing = errors.New("fakeminion: python interpreter not found")
 )
 
 // PythonHost is a running Python host. It is safe for concurrent use.
@@ -74,14 +74,14 @@ func StartPython(ctx context.Context, dir string, opts ...PythonOption) (*Python
 	}
 	python, err := exec.LookPath(cfg.python)
 	if err != nil {
-		return nil, errmark.Mark(errors.Wrap(err, "minion: look up python"), ErrPythonMissing)
+		return nil, errmark.Mark(errors.Wrap(err, "fakeminion: look up python"), ErrPythonMissing)
 	}
 	dir, err = filepath.Abs(dir)
 	if err != nil {
-		return nil, errors.Wrap(err, "minion: directory")
+		return nil, errors.Wrap(err, "fakeminion: directory")
 	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, errors.Wrap(err, "minion: create directory")
+		return nil, errors.Wrap(err, "fakeminion: create directory")
 	}
 	files := map[string][]byte{
 		receipt.MinionModuleName: receipt.MinionModule(),
@@ -89,12 +89,12 @@ func StartPython(ctx context.Context, dir string, opts ...PythonOption) (*Python
 	}
 	hostCfg, err := json.Marshal(cfg.host.wire())
 	if err != nil {
-		return nil, errors.Wrap(err, "minion: encode config")
+		return nil, errors.Wrap(err, "fakeminion: encode config")
 	}
 	files["host-config.json"] = hostCfg
 	for name, data := range files {
 		if err := os.WriteFile(filepath.Join(dir, name), data, 0o600); err != nil {
-			return nil, errors.Wrapf(err, "minion: write %s", errors.Safe(name))
+			return nil, errors.Wrapf(err, "fakeminion: write %s", errors.Safe(name))
 		}
 	}
 	// The host process must outlive ctx (it serves until Close), so ctx only bounds startup.
@@ -107,14 +107,14 @@ func StartPython(ctx context.Context, dir string, opts ...PythonOption) (*Python
 	}
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
-		return nil, errors.Wrap(err, "minion: stdin")
+		return nil, errors.Wrap(err, "fakeminion: stdin")
 	}
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
-		return nil, errors.Wrap(err, "minion: stdout")
+		return nil, errors.Wrap(err, "fakeminion: stdout")
 	}
 	if err := cmd.Start(); err != nil {
-		return nil, errors.Wrap(err, "minion: start python")
+		return nil, errors.Wrap(err, "fakeminion: start python")
 	}
 	h := &PythonHost{
 		dir: dir, cmd: cmd, stdin: stdin, logger: cfg.logger,
@@ -123,7 +123,7 @@ func StartPython(ctx context.Context, dir string, opts ...PythonOption) (*Python
 	go h.read(stdout)
 	if _, _, err := h.Call(ctx, "", "host.ping", nil, nil, ""); err != nil {
 		_ = h.Close()
-		return nil, errors.Wrap(err, "minion: host did not answer")
+		return nil, errors.Wrap(err, "fakeminion: host did not answer")
 	}
 	cfg.logger.Debug("python host started", slog.String("dir", dir), slog.Int("pid", cmd.Process.Pid))
 	return h, nil
@@ -141,7 +141,7 @@ func (h *PythonHost) read(stdout io.Reader) {
 	for sc.Scan() {
 		var r response
 		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
-			h.logger.Warn("minion: malformed host line")
+			h.logger.Warn("fakeminion: malformed host line")
 			continue
 		}
 		var id string
@@ -176,7 +176,7 @@ func (h *PythonHost) Call(ctx context.Context, minionID, fun string, args []any,
 	}
 	line, err := json.Marshal(request{ID: id, MinionID: minionID, Fun: fun, Args: args, Kwargs: kwargs, JID: jid})
 	if err != nil {
-		return nil, 0, errors.Wrap(err, "minion: encode request")
+		return nil, 0, errors.Wrap(err, "fakeminion: encode request")
 	}
 	ch := make(chan response, 1)
 	h.mu.Lock()
@@ -205,7 +205,7 @@ func (h *PythonHost) Call(ctx context.Context, minionID, fun string, args []any,
 	case <-ctx.Done():
 		forget()
 		h.kill(id)
-		return nil, 0, errors.Wrap(ctx.Err(), "minion: call")
+		return nil, 0, errors.Wrap(ctx.Err(), "fakeminion: call")
 	case <-h.done:
 		forget()
 		return nil, 0, errors.WithStack(ErrHostExited)
@@ -221,7 +221,7 @@ func (h *PythonHost) send(line []byte) error {
 			return errors.WithStack(ErrHostExited)
 		default:
 		}
-		return errors.Wrap(err, "minion: write request")
+		return errors.Wrap(err, "fakeminion: write request")
 	}
 	return nil
 }
@@ -240,7 +240,7 @@ func (h *PythonHost) Marker(minionID string) ([]string, error) {
 		return nil, nil
 	}
 	if err != nil {
-		return nil, errors.Wrap(err, "minion: read marker")
+		return nil, errors.Wrap(err, "fakeminion: read marker")
 	}
 	var out []string
 	for _, l := range bytes.Split(bytes.TrimRight(data, "\n"), []byte("\n")) {

@@ -1,4 +1,4 @@
-package minion
+package fakeminion
 
 import (
 	"context"
@@ -34,7 +34,7 @@ func (h *PythonHost) Handler(minionID string, opts ...HandlerOption) salttest.Mi
 		}
 		ret, code, err := h.Call(ctx, minionID, job.Fun, job.Args, job.Kwargs, job.JID)
 		if err != nil {
-			h.logger.Warn("minion: job not completed", slog.String("fun", job.Fun), slog.String("jid", job.JID))
+			h.logger.Warn("fakeminion: job not completed", slog.String("fun", job.Fun), slog.String("jid", job.JID))
 			return "ERROR: the minion job did not complete", 254
 		}
 		return ret, code
