@@ -13,7 +13,7 @@ import (
 	"github.com/oduflow/oduflow-go/receipt"
 )
 
-// The "real parts" path: the simulator's minion runs the real Python oduflow_job module (internal/pyhost),
+// The "real parts" path: the simulator's minion runs the real Python oduflow_job module (fakeminion.PythonHost),
 // with its durable receipts, locks and fork per request.
 func startPyMinion(t *testing.T, e *simEnv, cfg fakeminion.PythonConfig) (string, *fakeminion.PythonHost) {
 	t.Helper()

@@ -50,22 +50,15 @@ func newFixture(t *testing.T) *fixture {
 		t.Cleanup(func() { _ = host.Close() })
 		f.python = true
 		for _, id := range []string{f.acme, f.globex} {
-			pub, err := host.ProvisionKey(id)
-			if err != nil {
+			if err := fakeminion.AddPython(sim, host, id); err != nil {
 				t.Fatal(err)
 			}
-			if err := sim.AcceptMinionKey(id, pub); err != nil {
-				t.Fatal(err)
-			}
-			sim.AddMinion(id, host.Handler(id))
 		}
 	} else {
 		for _, id := range []string{f.acme, f.globex} {
-			m := fakeminion.NewModel(id)
-			if err := sim.AcceptMinionKey(id, m.PublicKeyPEM()); err != nil {
+			if err := fakeminion.Add(sim, fakeminion.NewModel(id)); err != nil {
 				t.Fatal(err)
 			}
-			sim.AddMinion(id, m.Handler())
 		}
 	}
 	timers := oduflow.Timers{ExecutionWait: 10 * time.Second, HardDeadline: 12 * time.Second, StatusExpiry: 13 * time.Second,

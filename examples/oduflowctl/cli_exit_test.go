@@ -45,8 +45,7 @@ func newLabMinion(t *testing.T, simOpts []salttest.Option, mopts ...fakeminion.M
 		fakeminion.WithResult(receipt.ProfileConfigure, fakeminion.Result{Status: receipt.StatusSucceeded, Passed: 3, Total: 3}),
 		fakeminion.WithResult(receipt.ProfileProduction, fakeminion.Result{Status: receipt.StatusFailed, Passed: 2, Total: 3}),
 	}, mopts...)...)
-	sim.AddMinion(l.minion, m.Handler())
-	if err := sim.AcceptMinionKey(l.minion, m.PublicKeyPEM()); err != nil {
+	if err := fakeminion.Add(sim, m); err != nil {
 		t.Fatal(err)
 	}
 	l.env = []string{

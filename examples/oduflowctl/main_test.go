@@ -128,7 +128,7 @@ func newLab(t *testing.T, opts ...salttest.Option) *lab {
 	return newLabModel(t, true, opts...)
 }
 
-// newLabModel is newLab; with python false the minion is always the Go model (internal/simminion).
+// newLabModel is newLab; with python false the minion is always the Go model (fakeminion.Model).
 func newLabModel(t *testing.T, python bool, opts ...salttest.Option) *lab {
 	t.Helper()
 	dir := t.TempDir()
@@ -146,22 +146,16 @@ func newLabModel(t *testing.T, python bool, opts ...salttest.Option) *lab {
 		}
 		t.Cleanup(func() { _ = host.Close() })
 		l.python = true
-		pub, err := host.ProvisionKey(l.minion)
-		if err != nil {
+		if err := fakeminion.AddPython(sim, host, l.minion); err != nil {
 			t.Fatal(err)
 		}
-		if err := sim.AcceptMinionKey(l.minion, pub); err != nil {
-			t.Fatal(err)
-		}
-		sim.AddMinion(l.minion, host.Handler(l.minion))
 	} else {
 		m := fakeminion.NewModel(l.minion,
 			fakeminion.WithResult(receipt.ProfileConfigure, fakeminion.Result{Status: receipt.StatusSucceeded, Passed: 3, Total: 3}),
 			fakeminion.WithResult(receipt.ProfileProduction, fakeminion.Result{Status: receipt.StatusFailed, Passed: 2, Total: 3}))
-		if err := sim.AcceptMinionKey(l.minion, m.PublicKeyPEM()); err != nil {
+		if err := fakeminion.Add(sim, m); err != nil {
 			t.Fatal(err)
 		}
-		sim.AddMinion(l.minion, m.Handler())
 	}
 	l.env = []string{
 		"ODUFLOW_SALT_MASTER=" + sim.Addr(),

@@ -27,8 +27,7 @@ func TestMemoryStoreBehindDispatcher(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = sim.Close() })
 	m := fakeminion.NewModel(receipt.MinionIDPrefix + receipt.NewRequestID())
-	sim.AddMinion(m.ID(), m.Handle)
-	if err := sim.AcceptMinionKey(m.ID(), m.PublicKeyPEM()); err != nil {
+	if err := fakeminion.Add(sim, m); err != nil {
 		t.Fatal(err)
 	}
 	key, err := os.ReadFile(sim.KeyFile())

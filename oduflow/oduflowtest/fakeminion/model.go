@@ -42,14 +42,12 @@ func WithProtocol(n int) ModelOption { return func(m *Model) { m.protocol = n } 
 // WithPillarReady sets pillar_ready (default true).
 func WithPillarReady(b bool) ModelOption { return func(m *Model) { m.pillarReady = b } }
 
-// WithKey sets the minion's Salt key pair (default: a fresh 2048-bit RSA key).
-func WithKey(k *rsa.PrivateKey) ModelOption { return func(m *Model) { m.key = k } }
-
 // WithoutProof makes the minion an older module: capabilities advertise no receipt proof and
 // oduflow_job.attest is not available.
 func WithoutProof() ModelOption { return func(m *Model) { m.noProof = true } }
 
-// Model is one simulated minion. Safe for concurrent use.
+// Model is one simulated minion running the Go model of oduflow_job, with a fresh 2048-bit RSA Salt key
+// (PublicKeyPEM is what the master must accept: Add does it). Safe for concurrent use.
 type Model struct {
 	id          string
 	key         *rsa.PrivateKey
@@ -79,13 +77,11 @@ func NewModel(id string, opts ...ModelOption) *Model {
 	for _, o := range opts {
 		o(m)
 	}
-	if m.key == nil {
-		k, err := rsa.GenerateKey(rand.Reader, 2048)
-		if err != nil {
-			panic(err) // crypto/rand does not fail
-		}
-		m.key = k
+	k, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		panic(err) // crypto/rand does not fail
 	}
+	m.key = k
 	return m
 }
 
@@ -100,9 +96,6 @@ func (m *Model) Key() *rsa.PrivateKey { return m.key }
 
 // ID is the minion id.
 func (m *Model) ID() string { return m.id }
-
-// Handler returns the salttest handler.
-func (m *Model) Handler() salttest.MinionHandler { return m.Handle }
 
 // Release lets held runs finish.
 func (m *Model) Release() {

@@ -23,10 +23,10 @@ import (
 
 // Sentinel errors.
 var (
-	// ErrHostClosed: the host was closed.
-	ErrHostClosed = errors.New("fakeminion: host closed")
-	// ErrHostExited: the Python process exited.
-	ErrHostExited = errors.New("fakeminion: host process exited")
+	// errHostClosed: the host was closed.
+	errHostClosed = errors.New("fakeminion: host closed")
+	// errHostExited: the Python process exited.
+	errHostExited = errors.New("fakeminion: host process exited")
 	// ErrPythonMissing: the interpreter was not found.
 	ErrPythonMissing = errors.New("fakeminion: python interpreter not found")
 )
@@ -65,7 +65,7 @@ type request struct {
 // Start writes the embedded module and host into dir (created 0700 when missing) and starts
 // the host. It returns after a ping round trip, or with ctx's error.
 func StartPython(ctx context.Context, dir string, opts ...PythonOption) (*PythonHost, error) {
-	cfg := config{python: DefaultPython()}
+	cfg := config{python: defaultPython()}
 	for _, o := range opts {
 		o(&cfg)
 	}
@@ -121,16 +121,13 @@ func StartPython(ctx context.Context, dir string, opts ...PythonOption) (*Python
 		pending: map[string]chan response{}, done: make(chan struct{}),
 	}
 	go h.read(stdout)
-	if _, _, err := h.Call(ctx, "", "host.ping", nil, nil, ""); err != nil {
+	if _, _, err := h.callModule(ctx, "", "host.ping", nil, nil, ""); err != nil {
 		_ = h.Close()
 		return nil, errors.Wrap(err, "fakeminion: host did not answer")
 	}
 	cfg.logger.Debug("python host started", slog.String("dir", dir), slog.Int("pid", cmd.Process.Pid))
 	return h, nil
 }
-
-// Dir is the host's directory; minion M's files are in Dir()/minions/M/.
-func (h *PythonHost) Dir() string { return h.dir }
 
 // MinionDir is the directory of one minion: receipts/, cache/, marker.
 func (h *PythonHost) MinionDir(minionID string) string { return filepath.Join(h.dir, "minions", minionID) }
@@ -160,13 +157,13 @@ func (h *PythonHost) read(stdout io.Reader) {
 	close(h.done)
 }
 
-// Call runs fun ("oduflow_job.run", ...) for minionID in a fresh job process, like a
+// callModule runs fun ("oduflow_job.run", ...) for minionID in a fresh job process, like a
 // publication with JID jid. args and kwargs are passed as Salt's load_args_and_kwargs would
 // (maps with "__kwarg__": true and "name=value" strings among args become kwargs). The
 // return is decoded from JSON with integers as int64 and other numbers as float64. A module
 // error is a normal return ("ERROR: ...") with a nonzero retcode, not an error. When ctx ends
 // first, the job process is killed (SIGKILL) and ctx's error is returned.
-func (h *PythonHost) Call(ctx context.Context, minionID, fun string, args []any, kwargs map[string]any, jid string) (any, int, error) {
+func (h *PythonHost) callModule(ctx context.Context, minionID, fun string, args []any, kwargs map[string]any, jid string) (any, int, error) {
 	id := strconv.FormatUint(h.nextID.Add(1), 10)
 	if args == nil {
 		args = []any{}
@@ -182,7 +179,7 @@ func (h *PythonHost) Call(ctx context.Context, minionID, fun string, args []any,
 	h.mu.Lock()
 	if h.closed {
 		h.mu.Unlock()
-		return nil, 0, errors.WithStack(ErrHostClosed)
+		return nil, 0, errors.WithStack(errHostClosed)
 	}
 	h.pending[id] = ch
 	h.mu.Unlock()
@@ -208,7 +205,7 @@ func (h *PythonHost) Call(ctx context.Context, minionID, fun string, args []any,
 		return nil, 0, errors.Wrap(ctx.Err(), "fakeminion: call")
 	case <-h.done:
 		forget()
-		return nil, 0, errors.WithStack(ErrHostExited)
+		return nil, 0, errors.WithStack(errHostExited)
 	}
 }
 
@@ -218,7 +215,7 @@ func (h *PythonHost) send(line []byte) error {
 	if _, err := h.stdin.Write(append(line, '\n')); err != nil {
 		select {
 		case <-h.done:
-			return errors.WithStack(ErrHostExited)
+			return errors.WithStack(errHostExited)
 		default:
 		}
 		return errors.Wrap(err, "fakeminion: write request")
@@ -252,7 +249,7 @@ func (h *PythonHost) Marker(minionID string) ([]string, error) {
 }
 
 // Close stops the host: closes its stdin (it finishes running jobs, then exits) and kills
-// it if it has not exited after a short grace. Pending calls fail with ErrHostExited.
+// it if it has not exited after a short grace. Pending calls fail with errHostExited.
 func (h *PythonHost) Close() error {
 	h.mu.Lock()
 	if h.closed {

@@ -40,7 +40,7 @@ func call(t *testing.T, h *PythonHost, minion, fun string, args []any, jid strin
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	ret, code, err := h.Call(ctx, minion, fun, args, nil, jid)
+	ret, code, err := h.callModule(ctx, minion, fun, args, nil, jid)
 	if err != nil {
 		t.Fatalf("Call %s: %v", fun, err)
 	}
@@ -188,7 +188,7 @@ func TestDuplicateWorkersExecuteOnce(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			ret, _, err := h.Call(context.Background(), minionA, "oduflow_job.run", []any{req, "configure"}, nil, jid)
+			ret, _, err := h.callModule(context.Background(), minionA, "oduflow_job.run", []any{req, "configure"}, nil, jid)
 			if err != nil {
 				t.Error(err)
 			}
@@ -214,7 +214,7 @@ func TestCancelKillsJobAndLeavesUnknown(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	errc := make(chan error, 1)
 	go func() {
-		_, _, err := h.Call(ctx, minionA, "oduflow_job.run", []any{req, "configure"}, nil, jid)
+		_, _, err := h.callModule(ctx, minionA, "oduflow_job.run", []any{req, "configure"}, nil, jid)
 		errc <- err
 	}()
 	deadline := time.Now().Add(10 * time.Second)
@@ -293,7 +293,7 @@ func TestClose(t *testing.T) {
 	if err := h.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := h.Call(context.Background(), minionA, "oduflow_job.capabilities", nil, nil, ""); err == nil {
+	if _, _, err := h.callModule(context.Background(), minionA, "oduflow_job.capabilities", nil, nil, ""); err == nil {
 		t.Fatal("call after Close succeeded")
 	}
 }

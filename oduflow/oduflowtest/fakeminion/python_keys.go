@@ -11,10 +11,10 @@ import (
 	"github.com/cockroachdb/errors"
 )
 
-// DefaultPython prefers Debian's /usr/bin/python3: the crypto backends Salt uses on the minion
+// defaultPython prefers Debian's /usr/bin/python3: the crypto backends Salt uses on the minion
 // (python3-pycryptodome, python3-m2crypto, python3-cryptography) are installed for it, while a pyenv
 // or venv python3 earlier on PATH usually has none of them.
-func DefaultPython() string {
+func defaultPython() string {
 	if _, err := os.Stat("/usr/bin/python3"); err == nil {
 		return "/usr/bin/python3"
 	}
