@@ -69,7 +69,7 @@ type Model struct {
 	released bool
 }
 
-// New builds a minion with the given id.
+// NewModel builds a model minion with the given Salt minion id (e.g. receipt.MinionIDPrefix + a UUID).
 func NewModel(id string, opts ...ModelOption) *Model {
 	m := &Model{id: id, protocol: 1, pillarReady: true, results: map[receipt.Profile]Result{},
 		terminal: map[string]receipt.Receipt{}, running: map[string]receipt.Receipt{},

@@ -31,7 +31,8 @@ var (
 	ErrPythonMissing = errors.New("fakeminion: python interpreter not found")
 )
 
-// PythonHost is a running Python host. It is safe for concurrent use.
+// PythonHost is a running Python host serving the real module for any number of minion ids. It is safe
+// for concurrent use.
 type PythonHost struct {
 	dir    string
 	cmd    *exec.Cmd
@@ -62,7 +63,7 @@ type request struct {
 	JID      string         `json:"jid"`
 }
 
-// Start writes the embedded module and host into dir (created 0700 when missing) and starts
+// StartPython writes the embedded module and host into dir (created 0700 when missing) and starts
 // the host. It returns after a ping round trip, or with ctx's error.
 func StartPython(ctx context.Context, dir string, opts ...PythonOption) (*PythonHost, error) {
 	cfg := config{python: defaultPython()}

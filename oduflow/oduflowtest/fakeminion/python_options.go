@@ -32,7 +32,7 @@ type config struct {
 	stderr io.Writer
 }
 
-// PythonOption configures Start.
+// PythonOption configures StartPython.
 type PythonOption func(*config)
 
 // WithPython sets the Python interpreter (default /usr/bin/python3 when present, else "python3" from
