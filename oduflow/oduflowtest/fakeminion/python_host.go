@@ -131,7 +131,9 @@ func StartPython(ctx context.Context, dir string, opts ...PythonOption) (*Python
 }
 
 // MinionDir is the directory of one minion: receipts/, cache/, marker.
-func (h *PythonHost) MinionDir(minionID string) string { return filepath.Join(h.dir, "minions", minionID) }
+func (h *PythonHost) MinionDir(minionID string) string {
+	return filepath.Join(h.dir, "minions", minionID)
+}
 
 func (h *PythonHost) read(stdout io.Reader) {
 	sc := bufio.NewScanner(stdout)
