@@ -30,7 +30,7 @@ func FuzzValidateCustom(f *testing.F) {
 	for _, p := range files {
 		f.Add(mustRead(f, p))
 	}
-	codes := map[ErrorCode]bool{}
+	codes := map[errorCode]bool{}
 	for _, c := range allCodes() {
 		codes[c] = true
 	}
@@ -91,7 +91,7 @@ func checkCompiled(t *testing.T, src []byte, c *Compiled) {
 	if !json.Valid(c.Canonical) {
 		t.Fatal("canonical JSON is not JSON")
 	}
-	if len(c.HighData) == 0 || len(c.HighData) > MaxStateIDs {
+	if len(c.HighData) == 0 || len(c.HighData) > maxStateIDs {
 		t.Fatalf("%d ids", len(c.HighData))
 	}
 	for id, body := range c.HighData {

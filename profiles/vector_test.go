@@ -33,7 +33,7 @@ func TestShapeMatchesCapturedStateHigh(t *testing.T) {
 	if gl[0] != wl[0] || gl[1].(map[string]any)["name"] != wl[1].(map[string]any)["name"] {
 		t.Fatalf("declaration %#v, vector %#v", gl, wl)
 	}
-	if len(gl) != 3 || gl[2].(map[string]any)["order"] != int64(FirstAutoOrder) {
+	if len(gl) != 3 || gl[2].(map[string]any)["order"] != int64(firstAutoOrder) {
 		t.Fatalf("declaration %#v lacks the implicit order", gl)
 	}
 }
