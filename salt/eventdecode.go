@@ -303,7 +303,7 @@ func (d *strDecoder) ext(n, depth int) (any, bool) {
 		if ok && inner.off == len(payload) {
 			if arr, ok := v.([]any); ok && len(arr) == 2 {
 				if name, ok := arr[0].(string); ok {
-					return Constant{Name: name, Value: arr[1]}, true
+					return saltConstant{Name: name, Value: arr[1]}, true
 				}
 			}
 		}
@@ -312,7 +312,7 @@ func (d *strDecoder) ext(n, depth int) (any, bool) {
 			return t, true
 		}
 	}
-	return Ext{Type: typ, Data: []byte(payload)}, true
+	return extValue{Type: typ, Data: []byte(payload)}, true
 }
 
 // skip succeeds exactly when value(depth) would, without building values.

@@ -31,14 +31,6 @@ func ParseJID(s string) (JID, error) {
 // jidLayout is %Y%m%d%H%M%S%f.
 const jidLayout = "20060102150405.000000"
 
-// JIDOption configures a JIDGenerator.
-type JIDOption func(*JIDGenerator)
-
-// WithJIDClock replaces time.Now (tests, simulations).
-func WithJIDClock(now func() time.Time) JIDOption {
-	return func(g *JIDGenerator) { g.now = now }
-}
-
 // JIDGenerator makes JIDs in Salt's format that are strictly increasing, and
 // therefore unique, for every caller of this generator, also under
 // concurrency: when the clock has not advanced (or went back) since the last
@@ -51,13 +43,12 @@ type JIDGenerator struct {
 	last time.Time
 }
 
-// NewJIDGenerator returns a generator using the current UTC time.
-func NewJIDGenerator(opts ...JIDOption) *JIDGenerator {
-	g := &JIDGenerator{now: time.Now}
-	for _, o := range opts {
-		o(g)
-	}
-	return g
+// NewJIDGenerator returns a generator using the current UTC time. It reads
+// no exported option today; opts is there for compatibility of call sites.
+func NewJIDGenerator(opts ...Option) *JIDGenerator {
+	s := settings{now: time.Now}
+	applyOptions(&s, opts)
+	return &JIDGenerator{now: s.now}
 }
 
 // Next returns a new JID, strictly greater than every JID this generator
