@@ -28,7 +28,7 @@
 // ErrBadLoad, ErrMasterException, other *MasterError) and
 // IsOutcomeUnknown(err) (ErrOutcomeUnknown: timeout, cancellation, lost
 // connection, unreadable or oversized reply after the request was sent, or
-// an acknowledgement that does not match the request: *ReplyMismatchError,
+// an acknowledgement that does not match the request:
 // another JID than the preassigned one, or minions and missing of a list
 // target that are not exactly the target). Refusals are classified first.
 // A context cancelled while a request is in flight closes its connection.

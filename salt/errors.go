@@ -109,7 +109,7 @@ func isAuthenticationName(n string) bool {
 	return false
 }
 
-// NoMinionsError is the publish reply {jid: nil, minions: [], error: ...}.
+// noMinionsError is the publish reply {jid: nil, minions: [], error: ...}.
 type noMinionsError struct {
 	Message string
 }

@@ -289,7 +289,7 @@ func (s *EventStream) readConn(conn net.Conn) error {
 // reports whether the queued event references frame (else frame is free).
 func (s *EventStream) handleFrame(frame []byte, shared bool, framing frameFormat) bool {
 	if len(frame) == 0 {
-		return false // no frame reader returns one; DecodeEventFrame would refuse it
+		return false // no frame reader returns one; decodeEventFrame would refuse it
 	}
 	// view is the frame's text without a copy. A shared frame is the read
 	// buffer: the view is read only here, for the tag, and never retained. An

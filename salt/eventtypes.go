@@ -65,7 +65,7 @@ type JobReturn struct {
 
 const tagEnd = "\n\n"
 
-// DecodeEventFrame decodes one event-bus frame (the msgpack map
+// decodeEventFrame decodes one event-bus frame (the msgpack map
 // {head, body}, without any length prefix) into an Event, within
 // defaultEventDecodeLimits.
 //

@@ -158,10 +158,10 @@ func sortedKeys(m map[string]any) []string {
 //
 // An acknowledgement that does not match the request (another JID than the
 // preassigned one; for a list target, minions and missing that are not exactly
-// the target) is not trusted: *ReplyMismatchError, marked ErrOutcomeUnknown.
+// the target) is not trusted: it fails with ErrOutcomeUnknown.
 //
 // Errors (test with errors.Is / errors.As): ErrNotSent, ErrOutcomeUnknown,
-// (*ReplyMismatchError), ErrNoMinions (*NoMinionsError), ErrAuthentication, ErrAuthorization
+// ErrNoMinions, ErrAuthentication, ErrAuthorization
 // (*MasterError), ErrBadLoad, ErrMasterException, ErrMalformedReply,
 // ErrLimitExceeded, ErrInvalidRequest. IsNotPublished and IsOutcomeUnknown
 // sort them into the two cases that matter.

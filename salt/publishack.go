@@ -7,7 +7,7 @@ import (
 	"github.com/cockroachdb/redact"
 )
 
-// ReplyMismatchError is a publish acknowledgement that does not match the request: the JID
+// replyMismatchError is a publish acknowledgement that does not match the request: the JID
 // differs from the preassigned one, or the minions of a list target are not exactly the target.
 // Something was published, perhaps not what was asked (a confused or hostile master, a reply
 // meant for another request): the outcome is unknown (Is(ErrOutcomeUnknown)), never "dispatched".
