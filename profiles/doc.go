@@ -69,7 +69,7 @@
 //
 //   - "pkg.installed: [...]" becomes "pkg: [installed, ...]" and the short form
 //     "id: pkg.installed" becomes "pkg: [installed]", as _handle_state_decls does.
-//   - __sls__ is CustomSLS ("oduflow.custom"), __env__ is CustomSaltenv ("base"):
+//   - __sls__ is "oduflow.custom", __env__ is "base":
 //     the values of the vector captured from state.high, and what an sls named
 //     oduflow.custom gets, so "- sls: oduflow.custom" requisites mean the source.
 //   - Salt gives each declaration without an explicit order the implicit

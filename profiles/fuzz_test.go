@@ -99,7 +99,7 @@ func checkCompiled(t *testing.T, src []byte, c *Compiled) {
 			t.Fatalf("bad id %q", id)
 		}
 		m, ok := body.(map[string]any)
-		if !ok || m["__sls__"] != CustomSLS || m["__env__"] != CustomSaltenv || len(m) < 3 {
+		if !ok || m["__sls__"] != customSLS || m["__env__"] != customSaltenv || len(m) < 3 {
 			t.Fatalf("bad body %#v", body)
 		}
 		for mod, decl := range m {

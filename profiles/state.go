@@ -7,13 +7,13 @@ import (
 	"go.yaml.in/yaml/v3"
 )
 
-// CustomSLS and CustomSaltenv are the __sls__ and __env__ of every compiled
+// customSLS and customSaltenv are the __sls__ and __env__ of every compiled
 // state id: the high data is exactly what Salt 3006 renders from the same
 // YAML saved as salt://oduflow/custom.sls in saltenv base (so a requisite
 // "- sls: oduflow.custom" means the custom state itself).
 const (
-	CustomSLS     = "oduflow.custom"
-	CustomSaltenv = "base"
+	customSLS     = "oduflow.custom"
+	customSaltenv = "base"
 	// firstAutoOrder is the first implicit order Salt gives an sls
 	// declaration (BaseHighState.iorder = 10000, state_auto_order: True).
 	firstAutoOrder = 10000
@@ -110,8 +110,8 @@ func (c *compiler) top(root *yaml.Node) (map[string]any, *CustomError) {
 		if err != nil {
 			return err
 		}
-		body["__sls__"] = CustomSLS
-		body["__env__"] = CustomSaltenv
+		body["__sls__"] = customSLS
+		body["__env__"] = customSaltenv
 		high[id] = body
 		return nil
 	})

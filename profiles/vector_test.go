@@ -26,7 +26,7 @@ func TestShapeMatchesCapturedStateHigh(t *testing.T) {
 	if !ok || len(c.HighData) != len(vec.High) || len(got) != len(want) {
 		t.Fatalf("got %#v, vector %#v", c.HighData, vec.High)
 	}
-	if got["__env__"] != want["__env__"] || got["__sls__"] != CustomSLS {
+	if got["__env__"] != want["__env__"] || got["__sls__"] != customSLS {
 		t.Fatalf("__env__/__sls__: %v %v", got["__env__"], got["__sls__"])
 	}
 	wl, gl := want["test"].([]any), got["test"].([]any)

@@ -42,8 +42,9 @@ var (
 	ErrMalformedReply = errors.New("salt: malformed reply")
 	// ErrLimitExceeded: a reply or an event frame exceeded its Limits (wire
 	// size, decoded values, estimated decoded bytes, nesting). A reply
-	// beyond them is also ErrMalformedReply (and ErrOutcomeUnknown for a
-	// publish); an event frame beyond them becomes a Gap whose Err is it.
+	// beyond them comes with ErrOutcomeUnknown (and ErrMalformedReply when
+	// its decoding was refused); an event frame beyond them becomes a Gap
+	// whose Err is it.
 	ErrLimitExceeded = errors.New("salt: message exceeds a configured limit")
 	// ErrInvalidJID: not exactly 20 ASCII digits.
 	ErrInvalidJID = errors.New("salt: invalid JID")

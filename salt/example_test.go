@@ -97,3 +97,38 @@ func TestDecodeValueTolerantKeys(t *testing.T) {
 		t.Fatalf("got %#v, %v", v, err)
 	}
 }
+
+// Log in with eauth once, reuse the token until shortly before it expires,
+// and bound what one reply may cost: a reply beyond the limits is refused
+// before it is allocated, and its outcome is unknown.
+func ExampleNewTokenSource() {
+	ctx := context.Background()
+	dir, _ := os.MkdirTemp("", "ex")
+	defer os.RemoveAll(dir)
+	sim, err := salttest.Start(ctx, salttest.WithDir(dir),
+		salttest.WithEauthUser("pam", "deploy", "s3cret", []salttest.ACLEntry{salttest.AllowOn("web*", "test.*")}))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer sim.Close()
+	sim.AddMinion("web1", nil)
+
+	login, _ := salt.NewClient(sim.Addr(), salt.WithConnectionReuse())
+	defer login.Close()
+	tokens := salt.NewTokenSource(login, "pam", "deploy", "s3cret", salt.WithRenewBefore(10*time.Minute))
+	client, _ := salt.NewClient(sim.Addr(), salt.WithAuth(salt.TokenAuth(tokens)),
+		salt.WithRequestTimeout(10*time.Second))
+	defer client.Close()
+	res, err := client.Publish(ctx, salt.PublishRequest{Target: salt.GlobTarget("web*"), Fun: "test.ping"})
+	fmt.Println(err == nil, res != nil && res.Minions[0] == "web1", tokens.Current() != nil)
+
+	tight, _ := salt.NewClient(sim.Addr(), salt.WithAuth(salt.TokenAuth(tokens)),
+		salt.WithLimits(salt.Limits{MaxMessageBytes: 16}))
+	defer tight.Close()
+	_, err = tight.Publish(ctx, salt.PublishRequest{Target: salt.GlobTarget("web*"), Fun: "test.ping"})
+	fmt.Println(errors.Is(err, salt.ErrLimitExceeded), salt.IsOutcomeUnknown(err))
+	// Output:
+	// true true true
+	// true true
+}

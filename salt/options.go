@@ -35,8 +35,7 @@ func applyOptions(s *settings, opts []Option) {
 // refused: a reply for a Client, one event frame for SubscribeEvents. A zero
 // field keeps its default; a negative one makes the constructor fail with
 // ErrInvalidRequest. A message beyond a limit fails with ErrLimitExceeded (a
-// reply: also ErrMalformedReply and ErrOutcomeUnknown; an event frame: a Gap
-// whose Err is it).
+// reply: also ErrOutcomeUnknown; an event frame: a Gap whose Err is it).
 //
 // Wire bytes are a poor bound on memory: an empty array is one byte on the
 // wire and about 40 bytes decoded, so every decoded value is charged an
