@@ -14,19 +14,17 @@ import (
 	"strings"
 )
 
-// surface maps a package (its directory relative to the module root, "." for
-// the root) to its exported top-level names: funcs without a receiver, types,
-// consts and vars declared in non-test files. Files for other platforms are
-// read too; a name declared in several of them counts once.
-type surface map[string][]string
-
-// pkgInfo is what the walk learns about one package directory.
+// pkgInfo is what the walk learns about one package directory: its exported
+// top-level names (funcs without a receiver, types, consts and vars declared
+// in non-test files; files for other platforms are read too, and a name
+// declared in several of them counts once).
 type pkgInfo struct {
 	names   []string
 	example bool // under examples/: counted and printed, never budgeted
 }
 
-// readSurface walks the module at root. It skips internal/ and testdata
+// readSurface maps each package of the module at root (its directory relative
+// to root, "." for the root) to its pkgInfo. It skips internal/ and testdata
 // directories, hidden and underscore directories, and nested modules (a
 // directory with its own go.mod).
 func readSurface(root string) (map[string]pkgInfo, error) {
@@ -50,11 +48,11 @@ func readSurface(root string) (map[string]pkgInfo, error) {
 				return filepath.SkipDir
 			}
 		}
-		names, any, err := exportedNames(path)
+		names, found, err := exportedNames(path)
 		if err != nil {
 			return err
 		}
-		if any {
+		if found {
 			out[rel] = pkgInfo{names: names, example: rel == "examples" || strings.HasPrefix(rel, "examples/")}
 		}
 		return nil
@@ -62,9 +60,9 @@ func readSurface(root string) (map[string]pkgInfo, error) {
 	return out, err
 }
 
-// exportedNames parses the non-test Go files of dir. any reports whether dir
+// exportedNames parses the non-test Go files of dir. found reports whether dir
 // holds at least one such file.
-func exportedNames(dir string) (names []string, any bool, err error) {
+func exportedNames(dir string) (names []string, found bool, err error) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return nil, false, err
@@ -80,7 +78,7 @@ func exportedNames(dir string) (names []string, any bool, err error) {
 		if err != nil {
 			return nil, false, err
 		}
-		any = true
+		found = true
 		for _, decl := range f.Decls {
 			switch d := decl.(type) {
 			case *ast.FuncDecl:
@@ -109,7 +107,7 @@ func exportedNames(dir string) (names []string, any bool, err error) {
 		names = append(names, n)
 	}
 	sort.Strings(names)
-	return names, any, nil
+	return names, found, nil
 }
 
 // usedNames returns, per package of targets (relative directories), the
