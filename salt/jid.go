@@ -43,8 +43,8 @@ type JIDGenerator struct {
 	last time.Time
 }
 
-// NewJIDGenerator returns a generator using the current UTC time. It reads
-// no exported option today; opts is there for compatibility of call sites.
+// NewJIDGenerator returns a generator using the current UTC time. No exported
+// option applies to it (tests replace its clock).
 func NewJIDGenerator(opts ...Option) *JIDGenerator {
 	s := settings{now: time.Now}
 	applyOptions(&s, opts)

@@ -5,9 +5,15 @@ import (
 	"time"
 )
 
-// Option configures NewClient, SubscribeEvents, NewTokenSource or
-// NewJIDGenerator. Each option says which of them reads it; the others ignore
-// it, so one option list can be shared (WithLogger, WithLimits).
+// Option configures NewClient, SubscribeEvents or NewTokenSource; a
+// constructor ignores the options it does not read, so one list can be shared.
+//
+//   - NewClient: WithAuth, WithRequestTimeout, WithConnectionReuse,
+//     WithEnvelopeVersion, WithOSUser;
+//   - SubscribeEvents: WithTagPrefixes, WithEventBuffer, WithFrameTimeout,
+//     WithReconnectBackoff, WithEventDialer;
+//   - both: WithLogger, WithLimits (each with its own defaults);
+//   - NewTokenSource: WithRenewBefore.
 type Option func(*settings)
 
 // settings collects every option; each constructor reads its own part.
