@@ -41,8 +41,7 @@ const (
 // StaticToken is a TokenSource for a fixed token.
 func StaticToken(token string) TokenSource { return staticToken(token) }
 
-// WithJIDClock and WithTokenClock replace time.Now.
-func WithJIDClock(now func() time.Time) Option   { return withClock(now) }
+// WithTokenClock replaces time.Now of NewTokenSource.
 func WithTokenClock(now func() time.Time) Option { return withClock(now) }
 
 // The former single-purpose limit options, as WithLimits.

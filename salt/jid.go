@@ -43,12 +43,9 @@ type JIDGenerator struct {
 	last time.Time
 }
 
-// NewJIDGenerator returns a generator using the current UTC time. No exported
-// option applies to it (tests replace its clock).
-func NewJIDGenerator(opts ...Option) *JIDGenerator {
-	s := settings{now: time.Now}
-	applyOptions(&s, opts)
-	return &JIDGenerator{now: s.now}
+// NewJIDGenerator returns a generator using the current UTC time.
+func NewJIDGenerator() *JIDGenerator {
+	return &JIDGenerator{now: time.Now}
 }
 
 // Next returns a new JID, strictly greater than every JID this generator

@@ -22,7 +22,7 @@ type settings struct {
 	event       eventConfig
 	limits      Limits
 	renewBefore time.Duration    // NewTokenSource; 0 = default
-	now         func() time.Time // NewJIDGenerator, NewTokenSource (tests); nil = time.Now
+	now         func() time.Time // NewTokenSource (tests)
 }
 
 func clientOption(f func(*clientConfig)) Option { return func(s *settings) { f(&s.client) } }
@@ -108,6 +108,6 @@ func WithLogger(l *slog.Logger) Option {
 	return func(s *settings) { s.client.logger, s.event.logger = l, l }
 }
 
-// withClock replaces time.Now for NewJIDGenerator and NewTokenSource. It is a
-// test knob (export_test.go exports it to this package's tests).
+// withClock replaces time.Now for NewTokenSource. It is a test knob
+// (export_test.go exports it to this package's tests).
 func withClock(now func() time.Time) Option { return func(s *settings) { s.now = now } }
