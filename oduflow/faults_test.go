@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/oduflow/oduflow-go/internal/errmark"
+
 	"github.com/cockroachdb/errors"
 	"github.com/google/uuid"
 
@@ -116,7 +118,7 @@ type lostRun struct{ Publisher }
 
 func (p lostRun) Publish(ctx context.Context, req salt.PublishRequest) (*salt.PublishResult, error) {
 	if req.Fun == FunRun {
-		return nil, errors.Mark(errors.New("test: reply lost"), salt.ErrOutcomeUnknown)
+		return nil, errmark.Mark(errors.New("test: reply lost"), salt.ErrOutcomeUnknown)
 	}
 	return p.Publisher.Publish(ctx, req)
 }

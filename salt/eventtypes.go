@@ -61,6 +61,11 @@ type JobReturn struct {
 	Success  bool
 	Out      string
 	Metadata map[string]any // kwargs.metadata of the publish, if any
+	// Cmd and ID are the data's own "cmd" and "id" ("" when absent). A master-handled return carries
+	// cmd "_return" and the sender's id; an event a minion fired through _minion_event carries cmd
+	// "_minion_event" (or, in its batched form, whatever the sender wrote): neither proves the sender.
+	Cmd string
+	ID  string
 }
 
 const tagEnd = "\n\n"
@@ -187,6 +192,8 @@ func classifyEvent(tag string, data map[string]any) Event {
 		r.Fun, _ = data["fun"].(string)
 		r.Success, _ = data["success"].(bool)
 		r.Out, _ = data["out"].(string)
+		r.Cmd, _ = data["cmd"].(string)
+		r.ID, _ = data["id"].(string)
 		r.Metadata, _ = data["metadata"].(map[string]any)
 		if rc, ok := data["retcode"].(int64); ok {
 			r.Retcode = int(rc)

@@ -116,9 +116,9 @@ func (e *env) dispatcher(ctx context.Context, opts ...oduflow.Option) (*oduflow.
 	}
 	all := []oduflow.Option{
 		oduflow.WithClaimStore(store),
+		oduflow.WithPKIDir(e.g.pkiDir),
 		oduflow.WithLogger(e.logger()),
 		oduflow.WithWorkerMode(oduflow.Detached(exe, e.g.childEnv()...)),
-		// TODO(pki): pass oduflow.WithPKIDir(e.g.pkiDir) here once the library has that option.
 	}
 	if !e.worker {
 		// The worker's output goes to a private log in the state directory, never to this command's
@@ -186,6 +186,7 @@ func (g *globals) childEnv() []string {
 		"ODUFLOW_SALT_EAUTH=" + g.eauth,
 		"ODUFLOW_SALT_USER=" + g.user,
 		"ODUFLOW_STATE_DIR=" + g.stateDir,
+		"ODUFLOW_SALT_PKI_DIR=" + g.pkiDir,
 		"ODUFLOW_CATALOG_DIR=" + g.catalogDir(),
 		"ODUFLOW_CLAIMS=", // resolved into ODUFLOW_STATE_DIR
 		"ODUFLOW_SALT_PKI_DIR=" + g.pkiDir,
