@@ -77,7 +77,7 @@ func (e *simEnv) newClient(opts ...salt.Option) *salt.Client {
 
 func (e *simEnv) events() EventSource {
 	return SaltEvents(e.sim.EventsAddr(), salt.WithReconnectBackoff(20*time.Millisecond, 200*time.Millisecond),
-		salt.WithEventLogger(quietLogger()))
+		salt.WithLogger(quietLogger()))
 }
 
 func newSimMinion(id string, opts ...fakeminion.ModelOption) *fakeminion.Model {
