@@ -65,7 +65,7 @@ func Example() {
 		return
 	}
 	defer func() { _ = client.Close() }()
-	d, err := oduflow.New(client, oduflow.SaltEvents(master.EventsAddr(), salt.WithEventLogger(quiet)),
+	d, err := oduflow.New(client, oduflow.SaltEvents(master.EventsAddr(), salt.WithLogger(quiet)),
 		oduflow.WithPKIDir(master.PKIDir()), oduflow.WithClaimStore(oduflowtest.NewMemoryStore()),
 		oduflow.WithLogger(quiet))
 	if err != nil {
