@@ -53,9 +53,22 @@ func newLabMinion(t *testing.T, simOpts []salttest.Option, mopts ...fakeminion.M
 		"ODUFLOW_SALT_MASTER=" + sim.Addr(),
 		"ODUFLOW_SALT_EVENTS=" + sim.EventsAddr(),
 		"ODUFLOW_SALT_KEY_FILE=" + sim.KeyFile(),
-		"ODUFLOW_STATE_DIR=" + filepath.Join(t.TempDir(), "claims"),
+		"ODUFLOW_STATE_DIR=" + filepath.Join(stateRoot(t), "claims"),
 	}
 	return l
+}
+
+// stateRoot is a temporary directory for a claim store that a detached worker may still write to when
+// the test ends (TestMain ends leftover workers only after every test): removed best effort, so a
+// worker's late write cannot fail the test's cleanup the way t.TempDir's strict removal does.
+func stateRoot(t *testing.T) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "oduflowctl-state-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	return dir
 }
 
 // withEnv returns env with each KEY=VALUE of set replacing (or adding) that key.
