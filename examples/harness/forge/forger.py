@@ -107,7 +107,7 @@ def forged_return(victim, jid, fun_args, receipt):
     }
 
 
-def sanitize(tag, data, forged):
+def sanitize(tag, data, forged, forger_id):
     """tag, cmd, id, fun and, for returns, status/passed/total: never keys, tokens or whole returns."""
     out = {"tag": tag}
     if not isinstance(data, dict):
@@ -126,8 +126,8 @@ def sanitize(tag, data, forged):
         out["status"] = ret.get("status")
         out["passed"] = ret.get("passed")
         out["total"] = ret.get("total")
-    if forged is not None and data == forged:
-        out["origin"] = "FORGED: batched events form from %s" % forged_origin[0]
+    if forged is not None and strip_stamp(data) == strip_stamp(forged):
+        out["origin"] = "FORGED: batched events form from %s" % forger_id
     elif data.get("cmd") == "_minion_event":
         out["origin"] = "FORGED: event.fire_master from the victim minion itself"
     elif tag.endswith("/new"):
@@ -137,7 +137,9 @@ def sanitize(tag, data, forged):
     return out
 
 
-forged_origin = [""]
+def strip_stamp(d):
+    """The event data without _stamp, which the master's fire_event sets on every event it fires."""
+    return {k: v for k, v in d.items() if k != "_stamp"}
 
 
 def main():
@@ -155,7 +157,6 @@ def main():
 
     workdir = args.workdir or tempfile.mkdtemp(prefix="oduflow-forger-")
     forger_id = "client-" + str(uuid.uuid4())
-    forged_origin[0] = forger_id
     opts = forger_opts(workdir, forger_id, args.host, args.port)
 
     # Authenticate as the new identity: a fresh key pair is generated in its pki dir, the master
@@ -243,12 +244,12 @@ def main():
                        fired["fire_master_jid"], fired["fire_master_published_ms"])
                 )
                 run_news += 1
-                seen.append(dict(sanitize(tag, data, None), t_ms=0.0))
+                seen.append(dict(sanitize(tag, data, None, forger_id), t_ms=0.0))
                 continue
         if jid is not None and ejid == jid:
             if kind == "new" and isinstance(data, dict) and data.get("fun") == RUN_FUN:
                 run_news += 1
-            seen.append(dict(sanitize(tag, data, forged), t_ms=round((time.monotonic() - t_new) * 1000, 1)))
+            seen.append(dict(sanitize(tag, data, forged, forger_id), t_ms=round((time.monotonic() - t_new) * 1000, 1)))
 
     channel.close()
     for s in seen:

@@ -54,9 +54,23 @@ cleanup() {
     rm -f "$ODUFLOW_SALT_PKI_DIR/minions/$id"
     rm -rf "$lab/cache/master/minions/$id"
   done
-  rm -rf "$work"
+  if [ -n "${FORGE_KEEP:-}" ]; then echo "forge: kept $work"; else rm -rf "$work"; fi
 }
 trap cleanup EXIT
+
+elapsed() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.1f", b - a }'; }
+
+# baseline PROFILE: the same request with nobody forging, for the time it takes on this lab.
+baseline() {
+  local out rc=0 t0 t1
+  echo
+  echo "== baseline $1 (no forger): $ctl start $1 $minion --wait"
+  t0=$(date +%s.%N)
+  out=$(timeout 180 "$ctl" start "$1" "$minion" --wait --pki-dir "$ODUFLOW_SALT_PKI_DIR" 2>/dev/null) || rc=$?
+  t1=$(date +%s.%N)
+  echo "   (stdout) $out"
+  echo "   exit $rc after $(elapsed "$t0" "$t1") s"
+}
 
 run_case() { # run_case PROFILE FORGED_STATUS WANT_STATUS WANT_PASSED WANT_TOTAL WANT_EXIT
   local profile=$1 forge=$2 want_status=$3 want_passed=$4 want_total=$5 want_exit=$6
@@ -72,14 +86,16 @@ run_case() { # run_case PROFILE FORGED_STATUS WANT_STATUS WANT_PASSED WANT_TOTAL
     kill -0 "$fpid" 2>/dev/null || break
     sleep 0.1
   done
-  grep '^forger: ready' "$flog" || { echo "forger did not get ready"; cat "$flog" "$flog.err"; fails=$((fails + 1)); return; }
+  grep -q '^forger: ready' "$flog" || { echo "forger did not get ready"; cat "$flog" "$flog.err"; fails=$((fails + 1)); return; }
   forger_ids+=("$(sed -n 's/^forger: ready: authenticated to [^ ]* as \(client-[0-9a-f-]*\) .*/\1/p' "$flog")")
-  echo "-- $ctl start $profile $minion --wait --pki-dir $ODUFLOW_SALT_PKI_DIR"
-  local out rc=0
-  out=$(timeout 180 "$ctl" start "$profile" "$minion" --wait --pki-dir "$ODUFLOW_SALT_PKI_DIR" 2>"$work/ctl.err") || rc=$?
+  echo "-- ODUFLOW_DEBUG=1 $ctl start $profile $minion --wait --pki-dir $ODUFLOW_SALT_PKI_DIR"
+  local out rc=0 t0 t1
+  t0=$(date +%s.%N)
+  out=$(ODUFLOW_DEBUG=1 timeout 180 "$ctl" start "$profile" "$minion" --wait --pki-dir "$ODUFLOW_SALT_PKI_DIR" 2>"$work/ctl.err") || rc=$?
+  t1=$(date +%s.%N)
   sed 's/^/   (stderr) /' "$work/ctl.err"
   echo "   (stdout) $out"
-  echo "   exit $rc"
+  echo "   exit $rc after $(elapsed "$t0" "$t1") s"
   touch "$stop"
   local frc=0
   wait "$fpid" || frc=$?
@@ -118,6 +134,8 @@ run_case() { # run_case PROFILE FORGED_STATUS WANT_STATUS WANT_PASSED WANT_TOTAL
   check "status read back" "$src" "$want_exit"
 }
 
+baseline production
+baseline configure
 run_case production succeeded failed 2 3 1
 run_case configure failed succeeded 3 3 0
 
