@@ -106,6 +106,10 @@ run_case() { # run_case PROFILE FORGED_STATUS WANT_STATUS WANT_PASSED WANT_TOTAL
   jid=$(printf '%s' "$summary" | py -c 'import json,sys; print(json.load(sys.stdin)["jid"])')
   echo "-- worker log ($ODUFLOW_STATE_DIR/worker.log), lines about unverified events of jid $jid"
   grep -i 'unverified' "$ODUFLOW_STATE_DIR/worker.log" | grep -- "$jid" || echo "   (none)"
+  echo "-- worker log timeline of jid $jid: its publication to the committed result (salt publish lines name the fun only)"
+  awk -v j="jid=$jid" 'index($0, "msg=\"salt publish\" fun=oduflow_job.run") && index($0, j) { on = 1 }
+    on && !/msg="salt request done"/ { print "   " $0 }
+    on && index($0, "final result committed") && index($0, j) { exit }' "$ODUFLOW_STATE_DIR/worker.log"
   echo "-- checks"
   local got_status got_passed got_total got_jid
   read -r got_status got_passed got_total got_jid < <(printf '%s' "$out" | py -c \
