@@ -4,6 +4,8 @@ import (
 	"context"
 	"time"
 
+	"github.com/oduflow/oduflow-go/internal/errmark"
+
 	"github.com/cockroachdb/errors"
 
 	"github.com/oduflow/oduflow-go/salt"
@@ -15,17 +17,18 @@ const (
 	FunStatus       = "oduflow_job.status"
 	FunCapabilities = "oduflow_job.capabilities"
 	FunPing         = "test.ping"
+	// FunAttest (oduflow_job.attest) is declared with the receipt proofs.
 )
 
 // errCallGap: the event stream had a gap while a call waited for its return.
-var errCallGap = errors.Mark(errors.New("oduflow: event gap while waiting for a return"), ErrNoReturn)
+var errCallGap = errmark.Mark(errors.New("oduflow: event gap while waiting for a return"), ErrNoReturn)
 
 // publish sends one publication, never retried, and counts it.
 func (d *Dispatcher) publish(ctx context.Context, minion string, fun string, args []any, jid salt.JID) (*salt.PublishResult, error) {
 	select { // bound the wire requests in flight (the master and this host have finite workers)
 	case d.pubSem <- struct{}{}:
 	case <-ctx.Done():
-		return nil, errors.Mark(errors.Wrap(ctx.Err(), "oduflow: waiting to publish"), salt.ErrNotSent)
+		return nil, errmark.Mark(errors.Wrap(ctx.Err(), "oduflow: waiting to publish"), salt.ErrNotSent)
 	}
 	defer func() { <-d.pubSem }()
 	t0 := time.Now()
@@ -75,19 +78,27 @@ const callAttempts = 3
 // all) for its return. The event waiter is registered before each publish. When an event-bus gap may have
 // hidden the return, the read-only call is asked again (new JID), at most callAttempts times in all.
 func (d *Dispatcher) call(ctx context.Context, minion, fun string, args []any, timeout time.Duration) (*salt.JobReturn, error) {
+	return d.callAccept(ctx, minion, fun, args, timeout, nil)
+}
+
+// callAccept is call; a return for which accept (when not nil) is false is skipped and the call keeps
+// waiting. Returns that are not the minion's own (another minion's tag, cmd _minion_event, a data id
+// that is not the tag's minion) are always skipped: a forged answer raced ahead of the real one cannot
+// take its place.
+func (d *Dispatcher) callAccept(ctx context.Context, minion, fun string, args []any, timeout time.Duration, accept func(*salt.JobReturn) bool) (*salt.JobReturn, error) {
 	if fun == FunRun {
 		return nil, errors.AssertionFailedf("oduflow: call never publishes %s", errors.Safe(fun))
 	}
 	deadline := time.Now().Add(timeout)
 	for attempt := 1; ; attempt++ {
-		jr, err := d.callOnce(ctx, minion, fun, args, time.Until(deadline))
+		jr, err := d.callOnce(ctx, minion, fun, args, time.Until(deadline), accept)
 		if err == nil || !errors.Is(err, errCallGap) || attempt >= callAttempts || time.Until(deadline) <= 0 {
 			return jr, err
 		}
 	}
 }
 
-func (d *Dispatcher) callOnce(ctx context.Context, minion, fun string, args []any, timeout time.Duration) (*salt.JobReturn, error) {
+func (d *Dispatcher) callOnce(ctx context.Context, minion, fun string, args []any, timeout time.Duration, accept func(*salt.JobReturn) bool) (*salt.JobReturn, error) {
 	jid := d.jids.Next()
 	w, err := d.hub.watch(ctx, jid)
 	if err != nil {
@@ -109,7 +120,11 @@ func (d *Dispatcher) callOnce(ctx context.Context, minion, fun string, args []an
 			// Events may have been missed, this return among them: the caller decides whether to ask again.
 			return nil, errors.Wrapf(errCallGap, "%s", errors.Safe(fun))
 		case r := <-w.rets:
-			if r.MinionID != minion {
+			if reason := eventReason(minion, r); reason != "" {
+				d.hooks.UnverifiedEvent(reason)
+				continue
+			}
+			if accept != nil && !accept(r) {
 				continue
 			}
 			return r, nil

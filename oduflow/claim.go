@@ -5,6 +5,9 @@ import (
 	"encoding/json"
 	"time"
 
+	"github.com/oduflow/oduflow-go/internal/errmark"
+	"github.com/oduflow/oduflow-go/internal/strictjson"
+
 	"github.com/cockroachdb/errors"
 
 	"github.com/oduflow/oduflow-go/receipt"
@@ -85,6 +88,10 @@ type Claim struct {
 	Evidence    string         `json:"evidence,omitempty"`
 	AssertedBy  string         `json:"asserted_by,omitempty"`
 	AssertedWhy string         `json:"asserted_reason,omitempty"`
+	// MinionKeySHA256 pins, at preflight, the fingerprint (hex SHA-256 of the DER SubjectPublicKeyInfo)
+	// of the key the master accepted for MinionID: only proofs signed by that key are evidence. Claims
+	// written before receipt proofs have none.
+	MinionKeySHA256 string `json:"minion_key_sha256,omitempty"`
 	// Generation is the fencing token: every successful update increments it.
 	Generation uint64 `json:"generation"`
 }
@@ -156,19 +163,19 @@ func (c *Claim) clone() *Claim {
 // Validate checks identities and the enumerations. It never echoes field contents other than identities.
 func (c *Claim) Validate() error {
 	if err := receipt.ValidateMinionID(c.MinionID); err != nil {
-		return errors.Mark(err, ErrCorruptClaim)
+		return errmark.Mark(err, ErrCorruptClaim)
 	}
 	if err := receipt.ValidateRequestID(c.RequestID); err != nil {
-		return errors.Mark(err, ErrCorruptClaim)
+		return errmark.Mark(err, ErrCorruptClaim)
 	}
 	if c.JID != "" {
 		if err := receipt.ValidateJID(c.JID); err != nil {
-			return errors.Mark(err, ErrCorruptClaim)
+			return errmark.Mark(err, ErrCorruptClaim)
 		}
 	}
 	if c.Profile != "" {
 		if _, err := receipt.ParseProfile(string(c.Profile)); err != nil {
-			return errors.Mark(err, ErrCorruptClaim)
+			return errmark.Mark(err, ErrCorruptClaim)
 		}
 	}
 	if !c.Phase.valid() {
@@ -187,6 +194,9 @@ func (c *Claim) Validate() error {
 	}
 	if c.Passed < 0 || c.Total < 0 || c.Passed > c.Total {
 		return errors.Wrap(ErrCorruptClaim, "counts")
+	}
+	if c.MinionKeySHA256 != "" && !isHex64(c.MinionKeySHA256) {
+		return errors.Wrap(ErrCorruptClaim, "minion key fingerprint")
 	}
 	return nil
 }
@@ -212,12 +222,29 @@ type legacyClaim struct {
 	ErrorText  string   `json:"error"`      // never kept (may be raw); only its presence matters
 }
 
-// DecodeClaim parses and validates a stored claim, accepting both legacy kinds.
+// DecodeClaim parses and validates a stored claim, accepting both legacy kinds. It refuses (ErrCorruptClaim)
+// duplicate keys at any depth (case-insensitively, as encoding/json matches fields), anything after the
+// JSON value, and unknown keys in a protocol claim.
 func DecodeClaim(data []byte) (*Claim, error) {
+	// Strict first: a repeated key (also one differing only in case, which encoding/json merges into one
+	// field) or a second value after the first must not rewrite a committed claim.
+	if err := strictjson.Check(data, strictjson.FoldCase()); err != nil {
+		return nil, errmark.Mark(errors.Wrap(err, "oduflow: decode claim"), ErrCorruptClaim)
+	}
 	var lc legacyClaim
 	dec := json.NewDecoder(bytes.NewReader(data))
 	if err := dec.Decode(&lc); err != nil {
-		return nil, errors.Mark(errors.Wrap(err, "oduflow: decode claim"), ErrCorruptClaim)
+		return nil, errmark.Mark(errors.Wrap(err, "oduflow: decode claim"), ErrCorruptClaim)
+	}
+	if lc.Protocol >= ClaimProtocol {
+		// A protocol claim is written only by this package: its schema is closed. Legacy claims keep
+		// whatever extra keys earlier runners wrote.
+		strict := json.NewDecoder(bytes.NewReader(data))
+		strict.DisallowUnknownFields()
+		var pc Claim
+		if err := strict.Decode(&pc); err != nil {
+			return nil, errmark.Mark(errors.Wrap(err, "oduflow: decode claim: unknown field"), ErrCorruptClaim)
+		}
 	}
 	c := lc.Claim
 	if c.Protocol < ClaimProtocol {
@@ -262,4 +289,17 @@ func legacyPhase(state string, st receipt.Status) Phase {
 func unixFloat(f float64) time.Time {
 	sec := int64(f)
 	return time.Unix(sec, int64((f-float64(sec))*1e9)).UTC()
+}
+
+// isHex64 reports whether s is 64 lowercase hex digits.
+func isHex64(s string) bool {
+	if len(s) != 64 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+			return false
+		}
+	}
+	return true
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"log/slog"
 
+	"github.com/oduflow/oduflow-go/internal/errmark"
+
 	"github.com/cockroachdb/errors"
 
 	"github.com/oduflow/oduflow-go/oduflow/catalog"
@@ -57,7 +59,7 @@ func (d *Dispatcher) CustomStart(ctx context.Context, minion, request, definitio
 		return CustomResponse{}, invalid(err, "definition id")
 	}
 	if !mode.Valid() {
-		return CustomResponse{}, errors.Mark(errors.Newf("oduflow: invalid custom mode %q", errors.Safe(string(mode))), ErrInvalidInput)
+		return CustomResponse{}, errmark.Mark(errors.Newf("oduflow: invalid custom mode %q", errors.Safe(string(mode))), ErrInvalidInput)
 	}
 	cat, err := d.customCatalog()
 	if err != nil {
@@ -107,7 +109,7 @@ func (d *Dispatcher) CustomStart(ctx context.Context, minion, request, definitio
 	}
 	compiled, err := CompileCustomSource(def.Source) // the digest bound now is the one frozen below
 	if err != nil {
-		return CustomResponse{}, errors.Mark(errors.Wrap(err, "oduflow: custom source"), ErrInvalidInput)
+		return CustomResponse{}, errmark.Mark(errors.Wrap(err, "oduflow: custom source"), ErrInvalidInput)
 	}
 	dec, err := d.decideCustom(ctx, cat, minion, definitionID, compiled.Digest, mode)
 	if err != nil {

@@ -117,7 +117,7 @@ func TestLiveCustomMatchesStateApply(t *testing.T) {
 	timers := DefaultTimers()
 	timers.ExecutionWait, timers.HardDeadline, timers.StatusExpiry = 3*time.Minute, 4*time.Minute, 5*time.Minute
 	timers.PollBudget, timers.CallTimeout = 30, 20*time.Second
-	d, err := New(client, SaltEvents(events), WithClaimDir(filepath.Join(base, "claims")), WithTimers(timers),
+	d, err := New(client, SaltEvents(events), WithClaimDir(filepath.Join(base, "claims")), WithTimers(timers), WithPKIDir(labPKIDir()),
 		WithLogger(cstLogger()), WithCustomCatalog(cat))
 	if err != nil {
 		t.Fatal(err)

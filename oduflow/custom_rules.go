@@ -4,6 +4,8 @@ import (
 	"sort"
 	"time"
 
+	"github.com/oduflow/oduflow-go/internal/errmark"
+
 	"github.com/cockroachdb/errors"
 
 	"github.com/oduflow/oduflow-go/oduflow/catalog"
@@ -144,10 +146,10 @@ type CustomDecision struct {
 // It is pure: no I/O, no clock.
 func DecideCustom(req CustomRequest) (CustomDecision, error) {
 	if !req.Mode.Valid() {
-		return CustomDecision{}, errors.Mark(errors.Newf("oduflow: invalid custom mode %q", errors.Safe(string(req.Mode))), ErrInvalidInput)
+		return CustomDecision{}, errmark.Mark(errors.Newf("oduflow: invalid custom mode %q", errors.Safe(string(req.Mode))), ErrInvalidInput)
 	}
 	if req.DefinitionID == "" || req.Digest == "" {
-		return CustomDecision{}, errors.Mark(errors.New("oduflow: custom decision without definition or digest"), ErrInvalidInput)
+		return CustomDecision{}, errmark.Mark(errors.New("oduflow: custom decision without definition or digest"), ErrInvalidInput)
 	}
 	hist := append([]CustomRecord(nil), req.History...)
 	sort.SliceStable(hist, func(i, j int) bool {

@@ -3,7 +3,11 @@ package oduflow
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/x509"
 	"encoding/json"
+	"encoding/pem"
 	"io"
 	"log/slog"
 	"os"
@@ -13,6 +17,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/oduflow/oduflow-go/internal/errmark"
 
 	"github.com/cockroachdb/errors"
 
@@ -26,7 +32,8 @@ import (
 // the Python module does (exactly digest and high; the digest of high's canonical JSON must match) and
 // answers with protocol 1 receipts carrying the state digest. A state id containing "fail" fails.
 type cstMinion struct {
-	id string
+	id  string
+	key *rsa.PrivateKey
 
 	mu       sync.Mutex
 	hold     chan struct{} // non-nil: custom runs block until released
@@ -37,7 +44,11 @@ type cstMinion struct {
 }
 
 func newCstMinion(id string) *cstMinion {
-	return &cstMinion{id: id, terminal: map[string]receipt.Receipt{}, running: map[string]receipt.Receipt{}}
+	k, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		panic(err)
+	}
+	return &cstMinion{id: id, key: k, terminal: map[string]receipt.Receipt{}, running: map[string]receipt.Receipt{}}
 }
 
 func (m *cstMinion) setHold(on bool) {
@@ -104,7 +115,18 @@ func (m *cstMinion) handle(ctx context.Context, job salttest.Job) (any, int) {
 		return true, 0
 	case FunCapabilities:
 		return map[string]any{"protocol": int64(1), "module": "oduflow_job", "pillar_ready": true,
-			"runtime_guard": true}, 0
+			"runtime_guard": true, "proof": map[string]any{"alg": receipt.ProofAlg, "ready": true}}, 0
+	case FunAttest:
+		ans, code := m.handle(ctx, salttest.Job{Fun: FunStatus, Args: job.Args, JID: job.JID})
+		r, err := receipt.FromValue(ans)
+		if code != 0 || err != nil {
+			return ans, code
+		}
+		proof, err := receipt.SignProof(m.key, cstArg(job.Args, 3), r)
+		if err != nil {
+			return "oduflow_job: invalid nonce", 1
+		}
+		return proof, 0
 	case FunStatus:
 		request, jid, profile := cstArg(job.Args, 0), cstArg(job.Args, 1), cstArg(job.Args, 2)
 		m.mu.Lock()
@@ -183,7 +205,7 @@ type cstLosingPublisher struct {
 
 func (p cstLosingPublisher) Publish(ctx context.Context, req salt.PublishRequest) (*salt.PublishResult, error) {
 	if req.Fun == FunRun && p.lose.Swap(false) {
-		return nil, errors.Mark(errors.New("test: reply lost"), salt.ErrOutcomeUnknown)
+		return nil, errmark.Mark(errors.New("test: reply lost"), salt.ErrOutcomeUnknown)
 	}
 	return p.Publisher.Publish(ctx, req)
 }
@@ -224,6 +246,10 @@ func newCstEnv(t *testing.T) *cstEnv {
 	t.Cleanup(func() { _ = client.Close() })
 	m := newCstMinion("client-" + receipt.NewRequestID())
 	sim.AddMinion(m.id, m.handle)
+	der, _ := x509.MarshalPKIXPublicKey(&m.key.PublicKey)
+	if err := sim.AcceptMinionKey(m.id, pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der})); err != nil {
+		t.Fatal(err)
+	}
 	base := t.TempDir()
 	cat, err := catalog.Open(filepath.Join(base, "catalog"), CompileCustomSource, catalog.WithCreate())
 	if err != nil {
@@ -232,7 +258,7 @@ func newCstEnv(t *testing.T) *cstEnv {
 	events := SaltEvents(sim.EventsAddr(), salt.WithReconnectBackoff(20*time.Millisecond, 200*time.Millisecond),
 		salt.WithEventLogger(cstLogger()))
 	e := &cstEnv{t: t, sim: sim, minion: m, cat: cat}
-	e.d, err = New(cstLosingPublisher{Publisher: client, lose: &e.loseRun}, events, WithClaimDir(filepath.Join(base, "claims")), WithTimers(cstTimers()),
+	e.d, err = New(cstLosingPublisher{Publisher: client, lose: &e.loseRun}, events, WithClaimDir(filepath.Join(base, "claims")), WithTimers(cstTimers()), WithPKIDir(sim.PKIDir()),
 		WithLogger(cstLogger()), WithCustomCatalog(cat), WithStepHook(func(step string) {
 			if step == StepPublishSending && e.dropRun.Swap(false) {
 				sim.DropNextReply("publish")

@@ -8,6 +8,9 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/oduflow/oduflow-go/internal/errmark"
+	"github.com/oduflow/oduflow-go/internal/safefile"
+
 	"github.com/cockroachdb/errors"
 	"golang.org/x/sys/unix"
 
@@ -65,34 +68,52 @@ func DetachedLogFile(f *os.File) Option { return func(c *config) { c.workerLogFi
 // the open never blocks.
 func OpenWorkerLog(path string) (*os.File, error) {
 	if st, err := os.Lstat(path); err == nil && !st.Mode().IsRegular() {
-		return nil, errors.Wrapf(receipt.ErrUnsafePath, "oduflow: worker log %s is not a regular file", errors.Safe(path))
+		return nil, errors.Wrapf(safefile.ErrNotRegular, "oduflow: worker log %s is not a regular file", errors.Safe(path))
 	}
 	return openWorkerLog(path)
 }
 
-// openWorkerLog opens the detached workers' log file under the safe-file rules.
+// openWorkerLog opens the detached workers' log file under the safe-file rules. The open is non-blocking:
+// a FIFO planted at the log path would otherwise block the launcher (after the claim is written) until some
+// process opened it for reading. A FIFO, socket or device is refused at once (safefile.ErrNotRegular), as is
+// a symlink, a foreign or group/other-accessible file, or one with several links (safefile.ErrUnsafePath).
 func openWorkerLog(path string) (*os.File, error) {
 	abs, err := filepath.Abs(path)
 	if err != nil {
 		return nil, errors.Wrap(err, "oduflow: worker log path")
 	}
-	if _, err := receipt.OpenStore(filepath.Dir(abs)); err != nil {
+	if _, err := safefile.OpenStore(filepath.Dir(abs)); err != nil {
 		return nil, errors.Wrap(err, "oduflow: worker log directory")
 	}
-	f, err := os.OpenFile(abs, os.O_WRONLY|os.O_APPEND|os.O_CREATE|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
-	if err != nil {
+	fd, err := unix.Open(abs, unix.O_WRONLY|unix.O_APPEND|unix.O_CREAT|unix.O_NOFOLLOW|unix.O_CLOEXEC|unix.O_NONBLOCK, 0o600)
+	switch {
+	case err == unix.ENXIO || err == unix.EOPNOTSUPP || err == unix.EISDIR:
+		// ENXIO: a FIFO without a reader or a unix socket; EISDIR: a directory.
+		return nil, errmark.Mark(errors.Wrap(err, "oduflow: worker log is not a regular file"), safefile.ErrNotRegular, safefile.ErrUnsafePath)
+	case err == unix.ELOOP:
+		return nil, errmark.Mark(errors.Wrap(err, "oduflow: worker log is a symlink"), safefile.ErrUnsafePath)
+	case err != nil:
 		return nil, errors.Wrap(err, "oduflow: open worker log")
 	}
 	var st unix.Stat_t
-	if err := unix.Fstat(int(f.Fd()), &st); err != nil {
-		_ = f.Close()
+	if err := unix.Fstat(fd, &st); err != nil {
+		_ = unix.Close(fd)
 		return nil, errors.Wrap(err, "oduflow: stat worker log")
 	}
-	if st.Mode&unix.S_IFMT != unix.S_IFREG || int(st.Uid) != os.Geteuid() || st.Mode&0o077 != 0 || st.Nlink != 1 {
-		_ = f.Close()
-		return nil, errors.Wrap(receipt.ErrUnsafePath, "oduflow: worker log is not a private regular file")
+	if st.Mode&unix.S_IFMT != unix.S_IFREG {
+		_ = unix.Close(fd)
+		return nil, errmark.Mark(errors.New("oduflow: worker log is not a regular file"), safefile.ErrNotRegular, safefile.ErrUnsafePath)
 	}
-	return f, nil
+	if int(st.Uid) != os.Geteuid() || st.Mode&0o077 != 0 || st.Nlink != 1 {
+		_ = unix.Close(fd)
+		return nil, errors.Wrap(safefile.ErrUnsafePath, "oduflow: worker log is not a private regular file")
+	}
+	// The descriptor becomes the worker's stdout and stderr: give it back ordinary blocking writes.
+	if err := unix.SetNonblock(fd, false); err != nil {
+		_ = unix.Close(fd)
+		return nil, errors.Wrap(err, "oduflow: worker log flags")
+	}
+	return os.NewFile(uintptr(fd), abs), nil
 }
 
 // launchDetached starts the worker process of claim c. The returned channel yields the process's exit
@@ -229,7 +250,7 @@ func MaybeRunWorker(ctx context.Context, build func() (*Dispatcher, error)) (han
 // as it is.
 func (d *Dispatcher) RunWorker(ctx context.Context, args []string) error {
 	if len(args) != 2 {
-		return errors.Mark(errors.New("oduflow: worker arguments are exactly <minion id> <request id>"), ErrInvalidInput)
+		return errmark.Mark(errors.New("oduflow: worker arguments are exactly <minion id> <request id>"), ErrInvalidInput)
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()

@@ -7,6 +7,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/oduflow/oduflow-go/internal/errmark"
+
 	"github.com/cockroachdb/errors"
 
 	"github.com/oduflow/oduflow-go/profiles"
@@ -33,6 +35,10 @@ type Dispatcher struct {
 	// workerLog is where detached workers' stdout/stderr go ("" = /dev/null).
 	workerLog     string
 	workerLogFile *os.File
+	// pkiDir is the Salt master's pki_dir: <pkiDir>/minions/<id> are the accepted minion keys.
+	pkiDir string
+	// unverifiedSeen holds the requests whose first unverified event was logged (during their wait).
+	unverifiedSeen sync.Map
 
 	ctx    context.Context // workers run under it; Close cancels it
 	cancel context.CancelFunc
@@ -42,12 +48,12 @@ type Dispatcher struct {
 // New builds a Dispatcher. client publishes (a *salt.Client), events reads the master event bus
 // (SaltEvents(addr) for a real master). The claim directory is opened (created 0700 when missing) now.
 func New(client Publisher, events EventSource, opts ...Option) (*Dispatcher, error) {
-	cfg := config{claimDir: DefaultClaimDir, clock: SystemClock(), hooks: NopHooks{}, timers: DefaultTimers()}
+	cfg := config{claimDir: DefaultClaimDir, pkiDir: DefaultPKIDir, clock: SystemClock(), hooks: NopHooks{}, timers: DefaultTimers()}
 	for _, o := range opts {
 		o(&cfg)
 	}
 	if client == nil || events == nil {
-		return nil, errors.Mark(errors.New("oduflow: nil client or event source"), ErrInvalidInput)
+		return nil, errmark.Mark(errors.New("oduflow: nil client or event source"), ErrInvalidInput)
 	}
 	if cfg.logger == nil {
 		cfg.logger = slog.Default()
@@ -71,7 +77,7 @@ func New(client Publisher, events EventSource, opts ...Option) (*Dispatcher, err
 	if cfg.leases == nil {
 		l, ok := cfg.store.(Leases)
 		if !ok {
-			return nil, errors.Mark(errors.New("oduflow: claim store has no leases; use WithLeases"), ErrInvalidInput)
+			return nil, errmark.Mark(errors.New("oduflow: claim store has no leases; use WithLeases"), ErrInvalidInput)
 		}
 		cfg.leases = l
 	}
@@ -79,7 +85,8 @@ func New(client Publisher, events EventSource, opts ...Option) (*Dispatcher, err
 	d := &Dispatcher{pub: client, store: cfg.store, leases: cfg.leases, clock: cfg.clock, log: cfg.logger,
 		hooks: cfg.hooks, mode: cfg.mode, timers: cfg.timers, jids: cfg.jids, step: cfg.stepHook,
 		pubsrc: cfg.publishing, pubSem: make(chan struct{}, cfg.maxPublish), workerLog: cfg.workerLog, workerLogFile: cfg.workerLogFile,
-		ctx: ctx, cancel: cancel}
+		pkiDir: cfg.pkiDir,
+		ctx:    ctx, cancel: cancel}
 	d.hub = newHub(events, func(msg string, args ...any) { d.log.Warn(msg, args...) })
 	return d, nil
 }

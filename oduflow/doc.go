@@ -23,7 +23,7 @@
 // create-if-absent semantics before the worker starts; a repeated Start returns the current status and never
 // publishes again. Claims live behind ClaimStore (create-if-absent, fenced compare-and-swap update, get,
 // list by client) and Leases; FileClaimStore is the default: one file per request in a 0700 directory
-// (default /var/cache/salt/oduflow-apply), files 0600, written through receipt.Store (exclusive temp file,
+// (default /var/cache/salt/oduflow-apply), files 0600, written through the internal safe file store (exclusive temp file,
 // fsync, rename, directory fsync; symlinks, foreign owners, group/other bits and hard links refused).
 // Legacy claims keep their meaning: claims without profile fields are configuration jobs; claims without a
 // protocol field were published as plain state.apply and can never get a minion receipt. A legacy claim
@@ -45,9 +45,12 @@
 //     quarantine; a minion answering not_started never does). A reply proving nothing was published
 //     (authentication, authorization, no minion, bad load, master exception) is failed with an error code
 //     and does not quarantine.
-//  4. it waits (<= 7200 s) for the return on the event bus, accepted only as a protocol-1 receipt bound to
-//     the claim, and polls oduflow_job.status on the expected minion at once after every event-bus gap and
-//     on a schedule spreading 250 polls over the window. Window or budget spent: unknown.
+//  4. it waits (<= 7200 s) for the return on the event bus and polls oduflow_job.status on the expected
+//     minion on a schedule spreading 250 polls over the window, and at once after an event-bus gap (at
+//     most one such poll per poll interval, outside the budget).
+//     Both are hints: a final-looking one (a protocol-1 receipt bound to the claim) makes the worker ask
+//     for the receipt proof, and only a verified proof commits a final result (see Receipt proofs).
+//     Window or budget spent: unknown.
 //  5. the final result is committed under the claim's fenced update; a final result committed meanwhile
 //     by someone else is kept. Network I/O never happens under the claim record lock.
 //
@@ -79,6 +82,47 @@
 // reconciled; who and why are kept for audit). Resume polls an unknown request again (at once, then on the
 // schedule, for another window; in a detached worker when workers are detached); a trustworthy terminal
 // receipt replaces unknown. Nothing ever creates a new request automatically: a retry is a new request id.
+//
+// # Receipt proofs and threat model
+//
+// The master event bus does not say who put an event on it. Any authenticated minion can fire an event
+// with any tag through _minion_event (its batched "events" form fires the data exactly as sent), and every
+// minion receives every publication, so request ids, JIDs and nonces are known to all of them. A
+// salt/job/<jid>/ret/<minion> event, or the answer of a status poll, is therefore never evidence.
+//
+// At preflight the minion must advertise receipt proofs in oduflow_job.capabilities ("proof": {"alg":
+// "rsa-pkcs1v15-sha256", "ready": true}; there is no fallback to unproven receipts), and the key the
+// master accepted for that minion id is read from <pki_dir>/minions/<id> (WithPKIDir, default
+// /etc/salt/pki/master; opened without following symlinks or blocking, a small regular file, PEM
+// SubjectPublicKeyInfo or PKCS#1, RSA >= 2048 bits; never through a wheel call). Its fingerprint (hex
+// SHA-256 of the DER SubjectPublicKeyInfo) is pinned in the claim (minion_key_sha256) with the dispatch
+// intent. A final-looking return or poll makes the worker call oduflow_job.attest(request_id, jid, profile,
+// nonce) on the expected minion with a fresh 32-byte nonce; the answer counts only if its RSA PKCS#1 v1.5
+// SHA-256 signature over "oduflow-receipt-proof-v1\n" + nonce + "\n" + the receipt's canonical JSON
+// verifies under the accepted key whose fingerprint is the pinned one, and the receipt binds to the claim.
+// Worker, Resume and Reconcile FromMinion all use this path. Claims pinned before receipt proofs existed
+// have no fingerprint and are verified against the currently accepted key.
+//
+// Unverified events (cmd _minion_event, a data id that is not the tag's minion, another minion's tag, a
+// receipt bound elsewhere, a proof that does not verify, a final-looking return the signed answer does not
+// confirm) are counted through Hooks.UnverifiedEvent, logged once per request with the reason only, and
+// trigger at most one early proof request per request per poll interval, outside the poll budget: a
+// forger flooding the bus cannot spend the budget and force unknown, nor make the worker flood the minion.
+//
+// What a lying minion (any other authenticated minion identity) can do: flood the bus (which delays Salt
+// itself; here it delays a result by about a poll interval per gap, spending no budget); delay a result
+// (a forged running status answer raced ahead of the real one defers the proof to the next poll or to the
+// run's own return); when the run's own return is lost, race every status answer with a forged running
+// one and so keep the request unresolved until the window ends (unknown, never a false result; an event
+// hint deferred by the limiter makes the next poll ask for the signed answer directly); fail a request at
+// preflight with a forged capabilities answer (no proof advertised); make the worker spend a call timeout
+// on an attest whose answers it keeps forging. What it cannot do: make a request succeed or fail with a
+// result the expected minion did not sign for this request and this nonce (no replay across requests or
+// polls), make a minion's receipt count under another minion's key, spend the
+// poll budget, or get anything published (the dispatcher publishes only to the expected minion). What the
+// expected minion itself can do: report any result for its own request (it runs the state; the proof
+// authenticates it, it does not make it honest). Whoever holds a minion's private key, or can write the
+// master's pki dir before preflight, is that minion.
 //
 // # Observability
 //

@@ -2,6 +2,7 @@ package oduflow
 
 import (
 	"github.com/cockroachdb/errors"
+	"github.com/oduflow/oduflow-go/internal/errmark"
 )
 
 // Sentinel errors. Test them with errors.Is.
@@ -13,8 +14,9 @@ var (
 	ErrProfileMismatch = errors.New("oduflow: request bound to another profile")
 	// ErrMinionMismatch: the request id is bound to another minion.
 	ErrMinionMismatch = errors.New("oduflow: request bound to another minion")
-	// ErrQuarantined: the client has an unresolved dispatched request. Used as the cause of a preflight
-	// failure and returned by Dispatcher.Quarantine checks.
+	// ErrQuarantined: the client has an unresolved dispatched request. No call returns it today: a request
+	// refused for quarantine is a failed claim with CodeQuarantined, and Dispatcher.Quarantine lists the
+	// blocking requests. It is kept for ClaimStore implementations and callers that report the condition.
 	ErrQuarantined = errors.New("oduflow: client quarantined by an unresolved dispatched request")
 	// ErrNoClaim: there is no claim for the request (Reconcile, Resume).
 	ErrNoClaim = errors.New("oduflow: no claim for request")
@@ -65,15 +67,40 @@ func (e *MismatchError) Unwrap() error {
 	return ErrMinionMismatch
 }
 
+// UnreadableClaimError: FileClaimStore.ListByClient found a claim of the client it cannot read (unsafe file,
+// FIFO, corrupt or duplicate-key JSON, ...). It is ErrCorruptClaim for errors.Is and keeps the cause
+// reachable; RequestID names the claim (an identifier, not a secret). A client whose claims cannot all be
+// read cannot be proven clear, so the dispatcher refuses to dispatch to it (CodeClaimStore) and logs the
+// request id; it never reads the unreadable claim as "quarantined".
+type UnreadableClaimError struct {
+	RequestID string
+	Err       error
+}
+
+func (e *UnreadableClaimError) Error() string {
+	return "oduflow: unreadable claim " + e.RequestID + ": " + e.Err.Error()
+}
+
+// Unwrap makes errors.Is(err, ErrCorruptClaim) true and keeps the cause (e.g. safefile.ErrNotRegular) visible.
+func (e *UnreadableClaimError) Unwrap() []error { return []error{e.Err, ErrCorruptClaim} }
+
+// SafeFormatError prints the request id (an identifier) and the cause's own redaction-safe form.
+func (e *UnreadableClaimError) SafeFormatError(p errors.Printer) (next error) {
+	p.Printf("oduflow: unreadable claim %s", errors.Safe(e.RequestID))
+	return e.Err
+}
+
 func invalid(err error, what string) error {
-	return errors.Mark(errors.Wrapf(err, "oduflow: invalid %s", errors.Safe(what)), ErrInvalidInput)
+	return errmark.Mark(errors.Wrapf(err, "oduflow: invalid %s", errors.Safe(what)), ErrInvalidInput)
 }
 
 // Error codes recorded (sanitized) in claims.
 const (
 	CodeLeaseBusy           = "lease_busy"
 	CodeQuarantined         = "quarantined"
+	CodeClaimStore          = "claim_store_unreadable" // the client's claims or leases cannot be read safely
 	CodeCapability          = "capability_unverified"
+	CodeMinionKey           = "minion_key_unavailable"
 	CodeEventBus            = "event_bus_unavailable"
 	CodeRoleNotAllowed      = "role_not_allowed"
 	CodePayload             = "payload_unavailable"

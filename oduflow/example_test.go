@@ -31,14 +31,16 @@ func Example() {
 	}
 	defer func() { _ = sim.Close() }()
 	const minion = "client-5b2f8c1e-3c4d-4e5f-8a9b-0c1d2e3f4a5b"
-	sim.AddMinion(minion, simminion.New(minion,
-		simminion.WithResult(receipt.ProfileConfigure, simminion.Result{Status: receipt.StatusSucceeded, Passed: 3, Total: 3}),
-	).Handle)
+	m := simminion.New(minion,
+		simminion.WithResult(receipt.ProfileConfigure, simminion.Result{Status: receipt.StatusSucceeded, Passed: 3, Total: 3}))
+	sim.AddMinion(minion, m.Handle)
+	_ = sim.AcceptMinionKey(minion, m.PublicKeyPEM()) // the key the master accepted: proofs verify against it
 
 	client, _ := salt.NewClient(sim.Addr(), salt.WithAuth(salt.UserKey("root", sim.KeyFile())))
 	defer func() { _ = client.Close() }()
 	d, err := oduflow.New(client, oduflow.SaltEvents(sim.EventsAddr()),
 		oduflow.WithClaimDir(filepath.Join(tmp, "claims")),
+		oduflow.WithPKIDir(sim.PKIDir()),
 		oduflow.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
 	if err != nil {
 		fmt.Println(err)

@@ -3,9 +3,12 @@ package oduflow
 import (
 	"context"
 	"os"
+	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/oduflow/oduflow-go/internal/errmark"
 
 	"github.com/cockroachdb/errors"
 	"github.com/google/uuid"
@@ -115,7 +118,7 @@ type lostRun struct{ Publisher }
 
 func (p lostRun) Publish(ctx context.Context, req salt.PublishRequest) (*salt.PublishResult, error) {
 	if req.Fun == FunRun {
-		return nil, errors.Mark(errors.New("test: reply lost"), salt.ErrOutcomeUnknown)
+		return nil, errmark.Mark(errors.New("test: reply lost"), salt.ErrOutcomeUnknown)
 	}
 	return p.Publisher.Publish(ctx, req)
 }
@@ -293,7 +296,7 @@ func TestRefusedPublishFailsWithoutQuarantine(t *testing.T) {
 		salttest.WithEauthUser("file", "reader", "pw-reader", []salttest.ACLEntry{
 			salttest.AllowOn("client-*", `test.*`, `oduflow_job.status`, `oduflow_job.capabilities`)}))
 	badKey := e.keyFile + ".bad"
-	if err := os.WriteFile(badKey, []byte("not-the-key"), 0o600); err != nil {
+	if err := os.WriteFile(badKey, []byte(strings.Repeat("A", 75)+"="), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	cases := []struct {

@@ -10,6 +10,7 @@ import (
 	"github.com/cockroachdb/errors"
 
 	"github.com/oduflow/oduflow-go/internal/errmark"
+	"github.com/oduflow/oduflow-go/internal/safefile"
 	"github.com/oduflow/oduflow-go/receipt"
 )
 
@@ -27,7 +28,7 @@ const (
 )
 
 // FileClaimStore keeps one claim file per request (<request id>.json, mode 0600) in a private directory
-// (0700, owned by the service account) through receipt.Store: exclusive temp file, fsync, rename,
+// (0700, owned by the service account) through safefile.Store: exclusive temp file, fsync, rename,
 // directory fsync; opens refuse symlinks, foreign owners, group/other bits and multiply linked files.
 // Create uses CreateExclusive; CompareAndSwap runs under a per-request record flock with a generation
 // check. A per-client index (clients/<minion id>/<request id>, empty files, written before the claim) keeps
@@ -37,45 +38,45 @@ const (
 // Leases with flock locks, which the kernel releases when a holder dies.
 // Safe for concurrent use by any number of goroutines and processes sharing the directory.
 type FileClaimStore struct {
-	st *receipt.Store
+	st *safefile.Store
 
 	mu       sync.Mutex
-	owners   map[string]string         // request id -> minion id (immutable once created)
-	clients  map[string]*receipt.Store // open per-client index stores
+	owners   map[string]string          // request id -> minion id (immutable once created)
+	clients  map[string]*safefile.Store // open per-client index stores
 	indexed  bool
 	indexDir string
 }
 
 // OpenFileClaimStore opens (creating it 0700 when missing) the claim directory.
 func OpenFileClaimStore(dir string) (*FileClaimStore, error) {
-	st, err := receipt.OpenStore(dir, receipt.WithCreate())
+	st, err := safefile.OpenStore(dir, safefile.WithCreate())
 	if err != nil {
 		return nil, errors.Wrap(err, "oduflow: open claim directory")
 	}
 	idx := filepath.Join(st.Dir(), indexDirName)
-	if _, err := receipt.OpenStore(idx, receipt.WithCreate()); err != nil {
+	if _, err := safefile.OpenStore(idx, safefile.WithCreate()); err != nil {
 		return nil, errors.Wrap(err, "oduflow: open claim index directory")
 	}
-	return &FileClaimStore{st: st, owners: make(map[string]string), clients: make(map[string]*receipt.Store),
+	return &FileClaimStore{st: st, owners: make(map[string]string), clients: make(map[string]*safefile.Store),
 		indexDir: idx}, nil
 }
 
 // clientStore opens the index directory of one client (creating it when create is set). It returns nil,
 // nil when the client has no index yet.
-func (s *FileClaimStore) clientStore(minionID string, create bool) (*receipt.Store, error) {
+func (s *FileClaimStore) clientStore(minionID string, create bool) (*safefile.Store, error) {
 	s.mu.Lock()
 	cs := s.clients[minionID]
 	s.mu.Unlock()
 	if cs != nil {
 		return cs, nil
 	}
-	var opts []receipt.StoreOption
+	var opts []safefile.StoreOption
 	if create {
-		opts = append(opts, receipt.WithCreate())
+		opts = append(opts, safefile.WithCreate())
 	}
-	cs, err := receipt.OpenStore(filepath.Join(s.indexDir, minionID), opts...)
+	cs, err := safefile.OpenStore(filepath.Join(s.indexDir, minionID), opts...)
 	if err != nil {
-		if !create && errors.Is(err, receipt.ErrNotExist) {
+		if !create && errors.Is(err, safefile.ErrNotExist) {
 			return nil, nil
 		}
 		return nil, errors.Wrap(err, "oduflow: open client index")
@@ -92,13 +93,20 @@ func (s *FileClaimStore) index(minionID, requestID string) error {
 	if err != nil {
 		return err
 	}
-	if err := cs.CreateExclusive(requestID, nil); err != nil && !errors.Is(err, receipt.ErrExist) {
+	err = cs.CreateExclusive(requestID, nil)
+	if errors.Is(err, safefile.ErrExist) {
+		// Already indexed, unless what holds the name is not a safe entry (a FIFO, socket, symlink, ...):
+		// that is refused now, typed, rather than trusted.
+		_, err = cs.Read(requestID)
+	}
+	if err != nil {
 		return errors.Wrap(err, "oduflow: index claim")
 	}
 	return nil
 }
 
 // Reindex scans every claim of the directory and adds missing per-client index entries (legacy claims).
+// A claim it cannot read stops the scan with an *UnreadableClaimError.
 func (s *FileClaimStore) Reindex(ctx context.Context) error {
 	names, err := s.st.List("")
 	if err != nil {
@@ -117,7 +125,9 @@ func (s *FileClaimStore) Reindex(ctx context.Context) error {
 			if errors.Is(err, ErrNoClaim) {
 				continue
 			}
-			return err
+			// Its owner is unknown, so no client can be proven clear of it: the scan stops (and is retried
+			// by the next listing), naming the claim.
+			return errors.WithStack(&UnreadableClaimError{RequestID: req, Err: err})
 		}
 		if err := s.index(c.MinionID, c.RequestID); err != nil {
 			return err
@@ -144,7 +154,7 @@ func (s *FileClaimStore) ensureIndexed(ctx context.Context) error {
 		s.indexed = true
 		s.mu.Unlock()
 		return nil
-	} else if !errors.Is(err, receipt.ErrNotExist) {
+	} else if !errors.Is(err, safefile.ErrNotExist) {
 		return errors.Wrap(err, "oduflow: index state")
 	}
 	return s.Reindex(ctx)
@@ -153,8 +163,9 @@ func (s *FileClaimStore) ensureIndexed(ctx context.Context) error {
 // Dir is the claim directory.
 func (s *FileClaimStore) Dir() string { return s.st.Dir() }
 
-// Store exposes the underlying safe store (tests, tooling).
-func (s *FileClaimStore) Store() *receipt.Store { return s.st }
+// files is the underlying safe store (tests write hostile records through it). It is not exported: the
+// safe file store is internal to the module.
+func (s *FileClaimStore) files() *safefile.Store { return s.st }
 
 func claimName(requestID string) string { return requestID + claimSuffix }
 
@@ -178,7 +189,7 @@ func (s *FileClaimStore) Create(ctx context.Context, c *Claim) error {
 		return err
 	}
 	if err := s.st.CreateExclusive(claimName(cp.RequestID), data); err != nil {
-		if errors.Is(err, receipt.ErrExist) {
+		if errors.Is(err, safefile.ErrExist) {
 			return errmark.Mark(errors.Wrap(err, "oduflow: create claim"), ErrClaimExists)
 		}
 		return errors.Wrap(err, "oduflow: create claim")
@@ -202,10 +213,10 @@ func (s *FileClaimStore) Get(ctx context.Context, requestID string) (*Claim, err
 func (s *FileClaimStore) read(requestID string) (*Claim, error) {
 	data, err := s.st.Read(claimName(requestID))
 	if err != nil {
-		if errors.Is(err, receipt.ErrNotExist) {
+		if errors.Is(err, safefile.ErrNotExist) {
 			return nil, errmark.Mark(errors.Wrap(err, "oduflow: read claim"), ErrNoClaim)
 		}
-		if errors.Is(err, receipt.ErrCorrupt) { // oversized or changing under the reader
+		if errors.Is(err, safefile.ErrCorrupt) { // oversized or changing under the reader
 			return nil, errmark.Mark(errors.Wrap(err, "oduflow: read claim"), ErrCorruptClaim)
 		}
 		return nil, errors.Wrap(err, "oduflow: read claim")
@@ -290,7 +301,9 @@ func sameIdentity(a, b *Claim) bool {
 		a.CreatedAt.Equal(b.CreatedAt) && a.Protocol == b.Protocol
 }
 
-// ListByClient implements ClaimStore: it reads the client's index, then each indexed claim.
+// ListByClient implements ClaimStore: it reads the client's index, then each indexed claim. A claim that
+// exists but cannot be read (unsafe or non-regular file, corrupt JSON) is an *UnreadableClaimError
+// (ErrCorruptClaim) naming its request id.
 func (s *FileClaimStore) ListByClient(ctx context.Context, minionID string) ([]*Claim, error) {
 	if err := receipt.ValidateMinionID(minionID); err != nil {
 		return nil, invalid(err, "minion id")
@@ -319,7 +332,8 @@ func (s *FileClaimStore) ListByClient(ctx context.Context, minionID string) ([]*
 			if errors.Is(err, ErrNoClaim) {
 				continue // indexed, but the claim was never created (or lost the race to another minion)
 			}
-			return nil, err
+			// Never skip it: the unreadable claim may be the client's unresolved dispatch.
+			return nil, errors.WithStack(&UnreadableClaimError{RequestID: req, Err: err})
 		}
 		if c.MinionID == minionID {
 			out = append(out, c)
@@ -330,7 +344,7 @@ func (s *FileClaimStore) ListByClient(ctx context.Context, minionID string) ([]*
 
 type fileLease struct {
 	st *FileClaimStore
-	lk *receipt.Lock
+	lk *safefile.Lock
 }
 
 func (l fileLease) Release() error { return l.lk.Release() }
@@ -343,7 +357,7 @@ func (s *FileClaimStore) TryRequestLock(ctx context.Context, requestID string) (
 	}
 	lk, err := s.st.TryLock(requestLockPfx + requestID)
 	if err != nil {
-		if errors.Is(err, receipt.ErrLocked) {
+		if errors.Is(err, safefile.ErrLocked) {
 			return nil, errmark.Mark(err, ErrLeaseHeld)
 		}
 		return nil, errors.Wrap(err, "oduflow: request lock")
@@ -358,7 +372,7 @@ func (s *FileClaimStore) RequestLockHeld(ctx context.Context, requestID string) 
 	}
 	held, err := s.st.IsLocked(requestLockPfx + requestID)
 	if err != nil {
-		if errors.Is(err, receipt.ErrNotExist) {
+		if errors.Is(err, safefile.ErrNotExist) {
 			return false, nil
 		}
 		return false, errors.Wrap(err, "oduflow: request lock state")
@@ -370,7 +384,7 @@ func (s *FileClaimStore) RequestLockHeld(ctx context.Context, requestID string) 
 func (s *FileClaimStore) AcquireClientLease(ctx context.Context, minionID string, maxWait time.Duration) (Lease, error) {
 	lk, err := s.st.LockWait(ctx, clientLeasePfx+minionID, maxWait)
 	if err != nil {
-		if errors.Is(err, receipt.ErrLocked) || errors.Is(err, context.DeadlineExceeded) {
+		if errors.Is(err, safefile.ErrLocked) || errors.Is(err, context.DeadlineExceeded) {
 			return nil, errmark.Mark(err, ErrLeaseBusy)
 		}
 		return nil, errors.Wrap(err, "oduflow: client lease")

@@ -15,6 +15,7 @@ import (
 	"github.com/cockroachdb/errors"
 	"github.com/google/uuid"
 
+	"github.com/oduflow/oduflow-go/internal/safefile"
 	"github.com/oduflow/oduflow-go/receipt"
 )
 
@@ -31,7 +32,7 @@ func TestClaimDirCreatedAndRefused(t *testing.T) {
 	if err := os.Chmod(dir, 0o750); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := New(nn, nn, WithClaimDir(dir)); !errors.Is(err, receipt.ErrUnsafePath) {
+	if _, err := New(nn, nn, WithClaimDir(dir)); !errors.Is(err, safefile.ErrUnsafePath) {
 		t.Fatalf("group bits accepted: %v", err)
 	}
 	_ = os.Chmod(dir, 0o700)
@@ -39,14 +40,14 @@ func TestClaimDirCreatedAndRefused(t *testing.T) {
 	if err := os.Symlink(dir, link); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := New(nn, nn, WithClaimDir(link)); !errors.Is(err, receipt.ErrUnsafePath) {
+	if _, err := New(nn, nn, WithClaimDir(link)); !errors.Is(err, safefile.ErrUnsafePath) {
 		t.Fatalf("symlink accepted: %v", err)
 	}
 	if os.Geteuid() == 0 {
 		if err := os.Chown(dir, 12345, 12345); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := New(nn, nn, WithClaimDir(dir)); !errors.Is(err, receipt.ErrUnsafePath) {
+		if _, err := New(nn, nn, WithClaimDir(dir)); !errors.Is(err, safefile.ErrUnsafePath) {
 			t.Fatalf("foreign owner accepted: %v", err)
 		}
 	}
@@ -126,7 +127,7 @@ func TestFileClaimStoreContract(t *testing.T) {
 		t.Fatalf("missing: %v", err)
 	}
 	// nothing raw: the stored claim holds only the documented keys.
-	data, _ := fs.Store().Read(claimName(c.RequestID))
+	data, _ := fs.files().Read(claimName(c.RequestID))
 	for _, k := range []string{"return", "comment", "changes", "stdout", "pillar"} {
 		if bytes.Contains(data, []byte(`"`+k+`"`)) {
 			t.Fatalf("claim holds %s: %s", k, data)
@@ -143,7 +144,7 @@ func TestLegacyIndexedByScan(t *testing.T) {
 	}
 	data := readFixture(t, "unprofiled_dispatched.json")
 	lc, _ := DecodeClaim(data)
-	if err := fs.Store().WriteAtomic(claimName(lc.RequestID), data); err != nil {
+	if err := fs.files().WriteAtomic(claimName(lc.RequestID), data); err != nil {
 		t.Fatal(err)
 	}
 	list, err := fs.ListByClient(ctx, lc.MinionID)
@@ -168,7 +169,7 @@ func TestRoleTamperingRefusedByWorker(t *testing.T) {
 	c := mustClaim(t, d, req)
 	c.Role = "roles.something_else"
 	data, _ := EncodeClaim(c)
-	if err := mustFileStore(t, d).Store().WriteAtomic(claimName(req), data); err != nil {
+	if err := mustFileStore(t, d).files().WriteAtomic(claimName(req), data); err != nil {
 		t.Fatal(err)
 	}
 	if err := d.RunWorker(ctx, []string{m.ID(), req}); !errors.Is(err, ErrRoleNotAllowed) {
@@ -186,11 +187,12 @@ func TestRoleTamperingRefusedByWorker(t *testing.T) {
 }
 
 type recHooks struct {
-	mu       sync.Mutex
-	started  int
-	pubs     map[string]int
-	outcomes map[receipt.Status]int
-	observed map[string]int
+	mu         sync.Mutex
+	started    int
+	pubs       map[string]int
+	outcomes   map[receipt.Status]int
+	observed   map[string]int
+	unverified map[string]int
 }
 
 func (h *recHooks) Started(receipt.Profile, bool) { h.mu.Lock(); h.started++; h.mu.Unlock() }
@@ -205,6 +207,14 @@ func (h *recHooks) Outcome(_ receipt.Profile, st receipt.Status, _ string) {
 	h.mu.Unlock()
 }
 func (h *recHooks) Observe(op string, _ time.Duration) { h.mu.Lock(); h.observed[op]++; h.mu.Unlock() }
+func (h *recHooks) UnverifiedEvent(reason string) {
+	h.mu.Lock()
+	if h.unverified == nil {
+		h.unverified = map[string]int{}
+	}
+	h.unverified[reason]++
+	h.mu.Unlock()
+}
 
 func TestHooksAndLogAttributes(t *testing.T) {
 	e := startSim(t)

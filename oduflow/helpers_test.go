@@ -84,7 +84,7 @@ func installFixture(t testing.TB, d *Dispatcher, name string) *Claim {
 	if err != nil {
 		t.Fatalf("%s: %v", name, err)
 	}
-	if err := mustFileStore(t, d).Store().WriteAtomic(claimName(c.RequestID), data); err != nil {
+	if err := mustFileStore(t, d).files().WriteAtomic(claimName(c.RequestID), data); err != nil {
 		t.Fatal(err)
 	}
 	return c

@@ -44,7 +44,7 @@ func TestLabIntegration(t *testing.T) {
 	}
 	defer func() { _ = client.Close() }()
 	pub := &countingPublisher{Publisher: client}
-	d, err := New(pub, SaltEvents(events), WithClaimDir(claimDir(t)), WithLogger(quietLogger()))
+	d, err := New(pub, SaltEvents(events), WithClaimDir(claimDir(t)), WithLogger(quietLogger()), WithPKIDir(labPKIDir()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -116,4 +116,12 @@ func TestLabIntegration(t *testing.T) {
 		t.Fatalf("run publications after repeat %d", n)
 	}
 	t.Logf("repeat start: jid=%s status=%s; run publications in total: %d", *again.JID, again.Status, pub.runs.Load())
+}
+
+// labPKIDir is the lab master's pki_dir (ODUFLOW_SALT_PKI_DIR, else Salt's default).
+func labPKIDir() string {
+	if dir := os.Getenv("ODUFLOW_SALT_PKI_DIR"); dir != "" {
+		return dir
+	}
+	return DefaultPKIDir
 }

@@ -21,6 +21,7 @@ const (
 	envEvents   = "ODUFLOW_TEST_SALT_EVENTS"
 	envKeyFile  = "ODUFLOW_TEST_KEY_FILE"
 	envClaimDir = "ODUFLOW_TEST_CLAIM_DIR"
+	envPKIDir   = "ODUFLOW_TEST_PKI_DIR"
 	envPauseAt  = "ODUFLOW_TEST_PAUSE_AT"  // worker step at which to stop and announce
 	envStepFile = "ODUFLOW_TEST_STEP_FILE" // where steps are announced, one per line
 	envChild    = "ODUFLOW_TEST_CHILD"     // "starter": concurrent Start calls
@@ -78,7 +79,7 @@ func childDispatcher() (*Dispatcher, error) {
 	}
 	tm := testTimers()
 	return New(client, SaltEvents(os.Getenv(envEvents)), WithClaimDir(os.Getenv(envClaimDir)),
-		WithTimers(tm), WithLogger(quietLogger()), WithStepHook(hook))
+		WithTimers(tm), WithLogger(quietLogger()), WithStepHook(hook), WithPKIDir(os.Getenv(envPKIDir)))
 }
 
 type countHooks struct {
@@ -104,7 +105,7 @@ func runStarterChild() int {
 	defer func() { _ = client.Close() }()
 	hooks := &countHooks{}
 	d, err := New(client, SaltEvents(os.Getenv(envEvents)), WithClaimDir(os.Getenv(envClaimDir)),
-		WithTimers(testTimers()), WithLogger(quietLogger()), WithMetrics(hooks))
+		WithTimers(testTimers()), WithLogger(quietLogger()), WithMetrics(hooks), WithPKIDir(os.Getenv(envPKIDir)))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -140,7 +141,7 @@ func runStarterChild() int {
 func childEnv(e *simEnv, extra ...string) []string {
 	env := append([]string{}, os.Environ()...)
 	env = append(env, envAddr+"="+e.sim.Addr(), envEvents+"="+e.sim.EventsAddr(),
-		envKeyFile+"="+e.keyFile, envClaimDir+"="+e.dir)
+		envKeyFile+"="+e.keyFile, envClaimDir+"="+e.dir, envPKIDir+"="+e.sim.PKIDir())
 	return append(env, extra...)
 }
 

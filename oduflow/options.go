@@ -27,6 +27,7 @@ type config struct {
 	workerLog  string
 	// workerLogFile is an already open log for detached workers (DetachedLogFile).
 	workerLogFile *os.File
+	pkiDir        string
 }
 
 // WorkerMode says where workers run.

@@ -10,7 +10,7 @@ import (
 )
 
 // Ping checks that the exact accepted client is reachable: test.ping to that minion alone (list target),
-// then oduflow_job.capabilities. A minion the master does not match (key not accepted, or unknown) is
+// then oduflow_job.capabilities (Proof also needs the key the master accepted, read from the pki dir). A minion the master does not match (key not accepted, or unknown) is
 // reported as KeyAccepted=false, not as an error; transport and authentication failures are errors.
 func (d *Dispatcher) Ping(ctx context.Context, minion string) (*Readiness, error) {
 	if err := receipt.ValidateMinionID(minion); err != nil {
@@ -33,10 +33,14 @@ func (d *Dispatcher) Ping(ctx context.Context, minion string) (*Readiness, error
 	if !r.Reachable {
 		return r, nil
 	}
-	proto, ready, err := d.capabilities(ctx, minion)
+	caps, err := d.capabilities(ctx, minion)
 	switch {
 	case err == nil:
-		r.Protocol, r.PillarReady = proto, ready
+		r.Protocol, r.PillarReady = caps.Protocol, caps.PillarReady
+		if caps.Proof {
+			_, kerr := LoadMinionKey(ctx, d.pkiDir, minion)
+			r.Proof = kerr == nil
+		}
 	case errors.Is(err, ErrNoReturn):
 	default:
 		return nil, errors.Wrap(err, "oduflow: capabilities")

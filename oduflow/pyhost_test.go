@@ -28,6 +28,13 @@ func startPyMinion(t *testing.T, e *simEnv, cfg pyhost.Config) (string, *pyhost.
 	}
 	t.Cleanup(func() { _ = h.Close() })
 	id := newMinionID()
+	pub, err := h.ProvisionKey(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.sim.AcceptMinionKey(id, pub); err != nil {
+		t.Fatal(err)
+	}
 	e.sim.AddMinion(id, h.Handler(id))
 	return id, h
 }

@@ -26,9 +26,6 @@ var (
 	ErrClaimStore = errors.New("oduflow: claim store unavailable")
 )
 
-// CodeClaimStore is recorded when a worker cannot read the claim store during its preflight.
-const CodeClaimStore = "claim_store_unavailable"
-
 // CredentialChecker is implemented by a Publisher that can prove its credentials usable without
 // publishing anything (*salt.Client: the user key file is read and validated; an eauth token source
 // returns its cached token, or exchanges the password once with mk_token). A Publisher without it is

@@ -7,6 +7,8 @@ import (
 	"time"
 	"unicode"
 
+	"github.com/oduflow/oduflow-go/internal/errmark"
+
 	"github.com/cockroachdb/errors"
 
 	"github.com/oduflow/oduflow-go/receipt"
@@ -101,21 +103,21 @@ func (d *Dispatcher) Reconcile(ctx context.Context, minion, request string, ev E
 		d.hooks.Outcome(out.EffectiveProfile(), out.Status, "")
 		return d.respond(ctx, out)
 	default:
-		return Response{}, errors.Mark(errors.New("oduflow: evidence must be FromMinion or Assert"), ErrInvalidInput)
+		return Response{}, errmark.Mark(errors.New("oduflow: evidence must be FromMinion or Assert"), ErrInvalidInput)
 	}
 }
 
 func (a Assert) validate() error {
 	if a.Outcome != receipt.StatusSucceeded && a.Outcome != receipt.StatusFailed {
-		return errors.Mark(errors.New("oduflow: asserted outcome must be succeeded or failed"), ErrInvalidInput)
+		return errmark.Mark(errors.New("oduflow: asserted outcome must be succeeded or failed"), ErrInvalidInput)
 	}
 	if a.Passed < 0 || a.Total < 0 || a.Passed > a.Total ||
 		(a.Outcome == receipt.StatusSucceeded && a.Passed != a.Total) {
-		return errors.Mark(errors.New("oduflow: asserted counts"), ErrInvalidInput)
+		return errmark.Mark(errors.New("oduflow: asserted counts"), ErrInvalidInput)
 	}
 	for _, s := range []string{a.Who, a.Why} {
 		if strings.TrimSpace(s) == "" || len(s) > MaxAssertText || strings.IndexFunc(s, unicode.IsControl) >= 0 {
-			return errors.Mark(errors.New("oduflow: asserted_by and asserted_reason must be short printable text"), ErrInvalidInput)
+			return errmark.Mark(errors.New("oduflow: asserted_by and asserted_reason must be short printable text"), ErrInvalidInput)
 		}
 	}
 	return nil

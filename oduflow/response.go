@@ -24,11 +24,14 @@ type Readiness struct {
 	Protocol int `json:"protocol"`
 	// PillarReady: the minion reports its full pillar ready.
 	PillarReady bool `json:"pillar_ready"`
+	// Proof: the minion advertises receipt proofs (rsa-pkcs1v15-sha256) and the master's pki dir holds
+	// its accepted key, so its receipts can be verified.
+	Proof bool `json:"proof"`
 }
 
 // Ready reports whether a new request can be dispatched to the minion.
 func (r Readiness) Ready() bool {
-	return r.KeyAccepted && r.Reachable && r.Protocol == ProtocolVersion && r.PillarReady
+	return r.KeyAccepted && r.Reachable && r.Protocol == ProtocolVersion && r.PillarReady && r.Proof
 }
 
 // ProtocolVersion is the minion protocol this dispatcher requires.

@@ -86,8 +86,17 @@ func newSimMinion(id string, opts ...simminion.Option) *simminion.Minion {
 
 func (e *simEnv) addMinion(opts ...simminion.Option) *simminion.Minion {
 	m := simminion.New(newMinionID(), opts...)
+	e.accept(m)
 	e.sim.AddMinion(m.ID(), m.Handle)
 	return m
+}
+
+// accept stores m's public key as the master's accepted key for its id (what proofs verify against).
+func (e *simEnv) accept(m *simminion.Minion) {
+	e.t.Helper()
+	if err := e.sim.AcceptMinionKey(m.ID(), m.PublicKeyPEM()); err != nil {
+		e.t.Fatal(err)
+	}
 }
 
 func (e *simEnv) dispatcher(opts ...Option) *Dispatcher {
@@ -97,7 +106,8 @@ func (e *simEnv) dispatcher(opts ...Option) *Dispatcher {
 
 func (e *simEnv) dispatcherWith(p Publisher, opts ...Option) *Dispatcher {
 	e.t.Helper()
-	opts = append([]Option{WithClaimDir(e.dir), WithTimers(testTimers()), WithLogger(quietLogger())}, opts...)
+	opts = append([]Option{WithClaimDir(e.dir), WithTimers(testTimers()), WithLogger(quietLogger()),
+		WithPKIDir(e.sim.PKIDir())}, opts...)
 	d, err := New(p, e.events(), opts...)
 	if err != nil {
 		e.t.Fatal(err)

@@ -6,22 +6,41 @@ import (
 	"time"
 
 	"github.com/oduflow/oduflow-go/receipt"
-	"github.com/oduflow/oduflow-go/salt"
 )
 
-// await waits until deadline for a trustworthy final receipt of c: the return of its JID on the event bus,
-// or an oduflow_job.status poll on the expected minion (at once after every gap or untrustworthy return,
-// and on a schedule spreading the poll budget over the window). It returns nil when the window or the
-// budget is spent, or ctx ends.
+// await waits until deadline for a verified final receipt of c. Returns of its JID on the event bus and
+// oduflow_job.status polls on the expected minion (on a schedule spreading the poll budget over the
+// window, and at once after every event-bus gap) are hints only: a final-looking one makes the worker ask
+// the minion for its signed answer (oduflow_job.attest), and only a verified proof bound to the claim
+// ends the wait. It returns nil when the window or the budget is spent, or ctx ends.
 func (d *Dispatcher) await(ctx context.Context, c *Claim, w *waiter, deadline time.Time) *receipt.Receipt {
 	return d.awaitFrom(ctx, c, w, deadline, false)
 }
 
 // awaitFrom is await; with pollFirst the first status poll is made at once (a Resume asks now).
+//
+// The poll budget is spent only by scheduled polls (and the repeat of an unknown answer); a gap poll is
+// limited to one per interval instead, so that nothing a forger can trigger spends the budget.
+//
+// Events that are never evidence (see eventReason, and receipts that do not bind to c) are counted and
+// logged once; they, and final-looking returns, trigger at most one early proof request per poll
+// interval (proofLimiter), outside the poll budget: a forger flooding the bus can neither spend the
+// budget (and force unknown) nor make the worker flood the minion.
 func (d *Dispatcher) awaitFrom(ctx context.Context, c *Claim, w *waiter, deadline time.Time, pollFirst bool) *receipt.Receipt {
+	defer d.unverifiedSeen.Delete(c.RequestID)
 	lg := d.claimLog(c)
 	budget := d.timers.PollBudget
 	interval := d.timers.PollInterval()
+	early := proofLimiter{interval: interval}
+	// Gap polls (a bus gap, or this waiter's buffer overflowing, which a flood of forged events on the JID
+	// causes at will) are made at once, at most one per poll interval, and outside the budget; further
+	// gaps wait for the next scheduled poll, which comes within one interval.
+	gapPolls := proofLimiter{interval: interval}
+	gapPoll := false
+	// pendingProof: an event asked for a proof while the limiter said no. The next poll then asks for the
+	// signed answer directly instead of oduflow_job.status, whose unsigned answer a forger could race
+	// ahead of the real one (so a real return that came just after a forged one still lands at once).
+	pendingProof := false
 	window := time.NewTimer(time.Until(deadline))
 	defer window.Stop()
 	tick := time.NewTimer(interval)
@@ -31,12 +50,21 @@ func (d *Dispatcher) awaitFrom(ctx context.Context, c *Claim, w *waiter, deadlin
 	for {
 		if pollNow {
 			pollNow = false
-			if budget <= 0 {
-				lg.Warn("poll budget spent")
-				return nil
+			if !gapPoll {
+				if budget <= 0 {
+					lg.Warn("poll budget spent")
+					return nil
+				}
+				budget--
 			}
-			budget--
-			r := d.pollOnce(ctx, c, deadline)
+			gapPoll = false
+			var r *receipt.Receipt
+			if pendingProof {
+				pendingProof = false
+				r = d.prove(ctx, c, deadline)
+			} else {
+				r = d.pollOnce(ctx, c, deadline)
+			}
 			switch {
 			case r != nil && r.Status.Terminal():
 				return r
@@ -67,42 +95,44 @@ func (d *Dispatcher) awaitFrom(ctx context.Context, c *Claim, w *waiter, deadlin
 		case <-window.C:
 			return nil
 		case <-w.gaps:
-			lg.Info("event gap; polling at once")
-			pollNow = true
+			if gapPolls.allow(time.Now()) {
+				lg.Info("event gap; polling at once")
+				pollNow, gapPoll = true, true
+			}
 		case <-tick.C:
 			pollNow = true
 		case jr := <-w.rets:
-			if r := d.trustworthy(c, jr); r != nil && final(r) {
-				return r
+			r, reason := d.hint(c, jr)
+			if reason != "" {
+				d.noteUnverified(c, reason)
 			}
-			lg.Warn("untrustworthy return ignored; polling")
-			pollNow = true
+			if reason == "" && !final(r) {
+				continue // running: the minion is still at work; the schedule polls
+			}
+			if !early.allow(time.Now()) {
+				pendingProof = true // the next scheduled poll asks for the proof
+				continue
+			}
+			p := d.prove(ctx, c, deadline)
+			if p != nil && final(p) {
+				return p
+			}
+			if reason == "" {
+				d.noteUnverified(c, UnverifiedUnproven) // a final-looking return its minion did not sign
+			}
 		}
 	}
 }
 
-// final: a run return that ends the wait (a terminal status, or the minion's own definitive unknown).
+// final: an answer that ends the wait (a terminal status, or the minion's own definitive unknown).
 func final(r *receipt.Receipt) bool {
 	return r.Status.Terminal() || r.Status == receipt.StatusUnknown
 }
 
-// trustworthy validates a return as a protocol-1 receipt bound to the claim and from the expected minion.
-func (d *Dispatcher) trustworthy(c *Claim, jr *salt.JobReturn) *receipt.Receipt {
-	if jr == nil || jr.MinionID != c.MinionID {
-		return nil
-	}
-	r, err := receipt.FromValue(jr.Return)
-	if err != nil {
-		return nil
-	}
-	if err := c.Binding().Check(r); err != nil {
-		d.claimLog(c).Warn("receipt binding mismatch ignored", slog.String("error", err.Error()))
-		return nil
-	}
-	return &r
-}
-
-// pollOnce asks the expected minion for its receipt of c. A nil result means no trustworthy receipt.
+// pollOnce asks the expected minion for its receipt of c (oduflow_job.status). A final-looking answer is
+// only a hint: it is replaced by the minion's verified signed answer (prove), or nil. A running or
+// not_started answer is returned as is (it never ends a wait nor commits anything). nil means no
+// answer that counts.
 func (d *Dispatcher) pollOnce(ctx context.Context, c *Claim, deadline time.Time) *receipt.Receipt {
 	t0 := time.Now()
 	defer func() { d.hooks.Observe("poll", time.Since(t0)) }()
@@ -118,46 +148,69 @@ func (d *Dispatcher) pollOnce(ctx context.Context, c *Claim, deadline time.Time)
 		d.claimLog(c).Info("status poll without answer", slog.String("error", err.Error()))
 		return nil
 	}
-	return d.trustworthy(c, jr)
+	r, reason := d.hint(c, jr)
+	if reason != "" {
+		d.noteUnverified(c, reason)
+		return nil
+	}
+	if !final(r) {
+		return r
+	}
+	return d.prove(ctx, c, deadline)
 }
 
 func statusArgs(c *Claim) []any {
 	return []any{c.RequestID, c.JID, string(c.EffectiveProfile())}
 }
 
-// capabilities calls oduflow_job.capabilities on the minion: protocol version and pillar readiness.
-func (d *Dispatcher) capabilities(ctx context.Context, minion string) (int, bool, error) {
+// minionCaps is what oduflow_job.capabilities reported (all zero when unknown).
+type minionCaps struct {
+	Protocol    int
+	PillarReady bool
+	// Proof: the minion advertises receipt proofs with ProofAlg and can sign (its key loads).
+	Proof bool
+}
+
+// capabilities calls oduflow_job.capabilities on the minion. Its answer is not signed: a forged one can
+// only make a preflight fail (no protocol, no proof), never make a request succeed, since every final
+// result needs a verified proof.
+func (d *Dispatcher) capabilities(ctx context.Context, minion string) (minionCaps, error) {
 	timeout := d.timers.CallTimeout
 	if dl, ok := ctx.Deadline(); ok && time.Until(dl) < timeout {
 		timeout = time.Until(dl)
 	}
 	jr, err := d.call(ctx, minion, FunCapabilities, nil, timeout)
 	if err != nil {
-		return 0, false, err
+		return minionCaps{}, err
 	}
-	proto, ready := parseCapabilities(jr.Return)
-	return proto, ready, nil
+	return parseCapabilities(jr.Return), nil
 }
 
-// parseCapabilities reads {"protocol": 1, "pillar_ready": true, ...} tolerantly; anything else is 0/false.
-func parseCapabilities(v any) (int, bool) {
+// parseCapabilities reads {"protocol": 1, "pillar_ready": true, "proof": {"alg": ..., "ready": true},
+// ...} tolerantly; anything else is zero. A proof with another algorithm is no proof (no fallback).
+func parseCapabilities(v any) minionCaps {
 	m, ok := v.(map[string]any)
 	if !ok {
-		return 0, false
+		return minionCaps{}
 	}
-	proto := 0
+	var caps minionCaps
 	switch p := m["protocol"].(type) {
 	case int64:
-		proto = int(p)
+		caps.Protocol = int(p)
 	case int:
-		proto = p
+		caps.Protocol = p
 	case uint64:
-		proto = int(p)
+		caps.Protocol = int(p)
 	case float64:
 		if p == float64(int(p)) {
-			proto = int(p)
+			caps.Protocol = int(p)
 		}
 	}
-	ready, _ := m["pillar_ready"].(bool)
-	return proto, ready
+	caps.PillarReady, _ = m["pillar_ready"].(bool)
+	if pm, ok := m["proof"].(map[string]any); ok {
+		alg, _ := pm["alg"].(string)
+		ready, _ := pm["ready"].(bool)
+		caps.Proof = alg == receipt.ProofAlg && ready
+	}
+	return caps
 }

@@ -109,13 +109,20 @@ func (d *Dispatcher) runWorker(ctx context.Context, minion, request string) erro
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
+		if !errors.Is(err, ErrLeaseBusy) {
+			// Not a live holder: the lease file itself is unusable (a FIFO, a foreign file, ...).
+			lg.Warn("worker: client lease unusable; preflight failure", slog.String("error", err.Error()))
+			d.finalize(ctx, c, receipt.StatusFailed, 0, 1, CodeClaimStore, EvidencePreflight)
+			return nil
+		}
 		lg.Warn("worker: client lease busy; preflight failure")
 		d.finalize(ctx, c, receipt.StatusFailed, 0, 1, CodeLeaseBusy, EvidencePreflight)
 		return nil
 	}
 	defer func() { _ = lease.Release() }()
 	d.stepHook(StepLease)
-	if code := d.preflight(ctx, c); code != "" {
+	code, keySHA := d.preflight(ctx, c)
+	if code != "" {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
@@ -145,6 +152,7 @@ func (d *Dispatcher) runWorker(ctx context.Context, minion, request string) erro
 	next := c.clone()
 	next.Phase = PhaseDispatching
 	next.DispatchedAt = &dispatchedAt
+	next.MinionKeySHA256 = keySHA // only proofs signed by this key are evidence for this request
 	// The one fenced transition: the intent is recorded only while this worker still holds the request
 	// lock and the client lease (ClaimStore.CompareAndSwapHeld), so a worker whose leases expired never
 	// records an intent and never publishes.
@@ -189,7 +197,7 @@ func (d *Dispatcher) runWorker(ctx context.Context, minion, request string) erro
 		return nil
 	}
 	d.stepHook(StepReturned)
-	code := ""
+	code = ""
 	if r.Status == receipt.StatusUnknown {
 		code = CodeMinionUnknown
 	}
@@ -198,13 +206,20 @@ func (d *Dispatcher) runWorker(ctx context.Context, minion, request string) erro
 	return nil
 }
 
-// preflight runs with the client lease held: quarantine across all profiles, then the capability check.
-// It returns an error code, or "" when dispatch may go on.
-func (d *Dispatcher) preflight(ctx context.Context, c *Claim) string {
+// preflight runs with the client lease held: quarantine across all profiles, the capability check (the
+// minion must advertise receipt proofs), then the key the master accepted for the minion. It returns an
+// error code, or "" and that key's fingerprint (pinned in the claim) when dispatch may go on.
+func (d *Dispatcher) preflight(ctx context.Context, c *Claim) (string, string) {
 	others, err := d.store.ListByClient(ctx, c.MinionID)
 	if err != nil {
-		d.claimLog(c).Warn("worker: claim store unreadable; cannot prove the client is clear", slog.String("error", err.Error()))
-		return CodeClaimStore
+		// Cannot prove the client is clear: refuse, but say why and which claim, not "quarantined".
+		attrs := []any{slog.String("error", err.Error())}
+		var uc *UnreadableClaimError
+		if errors.As(err, &uc) {
+			attrs = append(attrs, slog.String("unreadable_request_id", uc.RequestID))
+		}
+		d.claimLog(c).Warn("worker: client claims unreadable; preflight failure", attrs...)
+		return CodeClaimStore, ""
 	}
 	for _, o := range others {
 		if o.RequestID == c.RequestID {
@@ -212,24 +227,29 @@ func (d *Dispatcher) preflight(ctx context.Context, c *Claim) string {
 		}
 		if o.Quarantining() {
 			d.claimLog(c).Warn("worker: client quarantined", slog.String("blocking_request_id", o.RequestID))
-			return CodeQuarantined
+			return CodeQuarantined, ""
 		}
 		if o.JID == c.JID {
 			// Two dispatcher processes drew the same JID in the same microsecond for one client: the minion
 			// would refuse the second binding. Fail before publishing; a retry is a new request.
-			return CodeJIDCollision
+			return CodeJIDCollision, ""
 		}
 	}
 	ctx2, cancel := context.WithTimeout(ctx, d.timers.CallTimeout)
 	defer cancel()
-	proto, _, err := d.capabilities(ctx2, c.MinionID)
+	caps, err := d.capabilities(ctx2, c.MinionID)
 	if err != nil {
-		return callErrorCode(err) // names the cause: credentials, event bus, transport, or the minion
+		return callErrorCode(err), "" // names the cause: credentials, event bus, transport, or the minion
 	}
-	if proto != ProtocolVersion {
-		return CodeCapability
+	if caps.Protocol != ProtocolVersion || !caps.Proof {
+		return CodeCapability, "" // no silent fallback to unproven receipts
 	}
-	return ""
+	key, err := LoadMinionKey(ctx, d.pkiDir, c.MinionID)
+	if err != nil {
+		d.claimLog(c).Warn("worker: accepted minion key unavailable", slog.String("error", err.Error()))
+		return CodeMinionKey, ""
+	}
+	return "", key.SHA256
 }
 
 // finalize commits a final result unless someone else committed one meanwhile (which is kept).

@@ -13,8 +13,8 @@
 //   - Reduce: a Salt state return -> status/passed/total, nothing else;
 //   - CanonicalJSON (RFC 8785 JCS) and Digest, which bind custom payloads;
 //   - Binding.Check, the immutable binding of a receipt to its claim;
-//   - Store, the durable file discipline shared by the master claim store
-//     and the tests: safe opens, atomic and exclusive writes, flock locks;
+//   - receipt proofs (Proof, ProofFromValue, VerifyProof, ProofMessage, ValidateNonce, NewNonce,
+//     SignProof for test minions): the minion's signature over a nonce and the receipt;
 //   - the minion receipt state machine (Phase, CheckTransition).
 //
 // It imports nothing from the rest of the module, knows nothing of ZeroMQ or
@@ -65,24 +65,22 @@
 // not_started; those carry passed = total = 0. See Receipt for the count and
 // digest rules and Decode for the precedence of reasons.
 //
-// # Store and locks
+// # Receipt proofs and threat model
 //
-// Store keeps records as files directly in one directory, which must be owned
-// by the expected user with mode exactly 0700. Every operation walks the path
-// from / again with openat(O_NOFOLLOW|O_DIRECTORY), so a symlink in any
-// component, also one swapped in after OpenStore, is refused; files must be
-// regular, owned by the expected user, without group/other permission bits,
-// with exactly one link. Writes go to an O_EXCL 0600 temporary file, are
-// fsynced, renamed into place (renameat, or renameat2 RENAME_NOREPLACE for
-// CreateExclusive) and the directory is fsynced. A malformed or unsafe
-// record is an error and is never replaced by these calls.
+// The receipt says what happened; a proof says who says so. oduflow_job.attest(request_id, jid, profile,
+// nonce) answers the same nine-key receipt status gives (unchanged protocol 1), with "alg"
+// (ProofAlg, rsa-pkcs1v15-sha256) and "sig": the RSA PKCS#1 v1.5 signature over SHA-256 of ProofMessage =
+// ProofPrefix + nonce + "\n" + the receipt's canonical JSON, made with the minion's own Salt key pair
+// (pki_dir/minion.pem, loaded by salt.crypt.get_rsa_key and signed through the crypto backend salt.crypt
+// imported on that minion: M2Crypto, Cryptodome or cryptography; never salt.crypt.sign_message, which
+// uses SHA-1). The prefix keeps a proof from being any other message the key signs; the nonce (32 to 64
+// lowercase hex digits, fresh per request) keeps a proof from being replayed for another request or poll.
+// VerifyProof checks it with the standard library against the public key the caller trusts for that
+// minion; it does not check the binding (Binding.Check does).
 //
-// Locks are flock(2) locks on "<name>.lock" files in the store directory.
-// flock was chosen because the kernel releases it when the holding process
-// dies, however it dies (SIGKILL included): a held lock therefore means a live
-// holder (possibly stopped or slow), and a free lock beside a non-terminal
-// record means the worker is gone, which is how a running request is told
-// apart from an abandoned claim. Lock files are never removed (removing a
-// flock file races with a concurrent locker). flock is not reliable on NFS;
-// the store must live on a local file system.
+// A lying party on the master bus (any authenticated minion can fire any tag) can copy, replay and invent
+// receipts, but it cannot make a proof verify under another minion's key, nor reuse one under another
+// nonce. The module needs no new dependency: it signs with the library Salt already loaded. What the
+// signing minion itself reports is still only its word: the proof authenticates the minion, not the
+// truth of the state run.
 package receipt

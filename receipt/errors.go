@@ -28,25 +28,6 @@ var (
 	ErrNotCanonical = errors.New("receipt: value has no canonical JSON form")
 	// ErrIllegalTransition: a minion receipt phase change not in the table.
 	ErrIllegalTransition = errors.New("receipt: illegal phase transition")
-
-	// Store errors.
-
-	// ErrNotExist: the record (or lock file) does not exist.
-	ErrNotExist = errors.New("receipt store: record does not exist")
-	// ErrExist: CreateExclusive found the name already present.
-	ErrExist = errors.New("receipt store: record already exists")
-	// ErrUnsafePath: a path component or file failed the safety rules
-	// (symlink, foreign owner, group/other permission bits, not a regular
-	// file or directory, more than one hard link). See *UnsafePathError.
-	ErrUnsafePath = errors.New("receipt store: unsafe path")
-	// ErrLocked: the lock is held by a live holder (any process).
-	ErrLocked = errors.New("receipt store: locked")
-	// ErrInvalidName: a record name that is not a plain, safe file name.
-	ErrInvalidName = errors.New("receipt store: invalid name")
-	// ErrCorrupt: a record that exists and is safe but whose content is not
-	// what it must be (too large, changed while reading, or not a valid
-	// receipt for ReadReceipt). It stays an error: it is never replaced.
-	ErrCorrupt = errors.New("receipt store: corrupt record")
 )
 
 // Reasons carried by InvalidReceiptError.Reason. They are short machine words
@@ -101,20 +82,6 @@ func (e *BindingError) Error() string {
 
 // Unwrap makes errors.Is(err, ErrBindingMismatch) true.
 func (e *BindingError) Unwrap() error { return ErrBindingMismatch }
-
-// UnsafePathError says which path failed a store safety rule and why. The
-// path is a local file system path, not a secret.
-type UnsafePathError struct {
-	Path   string
-	Reason string // symlink, not_directory, not_regular, foreign_owner, permissions, multiple_links
-}
-
-func (e *UnsafePathError) Error() string {
-	return fmt.Sprintf("receipt store: unsafe path %q: %s", e.Path, e.Reason)
-}
-
-// Unwrap makes errors.Is(err, ErrUnsafePath) true.
-func (e *UnsafePathError) Unwrap() error { return ErrUnsafePath }
 
 // TransitionError is returned by CheckTransition for a change that is not in
 // the minion receipt state table.

@@ -12,11 +12,12 @@ import (
 	"time"
 
 	"github.com/cockroachdb/errors"
+	"github.com/oduflow/oduflow-go/internal/safefile"
 	"golang.org/x/sys/unix"
 )
 
 // A Go model of the minion worker (oduflow_job.run) built only from this
-// package's Store and state machine, run in real child processes that are
+// package's state machine on the safe file store, run in real child processes that are
 // killed at each crash point. The Python module has the same tests with real
 // forks; here they prove that the Go primitives give the seed's guarantees.
 
@@ -38,13 +39,13 @@ func workerHelper(dir, args, crashAt string) int {
 		}
 	}
 	fail := func(err error) int { fmt.Println("ERR", err); return 1 }
-	s, err := OpenStore(dir)
+	s, err := safefile.OpenStore(dir)
 	if err != nil {
 		return fail(err)
 	}
 	_, _ = io.Copy(io.Discard, os.Stdin) // start barrier
 	execLock, err := s.TryLock("exec")
-	if errors.Is(err, ErrLocked) {
+	if errors.Is(err, safefile.ErrLocked) {
 		fmt.Println("BUSY")
 		return 0
 	} else if err != nil {
@@ -52,7 +53,7 @@ func workerHelper(dir, args, crashAt string) int {
 	}
 	defer execLock.Release()
 	reqLock, err := s.TryLock("req-" + req)
-	if errors.Is(err, ErrLocked) {
+	if errors.Is(err, safefile.ErrLocked) {
 		fmt.Println("BUSY")
 		return 0
 	} else if err != nil {
@@ -61,7 +62,7 @@ func workerHelper(dir, args, crashAt string) int {
 	defer reqLock.Release()
 	// Any evidence for this request or JID: never execute again.
 	for _, n := range []string{"jid-" + jid, "req-" + req} {
-		if _, err := s.Read(n); !errors.Is(err, ErrNotExist) {
+		if _, err := s.Read(n); !errors.Is(err, safefile.ErrNotExist) {
 			fmt.Println("DUPLICATE")
 			return 0
 		}
@@ -78,7 +79,7 @@ func workerHelper(dir, args, crashAt string) int {
 		return fail(err)
 	}
 	running := Receipt{Protocol: 1, MinionID: b.MinionID, RequestID: req, JID: jid, Profile: b.Profile, Status: StatusRunning}
-	if err := s.CreateReceipt("req-"+req, running); err != nil {
+	if err := createReceipt(s, "req-"+req, running); err != nil {
 		return fail(err)
 	}
 	park("after-running")
@@ -97,7 +98,7 @@ func workerHelper(dir, args, crashAt string) int {
 	}
 	final := running
 	final.Status, final.Passed, final.Total = sum.Status, sum.Passed, sum.Total
-	if err := s.WriteReceipt("req-"+req, final); err != nil {
+	if err := writeReceipt(s, "req-"+req, final); err != nil {
 		return fail(err)
 	}
 	park("after-terminal")
@@ -107,8 +108,8 @@ func workerHelper(dir, args, crashAt string) int {
 
 // evidence is the local phase of a request: PhaseNone, PhaseClaimed (JID
 // index only), PhaseRunning (running record) or PhaseTerminal.
-func evidence(s *Store, b Binding) (Phase, Receipt, error) {
-	r, err := s.ReadReceipt("req-" + b.RequestID)
+func evidence(s *safefile.Store, b Binding) (Phase, Receipt, error) {
+	r, err := readReceipt(s, "req-"+b.RequestID)
 	switch {
 	case err == nil:
 		if err := b.Check(r); err != nil {
@@ -118,12 +119,12 @@ func evidence(s *Store, b Binding) (Phase, Receipt, error) {
 			return PhaseTerminal, r, nil
 		}
 		return PhaseRunning, r, nil
-	case !errors.Is(err, ErrNotExist):
+	case !errors.Is(err, safefile.ErrNotExist):
 		return "", Receipt{}, err // malformed or unsafe: unresolved, an error
 	}
 	if _, err := s.Read("jid-" + b.JID); err == nil {
 		return PhaseClaimed, Receipt{}, nil
-	} else if !errors.Is(err, ErrNotExist) {
+	} else if !errors.Is(err, safefile.ErrNotExist) {
 		return "", Receipt{}, err
 	}
 	return PhaseNone, Receipt{}, nil
@@ -134,7 +135,7 @@ func evidence(s *Store, b Binding) (Phase, Receipt, error) {
 // and reads the records again: partial evidence that was already there before
 // a probe that found the lock free is abandoned (a finishing worker commits
 // its terminal receipt before releasing the lock).
-func minionStatus(s *Store, b Binding) (Receipt, error) {
+func minionStatus(s *safefile.Store, b Binding) (Receipt, error) {
 	ans := Receipt{Protocol: 1, MinionID: b.MinionID, RequestID: b.RequestID, JID: b.JID, Profile: b.Profile, StateDigest: b.StateDigest}
 	for attempt := 0; attempt < 5; attempt++ {
 		before, _, err := evidence(s, b)
@@ -179,13 +180,13 @@ func markerCount(t *testing.T, marker string) int {
 	return strings.Count(string(b), "\n")
 }
 
-func startWorker(t *testing.T, s *Store, req, jid, marker, crashAt string) *helper {
+func startWorker(t *testing.T, s *safefile.Store, req, jid, marker, crashAt string) *helper {
 	t.Helper()
 	h := startHelper(t, "worker", s.Dir(), strings.Join([]string{req, jid, marker}, ","), crashAt)
 	return h
 }
 
-func statusOf(t *testing.T, s *Store, b Binding) Status {
+func statusOf(t *testing.T, s *safefile.Store, b Binding) Status {
 	t.Helper()
 	r, err := minionStatus(s, b)
 	if err != nil {
@@ -341,13 +342,13 @@ func TestWorkerStatusRefusesHostileRecord(t *testing.T) {
 	if err := os.WriteFile(p, []byte(`{"protocol":1,`), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := minionStatus(s, workerBinding(req, jid)); !errors.Is(err, ErrCorrupt) {
+	if _, err := minionStatus(s, workerBinding(req, jid)); !errors.Is(err, safefile.ErrCorrupt) {
 		t.Fatalf("truncated record: %v", err)
 	}
 	if err := unix.Chmod(p, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := minionStatus(s, workerBinding(req, jid)); !errors.Is(err, ErrUnsafePath) {
+	if _, err := minionStatus(s, workerBinding(req, jid)); !errors.Is(err, safefile.ErrUnsafePath) {
 		t.Fatalf("0644 record: %v", err)
 	}
 }

@@ -14,37 +14,46 @@ import (
 
 func TestReadKeyFileSafety(t *testing.T) {
 	dir := t.TempDir()
-	good := filepath.Join(dir, ".root_key")
-	if err := os.WriteFile(good, []byte("SECRETKEY\n"), 0o600); err != nil {
-		t.Fatal(err)
+	key := testUserKey("SECRETKEY")
+	write := func(name, content string, mode os.FileMode) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(content), mode); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(p, mode); err != nil {
+			t.Fatal(err)
+		}
+		return p
 	}
-	if k, err := readKeyFile(good); err != nil || k != "SECRETKEY" {
-		t.Fatalf("%q %v", k, err)
+	for name, content := range map[string]string{"bare": key, "newline": key + "\n"} {
+		if k, err := readKeyFile(write(name, content, 0o600)); err != nil || k != key {
+			t.Fatalf("%s: %q %v", name, k, err)
+		}
 	}
 	link := filepath.Join(dir, "link")
-	_ = os.Symlink(good, link)
-	wide := filepath.Join(dir, "wide")
-	_ = os.WriteFile(wide, []byte("SECRETKEY"), 0o644)
-	_ = os.Chmod(wide, 0o644)
-	gw := filepath.Join(dir, "gw")
-	_ = os.WriteFile(gw, []byte("SECRETKEY"), 0o620)
-	_ = os.Chmod(gw, 0o620)
+	_ = os.Symlink(filepath.Join(dir, "bare"), link)
 	fifo := filepath.Join(dir, "fifo")
 	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	empty := filepath.Join(dir, "empty")
-	_ = os.WriteFile(empty, nil, 0o600)
-	big := filepath.Join(dir, "big")
-	_ = os.WriteFile(big, make([]byte, 10000), 0o600)
-	for _, p := range []string{link, wide, gw, fifo, dir, empty, big, filepath.Join(dir, "missing")} {
+	refused := []string{link, fifo, dir, filepath.Join(dir, "missing"),
+		write("wide", key, 0o644), write("gw", key, 0o620),
+		write("empty", "", 0o600), write("big", strings.Repeat("A", 10000), 0o600),
+		write("shadow", "root:$6$SECRETKEY$abcdefghijklmnop:19000:0:99999:7:::\n", 0o600),
+		write("two-newlines", key+"\n\n", 0o600), write("crlf", key+"\r\n", 0o600),
+		write("space", key+" ", 0o600), write("short", key[:75], 0o600), write("long", key+"A", 0o600),
+		write("not-base64", strings.Repeat("*", 76), 0o600),
+		write("url-alphabet", strings.Repeat("-", 76), 0o600),
+		write("non-canonical", key[:74]+"B=", 0o600), // stray bits in the last group: not what Python wrote
+		write("leading-newline", "\n"+key, 0o600)}
+	for _, p := range refused {
 		start := time.Now()
 		_, err := readKeyFile(p)
 		if !errors.Is(err, ErrKeyFile) {
 			t.Errorf("%s accepted: %v", filepath.Base(p), err)
 		}
-		if err != nil && strings.Contains(err.Error(), "SECRETKEY") {
-			t.Errorf("key in error")
+		if err != nil && (strings.Contains(err.Error(), "SECRETKEY") || strings.Contains(err.Error(), key[:20])) {
+			t.Errorf("%s: content in error %q", filepath.Base(p), err)
 		}
 		if time.Since(start) > time.Second {
 			t.Errorf("%s blocked", p)
@@ -53,7 +62,7 @@ func TestReadKeyFileSafety(t *testing.T) {
 }
 
 func TestRenewingTokenSource(t *testing.T) {
-	addr, seen := fakeMaster(t, "K")
+	addr, seen := fakeMaster(t, testUserKey("K"))
 	c, _ := NewClient(addr)
 	now := time.Now()
 	clock := now

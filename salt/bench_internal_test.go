@@ -14,7 +14,7 @@ func BenchmarkPublishRoundTripZmq4Router(b *testing.B) {
 		load := env["load"].(map[string]any)
 		return map[string]any{"enc": "clear", "load": map[string]any{"jid": load["jid"], "minions": load["tgt"], "missing": []any{}}}
 	})
-	c, _ := NewClient(addr, WithAuth(UserKey("root", writeKey(b, "K"))))
+	c, _ := NewClient(addr, WithAuth(UserKey("root", writeKey(b, testUserKey("K")))))
 	defer c.Close()
 	req := PublishRequest{Target: ListTarget(testMinion), Fun: "test.ping", JID: "20261129154606042846"}
 	ctx := context.Background()

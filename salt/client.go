@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/cockroachdb/errors"
+
+	"github.com/oduflow/oduflow-go/internal/errmark"
 )
 
 // Defaults of the Client options.
@@ -25,6 +27,8 @@ type clientConfig struct {
 	auth      Auth
 	timeout   time.Duration
 	maxReply  int64
+	decode    DecodeLimits
+	reuse     bool
 	version   int
 	logger    *slog.Logger
 	osUser    string
@@ -41,6 +45,11 @@ func WithRequestTimeout(d time.Duration) Option { return func(c *clientConfig) {
 
 // WithMaxReplyBytes caps the size of a reply (default 16 MiB).
 func WithMaxReplyBytes(n int64) Option { return func(c *clientConfig) { c.maxReply = n } }
+
+// WithReplyDecodeLimits bounds the decoding of one reply (default
+// DefaultReplyDecodeLimits): a reply beyond them fails with ErrDecodeBudget,
+// ErrMalformedReply and ErrOutcomeUnknown, before the excess is allocated.
+func WithReplyDecodeLimits(l DecodeLimits) Option { return func(c *clientConfig) { c.decode = l } }
 
 // WithEnvelopeVersion sets the envelope "version" field. Default 3: Salt
 // 3006.17+ masters reply "bad load" to anything lower, and 3006.0 handles 3
@@ -61,8 +70,10 @@ func WithOSUser(name string) Option {
 
 // Client talks to a Salt master's request port (ret_port, 4506) over the
 // clear channel. It is safe for concurrent use; every request uses a fresh
-// connection owned by the calling goroutine.
+// connection owned by the calling goroutine (WithConnectionReuse: an idle one
+// proven alive by a ZMTP PING right before the request, else a fresh one).
 type Client struct {
+	pool   *connPool // nil without WithConnectionReuse
 	ep     reqEndpoint
 	cfg    clientConfig
 	ctx    context.Context
@@ -77,12 +88,16 @@ func NewClient(addr string, opts ...Option) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	cfg := clientConfig{timeout: DefaultRequestTimeout, maxReply: DefaultMaxReplyBytes, version: DefaultEnvelopeVersion}
+	cfg := clientConfig{timeout: DefaultRequestTimeout, maxReply: DefaultMaxReplyBytes, version: DefaultEnvelopeVersion,
+		decode: DefaultReplyDecodeLimits()}
 	for _, o := range opts {
 		o(&cfg)
 	}
 	if cfg.maxReply <= 0 {
 		return nil, errors.Wrap(ErrInvalidRequest, "max reply bytes must be positive")
+	}
+	if !cfg.decode.valid() {
+		return nil, errors.Wrap(ErrInvalidRequest, "invalid reply decode limits")
 	}
 	if cfg.logger == nil {
 		cfg.logger = slog.New(slog.DiscardHandler)
@@ -91,7 +106,11 @@ func NewClient(addr string, opts ...Option) (*Client, error) {
 		cfg.osUser = currentOSUser()
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	return &Client{ep: ep, cfg: cfg, ctx: ctx, cancel: cancel}, nil
+	c := &Client{ep: ep, cfg: cfg, ctx: ctx, cancel: cancel}
+	if cfg.reuse {
+		c.pool = &connPool{}
+	}
+	return c, nil
 }
 
 func currentOSUser() string {
@@ -104,7 +123,12 @@ func currentOSUser() string {
 // Close aborts requests in flight (their outcome is reported as unknown or
 // not sent) and makes later requests fail with ErrClosed.
 func (c *Client) Close() error {
-	c.once.Do(c.cancel)
+	c.once.Do(func() {
+		c.cancel()
+		if c.pool != nil {
+			c.pool.close()
+		}
+	})
 	return nil
 }
 
@@ -113,7 +137,7 @@ func (c *Client) envelope(load *OrderedMap) ([]byte, error) {
 	env := NewOrderedMap().Set("enc", "clear").Set("load", load).Set("version", c.cfg.version)
 	b, err := encodeSalt(env)
 	if err != nil {
-		return nil, errors.Mark(err, ErrInvalidRequest)
+		return nil, errmark.Mark(err, ErrInvalidRequest)
 	}
 	return b, nil
 }
@@ -121,7 +145,7 @@ func (c *Client) envelope(load *OrderedMap) ([]byte, error) {
 // do sends one clear load and returns the decoded reply. It never retries.
 func (c *Client) do(ctx context.Context, cmd string, load *OrderedMap) (any, error) {
 	if c.ctx.Err() != nil {
-		return nil, errors.Mark(errors.Wrap(ErrClosed, "client closed"), ErrNotSent)
+		return nil, errmark.Mark(errors.Wrap(ErrClosed, "client closed"), ErrNotSent)
 	}
 	body, err := c.envelope(load)
 	if err != nil {
@@ -132,16 +156,21 @@ func (c *Client) do(ctx context.Context, cmd string, load *OrderedMap) (any, err
 	stop := context.AfterFunc(c.ctx, cancel)
 	defer stop()
 	start := time.Now()
-	raw, err := roundTrip(rctx, c.ep, body, c.cfg.maxReply)
+	var raw []byte
+	if c.pool != nil {
+		raw, err = pooledRoundTrip(rctx, c.pool, c.ep, body, c.cfg.maxReply)
+	} else {
+		raw, err = roundTrip(rctx, c.ep, body, c.cfg.maxReply)
+	}
 	if err != nil {
 		c.cfg.logger.LogAttrs(ctx, slog.LevelWarn, "salt request failed",
 			slog.String("cmd", cmd), slog.Duration("elapsed", time.Since(start)),
 			slog.Bool("not_sent", errors.Is(err, ErrNotSent)), slog.String("error", errors.Redact(err)))
 		return nil, err
 	}
-	v, err := DecodeValue(raw)
+	v, err := DecodeValueLimited(raw, c.cfg.decode)
 	if err != nil {
-		return nil, outcomeUnknown(errors.Mark(err, ErrMalformedReply), "decoding reply")
+		return nil, outcomeUnknown(errmark.Mark(err, ErrMalformedReply), "decoding reply")
 	}
 	c.cfg.logger.LogAttrs(ctx, slog.LevelDebug, "salt request done",
 		slog.String("cmd", cmd), slog.Duration("elapsed", time.Since(start)), slog.Int("reply_bytes", len(raw)))
@@ -185,7 +214,7 @@ func replyError(v any) error {
 func malformed(what string, sideEffects bool) error {
 	err := errors.Wrapf(ErrMalformedReply, "%s", errors.Safe(what))
 	if sideEffects {
-		return errors.Mark(err, ErrOutcomeUnknown)
+		return errmark.Mark(err, ErrOutcomeUnknown)
 	}
 	return err
 }

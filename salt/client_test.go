@@ -80,8 +80,8 @@ func fakeMaster(t *testing.T, key string) (string, *[]map[string]any) {
 
 func TestClientCommandsAgainstZmq4Router(t *testing.T) {
 	ctx := context.Background()
-	addr, seen := fakeMaster(t, "KEY")
-	keyFile := writeKey(t, "KEY")
+	addr, seen := fakeMaster(t, testUserKey("KEY"))
+	keyFile := writeKey(t, testUserKey("KEY"))
 	c, err := NewClient(addr, WithAuth(UserKey("root", keyFile)), WithRequestTimeout(5*time.Second))
 	if err != nil {
 		t.Fatal(err)
@@ -124,7 +124,7 @@ func TestClientCommandsAgainstZmq4Router(t *testing.T) {
 		t.Fatal("wheel with user key must not send user")
 	}
 	// wrong key: authentication error, key re-read per request
-	if err := os.WriteFile(keyFile, []byte("ROTATED"), 0o600); err != nil {
+	if err := os.WriteFile(keyFile, []byte(testUserKey("ROTATED")), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	_, err = c.Publish(ctx, PublishRequest{Target: ListTarget(testMinion), Fun: "test.ping"})
@@ -201,7 +201,7 @@ func okReply(t *testing.T, jid string) []byte {
 
 func publishOnce(t *testing.T, addr string, opts ...Option) (*PublishResult, error) {
 	t.Helper()
-	opts = append([]Option{WithAuth(UserKey("root", writeKey(t, "K")))}, opts...)
+	opts = append([]Option{WithAuth(UserKey("root", writeKey(t, testUserKey("K"))))}, opts...)
 	c, err := NewClient(addr, opts...)
 	if err != nil {
 		t.Fatal(err)
@@ -329,7 +329,7 @@ func TestContextCancelClosesSocket(t *testing.T) {
 	release := make(chan struct{})
 	r, addr := startRawRouter(t, func(c *rawConn, req []byte) { <-release })
 	defer close(release)
-	c, _ := NewClient(addr, WithAuth(UserKey("root", writeKey(t, "K"))))
+	c, _ := NewClient(addr, WithAuth(UserKey("root", writeKey(t, testUserKey("K")))))
 	ctx, cancel := context.WithCancel(context.Background())
 	errc := make(chan error, 1)
 	go func() {

@@ -27,14 +27,19 @@
 // proves refusal: ErrAuthentication, ErrAuthorization, ErrNoMinions,
 // ErrBadLoad, ErrMasterException, other *MasterError) and
 // IsOutcomeUnknown(err) (ErrOutcomeUnknown: timeout, cancellation, lost
-// connection, unreadable or oversized reply after the request was sent).
+// connection, unreadable or oversized reply after the request was sent, or
+// an acknowledgement that does not match the request: *ReplyMismatchError,
+// another JID than the preassigned one, or minions and missing of a list
+// target that are not exactly the target). Refusals are classified first.
 // A context cancelled while a request is in flight closes its connection.
 //
 // # Authentication
 //
 // UserKey reads the master's .<user>_key file for every request (the master
-// writes a new key at every start), refusing symlinks, non-regular files and
-// group-write/other permission bits. Eauth sends backend, username and
+// writes a new key at every start), refusing symlinks, non-regular files,
+// group-write/other permission bits and any content that is not a Salt user
+// key (76 base64 characters of 56 bytes, one optional trailing newline): a
+// wrong path is refused (ErrKeyFile, ErrNotSent) before a byte is sent. Eauth sends backend, username and
 // password with every request. TokenAuth sends a token; NewTokenSource logs in
 // once with mk_token and renews before expiry.
 //
@@ -57,8 +62,20 @@
 // capped; the stream reconnects with backoff; a bounded buffer holds events
 // for a slow consumer, and every disconnect, reconnect, overflow or
 // undecodable event is reported as a Gap event, after which a consumer must
-// poll for what it may have missed. salt/job/<jid>/new and
-// salt/job/<jid>/ret/<id> are decoded into JobNew and JobReturn.
+// poll for what it may have missed (Gap.Err tells the cause when it was an
+// error). salt/job/<jid>/new and salt/job/<jid>/ret/<id> are decoded into
+// JobNew and JobReturn.
+//
+// Every byte of the bus is hostile: any authenticated minion can fire any
+// event with any tag. A frame that has started must complete within
+// WithFrameTimeout (an idle bus is never timed out); the tag is read and
+// filtered before the data is decoded; the data is decoded within
+// DecodeLimits (values, estimated allocated bytes, depth), charged before
+// anything is allocated, so an event of empty arrays cannot cost 40 times its
+// size; the queue for a slow consumer counts each event's frame plus that
+// estimate. With the defaults, frames at the cap grow the process by at most
+// 64 MiB (memory_budget_test.go measures it). Replies get the same budgets
+// (WithReplyDecodeLimits).
 //
 // The event bus has no handshake: SubscribeEvents returns when connect()
 // does, and the master registers the reader when its publisher process

@@ -5,6 +5,8 @@ import (
 
 	"github.com/cockroachdb/errors"
 	"github.com/cockroachdb/redact"
+
+	"github.com/oduflow/oduflow-go/internal/errmark"
 )
 
 // Sentinel errors. Test with errors.Is; every error the package returns wraps
@@ -125,10 +127,10 @@ func IsOutcomeUnknown(err error) bool { return errors.Is(err, ErrOutcomeUnknown)
 
 // notSent marks cause as ErrNotSent.
 func notSent(cause error, what string) error {
-	return errors.Mark(errors.Wrapf(cause, "salt: %s (request not sent)", errors.Safe(what)), ErrNotSent)
+	return errmark.Mark(errors.Wrapf(cause, "salt: %s (request not sent)", errors.Safe(what)), ErrNotSent)
 }
 
 // outcomeUnknown marks cause as ErrOutcomeUnknown.
 func outcomeUnknown(cause error, what string) error {
-	return errors.Mark(errors.Wrapf(cause, "salt: %s (request sent, outcome unknown)", errors.Safe(what)), ErrOutcomeUnknown)
+	return errmark.Mark(errors.Wrapf(cause, "salt: %s (request sent, outcome unknown)", errors.Safe(what)), ErrOutcomeUnknown)
 }

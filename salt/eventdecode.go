@@ -2,7 +2,6 @@ package salt
 
 import (
 	"math"
-	"strings"
 	"time"
 )
 
@@ -22,6 +21,7 @@ import (
 type strDecoder struct {
 	s   string
 	off int
+	bud *decodeBudget
 }
 
 func (d *strDecoder) boxString(s string) any {
@@ -116,11 +116,14 @@ func (d *strDecoder) strHeader(c byte) (n int, isStr, ok bool) {
 
 // value is tolerantDecoder.value.
 func (d *strDecoder) value(depth int) (any, bool) {
-	if depth > maxDecodeDepth {
+	if !d.bud.depthOK(depth) {
 		return nil, false
 	}
 	c, ok := d.byte1()
 	if !ok {
+		return nil, false
+	}
+	if isNumberByte(c) && !d.bud.charge(0, costNumber) {
 		return nil, false
 	}
 	switch {
@@ -135,6 +138,9 @@ func (d *strDecoder) value(depth int) (any, bool) {
 	}
 	if n, isStr, ok := d.strHeader(c); isStr {
 		if !ok {
+			return nil, false
+		}
+		if !d.bud.charge(0, costString+int64(n)) {
 			return nil, false
 		}
 		s, ok := d.take(n)
@@ -202,7 +208,7 @@ func (d *strDecoder) value(depth int) (any, bool) {
 }
 
 func (d *strDecoder) array(n, depth int) (any, bool) {
-	if n > len(d.s)-d.off {
+	if n > len(d.s)-d.off || !d.bud.charge(int64(n), costArray+costSlot*int64(n)) {
 		return nil, false
 	}
 	out := make([]any, n)
@@ -225,7 +231,7 @@ func (d *strDecoder) mapN(n, depth int) (any, bool) {
 }
 
 func (d *strDecoder) mapBody(n, depth int) (map[string]any, bool) {
-	if n > (len(d.s)-d.off)/2 {
+	if n > (len(d.s)-d.off)/2 || !d.bud.charge(2*int64(n), mapCharge(n)) {
 		return nil, false
 	}
 	out := make(map[string]any, min(n, maxMapHint))
@@ -238,6 +244,9 @@ func (d *strDecoder) mapBody(n, depth int) (map[string]any, bool) {
 		if !ok {
 			return nil, false
 		}
+		if _, dup := out[k]; !dup && len(out) >= min(n, maxMapHint) && !d.bud.charge(0, costEntry) {
+			return nil, false
+		}
 		out[k] = v
 	}
 	return out, true
@@ -246,14 +255,14 @@ func (d *strDecoder) mapBody(n, depth int) (map[string]any, bool) {
 // key decodes a map key as value then mapKeyString would, without boxing
 // string keys.
 func (d *strDecoder) key(depth int) (string, bool) {
-	if depth > maxDecodeDepth || d.off >= len(d.s) {
+	if !d.bud.depthOK(depth) || d.off >= len(d.s) {
 		return "", false
 	}
 	save := d.off
 	c := d.s[d.off]
 	d.off++
 	if n, isStr, ok := d.strHeader(c); isStr {
-		if !ok {
+		if !ok || !d.bud.charge(0, costString+int64(n)) {
 			return "", false
 		}
 		return d.take(n)
@@ -264,7 +273,7 @@ func (d *strDecoder) key(depth int) (string, bool) {
 		return "", false
 	}
 	ks, err := mapKeyString(v)
-	return ks, err == nil
+	return ks, err == nil && d.bud.charge(0, costString)
 }
 
 func (d *strDecoder) ext(n, depth int) (any, bool) {
@@ -273,6 +282,9 @@ func (d *strDecoder) ext(n, depth int) (any, bool) {
 		return nil, false
 	}
 	typ := int8(th)
+	if !d.bud.charge(0, costExt+int64(n)) {
+		return nil, false
+	}
 	payload, ok := d.take(n)
 	if !ok {
 		return nil, false
@@ -283,7 +295,10 @@ func (d *strDecoder) ext(n, depth int) (any, bool) {
 			return t, true
 		}
 	case 79:
-		inner := &strDecoder{s: payload}
+		inner := &strDecoder{s: payload, bud: d.bud}
+		if !inner.bud.charge(1, 0) {
+			return nil, false
+		}
 		v, ok := inner.value(depth + 1)
 		if ok && inner.off == len(payload) {
 			if arr, ok := v.([]any); ok && len(arr) == 2 {
@@ -302,7 +317,7 @@ func (d *strDecoder) ext(n, depth int) (any, bool) {
 
 // skip succeeds exactly when value(depth) would, without building values.
 func (d *strDecoder) skip(depth int) bool {
-	if depth > maxDecodeDepth {
+	if !d.bud.depthOK(depth) {
 		return false
 	}
 	c, ok := d.byte1()
@@ -371,94 +386,4 @@ func (d *strDecoder) skipMap(n, depth int) bool {
 		}
 	}
 	return true
-}
-
-// fastDecodeEventFrame is frameBody + decodeEventBody with one copy of the
-// frame. ok=false means "ask the reference decoder".
-func fastDecodeEventFrame(frame []byte) (Event, bool) {
-	d := &strDecoder{s: string(frame)}
-	c, ok := d.byte1()
-	if !ok {
-		return Event{}, false
-	}
-	var n int
-	switch {
-	case c&0xf0 == 0x80:
-		n = int(c & 0x0f)
-	case c == 0xde || c == 0xdf:
-		if n, ok = d.length(2 << (c - 0xde)); !ok {
-			return Event{}, false
-		}
-	default:
-		return Event{}, false
-	}
-	var body string
-	haveBody := false
-	for i := 0; i < n; i++ {
-		// a key is value(1): str or bin "body" selects the body
-		isBody := false
-		if d.off >= len(d.s) {
-			return Event{}, false
-		}
-		kc := d.s[d.off]
-		d.off++
-		if kn, isStr, ok := d.strHeader(kc); isStr {
-			k, ok2 := d.take(kn)
-			if !ok || !ok2 {
-				return Event{}, false
-			}
-			isBody = k == "body"
-		} else {
-			d.off--
-			if !d.skip(1) {
-				return Event{}, false
-			}
-		}
-		if !isBody {
-			if !d.skip(1) {
-				return Event{}, false
-			}
-			continue
-		}
-		if d.off >= len(d.s) {
-			return Event{}, false
-		}
-		bc := d.s[d.off]
-		d.off++
-		bn, isStr, ok := d.strHeader(bc)
-		if !isStr || !ok {
-			return Event{}, false
-		}
-		if body, ok = d.take(bn); !ok {
-			return Event{}, false
-		}
-		haveBody = true
-	}
-	if d.off != len(d.s) || !haveBody {
-		return Event{}, false
-	}
-	i := strings.Index(body, tagEnd)
-	if i < 0 {
-		return Event{}, false
-	}
-	dd := strDecoder{s: body[i+len(tagEnd):]}
-	mc, ok := dd.byte1()
-	if !ok {
-		return Event{}, false
-	}
-	switch {
-	case mc&0xf0 == 0x80:
-		n = int(mc & 0x0f)
-	case mc == 0xde || mc == 0xdf:
-		if n, ok = dd.length(2 << (mc - 0xde)); !ok {
-			return Event{}, false
-		}
-	default:
-		return Event{}, false // not a map (or a map inside something else)
-	}
-	data, ok := dd.mapBody(n, 0)
-	if !ok || dd.off != len(dd.s) {
-		return Event{}, false
-	}
-	return classifyEvent(body[:i], data), true
 }

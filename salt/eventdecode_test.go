@@ -13,11 +13,11 @@ import (
 
 // refDecodeEventFrame is DecodeEventFrame without the fast path.
 func refDecodeEventFrame(frame []byte) (Event, error) {
-	body, err := frameBody(frame)
+	body, err := frameBody(frame, DefaultEventDecodeLimits())
 	if err != nil {
 		return Event{}, err
 	}
-	return decodeEventBody(body)
+	return decodeEventBody(body, DefaultEventDecodeLimits())
 }
 
 // sameValue is reflect.DeepEqual with NaN equal to the same NaN.

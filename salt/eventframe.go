@@ -49,6 +49,27 @@ type frameReader struct {
 	br      *bufio.Reader
 	max     int
 	framing Framing
+	spare   []byte // a frame buffer given back by recycle, for the next large frame
+}
+
+// recycle gives back an owned frame that nothing references any more (its event
+// was filtered out, undecodable or dropped): the next large frame is read into
+// it instead of a new allocation, so that a stream of hostile frames at the cap
+// does not pile up garbage between collections.
+func (r *frameReader) recycle(frame []byte) {
+	if cap(frame) > cap(r.spare) {
+		r.spare = frame[:0]
+	}
+}
+
+// buffer returns a slice of n bytes, the spare one when it is large enough.
+func (r *frameReader) buffer(n int) []byte {
+	if cap(r.spare) >= n {
+		b := r.spare[:n]
+		r.spare = nil
+		return b
+	}
+	return make([]byte, n)
 }
 
 // next returns the next frame (the msgpack {head, body} bytes). io.EOF means
@@ -193,13 +214,15 @@ func (r *frameReader) nextCopy() ([]byte, error) {
 		if n == 0 || uint64(n) > uint64(r.max) {
 			return nil, errors.Wrapf(ErrFrameTooLarge, "length prefix %d (limit %d)", errors.Safe(n), errors.Safe(r.max))
 		}
-		buf := make([]byte, n)
+		buf := r.buffer(int(n))
 		if _, err := io.ReadFull(r.br, buf); err != nil {
 			return nil, noEOF(err)
 		}
 		return buf, nil
 	}
-	return readMsgpackObject(r.br, r.max)
+	buf := r.spare[:0]
+	r.spare = nil
+	return readMsgpackObject(r.br, r.max, buf)
 }
 
 func noEOF(err error) error {
@@ -212,8 +235,11 @@ func noEOF(err error) error {
 // readMsgpackObject copies exactly one msgpack object from br, without
 // decoding it, refusing objects larger than max bytes before reading them.
 // It is iterative (no recursion): pending counts the objects still to read.
-func readMsgpackObject(br *bufio.Reader, max int) ([]byte, error) {
-	buf := make([]byte, 0, 512)
+// buf (length 0) is where the object goes; nil allocates.
+func readMsgpackObject(br *bufio.Reader, max int, buf []byte) ([]byte, error) {
+	if buf == nil {
+		buf = make([]byte, 0, 512)
+	}
 	pending := 1
 	readN := func(n uint64) error {
 		if n > uint64(max-len(buf)) {

@@ -10,15 +10,19 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unsafe"
 
 	"github.com/cockroachdb/errors"
+
+	"github.com/oduflow/oduflow-go/internal/errmark"
 )
 
 // Event stream defaults.
 const (
 	DefaultEventBuffer      = 1024
 	DefaultMaxFrameBytes    = 16 << 20
-	DefaultEventBufferBytes = 64 << 20
+	DefaultEventBufferBytes = 24 << 20
+	DefaultFrameTimeout     = 5 * time.Second
 	defaultBackoffMin       = 100 * time.Millisecond
 	defaultBackoffMax       = 5 * time.Second
 	readBufferBytes         = 64 << 10
@@ -26,7 +30,12 @@ const (
 	GapReasonReconnected    = "reconnected"
 	GapReasonOverflow       = "consumer too slow"
 	GapReasonUndecodable    = "undecodable event"
+	GapReasonFrameTimeout   = "event frame not completed in time"
 )
+
+// ErrFrameTimeout: an event frame had started but did not complete within
+// WithFrameTimeout; the connection is dropped (a Gap whose Err is this).
+var ErrFrameTimeout = errors.New("salt: event frame not completed in time")
 
 // EventOption configures SubscribeEvents.
 type EventOption func(*eventConfig)
@@ -36,6 +45,8 @@ type eventConfig struct {
 	buffer     int
 	bufBytes   int64
 	maxFrame   int
+	frameTime  time.Duration
+	decode     DecodeLimits
 	backoffMin time.Duration
 	backoffMax time.Duration
 	logger     *slog.Logger
@@ -53,13 +64,28 @@ func WithTagPrefixes(prefixes ...string) EventOption {
 // (default 1024). Beyond it events are dropped and counted in the next Gap.
 func WithEventBuffer(n int) EventOption { return func(c *eventConfig) { c.buffer = n } }
 
-// WithEventBufferBytes bounds the total frame bytes of the events held for a
-// slow consumer (default 64 MiB), on top of WithEventBuffer's count.
+// WithEventBufferBytes bounds the memory of the events held for a slow
+// consumer (default 24 MiB), on top of WithEventBuffer's count. An event
+// counts its frame's bytes (its strings alias them) plus the decode estimate
+// of its values (DecodeLimits), not its wire size alone: an event of empty
+// arrays is small on the wire and large in memory.
 func WithEventBufferBytes(n int64) EventOption { return func(c *eventConfig) { c.bufBytes = n } }
 
 // WithMaxFrameBytes caps one event frame (default 16 MiB; Salt trims events
 // to 1 MiB by default). A larger frame drops the connection (and yields gaps).
 func WithMaxFrameBytes(n int) EventOption { return func(c *eventConfig) { c.maxFrame = n } }
+
+// WithEventDecodeLimits bounds the decoding of one event frame (default
+// DefaultEventDecodeLimits). A frame beyond them is dropped and reported as a
+// Gap (GapReasonUndecodable, Err ErrDecodeBudget); the connection stays up.
+func WithEventDecodeLimits(l DecodeLimits) EventOption { return func(c *eventConfig) { c.decode = l } }
+
+// WithFrameTimeout bounds how long a frame that has started may take to
+// arrive completely (default 5 s; a frame gets at least 3/4 of it). A frame still incomplete then drops the
+// connection (a Gap, then a reconnection): a peer that sends half a frame and
+// stops must not stall the stream silently. An idle bus (no byte at all) is
+// never timed out.
+func WithFrameTimeout(d time.Duration) EventOption { return func(c *eventConfig) { c.frameTime = d } }
 
 // WithReconnectBackoff sets the reconnection backoff bounds (default 100 ms
 // to 5 s, exponential with jitter).
@@ -120,11 +146,12 @@ func parseEventAddr(addr string) (network, address string, err error) {
 // ends when ctx is done or Close is called; Events is then closed.
 func SubscribeEvents(ctx context.Context, addr string, opts ...EventOption) (*EventStream, error) {
 	cfg := eventConfig{buffer: DefaultEventBuffer, bufBytes: DefaultEventBufferBytes, maxFrame: DefaultMaxFrameBytes,
+		frameTime: DefaultFrameTimeout, decode: DefaultEventDecodeLimits(),
 		backoffMin: defaultBackoffMin, backoffMax: defaultBackoffMax}
 	for _, o := range opts {
 		o(&cfg)
 	}
-	if cfg.buffer < 1 || cfg.bufBytes < 1 || cfg.maxFrame < 16 || cfg.backoffMin <= 0 || cfg.backoffMax < cfg.backoffMin {
+	if cfg.buffer < 1 || cfg.bufBytes < 1 || cfg.maxFrame < 16 || cfg.frameTime <= 0 || !cfg.decode.valid() || cfg.backoffMin <= 0 || cfg.backoffMax < cfg.backoffMin {
 		return nil, errors.Wrap(ErrInvalidRequest, "invalid event stream options")
 	}
 	if cfg.logger == nil {
@@ -176,7 +203,11 @@ func (s *EventStream) run(conn net.Conn) {
 			return
 		}
 		s.cfg.logger.Warn("salt event bus disconnected", slog.String("error", errors.Redact(err)))
-		s.q.addGap(GapReasonDisconnected)
+		reason := GapReasonDisconnected
+		if errors.Is(err, ErrFrameTimeout) {
+			reason = GapReasonFrameTimeout
+		}
+		s.q.addGapErr(reason, 0, err)
 		for {
 			wait := backoff/2 + rand.N(backoff/2+1)
 			t := time.NewTimer(wait)
@@ -196,39 +227,109 @@ func (s *EventStream) run(conn net.Conn) {
 		}
 		backoff = s.cfg.backoffMin
 		s.cfg.logger.Info("salt event bus reconnected")
-		s.q.addGap(GapReasonReconnected)
+		s.q.addGapErr(GapReasonReconnected, 0, nil)
 	}
 }
 
 // readConn reads frames from one connection until it fails. The framing is
 // detected again on every connection. The connection is never written to
 // nor half-closed (Salt's publisher drops such readers).
+//
+// Every byte is hostile (any minion can fire any event): a frame is capped
+// (WithMaxFrameBytes), must complete within WithFrameTimeout once its first
+// byte arrived, its tag is filtered before its data is decoded, and its data is
+// decoded within WithEventDecodeLimits.
 func (s *EventStream) readConn(conn net.Conn) error {
 	defer conn.Close()
 	stop := context.AfterFunc(s.ctx, func() { _ = conn.Close() })
 	defer stop()
 	fr := &frameReader{br: bufio.NewReaderSize(conn, readBufferBytes), max: s.cfg.maxFrame}
+	armed := false
+	var armedAt time.Time
 	for {
-		// frame may be a slice of fr's buffer: it is decoded (into values
-		// that do not alias it) before the next read
-		frame, _, err := fr.nextShared()
+		if fr.br.Buffered() == 0 {
+			// idle: wait for the next frame's first byte as long as it takes
+			if armed {
+				_ = conn.SetReadDeadline(time.Time{})
+				armed = false
+			}
+			if _, err := fr.br.Peek(1); err != nil {
+				if err == io.EOF {
+					return errors.New("event bus closed the connection")
+				}
+				return err
+			}
+		}
+		// a frame has started: it must complete in time. Frames already
+		// buffered back to back share one deadline while it leaves each at
+		// least 3/4 of the timeout (re-arming costs a timer update per frame).
+		if now := time.Now(); !armed || now.Sub(armedAt) > s.cfg.frameTime/4 {
+			_ = conn.SetReadDeadline(now.Add(s.cfg.frameTime))
+			armed, armedAt = true, now
+		}
+		// frame may be a slice of fr's buffer (shared): it is decoded (into
+		// values that do not alias it) before the next read
+		frame, shared, err := fr.nextShared()
 		if err != nil {
 			if err == io.EOF {
 				return errors.New("event bus closed the connection")
 			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() && s.ctx.Err() == nil {
+				return errors.Wrapf(errmark.Mark(err, ErrFrameTimeout), "no complete frame within %s", errors.Safe(s.cfg.frameTime))
+			}
 			return err
 		}
-		ev, err := DecodeEventFrame(frame)
-		if err != nil {
-			s.cfg.logger.Warn("salt event undecodable", slog.String("framing", fr.framing.String()), slog.String("error", errors.Redact(err)))
-			s.q.addGapDropped(GapReasonUndecodable, 1)
-			continue
+		if !s.handleFrame(frame, shared, fr.framing) && !shared {
+			fr.recycle(frame)
 		}
-		if !s.match(ev.Tag) {
-			continue
-		}
-		s.q.push(ev, int64(len(frame)))
 	}
+}
+
+// handleFrame filters one frame by its tag, then decodes and queues it. It
+// reports whether the queued event references frame (else frame is free).
+func (s *EventStream) handleFrame(frame []byte, shared bool, framing Framing) bool {
+	if len(frame) == 0 {
+		return false // no frame reader returns one; DecodeEventFrame would refuse it
+	}
+	// view is the frame's text without a copy. A shared frame is the read
+	// buffer: the view is read only here, for the tag, and never retained. An
+	// owned frame (read into its own slice, never written again) becomes the
+	// event's text itself, so that a frame at the cap is not copied once more.
+	view := unsafe.String(unsafe.SliceData(frame), len(frame))
+	bud := newDecodeBudget(s.cfg.decode)
+	sp, split := (&strDecoder{s: view, bud: bud}).splitEventFrame()
+	if split && !s.match(view[sp.tagLo:sp.tagHi]) {
+		return false // not decoded at all
+	}
+	text := view
+	if shared {
+		text = string(frame)
+	}
+	var ev Event
+	var est int64
+	var err error
+	decoded := false
+	if split {
+		var over bool
+		ev, est, decoded, over = decodeEventData(text, sp, bud, s.cfg.decode)
+		if over {
+			err = budgetError("event frame too costly to decode")
+		}
+	}
+	if !decoded && err == nil {
+		// the canonical error (or, should the fast path ever refuse a valid frame, the event)
+		ev, est, err = decodeEventText(text, frame, s.cfg.decode)
+	}
+	if err != nil {
+		s.cfg.logger.Warn("salt event undecodable", slog.String("framing", framing.String()), slog.String("error", errors.Redact(err)))
+		s.q.addGapErr(GapReasonUndecodable, 1, err) // errors never quote the frame
+		return false
+	}
+	if !s.match(ev.Tag) {
+		return false
+	}
+	return s.q.push(ev, int64(len(frame))+est)
 }
 
 func (s *EventStream) match(tag string) bool {
@@ -258,6 +359,7 @@ func (s *EventStream) deliver() {
 		}
 		select {
 		case s.out <- ev:
+			s.q.handed()
 		case <-s.ctx.Done():
 			return
 		}
@@ -274,7 +376,8 @@ type eventQueue struct {
 	sizes    []int64
 	head     int
 	n        int
-	bytes    int64 // frame bytes of the queued events
+	bytes    int64 // frame bytes plus decode estimates of the queued events and of held
+	held     int64 // the part of bytes of the event popped but not yet handed to the consumer
 	maxBytes int64
 	gap      *Gap
 	notify   chan struct{}
@@ -299,12 +402,12 @@ func (q *eventQueue) appendLocked(ev Event, size int64) {
 	q.n++
 }
 
-// push adds an event of the given frame size, or drops it when the queue is
-// full (count or bytes).
-func (q *eventQueue) push(ev Event, size int64) {
+// push adds an event of the given size (frame bytes plus decode estimate), or
+// drops it when the queue is full (count or bytes).
+func (q *eventQueue) push(ev Event, size int64) (queued bool) {
 	q.mu.Lock()
 	free := len(q.buf) - q.n
-	if q.n > 0 && q.bytes+size > q.maxBytes {
+	if (q.n > 0 || q.held > 0) && q.bytes+size > q.maxBytes {
 		free = 0 // over the byte budget: treat as full (one event always fits)
 	}
 	switch {
@@ -312,6 +415,7 @@ func (q *eventQueue) push(ev Event, size int64) {
 		q.appendLocked(Event{Kind: EventGap, Gap: q.gap}, 0)
 		q.gap = nil
 		q.appendLocked(ev, size)
+		queued = true
 	case q.gap != nil:
 		q.gap.Dropped++
 		if !strings.Contains(q.gap.Reason, GapReasonOverflow) {
@@ -319,21 +423,26 @@ func (q *eventQueue) push(ev Event, size int64) {
 		}
 	case free >= 2: // keep one slot for a gap
 		q.appendLocked(ev, size)
+		queued = true
 	default:
 		q.gap = &Gap{Reason: GapReasonOverflow, Dropped: 1}
 	}
 	q.mu.Unlock()
 	q.signal()
+	return queued
 }
 
-func (q *eventQueue) addGap(reason string) { q.addGapDropped(reason, 0) }
-
-func (q *eventQueue) addGapDropped(reason string, dropped int) {
+// addGapErr records a gap for reason, with dropped events and its cause err
+// (nil for none); a pending gap keeps the first cause.
+func (q *eventQueue) addGapErr(reason string, dropped int, err error) {
 	q.mu.Lock()
 	if q.gap == nil {
 		q.gap = &Gap{Reason: reason}
 	} else if !strings.Contains(q.gap.Reason, reason) {
 		q.gap.Reason += "; " + reason
+	}
+	if q.gap.Err == nil {
+		q.gap.Err = err
 	}
 	q.gap.Dropped += dropped
 	q.mu.Unlock()
@@ -341,12 +450,14 @@ func (q *eventQueue) addGapDropped(reason string, dropped int) {
 }
 
 // pop removes the oldest event, or the pending gap when no event is queued.
+// The event still counts against the byte budget until handed is called: the
+// event waiting for the consumer holds its memory as much as a queued one.
 func (q *eventQueue) pop() (Event, bool) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if q.n > 0 {
 		ev := q.buf[q.head]
-		q.bytes -= q.sizes[q.head]
+		q.held += q.sizes[q.head]
 		q.buf[q.head], q.sizes[q.head] = Event{}, 0
 		q.head = (q.head + 1) % len(q.buf)
 		q.n--
@@ -358,4 +469,12 @@ func (q *eventQueue) pop() (Event, bool) {
 		return Event{Kind: EventGap, Gap: g}, true
 	}
 	return Event{}, false
+}
+
+// handed releases the budget of the events popped so far: the consumer has them.
+func (q *eventQueue) handed() {
+	q.mu.Lock()
+	q.bytes -= q.held
+	q.held = 0
+	q.mu.Unlock()
 }

@@ -304,6 +304,7 @@ func TestEventQueueByteBudget(t *testing.T) {
 		if !ok {
 			break
 		}
+		q.handed()
 		if ev.Kind == EventGap {
 			dropped += ev.Gap.Dropped
 		} else {
@@ -314,7 +315,17 @@ func TestEventQueueByteBudget(t *testing.T) {
 		t.Fatalf("got %d dropped %d", got, dropped)
 	}
 	q.push(Event{Kind: EventOther, Tag: "big"}, 5000) // one event always fits in an empty queue
-	if ev, ok := q.pop(); !ok || ev.Tag != "big" || q.bytes != 0 {
+	ev, ok := q.pop()
+	if !ok || ev.Tag != "big" || q.bytes != 5000 {
 		t.Fatalf("%+v %v %d", ev, ok, q.bytes)
+	}
+	// until the consumer has it, the popped event still holds its memory
+	q.push(Event{Kind: EventOther, Tag: "next"}, 10)
+	if ev, ok := q.pop(); !ok || ev.Kind != EventGap || ev.Gap.Dropped != 1 {
+		t.Fatalf("event accepted while the held one is over the budget: %+v", ev)
+	}
+	q.handed()
+	if q.bytes != 0 {
+		t.Fatalf("bytes %d after handing over", q.bytes)
 	}
 }

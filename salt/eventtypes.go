@@ -49,6 +49,10 @@ type Event struct {
 type Gap struct {
 	Reason  string
 	Dropped int
+	// Err is the first cause of the gap when it was an error (test with
+	// errors.Is: ErrFrameTooLarge, ErrFrameTimeout, ErrDecodeBudget,
+	// ErrMsgpack, a network error); nil for overflow and reconnection.
+	Err error
 }
 
 // JobNew is salt/job/<jid>/new, fired by the master when it accepts a
@@ -77,30 +81,49 @@ type JobReturn struct {
 	Success  bool
 	Out      string
 	Metadata map[string]any // kwargs.metadata of the publish, if any
+	// Cmd and ID are the data's own "cmd" and "id" ("" when absent). A master-handled return carries
+	// cmd "_return" and the sender's id; an event a minion fired through _minion_event carries cmd
+	// "_minion_event" (or, in its batched form, whatever the sender wrote): neither proves the sender.
+	Cmd string
+	ID  string
 }
 
 const tagEnd = "\n\n"
 
 // DecodeEventFrame decodes one event-bus frame (the msgpack map
-// {head, body}, without any length prefix) into an Event.
+// {head, body}, without any length prefix) into an Event, within
+// DefaultEventDecodeLimits.
 //
 // The result does not alias frame: the caller may reuse it.
 func DecodeEventFrame(frame []byte) (Event, error) {
-	if ev, ok := fastDecodeEventFrame(frame); ok {
-		return ev, nil
+	ev, _, err := decodeEventText(string(frame), frame, DefaultEventDecodeLimits())
+	return ev, err
+}
+
+// decodeEventText decodes the frame whose text is s (the event aliases s) and
+// whose bytes are frame (read only, for the reference decoder). est is the
+// estimate of what the decoded values hold beyond s.
+func decodeEventText(s string, frame []byte, lim DecodeLimits) (Event, int64, error) {
+	ev, est, ok, over := fastDecodeEvent(s, lim)
+	if ok {
+		return ev, est, nil
+	}
+	if over {
+		return Event{}, 0, budgetError("event frame too costly to decode")
 	}
 	// the reference decoder gives the error (or, should the fast path
 	// ever refuse a valid frame, the event)
-	body, err := frameBody(frame)
+	body, err := frameBody(frame, lim)
 	if err != nil {
-		return Event{}, err
+		return Event{}, 0, err
 	}
-	return decodeEventBody(body)
+	ev, err = decodeEventBody(body, lim)
+	return ev, int64(len(frame)), err
 }
 
 // frameBody returns the body of a {head, body} frame without copying it.
-func frameBody(frame []byte) ([]byte, error) {
-	d := &tolerantDecoder{b: frame}
+func frameBody(frame []byte, lim DecodeLimits) ([]byte, error) {
+	d := &tolerantDecoder{b: frame, bud: newDecodeBudget(lim)}
 	h, err := d.need(1)
 	if err != nil {
 		return nil, err
@@ -145,13 +168,13 @@ func frameBody(frame []byte) ([]byte, error) {
 }
 
 // decodeEventBody splits tag "\n\n" data at the first separator.
-func decodeEventBody(body []byte) (Event, error) {
+func decodeEventBody(body []byte, lim DecodeLimits) (Event, error) {
 	i := bytes.Index(body, []byte(tagEnd))
 	if i < 0 {
 		return Event{}, errors.Wrap(ErrMsgpack, "event body without tag separator")
 	}
 	tag := string(body[:i])
-	dv, err := DecodeValue(body[i+2:])
+	dv, err := DecodeValueLimited(body[i+2:], lim)
 	if err != nil {
 		return Event{}, errors.Wrap(err, "event data")
 	}
@@ -189,6 +212,8 @@ func classifyEvent(tag string, data map[string]any) Event {
 		r.Fun, _ = data["fun"].(string)
 		r.Success, _ = data["success"].(bool)
 		r.Out, _ = data["out"].(string)
+		r.Cmd, _ = data["cmd"].(string)
+		r.ID, _ = data["id"].(string)
 		r.Metadata, _ = data["metadata"].(map[string]any)
 		if rc, ok := data["retcode"].(int64); ok {
 			r.Retcode = int(rc)

@@ -26,12 +26,11 @@ type Ext struct {
 	Data []byte
 }
 
-// maxDecodeDepth bounds nesting of decoded values (Python's own limit is
-// lower, so no genuine Salt document comes near it).
-const maxDecodeDepth = 256
-
-// maxMapHint caps the capacity preallocated for a decoded map.
-const maxMapHint = 1024
+// maxMapHint caps the capacity preallocated for a decoded map (Salt return
+// events have about ten keys). The budget charges the hinted entries up front
+// (mapCharge), since they are allocated whether or not their keys come
+// (duplicates), and every distinct key beyond them as it arrives.
+const maxMapHint = 32
 
 // datetimeLayout is Salt's ext 78 payload, Python's %Y%m%dT%H:%M:%S.%f.
 const datetimeLayout = "20060102T15:04:05.999999"
@@ -48,22 +47,61 @@ const datetimeLayout = "20060102T15:04:05.999999"
 //   - nil stays nil.
 //
 // The whole input must be exactly one document. Every length is checked
-// against the input before anything is allocated.
+// against the input before anything is allocated, and decoding is bounded by
+// DefaultReplyDecodeLimits (see DecodeValueLimited).
 func DecodeValue(data []byte) (any, error) {
-	d := &tolerantDecoder{b: data}
-	v, err := d.value(0)
+	return DecodeValueLimited(data, DefaultReplyDecodeLimits())
+}
+
+// DecodeValueLimited is DecodeValue within the given limits: a document that
+// would exceed them fails with ErrDecodeBudget before the excess is allocated.
+func DecodeValueLimited(data []byte, lim DecodeLimits) (any, error) {
+	v, _, err := decodeValueBudget(data, lim)
+	return v, err
+}
+
+// decodeValueBudget is DecodeValueLimited that also returns the estimated
+// bytes the decoded value holds.
+func decodeValueBudget(data []byte, lim DecodeLimits) (any, int64, error) {
+	if !lim.valid() {
+		return nil, 0, errors.Wrap(ErrInvalidRequest, "invalid decode limits")
+	}
+	bud := newDecodeBudget(lim)
+	d := &tolerantDecoder{b: data, bud: bud}
+	v, err := d.top()
 	if err != nil {
-		return nil, err
+		return nil, 0, err
+	}
+	if bud.exceeded {
+		// an ext 79 payload over the budget falls back to Ext: still a refusal
+		return nil, 0, budgetError("decoded document too large")
 	}
 	if d.off != len(d.b) {
-		return nil, errors.Wrapf(ErrMsgpack, "%d trailing bytes", errors.Safe(len(d.b)-d.off))
+		return nil, 0, errors.Wrapf(ErrMsgpack, "%d trailing bytes", errors.Safe(len(d.b)-d.off))
 	}
-	return v, nil
+	return v, bud.spent(lim), nil
 }
 
 type tolerantDecoder struct {
 	b   []byte
 	off int
+	bud *decodeBudget
+}
+
+// charge spends budget or fails with ErrDecodeBudget.
+func (d *tolerantDecoder) charge(elems, bytes int64) error {
+	if !d.bud.charge(elems, bytes) {
+		return budgetError("decoded document too large")
+	}
+	return nil
+}
+
+// top decodes one document: its slot counts as one element.
+func (d *tolerantDecoder) top() (any, error) {
+	if err := d.charge(1, costSlot); err != nil {
+		return nil, err
+	}
+	return d.value(0)
 }
 
 func (d *tolerantDecoder) need(n int) ([]byte, error) {
@@ -104,14 +142,19 @@ func (d *tolerantDecoder) length(n int) (int, error) {
 }
 
 func (d *tolerantDecoder) value(depth int) (any, error) {
-	if depth > maxDecodeDepth {
-		return nil, errors.Wrap(ErrMsgpack, "nesting too deep")
+	if !d.bud.depthOK(depth) {
+		return nil, budgetError("nesting too deep")
 	}
 	hdr, err := d.need(1)
 	if err != nil {
 		return nil, err
 	}
 	c := hdr[0]
+	if isNumberByte(c) {
+		if err := d.charge(0, costNumber); err != nil {
+			return nil, err
+		}
+	}
 	switch {
 	case c <= 0x7f:
 		return int64(c), nil
@@ -224,6 +267,9 @@ func (d *tolerantDecoder) strLen(n int) (any, error) {
 }
 
 func (d *tolerantDecoder) str(n int) (any, error) {
+	if err := d.charge(0, costString+int64(n)); err != nil {
+		return nil, err
+	}
 	s, err := d.need(n)
 	if err != nil {
 		return nil, err
@@ -260,6 +306,9 @@ func (d *tolerantDecoder) array(n, depth int) (any, error) {
 	if n > len(d.b)-d.off {
 		return nil, errors.Wrap(ErrMsgpack, "array length exceeds input")
 	}
+	if err := d.charge(int64(n), costArray+costSlot*int64(n)); err != nil {
+		return nil, err
+	}
 	out := make([]any, n)
 	for i := range out {
 		v, err := d.value(depth + 1)
@@ -277,7 +326,11 @@ func (d *tolerantDecoder) mapN(n, depth int) (any, error) {
 	}
 	// n is bounded by the input, not by the number of distinct keys: a
 	// document of n duplicate keys must not preallocate n entries (40 bytes
-	// of map per 2 input bytes). The map grows as keys actually arrive.
+	// of map per 2 input bytes). The map grows as keys actually arrive, and
+	// is charged per distinct key.
+	if err := d.charge(2*int64(n), mapCharge(n)); err != nil {
+		return nil, err
+	}
 	out := make(map[string]any, min(n, maxMapHint))
 	for i := 0; i < n; i++ {
 		k, err := d.value(depth + 1)
@@ -288,13 +341,38 @@ func (d *tolerantDecoder) mapN(n, depth int) (any, error) {
 		if err != nil {
 			return nil, err
 		}
+		if _, isStr := k.(string); !isStr {
+			if err := d.charge(0, costString); err != nil {
+				return nil, err
+			}
+		}
 		v, err := d.value(depth + 1)
 		if err != nil {
 			return nil, err
 		}
+		if _, dup := out[ks]; !dup && len(out) >= min(n, maxMapHint) {
+			if err := d.charge(0, costEntry); err != nil {
+				return nil, err
+			}
+		}
 		out[ks] = v
 	}
 	return out, nil
+}
+
+// mapCharge is the up-front charge of a map of n declared pairs: its header
+// and the entries its size hint allocates (the first brings a group of 8).
+func mapCharge(n int) int64 {
+	h := int64(min(n, maxMapHint))
+	if h == 0 {
+		return costMap
+	}
+	return costMap + costFirstEntry + (h-1)*costEntry
+}
+
+// isNumberByte reports the type bytes of integers and floats (boxed into 8 bytes).
+func isNumberByte(c byte) bool {
+	return c <= 0x7f || c >= 0xe0 || (c >= 0xca && c <= 0xd3)
 }
 
 // mapKeyString renders a decoded map key as Python's str() would.
@@ -327,6 +405,9 @@ func (d *tolerantDecoder) ext(n, depth int) (any, error) {
 		return nil, err
 	}
 	typ := int8(th[0])
+	if err := d.charge(0, costExt+int64(n)); err != nil {
+		return nil, err
+	}
 	payload, err := d.need(n)
 	if err != nil {
 		return nil, err
@@ -337,7 +418,10 @@ func (d *tolerantDecoder) ext(n, depth int) (any, error) {
 			return t, nil
 		}
 	case 79:
-		inner := &tolerantDecoder{b: payload}
+		inner := &tolerantDecoder{b: payload, bud: d.bud}
+		if err := inner.charge(1, 0); err != nil {
+			return nil, err
+		}
 		v, err := inner.value(depth + 1)
 		if err == nil && inner.off == len(payload) {
 			if arr, ok := v.([]any); ok && len(arr) == 2 {

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/cockroachdb/errors"
+
+	"github.com/oduflow/oduflow-go/internal/errmark"
 )
 
 // TargetType is Salt's tgt_type.
@@ -93,7 +95,7 @@ func publishLoad(req PublishRequest, am authMaterial, osUser string) (*OrderedMa
 	}
 	if req.JID != "" {
 		if _, err := ParseJID(string(req.JID)); err != nil {
-			return nil, errors.Mark(err, ErrInvalidRequest)
+			return nil, errmark.Mark(err, ErrInvalidRequest)
 		}
 	}
 	args := make([]any, 0, len(req.Args)+1)
@@ -156,8 +158,12 @@ func sortedKeys(m map[string]any) []string {
 // ErrOutcomeUnknown. Subscribe to the event bus (SubscribeEvents) before
 // publishing: returns are only ever delivered there, and the bus has no replay.
 //
+// An acknowledgement that does not match the request (another JID than the
+// preassigned one; for a list target, minions and missing that are not exactly
+// the target) is not trusted: *ReplyMismatchError, marked ErrOutcomeUnknown.
+//
 // Errors (test with errors.Is / errors.As): ErrNotSent, ErrOutcomeUnknown,
-// ErrNoMinions (*NoMinionsError), ErrAuthentication, ErrAuthorization
+// (*ReplyMismatchError), ErrNoMinions (*NoMinionsError), ErrAuthentication, ErrAuthorization
 // (*MasterError), ErrBadLoad, ErrMasterException, ErrMalformedReply,
 // ErrReplyTooLarge, ErrInvalidRequest. IsNotPublished and IsOutcomeUnknown
 // sort them into the two cases that matter.
@@ -176,11 +182,17 @@ func (c *Client) Publish(ctx context.Context, req PublishRequest) (*PublishResul
 		return nil, err
 	}
 	res, err := parsePublishReply(v)
+	if err == nil {
+		err = checkPublishAck(req, res)
+	}
 	c.cfg.logger.LogAttrs(ctx, slog.LevelInfo, "salt publish",
 		slog.String("fun", req.Fun), slog.String("tgt_type", string(req.Target.Type)),
 		slog.String("jid", string(req.JID)), slog.Duration("elapsed", time.Since(start)),
 		slog.Bool("ok", err == nil))
-	return res, err
+	if err != nil {
+		return nil, err
+	}
+	return res, nil
 }
 
 // parsePublishReply interprets a decoded publish reply.
@@ -214,7 +226,7 @@ func parsePublishReply(v any) (*PublishResult, error) {
 	}
 	jid, err := ParseJID(js)
 	if err != nil {
-		return nil, errors.Mark(errors.Wrap(err, "publish reply"), ErrOutcomeUnknown)
+		return nil, errmark.Mark(errors.Wrap(err, "publish reply"), ErrOutcomeUnknown)
 	}
 	minions, ok1 := stringList(load["minions"])
 	missing, ok2 := stringList(load["missing"])

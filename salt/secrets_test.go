@@ -15,13 +15,14 @@ import (
 // logger and checks that no password, key or token appears in the logs or in
 // any error text (plain, %+v, or redacted).
 func TestNoSecretsInLogsOrErrors(t *testing.T) {
-	const key, pw = "KEY-SECRET-0123456789", "PW-SECRET-0123456789"
+	const pw = "PW-SECRET-0123456789"
+	key := testUserKey("KEY-SECRET-0123456789")
 	addr, _ := fakeMaster(t, key)
 	var logs bytes.Buffer
 	logger := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	ctx := context.Background()
 	var errs []error
-	for _, a := range []Auth{UserKey("root", writeKey(t, key)), UserKey("root", writeKey(t, "KEY-SECRET-wrong")),
+	for _, a := range []Auth{UserKey("root", writeKey(t, key)), UserKey("root", writeKey(t, testUserKey("KEY-SECRET-wrong"))),
 		Eauth("file", "u", pw), TokenAuth(StaticToken("TOKEN-SECRET-0123456789"))} {
 		c, _ := NewClient(addr, WithAuth(a), WithLogger(logger))
 		_, err := c.Publish(ctx, PublishRequest{Target: ListTarget("m"), Fun: "test.ping"})

@@ -50,18 +50,31 @@ func newFixture(t *testing.T) *fixture {
 		}
 		t.Cleanup(func() { _ = host.Close() })
 		f.python = true
-		sim.AddMinion(f.acme, host.Handler(f.acme))
-		sim.AddMinion(f.globex, host.Handler(f.globex))
+		for _, id := range []string{f.acme, f.globex} {
+			pub, err := host.ProvisionKey(id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := sim.AcceptMinionKey(id, pub); err != nil {
+				t.Fatal(err)
+			}
+			sim.AddMinion(id, host.Handler(id))
+		}
 	} else {
-		sim.AddMinion(f.acme, simminion.New(f.acme).Handler())
-		sim.AddMinion(f.globex, simminion.New(f.globex).Handler())
+		for _, id := range []string{f.acme, f.globex} {
+			m := simminion.New(id)
+			if err := sim.AcceptMinionKey(id, m.PublicKeyPEM()); err != nil {
+				t.Fatal(err)
+			}
+			sim.AddMinion(id, m.Handler())
+		}
 	}
 	timers := oduflow.Timers{ExecutionWait: 10 * time.Second, HardDeadline: 12 * time.Second, StatusExpiry: 13 * time.Second,
 		LaunchGrace: oduflow.LaunchGrace, LeaseWait: 2 * time.Second, PollBudget: 10, CallTimeout: 3 * time.Second}
 	svc, closeAll, err := Wire(ctx, Config{
 		Master: sim.Addr(), Events: sim.EventsAddr(), Eauth: "pam", User: "oduflow", Password: "svc-pass",
 		StateDir: filepath.Join(t.TempDir(), "claims"), CatalogDir: filepath.Join(t.TempDir(), "catalog"),
-		Servers: map[string]string{f.acme: "acme", f.globex: "globex"}, Timers: &timers,
+		Servers: map[string]string{f.acme: "acme", f.globex: "globex"}, Timers: &timers, PKIDir: sim.PKIDir(),
 	}, quiet)
 	if err != nil {
 		t.Fatal(err)

@@ -26,6 +26,8 @@ type Config struct {
 	StateDir   string            // the claim directory (0700)
 	CatalogDir string            // custom definitions, assignments, execution snapshots (0700)
 	Servers    map[string]string // minion id -> company
+	// PKIDir is the master's pki_dir (accepted minion keys, for receipt proofs); "" is Salt's default.
+	PKIDir string
 	// Timers overrides the dispatcher's timers (tests); nil keeps the production values.
 	Timers *oduflow.Timers
 }
@@ -88,6 +90,9 @@ func Wire(ctx context.Context, cfg Config, log *slog.Logger) (svc *Service, clos
 	}
 	dopts := []oduflow.Option{oduflow.WithClaimDir(cfg.StateDir), oduflow.WithLogger(log),
 		oduflow.WithCustomCatalog(cat)}
+	if cfg.PKIDir != "" {
+		dopts = append(dopts, oduflow.WithPKIDir(cfg.PKIDir))
+	}
 	if cfg.Timers != nil {
 		dopts = append(dopts, oduflow.WithTimers(*cfg.Timers))
 	}

@@ -46,7 +46,11 @@ func newLabMinion(t *testing.T, simOpts []salttest.Option, mopts ...simminion.Op
 		simminion.WithResult(receipt.ProfileProduction, simminion.Result{Status: receipt.StatusFailed, Passed: 2, Total: 3}),
 	}, mopts...)...)
 	sim.AddMinion(l.minion, m.Handler())
+	if err := sim.AcceptMinionKey(l.minion, m.PublicKeyPEM()); err != nil {
+		t.Fatal(err)
+	}
 	l.env = []string{
+		"ODUFLOW_SALT_PKI_DIR=" + sim.PKIDir(),
 		"ODUFLOW_SALT_MASTER=" + sim.Addr(),
 		"ODUFLOW_SALT_EVENTS=" + sim.EventsAddr(),
 		"ODUFLOW_SALT_KEY_FILE=" + sim.KeyFile(),
@@ -111,7 +115,7 @@ func TestExitRefusedAfterClaimPrintsCode(t *testing.T) {
 	t.Parallel()
 	l := newLabMinion(t, nil)
 	key := filepath.Join(t.TempDir(), ".root_key")
-	if err := os.WriteFile(key, []byte("not-the-masters-key\n"), 0o600); err != nil {
+	if err := os.WriteFile(key, []byte(strings.Repeat("A", 75)+"="+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	r := run(t, withEnv(l.env, "ODUFLOW_SALT_KEY_FILE="+key), "start", "configure", l.minion, "--wait", "--interval", "50ms")

@@ -11,6 +11,8 @@
 //	--eauth      ODUFLOW_SALT_EAUTH     eauth backend (token auth; the password comes only from
 //	--user       ODUFLOW_SALT_USER      ODUFLOW_SALT_PASSWORD and is exchanged for a token once)
 //	--state-dir  ODUFLOW_STATE_DIR      the claim store (default /var/cache/salt/oduflow-apply)
+//	--pki-dir    ODUFLOW_SALT_PKI_DIR   the master's pki_dir (default /etc/salt/pki/master): receipt
+//	                                    proofs verify against minions/<id>, the key the master accepted
 //	--output     ODUFLOW_OUTPUT         json or text (default text on a terminal, json otherwise)
 //
 // Commands: ping, start, status, resume, reconcile, custom (validate, digest, start, status),

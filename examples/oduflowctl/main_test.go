@@ -147,17 +147,28 @@ func newLabModel(t *testing.T, python bool, opts ...salttest.Option) *lab {
 		}
 		t.Cleanup(func() { _ = host.Close() })
 		l.python = true
+		pub, err := host.ProvisionKey(l.minion)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := sim.AcceptMinionKey(l.minion, pub); err != nil {
+			t.Fatal(err)
+		}
 		sim.AddMinion(l.minion, host.Handler(l.minion))
 	} else {
 		m := simminion.New(l.minion,
 			simminion.WithResult(receipt.ProfileConfigure, simminion.Result{Status: receipt.StatusSucceeded, Passed: 3, Total: 3}),
 			simminion.WithResult(receipt.ProfileProduction, simminion.Result{Status: receipt.StatusFailed, Passed: 2, Total: 3}))
+		if err := sim.AcceptMinionKey(l.minion, m.PublicKeyPEM()); err != nil {
+			t.Fatal(err)
+		}
 		sim.AddMinion(l.minion, m.Handler())
 	}
 	l.env = []string{
 		"ODUFLOW_SALT_MASTER=" + sim.Addr(),
 		"ODUFLOW_SALT_EVENTS=" + sim.EventsAddr(),
 		"ODUFLOW_SALT_KEY_FILE=" + sim.KeyFile(),
+		"ODUFLOW_SALT_PKI_DIR=" + sim.PKIDir(),
 		"ODUFLOW_STATE_DIR=" + filepath.Join(t.TempDir(), "claims"),
 	}
 	return l

@@ -14,6 +14,8 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/oduflow/oduflow-go/internal/errmark"
+
 	"github.com/cockroachdb/errors"
 
 	"github.com/oduflow/oduflow-go/receipt"
@@ -63,7 +65,7 @@ type request struct {
 // Start writes the embedded module and host into dir (created 0700 when missing) and starts
 // the host. It returns after a ping round trip, or with ctx's error.
 func Start(ctx context.Context, dir string, opts ...Option) (*Host, error) {
-	cfg := config{python: "python3"}
+	cfg := config{python: DefaultPython()}
 	for _, o := range opts {
 		o(&cfg)
 	}
@@ -72,7 +74,7 @@ func Start(ctx context.Context, dir string, opts ...Option) (*Host, error) {
 	}
 	python, err := exec.LookPath(cfg.python)
 	if err != nil {
-		return nil, errors.Mark(errors.Wrap(err, "pyhost: look up python"), ErrPythonMissing)
+		return nil, errmark.Mark(errors.Wrap(err, "pyhost: look up python"), ErrPythonMissing)
 	}
 	dir, err = filepath.Abs(dir)
 	if err != nil {

@@ -35,7 +35,8 @@ type config struct {
 // Option configures Start.
 type Option func(*config)
 
-// WithPython sets the Python interpreter (default "python3" from PATH).
+// WithPython sets the Python interpreter (default /usr/bin/python3 when present, else "python3" from
+// PATH).
 func WithPython(path string) Option { return func(c *config) { c.python = path } }
 
 // WithConfig sets the fake Salt behaviour.

@@ -2,7 +2,11 @@ package simminion
 
 import (
 	"context"
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/x509"
 	"encoding/json"
+	"encoding/pem"
 	"strings"
 	"sync"
 	"time"
@@ -38,9 +42,18 @@ func WithProtocol(n int) Option { return func(m *Minion) { m.protocol = n } }
 // WithPillarReady sets pillar_ready (default true).
 func WithPillarReady(b bool) Option { return func(m *Minion) { m.pillarReady = b } }
 
+// WithKey sets the minion's Salt key pair (default: a fresh 2048-bit RSA key).
+func WithKey(k *rsa.PrivateKey) Option { return func(m *Minion) { m.key = k } }
+
+// WithoutProof makes the minion an older module: capabilities advertise no receipt proof and
+// oduflow_job.attest is not available.
+func WithoutProof() Option { return func(m *Minion) { m.noProof = true } }
+
 // Minion is one simulated minion. Safe for concurrent use.
 type Minion struct {
 	id          string
+	key         *rsa.PrivateKey
+	noProof     bool
 	delay       time.Duration
 	hold        chan struct{}
 	protocol    int
@@ -66,8 +79,24 @@ func New(id string, opts ...Option) *Minion {
 	for _, o := range opts {
 		o(m)
 	}
+	if m.key == nil {
+		k, err := rsa.GenerateKey(rand.Reader, 2048)
+		if err != nil {
+			panic(err) // crypto/rand does not fail
+		}
+		m.key = k
+	}
 	return m
 }
+
+// PublicKeyPEM is the minion's public key as the master stores it once accepted (PEM "PUBLIC KEY").
+func (m *Minion) PublicKeyPEM() []byte {
+	der, _ := x509.MarshalPKIXPublicKey(&m.key.PublicKey)
+	return pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der})
+}
+
+// Key is the minion's private key (tests that must sign like this minion would).
+func (m *Minion) Key() *rsa.PrivateKey { return m.key }
 
 // ID is the minion id.
 func (m *Minion) ID() string { return m.id }
@@ -119,12 +148,20 @@ func (m *Minion) Handle(ctx context.Context, job salttest.Job) (any, int) {
 		if m.protocol == 0 {
 			return "'oduflow_job.capabilities' is not available.", 254
 		}
-		return map[string]any{"protocol": int64(m.protocol), "module": "oduflow_job",
-			"pillar_ready": m.pillarReady, "runtime_guard": true}, 0
+		caps := map[string]any{"protocol": int64(m.protocol), "module": "oduflow_job",
+			"pillar_ready": m.pillarReady, "runtime_guard": true}
+		if !m.noProof {
+			caps["proof"] = map[string]any{"alg": receipt.ProofAlg, "ready": true, "backend": "go", "error": ""}
+		}
+		return caps, 0
 	case "oduflow_job.run":
 		return m.run(ctx, job)
 	case "oduflow_job.status":
 		return m.status(job)
+	case "oduflow_job.attest":
+		if !m.noProof {
+			return m.attest(job)
+		}
 	}
 	return "'" + job.Fun + "' is not available.", 254
 }
@@ -224,6 +261,29 @@ func (m *Minion) run(ctx context.Context, job salttest.Job) (any, int) {
 	m.execBusy = false
 	m.mu.Unlock()
 	return ToValue(b), 0
+}
+
+// attest answers status, signed with the minion's key over the nonce (args[3]), like the module.
+func (m *Minion) attest(job salttest.Job) (any, int) {
+	nonce := strArg(job.Args, 3)
+	if receipt.ValidateNonce(nonce) != nil {
+		return "oduflow_job: invalid nonce (32 to 64 lowercase hex digits)", 1
+	}
+	ans, code := m.status(job)
+	v, ok := ans.(map[string]any)
+	if code != 0 || !ok {
+		return ans, code
+	}
+	r, err := receipt.FromValue(v)
+	if err != nil {
+		return "oduflow_job: " + err.Error(), 1
+	}
+	proof, err := receipt.SignProof(m.key, nonce, r)
+	if err != nil {
+		return "oduflow_job: cannot sign", 1
+	}
+	proof["receipt"] = ToValue(r)
+	return proof, 0
 }
 
 func (m *Minion) status(job salttest.Job) (any, int) {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/cockroachdb/errors"
 
+	"github.com/oduflow/oduflow-go/internal/safefile"
 	"github.com/oduflow/oduflow-go/receipt"
 )
 
@@ -102,7 +103,7 @@ func TestDirectoryAndFileModes(t *testing.T) {
 	if err := os.Chmod(dir, 0o750); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Open(dir, fakeCompile); !errors.Is(err, receipt.ErrUnsafePath) {
+	if _, err := Open(dir, fakeCompile); !errors.Is(err, safefile.ErrUnsafePath) {
 		t.Fatalf("loose dir: %v", err)
 	}
 }

@@ -6,6 +6,9 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/oduflow/oduflow-go/internal/errmark"
+	"github.com/oduflow/oduflow-go/internal/safefile"
+
 	"github.com/cockroachdb/errors"
 
 	"github.com/oduflow/oduflow-go/receipt"
@@ -19,7 +22,7 @@ func (s *FileStore) compileSource(source []byte) (Compiled, error) {
 	c, err := s.compile(source)
 	if err != nil {
 		// The compiler's error carries a code and a position, never the source.
-		return Compiled{}, errors.Mark(errors.Wrap(err, "catalog: compile"), ErrInvalidSource)
+		return Compiled{}, errmark.Mark(errors.Wrap(err, "catalog: compile"), ErrInvalidSource)
 	}
 	if len(c.Canonical) == 0 || receipt.DigestBytes(c.Canonical) != c.Digest {
 		return Compiled{}, errors.Wrap(ErrInvalidSource, "catalog: compiler digest does not match its canonical form")
@@ -197,7 +200,7 @@ func (s *FileStore) Rename(ctx context.Context, id, name string) (d Definition, 
 		return Definition{}, err
 	}
 	if ox, ofound, oerr := s.readNameIndex(d.Company, oldName); oerr == nil && ofound && ox.DefinitionID == id {
-		if rerr := s.st.Remove(oldIdx); rerr != nil && !errors.Is(rerr, receipt.ErrNotExist) {
+		if rerr := s.st.Remove(oldIdx); rerr != nil && !errors.Is(rerr, safefile.ErrNotExist) {
 			return Definition{}, errors.Wrap(rerr, "catalog: remove old name index")
 		}
 	}
@@ -238,7 +241,7 @@ func (s *FileStore) Unassign(ctx context.Context, definitionID, minionID string)
 	if _, err := s.Assignment(ctx, definitionID, minionID); err != nil {
 		return err
 	}
-	if err := s.st.Remove(asgName(definitionID, minionID)); err != nil && !errors.Is(err, receipt.ErrNotExist) {
+	if err := s.st.Remove(asgName(definitionID, minionID)); err != nil && !errors.Is(err, safefile.ErrNotExist) {
 		return errors.Wrap(err, "catalog: remove assignment")
 	}
 	return nil

@@ -22,7 +22,7 @@
 // Observer: it filters every answer by company and returns views without source or payload. A record of
 // another company reads as ErrNotFound, so its existence does not leak.
 //
-// FileStore is the default implementation, on the safe-store discipline of receipt.Store: a directory
+// FileStore is the default implementation, on the safe-store discipline of the internal safe file store: a directory
 // mode 0700 owned by the service account, files 0600 written atomically (exclusive temp file, fsync,
 // rename, directory fsync), create-if-absent through CreateExclusive, and a flock per record for
 // updates, so several processes may share one directory. Record names:

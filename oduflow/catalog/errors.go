@@ -1,6 +1,9 @@
 package catalog
 
-import "github.com/cockroachdb/errors"
+import (
+	"github.com/cockroachdb/errors"
+	"github.com/oduflow/oduflow-go/internal/errmark"
+)
 
 // Sentinel errors. Test them with errors.Is.
 var (
@@ -21,5 +24,5 @@ var (
 )
 
 func invalidf(format string, args ...any) error {
-	return errors.Mark(errors.Newf(format, args...), ErrInvalid)
+	return errmark.Mark(errors.Newf(format, args...), ErrInvalid)
 }

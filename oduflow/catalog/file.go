@@ -8,6 +8,10 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/oduflow/oduflow-go/internal/errmark"
+	"github.com/oduflow/oduflow-go/internal/safefile"
+	"github.com/oduflow/oduflow-go/internal/strictjson"
+
 	"github.com/cockroachdb/errors"
 
 	"github.com/oduflow/oduflow-go/receipt"
@@ -34,7 +38,7 @@ const DefaultLockWait = 10 * time.Second
 // FileStore is the file-backed Store. It is safe for concurrent use by goroutines and processes sharing
 // the directory.
 type FileStore struct {
-	st       *receipt.Store
+	st       *safefile.Store
 	compile  CompileFunc
 	now      func() time.Time
 	lockWait time.Duration
@@ -74,14 +78,14 @@ func Open(dir string, compile CompileFunc, opts ...Option) (*FileStore, error) {
 	for _, opt := range opts {
 		opt(&o)
 	}
-	sopts := []receipt.StoreOption{receipt.WithMaxRecordSize(MaxRecordSize)}
+	sopts := []safefile.StoreOption{safefile.WithMaxRecordSize(MaxRecordSize)}
 	if o.create {
-		sopts = append(sopts, receipt.WithCreate())
+		sopts = append(sopts, safefile.WithCreate())
 	}
 	if o.owner != nil {
-		sopts = append(sopts, receipt.WithOwner(*o.owner))
+		sopts = append(sopts, safefile.WithOwner(*o.owner))
 	}
-	st, err := receipt.OpenStore(dir, sopts...)
+	st, err := safefile.OpenStore(dir, sopts...)
 	if err != nil {
 		return nil, errors.Wrap(err, "catalog: open store")
 	}
@@ -96,7 +100,7 @@ func (s *FileStore) ObserverView(companies ...string) *Observer { return NewObse
 
 func (s *FileStore) stamp() time.Time { return s.now().UTC() }
 
-func (s *FileStore) lock(ctx context.Context, name string) (*receipt.Lock, error) {
+func (s *FileStore) lock(ctx context.Context, name string) (*safefile.Lock, error) {
 	l, err := s.st.LockWait(ctx, name, s.lockWait)
 	if err != nil {
 		return nil, errors.Wrapf(err, "catalog: lock %s", errors.Safe(name))
@@ -104,7 +108,7 @@ func (s *FileStore) lock(ctx context.Context, name string) (*receipt.Lock, error
 	return l, nil
 }
 
-func release(l *receipt.Lock, err *error) {
+func release(l *safefile.Lock, err *error) {
 	if rerr := l.Release(); rerr != nil && *err == nil {
 		*err = errors.Wrap(rerr, "catalog: release lock")
 	}
@@ -114,18 +118,20 @@ func release(l *receipt.Lock, err *error) {
 func (s *FileStore) readJSON(name string, v any) error {
 	data, err := s.st.Read(name)
 	if err != nil {
-		if errors.Is(err, receipt.ErrNotExist) {
-			return errors.Mark(errors.Wrapf(err, "catalog: %s", errors.Safe(name)), ErrNotFound)
+		if errors.Is(err, safefile.ErrNotExist) {
+			return errmark.Mark(errors.Wrapf(err, "catalog: %s", errors.Safe(name)), ErrNotFound)
 		}
 		return errors.Wrapf(err, "catalog: read %s", errors.Safe(name))
+	}
+	// Duplicate keys (also case-folded ones, which encoding/json merges) and trailing data are refused
+	// before decoding; unknown fields by the decoder: every catalog schema is closed.
+	if err := strictjson.Check(data, strictjson.FoldCase()); err != nil {
+		return errmark.Mark(errors.Wrapf(err, "catalog: decode %s", errors.Safe(name)), ErrCorrupt)
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
-		return errors.Mark(errors.Wrapf(err, "catalog: decode %s", errors.Safe(name)), ErrCorrupt)
-	}
-	if dec.More() {
-		return errors.Wrapf(ErrCorrupt, "catalog: trailing data in %s", errors.Safe(name))
+		return errmark.Mark(errors.Wrapf(err, "catalog: decode %s", errors.Safe(name)), ErrCorrupt)
 	}
 	return nil
 }
@@ -160,8 +166,8 @@ func (s *FileStore) createJSON(name string, v any) error {
 		return err
 	}
 	if err := s.st.CreateExclusive(name, data); err != nil {
-		if errors.Is(err, receipt.ErrExist) {
-			return errors.Mark(errors.Wrapf(err, "catalog: %s", errors.Safe(name)), ErrExists)
+		if errors.Is(err, safefile.ErrExist) {
+			return errmark.Mark(errors.Wrapf(err, "catalog: %s", errors.Safe(name)), ErrExists)
 		}
 		return errors.Wrapf(err, "catalog: create %s", errors.Safe(name))
 	}
@@ -189,14 +195,14 @@ func checkCompany(c string) error {
 
 func checkID(what, id string) error {
 	if err := receipt.ValidateRequestID(id); err != nil {
-		return errors.Mark(errors.Wrapf(err, "catalog: invalid %s", errors.Safe(what)), ErrInvalid)
+		return errmark.Mark(errors.Wrapf(err, "catalog: invalid %s", errors.Safe(what)), ErrInvalid)
 	}
 	return nil
 }
 
 func checkMinion(id string) error {
 	if err := receipt.ValidateMinionID(id); err != nil {
-		return errors.Mark(errors.Wrap(err, "catalog: invalid minion id"), ErrInvalid)
+		return errmark.Mark(errors.Wrap(err, "catalog: invalid minion id"), ErrInvalid)
 	}
 	return nil
 }

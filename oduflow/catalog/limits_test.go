@@ -7,6 +7,7 @@ import (
 
 	"github.com/cockroachdb/errors"
 
+	"github.com/oduflow/oduflow-go/internal/safefile"
 	"github.com/oduflow/oduflow-go/receipt"
 )
 
@@ -58,7 +59,7 @@ func TestRecordLargerThanReadLimitIsNotWritten(t *testing.T) {
 	if err := s.createJSON("big.json", big); !errors.Is(err, ErrInvalid) {
 		t.Fatalf("createJSON: %v", err)
 	}
-	if _, err := s.st.Read("big.json"); !errors.Is(err, receipt.ErrNotExist) {
+	if _, err := s.st.Read("big.json"); !errors.Is(err, safefile.ErrNotExist) {
 		t.Fatalf("an oversized record was written: %v", err)
 	}
 }

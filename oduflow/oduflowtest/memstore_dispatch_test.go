@@ -28,6 +28,9 @@ func TestMemoryStoreBehindDispatcher(t *testing.T) {
 	t.Cleanup(func() { _ = sim.Close() })
 	m := simminion.New(receipt.MinionIDPrefix + receipt.NewRequestID())
 	sim.AddMinion(m.ID(), m.Handle)
+	if err := sim.AcceptMinionKey(m.ID(), m.PublicKeyPEM()); err != nil {
+		t.Fatal(err)
+	}
 	key, err := os.ReadFile(sim.KeyFile())
 	if err != nil {
 		t.Fatal(err)
@@ -45,7 +48,7 @@ func TestMemoryStoreBehindDispatcher(t *testing.T) {
 	t.Cleanup(func() { _ = client.Close() })
 	st := oduflowtest.NewMemoryStore()
 	unused := filepath.Join(t.TempDir(), "no-claims-here")
-	d, err := oduflow.New(client, oduflow.SaltEvents(sim.EventsAddr(), salt.WithEventLogger(quiet)),
+	d, err := oduflow.New(client, oduflow.SaltEvents(sim.EventsAddr(), salt.WithEventLogger(quiet)), oduflow.WithPKIDir(sim.PKIDir()),
 		oduflow.WithClaimStore(st), oduflow.WithLeases(st), oduflow.WithClaimDir(unused), oduflow.WithLogger(quiet),
 		oduflow.WithTimers(oduflow.Timers{ExecutionWait: 8 * time.Second, HardDeadline: 9 * time.Second,
 			StatusExpiry: 10 * time.Second, LaunchGrace: oduflow.LaunchGrace, LeaseWait: 2 * time.Second,

@@ -22,12 +22,17 @@ Used two ways:
   ``receipts/`` (oduflow_receipt_dir), ``cache/`` (cachedir), ``marker`` and ``events``.
   Host functions: ``host.ping``, ``host.marker`` (the marker lines of minion_id) and
   ``host.kill`` (SIGKILL the job process serving request id args[0]).
+  Each minion's Salt key pair is ``DIR/minions/M/pki/minion.pem`` (its ``pki_dir``), written
+  by the harness; ``salt.crypt`` is a stand-in with the backend Salt would have imported
+  (config ``crypto_backend``: "cryptodome", "m2crypto", "cryptography", "none", or "auto"
+  for the first one installed, in Salt 3006's order of preference after M2Crypto:
+  Cryptodome, M2Crypto, cryptography).
 * as a library by the unit tests (install_fake_salt, load_module, call).
 
 Config (JSON): {"salt_version": "3006.0", "multiprocessing": true,
   "results": {"roles.client_stack": <state return>, ...}, "delay": {"<role>|custom": s},
   "raise": ["<role>|custom", ...], "parallel": ["<role>", ...], "pillar": {...},
-  "opts": {...extra minion options}}
+  "opts": {...extra minion options}, "crypto_backend": "auto"}
 """
 
 import json
@@ -204,6 +209,68 @@ def fake_high(data, test=None, queue=None, **kwargs):
     return _run_chunks(ret, "custom")
 
 
+CRYPTO_BACKENDS = ("cryptodome", "m2crypto", "cryptography")
+
+
+def backend_available(name):
+    try:
+        if name == "cryptodome":
+            import Cryptodome.PublicKey.RSA  # noqa: F401 pylint: disable=import-outside-toplevel,unused-import
+        elif name == "m2crypto":
+            import M2Crypto  # noqa: F401 pylint: disable=import-outside-toplevel,unused-import
+        elif name == "cryptography":
+            import cryptography.hazmat.primitives.serialization  # noqa: F401 pylint: disable=import-outside-toplevel,unused-import
+        else:
+            return False
+    except ImportError:
+        return False
+    return True
+
+
+def fake_crypt(backend="auto"):
+    """A module shaped like salt.crypt for one backend: its HAS_* flags, the names it imports
+    and get_rsa_key loading the key as Salt 3006 does (later Salt: cryptography)."""
+    if backend == "auto":
+        backend = next((b for b in CRYPTO_BACKENDS if backend_available(b)), "none")
+    m = types.ModuleType("salt.crypt")
+    m.HAS_M2 = False
+    m.HAS_CRYPTO = False
+    if backend == "m2crypto":
+        from M2Crypto import BIO, EVP, RSA  # pylint: disable=import-outside-toplevel
+
+        m.HAS_M2, m.BIO, m.EVP, m.RSA = True, BIO, EVP, RSA
+        m.get_rsa_key = lambda path, passphrase: RSA.load_key(path, lambda x: bytes(passphrase))
+    elif backend == "cryptodome":
+        from Cryptodome.PublicKey import RSA  # pylint: disable=import-outside-toplevel
+        from Cryptodome.Signature import PKCS1_v1_5  # pylint: disable=import-outside-toplevel
+
+        m.HAS_CRYPTO, m.RSA, m.PKCS1_v1_5 = True, RSA, PKCS1_v1_5
+
+        def get_rsa_key(path, passphrase):
+            with open(path) as handle:
+                return RSA.importKey(handle.read(), passphrase)
+
+        m.get_rsa_key = get_rsa_key
+    elif backend == "cryptography":
+        from cryptography.hazmat.primitives import hashes, serialization  # pylint: disable=import-outside-toplevel
+        from cryptography.hazmat.primitives.asymmetric import padding  # pylint: disable=import-outside-toplevel
+
+        m.HAS_CRYPTOGRAPHY, m.hashes, m.serialization, m.padding = True, hashes, serialization, padding
+
+        def get_rsa_key(path, passphrase):
+            with open(path, "rb") as handle:
+                return serialization.load_pem_private_key(handle.read(), password=passphrase)
+
+        m.get_rsa_key = get_rsa_key
+    else:
+        def get_rsa_key(path, passphrase):
+            raise RuntimeError("no crypto backend")
+
+        m.get_rsa_key = get_rsa_key
+    m.BACKEND = backend
+    return m
+
+
 def install_fake_salt(version=None):
     """Put the fake salt package into sys.modules (replacing any earlier fake)."""
     if version is not None:
@@ -233,6 +300,8 @@ def install_fake_salt(version=None):
         "call_parallel": FakeState.__dict__["call_parallel"],
     })
     salt.state = mod("salt.state", State=state_cls)
+    salt.crypt = fake_crypt(BEHAVIOR.get("crypto_backend", "auto"))
+    sys.modules["salt.crypt"] = salt.crypt
     salt.modules = mod("salt.modules", __path__=[])
     salt.modules.state = mod("salt.modules.state", sls=fake_sls, apply_=fake_apply, high=fake_high)
     return salt
@@ -253,6 +322,7 @@ def minion_paths(base, minion_id):
         "cache": os.path.join(root, "cache"),
         "marker": os.path.join(root, "marker"),
         "events": os.path.join(root, "events"),
+        "pki": os.path.join(root, "pki"),
     }
 
 
@@ -266,6 +336,7 @@ def load_module(base, minion_id, config=None, code=None):
         "cachedir": paths["cache"],
         "multiprocessing": config.get("multiprocessing", True),
         "oduflow_receipt_dir": paths["receipts"],
+        "pki_dir": paths["pki"],
     }
     opts.update(config.get("opts", {}))
     CURRENT.update(opts=opts, marker=paths["marker"], events=paths["events"])
@@ -364,6 +435,7 @@ def _child(request, base, config, code, wfd):
 
 def serve(base, config):
     os.makedirs(base, mode=0o700, exist_ok=True)
+    BEHAVIOR["crypto_backend"] = config.get("crypto_backend", "auto")
     install_fake_salt(config.get("salt_version"))
     if "results" in config:
         BEHAVIOR["results"].update(config["results"])

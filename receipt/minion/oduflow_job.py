@@ -7,6 +7,7 @@ Functions (all other names are private):
     oduflow_job.capabilities()
     oduflow_job.run(request_id, profile, state_data_json="")
     oduflow_job.status(request_id, jid, profile)
+    oduflow_job.attest(request_id, jid, profile, nonce)
 
 ``run`` executes one managed apply for one request, bound to the publication's own JID
 (read only from Salt's ``__pub_jid`` metadata), and commits a durable receipt before
@@ -24,6 +25,15 @@ through ``state.high``, bound by the SHA-256 of its RFC 8785 canonical JSON. The
 ``status`` answers from local evidence only: the exact terminal receipt, ``running`` while a
 live worker holds the request lock, ``unknown`` for a partial claim or a dead worker,
 ``not_started`` when there is no evidence (which never authorizes a new publication).
+
+``attest`` gives the same answer as ``status``, signed: ``{"receipt": <answer>, "alg":
+"rsa-pkcs1v15-sha256", "sig": "<base64>"}``. The signature is RSA PKCS#1 v1.5 over SHA-256 of
+``b"oduflow-receipt-proof-v1\n" + nonce + b"\n" + canonical JSON of the answer``, made with
+this minion's own Salt key (``pki_dir/minion.pem``), loaded by ``salt.crypt.get_rsa_key`` and
+signed through the crypto backend ``salt.crypt`` itself imported (M2Crypto, Cryptodome/Crypto
+or cryptography). The master verifies it with the key it has accepted for this minion id,
+so a return put on the event bus by anyone else is never evidence. ``nonce`` is 32 to 64
+lowercase hex digits chosen by the master for each request (a proof never replays).
 
 Receipts live in ``/var/lib/oduflow/job-receipts`` (minion option ``oduflow_receipt_dir``),
 a directory owned by the minion user with mode 0700; files are 0600. Opens refuse
@@ -50,12 +60,15 @@ shims need Salt in a verified version (see ``_VERIFIED_SALT_VERSIONS``), matchin
 signatures and ``multiprocessing: True``; otherwise ``run`` refuses before doing anything.
 There is no bypass.
 
-Compatible with Python 3.6+ and the standard library only.
+Compatible with Python 3.6+ and the standard library only (the signature uses the crypto
+library Salt already loaded; the module imports none of its own).
 """
 
+import base64
 import errno
 import fcntl
 import hashlib
+import importlib
 import inspect
 import io
 import json
@@ -122,6 +135,9 @@ _REQUEST_LOCK_PATIENCE = 2.0  # seconds a new worker retries a request lock held
 _REPLACED_RETRIES = 5  # reopens of a file seen with no link (renamed over meanwhile)
 _REPLACED_PAUSE = 0.001  # seconds between those reopens
 _STATUS_READS = 5  # read-probe-read rounds before moving evidence is called running
+_PROOF_ALG = "rsa-pkcs1v15-sha256"
+_PROOF_PREFIX = b"oduflow-receipt-proof-v1\n"  # domain separation: this key signs nothing else like it
+_NONCE_RE = re.compile(r"\A[0-9a-f]{32,64}\Z")
 
 # The Salt functions the shims replace or rely on, with their parameter names as of the
 # verified versions. Anything else refuses to run.
@@ -1063,6 +1079,7 @@ def capabilities():
         "multiprocessing": _opt("multiprocessing") is True,
         "pillar_ready": bool(pillar_ok),
         "pillar_ready_key_configured": key_configured,
+        "proof": _proof_capability(),
     }
 
 
@@ -1350,3 +1367,110 @@ class _NoStore(object):
 
     def __exit__(self, *exc):
         return False
+
+
+# ---------------------------------------------------------------------------------------
+# Receipt proofs
+# ---------------------------------------------------------------------------------------
+
+
+class _ProofUnavailable(CommandExecutionError):
+    """This minion cannot sign (no Salt crypto backend, or its key does not load)."""
+
+
+def _salt_crypt():
+    return importlib.import_module("salt.crypt")
+
+
+def _proof_backend(crypt):
+    """The RSA backend salt.crypt imported on this minion: "m2crypto", "cryptodome", "crypto",
+    "cryptography", or None. Salt 3006 prefers M2Crypto, then Cryptodome, then Crypto; later
+    Salt releases use cryptography."""
+    if getattr(crypt, "HAS_M2", False):
+        return "m2crypto"
+    rsa = getattr(crypt, "RSA", None)
+    if getattr(crypt, "HAS_CRYPTO", False) and rsa is not None:
+        package = getattr(rsa, "__name__", "").split(".")[0]
+        if package in ("Cryptodome", "Crypto"):
+            return package.lower()
+    if getattr(crypt, "HAS_CRYPTOGRAPHY", False) or (
+        getattr(crypt, "padding", None) is not None and getattr(crypt, "hashes", None) is not None
+    ):
+        return "cryptography"
+    return None
+
+
+def _minion_key_path():
+    pki_dir = _opt("pki_dir")
+    if not isinstance(pki_dir, str) or not pki_dir:
+        raise _ProofUnavailable("oduflow_job: no pki_dir")
+    return os.path.join(pki_dir, "minion.pem")
+
+
+def _proof_message(nonce, answer):
+    return _PROOF_PREFIX + nonce.encode("ascii") + b"\n" + _canonical_json(answer)
+
+
+def _sign(crypt, backend, key, message):
+    """RSA PKCS#1 v1.5 over SHA-256 of message, through salt.crypt's own backend (never
+    salt.crypt.sign_message, which hashes with SHA-1)."""
+    if backend == "m2crypto":
+        md = crypt.EVP.MessageDigest("sha256")
+        md.update(message)
+        return key.sign(md.final(), "sha256")
+    if backend in ("cryptodome", "crypto"):
+        sha256 = importlib.import_module(("Cryptodome" if backend == "cryptodome" else "Crypto") + ".Hash.SHA256")
+        return crypt.PKCS1_v1_5.new(key).sign(sha256.new(message))
+    if backend == "cryptography":
+        hashes = getattr(crypt, "hashes", None) or importlib.import_module("cryptography.hazmat.primitives.hashes")
+        padding = getattr(crypt, "padding", None) or importlib.import_module(
+            "cryptography.hazmat.primitives.asymmetric.padding"
+        )
+        raw = key if hasattr(key, "private_numbers") else getattr(key, "key", key)  # Salt may wrap it
+        return raw.sign(message, padding.PKCS1v15(), hashes.SHA256())
+    raise _ProofUnavailable("oduflow_job: no crypto backend in salt.crypt")
+
+
+def _load_signer(crypt=None):
+    """(crypt, backend, key): the minion's private key loaded the way Salt loads it."""
+    crypt = crypt if crypt is not None else _salt_crypt()
+    backend = _proof_backend(crypt)
+    if backend is None:
+        raise _ProofUnavailable("oduflow_job: no crypto backend in salt.crypt")
+    key = crypt.get_rsa_key(_minion_key_path(), _opt("key_pass"))
+    if key is None:
+        raise _ProofUnavailable("oduflow_job: the minion key did not load")
+    return crypt, backend, key
+
+
+def _proof_capability():
+    try:
+        _crypt, backend, _key = _load_signer()
+    except Exception as exc:  # pylint: disable=broad-except
+        return {"alg": _PROOF_ALG, "ready": False, "backend": "",
+                "error": type(exc).__name__}
+    return {"alg": _PROOF_ALG, "ready": True, "backend": backend, "error": ""}
+
+
+def _prove(nonce, answer, crypt=None):
+    crypt, backend, key = _load_signer(crypt)
+    sig = _sign(crypt, backend, key, _proof_message(nonce, answer))
+    return {"receipt": answer, "alg": _PROOF_ALG, "sig": base64.b64encode(bytes(sig)).decode("ascii")}
+
+
+def attest(request_id, jid, profile, nonce):
+    """
+    The answer of status(request_id, jid, profile), signed with this minion's Salt key over
+    the master's nonce: {"receipt": <answer>, "alg": "rsa-pkcs1v15-sha256", "sig": <base64>}.
+    Read-only, like status.
+
+    CLI Example:
+
+    .. code-block:: bash
+
+        salt client-<uuid> oduflow_job.attest <request-uuid> '"<jid>"' configure <hex nonce>
+    """
+    if not isinstance(nonce, str) or not _NONCE_RE.match(nonce):
+        raise _Refused("oduflow_job: invalid nonce (32 to 64 lowercase hex digits)")
+    answer = status(request_id, jid, profile)
+    return _prove(nonce, answer)

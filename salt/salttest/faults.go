@@ -11,6 +11,8 @@ type faults struct {
 	dropReturn   map[string]int
 	dupReturn    map[string]int
 	exception    map[string]int
+	// rewritePublish edits the next publish replies (jid, minions) after the publish happened.
+	rewritePublish []func(jid string, minions []string) (string, []string)
 }
 
 func take(m map[string]int, key string) bool {
@@ -118,4 +120,41 @@ func malform(reply []byte) []byte {
 		return append([]byte(nil), reply[:len(reply)/2]...)
 	}
 	return []byte{0xc1}
+}
+
+// RewriteNextPublishReply lets the next publish be processed normally (it IS published), then
+// replaces the jid and minions of its reply by what f returns: a master (or a man in the middle)
+// whose acknowledgement does not match the request.
+func (s *Master) RewriteNextPublishReply(f func(jid string, minions []string) (string, []string)) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.faults.rewritePublish = append(s.faults.rewritePublish, f)
+}
+
+// rewritePublishReply applies one armed RewriteNextPublishReply to a successful publish reply.
+func (s *Master) rewritePublishReply(reply any) any {
+	m, ok := reply.(*omap)
+	if !ok {
+		return reply
+	}
+	load, ok := m.get("load")
+	lm, isMap := load.(*omap)
+	if !ok || !isMap {
+		return reply
+	}
+	jid, _ := lm.str("jid")
+	mv, _ := lm.get("minions")
+	minions, _ := mv.([]string)
+	s.mu.Lock()
+	if len(s.faults.rewritePublish) == 0 {
+		s.mu.Unlock()
+		return reply
+	}
+	f := s.faults.rewritePublish[0]
+	s.faults.rewritePublish = s.faults.rewritePublish[1:]
+	s.mu.Unlock()
+	jid, minions = f(jid, append([]string(nil), minions...))
+	lm.set("jid", jid)
+	lm.set("minions", minions)
+	return reply
 }

@@ -26,6 +26,9 @@ func (s *Master) handleRequest(c *zconn, envelope [][]byte, body []byte) {
 	go func() {
 		defer s.wg.Done()
 		cmd, reply := s.process(body)
+		if cmd == "publish" {
+			reply = s.rewritePublishReply(reply)
+		}
 		f := s.takeReplyFault(cmd)
 		out, err := packSalt(reply)
 		if err != nil {

@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -290,3 +291,19 @@ func (s *Master) Close() error {
 }
 
 func (s *Master) isClosed() bool { return s.ctx.Err() != nil }
+
+// PKIDir is the simulated master's pki_dir (<Dir>/pki/master): minions/<id> holds the public key the
+// master accepted for each minion (see AcceptMinionKey).
+func (s *Master) PKIDir() string { return filepath.Join(s.cfg.dir, "pki", "master") }
+
+// AcceptMinionKey stores pubPEM as the accepted key of minion id, as `salt-key -a` leaves it.
+func (s *Master) AcceptMinionKey(id string, pubPEM []byte) error {
+	if id == "" || strings.ContainsAny(id, "/\x00") || id == "." || id == ".." {
+		return errors.New("salttest: unsafe minion id")
+	}
+	dir := filepath.Join(s.PKIDir(), "minions")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, id), pubPEM, 0o644)
+}

@@ -95,7 +95,7 @@ func TestCLIStartsOnceAcrossDispatchers(t *testing.T) {
 	st := newStore(t)
 	m := newProtoMinion(newMinion())
 	sim := startMaster(t, m)
-	base := []string{"ODUFLOW_SALT_MASTER=" + sim.Addr(), "ODUFLOW_SALT_EVENTS=" + sim.EventsAddr(),
+	base := []string{"ODUFLOW_SALT_PKI_DIR=" + sim.PKIDir(), "ODUFLOW_SALT_MASTER=" + sim.Addr(), "ODUFLOW_SALT_EVENTS=" + sim.EventsAddr(),
 		"ODUFLOW_SALT_KEY_FILE=" + sim.KeyFile(), "ODUFLOW_CLAIMS=" + claimsURL(t, st.Prefix())}
 	const hosts, perHost = 3, 4
 	req := receipt.NewRequestID()

@@ -35,7 +35,7 @@ func crashTimers() oduflow.Timers {
 }
 
 type crashJob struct {
-	Claims, Master, Events, KeyFile, Minion, Request, KillAt string
+	Claims, Master, Events, KeyFile, PKIDir, Minion, Request, KillAt string
 }
 
 func openCrashStore(ctx context.Context, claims string) (*etcdstore.Store, error) {
@@ -48,14 +48,15 @@ func openCrashStore(ctx context.Context, claims string) (*etcdstore.Store, error
 
 func quietLog() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
-// newSaltDispatcher builds an in-process Dispatcher on st talking to the master at addr.
-func newSaltDispatcher(master, events, keyFile string, st *etcdstore.Store, opts ...oduflow.Option) (*oduflow.Dispatcher, error) {
+// newSaltDispatcher builds an in-process Dispatcher on st talking to the master at addr (whose accepted
+// minion keys are in pkiDir).
+func newSaltDispatcher(master, events, keyFile, pkiDir string, st *etcdstore.Store, opts ...oduflow.Option) (*oduflow.Dispatcher, error) {
 	cli, err := salt.NewClient(master, salt.WithAuth(salt.UserKey("root", keyFile)))
 	if err != nil {
 		return nil, err
 	}
 	return oduflow.New(cli, oduflow.SaltEvents(events), append([]oduflow.Option{oduflow.WithClaimStore(st),
-		oduflow.WithTimers(crashTimers()), oduflow.WithLogger(quietLog())}, opts...)...)
+		oduflow.WithTimers(crashTimers()), oduflow.WithLogger(quietLog()), oduflow.WithPKIDir(pkiDir)}, opts...)...)
 }
 
 // runCrashChild is the child's whole life: start the request with an in-process worker that SIGKILLs
@@ -83,7 +84,7 @@ func runCrashChild() int {
 			select {} // never returns: the signal is on its way
 		}
 	}
-	d, err := newSaltDispatcher(job.Master, job.Events, job.KeyFile, st, oduflow.WithStepHook(kill))
+	d, err := newSaltDispatcher(job.Master, job.Events, job.KeyFile, job.PKIDir, st, oduflow.WithStepHook(kill))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 2
@@ -154,7 +155,7 @@ func TestKillDispatcherAtEachStep(t *testing.T) {
 			sim1, sim2 := startMaster(t, m), startMaster(t, m)
 			req := receipt.NewRequestID()
 			runCrashedDispatcher(t, crashJob{Claims: claims, Master: sim1.Addr(), Events: sim1.EventsAddr(),
-				KeyFile: sim1.KeyFile(), Minion: m.id, Request: req, KillAt: tc.step})
+				KeyFile: sim1.KeyFile(), PKIDir: sim1.PKIDir(), Minion: m.id, Request: req, KillAt: tc.step})
 
 			replica := func(sim *salttest.Master) *oduflow.Dispatcher {
 				st, err := openCrashStore(ctx, claims)
@@ -162,7 +163,7 @@ func TestKillDispatcherAtEachStep(t *testing.T) {
 					t.Fatal(err)
 				}
 				t.Cleanup(func() { _ = st.Close() })
-				d, err := newSaltDispatcher(sim.Addr(), sim.EventsAddr(), sim.KeyFile(), st)
+				d, err := newSaltDispatcher(sim.Addr(), sim.EventsAddr(), sim.KeyFile(), sim.PKIDir(), st)
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -8,7 +8,7 @@ oduflow_job_module:
   file.managed:
     - name: {{ salt['config.get']('extension_modules') }}/modules/oduflow_job.py
     - source: salt://_modules/oduflow_job.py
-    - source_hash: sha256=b2c30dad031335a780b24cbb6c0ccb5cff209179c6f97593c34acaf120f39ffb
+    - source_hash: sha256=ea616b45d955801fbbf23fdbf1ac6b6784719bc9cb99b2bf18a5b0244e10c6ff
     - user: root
     - group: root
     - mode: '0644'

@@ -103,14 +103,14 @@ func cmdClaimsMigrate(e *env, args []string) error {
 // with that error (exit status 5): running it again finds the claim present or creates it.
 func migrate(ctx context.Context, src *oduflow.FileClaimStore, dst oduflow.ClaimStore, from string) (migrateReport, error) {
 	rep := migrateReport{From: from}
-	names, err := src.Store().List("")
+	entries, err := os.ReadDir(src.Dir())
 	if err != nil {
 		return rep, configf(err, "claims migrate: list %q", from)
 	}
-	for _, n := range names {
-		req, ok := strings.CutSuffix(n, ".json")
+	for _, ent := range entries {
+		req, ok := strings.CutSuffix(ent.Name(), ".json")
 		if !ok || receipt.ValidateRequestID(req) != nil {
-			continue // index marker, lock files, temporary files
+			continue // the index, lock files, temporary files (Get below refuses anything not a regular file)
 		}
 		rep.Read++
 		c, err := src.Get(ctx, req)

@@ -109,9 +109,9 @@ func (e *env) dispatcher(ctx context.Context, opts ...oduflow.Option) (*oduflow.
 	}
 	all := []oduflow.Option{
 		oduflow.WithClaimStore(store),
+		oduflow.WithPKIDir(e.g.pkiDir),
 		oduflow.WithLogger(e.logger()),
 		oduflow.WithWorkerMode(oduflow.Detached(exe, e.g.childEnv()...)),
-		// TODO(pki): pass oduflow.WithPKIDir(e.g.pkiDir) here once the library has that option.
 	}
 	if !e.worker {
 		// The worker's output goes to a private log in the claim directory (--state-dir when the
@@ -209,11 +209,11 @@ func (g *globals) childEnv() []string {
 		"ODUFLOW_SALT_EAUTH=" + g.eauth,
 		"ODUFLOW_SALT_USER=" + g.user,
 		"ODUFLOW_STATE_DIR=" + g.stateDir,
+		"ODUFLOW_SALT_PKI_DIR=" + g.pkiDir,
 		"ODUFLOW_CATALOG_DIR=" + g.catalogDir(),
 		// A claim directory was resolved into ODUFLOW_STATE_DIR; an etcd URL goes as it is, with its
 		// credentials and TLS files (never on the command line).
 		"ODUFLOW_CLAIMS=" + g.claims,
-		"ODUFLOW_SALT_PKI_DIR=" + g.pkiDir,
 	}
 	if g.etcdClaims() {
 		env = append(env, g.etcd.env()...)

@@ -101,11 +101,14 @@ func RunDemo(ctx context.Context, w io.Writer) (err error) {
 	}
 	defer sim.Close()
 	dm.sim = sim
-	handler, what, stop, err := demoMinion(ctx, dir, dm.minion)
+	handler, what, stop, pub, err := demoMinion(ctx, dir, dm.minion)
 	if err != nil {
 		return err
 	}
 	defer stop()
+	if err := sim.AcceptMinionKey(dm.minion, pub); err != nil {
+		return err
+	}
 	sim.AddMinion(dm.minion, handler)
 	dm.say("simulator up in %s: requests %s, event bus %s", dir, sim.Addr(), sim.EventsAddr())
 	dm.say("minion %s runs %s", dm.minion, what)
@@ -124,7 +127,7 @@ func RunDemo(ctx context.Context, w io.Writer) (err error) {
 	d, err := oduflow.New(client,
 		oduflow.SaltEvents(sim.EventsAddr(), salt.WithReconnectBackoff(20*time.Millisecond, 200*time.Millisecond),
 			salt.WithEventLogger(quiet)),
-		oduflow.WithClaimDir(filepath.Join(dir, "claims")), oduflow.WithTimers(DemoTimers()),
+		oduflow.WithClaimDir(filepath.Join(dir, "claims")), oduflow.WithTimers(DemoTimers()), oduflow.WithPKIDir(sim.PKIDir()),
 		oduflow.WithLogger(quiet), oduflow.WithStepHook(dm.hook), oduflow.WithCustomCatalog(cat))
 	if err != nil {
 		return err

@@ -58,7 +58,7 @@ func (g *globals) register(fs *flag.FlagSet) {
 	fs.StringVar(&g.user, "user", g.user, "eauth user (env ODUFLOW_SALT_USER)")
 	fs.StringVar(&g.stateDir, "state-dir", g.stateDir, "claim store directory, mode 0700 (env ODUFLOW_STATE_DIR)")
 	fs.StringVar(&g.claims, "claims", g.claims, "claim store: file:DIR, DIR (default: --state-dir) or etcd://HOST:PORT[,HOST:PORT...]/PREFIX (etcds:// for TLS; credentials in ODUFLOW_ETCD_USER, ODUFLOW_ETCD_PASSWORD, TLS files in ODUFLOW_ETCD_CACERT, ODUFLOW_ETCD_CERT, ODUFLOW_ETCD_KEY) (env ODUFLOW_CLAIMS)")
-	fs.StringVar(&g.pkiDir, "pki-dir", g.pkiDir, "the master's PKI directory (env ODUFLOW_SALT_PKI_DIR)")
+	fs.StringVar(&g.pkiDir, "pki-dir", g.pkiDir, "the master's pki_dir; minions/<id> are the accepted keys receipt proofs verify against (env ODUFLOW_SALT_PKI_DIR)")
 	fs.StringVar(&g.output, "output", g.output, "json or text; default text on a terminal, json otherwise (env ODUFLOW_OUTPUT)")
 }
 

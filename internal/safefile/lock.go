@@ -1,4 +1,4 @@
-package receipt
+package safefile
 
 import (
 	"context"
@@ -42,13 +42,16 @@ func (l *Lock) Release() error {
 	}
 	l.fd = -1
 	if err != nil {
-		return errors.Wrap(err, "receipt store: release lock")
+		return errors.Wrap(err, "safefile: release lock")
 	}
 	return nil
 }
 
 // openLock opens (creating 0600 when absent) the lock file for name, with the
-// same safety rules as records.
+// same safety rules as records: the open is non-blocking and anything but a
+// regular file (a FIFO, socket or device planted at the lock name) is refused
+// at once with ErrNotRegular, so a hostile lock file never hangs a caller and
+// never reads as "busy".
 func (s *Store) openLock(name string, create bool) (int, error) {
 	if err := validName(name); err != nil {
 		return -1, err
@@ -60,11 +63,11 @@ func (s *Store) openLock(name string, create bool) (int, error) {
 	defer unix.Close(dirfd)
 	file := name + lockSuffix
 	if create {
-		fd, err := unix.Openat(dirfd, file, unix.O_RDWR|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
+		fd, err := unix.Openat(dirfd, file, unix.O_RDWR|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC|unix.O_NONBLOCK, 0o600)
 		if err == nil {
 			if err := s.fixCreated(fd, 0o600); err != nil {
 				_ = unix.Close(fd)
-				return -1, errors.Wrapf(err, "receipt store: prepare %s", s.path(file))
+				return -1, errors.Wrapf(err, "safefile: prepare %s", s.path(file))
 			}
 			return fd, nil
 		}
@@ -97,7 +100,7 @@ func (s *Store) TryLock(name string) (*Lock, error) {
 		if err == unix.EWOULDBLOCK {
 			return nil, errors.Wrapf(ErrLocked, "%s", name)
 		}
-		return nil, errors.Wrapf(err, "receipt store: lock %s", name)
+		return nil, errors.Wrapf(err, "safefile: lock %s", name)
 	}
 	return &Lock{fd: fd, name: name}, nil
 }
@@ -121,7 +124,7 @@ func (s *Store) LockWait(ctx context.Context, name string, maxWait time.Duration
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			return nil, errors.Wrapf(ctx.Err(), "receipt store: waiting for lock %s", name)
+			return nil, errors.Wrapf(ctx.Err(), "safefile: waiting for lock %s", name)
 		case <-t.C:
 		}
 		interval = min(interval*2, 200*time.Millisecond)
@@ -151,7 +154,7 @@ func (s *Store) IsLocked(name string) (bool, error) {
 		return true, nil
 	}
 	if err != nil {
-		return false, errors.Wrapf(err, "receipt store: probe lock %s", name)
+		return false, errors.Wrapf(err, "safefile: probe lock %s", name)
 	}
 	_ = unix.Flock(fd, unix.LOCK_UN)
 	return false, nil

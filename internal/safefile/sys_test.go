@@ -1,4 +1,4 @@
-package receipt
+package safefile
 
 import "golang.org/x/sys/unix"
 

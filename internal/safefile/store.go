@@ -1,4 +1,4 @@
-package receipt
+package safefile
 
 import (
 	"os"
@@ -60,7 +60,7 @@ func OpenStore(dir string, opts ...StoreOption) (*Store, error) {
 	}
 	abs, err := filepath.Abs(dir)
 	if err != nil {
-		return nil, errors.Wrap(err, "receipt store: resolve directory")
+		return nil, errors.Wrap(err, "safefile: resolve directory")
 	}
 	s := &Store{dir: abs, owner: cfg.owner, maxSize: cfg.maxSize, hook: cfg.hook}
 	fd, err := s.walk(cfg.create)
@@ -91,7 +91,7 @@ func (s *Store) openDir() (int, error) { return s.walk(false) }
 func (s *Store) walk(create bool) (int, error) {
 	fd, err := unix.Open("/", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return -1, errors.Wrap(err, "receipt store: open /")
+		return -1, errors.Wrap(err, "safefile: open /")
 	}
 	comps := strings.Split(strings.TrimPrefix(s.dir, "/"), "/")
 	if s.dir == "/" {
@@ -114,7 +114,7 @@ func (s *Store) walk(create bool) (int, error) {
 			}
 			if merr := unix.Mkdirat(fd, c, mode); merr != nil && merr != unix.EEXIST {
 				_ = unix.Close(fd)
-				return -1, errors.Wrapf(merr, "receipt store: create %s", cur)
+				return -1, errors.Wrapf(merr, "safefile: create %s", cur)
 			}
 			created = true
 			syncDirAt(fd)
@@ -130,7 +130,7 @@ func (s *Store) walk(create bool) (int, error) {
 		if last && created {
 			if err := s.fixCreated(fd, 0o700); err != nil {
 				_ = unix.Close(fd)
-				return -1, errors.Wrapf(err, "receipt store: prepare %s", cur)
+				return -1, errors.Wrapf(err, "safefile: prepare %s", cur)
 			}
 		}
 	}
@@ -138,14 +138,14 @@ func (s *Store) walk(create bool) (int, error) {
 		nfd, err := unix.Open("/", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 		_ = unix.Close(fd)
 		if err != nil {
-			return -1, errors.Wrap(err, "receipt store: open /")
+			return -1, errors.Wrap(err, "safefile: open /")
 		}
 		fd = nfd
 	}
 	var st unix.Stat_t
 	if err := unix.Fstat(fd, &st); err != nil {
 		_ = unix.Close(fd)
-		return -1, errors.Wrap(err, "receipt store: stat directory")
+		return -1, errors.Wrap(err, "safefile: stat directory")
 	}
 	reason := ""
 	switch {
@@ -183,7 +183,7 @@ func (s *Store) classifyOpenErr(dirfd int, name, path string, err error, wantDir
 	switch err {
 	case unix.ENOENT:
 		return errors.Wrapf(ErrNotExist, "%s", path)
-	case unix.ELOOP, unix.ENOTDIR, unix.ENXIO, unix.EMLINK:
+	case unix.ELOOP, unix.ENOTDIR, unix.ENXIO, unix.EMLINK, unix.EISDIR, unix.EOPNOTSUPP:
 		var st unix.Stat_t
 		if serr := unix.Fstatat(dirfd, name, &st, unix.AT_SYMLINK_NOFOLLOW); serr == nil {
 			switch {
@@ -196,7 +196,7 @@ func (s *Store) classifyOpenErr(dirfd int, name, path string, err error, wantDir
 			}
 		}
 	}
-	return errors.Wrapf(err, "receipt store: open %s", path)
+	return errors.Wrapf(err, "safefile: open %s", path)
 }
 
 // checkFile applies the file rules to a stat result.
@@ -228,12 +228,16 @@ func (s *Store) statName(dirfd int, name string) error {
 		return errors.Wrapf(ErrNotExist, "%s", s.path(name))
 	}
 	if err != nil {
-		return errors.Wrapf(err, "receipt store: stat %s", s.path(name))
+		return errors.Wrapf(err, "safefile: stat %s", s.path(name))
 	}
 	return s.checkFile(&st, s.path(name))
 }
 
 // openFile opens name in dirfd without following symlinks and checks it.
+// The open is O_NONBLOCK so that a FIFO (whose open would wait for a writer)
+// or a device returns at once; fstat then refuses anything that is not a
+// regular file (ErrNotRegular). On a regular file O_NONBLOCK changes nothing,
+// so the flag is left set.
 // A link count of 0 means the name was replaced (renamed over) or removed
 // between the lookup and the fstat: the open is retried so the caller sees
 // the current file, never a spurious error.
@@ -246,14 +250,14 @@ func (s *Store) openFile(dirfd int, name string, flags int, mode uint32) (int, e
 		var st unix.Stat_t
 		if err := unix.Fstat(fd, &st); err != nil {
 			_ = unix.Close(fd)
-			return -1, errors.Wrapf(err, "receipt store: stat %s", s.path(name))
+			return -1, errors.Wrapf(err, "safefile: stat %s", s.path(name))
 		}
 		if st.Nlink == 0 && st.Mode&unix.S_IFMT == unix.S_IFREG {
 			_ = unix.Close(fd)
 			if attempt < 100 {
 				continue
 			}
-			return -1, errors.Newf("receipt store: %s keeps being replaced", errors.Safe(s.path(name)))
+			return -1, errors.Newf("safefile: %s keeps being replaced", errors.Safe(s.path(name)))
 		}
 		if err := s.checkFile(&st, s.path(name)); err != nil {
 			_ = unix.Close(fd)

@@ -1,4 +1,4 @@
-package receipt
+package safefile
 
 import (
 	"context"
@@ -196,40 +196,6 @@ func TestLocks(t *testing.T) {
 	// Locks are independent of records of the same name.
 	if err := s.WriteAtomic("req", []byte("x")); err != nil {
 		t.Fatal(err)
-	}
-}
-
-func TestReceiptRecords(t *testing.T) {
-	s := newStore(t)
-	running := goodReceipt()
-	running.Status, running.Passed, running.Total = StatusRunning, 0, 0
-	if err := s.CreateReceipt("req", running); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.CreateReceipt("req", running); !errors.Is(err, ErrExist) {
-		t.Fatalf("CreateReceipt twice: %v", err)
-	}
-	if err := s.WriteReceipt("req", goodReceipt()); err != nil {
-		t.Fatal(err)
-	}
-	if r, err := s.ReadReceipt("req"); err != nil || r != goodReceipt() {
-		t.Fatalf("ReadReceipt = %+v, %v", r, err)
-	}
-	if err := s.WriteReceipt("req", goodReceipt()); err != nil {
-		t.Fatalf("identical rewrite: %v", err)
-	}
-	failed := goodReceipt()
-	failed.Status, failed.Passed = StatusFailed, 59
-	if err := s.WriteReceipt("req", failed); !errors.Is(err, ErrIllegalTransition) {
-		t.Fatalf("overwrite terminal: %v", err)
-	}
-	bad := goodReceipt()
-	bad.JID = "x"
-	if err := s.WriteReceipt("other", bad); !errors.Is(err, ErrInvalidReceipt) {
-		t.Fatalf("invalid receipt written: %v", err)
-	}
-	if err := s.CreateReceipt("other", bad); !errors.Is(err, ErrInvalidReceipt) {
-		t.Fatalf("invalid receipt created: %v", err)
 	}
 }
 

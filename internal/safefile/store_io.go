@@ -1,4 +1,4 @@
-package receipt
+package safefile
 
 import (
 	"crypto/rand"
@@ -32,7 +32,7 @@ func (s *Store) Read(name string) ([]byte, error) {
 	defer unix.Close(fd)
 	var st unix.Stat_t
 	if err := unix.Fstat(fd, &st); err != nil {
-		return nil, errors.Wrapf(err, "receipt store: stat %s", s.path(name))
+		return nil, errors.Wrapf(err, "safefile: stat %s", s.path(name))
 	}
 	if st.Size > s.maxSize {
 		return nil, errors.Wrapf(ErrCorrupt, "%s: larger than %d bytes", s.path(name), s.maxSize)
@@ -45,7 +45,7 @@ func (s *Store) Read(name string) ([]byte, error) {
 			continue
 		}
 		if err != nil {
-			return nil, errors.Wrapf(err, "receipt store: read %s", s.path(name))
+			return nil, errors.Wrapf(err, "safefile: read %s", s.path(name))
 		}
 		if m == 0 {
 			break
@@ -83,11 +83,11 @@ func (s *Store) WriteAtomic(name string, data []byte) error {
 	s.at("before-rename")
 	if err := unix.Renameat(dirfd, tmp, dirfd, name); err != nil {
 		_ = unix.Unlinkat(dirfd, tmp, 0)
-		return errors.Wrapf(err, "receipt store: rename into %s", s.path(name))
+		return errors.Wrapf(err, "safefile: rename into %s", s.path(name))
 	}
 	s.at("after-rename")
 	if err := unix.Fsync(dirfd); err != nil {
-		return errors.Wrapf(err, "receipt store: fsync %s", s.dir)
+		return errors.Wrapf(err, "safefile: fsync %s", s.dir)
 	}
 	return nil
 }
@@ -124,10 +124,10 @@ func (s *Store) CreateExclusive(name string, data []byte) error {
 		if err == unix.EEXIST {
 			return errors.Wrapf(ErrExist, "%s", s.path(name))
 		}
-		return errors.Wrapf(err, "receipt store: create %s", s.path(name))
+		return errors.Wrapf(err, "safefile: create %s", s.path(name))
 	}
 	if err := unix.Fsync(dirfd); err != nil {
-		return errors.Wrapf(err, "receipt store: fsync %s", s.dir)
+		return errors.Wrapf(err, "safefile: fsync %s", s.dir)
 	}
 	return nil
 }
@@ -136,17 +136,17 @@ func (s *Store) CreateExclusive(name string, data []byte) error {
 func (s *Store) writeTemp(dirfd int, name string, data []byte) (string, error) {
 	var rnd [8]byte
 	if _, err := rand.Read(rnd[:]); err != nil {
-		return "", errors.Wrap(err, "receipt store: random temp name")
+		return "", errors.Wrap(err, "safefile: random temp name")
 	}
 	tmp := tempPrefix + name + "-" + hex.EncodeToString(rnd[:])
-	fd, err := unix.Openat(dirfd, tmp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
+	fd, err := unix.Openat(dirfd, tmp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC|unix.O_NONBLOCK, 0o600)
 	if err != nil {
-		return "", errors.Wrapf(err, "receipt store: create temporary file in %s", s.dir)
+		return "", errors.Wrapf(err, "safefile: create temporary file in %s", s.dir)
 	}
 	fail := func(err error, what string) (string, error) {
 		_ = unix.Close(fd)
 		_ = unix.Unlinkat(dirfd, tmp, 0)
-		return "", errors.Wrapf(err, "receipt store: %s temporary file for %s", what, s.path(name))
+		return "", errors.Wrapf(err, "safefile: %s temporary file for %s", what, s.path(name))
 	}
 	if err := s.fixCreated(fd, 0o600); err != nil {
 		return fail(err, "prepare")
@@ -167,7 +167,7 @@ func (s *Store) writeTemp(dirfd int, name string, data []byte) (string, error) {
 	}
 	if err := unix.Close(fd); err != nil {
 		_ = unix.Unlinkat(dirfd, tmp, 0)
-		return "", errors.Wrapf(err, "receipt store: close temporary file for %s", s.path(name))
+		return "", errors.Wrapf(err, "safefile: close temporary file for %s", s.path(name))
 	}
 	return tmp, nil
 }
@@ -192,7 +192,7 @@ func (s *Store) List(prefix string) ([]string, error) {
 			continue
 		}
 		if err != nil {
-			return nil, errors.Wrapf(err, "receipt store: list %s", s.dir)
+			return nil, errors.Wrapf(err, "safefile: list %s", s.dir)
 		}
 		if n <= 0 {
 			break
@@ -227,10 +227,10 @@ func (s *Store) Remove(name string) error {
 		if err == unix.ENOENT {
 			return errors.Wrapf(ErrNotExist, "%s", s.path(name))
 		}
-		return errors.Wrapf(err, "receipt store: remove %s", s.path(name))
+		return errors.Wrapf(err, "safefile: remove %s", s.path(name))
 	}
 	if err := unix.Fsync(dirfd); err != nil {
-		return errors.Wrapf(err, "receipt store: fsync %s", s.dir)
+		return errors.Wrapf(err, "safefile: fsync %s", s.dir)
 	}
 	return nil
 }

@@ -1,4 +1,4 @@
-package receipt
+package safefile
 
 import (
 	"os"
@@ -39,9 +39,6 @@ func assertAllRefused(t *testing.T, s *Store, name, reason, path, content string
 	wantUnsafe(t, err, reason)
 	wantUnsafe(t, s.WriteAtomic(name, []byte("overwritten")), reason)
 	wantUnsafe(t, s.Remove(name), reason)
-	_, err = s.ReadReceipt(name)
-	wantUnsafe(t, err, reason)
-	wantUnsafe(t, s.WriteReceipt(name, goodReceipt()), reason)
 	if err := s.CreateExclusive(name, []byte("overwritten")); !errors.Is(err, ErrExist) {
 		t.Fatalf("CreateExclusive: %v", err)
 	}
@@ -145,29 +142,6 @@ func TestHostileRecords(t *testing.T) {
 		_, err := s.Read("rec")
 		wantUnsafe(t, err, "not_regular")
 		wantUnsafe(t, s.WriteAtomic("rec", []byte("x")), "not_regular")
-	})
-	t.Run("truncated json", func(t *testing.T) {
-		s := newStore(t)
-		enc, _ := goodReceipt().Encode()
-		p := filepath.Join(s.Dir(), "rec")
-		trunc := string(enc[:len(enc)/2])
-		if err := os.WriteFile(p, []byte(trunc), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		_, err := s.ReadReceipt("rec")
-		var ie *InvalidReceiptError
-		if !errors.Is(err, ErrCorrupt) || !errors.As(err, &ie) || ie.Reason != ReasonBadJSON {
-			t.Fatalf("ReadReceipt: %v", err)
-		}
-		if err := s.WriteReceipt("rec", goodReceipt()); !errors.Is(err, ErrCorrupt) {
-			t.Fatalf("WriteReceipt over corrupt: %v", err)
-		}
-		if err := s.CreateReceipt("rec", goodReceipt()); !errors.Is(err, ErrExist) {
-			t.Fatalf("CreateReceipt over corrupt: %v", err)
-		}
-		if got := readFile(t, p); got != trunc {
-			t.Fatalf("corrupt record replaced: %q", got)
-		}
 	})
 }
 

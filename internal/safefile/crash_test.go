@@ -1,4 +1,4 @@
-package receipt
+package safefile
 
 import (
 	"bufio"
@@ -82,8 +82,6 @@ func runHelper(mode string) int {
 		time.Sleep(time.Hour)
 	case "race":
 		return raceHelper(dir, name)
-	case "worker":
-		return workerHelper(dir, name, stage)
 	default:
 		return fail(errors.Newf("unknown helper mode %q", mode))
 	}

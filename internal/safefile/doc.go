@@ -1,0 +1,26 @@
+// Package safefile is the durable file discipline shared by the master's file
+// claim store, the custom catalog and the receipt tests: a directory of small
+// records with safe opens, atomic and exclusive writes, and flock(2) locks.
+//
+// Store keeps records as files directly in one directory, which must be owned
+// by the expected user with mode exactly 0700. Every operation walks the path
+// from / again with openat(O_NOFOLLOW|O_DIRECTORY), so a symlink in any
+// component, also one swapped in after OpenStore, is refused; files must be
+// regular, owned by the expected user, without group/other permission bits,
+// with exactly one link. Every open of a record or lock file is O_NONBLOCK and
+// is checked with fstat before any read, so a FIFO, socket or device planted
+// at a record or lock name is refused at once (ErrNotRegular) instead of
+// blocking the caller forever. Writes go to an O_EXCL 0600 temporary file, are
+// fsynced, renamed into place (renameat, or renameat2 RENAME_NOREPLACE for
+// CreateExclusive) and the directory is fsynced. A malformed or unsafe
+// record is an error and is never replaced by these calls.
+//
+// Locks are flock(2) locks on "<name>.lock" files in the store directory.
+// flock was chosen because the kernel releases it when the holding process
+// dies, however it dies (SIGKILL included): a held lock therefore means a live
+// holder (possibly stopped or slow), and a free lock beside a non-terminal
+// record means the worker is gone, which is how a running request is told
+// apart from an abandoned claim. Lock files are never removed (removing a
+// flock file races with a concurrent locker). flock is not reliable on NFS;
+// the store must live on a local file system.
+package safefile

@@ -1,0 +1,177 @@
+package oduflow
+
+// Every check in this file uses the standard library's errors package only: callers that write
+// import "errors" must see the sentinels and typed errors, whatever this module wraps them with.
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"golang.org/x/sys/unix"
+
+	"github.com/oduflow/oduflow-go/internal/safefile"
+	"github.com/oduflow/oduflow-go/oduflow/catalog"
+	"github.com/oduflow/oduflow-go/profiles"
+	"github.com/oduflow/oduflow-go/receipt"
+)
+
+func TestStdlibErrorsInvalidInput(t *testing.T) {
+	ctx := context.Background()
+	if _, err := New(nil, nil); !errors.Is(err, ErrInvalidInput) {
+		t.Fatalf("New(nil, nil): %v", err)
+	}
+	d := newOffline(t, newFakeClock())
+	_, err := d.Status(ctx, receipt.ProfileConfigure, "not-a-minion", uuid.NewString())
+	if !errors.Is(err, ErrInvalidInput) || !errors.Is(err, receipt.ErrInvalidMinionID) {
+		t.Fatalf("bad minion id: %v", err)
+	}
+	_, err = d.Start(ctx, receipt.ProfileConfigure, newMinionID(), "not-a-request")
+	if !errors.Is(err, ErrInvalidInput) || !errors.Is(err, receipt.ErrInvalidRequestID) {
+		t.Fatalf("bad request id: %v", err)
+	}
+	if err := d.RunWorker(ctx, []string{"only-one"}); !errors.Is(err, ErrInvalidInput) {
+		t.Fatalf("worker arguments: %v", err)
+	}
+}
+
+func TestStdlibErrorsMismatch(t *testing.T) {
+	ctx := context.Background()
+	clk := newFakeClock()
+	d := newOffline(t, clk)
+	c := newClaim(clk, receipt.ProfileConfigure)
+	putClaim(t, d, c)
+	var me *MismatchError
+	_, err := d.Status(ctx, receipt.ProfileProduction, c.MinionID, c.RequestID)
+	if !errors.Is(err, ErrProfileMismatch) || !errors.As(err, &me) || me.Field != "profile" || me.Bound != "configure" {
+		t.Fatalf("profile mismatch: %v", err)
+	}
+	_, err = d.Start(ctx, receipt.ProfileConfigure, newMinionID(), c.RequestID)
+	if !errors.Is(err, ErrMinionMismatch) || !errors.As(err, &me) || me.Field != "minion_id" || me.Bound != c.MinionID {
+		t.Fatalf("minion mismatch: %v", err)
+	}
+}
+
+func TestStdlibErrorsFileClaimStore(t *testing.T) {
+	ctx := context.Background()
+	clk := newFakeClock()
+	fs, err := OpenFileClaimStore(claimDir(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := newClaim(clk, receipt.ProfileConfigure)
+	if err := fs.Create(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	if err := fs.Create(ctx, c); !errors.Is(err, ErrClaimExists) || !errors.Is(err, safefile.ErrExist) {
+		t.Fatalf("claim exists: %v", err)
+	}
+	if _, err := fs.Get(ctx, uuid.NewString()); !errors.Is(err, ErrNoClaim) {
+		t.Fatalf("no claim: %v", err)
+	}
+	cur, err := fs.Get(ctx, c.RequestID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	next := cur.clone()
+	next.Phase = PhaseDispatching
+	if _, err := fs.CompareAndSwap(ctx, next); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fs.CompareAndSwap(ctx, next); !errors.Is(err, ErrConflict) { // next's generation is stale now
+		t.Fatalf("conflict: %v", err)
+	}
+
+	// A released request lock fences nothing: the guarded update is refused and writes nothing.
+	cur, err = fs.Get(ctx, c.RequestID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lease, err := fs.TryRequestLock(ctx, c.RequestID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fs.TryRequestLock(ctx, c.RequestID); !errors.Is(err, ErrLeaseHeld) || !errors.Is(err, safefile.ErrLocked) {
+		t.Fatalf("lease held: %v", err)
+	}
+	if err := lease.Release(); err != nil {
+		t.Fatal(err)
+	}
+	next = cur.clone()
+	next.Phase = PhaseDispatched
+	if _, err := fs.CompareAndSwapHeld(ctx, next, lease); !errors.Is(err, ErrLeaseLost) {
+		t.Fatalf("lease lost: %v", err)
+	}
+	if after, err := fs.Get(ctx, c.RequestID); err != nil || after.Generation != cur.Generation {
+		t.Fatalf("written despite the lost lease: %+v %v", after, err)
+	}
+
+	// The client lease held by one caller is busy for another.
+	held, err := fs.AcquireClientLease(ctx, c.MinionID, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = held.Release() }()
+	if _, err := fs.AcquireClientLease(ctx, c.MinionID, 50*time.Millisecond); !errors.Is(err, ErrLeaseBusy) || !errors.Is(err, safefile.ErrLocked) {
+		t.Fatalf("lease busy: %v", err)
+	}
+
+	// An unreadable sibling claim: typed, corrupt, and its cause still visible.
+	if err := os.Remove(filepath.Join(fs.Dir(), claimName(c.RequestID))); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Mkfifo(filepath.Join(fs.Dir(), claimName(c.RequestID)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err = fs.ListByClient(ctx, c.MinionID)
+	var uc *UnreadableClaimError
+	var ue *safefile.UnsafePathError
+	if !errors.Is(err, ErrCorruptClaim) || !errors.Is(err, safefile.ErrNotRegular) || !errors.As(err, &uc) ||
+		uc.RequestID != c.RequestID || !errors.As(err, &ue) || ue.Reason != "not_regular" {
+		t.Fatalf("unreadable sibling: %v", err)
+	}
+	if _, err := fs.Get(ctx, c.RequestID); !errors.Is(err, safefile.ErrNotRegular) || !errors.Is(err, safefile.ErrUnsafePath) {
+		t.Fatalf("fifo claim: %v", err)
+	}
+}
+
+func TestStdlibErrorsReceiptBinding(t *testing.T) {
+	b := receipt.Binding{MinionID: newMinionID(), RequestID: uuid.NewString(), JID: "20261129120000000001",
+		Profile: receipt.ProfileConfigure}
+	r := receipt.Receipt{Protocol: 1, MinionID: b.MinionID, RequestID: b.RequestID, JID: "20261129120000000002",
+		Profile: receipt.ProfileConfigure, Status: receipt.StatusSucceeded, Passed: 1, Total: 1}
+	err := b.Check(r)
+	var be *receipt.BindingError
+	if !errors.Is(err, receipt.ErrBindingMismatch) || !errors.As(err, &be) || be.Field != "jid" {
+		t.Fatalf("binding mismatch: %v", err)
+	}
+	if _, err := receipt.Decode([]byte(`{"protocol":1}`)); !errors.Is(err, receipt.ErrInvalidReceipt) {
+		t.Fatalf("invalid receipt: %v", err)
+	}
+}
+
+func TestStdlibErrorsInvalidCustomSource(t *testing.T) {
+	ctx := context.Background()
+	bad := []byte("id:\n  cmd.run:\n    - name: {{ pillar.secret }}\n")
+	err := profiles.ValidateCustom(bad)
+	var ce *profiles.CustomError
+	if !errors.Is(err, profiles.ErrInvalidCustom) || !errors.As(err, &ce) || ce.Code != profiles.CodeTemplateSyntax {
+		t.Fatalf("ValidateCustom: %v", err)
+	}
+	// Through the catalog, the way a definition is stored: marked ErrInvalidSource, the compiler's typed
+	// error still reachable.
+	cat, err := catalog.Open(filepath.Join(t.TempDir(), "catalog"), CompileCustomSource, catalog.WithCreate())
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = cat.CreateDefinition(ctx, "acme", "motd", bad)
+	ce = nil
+	if !errors.Is(err, catalog.ErrInvalidSource) || !errors.Is(err, profiles.ErrInvalidCustom) || !errors.As(err, &ce) ||
+		ce.Code != profiles.CodeTemplateSyntax {
+		t.Fatalf("CreateDefinition: %v", err)
+	}
+}

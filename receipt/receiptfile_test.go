@@ -1,0 +1,264 @@
+package receipt
+
+import (
+	"bufio"
+	"bytes"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/cockroachdb/errors"
+
+	"github.com/oduflow/oduflow-go/internal/errmark"
+	"github.com/oduflow/oduflow-go/internal/safefile"
+)
+
+// The receipt-file helpers of the Go worker model: receipts kept as records of a safefile.Store, the way the
+// minion module keeps them. They live in the tests because nothing outside them stores receipts from Go.
+
+// readReceipt reads and strictly decodes record name. A record that is safe
+// but not a valid receipt (truncated, unknown keys, ...) is ErrCorrupt, and
+// its *InvalidReceiptError stays reachable with errors.As. Store errors
+// (ErrNotExist, *UnsafePathError, ...) pass through.
+func readReceipt(s *safefile.Store, name string) (Receipt, error) {
+	data, err := s.Read(name)
+	if err != nil {
+		return Receipt{}, err
+	}
+	r, err := Decode(data)
+	if err != nil {
+		return Receipt{}, errmark.Mark(errors.Wrapf(err, "%s", s.Dir()+"/"+name), safefile.ErrCorrupt)
+	}
+	return r, nil
+}
+
+// writeReceipt commits r (validated, canonical JSON) as record name with
+// WriteAtomic. An existing record must itself read back as a valid receipt:
+// a malformed or unsafe one is returned as an error and left untouched. An
+// existing terminal receipt is immutable: rewriting the identical bytes is a
+// no-op, anything else is ErrIllegalTransition. The caller serializes writers
+// of one name (the request lock).
+func writeReceipt(s *safefile.Store, name string, r Receipt) error {
+	data, err := r.Encode()
+	if err != nil {
+		return err
+	}
+	old, err := readReceipt(s, name)
+	switch {
+	case errors.Is(err, safefile.ErrNotExist):
+	case err != nil:
+		return err
+	case old.Status.Terminal():
+		oldData, _ := old.Encode()
+		if bytes.Equal(oldData, data) {
+			return nil
+		}
+		return errors.WithStack(&TransitionError{From: PhaseTerminal, To: phaseOfStatus(r.Status)})
+	}
+	return s.WriteAtomic(name, data)
+}
+
+// createReceipt commits r as record name only if name does not exist yet
+// (ErrExist otherwise), with CreateExclusive.
+func createReceipt(s *safefile.Store, name string, r Receipt) error {
+	data, err := r.Encode()
+	if err != nil {
+		return err
+	}
+	return s.CreateExclusive(name, data)
+}
+
+func phaseOfStatus(st Status) Phase {
+	switch st {
+	case StatusSucceeded, StatusFailed:
+		return PhaseTerminal
+	case StatusRunning:
+		return PhaseRunning
+	case StatusUnknown:
+		return PhaseUnknown
+	}
+	return PhaseNone
+}
+
+func newStore(t *testing.T) *safefile.Store {
+	t.Helper()
+	s, err := safefile.OpenStore(filepath.Join(t.TempDir(), "receipts"), safefile.WithCreate())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func TestReceiptRecords(t *testing.T) {
+	s := newStore(t)
+	running := goodReceipt()
+	running.Status, running.Passed, running.Total = StatusRunning, 0, 0
+	if err := createReceipt(s, "req", running); err != nil {
+		t.Fatal(err)
+	}
+	if err := createReceipt(s, "req", running); !errors.Is(err, safefile.ErrExist) {
+		t.Fatalf("CreateReceipt twice: %v", err)
+	}
+	if err := writeReceipt(s, "req", goodReceipt()); err != nil {
+		t.Fatal(err)
+	}
+	if r, err := readReceipt(s, "req"); err != nil || r != goodReceipt() {
+		t.Fatalf("ReadReceipt = %+v, %v", r, err)
+	}
+	if err := writeReceipt(s, "req", goodReceipt()); err != nil {
+		t.Fatalf("identical rewrite: %v", err)
+	}
+	failed := goodReceipt()
+	failed.Status, failed.Passed = StatusFailed, 59
+	if err := writeReceipt(s, "req", failed); !errors.Is(err, ErrIllegalTransition) {
+		t.Fatalf("overwrite terminal: %v", err)
+	}
+	bad := goodReceipt()
+	bad.JID = "x"
+	if err := writeReceipt(s, "other", bad); !errors.Is(err, ErrInvalidReceipt) {
+		t.Fatalf("invalid receipt written: %v", err)
+	}
+	if err := createReceipt(s, "other", bad); !errors.Is(err, ErrInvalidReceipt) {
+		t.Fatalf("invalid receipt created: %v", err)
+	}
+}
+
+func TestCorruptReceiptRecord(t *testing.T) {
+	s := newStore(t)
+	enc, _ := goodReceipt().Encode()
+	p := filepath.Join(s.Dir(), "rec")
+	trunc := string(enc[:len(enc)/2])
+	if err := os.WriteFile(p, []byte(trunc), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err := readReceipt(s, "rec")
+	var ie *InvalidReceiptError
+	if !errors.Is(err, safefile.ErrCorrupt) || !errors.As(err, &ie) || ie.Reason != ReasonBadJSON {
+		t.Fatalf("ReadReceipt: %v", err)
+	}
+	if err := writeReceipt(s, "rec", goodReceipt()); !errors.Is(err, safefile.ErrCorrupt) {
+		t.Fatalf("WriteReceipt over corrupt: %v", err)
+	}
+	if err := createReceipt(s, "rec", goodReceipt()); !errors.Is(err, safefile.ErrExist) {
+		t.Fatalf("CreateReceipt over corrupt: %v", err)
+	}
+	if got, _ := os.ReadFile(p); string(got) != trunc {
+		t.Fatalf("corrupt record replaced: %q", got)
+	}
+}
+
+func TestUnsafeReceiptRecord(t *testing.T) {
+	s := newStore(t)
+	p := filepath.Join(s.Dir(), "rec")
+	if err := os.WriteFile(p, []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := readReceipt(s, "rec"); !errors.Is(err, safefile.ErrUnsafePath) {
+		t.Fatalf("readReceipt: %v", err)
+	}
+	if err := writeReceipt(s, "rec", goodReceipt()); !errors.Is(err, safefile.ErrUnsafePath) {
+		t.Fatalf("writeReceipt: %v", err)
+	}
+	if b, _ := os.ReadFile(p); string(b) != "x" {
+		t.Fatalf("unsafe record replaced: %q", b)
+	}
+}
+
+// The worker tests re-execute the test binary as a helper process (TestMain
+// switches on helperEnv) which does real file system work and is SIGKILLed or
+// SIGSTOPped at chosen points.
+
+const (
+	helperEnv      = "RECEIPT_TEST_HELPER"
+	helperDirEnv   = "RECEIPT_TEST_DIR"
+	helperNameEnv  = "RECEIPT_TEST_NAME"
+	helperStageEnv = "RECEIPT_TEST_STAGE"
+)
+
+func TestMain(m *testing.M) {
+	if mode := os.Getenv(helperEnv); mode == "worker" {
+		os.Exit(workerHelper(os.Getenv(helperDirEnv), os.Getenv(helperNameEnv), os.Getenv(helperStageEnv)))
+	}
+	os.Exit(m.Run())
+}
+
+type helper struct {
+	cmd   *exec.Cmd
+	stdin io.WriteCloser
+	lines chan string
+	wg    sync.WaitGroup
+}
+
+func startHelper(t *testing.T, mode, dir, name, stage string) *helper {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), helperEnv+"="+mode, helperDirEnv+"="+dir, helperNameEnv+"="+name, helperStageEnv+"="+stage)
+	cmd.Stderr = os.Stderr
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	h := &helper{cmd: cmd, stdin: stdin, lines: make(chan string, 1024)}
+	h.wg.Add(1)
+	go func() {
+		defer h.wg.Done()
+		defer close(h.lines)
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			h.lines <- sc.Text()
+		}
+	}()
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	})
+	return h
+}
+
+// expect waits for the helper's next output line and checks its prefix.
+func (h *helper) expect(t *testing.T, prefix string) string {
+	t.Helper()
+	select {
+	case l, ok := <-h.lines:
+		if !ok || !strings.HasPrefix(l, prefix) {
+			t.Fatalf("helper said %q (open=%v), want %s...", l, ok, prefix)
+		}
+		return l
+	case <-time.After(20 * time.Second):
+		t.Fatalf("helper did not say %s", prefix)
+	}
+	return ""
+}
+
+// kill SIGKILLs the helper and reaps it.
+func (h *helper) kill(t *testing.T) {
+	t.Helper()
+	if err := h.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_ = h.cmd.Wait()
+	h.wg.Wait()
+}
+
+// rest returns all remaining output after the helper exits.
+func (h *helper) rest(t *testing.T) ([]string, error) {
+	t.Helper()
+	var lines []string
+	for l := range h.lines {
+		lines = append(lines, l)
+	}
+	return lines, h.cmd.Wait()
+}

@@ -1,0 +1,104 @@
+package salt
+
+import (
+	"github.com/cockroachdb/errors"
+
+	"github.com/oduflow/oduflow-go/internal/errmark"
+)
+
+// ErrDecodeBudget: a msgpack document would cost more to decode than its DecodeLimits allow
+// (values, estimated bytes, nesting). It is also ErrMsgpack; a reply that exceeds it is also
+// ErrMalformedReply (and ErrOutcomeUnknown for a publish); an event that exceeds it becomes a Gap.
+var ErrDecodeBudget = errors.New("salt: msgpack document exceeds the decode budget")
+
+// DecodeLimits bound what decoding one untrusted msgpack document may allocate. Wire bytes are a
+// poor bound: an empty array is one byte on the wire and about 40 bytes decoded ([]any header
+// plus its interface slot), so every value is charged an estimate of the Go memory it costs
+// before it is allocated (see the cost constants below), and decoding stops with ErrDecodeBudget
+// as soon as the estimate would exceed MaxBytes.
+type DecodeLimits struct {
+	MaxElements int64 // decoded values, map keys included
+	MaxBytes    int64 // estimated bytes allocated (values, slots, string and bin lengths)
+	MaxDepth    int   // nesting of arrays, maps and ext 79 payloads
+}
+
+// Decode budget defaults. An event frame is at most DefaultMaxFrameBytes (16 MiB): with the
+// frame's own text (its strings alias it) and the 24 MiB event queue, one frame at the cap cannot
+// grow the process by more than 64 MiB. A reply (at most DefaultMaxReplyBytes, 16 MiB) copies its
+// strings, hence its larger byte budget.
+const (
+	DefaultEventDecodeMaxBytes    = 8 << 20
+	DefaultEventDecodeMaxElements = 1 << 20
+	DefaultReplyDecodeMaxBytes    = 32 << 20
+	DefaultReplyDecodeMaxElements = 2 << 20
+	DefaultDecodeMaxDepth         = 256
+)
+
+// DefaultEventDecodeLimits are the limits of SubscribeEvents (WithEventDecodeLimits).
+func DefaultEventDecodeLimits() DecodeLimits {
+	return DecodeLimits{MaxElements: DefaultEventDecodeMaxElements, MaxBytes: DefaultEventDecodeMaxBytes, MaxDepth: DefaultDecodeMaxDepth}
+}
+
+// DefaultReplyDecodeLimits are the limits of a Client (WithReplyDecodeLimits) and of DecodeValue.
+func DefaultReplyDecodeLimits() DecodeLimits {
+	return DecodeLimits{MaxElements: DefaultReplyDecodeMaxElements, MaxBytes: DefaultReplyDecodeMaxBytes, MaxDepth: DefaultDecodeMaxDepth}
+}
+
+func (l DecodeLimits) valid() bool { return l.MaxElements > 0 && l.MaxBytes > 0 && l.MaxDepth > 0 }
+
+// Estimated Go memory of decoded values, measured on amd64 (Go 1.26): an interface slot or a
+// string header is 16 bytes, a boxed []any header 24, a boxed number 8; a map header is 48, its
+// first entry brings a group of 8 slots (about 320 bytes), later entries cost about 100 bytes
+// each with growth. A map is charged per distinct key it actually holds (duplicate keys do not
+// grow it), every value per occurrence (a replaced value was still allocated).
+const (
+	costSlot       = 16
+	costArray      = 24
+	costNumber     = 8
+	costString     = 16
+	costMap        = 48
+	costFirstEntry = 336
+	costEntry      = 112
+	costExt        = 48
+)
+
+// decodeBudget is what one document may still spend. exceeded records why decoding stopped, so
+// that a decoder reporting a bare failure (the event fast path) can tell a budget refusal from
+// invalid data.
+type decodeBudget struct {
+	elems    int64
+	bytes    int64
+	maxDepth int
+	exceeded bool
+}
+
+func newDecodeBudget(l DecodeLimits) *decodeBudget {
+	return &decodeBudget{elems: l.MaxElements, bytes: l.MaxBytes, maxDepth: l.MaxDepth}
+}
+
+// charge takes elems values and bytes estimated bytes, or reports false (and remembers it).
+func (b *decodeBudget) charge(elems, bytes int64) bool {
+	if b.exceeded || elems > b.elems || bytes > b.bytes {
+		b.exceeded = true
+		return false
+	}
+	b.elems -= elems
+	b.bytes -= bytes
+	return true
+}
+
+// depthOK reports whether depth is allowed (and remembers a refusal).
+func (b *decodeBudget) depthOK(depth int) bool {
+	if depth > b.maxDepth {
+		b.exceeded = true
+		return false
+	}
+	return true
+}
+
+// spent is the estimate of what was charged so far.
+func (b *decodeBudget) spent(l DecodeLimits) int64 { return l.MaxBytes - b.bytes }
+
+func budgetError(what string) error {
+	return errmark.Mark(errors.Wrapf(ErrDecodeBudget, "%s", errors.Safe(what)), ErrMsgpack)
+}

@@ -1,0 +1,6 @@
+//go:build !race
+
+package salt_test
+
+// raceEnabled: the race detector instruments memory and distorts allocation measurements.
+const raceEnabled = false
