@@ -126,7 +126,7 @@ func (e *env) dispatcher(ctx context.Context, opts ...oduflow.Option) (*oduflow.
 		e.closers = append(e.closers, f.Close)
 		all = append(all, oduflow.DetachedLogFile(f))
 	}
-	d, err := oduflow.New(c, oduflow.SaltEvents(e.g.events, salt.WithEventLogger(e.logger())), append(all, opts...)...)
+	d, err := oduflow.New(c, oduflow.SaltEvents(e.g.events, salt.WithLogger(e.logger())), append(all, opts...)...)
 	if err != nil {
 		return nil, configf(err, "dispatcher")
 	}
