@@ -172,7 +172,8 @@ func TestExitConfigurationWritesNothing(t *testing.T) {
 		{"state dir is a file", withEnv(l.env, "ODUFLOW_STATE_DIR="+file), nil, "not a directory"},
 		{"missing key file", withEnv(l.env, "ODUFLOW_SALT_KEY_FILE="+filepath.Join(t.TempDir(), ".root_key")), nil, ""},
 		{"key file 0644", withEnv(l.env, "ODUFLOW_SALT_KEY_FILE="+loose), nil, "unsafe permissions"},
-		{"etcd claims", withEnv(l.env, "ODUFLOW_CLAIMS=etcd://127.0.0.1:2379"), nil, "etcd claims not built in"},
+		{"etcd URL with credentials", withEnv(l.env, "ODUFLOW_CLAIMS=etcd://u:s3cret@127.0.0.1:2379/p"), nil, "credentials in the URL"},
+		{"etcd TLS files without etcds", withEnv(l.env, "ODUFLOW_CLAIMS=etcd://127.0.0.1:2379/p", "ODUFLOW_ETCD_CACERT=/ca.pem"), nil, "need --claims etcds://"},
 	} {
 		args := append(append([]string{}, tc.args...), "start", "configure", l.minion, req)
 		r := run(t, tc.env, args...)

@@ -21,7 +21,9 @@
 //
 // A write whose acknowledgement is lost (timeout, leader change, reset connection, cancelled context)
 // returns an error matching ErrOutcomeUnknown: it may have committed. Only errors that prove the server
-// refused the request (bad request, permission, quota, authentication) are not outcome-unknown.
+// refused the request (bad request, permission, quota, authentication) are not outcome-unknown. A read
+// that fails (Get, ListByClient, RequestLockHeld, the probe of Open) matches oduflow.ErrClaimStore: nothing
+// was written. The CLI maps the two to its exit statuses 5 and 3.
 //
 // # Locks
 //

@@ -10,6 +10,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/oduflow/oduflow-go/internal/errmark"
+	"github.com/oduflow/oduflow-go/oduflow"
 )
 
 // ErrOutcomeUnknown: a write transaction was sent but its acknowledgement was lost (timeout, leader
@@ -51,7 +52,9 @@ func writeErr(err error, what string) error {
 	return errmark.Mark(w, ErrOutcomeUnknown)
 }
 
-// readErr wraps a read error (a read has no outcome to lose).
+// readErr wraps a read error (a read has no outcome to lose). It matches oduflow.ErrClaimStore, so that a
+// caller (the CLI's exit status) can tell "the store could not be read, nothing was written" from a
+// failed request.
 func readErr(err error, what string) error {
-	return crdb.Wrapf(err, "etcdstore: %s", crdb.Safe(what))
+	return errmark.Mark(crdb.Wrapf(err, "etcdstore: %s", crdb.Safe(what)), oduflow.ErrClaimStore)
 }

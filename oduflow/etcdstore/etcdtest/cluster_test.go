@@ -73,6 +73,7 @@ func startCluster(t testing.TB, n int) *cluster {
 		cfg.ClusterState = embed.ClusterStateFlagNew
 		cfg.LogLevel = "error"
 		cfg.UnsafeNoFsync = true
+		cfg.MaxRequestBytes = 3 << 20 // the conformance suite stores a 2 MiB hostile record
 		e, err := embed.StartEtcd(cfg)
 		if err != nil {
 			t.Fatalf("start member %d: %v", i, err)

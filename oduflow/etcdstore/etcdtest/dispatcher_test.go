@@ -4,6 +4,8 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -46,8 +48,9 @@ func (m *fakeMaster) Publish(_ context.Context, req salt.PublishRequest) (*salt.
 	case oduflow.FunRun:
 		m.runs[req.Args[0].(string)]++
 	case oduflow.FunCapabilities:
-		jr := &salt.JobReturn{JID: req.JID, MinionID: minion, Fun: req.Fun, Success: true,
-			Return: map[string]any{"protocol": int64(oduflow.ProtocolVersion), "pillar_ready": true}}
+		jr := &salt.JobReturn{JID: req.JID, MinionID: minion, ID: minion, Fun: req.Fun, Success: true,
+			Return: map[string]any{"protocol": int64(oduflow.ProtocolVersion), "pillar_ready": true,
+				"proof": map[string]any{"alg": receipt.ProofAlg, "ready": true}}}
 		for _, s := range m.subs {
 			func() {
 				defer func() { _ = recover() }() // a closed subscription
@@ -68,16 +71,24 @@ func TestDispatchersShareOneClient(t *testing.T) {
 		StatusExpiry: 4 * time.Second, LaunchGrace: 20 * time.Second, LeaseWait: 5 * time.Second, PollBudget: 1,
 		CallTimeout: 2 * time.Second}
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	minion := newMinion()
+	// The preflight reads the minion's accepted key from the master's pki_dir (receipt proofs).
+	pki := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(pki, "minions"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(pki, "minions", minion), newProtoMinion(minion).publicKeyPEM(), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	var ds []*oduflow.Dispatcher
 	for _, s := range stores {
 		d, err := oduflow.New(master, master, oduflow.WithClaimStore(s), oduflow.WithTimers(timers),
-			oduflow.WithLogger(quiet))
+			oduflow.WithLogger(quiet), oduflow.WithPKIDir(pki))
 		if err != nil {
 			t.Fatal(err)
 		}
 		ds = append(ds, d)
 	}
-	minion := newMinion()
 	reqs := make([]string, 30)
 	var wg sync.WaitGroup
 	for i := range reqs {

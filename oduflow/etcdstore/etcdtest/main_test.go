@@ -16,6 +16,9 @@ func tempDir() string {
 }
 
 func TestMain(m *testing.M) {
+	if code := runCrashChild(); code >= 0 { // a child dispatcher process of TestKillDispatcherAtEachStep
+		os.Exit(code)
+	}
 	d, err := os.MkdirTemp("", "etcdtest-")
 	if err != nil {
 		panic(err)

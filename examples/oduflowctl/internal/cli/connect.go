@@ -90,15 +90,13 @@ func (e *env) client(ctx context.Context) (*salt.Client, error) {
 // dispatcher builds a Dispatcher whose workers run detached (this binary, re-executed), so
 // that a request goes on after the command exits. It and its client are closed when the
 // command ends. The claim store and the worker log are opened here, before any claim can be
-// written: a bad directory or log path is a configuration error (exit status 2) with nothing
-// written.
+// written: a bad directory or log path is a configuration error (exit status 2), an etcd store
+// that does not answer exit status 3, with nothing written.
 func (e *env) dispatcher(ctx context.Context, opts ...oduflow.Option) (*oduflow.Dispatcher, error) {
-	dir, err := e.g.claimDir()
+	store, logDir, err := e.claimStore(ctx)
 	if err != nil {
 		return nil, err
 	}
-	e.g.stateDir = dir // the effective claim store, also for the detached worker (childEnv)
-	e.g.claims = ""
 	c, err := e.client(ctx)
 	if err != nil {
 		return nil, err
@@ -109,11 +107,6 @@ func (e *env) dispatcher(ctx context.Context, opts ...oduflow.Option) (*oduflow.
 	if err != nil {
 		return nil, err
 	}
-	// The claim store first (it creates the directory 0700), then the log inside it.
-	store, err := oduflow.OpenFileClaimStore(dir)
-	if err != nil {
-		return nil, configf(err, "claim store %q", dir)
-	}
 	all := []oduflow.Option{
 		oduflow.WithClaimStore(store),
 		oduflow.WithPKIDir(e.g.pkiDir),
@@ -121,10 +114,11 @@ func (e *env) dispatcher(ctx context.Context, opts ...oduflow.Option) (*oduflow.
 		oduflow.WithWorkerMode(oduflow.Detached(exe, e.g.childEnv()...)),
 	}
 	if !e.worker {
-		// The worker's output goes to a private log in the state directory, never to this command's
-		// stdout/stderr (a pipeline such as `oduflowctl start ... 2>&1 | tee log` ends with the
-		// command). A worker process launches no worker, so only launchers open it.
-		logPath := filepath.Join(dir, oduflow.WorkerLogName)
+		// The worker's output goes to a private log in the claim directory (--state-dir when the
+		// claims are in etcd), never to this command's stdout/stderr (a pipeline such as
+		// `oduflowctl start ... 2>&1 | tee log` ends with the command). A worker process launches
+		// no worker, so only launchers open it.
+		logPath := filepath.Join(logDir, oduflow.WorkerLogName)
 		f, err := oduflow.OpenWorkerLog(logPath)
 		if err != nil {
 			return nil, configf(err, "worker log %q", logPath)
@@ -140,6 +134,35 @@ func (e *env) dispatcher(ctx context.Context, opts ...oduflow.Option) (*oduflow.
 	e.closers = append(e.closers, func() error { once.Do(func() { _ = d.Close() }); return nil })
 	e.disp = d
 	return d, nil
+}
+
+// claimStore opens the claim store --claims names (etcd, or a directory, by default --state-dir) and
+// returns it with the directory that holds the detached workers' log. It is closed when the command
+// ends.
+func (e *env) claimStore(ctx context.Context) (oduflow.ClaimStore, string, error) {
+	if e.g.etcdClaims() {
+		if err := openStateDir(e.g.stateDir); err != nil {
+			return nil, "", err
+		}
+		st, err := e.openEtcd(ctx)
+		if err != nil {
+			return nil, "", err
+		}
+		e.closers = append(e.closers, st.Close)
+		return st, e.g.stateDir, nil
+	}
+	dir, err := e.g.claimDir()
+	if err != nil {
+		return nil, "", err
+	}
+	e.g.stateDir = dir // the effective claim store, also for the detached worker (childEnv)
+	e.g.claims = ""
+	// The claim store first (it creates the directory 0700), then the log inside it.
+	store, err := oduflow.OpenFileClaimStore(dir)
+	if err != nil {
+		return nil, "", configf(err, "claim store %q", dir)
+	}
+	return store, dir, nil
 }
 
 // printerAndDispatcher returns the command's printer, then its dispatcher (see dispatcher):
@@ -188,8 +211,12 @@ func (g *globals) childEnv() []string {
 		"ODUFLOW_STATE_DIR=" + g.stateDir,
 		"ODUFLOW_SALT_PKI_DIR=" + g.pkiDir,
 		"ODUFLOW_CATALOG_DIR=" + g.catalogDir(),
-		"ODUFLOW_CLAIMS=", // resolved into ODUFLOW_STATE_DIR
-		"ODUFLOW_SALT_PKI_DIR=" + g.pkiDir,
+		// A claim directory was resolved into ODUFLOW_STATE_DIR; an etcd URL goes as it is, with its
+		// credentials and TLS files (never on the command line).
+		"ODUFLOW_CLAIMS=" + g.claims,
+	}
+	if g.etcdClaims() {
+		env = append(env, g.etcd.env()...)
 	}
 	if g.password != "" {
 		env = append(env, "ODUFLOW_SALT_PASSWORD="+g.password)

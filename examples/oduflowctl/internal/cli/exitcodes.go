@@ -9,6 +9,7 @@ import (
 
 	"github.com/oduflow/oduflow-go/oduflow"
 	"github.com/oduflow/oduflow-go/oduflow/catalog"
+	"github.com/oduflow/oduflow-go/oduflow/etcdstore"
 	"github.com/oduflow/oduflow-go/receipt"
 	"github.com/oduflow/oduflow-go/salt"
 )
@@ -71,6 +72,8 @@ func exitFor(err error) int {
 		is(err, receipt.ErrInvalidRequestID), is(err, receipt.ErrUnknownProfile),
 		is(err, catalog.ErrInvalid), is(err, catalog.ErrInvalidSource):
 		return ExitUsage
+	case is(err, etcdstore.ErrOutcomeUnknown):
+		return ExitUnknown // a write to etcd that may have committed: never "nothing written"
 	case is(err, oduflow.ErrNotReady), is(err, oduflow.ErrEventBus), is(err, oduflow.ErrMasterUnreachable),
 		is(err, oduflow.ErrClaimStore), is(err, salt.ErrNotSent):
 		return ExitUnreachable // nothing was written

@@ -17,10 +17,11 @@ const DefaultPKIDir = "/etc/salt/pki/master"
 // globals are the flags every command accepts, each defaulting to an environment variable.
 type globals struct {
 	master, events, keyFile, eauth, user, stateDir, output string
-	pkiDir                                                 string // --pki-dir, ODUFLOW_SALT_PKI_DIR
-	claims                                                 string // --claims, ODUFLOW_CLAIMS: file:DIR or DIR
-	catalog                                                string // ODUFLOW_CATALOG_DIR only
-	password                                               string // ODUFLOW_SALT_PASSWORD only, never a flag
+	pkiDir                                                 string       // --pki-dir, ODUFLOW_SALT_PKI_DIR
+	claims                                                 string       // --claims, ODUFLOW_CLAIMS: file:DIR, DIR or etcd://…
+	etcd                                                   etcdSettings // ODUFLOW_ETCD_* only, never flags
+	catalog                                                string       // ODUFLOW_CATALOG_DIR only
+	password                                               string       // ODUFLOW_SALT_PASSWORD only, never a flag
 }
 
 func globalsFromEnv(getenv func(string) string) *globals {
@@ -36,6 +37,7 @@ func globalsFromEnv(getenv func(string) string) *globals {
 		catalog:  getenv("ODUFLOW_CATALOG_DIR"),
 		pkiDir:   getenv("ODUFLOW_SALT_PKI_DIR"),
 		claims:   getenv("ODUFLOW_CLAIMS"),
+		etcd:     etcdFromEnv(getenv),
 	}
 	if g.stateDir == "" {
 		g.stateDir = DefaultStateDir
@@ -55,7 +57,7 @@ func (g *globals) register(fs *flag.FlagSet) {
 	fs.StringVar(&g.eauth, "eauth", g.eauth, "eauth backend, e.g. pam or file (env ODUFLOW_SALT_EAUTH; password only from ODUFLOW_SALT_PASSWORD)")
 	fs.StringVar(&g.user, "user", g.user, "eauth user (env ODUFLOW_SALT_USER)")
 	fs.StringVar(&g.stateDir, "state-dir", g.stateDir, "claim store directory, mode 0700 (env ODUFLOW_STATE_DIR)")
-	fs.StringVar(&g.claims, "claims", g.claims, "claim store: file:DIR or DIR (default: --state-dir); etcd:// is not built in (env ODUFLOW_CLAIMS)")
+	fs.StringVar(&g.claims, "claims", g.claims, "claim store: file:DIR, DIR (default: --state-dir) or etcd://HOST:PORT[,HOST:PORT...]/PREFIX (etcds:// for TLS; credentials in ODUFLOW_ETCD_USER, ODUFLOW_ETCD_PASSWORD, TLS files in ODUFLOW_ETCD_CACERT, ODUFLOW_ETCD_CERT, ODUFLOW_ETCD_KEY) (env ODUFLOW_CLAIMS)")
 	fs.StringVar(&g.pkiDir, "pki-dir", g.pkiDir, "the master's pki_dir; minions/<id> are the accepted keys receipt proofs verify against (env ODUFLOW_SALT_PKI_DIR)")
 	fs.StringVar(&g.output, "output", g.output, "json or text; default text on a terminal, json otherwise (env ODUFLOW_OUTPUT)")
 }
@@ -182,10 +184,9 @@ func (g *globals) claimDir() (string, error) {
 		switch {
 		case ok && scheme == "file":
 			dir = rest
-		case ok && (scheme == "etcd" || strings.HasPrefix(rest, "//")):
-			if scheme == "etcd" {
-				return "", usagef("--claims %q: etcd claims not built in", g.claims)
-			}
+		case ok && (scheme == "etcd" || scheme == "etcds"):
+			return "", usagef("--claims: an etcd store is not a directory")
+		case ok && strings.HasPrefix(rest, "//"):
 			return "", usagef("--claims %q: unknown scheme %q: want file:DIR or DIR", g.claims, scheme)
 		default:
 			dir = g.claims
