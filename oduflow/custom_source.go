@@ -55,7 +55,7 @@ func (p *customPublications) Publication(ctx context.Context, c *Claim) (Publica
 	if err != nil {
 		return PublicationSpec{}, errors.Wrap(err, "oduflow: custom payload")
 	}
-	if e.MinionID != c.MinionID || e.Digest != c.StateDigest || receipt.DigestBytes(e.Canonical) != c.StateDigest {
+	if e.MinionID != c.MinionID || e.Digest != c.StateDigest || receipt.Digest(e.Canonical) != c.StateDigest {
 		return PublicationSpec{}, errors.New("oduflow: custom payload does not match the claim's digest")
 	}
 	return PublicationSpec{StateDataJSON: StateDataJSON(c.StateDigest, e.Canonical)}, nil

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/oduflow/oduflow-go/internal/receiptproof"
 	"github.com/oduflow/oduflow-go/receipt"
 )
 
@@ -210,7 +211,7 @@ func parseCapabilities(v any) minionCaps {
 	if pm, ok := m["proof"].(map[string]any); ok {
 		alg, _ := pm["alg"].(string)
 		ready, _ := pm["ready"].(bool)
-		caps.Proof = alg == receipt.ProofAlg && ready
+		caps.Proof = alg == receiptproof.Alg && ready
 	}
 	return caps
 }

@@ -15,7 +15,7 @@
 //   - Binding.Check, the immutable binding of a receipt to its claim;
 //   - receipt proofs (Proof, ProofFromValue, VerifyProof, ProofMessage, ValidateNonce, NewNonce,
 //     SignProof for test minions): the minion's signature over a nonce and the receipt;
-//   - the minion receipt state machine (Phase, CheckTransition).
+//   - the minion receipt state machine (Phase, checkTransition).
 //
 // It imports nothing from the rest of the module, knows nothing of ZeroMQ or
 // the dispatcher, and does no logging.
@@ -43,7 +43,7 @@
 //	terminal   *          any           no      a terminal receipt is immutable
 //	*          (none)     any           no      evidence is never deleted by a transition
 //
-// Any pair not listed as legal is illegal (ErrIllegalTransition).
+// Any pair not listed as legal is illegal (errIllegalTransition).
 //
 // How a status answer is derived from evidence (no record -> not_started;
 // JID index or running record with the request lock held -> running; with

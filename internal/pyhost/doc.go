@@ -1,5 +1,5 @@
-// Package pyhost runs the real oduflow_job minion module (receipt.MinionModule) outside
-// Salt, in a standard-library Python process (receipt.MinionTestHost), so that Go tests and
+// Package pyhost runs the real oduflow_job minion module (receipt.MinionModule().Source) outside
+// Salt, in a standard-library Python process (receipt.MinionModule().TestHost), so that Go tests and
 // the demo exercise the module's actual receipts, locks and durable files.
 //
 // Start writes the module and the host into a directory and starts `python3 host.py`. The

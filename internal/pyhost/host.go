@@ -83,9 +83,10 @@ func Start(ctx context.Context, dir string, opts ...Option) (*Host, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, errors.Wrap(err, "pyhost: create directory")
 	}
+	minion := receipt.MinionModule()
 	files := map[string][]byte{
-		receipt.MinionModuleName: receipt.MinionModule(),
-		"host.py":                receipt.MinionTestHost(),
+		minion.Name: minion.Source,
+		"host.py":   minion.TestHost,
 	}
 	hostCfg, err := json.Marshal(cfg.host.wire())
 	if err != nil {

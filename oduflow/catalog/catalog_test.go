@@ -38,7 +38,7 @@ func fakeCompile(source []byte) (Compiled, error) {
 	if err != nil {
 		return Compiled{}, err
 	}
-	return Compiled{Canonical: canon, Digest: receipt.DigestBytes(canon)}, nil
+	return Compiled{Canonical: canon, Digest: receipt.Digest(canon)}, nil
 }
 
 type clock struct {

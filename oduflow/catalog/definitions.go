@@ -24,7 +24,7 @@ func (s *FileStore) compileSource(source []byte) (Compiled, error) {
 		// The compiler's error carries a code and a position, never the source.
 		return Compiled{}, errmark.Mark(errors.Wrap(err, "catalog: compile"), ErrInvalidSource)
 	}
-	if len(c.Canonical) == 0 || receipt.DigestBytes(c.Canonical) != c.Digest {
+	if len(c.Canonical) == 0 || receipt.Digest(c.Canonical) != c.Digest {
 		return Compiled{}, errors.Wrap(ErrInvalidSource, "catalog: compiler digest does not match its canonical form")
 	}
 	return c, nil

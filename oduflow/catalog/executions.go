@@ -123,7 +123,7 @@ func checkSnapshot(e Execution) error {
 	if len(e.Source) > MaxSnapshotBytes || len(e.Canonical) > MaxSnapshotBytes {
 		return invalidf("catalog: snapshot source or payload larger than %d bytes", errors.Safe(MaxSnapshotBytes))
 	}
-	if receipt.DigestBytes(e.Canonical) != e.Digest {
+	if receipt.Digest(e.Canonical) != e.Digest {
 		return invalidf("catalog: digest does not match the canonical payload")
 	}
 	return nil

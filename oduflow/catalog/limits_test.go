@@ -27,7 +27,7 @@ func TestOversizedSnapshotIsRefusedBeforeWriting(t *testing.T) {
 	} {
 		e := snapshot(t, d, minionA, req, ModeApply)
 		mut(&e)
-		e.Digest = receipt.DigestBytes(e.Canonical)
+		e.Digest = receipt.Digest(e.Canonical)
 		if _, err := s.CreateExecution(ctx, e); !errors.Is(err, ErrInvalid) {
 			t.Fatalf("%s: oversized snapshot: %v", name, err)
 		}
@@ -39,7 +39,7 @@ func TestOversizedSnapshotIsRefusedBeforeWriting(t *testing.T) {
 	e := snapshot(t, d, minionA, req, ModeApply)
 	e.Source = bytes.Repeat([]byte("\x00"), MaxSnapshotBytes) // worst case for JSON: base64
 	e.Canonical = bytes.Repeat([]byte("\x00"), MaxSnapshotBytes)
-	e.Digest = receipt.DigestBytes(e.Canonical)
+	e.Digest = receipt.Digest(e.Canonical)
 	if _, err := s.CreateExecution(ctx, e); err != nil {
 		t.Fatal(err)
 	}

@@ -26,7 +26,7 @@ func TestMemoryStoreBehindDispatcher(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = sim.Close() })
-	m := simminion.New(receipt.MinionIDPrefix + receipt.NewRequestID())
+	m := simminion.New("client-" + receipt.NewRequestID())
 	sim.AddMinion(m.ID(), m.Handle)
 	if err := sim.AcceptMinionKey(m.ID(), m.PublicKeyPEM()); err != nil {
 		t.Fatal(err)

@@ -67,8 +67,8 @@ func exitFor(err error) int {
 	case is(err, salt.ErrAuthentication), is(err, salt.ErrAuthorization):
 		return ExitRefused
 	case is(err, oduflow.ErrInvalidInput), is(err, oduflow.ErrProfileMismatch), is(err, oduflow.ErrMinionMismatch),
-		is(err, oduflow.ErrDefinitionMismatch), is(err, receipt.ErrInvalidMinionID),
-		is(err, receipt.ErrInvalidRequestID), is(err, receipt.ErrUnknownProfile),
+		is(err, oduflow.ErrDefinitionMismatch), is(err, receipt.ErrInvalidID),
+		is(err, receipt.ErrUnknownProfile),
 		is(err, catalog.ErrInvalid), is(err, catalog.ErrInvalidSource):
 		return ExitUsage
 	case is(err, oduflow.ErrNotReady), is(err, oduflow.ErrEventBus), is(err, oduflow.ErrMasterUnreachable),

@@ -33,7 +33,7 @@ func TestExitFor(t *testing.T) {
 		{"invalid input", fmt.Errorf("wrapped: %w", oduflow.ErrInvalidInput), ExitUsage},
 		{"profile mismatch", &oduflow.MismatchError{Field: "profile", Bound: "configure"}, ExitUsage},
 		{"minion mismatch", &oduflow.MismatchError{Field: "minion_id", Bound: "client-x"}, ExitUsage},
-		{"bad request id", receipt.ErrInvalidRequestID, ExitUsage},
+		{"bad request id", receipt.ErrInvalidID, ExitUsage},
 		{"catalog invalid source", catalog.ErrInvalidSource, ExitUsage},
 		{"key file missing (not ready)", notReady(salt.ErrKeyFile), ExitUsage},
 		{"key file (cockroachdb mark)", crdb.Mark(errors.New("open: no such file"), salt.ErrKeyFile), ExitUsage},
