@@ -19,7 +19,6 @@ var receiptKeys = [...]string{
 	"state_digest", "status", "passed", "total",
 }
 
-
 // Receipt is the protocol 1 minion receipt, also the shape of every answer of
 // oduflow_job.status and of the return of oduflow_job.run.
 //

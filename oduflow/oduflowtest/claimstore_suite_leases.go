@@ -286,7 +286,7 @@ func (s *suite) testLeases(t *testing.T) {
 			_ = got.Release()
 			t.Fatal("AcquireClientLease with a cancelled context succeeded")
 		}
-		ol, err := b.AcquireClientLease(testContext(t), "client-" + receipt.NewRequestID(), 0)
+		ol, err := b.AcquireClientLease(testContext(t), "client-"+receipt.NewRequestID(), 0)
 		if err != nil {
 			t.Fatalf("another client's lease is independent: %v", err)
 		}

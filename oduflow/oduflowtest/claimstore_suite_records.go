@@ -240,7 +240,7 @@ func (s *suite) testListByClient(t *testing.T) {
 			sameClaim(t, "listed updated claim", got[c1.RequestID], updated)
 			sameClaim(t, "listed claim", got[c2.RequestID], stored2)
 		}
-		if got := listMap(t, b, "client-" + receipt.NewRequestID()); len(got) != 0 {
+		if got := listMap(t, b, "client-"+receipt.NewRequestID()); len(got) != 0 {
 			t.Fatalf("unknown minion: %d claims", len(got))
 		}
 	})
