@@ -33,7 +33,7 @@ const maxSafeInteger = 1 << 53
 // map[string]any, map[any]any with string keys, []any, and by reflection any
 // slice, array or string-keyed map of those (named types included). Refused
 // with errNotCanonical: NaN and infinities, integers beyond ±2^53, invalid
-// UTF-8, non-string keys, []byte, other types, nesting beyond MaxDepth.
+// UTF-8, non-string keys, []byte, other types, nesting beyond maxDepth (512).
 func CanonicalJSON(v any) ([]byte, error) {
 	e := encoder{buf: make([]byte, 0, 256)}
 	if err := e.value(v, 0); err != nil {
