@@ -95,9 +95,6 @@ func Open(dir string, compile CompileFunc, opts ...Option) (*FileStore, error) {
 // Dir returns the catalog directory.
 func (s *FileStore) Dir() string { return s.st.Dir() }
 
-// ObserverView returns a reader for observers limited to the given companies.
-func (s *FileStore) ObserverView(companies ...string) *Observer { return NewObserver(s, companies...) }
-
 func (s *FileStore) stamp() time.Time { return s.now().UTC() }
 
 func (s *FileStore) lock(ctx context.Context, name string) (*safefile.Lock, error) {
