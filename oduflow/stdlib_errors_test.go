@@ -162,7 +162,7 @@ func TestStdlibErrorsInvalidCustomSource(t *testing.T) {
 	if !errors.Is(err, profiles.ErrInvalidCustom) || !errors.As(err, &ce) || ce.Code != profiles.CodeTemplateSyntax {
 		t.Fatalf("ValidateCustom: %v", err)
 	}
-	// Through the catalog, the way a definition is stored: marked ErrInvalidSource, the compiler's typed
+	// Through the catalog, the way a definition is stored: marked ErrInvalid, the compiler's typed
 	// error still reachable.
 	cat, err := catalog.Open(filepath.Join(t.TempDir(), "catalog"), CompileCustomSource, catalog.WithCreate())
 	if err != nil {
@@ -170,7 +170,7 @@ func TestStdlibErrorsInvalidCustomSource(t *testing.T) {
 	}
 	_, err = cat.CreateDefinition(ctx, "acme", "motd", bad)
 	ce = nil
-	if !errors.Is(err, catalog.ErrInvalidSource) || !errors.Is(err, profiles.ErrInvalidCustom) || !errors.As(err, &ce) ||
+	if !errors.Is(err, catalog.ErrInvalid) || !errors.Is(err, profiles.ErrInvalidCustom) || !errors.As(err, &ce) ||
 		ce.Code != profiles.CodeTemplateSyntax {
 		t.Fatalf("CreateDefinition: %v", err)
 	}

@@ -92,15 +92,15 @@ func TestPointers(t *testing.T) {
 		t.Fatal(err)
 	}
 	p1, p2 := receipt.NewRequestID(), receipt.NewRequestID()
-	if _, err := s.AddPointer(ctx, exe, p1, ReasonReuseRunning); err != nil {
+	if _, err := s.AddPointer(ctx, exe, p1, reasonReuseRunning); err != nil {
 		t.Fatal(err)
 	}
-	e, err := s.AddPointer(ctx, exe, p1, ReasonReuseRunning) // idempotent
+	e, err := s.AddPointer(ctx, exe, p1, reasonReuseRunning) // idempotent
 	if err != nil || len(e.Pointers) != 1 {
 		t.Fatalf("again: %+v %v", e.Pointers, err)
 	}
-	if e, err = s.AddPointer(ctx, exe, p2, ReasonReuseSucceeded); err != nil || len(e.Pointers) != 2 ||
-		e.Pointers[1].Reason != ReasonReuseSucceeded {
+	if e, err = s.AddPointer(ctx, exe, p2, reasonReuseSucceeded); err != nil || len(e.Pointers) != 2 ||
+		e.Pointers[1].Reason != reasonReuseSucceeded {
 		t.Fatalf("second: %+v %v", e.Pointers, err)
 	}
 	got, ptr, err := s.Resolve(ctx, p1)
@@ -110,8 +110,8 @@ func TestPointers(t *testing.T) {
 	if got, ptr, err = s.Resolve(ctx, exe); err != nil || ptr || got.RequestID != exe {
 		t.Fatalf("resolve execution: %v %v %v", got.RequestID, ptr, err)
 	}
-	var pe *PointerError
-	if _, err := s.Execution(ctx, p1); !errors.Is(err, ErrPointer) || !errors.As(err, &pe) || pe.ExecutionID != exe {
+	var pe *pointerError
+	if _, err := s.Execution(ctx, p1); !errors.Is(err, errPointer) || !errors.As(err, &pe) || pe.ExecutionID != exe {
 		t.Fatalf("execution of pointer: %v", err)
 	}
 	// A pointer id cannot become an execution, nor point elsewhere; an execution id cannot be a pointer.
@@ -122,22 +122,22 @@ func TestPointers(t *testing.T) {
 	if _, err := s.CreateExecution(ctx, snapshot(t, d, minionA, other, ModeApplyAgain)); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.AddPointer(ctx, other, p1, ReasonReuseRunning); !errors.Is(err, ErrExists) {
+	if _, err := s.AddPointer(ctx, other, p1, reasonReuseRunning); !errors.Is(err, ErrExists) {
 		t.Fatalf("repoint: %v", err)
 	}
-	if _, err := s.AddPointer(ctx, exe, other, ReasonReuseRunning); !errors.Is(err, ErrExists) {
+	if _, err := s.AddPointer(ctx, exe, other, reasonReuseRunning); !errors.Is(err, ErrExists) {
 		t.Fatalf("execution as pointer: %v", err)
 	}
-	if _, err := s.AddPointer(ctx, p1, receipt.NewRequestID(), ReasonReuseRunning); !errors.Is(err, ErrPointer) {
+	if _, err := s.AddPointer(ctx, p1, receipt.NewRequestID(), reasonReuseRunning); !errors.Is(err, errPointer) {
 		t.Fatalf("pointer to pointer: %v", err)
 	}
-	if _, err := s.AddPointer(ctx, exe, exe, ReasonReuseRunning); !errors.Is(err, ErrInvalid) {
+	if _, err := s.AddPointer(ctx, exe, exe, reasonReuseRunning); !errors.Is(err, ErrInvalid) {
 		t.Fatalf("self: %v", err)
 	}
 	if _, err := s.AddPointer(ctx, exe, receipt.NewRequestID(), "because"); !errors.Is(err, ErrInvalid) {
 		t.Fatalf("reason: %v", err)
 	}
-	if _, err := s.AddPointer(ctx, receipt.NewRequestID(), receipt.NewRequestID(), ReasonReuseRunning); !errors.Is(err, ErrNotFound) {
+	if _, err := s.AddPointer(ctx, receipt.NewRequestID(), receipt.NewRequestID(), reasonReuseRunning); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("missing target: %v", err)
 	}
 }
@@ -162,7 +162,7 @@ func TestRequestIDUsedOnceUnderRace(t *testing.T) {
 			defer wg.Done()
 			var err error
 			if i%2 == 0 {
-				_, err = s.AddPointer(ctx, target, contested, ReasonReuseRunning)
+				_, err = s.AddPointer(ctx, target, contested, reasonReuseRunning)
 			} else {
 				_, err = s.CreateExecution(ctx, snapshot(t, d, minionB, contested, ModeApply))
 			}
@@ -207,7 +207,7 @@ func TestOutcomes(t *testing.T) {
 		t.Fatalf("same final outcome again: %v", err)
 	}
 	if _, err := s.RecordOutcome(ctx, req, Outcome{Status: receipt.StatusSucceeded, Passed: 3, Total: 3,
-		ConfirmedBy: ConfirmedByMinionReceipt}); !errors.Is(err, ErrImmutable) {
+		ConfirmedBy: ConfirmedByMinionReceipt}); !errors.Is(err, errImmutable) {
 		t.Fatalf("rewrite final: %v", err)
 	}
 	for _, bad := range []Outcome{{Status: "done"}, {Status: receipt.StatusFailed, Passed: 2, Total: 1},
@@ -294,7 +294,7 @@ func TestLargeSnapshotRoundTrips(t *testing.T) {
 		t.Fatal(err)
 	}
 	for range 50 {
-		if _, err := s.AddPointer(ctx, req, receipt.NewRequestID(), ReasonReuseSucceeded); err != nil {
+		if _, err := s.AddPointer(ctx, req, receipt.NewRequestID(), reasonReuseSucceeded); err != nil {
 			t.Fatal(err)
 		}
 	}

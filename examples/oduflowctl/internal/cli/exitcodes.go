@@ -69,7 +69,7 @@ func exitFor(err error) int {
 	case is(err, oduflow.ErrInvalidInput), is(err, oduflow.ErrProfileMismatch), is(err, oduflow.ErrMinionMismatch),
 		is(err, oduflow.ErrDefinitionMismatch), is(err, receipt.ErrInvalidID),
 		is(err, receipt.ErrUnknownProfile),
-		is(err, catalog.ErrInvalid), is(err, catalog.ErrInvalidSource):
+		is(err, catalog.ErrInvalid):
 		return ExitUsage
 	case is(err, oduflow.ErrNotReady), is(err, oduflow.ErrEventBus), is(err, oduflow.ErrMasterUnreachable),
 		is(err, oduflow.ErrClaimStore), is(err, salt.ErrNotSent):

@@ -34,7 +34,7 @@ func TestExitFor(t *testing.T) {
 		{"profile mismatch", &oduflow.MismatchError{Field: "profile", Bound: "configure"}, ExitUsage},
 		{"minion mismatch", &oduflow.MismatchError{Field: "minion_id", Bound: "client-x"}, ExitUsage},
 		{"bad request id", receipt.ErrInvalidID, ExitUsage},
-		{"catalog invalid source", catalog.ErrInvalidSource, ExitUsage},
+		{"catalog invalid input (a refused custom source)", catalog.ErrInvalid, ExitUsage},
 		{"key file missing (not ready)", notReady(salt.ErrKeyFile), ExitUsage},
 		{"key file (cockroachdb mark)", crdb.Mark(errors.New("open: no such file"), salt.ErrKeyFile), ExitUsage},
 		{"wrong password (not ready)", notReady(salt.ErrAuthentication), ExitRefused},
