@@ -86,3 +86,36 @@ func ExampleBinding_Check() {
 	// <nil>
 	// true true binding jid
 }
+
+func ExampleParseProfile() {
+	for _, s := range []string{"configure", "production", "volume_resize", "credentials", "custom", "Configure"} {
+		p, err := receipt.ParseProfile(s)
+		fmt.Println(p, p.Fixed(), errors.Is(err, receipt.ErrUnknownProfile))
+	}
+	fmt.Println(receipt.ProfileVolumeResize.Fixed(), receipt.ProfileCredentials.Valid())
+	// Output:
+	// configure true false
+	// production true false
+	// volume_resize true false
+	// credentials true false
+	// custom false false
+	//  false true
+	// true true
+}
+
+func ExampleMinionModule() {
+	var m receipt.MinionFiles = receipt.MinionModule()
+	fmt.Println(m.Name, m.SaltPath, len(m.SHA256))
+	// Output:
+	// oduflow_job.py salt://_modules/oduflow_job.py 64
+}
+
+func ExampleReduce_summary() {
+	var s receipt.Summary = receipt.Reduce(map[string]any{
+		"file_|-motd_|-/etc/motd_|-managed": map[string]any{"result": true},
+		"pkg_|-nginx_|-nginx_|-installed":   map[string]any{"result": false},
+	})
+	fmt.Println(s.Status, s.Passed, s.Total, s.Status.Terminal())
+	// Output:
+	// failed 1 2 true
+}
