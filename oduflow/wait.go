@@ -168,7 +168,7 @@ func statusArgs(c *Claim) []any {
 type minionCaps struct {
 	Protocol    int
 	PillarReady bool
-	// Proof: the minion advertises receipt proofs with ProofAlg and can sign (its key loads).
+	// Proof: the minion advertises receipt proofs with receiptproof.Alg and can sign (its key loads).
 	Proof bool
 }
 
