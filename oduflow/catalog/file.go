@@ -48,7 +48,6 @@ var _ Store = (*FileStore)(nil)
 
 type options struct {
 	create   bool
-	owner    *int
 	now      func() time.Time
 	lockWait time.Duration
 }
@@ -58,9 +57,6 @@ type Option func(*options)
 
 // WithCreate creates the directory (mode 0700) when it is missing.
 func WithCreate() Option { return func(o *options) { o.create = true } }
-
-// withOwner sets the uid the directory and files must belong to (default: the effective uid).
-func withOwner(uid int) Option { return func(o *options) { o.owner = &uid } }
 
 // withClock replaces time.Now (tests).
 func withClock(now func() time.Time) Option { return func(o *options) { o.now = now } }
@@ -82,9 +78,6 @@ func Open(dir string, compile func(source []byte) (Compiled, error), opts ...Opt
 	sopts := []safefile.StoreOption{safefile.WithMaxRecordSize(maxRecordSize)}
 	if o.create {
 		sopts = append(sopts, safefile.WithCreate())
-	}
-	if o.owner != nil {
-		sopts = append(sopts, safefile.WithOwner(*o.owner))
 	}
 	st, err := safefile.OpenStore(dir, sopts...)
 	if err != nil {
