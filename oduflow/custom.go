@@ -23,9 +23,16 @@ type CustomResponse struct {
 	Status      receipt.Status `json:"status"`
 	Passed      int            `json:"passed"`
 	Total       int            `json:"total"`
-	// Reused is "", catalog.ReasonReuseRunning or catalog.ReasonReuseSucceeded.
+	// Reused is "", "reuse_running" (reuseRunning) or "reuse_succeeded" (reuseSucceeded).
 	Reused string `json:"reused,omitempty"`
 }
+
+// Why a request id was attached to an existing execution (CustomResponse.Reused); the catalog
+// records the same word on the pointer.
+const (
+	reuseRunning   = "reuse_running"
+	reuseSucceeded = "reuse_succeeded"
+)
 
 // CustomStart applies (mode catalog.ModeApply) or applies again (catalog.ModeApplyAgain) the definition
 // on the server under the caller's request id (seed 002). Repeating a call with the same request id returns
@@ -119,9 +126,9 @@ func (d *Dispatcher) CustomStart(ctx context.Context, minion, request, definitio
 		slog.String("definition_id", definitionID), slog.String("decision", dec.Kind.String()))
 	switch dec.Kind {
 	case CustomReuseRunning, CustomReuseSucceeded:
-		reason := catalog.ReasonReuseRunning
+		reason := reuseRunning
 		if dec.Kind == CustomReuseSucceeded {
-			reason = catalog.ReasonReuseSucceeded
+			reason = reuseSucceeded
 		}
 		e, err := cat.AddPointer(ctx, dec.Execution.RequestID, request, reason)
 		if err != nil {
@@ -149,7 +156,7 @@ func pointerReason(e catalog.Execution, request string) string {
 			return p.Reason
 		}
 	}
-	return catalog.ReasonReuseRunning
+	return reuseRunning
 }
 
 // customDrive makes sure the execution has its claim (creating it, and so starting the worker, when the

@@ -198,7 +198,7 @@ func TestLiveCustomMatchesStateApply(t *testing.T) {
 			}
 			switch got.Status {
 			case receipt.StatusSucceeded:
-				if r.Reused != catalog.ReasonReuseSucceeded || r.ExecutionID != got.ExecutionID || r.Total != got.Total {
+				if r.Reused != reuseSucceeded || r.ExecutionID != got.ExecutionID || r.Total != got.Total {
 					t.Fatalf("no reuse of the success: %+v", r)
 				}
 			case receipt.StatusFailed:

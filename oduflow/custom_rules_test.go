@@ -42,7 +42,7 @@ const (
 	byRx  = catalog.ConfirmedByMinionReceipt
 	byMR  = catalog.ConfirmedByMasterRecord
 	byOp  = catalog.ConfirmedByOperatorAssertion
-	byNo  = catalog.ConfirmedNone
+	byNo  = catalog.Confirmation("")
 )
 
 func TestDecideCustomScenarios(t *testing.T) {

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/oduflow/oduflow-go/internal/errmark"
+	"github.com/oduflow/oduflow-go/internal/receiptproof"
 
 	"github.com/cockroachdb/errors"
 
@@ -91,7 +92,7 @@ func cstVerifyPayload(text string) (digest string, states int, failing int, ok b
 		return "", 0, 0, false
 	}
 	canon, err := receipt.CanonicalJSON(high)
-	if err != nil || receipt.DigestBytes(canon) != digest || StateDataJSON(digest, canon) != text {
+	if err != nil || receipt.Digest(canon) != digest || StateDataJSON(digest, canon) != text {
 		return "", 0, 0, false
 	}
 	for id, decl := range high {
@@ -115,14 +116,14 @@ func (m *cstMinion) handle(ctx context.Context, job salttest.Job) (any, int) {
 		return true, 0
 	case FunCapabilities:
 		return map[string]any{"protocol": int64(1), "module": "oduflow_job", "pillar_ready": true,
-			"runtime_guard": true, "proof": map[string]any{"alg": receipt.ProofAlg, "ready": true}}, 0
+			"runtime_guard": true, "proof": map[string]any{"alg": receiptproof.Alg, "ready": true}}, 0
 	case FunAttest:
 		ans, code := m.handle(ctx, salttest.Job{Fun: FunStatus, Args: job.Args, JID: job.JID})
 		r, err := receipt.FromValue(ans)
 		if code != 0 || err != nil {
 			return ans, code
 		}
-		proof, err := receipt.SignProof(m.key, cstArg(job.Args, 3), r)
+		proof, err := receiptproof.Sign(m.key, cstArg(job.Args, 3), r)
 		if err != nil {
 			return "oduflow_job: invalid nonce", 1
 		}

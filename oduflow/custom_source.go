@@ -20,7 +20,7 @@ var ErrDefinitionMismatch = errors.New("oduflow: request bound to another defini
 // ErrNotAssigned: the definition is not assigned to the server.
 var ErrNotAssigned = errors.New("oduflow: definition not assigned to the server")
 
-// CompileCustomSource adapts profiles.CompileCustom to catalog.CompileFunc: pass it to catalog.Open.
+// CompileCustomSource adapts profiles.CompileCustom to the compile function catalog.Open takes.
 func CompileCustomSource(source []byte) (catalog.Compiled, error) {
 	c, err := profiles.CompileCustom(source)
 	if err != nil {
@@ -55,7 +55,7 @@ func (p *customPublications) Publication(ctx context.Context, c *Claim) (Publica
 	if err != nil {
 		return PublicationSpec{}, errors.Wrap(err, "oduflow: custom payload")
 	}
-	if e.MinionID != c.MinionID || e.Digest != c.StateDigest || receipt.DigestBytes(e.Canonical) != c.StateDigest {
+	if e.MinionID != c.MinionID || e.Digest != c.StateDigest || receipt.Digest(e.Canonical) != c.StateDigest {
 		return PublicationSpec{}, errors.New("oduflow: custom payload does not match the claim's digest")
 	}
 	return PublicationSpec{StateDataJSON: StateDataJSON(c.StateDigest, e.Canonical)}, nil
@@ -90,7 +90,7 @@ func claimConfirmation(c *Claim) catalog.Confirmation {
 		return catalog.ConfirmedByOperatorAssertion
 	}
 	if !c.Phase.Final() || !c.Status.Terminal() {
-		return catalog.ConfirmedNone
+		return ""
 	}
 	switch c.Evidence {
 	case EvidenceReceipt, EvidenceReconciled:
@@ -98,7 +98,7 @@ func claimConfirmation(c *Claim) catalog.Confirmation {
 	case EvidencePreflight, EvidenceRefused:
 		return catalog.ConfirmedByMasterRecord
 	}
-	return catalog.ConfirmedNone
+	return ""
 }
 
 // outcomeOf is the sanitized catalog outcome of a claim whose current status is st.

@@ -119,7 +119,7 @@ func TestCustomReuseRunningThenSucceededThenApplyAgain(t *testing.T) {
 	}
 	r2 := receipt.NewRequestID()
 	got, err := e.d.CustomStart(ctx, e.minion.id, r2, def.ID, catalog.ModeApply)
-	if err != nil || got.ExecutionID != r1 || got.RequestID != r2 || got.Reused != catalog.ReasonReuseRunning ||
+	if err != nil || got.ExecutionID != r1 || got.RequestID != r2 || got.Reused != reuseRunning ||
 		got.Status != receipt.StatusRunning {
 		t.Fatalf("reuse running: %+v %v", got, err)
 	}
@@ -140,7 +140,7 @@ func TestCustomReuseRunningThenSucceededThenApplyAgain(t *testing.T) {
 	}
 	r3 := receipt.NewRequestID()
 	got, err = e.d.CustomStart(ctx, e.minion.id, r3, def.ID, catalog.ModeApply)
-	if err != nil || got.ExecutionID != r1 || got.Reused != catalog.ReasonReuseSucceeded ||
+	if err != nil || got.ExecutionID != r1 || got.Reused != reuseSucceeded ||
 		got.Status != receipt.StatusSucceeded || got.Total != 2 {
 		t.Fatalf("reuse succeeded: %+v %v", got, err)
 	}
@@ -365,7 +365,7 @@ func TestCustomQueuedSnapshotIsDrivenNotDuplicated(t *testing.T) {
 	}
 	r2 := receipt.NewRequestID()
 	got, err := e.d.CustomStart(ctx, e.minion.id, r2, def.ID, catalog.ModeApply)
-	if err != nil || got.ExecutionID != queued || got.Reused != catalog.ReasonReuseRunning {
+	if err != nil || got.ExecutionID != queued || got.Reused != reuseRunning {
 		t.Fatalf("queued reuse: %+v %v", got, err)
 	}
 	if f := e.final(r2); f.Status != receipt.StatusSucceeded || e.runs() != 1 {

@@ -8,7 +8,7 @@ import (
 // Sentinel errors. Test them with errors.Is.
 var (
 	// ErrInvalidInput: a minion id, request id, profile or evidence argument is malformed. It wraps the
-	// receipt package's id errors (receipt.ErrInvalidMinionID, receipt.ErrInvalidRequestID, ...).
+	// receipt package's id errors (receipt.ErrInvalidID, ...).
 	ErrInvalidInput = errors.New("oduflow: invalid input")
 	// ErrProfileMismatch: the request id is bound to another profile.
 	ErrProfileMismatch = errors.New("oduflow: request bound to another profile")

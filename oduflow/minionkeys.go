@@ -15,6 +15,7 @@ import (
 	"github.com/cockroachdb/errors"
 
 	"github.com/oduflow/oduflow-go/internal/errmark"
+	"github.com/oduflow/oduflow-go/internal/receiptproof"
 	"github.com/oduflow/oduflow-go/receipt"
 )
 
@@ -112,7 +113,7 @@ func ParseMinionKey(data []byte) (MinionKey, error) {
 	default:
 		return MinionKey{}, errors.Wrap(ErrMinionKey, "not a public key PEM block")
 	}
-	if pub.N.BitLen() < receipt.MinProofKeyBits {
+	if pub.N.BitLen() < receiptproof.MinKeyBits {
 		return MinionKey{}, errors.Wrap(ErrMinionKey, "RSA key shorter than 2048 bits")
 	}
 	return MinionKey{Public: pub, SHA256: KeyFingerprint(pub)}, nil

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/oduflow/oduflow-go/internal/receiptproof"
 	"github.com/oduflow/oduflow-go/receipt"
 	"github.com/oduflow/oduflow-go/salt"
 )
@@ -37,12 +38,12 @@ func (d *Dispatcher) prove(ctx context.Context, c *Claim, deadline time.Time) *r
 		d.claimLog(c).Warn("receipt proof not verifiable: accepted minion key", slog.String("error", err.Error()))
 		return nil
 	}
-	nonce := receipt.NewNonce()
+	nonce := receiptproof.NewNonce()
 	var proven receipt.Receipt
 	accept := func(jr *salt.JobReturn) bool {
-		p, err := receipt.ProofFromValue(jr.Return)
+		p, err := receiptproof.FromValue(jr.Return)
 		if err == nil {
-			proven, err = receipt.VerifyProof(pub, nonce, p)
+			proven, err = receiptproof.Verify(pub, nonce, p)
 		}
 		if err == nil {
 			err = c.Binding().Check(proven)

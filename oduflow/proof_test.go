@@ -12,6 +12,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/oduflow/oduflow-go/internal/receiptproof"
 	"github.com/oduflow/oduflow-go/oduflow/oduflowtest/fakeminion"
 	"github.com/oduflow/oduflow-go/receipt"
 	"github.com/oduflow/oduflow-go/salt/salttest"
@@ -144,17 +145,17 @@ func TestForgedProofsAreRefused(t *testing.T) {
 	cases := map[string]func(m *fakeminion.Model, c receipt.Receipt, nonce string) any{
 		// the real minion's signature, made for another request's (or an earlier poll's) nonce
 		"replayed proof": func(m *fakeminion.Model, c receipt.Receipt, _ string) any {
-			p, _ := receipt.SignProof(m.Key(), strings.Repeat("ab", 32), c)
+			p, _ := receiptproof.Sign(m.Key(), strings.Repeat("ab", 32), c)
 			return p
 		},
 		// the right nonce, signed by another minion's key
 		"wrong key": func(_ *fakeminion.Model, c receipt.Receipt, nonce string) any {
-			p, _ := receipt.SignProof(otherKey, nonce, c)
+			p, _ := receiptproof.Sign(otherKey, nonce, c)
 			return p
 		},
 		// a proof that claims SHA-1 (what salt.crypt.sign_message makes)
 		"alg mismatch": func(m *fakeminion.Model, c receipt.Receipt, nonce string) any {
-			p, _ := receipt.SignProof(m.Key(), nonce, c)
+			p, _ := receiptproof.Sign(m.Key(), nonce, c)
 			p["alg"] = "rsa-pkcs1v15-sha1"
 			return p
 		},

@@ -156,7 +156,7 @@ func TestMisuseRefused(t *testing.T) {
 			t.Fatalf("status %q %q: %v", b.m, b.r, err)
 		}
 	}
-	if _, err := d.Start(ctx, receipt.ProfileConfigure, "client-ABC", c.RequestID); !errors.Is(err, receipt.ErrInvalidMinionID) {
+	if _, err := d.Start(ctx, receipt.ProfileConfigure, "client-ABC", c.RequestID); !errors.Is(err, receipt.ErrInvalidID) {
 		t.Fatalf("wraps receipt id error: %v", err)
 	}
 	if _, err := d.Start(ctx, "state.apply", c.MinionID, uuid.NewString()); !errors.Is(err, ErrInvalidInput) {

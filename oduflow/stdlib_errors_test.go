@@ -27,11 +27,11 @@ func TestStdlibErrorsInvalidInput(t *testing.T) {
 	}
 	d := newOffline(t, newFakeClock())
 	_, err := d.Status(ctx, receipt.ProfileConfigure, "not-a-minion", uuid.NewString())
-	if !errors.Is(err, ErrInvalidInput) || !errors.Is(err, receipt.ErrInvalidMinionID) {
+	if !errors.Is(err, ErrInvalidInput) || !errors.Is(err, receipt.ErrInvalidID) {
 		t.Fatalf("bad minion id: %v", err)
 	}
 	_, err = d.Start(ctx, receipt.ProfileConfigure, newMinionID(), "not-a-request")
-	if !errors.Is(err, ErrInvalidInput) || !errors.Is(err, receipt.ErrInvalidRequestID) {
+	if !errors.Is(err, ErrInvalidInput) || !errors.Is(err, receipt.ErrInvalidID) {
 		t.Fatalf("bad request id: %v", err)
 	}
 	if err := d.RunWorker(ctx, []string{"only-one"}); !errors.Is(err, ErrInvalidInput) {
@@ -145,8 +145,8 @@ func TestStdlibErrorsReceiptBinding(t *testing.T) {
 	r := receipt.Receipt{Protocol: 1, MinionID: b.MinionID, RequestID: b.RequestID, JID: "20261129120000000002",
 		Profile: receipt.ProfileConfigure, Status: receipt.StatusSucceeded, Passed: 1, Total: 1}
 	err := b.Check(r)
-	var be *receipt.BindingError
-	if !errors.Is(err, receipt.ErrBindingMismatch) || !errors.As(err, &be) || be.Field != "jid" {
+	var be *receipt.InvalidReceiptError
+	if !errors.Is(err, receipt.ErrInvalidReceipt) || !errors.As(err, &be) || be.Reason != "binding" || be.Field != "jid" {
 		t.Fatalf("binding mismatch: %v", err)
 	}
 	if _, err := receipt.Decode([]byte(`{"protocol":1}`)); !errors.Is(err, receipt.ErrInvalidReceipt) {
@@ -162,7 +162,7 @@ func TestStdlibErrorsInvalidCustomSource(t *testing.T) {
 	if !errors.Is(err, profiles.ErrInvalidCustom) || !errors.As(err, &ce) || ce.Code != "template_syntax" {
 		t.Fatalf("ValidateCustom: %v", err)
 	}
-	// Through the catalog, the way a definition is stored: marked ErrInvalidSource, the compiler's typed
+	// Through the catalog, the way a definition is stored: marked ErrInvalid, the compiler's typed
 	// error still reachable.
 	cat, err := catalog.Open(filepath.Join(t.TempDir(), "catalog"), CompileCustomSource, catalog.WithCreate())
 	if err != nil {
@@ -170,7 +170,7 @@ func TestStdlibErrorsInvalidCustomSource(t *testing.T) {
 	}
 	_, err = cat.CreateDefinition(ctx, "acme", "motd", bad)
 	ce = nil
-	if !errors.Is(err, catalog.ErrInvalidSource) || !errors.Is(err, profiles.ErrInvalidCustom) || !errors.As(err, &ce) ||
+	if !errors.Is(err, catalog.ErrInvalid) || !errors.Is(err, profiles.ErrInvalidCustom) || !errors.As(err, &ce) ||
 		ce.Code != "template_syntax" {
 		t.Fatalf("CreateDefinition: %v", err)
 	}

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/oduflow/oduflow-go/internal/receiptproof"
 	"github.com/oduflow/oduflow-go/receipt"
 )
 
@@ -167,7 +168,7 @@ func statusArgs(c *Claim) []any {
 type minionCaps struct {
 	Protocol    int
 	PillarReady bool
-	// Proof: the minion advertises receipt proofs with ProofAlg and can sign (its key loads).
+	// Proof: the minion advertises receipt proofs with receiptproof.Alg and can sign (its key loads).
 	Proof bool
 }
 
@@ -210,7 +211,7 @@ func parseCapabilities(v any) minionCaps {
 	if pm, ok := m["proof"].(map[string]any); ok {
 		alg, _ := pm["alg"].(string)
 		ready, _ := pm["ready"].(bool)
-		caps.Proof = alg == receipt.ProofAlg && ready
+		caps.Proof = alg == receiptproof.Alg && ready
 	}
 	return caps
 }

@@ -14,7 +14,7 @@ import (
 
 // Compiled is a validated custom state source compiled to Salt high data.
 // Canonical is the RFC 8785 canonical JSON of HighData (receipt.CanonicalJSON)
-// and Digest its lowercase hex SHA-256 (receipt.DigestBytes): the payload the
+// and Digest its lowercase hex SHA-256 (receipt.Digest): the payload the
 // minion module receives and the digest it verifies before calling
 // state.high.
 type Compiled struct {
@@ -46,7 +46,7 @@ func CompileCustom(source []byte) (*Compiled, error) {
 	if err != nil {
 		return nil, newError(codeNotCanonical, 0, 0, "the compiled high data has no canonical JSON form")
 	}
-	return &Compiled{HighData: high, Canonical: canonical, Digest: receipt.DigestBytes(canonical)}, nil
+	return &Compiled{HighData: high, Canonical: canonical, Digest: receipt.Digest(canonical)}, nil
 }
 
 // utf8BOM is the byte order mark PyYAML and libyaml skip at the start.

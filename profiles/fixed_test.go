@@ -55,7 +55,8 @@ func TestFixedIsACopy(t *testing.T) {
 }
 
 func TestEveryProfileIsCovered(t *testing.T) {
-	for _, p := range receipt.Profiles() {
+	for _, p := range []receipt.Profile{receipt.ProfileConfigure, receipt.ProfileProduction,
+		receipt.ProfileVolumeResize, receipt.ProfileCredentials, receipt.ProfileCustom} {
 		_, err := RoleFor(p)
 		if p == receipt.ProfileCustom {
 			if !errors.Is(err, ErrCustomHasNoRole) {

@@ -81,7 +81,7 @@ func checkCompiled(t *testing.T, src []byte, c *Compiled) {
 	if len(src) > MaxSourceBytes {
 		t.Fatalf("accepted %d bytes", len(src))
 	}
-	if c.Digest != receipt.DigestBytes(c.Canonical) {
+	if c.Digest != receipt.Digest(c.Canonical) {
 		t.Fatal("digest does not match the canonical bytes")
 	}
 	again, err := receipt.CanonicalJSON(c.HighData)

@@ -12,14 +12,14 @@ type Binding struct {
 	StateDigest string
 }
 
-// BindingOf returns the binding a receipt claims to belong to.
-func BindingOf(r Receipt) Binding {
+// Binding returns the binding the receipt claims to belong to.
+func (r Receipt) Binding() Binding {
 	return Binding{MinionID: r.MinionID, RequestID: r.RequestID, JID: r.JID, Profile: r.Profile, StateDigest: r.StateDigest}
 }
 
 // Check validates r and then compares it field by field with b, in the order
 // minion_id, request_id, jid, profile, state_digest. The first difference is
-// a *BindingError (errors.Is ErrBindingMismatch). An invalid receipt returns
+// an *InvalidReceiptError with Reason "binding" and the first differing Field (errors.Is ErrInvalidReceipt). An invalid receipt returns
 // its *InvalidReceiptError instead.
 //
 // One exception: a custom not_started or unknown answer with an empty
@@ -47,7 +47,7 @@ func (b Binding) Check(r Receipt) error {
 		}
 	}
 	if field != "" {
-		return errors.WithStack(&BindingError{Field: field})
+		return errors.WithStack(&InvalidReceiptError{Reason: reasonBinding, Field: field})
 	}
 	return nil
 }

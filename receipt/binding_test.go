@@ -8,7 +8,7 @@ import (
 
 func TestBindingCheck(t *testing.T) {
 	r := goodReceipt()
-	b := BindingOf(r)
+	b := r.Binding()
 	if err := b.Check(r); err != nil {
 		t.Fatal(err)
 	}
@@ -27,21 +27,21 @@ func TestBindingCheck(t *testing.T) {
 		bb := b
 		c.f(&bb)
 		err := bb.Check(r)
-		var be *BindingError
-		if !errors.Is(err, ErrBindingMismatch) || !errors.As(err, &be) || be.Field != c.field {
+		var be *InvalidReceiptError
+		if !errors.Is(err, ErrInvalidReceipt) || !errors.As(err, &be) || be.Reason != reasonBinding || be.Field != c.field {
 			t.Errorf("%s: err = %v", c.field, err)
 		}
 	}
 	// Custom: digests must match exactly.
 	rc := r
 	rc.Profile, rc.StateDigest, rc.Passed, rc.Total = ProfileCustom, testDigest, 1, 1
-	bc := BindingOf(rc)
+	bc := rc.Binding()
 	if err := bc.Check(rc); err != nil {
 		t.Fatal(err)
 	}
 	bc.StateDigest = "0" + testDigest[1:]
-	var be *BindingError
-	if err := bc.Check(rc); !errors.As(err, &be) || be.Field != "state_digest" {
+	var be *InvalidReceiptError
+	if err := bc.Check(rc); !errors.As(err, &be) || be.Reason != reasonBinding || be.Field != "state_digest" {
 		t.Fatalf("digest mismatch: %v", err)
 	}
 	// An evidence-free custom answer (no digest known) matches any digest.
@@ -55,7 +55,8 @@ func TestBindingCheck(t *testing.T) {
 	// An invalid receipt is rejected as invalid, not as a mismatch.
 	bad := r
 	bad.Passed = 61
-	if err := b.Check(bad); !errors.Is(err, ErrInvalidReceipt) || errors.Is(err, ErrBindingMismatch) {
+	var ie *InvalidReceiptError
+	if err := b.Check(bad); !errors.As(err, &ie) || ie.Reason != reasonCounts {
 		t.Fatalf("invalid receipt: %v", err)
 	}
 }

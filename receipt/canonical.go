@@ -14,14 +14,14 @@ import (
 	"github.com/cockroachdb/errors"
 )
 
-// MaxDepth bounds the nesting of arrays and objects that CanonicalJSON accepts
+// maxDepth bounds the nesting of arrays and objects that CanonicalJSON accepts
 // (a guard against cyclic Go values and stack exhaustion).
-const MaxDepth = 512
+const maxDepth = 512
 
-// MaxSafeInteger is 2^53, the largest magnitude at which every integer is an
+// maxSafeInteger is 2^53, the largest magnitude at which every integer is an
 // exact IEEE double. Integers of Go integer kinds (and integer json.Number
-// literals) outside ±MaxSafeInteger have no canonical form.
-const MaxSafeInteger = 1 << 53
+// literals) outside ±maxSafeInteger have no canonical form.
+const maxSafeInteger = 1 << 53
 
 // CanonicalJSON returns the RFC 8785 (JCS) serialization of a JSON-like Go
 // value: object members sorted by the UTF-16 code units of their names, no
@@ -32,8 +32,8 @@ const MaxSafeInteger = 1 << 53
 // Accepted: nil, bool, string, every int/uint/float kind, json.Number,
 // map[string]any, map[any]any with string keys, []any, and by reflection any
 // slice, array or string-keyed map of those (named types included). Refused
-// with ErrNotCanonical: NaN and infinities, integers beyond ±2^53, invalid
-// UTF-8, non-string keys, []byte, other types, nesting beyond MaxDepth.
+// with errNotCanonical: NaN and infinities, integers beyond ±2^53, invalid
+// UTF-8, non-string keys, []byte, other types, nesting beyond maxDepth (512).
 func CanonicalJSON(v any) ([]byte, error) {
 	e := encoder{buf: make([]byte, 0, 256)}
 	if err := e.value(v, 0); err != nil {
@@ -43,28 +43,29 @@ func CanonicalJSON(v any) ([]byte, error) {
 }
 
 // Digest returns the lowercase hex SHA-256 of CanonicalJSON(v).
-func Digest(v any) (string, error) {
+func digestOf(v any) (string, error) {
 	c, err := CanonicalJSON(v)
 	if err != nil {
 		return "", err
 	}
-	return DigestBytes(c), nil
+	return Digest(c), nil
 }
 
-// DigestBytes returns the lowercase hex SHA-256 of already canonical bytes.
-func DigestBytes(canonical []byte) string {
+// Digest returns the lowercase hex SHA-256 of canonical JSON bytes (CanonicalJSON): the
+// state_digest that binds a custom payload.
+func Digest(canonical []byte) string {
 	sum := sha256.Sum256(canonical)
 	return hex.EncodeToString(sum[:])
 }
 
 func notCanonical(why string) error {
-	return errors.Wrap(ErrNotCanonical, why)
+	return errors.Wrap(errNotCanonical, why)
 }
 
 type encoder struct{ buf []byte }
 
 func (e *encoder) value(v any, depth int) error {
-	if depth > MaxDepth {
+	if depth > maxDepth {
 		return notCanonical("nesting too deep")
 	}
 	switch x := v.(type) {
@@ -269,7 +270,7 @@ func (e *encoder) str(s string) error {
 }
 
 func (e *encoder) int(n int64) error {
-	if n > MaxSafeInteger || n < -MaxSafeInteger {
+	if n > maxSafeInteger || n < -maxSafeInteger {
 		return notCanonical("integer beyond ±2^53")
 	}
 	e.buf = strconv.AppendInt(e.buf, n, 10)
@@ -277,7 +278,7 @@ func (e *encoder) int(n int64) error {
 }
 
 func (e *encoder) uint(n uint64) error {
-	if n > MaxSafeInteger {
+	if n > maxSafeInteger {
 		return notCanonical("integer beyond ±2^53")
 	}
 	e.buf = strconv.AppendUint(e.buf, n, 10)
@@ -288,7 +289,7 @@ func (e *encoder) float(f float64) error {
 	if math.IsNaN(f) || math.IsInf(f, 0) {
 		return notCanonical("NaN or infinity")
 	}
-	e.buf = AppendECMAScriptNumber(e.buf, f)
+	e.buf = appendECMAScriptNumber(e.buf, f)
 	return nil
 }
 
@@ -353,11 +354,11 @@ func jsonNumberKind(s string) (integer, ok bool) {
 	return integer, i == len(s)
 }
 
-// AppendECMAScriptNumber appends f formatted like ECMAScript's
+// appendECMAScriptNumber appends f formatted like ECMAScript's
 // Number.prototype.toString (ES2015 7.1.12.1), as RFC 8785 requires: shortest
 // round-tripping digits, plain notation for exponents in [-7, 21), otherwise
 // d[.ddd]e±x; negative zero is "0". f must be finite.
-func AppendECMAScriptNumber(dst []byte, f float64) []byte {
+func appendECMAScriptNumber(dst []byte, f float64) []byte {
 	if f == 0 {
 		return append(dst, '0')
 	}

@@ -51,8 +51,8 @@ func TestECMAScriptNumberRFC8785AppendixB(t *testing.T) {
 	}
 	for _, bits := range []string{"7fffffffffffffff", "7ff0000000000000", "fff0000000000000"} {
 		u, _ := strconv.ParseUint(bits, 16, 64)
-		if _, err := CanonicalJSON(math.Float64frombits(u)); !errors.Is(err, ErrNotCanonical) {
-			t.Errorf("%s: err = %v, want ErrNotCanonical", bits, err)
+		if _, err := CanonicalJSON(math.Float64frombits(u)); !errors.Is(err, errNotCanonical) {
+			t.Errorf("%s: err = %v, want errNotCanonical", bits, err)
 		}
 	}
 }
@@ -69,7 +69,7 @@ func TestCanonicalJSONGoTypes(t *testing.T) {
 		{"nil", nil, "null"},
 		{"ints", []any{int8(-8), int16(16), int32(-32), int64(64), 7, uint(1), uint8(8), uint16(16), uint32(32), uint64(64)}, "[-8,16,-32,64,7,1,8,16,32,64]"},
 		{"floats", []any{float32(0.5), float32(0.1), 0.1, math.Copysign(0, -1), 1e21, 1e-7}, "[0.5,0.10000000149011612,0.1,0,1e+21,1e-7]"},
-		{"max safe ints", []any{int64(MaxSafeInteger), int64(-MaxSafeInteger), uint64(MaxSafeInteger)}, "[9007199254740992,-9007199254740992,9007199254740992]"},
+		{"max safe ints", []any{int64(maxSafeInteger), int64(-maxSafeInteger), uint64(maxSafeInteger)}, "[9007199254740992,-9007199254740992,9007199254740992]"},
 		{"json numbers", []any{json.Number("-0"), json.Number("1.50"), json.Number("1E2"), json.Number("9007199254740992"), json.Number("-12")}, "[0,1.5,100,9007199254740992,-12]"},
 		{"map any any", map[any]any{"b": 1, "a": map[any]any{"d": nil, "c": true}}, `{"a":{"c":true,"d":null},"b":1}`},
 		{"typed containers", map[string][]string{"k": {"x", "y"}}, `{"k":["x","y"]}`},
@@ -92,7 +92,7 @@ func TestCanonicalJSONGoTypes(t *testing.T) {
 
 func TestCanonicalJSONRefuses(t *testing.T) {
 	deep := any("x")
-	for i := 0; i < MaxDepth+2; i++ {
+	for i := 0; i < maxDepth+2; i++ {
 		deep = []any{deep}
 	}
 	cyclic := map[string]any{}
@@ -101,8 +101,8 @@ func TestCanonicalJSONRefuses(t *testing.T) {
 		"NaN":                math.NaN(),
 		"+Inf":               math.Inf(1),
 		"float32 Inf":        float32(math.Inf(-1)),
-		"int beyond 2^53":    int64(MaxSafeInteger + 1),
-		"int below -2^53":    -MaxSafeInteger - 1,
+		"int beyond 2^53":    int64(maxSafeInteger + 1),
+		"int below -2^53":    -maxSafeInteger - 1,
 		"uint64 max":         uint64(math.MaxUint64),
 		"json int too big":   json.Number("9007199254740993"),
 		"json int huge":      json.Number("100000000000000000000000"),
@@ -123,10 +123,10 @@ func TestCanonicalJSONRefuses(t *testing.T) {
 	}
 	for name, v := range cases {
 		t.Run(name, func(t *testing.T) {
-			if out, err := CanonicalJSON(v); !errors.Is(err, ErrNotCanonical) {
-				t.Fatalf("got %q, %v; want ErrNotCanonical", out, err)
+			if out, err := CanonicalJSON(v); !errors.Is(err, errNotCanonical) {
+				t.Fatalf("got %q, %v; want errNotCanonical", out, err)
 			}
-			if _, err := Digest(v); err == nil {
+			if _, err := digestOf(v); err == nil {
 				t.Fatal("Digest accepted it")
 			}
 		})
@@ -149,9 +149,9 @@ func TestJSONNumberKind(t *testing.T) {
 
 func TestDigestKnownValue(t *testing.T) {
 	// sha256("{}") is a well-known constant.
-	d, err := Digest(map[string]any{})
+	d, err := digestOf(map[string]any{})
 	if err != nil || d != "44136fa355b3678a1146ad16f7e8649e94fb4fc21fe77e8310c060f61caaff8a" {
-		t.Fatalf("Digest({}) = %s, %v", d, err)
+		t.Fatalf("digestOf({}) = %s, %v", d, err)
 	}
 	if strings.ToLower(d) != d || len(d) != 64 {
 		t.Fatal("digest not lowercase hex")

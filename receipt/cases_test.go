@@ -154,12 +154,12 @@ func TestDigestCases(t *testing.T) {
 			if string(got) != c.Canonical {
 				t.Fatalf("canonical = %s\nwant        %s", got, c.Canonical)
 			}
-			d, err := Digest(v)
+			d, err := digestOf(v)
 			if err != nil || d != c.SHA256 {
 				t.Fatalf("Digest = %s, %v; want %s", d, err, c.SHA256)
 			}
-			if DigestBytes([]byte(c.Canonical)) != c.SHA256 {
-				t.Fatalf("DigestBytes mismatch")
+			if Digest([]byte(c.Canonical)) != c.SHA256 {
+				t.Fatalf("Digest mismatch")
 			}
 			// Canonical form is a fixed point when read back as doubles (an
 			// integer literal beyond 2^53, e.g. 1e20 printed in full, is an

@@ -65,7 +65,7 @@ func ExampleCanonicalJSON() {
 	v := map[string]any{"b": []any{1e21, 1e-7, 0.1, 100.0}, "a": "é\n", "\U0001F600": true, "\uffff": nil}
 	c, _ := receipt.CanonicalJSON(v)
 	fmt.Println(string(c))
-	d, _ := receipt.Digest(map[string]any{})
+	d := receipt.Digest([]byte("{}"))
 	fmt.Println(d)
 	// Output:
 	// {"a":"é\n","b":[1e+21,1e-7,0.1,100],"😀":true,"￿":null}
@@ -76,24 +76,46 @@ func ExampleBinding_Check() {
 	r, _ := receipt.Decode([]byte(`{"protocol":1,"minion_id":"client-5b2f8c1e-3c4d-4e5f-8a9b-0c1d2e3f4a5b",` +
 		`"request_id":"0f8fad5b-d9cb-469f-a165-70867728950e","jid":"20261129154606051411","profile":"configure",` +
 		`"state_digest":"","status":"succeeded","passed":3,"total":3}`))
-	claim := receipt.BindingOf(r)
+	claim := r.Binding()
 	fmt.Println(claim.Check(r))
 	claim.JID = "20261129154606051412"
-	var be *receipt.BindingError
+	var ie *receipt.InvalidReceiptError
 	err := claim.Check(r)
-	fmt.Println(errors.Is(err, receipt.ErrBindingMismatch), errors.As(err, &be), be.Field)
+	fmt.Println(errors.Is(err, receipt.ErrInvalidReceipt), errors.As(err, &ie), ie.Reason, ie.Field)
 	// Output:
 	// <nil>
-	// true true jid
+	// true true binding jid
 }
 
-func ExampleCheckTransition() {
-	fmt.Println(receipt.CheckTransition(receipt.PhaseClaimed, receipt.PhaseRunning, false))
-	fmt.Println(receipt.CheckTransition(receipt.PhaseUnknown, receipt.PhaseTerminal, true))
-	err := receipt.CheckTransition(receipt.PhaseUnknown, receipt.PhaseTerminal, false)
-	fmt.Println(errors.Is(err, receipt.ErrIllegalTransition))
+func ExampleParseProfile() {
+	for _, s := range []string{"configure", "production", "volume_resize", "credentials", "custom", "Configure"} {
+		p, err := receipt.ParseProfile(s)
+		fmt.Println(p, p.Fixed(), errors.Is(err, receipt.ErrUnknownProfile))
+	}
+	fmt.Println(receipt.ProfileVolumeResize.Fixed(), receipt.ProfileCredentials.Valid())
 	// Output:
-	// <nil>
-	// <nil>
-	// true
+	// configure true false
+	// production true false
+	// volume_resize true false
+	// credentials true false
+	// custom false false
+	//  false true
+	// true true
+}
+
+func ExampleMinionModule() {
+	var m receipt.MinionFiles = receipt.MinionModule()
+	fmt.Println(m.Name, m.SaltPath, len(m.SHA256))
+	// Output:
+	// oduflow_job.py salt://_modules/oduflow_job.py 64
+}
+
+func ExampleReduce_summary() {
+	var s receipt.Summary = receipt.Reduce(map[string]any{
+		"file_|-motd_|-/etc/motd_|-managed": map[string]any{"result": true},
+		"pkg_|-nginx_|-nginx_|-installed":   map[string]any{"result": false},
+	})
+	fmt.Println(s.Status, s.Passed, s.Total, s.Status.Terminal())
+	// Output:
+	// failed 1 2 true
 }

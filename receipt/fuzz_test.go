@@ -14,9 +14,9 @@ import (
 )
 
 var knownReasons = map[string]bool{
-	ReasonBadJSON: true, ReasonDuplicateKey: true, ReasonUnknownKey: true, ReasonMissingKey: true,
-	ReasonWrongType: true, ReasonBadProtocol: true, ReasonBadMinionID: true, ReasonBadRequestID: true,
-	ReasonBadJID: true, ReasonBadProfile: true, ReasonBadStatus: true, ReasonBadDigest: true, ReasonCounts: true,
+	reasonBadJSON: true, reasonDuplicateKey: true, reasonUnknownKey: true, reasonMissingKey: true,
+	reasonWrongType: true, reasonBadProtocol: true, reasonBadMinionID: true, reasonBadRequestID: true,
+	reasonBadJID: true, reasonBadProfile: true, reasonBadStatus: true, reasonBadDigest: true, reasonCounts: true,
 }
 
 func FuzzDecode(f *testing.F) {
@@ -139,7 +139,7 @@ func FuzzCanonicalJSON(f *testing.F) {
 		}
 		out, err := CanonicalJSON(v)
 		if err != nil {
-			if !errors.Is(err, ErrNotCanonical) {
+			if !errors.Is(err, errNotCanonical) {
 				t.Fatalf("unexpected error %v", err)
 			}
 			return
@@ -157,14 +157,14 @@ func FuzzCanonicalJSON(f *testing.F) {
 		if err != nil || !bytes.Equal(again, out) {
 			t.Fatalf("not a fixed point:\n%s\n%s (%v)", out, again, err)
 		}
-		if DigestBytes(out) != mustDigest(t, v) {
-			t.Fatal("Digest disagrees with DigestBytes(CanonicalJSON)")
+		if Digest(out) != mustDigest(t, v) {
+			t.Fatal("Digest disagrees with Digest(CanonicalJSON)")
 		}
 	})
 }
 
 func mustDigest(t *testing.T, v any) string {
-	d, err := Digest(v)
+	d, err := digestOf(v)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,8 +5,8 @@ import (
 	"github.com/google/uuid"
 )
 
-// MinionIDPrefix is the fixed prefix of every managed minion id.
-const MinionIDPrefix = "client-"
+// minionIDPrefix is the fixed prefix of every managed minion id.
+const minionIDPrefix = "client-"
 
 // isCanonicalUUID reports whether s is exactly 8-4-4-4-12 lowercase hex.
 // Version and variant bits are not constrained: the controller owns its ids,
@@ -33,11 +33,11 @@ func isCanonicalUUID(s string) bool {
 
 // ValidateMinionID accepts exactly "client-" + canonical lowercase UUID.
 // Anything else (upper case, braces, missing dashes, surrounding space) is
-// ErrInvalidMinionID. The offending value is not echoed in the error.
+// ErrInvalidID. The offending value is not echoed in the error.
 func ValidateMinionID(s string) error {
-	if len(s) != len(MinionIDPrefix)+36 || s[:len(MinionIDPrefix)] != MinionIDPrefix ||
-		!isCanonicalUUID(s[len(MinionIDPrefix):]) {
-		return errors.WithStack(ErrInvalidMinionID)
+	if len(s) != len(minionIDPrefix)+36 || s[:len(minionIDPrefix)] != minionIDPrefix ||
+		!isCanonicalUUID(s[len(minionIDPrefix):]) {
+		return errors.WithStack(&idError{"minion id"})
 	}
 	return nil
 }
@@ -45,7 +45,7 @@ func ValidateMinionID(s string) error {
 // ValidateRequestID accepts exactly a canonical lowercase UUID.
 func ValidateRequestID(s string) error {
 	if !isCanonicalUUID(s) {
-		return errors.WithStack(ErrInvalidRequestID)
+		return errors.WithStack(&idError{"request id"})
 	}
 	return nil
 }
@@ -58,11 +58,11 @@ func NewRequestID() string {
 // ValidateJID accepts exactly 20 ASCII digits (Salt's %Y%m%d%H%M%S%f).
 func ValidateJID(s string) error {
 	if len(s) != 20 {
-		return errors.WithStack(ErrInvalidJID)
+		return errors.WithStack(&idError{"jid"})
 	}
 	for i := 0; i < len(s); i++ {
 		if s[i] < '0' || s[i] > '9' {
-			return errors.WithStack(ErrInvalidJID)
+			return errors.WithStack(&idError{"jid"})
 		}
 	}
 	return nil
@@ -81,3 +81,12 @@ func isDigestHex(s string) bool {
 	}
 	return true
 }
+
+// idError names which identifier was malformed (never its value, which is
+// untrusted) and unwraps to ErrInvalidID.
+type idError struct{ kind string }
+
+func (e *idError) Error() string { return "receipt: invalid " + e.kind }
+
+// Unwrap makes errors.Is(err, ErrInvalidID) true.
+func (e *idError) Unwrap() error { return ErrInvalidID }

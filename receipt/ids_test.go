@@ -25,24 +25,24 @@ func TestValidateIDs(t *testing.T) {
 		f    func(string) error
 		want error
 	}{
-		{"", ValidateMinionID, ErrInvalidMinionID},
-		{u, ValidateMinionID, ErrInvalidMinionID},
-		{"Client-" + u, ValidateMinionID, ErrInvalidMinionID},
-		{"client-5B2F8C1E-3C4D-4E5F-8A9B-0C1D2E3F4A5B", ValidateMinionID, ErrInvalidMinionID},
-		{"client-" + u + "\n", ValidateMinionID, ErrInvalidMinionID},
-		{"client-" + u[:35] + "g", ValidateMinionID, ErrInvalidMinionID},
-		{"client--" + u[1:], ValidateMinionID, ErrInvalidMinionID},
-		{"", ValidateRequestID, ErrInvalidRequestID},
-		{"5b2f8c1e3c4d4e5f8a9b0c1d2e3f4a5b", ValidateRequestID, ErrInvalidRequestID},
-		{"{" + u + "}", ValidateRequestID, ErrInvalidRequestID},
-		{"5b2f8c1e-3c4d-4e5f-8a9b-0c1d2e3f4a5", ValidateRequestID, ErrInvalidRequestID},
-		{"5b2f8c1e_3c4d-4e5f-8a9b-0c1d2e3f4a5b", ValidateRequestID, ErrInvalidRequestID},
-		{"", ValidateJID, ErrInvalidJID},
-		{"2026112915460605141", ValidateJID, ErrInvalidJID},
-		{"202611291546060514111", ValidateJID, ErrInvalidJID},
-		{"2026112915460605141a", ValidateJID, ErrInvalidJID},
-		{"２０２６１１２９１５４６０６０５１４", ValidateJID, ErrInvalidJID},
-		{"-2026112915460605141", ValidateJID, ErrInvalidJID},
+		{"", ValidateMinionID, ErrInvalidID},
+		{u, ValidateMinionID, ErrInvalidID},
+		{"Client-" + u, ValidateMinionID, ErrInvalidID},
+		{"client-5B2F8C1E-3C4D-4E5F-8A9B-0C1D2E3F4A5B", ValidateMinionID, ErrInvalidID},
+		{"client-" + u + "\n", ValidateMinionID, ErrInvalidID},
+		{"client-" + u[:35] + "g", ValidateMinionID, ErrInvalidID},
+		{"client--" + u[1:], ValidateMinionID, ErrInvalidID},
+		{"", ValidateRequestID, ErrInvalidID},
+		{"5b2f8c1e3c4d4e5f8a9b0c1d2e3f4a5b", ValidateRequestID, ErrInvalidID},
+		{"{" + u + "}", ValidateRequestID, ErrInvalidID},
+		{"5b2f8c1e-3c4d-4e5f-8a9b-0c1d2e3f4a5", ValidateRequestID, ErrInvalidID},
+		{"5b2f8c1e_3c4d-4e5f-8a9b-0c1d2e3f4a5b", ValidateRequestID, ErrInvalidID},
+		{"", ValidateJID, ErrInvalidID},
+		{"2026112915460605141", ValidateJID, ErrInvalidID},
+		{"202611291546060514111", ValidateJID, ErrInvalidID},
+		{"2026112915460605141a", ValidateJID, ErrInvalidID},
+		{"２０２６１１２９１５４６０６０５１４", ValidateJID, ErrInvalidID},
+		{"-2026112915460605141", ValidateJID, ErrInvalidID},
 	}
 	for _, c := range bad {
 		if err := c.f(c.s); !errors.Is(err, c.want) {
@@ -69,7 +69,7 @@ func TestNewRequestID(t *testing.T) {
 }
 
 func TestProfilesAndStatuses(t *testing.T) {
-	for _, p := range Profiles() {
+	for _, p := range allProfiles() {
 		got, err := ParseProfile(string(p))
 		if err != nil || got != p {
 			t.Errorf("ParseProfile(%q) = %q, %v", p, got, err)

@@ -81,24 +81,24 @@ func TestMinionModuleLiveIntegration(t *testing.T) {
 	}
 
 	// Step 1: sync the embedded module and check its capabilities.
-	module := receipt.MinionModule()
-	t.Logf("step 1: module %s (%d bytes, sha256 %s) -> %s: %s", receipt.MinionModuleName, len(module),
-		receipt.MinionModuleSHA256(), lab.modulesDir, writeModule(t, lab.modulesDir, module))
+	module := receipt.MinionModule().Source
+	t.Logf("step 1: module %s (%d bytes, sha256 %s) -> %s: %s", receipt.MinionModule().Name, len(module),
+		receipt.MinionModule().SHA256, lab.modulesDir, writeModule(t, lab.modulesDir, module))
 	jid, ret := r.call("saltutil.sync_modules")
 	t.Logf("step 1: saltutil.sync_modules jid=%s retcode=%d -> %v", jid, ret.Retcode, ret.Return)
 	if ret.Retcode != 0 {
 		t.Fatalf("sync_modules failed: %v", ret.Return)
 	}
-	synced, err := os.ReadFile(filepath.Join(lab.minionCache(), "extmods", "modules", receipt.MinionModuleName))
+	synced, err := os.ReadFile(filepath.Join(lab.minionCache(), "extmods", "modules", receipt.MinionModule().Name))
 	if err != nil || !bytes.Equal(synced, module) {
-		t.Fatalf("step 1: the minion's extmods copy differs from receipt.MinionModule() (err %v)", err)
+		t.Fatalf("step 1: the minion's extmods copy differs from receipt.MinionModule().Source (err %v)", err)
 	}
 	jid, ret = r.call("oduflow_job.capabilities")
 	caps, _ := ret.Return.(map[string]any)
 	t.Logf("step 1: oduflow_job.capabilities jid=%s -> protocol=%v runtime_guard=%v runtime_guard_error=%q salt_version=%v multiprocessing=%v module_sha256=%v pillar_ready=%v",
 		jid, caps["protocol"], caps["runtime_guard"], caps["runtime_guard_error"], caps["salt_version"], caps["multiprocessing"], caps["module_sha256"], caps["pillar_ready"])
-	if p, _ := caps["protocol"].(int64); p != receipt.Protocol || caps["runtime_guard"] != true ||
-		caps["module_sha256"] != receipt.MinionModuleSHA256() || caps["multiprocessing"] != true {
+	if p, _ := caps["protocol"].(int64); p != 1 || caps["runtime_guard"] != true ||
+		caps["module_sha256"] != receipt.MinionModule().SHA256 || caps["multiprocessing"] != true {
 		t.Fatalf("step 1: capabilities not ready: %v", ret.Return)
 	}
 

@@ -270,7 +270,7 @@ func rawCacheFiles(t *testing.T, dir string) []string {
 
 func writeModule(t *testing.T, dir string, data []byte) string {
 	t.Helper()
-	dst := filepath.Join(dir, receipt.MinionModuleName)
+	dst := filepath.Join(dir, receipt.MinionModule().Name)
 	if old, err := os.ReadFile(dst); err == nil && bytes.Equal(old, data) {
 		return "already identical"
 	}

@@ -7,13 +7,9 @@ import (
 	"encoding/hex"
 )
 
-// MinionModuleName is the file name Salt loads the protocol 1 execution module from
-// (module name oduflow_job): place MinionModule() at salt://_modules/oduflow_job.py on the
-// master, or in the minion's extension-module directory (extmods/modules/).
-const MinionModuleName = "oduflow_job.py"
-
-// MinionModuleSaltPath is where the client_receipts state expects the module on the master.
-const MinionModuleSaltPath = "salt://_modules/" + MinionModuleName
+// minionModuleName is the file name Salt loads the protocol 1 execution module from
+// (module name oduflow_job).
+const minionModuleName = "oduflow_job.py"
 
 //go:embed minion/oduflow_job.py
 var minionModule []byte
@@ -27,27 +23,43 @@ var cloudInitSnippet []byte
 //go:embed minion/host.py
 var minionTestHost []byte
 
-// MinionModule returns a copy of the oduflow_job Salt execution module (Python, protocol 1).
-func MinionModule() []byte { return bytes.Clone(minionModule) }
-
-// MinionModuleSHA256 returns the lowercase hex SHA-256 of MinionModule(); the bootstrap
-// assets and the module's own capabilities() report (module_sha256) carry the same value.
-func MinionModuleSHA256() string {
-	sum := sha256.Sum256(minionModule)
-	return hex.EncodeToString(sum[:])
+// MinionFiles is the oduflow_job Salt execution module (Python, protocol 1) and its bootstrap
+// assets, as embedded in this Go module. Every byte slice is the caller's own copy.
+type MinionFiles struct {
+	// Name is the file name Salt loads the module from: "oduflow_job.py" (module oduflow_job).
+	Name string
+	// SaltPath is where the client_receipts state expects the module on the master:
+	// "salt://_modules/oduflow_job.py". Place Source there, or in the minion's extension-module
+	// directory (extmods/modules/).
+	SaltPath string
+	// Source is the module itself.
+	Source []byte
+	// SHA256 is the lowercase hex SHA-256 of Source; the module reports the same value in its
+	// capabilities (module_sha256), so a controller can tell which revision a minion runs.
+	SHA256 string
+	// ReceiptsState is the client_receipts Salt state (SLS): it keeps the module file managed in
+	// the minion's extension-module directory, from SaltPath with a source_hash equal to SHA256,
+	// and syncs modules when it changes. Install it in the master's state tree.
+	ReceiptsState []byte
+	// CloudInit is the cloud-config snippet that writes the module (base64) into
+	// /var/cache/salt/minion/extmods/modules/ before the minion first starts.
+	CloudInit []byte
+	// TestHost is the standard-library Python stand-in for a minion runtime (minion/host.py: a fake
+	// salt package and loader globals, JSON lines on stdin/stdout) that runs the real module
+	// without Salt; tests and the example CLI's demo use it. It is never deployed to a minion.
+	TestHost []byte
 }
 
-// ClientReceiptsState returns a copy of the client_receipts Salt state (SLS): it keeps the
-// module file managed in the minion's extension-module directory, from
-// MinionModuleSaltPath with a source_hash equal to MinionModuleSHA256, and syncs modules
-// when it changes. Install it in the master's state tree (e.g. as client_receipts.sls).
-func ClientReceiptsState() []byte { return bytes.Clone(clientReceiptsState) }
-
-// CloudInitSnippet returns a copy of the cloud-config snippet that writes the module
-// (base64) into /var/cache/salt/minion/extmods/modules/ before the minion first starts.
-func CloudInitSnippet() []byte { return bytes.Clone(cloudInitSnippet) }
-
-// MinionTestHost returns a copy of the standard-library Python host that runs the module
-// outside Salt with stand-in loader globals and a fake state system. It is a test and demo
-// aid (used by fakeminion.PythonHost), never a deployment artifact.
-func MinionTestHost() []byte { return bytes.Clone(minionTestHost) }
+// MinionModule returns the embedded minion module and its bootstrap assets.
+func MinionModule() MinionFiles {
+	sum := sha256.Sum256(minionModule)
+	return MinionFiles{
+		Name:          minionModuleName,
+		SaltPath:      "salt://_modules/" + minionModuleName,
+		Source:        bytes.Clone(minionModule),
+		SHA256:        hex.EncodeToString(sum[:]),
+		ReceiptsState: bytes.Clone(clientReceiptsState),
+		CloudInit:     bytes.Clone(cloudInitSnippet),
+		TestHost:      bytes.Clone(minionTestHost),
+	}
+}

@@ -2,8 +2,8 @@ package receipt
 
 import "github.com/cockroachdb/errors"
 
-// Protocol is the receipt protocol version implemented by this package.
-const Protocol = 1
+// protocolVersion is the receipt protocol version implemented by this package (Receipt.Protocol).
+const protocolVersion = 1
 
 // Profile selects what a request runs: one of four fixed roles, or a custom
 // payload bound by its digest.
@@ -18,8 +18,8 @@ const (
 	ProfileCustom       Profile = "custom"
 )
 
-// Profiles returns every protocol 1 profile in a fixed order.
-func Profiles() []Profile {
+// allProfiles returns every protocol 1 profile in a fixed order.
+func allProfiles() []Profile {
 	return []Profile{ProfileConfigure, ProfileProduction, ProfileVolumeResize, ProfileCredentials, ProfileCustom}
 }
 

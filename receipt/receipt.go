@@ -8,9 +8,9 @@ import (
 	"unicode/utf8"
 )
 
-// MaxCount is the largest passed/total a receipt may carry (2^53-1, the
+// maxCount is the largest passed/total a receipt may carry (2^53-1, the
 // largest integer both Go and a JSON double hold exactly).
-const MaxCount = MaxSafeInteger - 1
+const maxCount = maxSafeInteger - 1
 
 // receiptKeys lists the nine receipt keys in schema order (also the order in which
 // Decode checks them, so the first failing key decides the reason).
@@ -18,9 +18,6 @@ var receiptKeys = [...]string{
 	"protocol", "minion_id", "request_id", "jid", "profile",
 	"state_digest", "status", "passed", "total",
 }
-
-// Keys returns the nine receipt keys in schema order.
-func Keys() []string { return append([]string(nil), receiptKeys[:]...) }
 
 // Receipt is the protocol 1 minion receipt, also the shape of every answer of
 // oduflow_job.status and of the return of oduflow_job.run.
@@ -31,7 +28,7 @@ func Keys() []string { return append([]string(nil), receiptKeys[:]...) }
 // not_started (no local evidence; never an authorization to republish).
 //
 // Consistency rules enforced by Validate (reason "counts"):
-//   - 0 <= passed <= total <= MaxCount;
+//   - 0 <= passed <= total <= maxCount;
 //   - succeeded: total >= 1 and passed == total (a nonempty mapping, all true);
 //   - failed: passed < total (at least one result not exactly true);
 //   - running, unknown, not_started: passed == 0 and total == 0.
@@ -58,29 +55,29 @@ type Receipt struct {
 // counts.
 func (r Receipt) Validate() error {
 	switch {
-	case r.Protocol != Protocol:
-		return invalid(ReasonBadProtocol, "protocol")
+	case r.Protocol != protocolVersion:
+		return invalid(reasonBadProtocol, "protocol")
 	case ValidateMinionID(r.MinionID) != nil:
-		return invalid(ReasonBadMinionID, "minion_id")
+		return invalid(reasonBadMinionID, "minion_id")
 	case ValidateRequestID(r.RequestID) != nil:
-		return invalid(ReasonBadRequestID, "request_id")
+		return invalid(reasonBadRequestID, "request_id")
 	case ValidateJID(r.JID) != nil:
-		return invalid(ReasonBadJID, "jid")
+		return invalid(reasonBadJID, "jid")
 	case !r.Profile.Valid():
-		return invalid(ReasonBadProfile, "profile")
+		return invalid(reasonBadProfile, "profile")
 	case !r.Status.Valid():
-		return invalid(ReasonBadStatus, "status")
+		return invalid(reasonBadStatus, "status")
 	}
 	if r.Profile == ProfileCustom {
 		evidenceFree := r.Status == StatusNotStarted || r.Status == StatusUnknown
 		if !isDigestHex(r.StateDigest) && !(evidenceFree && r.StateDigest == "") {
-			return invalid(ReasonBadDigest, "state_digest")
+			return invalid(reasonBadDigest, "state_digest")
 		}
 	} else if r.StateDigest != "" {
-		return invalid(ReasonBadDigest, "state_digest")
+		return invalid(reasonBadDigest, "state_digest")
 	}
-	if r.Passed < 0 || r.Total < 0 || r.Passed > MaxCount || r.Total > MaxCount {
-		return invalid(ReasonCounts, "passed")
+	if r.Passed < 0 || r.Total < 0 || r.Passed > maxCount || r.Total > maxCount {
+		return invalid(reasonCounts, "passed")
 	}
 	ok := r.Passed <= r.Total
 	switch r.Status {
@@ -92,7 +89,7 @@ func (r Receipt) Validate() error {
 		ok = r.Passed == 0 && r.Total == 0
 	}
 	if !ok {
-		return invalid(ReasonCounts, "total")
+		return invalid(reasonCounts, "total")
 	}
 	return nil
 }
@@ -122,30 +119,30 @@ func (r Receipt) Encode() ([]byte, error) {
 // value reasons of Validate.
 func Decode(data []byte) (Receipt, error) {
 	if !utf8.Valid(data) || !json.Valid(data) {
-		return Receipt{}, invalid(ReasonBadJSON, "")
+		return Receipt{}, invalid(reasonBadJSON, "")
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
 	tok, err := dec.Token()
 	if err != nil {
-		return Receipt{}, invalid(ReasonBadJSON, "")
+		return Receipt{}, invalid(reasonBadJSON, "")
 	}
 	if d, ok := tok.(json.Delim); !ok || d != '{' {
-		return Receipt{}, invalid(ReasonWrongType, "")
+		return Receipt{}, invalid(reasonWrongType, "")
 	}
 	m := make(map[string]any, len(receiptKeys))
 	for dec.More() {
 		tok, err := dec.Token()
 		if err != nil {
-			return Receipt{}, invalid(ReasonBadJSON, "")
+			return Receipt{}, invalid(reasonBadJSON, "")
 		}
 		k, _ := tok.(string)
 		var v any
 		if err := dec.Decode(&v); err != nil {
-			return Receipt{}, invalid(ReasonBadJSON, "")
+			return Receipt{}, invalid(reasonBadJSON, "")
 		}
 		if _, dup := m[k]; dup {
-			return Receipt{}, invalid(ReasonDuplicateKey, safeKey(k))
+			return Receipt{}, invalid(reasonDuplicateKey, safeKey(k))
 		}
 		m[k] = v
 	}
@@ -180,21 +177,21 @@ func FromValue(v any) (Receipt, error) {
 		for k, val := range x {
 			ks, ok := k.(string)
 			if !ok {
-				return Receipt{}, invalid(ReasonUnknownKey, "")
+				return Receipt{}, invalid(reasonUnknownKey, "")
 			}
 			m[ks] = val
 		}
 	default:
-		return Receipt{}, invalid(ReasonWrongType, "")
+		return Receipt{}, invalid(reasonWrongType, "")
 	}
 	for k := range m {
 		if safeKey(k) == "" {
-			return Receipt{}, invalid(ReasonUnknownKey, "")
+			return Receipt{}, invalid(reasonUnknownKey, "")
 		}
 	}
 	for _, k := range receiptKeys {
 		if _, ok := m[k]; !ok {
-			return Receipt{}, invalid(ReasonMissingKey, k)
+			return Receipt{}, invalid(reasonMissingKey, k)
 		}
 	}
 	strs := map[string]string{}
@@ -203,14 +200,14 @@ func FromValue(v any) (Receipt, error) {
 		if isIntKey(k) {
 			n, ok := asInt(m[k])
 			if !ok {
-				return Receipt{}, invalid(ReasonWrongType, k)
+				return Receipt{}, invalid(reasonWrongType, k)
 			}
 			ints[k] = n
 			continue
 		}
 		s, ok := m[k].(string)
 		if !ok {
-			return Receipt{}, invalid(ReasonWrongType, k)
+			return Receipt{}, invalid(reasonWrongType, k)
 		}
 		strs[k] = s
 	}
@@ -218,10 +215,10 @@ func FromValue(v any) (Receipt, error) {
 		MinionID: strs["minion_id"], RequestID: strs["request_id"], JID: strs["jid"],
 		Profile: Profile(strs["profile"]), StateDigest: strs["state_digest"], Status: Status(strs["status"]),
 	}
-	if p := ints["protocol"]; p != Protocol {
-		return Receipt{}, invalid(ReasonBadProtocol, "protocol")
+	if p := ints["protocol"]; p != protocolVersion {
+		return Receipt{}, invalid(reasonBadProtocol, "protocol")
 	}
-	r.Protocol = Protocol
+	r.Protocol = protocolVersion
 	r.Passed, r.Total = clampCount(ints["passed"]), clampCount(ints["total"])
 	if err := r.Validate(); err != nil {
 		return Receipt{}, err
@@ -234,7 +231,7 @@ func isIntKey(k string) bool { return k == "protocol" || k == "passed" || k == "
 // clampCount maps out-of-range values to -1 so Validate reports "counts"
 // without overflowing int on any platform.
 func clampCount(n int64) int {
-	if n < 0 || n > MaxCount {
+	if n < 0 || n > maxCount {
 		return -1
 	}
 	return int(n)

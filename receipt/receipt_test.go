@@ -57,20 +57,20 @@ func TestFromValueGoTypes(t *testing.T) {
 		set    any
 		reason string
 	}{
-		{"float for int", "passed", 60.0, ReasonWrongType},
-		{"float32 for int", "total", float32(60), ReasonWrongType},
-		{"bool for int", "protocol", true, ReasonWrongType},
-		{"fractional json.Number", "total", json.Number("60.0"), ReasonWrongType},
-		{"exponent json.Number", "total", json.Number("6e1"), ReasonWrongType},
-		{"string for int", "passed", "60", ReasonWrongType},
-		{"bytes for string", "jid", []byte(testJID), ReasonWrongType},
-		{"nil string", "status", nil, ReasonWrongType},
-		{"named string type is not string", "profile", ProfileConfigure, ReasonWrongType},
-		{"uint64 overflow", "total", uint64(math.MaxUint64), ReasonCounts},
-		{"json int overflow", "total", json.Number("99999999999999999999999"), ReasonCounts},
-		{"json negative overflow", "passed", json.Number("-99999999999999999999999"), ReasonCounts},
-		{"protocol big", "protocol", uint64(math.MaxUint64), ReasonBadProtocol},
-		{"protocol 2", "protocol", int8(2), ReasonBadProtocol},
+		{"float for int", "passed", 60.0, reasonWrongType},
+		{"float32 for int", "total", float32(60), reasonWrongType},
+		{"bool for int", "protocol", true, reasonWrongType},
+		{"fractional json.Number", "total", json.Number("60.0"), reasonWrongType},
+		{"exponent json.Number", "total", json.Number("6e1"), reasonWrongType},
+		{"string for int", "passed", "60", reasonWrongType},
+		{"bytes for string", "jid", []byte(testJID), reasonWrongType},
+		{"nil string", "status", nil, reasonWrongType},
+		{"named string type is not string", "profile", ProfileConfigure, reasonWrongType},
+		{"uint64 overflow", "total", uint64(math.MaxUint64), reasonCounts},
+		{"json int overflow", "total", json.Number("99999999999999999999999"), reasonCounts},
+		{"json negative overflow", "passed", json.Number("-99999999999999999999999"), reasonCounts},
+		{"protocol big", "protocol", uint64(math.MaxUint64), reasonBadProtocol},
+		{"protocol 2", "protocol", int8(2), reasonBadProtocol},
 	}
 	for _, c := range bad {
 		t.Run(c.name, func(t *testing.T) {
@@ -90,10 +90,10 @@ func TestFromValueGoTypes(t *testing.T) {
 	}
 	am[int64(1)] = "x"
 	_, err := FromValue(am)
-	wantReason(t, err, ReasonUnknownKey)
+	wantReason(t, err, reasonUnknownKey)
 	for _, v := range []any{nil, "x", []any{}, 1, map[string]string{}} {
 		_, err := FromValue(v)
-		wantReason(t, err, ReasonWrongType)
+		wantReason(t, err, reasonWrongType)
 	}
 }
 
@@ -139,16 +139,16 @@ func TestValidateAndEncode(t *testing.T) {
 		f      func(*Receipt)
 		reason string
 	}{
-		{"protocol", func(r *Receipt) { r.Protocol = 0 }, ReasonBadProtocol},
-		{"minion", func(r *Receipt) { r.MinionID = "minion" }, ReasonBadMinionID},
-		{"request", func(r *Receipt) { r.RequestID = "" }, ReasonBadRequestID},
-		{"jid", func(r *Receipt) { r.JID = "1" }, ReasonBadJID},
-		{"profile", func(r *Receipt) { r.Profile = "x" }, ReasonBadProfile},
-		{"status", func(r *Receipt) { r.Status = "x" }, ReasonBadStatus},
-		{"digest fixed", func(r *Receipt) { r.StateDigest = testDigest }, ReasonBadDigest},
-		{"digest custom", func(r *Receipt) { r.Profile = ProfileCustom }, ReasonBadDigest},
-		{"counts", func(r *Receipt) { r.Passed = 61 }, ReasonCounts},
-		{"counts max", func(r *Receipt) { r.Passed, r.Total = MaxCount+1, MaxCount+1 }, ReasonCounts},
+		{"protocol", func(r *Receipt) { r.Protocol = 0 }, reasonBadProtocol},
+		{"minion", func(r *Receipt) { r.MinionID = "minion" }, reasonBadMinionID},
+		{"request", func(r *Receipt) { r.RequestID = "" }, reasonBadRequestID},
+		{"jid", func(r *Receipt) { r.JID = "1" }, reasonBadJID},
+		{"profile", func(r *Receipt) { r.Profile = "x" }, reasonBadProfile},
+		{"status", func(r *Receipt) { r.Status = "x" }, reasonBadStatus},
+		{"digest fixed", func(r *Receipt) { r.StateDigest = testDigest }, reasonBadDigest},
+		{"digest custom", func(r *Receipt) { r.Profile = ProfileCustom }, reasonBadDigest},
+		{"counts", func(r *Receipt) { r.Passed = 61 }, reasonCounts},
+		{"counts max", func(r *Receipt) { r.Passed, r.Total = maxCount+1, maxCount+1 }, reasonCounts},
 	}
 	for _, m := range mut {
 		t.Run(m.name, func(t *testing.T) {
@@ -159,8 +159,8 @@ func TestValidateAndEncode(t *testing.T) {
 			wantReason(t, err, m.reason)
 		})
 	}
-	if got := len(Keys()); got != 9 {
-		t.Fatalf("Keys() has %d keys", got)
+	if got := len(receiptKeys); got != 9 {
+		t.Fatalf("receiptKeys has %d keys", got)
 	}
 }
 
@@ -169,13 +169,13 @@ func TestDecodeExtras(t *testing.T) {
 	// invalid UTF-8 inside a string is bad_json, not silently replaced.
 	bad := []byte(string(enc[:len(enc)-1]) + `,"x":"` + "\xff" + `"}`)
 	_, err := Decode(bad)
-	wantReason(t, err, ReasonBadJSON)
+	wantReason(t, err, reasonBadJSON)
 	// a BOM is not JSON.
 	_, err = Decode(append([]byte("\xef\xbb\xbf"), enc...))
-	wantReason(t, err, ReasonBadJSON)
+	wantReason(t, err, reasonBadJSON)
 	// the error never echoes untrusted key names.
 	_, err = Decode([]byte(`{"secret-looking-key":1}`))
-	wantReason(t, err, ReasonUnknownKey)
+	wantReason(t, err, reasonUnknownKey)
 	if msg := err.Error(); strings.Contains(msg, "secret") {
 		t.Fatalf("error leaks key: %s", msg)
 	}

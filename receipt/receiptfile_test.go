@@ -42,7 +42,7 @@ func readReceipt(s *safefile.Store, name string) (Receipt, error) {
 // WriteAtomic. An existing record must itself read back as a valid receipt:
 // a malformed or unsafe one is returned as an error and left untouched. An
 // existing terminal receipt is immutable: rewriting the identical bytes is a
-// no-op, anything else is ErrIllegalTransition. The caller serializes writers
+// no-op, anything else is errIllegalTransition. The caller serializes writers
 // of one name (the request lock).
 func writeReceipt(s *safefile.Store, name string, r Receipt) error {
 	data, err := r.Encode()
@@ -59,7 +59,7 @@ func writeReceipt(s *safefile.Store, name string, r Receipt) error {
 		if bytes.Equal(oldData, data) {
 			return nil
 		}
-		return errors.WithStack(&TransitionError{From: PhaseTerminal, To: phaseOfStatus(r.Status)})
+		return errors.WithStack(&transitionError{From: phaseTerminal, To: phaseOfStatus(r.Status)})
 	}
 	return s.WriteAtomic(name, data)
 }
@@ -74,16 +74,16 @@ func createReceipt(s *safefile.Store, name string, r Receipt) error {
 	return s.CreateExclusive(name, data)
 }
 
-func phaseOfStatus(st Status) Phase {
+func phaseOfStatus(st Status) phase {
 	switch st {
 	case StatusSucceeded, StatusFailed:
-		return PhaseTerminal
+		return phaseTerminal
 	case StatusRunning:
-		return PhaseRunning
+		return phaseRunning
 	case StatusUnknown:
-		return PhaseUnknown
+		return phaseUnknown
 	}
-	return PhaseNone
+	return phaseNone
 }
 
 func newStore(t *testing.T) *safefile.Store {
@@ -116,7 +116,7 @@ func TestReceiptRecords(t *testing.T) {
 	}
 	failed := goodReceipt()
 	failed.Status, failed.Passed = StatusFailed, 59
-	if err := writeReceipt(s, "req", failed); !errors.Is(err, ErrIllegalTransition) {
+	if err := writeReceipt(s, "req", failed); !errors.Is(err, errIllegalTransition) {
 		t.Fatalf("overwrite terminal: %v", err)
 	}
 	bad := goodReceipt()
@@ -139,7 +139,7 @@ func TestCorruptReceiptRecord(t *testing.T) {
 	}
 	_, err := readReceipt(s, "rec")
 	var ie *InvalidReceiptError
-	if !errors.Is(err, safefile.ErrCorrupt) || !errors.As(err, &ie) || ie.Reason != ReasonBadJSON {
+	if !errors.Is(err, safefile.ErrCorrupt) || !errors.As(err, &ie) || ie.Reason != reasonBadJSON {
 		t.Fatalf("ReadReceipt: %v", err)
 	}
 	if err := writeReceipt(s, "rec", goodReceipt()); !errors.Is(err, safefile.ErrCorrupt) {

@@ -1,8 +1,8 @@
 package receipt
 
-// ValueTrimmed is the marker Salt substitutes for values it trims from an
+// valueTrimmed is the marker Salt substitutes for values it trims from an
 // oversized return (salt.utils.dicttrim). A trimmed return is not evidence.
-const ValueTrimmed = "VALUE_TRIMMED"
+const valueTrimmed = "VALUE_TRIMMED"
 
 // Summary is everything that leaves a reduction: no state names, comments,
 // changes, output, pillar or credentials.
@@ -97,7 +97,7 @@ func asMapping(v any) ([]mapEntry, bool) {
 }
 
 // containsTrimmed walks v iteratively (no recursion, so any nesting depth is
-// safe) looking for the string ValueTrimmed as a value.
+// safe) looking for the string valueTrimmed as a value.
 func containsTrimmed(v any) bool {
 	stack := []any{v}
 	for len(stack) > 0 {
@@ -105,7 +105,7 @@ func containsTrimmed(v any) bool {
 		stack = stack[:len(stack)-1]
 		switch t := x.(type) {
 		case string:
-			if t == ValueTrimmed {
+			if t == valueTrimmed {
 				return true
 			}
 		case map[string]any:

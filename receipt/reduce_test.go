@@ -22,7 +22,7 @@ func TestReduceGoShapes(t *testing.T) {
 		{"int result", map[string]any{"a": map[string]any{"result": int64(1)}}, Summary{StatusFailed, 0, 1}},
 		{"bytes return", []byte("x"), Summary{Status: StatusUnknown}},
 		{"nil map", map[string]any(nil), Summary{Status: StatusUnknown}},
-		{"trimmed bytes are not the marker", map[string]any{"a": map[string]any{"result": true, "c": []byte(ValueTrimmed)}}, Summary{StatusSucceeded, 1, 1}},
+		{"trimmed bytes are not the marker", map[string]any{"a": map[string]any{"result": true, "c": []byte(valueTrimmed)}}, Summary{StatusSucceeded, 1, 1}},
 	}
 	for _, c := range cases {
 		if got := Reduce(c.in); got != c.want {

@@ -22,18 +22,18 @@ func TestDecodeRefusesHostileRecords(t *testing.T) {
 		name, reason string
 		data         []byte
 	}{
-		{"appended status", ReasonDuplicateKey, add(body, `,"status":"failed"}`)},
-		{"duplicate by escape", ReasonDuplicateKey, add(body, `,"st\u0061tus":"failed"}`)},
-		{"second object", ReasonBadJSON, add(good, `{"status":"failed"}`)},
-		{"stray bracket", ReasonBadJSON, add(good, `]`)},
-		{"trailing garbage", ReasonBadJSON, add(good, ` x`)},
-		{"nested duplicate", ReasonWrongType, bytes.Replace(good, []byte(`"status":"succeeded"`), []byte(`"status":{"a":1,"a":2}`), 1)},
-		{"nested duplicate under unknown key", ReasonUnknownKey, add(body, `,"x":{"a":1,"a":2}}`)},
-		{"case variant key", ReasonUnknownKey, add(body, `,"Status":"failed"}`)},
+		{"appended status", reasonDuplicateKey, add(body, `,"status":"failed"}`)},
+		{"duplicate by escape", reasonDuplicateKey, add(body, `,"st\u0061tus":"failed"}`)},
+		{"second object", reasonBadJSON, add(good, `{"status":"failed"}`)},
+		{"stray bracket", reasonBadJSON, add(good, `]`)},
+		{"trailing garbage", reasonBadJSON, add(good, ` x`)},
+		{"nested duplicate", reasonWrongType, bytes.Replace(good, []byte(`"status":"succeeded"`), []byte(`"status":{"a":1,"a":2}`), 1)},
+		{"nested duplicate under unknown key", reasonUnknownKey, add(body, `,"x":{"a":1,"a":2}}`)},
+		{"case variant key", reasonUnknownKey, add(body, `,"Status":"failed"}`)},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			if strictjson.Check(c.data) == nil && c.reason != ReasonUnknownKey {
+			if strictjson.Check(c.data) == nil && c.reason != reasonUnknownKey {
 				t.Fatalf("strictjson accepts %s", c.data)
 			}
 			_, err := Decode(c.data)

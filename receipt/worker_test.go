@@ -68,14 +68,14 @@ func workerHelper(dir, args, crashAt string) int {
 		}
 	}
 	b := workerBinding(req, jid)
-	if err := CheckTransition(PhaseNone, PhaseClaimed, false); err != nil {
+	if err := checkTransition(phaseNone, phaseClaimed, false); err != nil {
 		return fail(err)
 	}
 	if err := s.CreateExclusive("jid-"+jid, []byte(req)); err != nil {
 		return fail(err)
 	}
 	park("after-index")
-	if err := CheckTransition(PhaseClaimed, PhaseRunning, false); err != nil {
+	if err := checkTransition(phaseClaimed, phaseRunning, false); err != nil {
 		return fail(err)
 	}
 	running := Receipt{Protocol: 1, MinionID: b.MinionID, RequestID: req, JID: jid, Profile: b.Profile, Status: StatusRunning}
@@ -93,7 +93,7 @@ func workerHelper(dir, args, crashAt string) int {
 	_ = f.Close()
 	park("during-work")
 	sum := Reduce(map[string]any{"a": map[string]any{"result": true}, "b": map[string]any{"result": true}})
-	if err := CheckTransition(PhaseRunning, PhaseTerminal, false); err != nil {
+	if err := checkTransition(phaseRunning, phaseTerminal, false); err != nil {
 		return fail(err)
 	}
 	final := running
@@ -106,9 +106,9 @@ func workerHelper(dir, args, crashAt string) int {
 	return 0
 }
 
-// evidence is the local phase of a request: PhaseNone, PhaseClaimed (JID
-// index only), PhaseRunning (running record) or PhaseTerminal.
-func evidence(s *safefile.Store, b Binding) (Phase, Receipt, error) {
+// evidence is the local phase of a request: phaseNone, phaseClaimed (JID
+// index only), phaseRunning (running record) or phaseTerminal.
+func evidence(s *safefile.Store, b Binding) (phase, Receipt, error) {
 	r, err := readReceipt(s, "req-"+b.RequestID)
 	switch {
 	case err == nil:
@@ -116,18 +116,18 @@ func evidence(s *safefile.Store, b Binding) (Phase, Receipt, error) {
 			return "", Receipt{}, err
 		}
 		if r.Status.Terminal() {
-			return PhaseTerminal, r, nil
+			return phaseTerminal, r, nil
 		}
-		return PhaseRunning, r, nil
+		return phaseRunning, r, nil
 	case !errors.Is(err, safefile.ErrNotExist):
 		return "", Receipt{}, err // malformed or unsafe: unresolved, an error
 	}
 	if _, err := s.Read("jid-" + b.JID); err == nil {
-		return PhaseClaimed, Receipt{}, nil
+		return phaseClaimed, Receipt{}, nil
 	} else if !errors.Is(err, safefile.ErrNotExist) {
 		return "", Receipt{}, err
 	}
-	return PhaseNone, Receipt{}, nil
+	return phaseNone, Receipt{}, nil
 }
 
 // minionStatus answers like oduflow_job.status, from evidence only. To avoid
@@ -151,9 +151,9 @@ func minionStatus(s *safefile.Store, b Binding) (Receipt, error) {
 			return Receipt{}, err
 		}
 		switch {
-		case after == PhaseTerminal:
+		case after == phaseTerminal:
 			return r, nil
-		case after == PhaseNone:
+		case after == phaseNone:
 			ans.Status = StatusNotStarted
 			return ans, nil
 		case held:

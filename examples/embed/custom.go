@@ -14,12 +14,12 @@ import (
 
 // adminDefinition is a definition as administrators read it: with its source.
 type adminDefinition struct {
-	catalog.DefinitionView
+	DefinitionView
 	Source string `json:"source"`
 }
 
-func viewOfDefinition(d catalog.Definition) catalog.DefinitionView {
-	return catalog.DefinitionView{ID: d.ID, Company: d.Company, Name: d.Name, Revision: d.Revision,
+func viewOfDefinition(d catalog.Definition) DefinitionView {
+	return DefinitionView{ID: d.ID, Company: d.Company, Name: d.Name, Revision: d.Revision,
 		Digest: d.Digest, UpdatedAt: d.UpdatedAt}
 }
 
@@ -70,7 +70,7 @@ func (s *Service) saveCustom(w http.ResponseWriter, r *http.Request, id Identity
 // their companies. Neither list carries source.
 func (s *Service) listCustom(w http.ResponseWriter, r *http.Request, id Identity) {
 	if !id.CanEdit() {
-		views, err := catalog.NewObserver(s.cat, id.Companies...).Definitions(r.Context())
+		views, err := NewObserver(s.cat, id.Companies...).Definitions(r.Context())
 		s.reply(w, r, http.StatusOK, nonNil(views), err)
 		return
 	}
@@ -79,7 +79,7 @@ func (s *Service) listCustom(w http.ResponseWriter, r *http.Request, id Identity
 		s.fail(r.Context(), w, err)
 		return
 	}
-	views := make([]catalog.DefinitionView, 0, len(defs))
+	views := make([]DefinitionView, 0, len(defs))
 	for _, d := range defs {
 		views = append(views, viewOfDefinition(d))
 	}
@@ -117,7 +117,7 @@ func (s *Service) listAssignments(w http.ResponseWriter, r *http.Request, id Ide
 		s.reply(w, r, http.StatusOK, nonNil(as), err)
 		return
 	}
-	views, err := catalog.NewObserver(s.cat, id.Companies...).Assignments(r.Context(), minion)
+	views, err := NewObserver(s.cat, id.Companies...).Assignments(r.Context(), minion)
 	s.reply(w, r, http.StatusOK, nonNil(views), err)
 }
 
@@ -154,7 +154,7 @@ func (s *Service) listExecutions(w http.ResponseWriter, r *http.Request, id Iden
 		return
 	}
 	if !id.CanEdit() {
-		views, err := catalog.NewObserver(s.cat, id.Companies...).Executions(r.Context(), minion)
+		views, err := NewObserver(s.cat, id.Companies...).Executions(r.Context(), minion)
 		s.reply(w, r, http.StatusOK, nonNil(views), err)
 		return
 	}
@@ -163,9 +163,9 @@ func (s *Service) listExecutions(w http.ResponseWriter, r *http.Request, id Iden
 		s.fail(r.Context(), w, err)
 		return
 	}
-	views := make([]catalog.ExecutionView, 0, len(es))
+	views := make([]ExecutionView, 0, len(es))
 	for _, e := range es {
-		views = append(views, catalog.ViewOf(e))
+		views = append(views, ViewOf(e))
 	}
 	writeJSON(w, http.StatusOK, views)
 }
@@ -178,16 +178,16 @@ func (s *Service) executionStatus(w http.ResponseWriter, r *http.Request, id Ide
 		return
 	}
 	request := r.PathValue("request")
-	var view catalog.ExecutionView
+	var view ExecutionView
 	if id.CanEdit() {
 		e, _, err := s.cat.Resolve(r.Context(), request)
 		if err != nil {
 			s.fail(r.Context(), w, err)
 			return
 		}
-		view = catalog.ViewOf(e)
+		view = ViewOf(e)
 	} else {
-		v, err := catalog.NewObserver(s.cat, id.Companies...).Execution(r.Context(), request)
+		v, err := NewObserver(s.cat, id.Companies...).Execution(r.Context(), request)
 		if err != nil {
 			s.fail(r.Context(), w, err)
 			return
@@ -205,7 +205,7 @@ func (s *Service) executionStatus(w http.ResponseWriter, r *http.Request, id Ide
 	}
 	writeJSON(w, http.StatusOK, struct {
 		Status    oduflow.CustomResponse `json:"status"`
-		Execution catalog.ExecutionView  `json:"execution"`
+		Execution ExecutionView          `json:"execution"`
 	}{st, view})
 }
 

@@ -251,8 +251,8 @@ func TestModule(t *testing.T) {
 	t.Parallel()
 	r := run(t, nil, "module")
 	must(t, r, 0)
-	if r.stdout != string(receipt.MinionModule()) {
-		t.Fatal("module output differs from receipt.MinionModule()")
+	if r.stdout != string(receipt.MinionModule().Source) {
+		t.Fatal("module output differs from receipt.MinionModule().Source")
 	}
 	dir := t.TempDir()
 	r = run(t, nil, "module", "--install", dir)

@@ -38,7 +38,7 @@ func fakeCompile(source []byte) (Compiled, error) {
 	if err != nil {
 		return Compiled{}, err
 	}
-	return Compiled{Canonical: canon, Digest: receipt.DigestBytes(canon)}, nil
+	return Compiled{Canonical: canon, Digest: receipt.Digest(canon)}, nil
 }
 
 type clock struct {
@@ -56,8 +56,8 @@ func (c *clock) now() time.Time {
 func openTest(t *testing.T) *FileStore {
 	t.Helper()
 	c := &clock{t: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
-	s, err := Open(filepath.Join(t.TempDir(), "catalog"), fakeCompile, WithCreate(), WithClock(c.now),
-		WithLockWait(5*time.Second))
+	s, err := Open(filepath.Join(t.TempDir(), "catalog"), fakeCompile, WithCreate(), withClock(c.now),
+		withLockWait(5*time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -131,7 +131,7 @@ func TestDefinitionRevisions(t *testing.T) {
 	if err != nil || m.Revision != 3 || m.Digest == d.Digest {
 		t.Fatalf("semantic save: %+v %v", m, err)
 	}
-	if _, err := s.SaveSource(ctx, d.ID, []byte("INVALID")); !errors.Is(err, ErrInvalidSource) ||
+	if _, err := s.SaveSource(ctx, d.ID, []byte("INVALID")); !errors.Is(err, errInvalidSource) ||
 		!errors.Is(err, errFakeInvalid) {
 		t.Fatalf("invalid save: %v", err)
 	}
@@ -143,11 +143,11 @@ func TestDefinitionRevisions(t *testing.T) {
 	if err != nil || r.Revision != 3 || r.Name != "message of the day" {
 		t.Fatalf("rename: %+v %v", r, err)
 	}
-	if _, err := s.CreateDefinition(ctx, "acme", "bad", []byte("INVALID")); !errors.Is(err, ErrInvalidSource) {
+	if _, err := s.CreateDefinition(ctx, "acme", "bad", []byte("INVALID")); !errors.Is(err, errInvalidSource) {
 		t.Fatalf("invalid create: %v", err)
 	}
 	for _, bad := range []struct{ company, name string }{{"", "x"}, {"acme", ""}, {"ac\x00me", "x"},
-		{"acme", "a\nb"}, {strings.Repeat("c", MaxCompanyLen+1), "x"}} {
+		{"acme", "a\nb"}, {strings.Repeat("c", maxCompanyLen+1), "x"}} {
 		if _, err := s.CreateDefinition(ctx, bad.company, bad.name, []byte("a: b")); !errors.Is(err, ErrInvalid) {
 			t.Fatalf("%q/%q: %v", bad.company, bad.name, err)
 		}

@@ -22,22 +22,22 @@ func (s *FileStore) compileSource(source []byte) (Compiled, error) {
 	c, err := s.compile(source)
 	if err != nil {
 		// The compiler's error carries a code and a position, never the source.
-		return Compiled{}, errmark.Mark(errors.Wrap(err, "catalog: compile"), ErrInvalidSource)
+		return Compiled{}, errmark.Mark(errors.Wrap(err, "catalog: compile"), errInvalidSource, ErrInvalid)
 	}
-	if len(c.Canonical) == 0 || receipt.DigestBytes(c.Canonical) != c.Digest {
-		return Compiled{}, errors.Wrap(ErrInvalidSource, "catalog: compiler digest does not match its canonical form")
+	if len(c.Canonical) == 0 || receipt.Digest(c.Canonical) != c.Digest {
+		return Compiled{}, errors.Wrap(errInvalidSource, "catalog: compiler digest does not match its canonical form")
 	}
 	return c, nil
 }
 
-// CreateDefinition implements Store. A name the company already uses gives ErrExists (and ErrNameTaken):
+// CreateDefinition implements Store. A name the company already uses gives ErrExists:
 // one definition per company and name (see GetOrCreateDefinition).
 func (s *FileStore) CreateDefinition(ctx context.Context, company, name string, source []byte) (Definition, error) {
 	d, _, err := s.getOrCreate(ctx, company, name, source, true)
 	return d, err
 }
 
-// Definition implements Reader.
+// Definition implements Store.
 func (s *FileStore) Definition(ctx context.Context, id string) (Definition, error) {
 	if err := ctxErr(ctx); err != nil {
 		return Definition{}, err
@@ -55,7 +55,7 @@ func (s *FileStore) Definition(ctx context.Context, id string) (Definition, erro
 	return d, nil
 }
 
-// Definitions implements Reader.
+// Definitions implements Store.
 func (s *FileStore) Definitions(ctx context.Context) ([]Definition, error) {
 	if err := ctxErr(ctx); err != nil {
 		return nil, err
@@ -132,9 +132,9 @@ func (s *FileStore) SaveSource(ctx context.Context, id string, source []byte) (D
 }
 
 // Rename implements Store. The new name must be free within the company (else ErrExists and
-// ErrNameTaken): the name index moves with the definition, so one definition per name still holds.
+// the name index moves with the definition, so one definition per name still holds.
 func (s *FileStore) Rename(ctx context.Context, id, name string) (d Definition, err error) {
-	if !validText(name, MaxNameLen) {
+	if !validText(name, maxNameLen) {
 		return Definition{}, invalidf("catalog: invalid definition name")
 	}
 	if err := checkID("definition id", id); err != nil {
@@ -175,7 +175,7 @@ func (s *FileStore) Rename(ctx context.Context, id, name string) (d Definition, 
 		if h, ok, _, herr := s.holder(ctx, ix); herr != nil {
 			return Definition{}, herr
 		} else if ok {
-			return Definition{}, errors.Mark(errors.Wrapf(ErrNameTaken, "catalog: held by definition %s",
+			return Definition{}, errors.Mark(errors.Wrapf(errNameTaken, "catalog: held by definition %s",
 				errors.Safe(h.ID)), ErrExists)
 		}
 	}
@@ -184,7 +184,7 @@ func (s *FileStore) Rename(ctx context.Context, id, name string) (d Definition, 
 		if h, err := s.preferredHolder(ctx, d.Company, name); err != nil {
 			return Definition{}, err
 		} else if h != nil && h.ID != id {
-			return Definition{}, errors.Mark(errors.Wrapf(ErrNameTaken, "catalog: held by definition %s",
+			return Definition{}, errors.Mark(errors.Wrapf(errNameTaken, "catalog: held by definition %s",
 				errors.Safe(h.ID)), ErrExists)
 		}
 	}
@@ -247,7 +247,7 @@ func (s *FileStore) Unassign(ctx context.Context, definitionID, minionID string)
 	return nil
 }
 
-// Assignment implements Reader.
+// Assignment implements Store.
 func (s *FileStore) Assignment(ctx context.Context, definitionID, minionID string) (Assignment, error) {
 	if err := ctxErr(ctx); err != nil {
 		return Assignment{}, err
@@ -268,7 +268,7 @@ func (s *FileStore) Assignment(ctx context.Context, definitionID, minionID strin
 	return a, nil
 }
 
-// Assignments implements Reader.
+// Assignments implements Store.
 func (s *FileStore) Assignments(ctx context.Context, minionID string) ([]Assignment, error) {
 	if err := ctxErr(ctx); err != nil {
 		return nil, err

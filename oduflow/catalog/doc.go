@@ -5,9 +5,9 @@
 // can scope readers:
 //
 //   - Definition: a named, revisioned custom state source. Saving changed source increments the revision
-//     and records the digest of the compiled source (profiles.CompileCustom through a CompileFunc). The
+//     and records the digest of the compiled source (profiles.CompileCustom, through the compile function given to Open). The
 //     source can hold anything an administrator typed, so it is only ever returned by the administrative
-//     API (Store), never by an Observer.
+//     API (Store).
 //   - Assignment: a definition assigned to one server (minion id) of a company. Custom executions run
 //     only for assigned definitions.
 //   - Execution: the immutable snapshot taken when a definition is applied: execution id (= the request
@@ -18,9 +18,8 @@
 //     error code and what confirmed it: a minion receipt, the master's own preflight record, or an
 //     operator's assertion). No raw Salt output is stored.
 //
-// Observers (users who may read assignments and execution status within their allowed companies) use an
-// Observer: it filters every answer by company and returns views without source or payload. A record of
-// another company reads as ErrNotFound, so its existence does not leak.
+// An embedding service that lets less trusted users read assignments and execution status filters the
+// records by company and drops source and payload itself (examples/embed does).
 //
 // FileStore is the default implementation, on the safe-store discipline of the internal safe file store: a directory
 // mode 0700 owned by the service account, files 0600 written atomically (exclusive temp file, fsync,

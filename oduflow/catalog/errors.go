@@ -5,22 +5,30 @@ import (
 	"github.com/oduflow/oduflow-go/internal/errmark"
 )
 
-// Sentinel errors. Test them with errors.Is.
+// Sentinel errors. Test them with errors.Is; each refusal matches exactly one of them.
 var (
-	// ErrNotFound: no such record (or, through an Observer, a record of a company it may not read).
+	// ErrNotFound: no such record.
 	ErrNotFound = errors.New("catalog: not found")
-	// ErrExists: a record with that identity exists with different content (a request id is used once).
+	// ErrExists: the record, name or outcome is already taken: a record with that identity exists
+	// with different content (a request id is used once), the company and name are held by another
+	// definition, or an update would rewrite a confirmed terminal outcome.
 	ErrExists = errors.New("catalog: already exists")
-	// ErrInvalid: a malformed identity, company, name, mode or outcome.
+	// ErrInvalid: a malformed identity, company, name, mode or outcome; a custom source the compiler
+	// refused (the cause carries the compiler's code and position: errors.As it); or a pointer
+	// request id used where an execution id is needed (Resolve follows pointers).
 	ErrInvalid = errors.New("catalog: invalid input")
-	// ErrInvalidSource: the compiler refused the source (the cause carries its code and position).
-	ErrInvalidSource = errors.New("catalog: invalid custom source")
-	// ErrImmutable: an update would rewrite a confirmed terminal outcome.
-	ErrImmutable = errors.New("catalog: confirmed outcome is immutable")
 	// ErrCorrupt: a stored record does not decode or does not match its name.
 	ErrCorrupt = errors.New("catalog: corrupt record")
-	// ErrPointer: the request id was recorded as a pointer to another execution, not as an execution.
-	ErrPointer = errors.New("catalog: request id points to another execution")
+)
+
+// Finer refusals for the package's own tests; each matches one exported sentinel above.
+var (
+	// errInvalidSource: the compiler refused the source.
+	errInvalidSource = errmark.Mark(errors.New("catalog: invalid custom source"), ErrInvalid)
+	// errImmutable: an update would rewrite a confirmed terminal outcome.
+	errImmutable = errmark.Mark(errors.New("catalog: confirmed outcome is immutable"), ErrExists)
+	// errPointer: the request id was recorded as a pointer to another execution, not as an execution.
+	errPointer = errmark.Mark(errors.New("catalog: request id points to another execution"), ErrInvalid)
 )
 
 func invalidf(format string, args ...any) error {

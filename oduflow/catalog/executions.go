@@ -31,17 +31,17 @@ type ridRecord struct {
 	ExecutionID string `json:"execution_id"`
 }
 
-// PointerError says which execution a pointer request id points to.
-type PointerError struct {
+// pointerError says which execution a pointer request id points to.
+type pointerError struct {
 	RequestID, ExecutionID string
 }
 
-func (e *PointerError) Error() string {
+func (e *pointerError) Error() string {
 	return "catalog: request " + e.RequestID + " points to execution " + e.ExecutionID
 }
 
-// Unwrap makes errors.Is(err, ErrPointer) true.
-func (e *PointerError) Unwrap() error { return ErrPointer }
+// Unwrap makes errors.Is(err, errPointer) true.
+func (e *pointerError) Unwrap() error { return errPointer }
 
 // LockServer implements Store.
 func (s *FileStore) LockServer(ctx context.Context, minionID string) (func() error, error) {
@@ -120,10 +120,10 @@ func checkSnapshot(e Execution) error {
 	if e.Revision < 1 || len(e.Source) == 0 || len(e.Canonical) == 0 {
 		return invalidf("catalog: incomplete snapshot")
 	}
-	if len(e.Source) > MaxSnapshotBytes || len(e.Canonical) > MaxSnapshotBytes {
-		return invalidf("catalog: snapshot source or payload larger than %d bytes", errors.Safe(MaxSnapshotBytes))
+	if len(e.Source) > maxSnapshotBytes || len(e.Canonical) > maxSnapshotBytes {
+		return invalidf("catalog: snapshot source or payload larger than %d bytes", errors.Safe(maxSnapshotBytes))
 	}
-	if receipt.DigestBytes(e.Canonical) != e.Digest {
+	if receipt.Digest(e.Canonical) != e.Digest {
 		return invalidf("catalog: digest does not match the canonical payload")
 	}
 	return nil
@@ -171,19 +171,19 @@ func (s *FileStore) CreateExecution(ctx context.Context, e Execution) (Execution
 	return e.clone(), nil
 }
 
-// Execution implements Reader.
+// Execution implements Store.
 func (s *FileStore) Execution(ctx context.Context, requestID string) (Execution, error) {
 	r, err := s.readRID(ctx, requestID)
 	if err != nil {
 		return Execution{}, err
 	}
 	if r.Kind == kindPointer {
-		return Execution{}, &PointerError{RequestID: requestID, ExecutionID: r.ExecutionID}
+		return Execution{}, &pointerError{RequestID: requestID, ExecutionID: r.ExecutionID}
 	}
 	return s.readExecution(r.MinionID, requestID)
 }
 
-// Resolve implements Reader.
+// Resolve implements Store.
 func (s *FileStore) Resolve(ctx context.Context, requestID string) (Execution, bool, error) {
 	r, err := s.readRID(ctx, requestID)
 	if err != nil {
@@ -196,7 +196,7 @@ func (s *FileStore) Resolve(ctx context.Context, requestID string) (Execution, b
 	return e, r.Kind == kindPointer, nil
 }
 
-// Executions implements Reader.
+// Executions implements Store.
 func (s *FileStore) Executions(ctx context.Context, minionID string) ([]Execution, error) {
 	if err := ctxErr(ctx); err != nil {
 		return nil, err
@@ -259,7 +259,7 @@ func (s *FileStore) updateExecution(ctx context.Context, minionID, requestID str
 
 // AddPointer implements Store.
 func (s *FileStore) AddPointer(ctx context.Context, executionID, pointerRequestID, reason string) (Execution, error) {
-	if reason != ReasonReuseRunning && reason != ReasonReuseSucceeded {
+	if reason != reasonReuseRunning && reason != reasonReuseSucceeded {
 		return Execution{}, invalidf("catalog: invalid pointer reason")
 	}
 	if err := checkID("request id", pointerRequestID); err != nil {
@@ -273,7 +273,7 @@ func (s *FileStore) AddPointer(ctx context.Context, executionID, pointerRequestI
 		return Execution{}, err
 	}
 	if r.Kind != kindExecution {
-		return Execution{}, &PointerError{RequestID: executionID, ExecutionID: r.ExecutionID}
+		return Execution{}, &pointerError{RequestID: executionID, ExecutionID: r.ExecutionID}
 	}
 	if err := s.reserve(ctx, ridRecord{RequestID: pointerRequestID, Kind: kindPointer, MinionID: r.MinionID,
 		ExecutionID: executionID}); err != nil {
@@ -285,7 +285,7 @@ func (s *FileStore) AddPointer(ctx context.Context, executionID, pointerRequestI
 				return false, nil
 			}
 		}
-		if len(e.Pointers) >= MaxPointers {
+		if len(e.Pointers) >= maxPointers {
 			return false, invalidf("catalog: too many pointers on one execution")
 		}
 		e.Pointers = append(e.Pointers, Pointer{RequestID: pointerRequestID, Reason: reason, CreatedAt: s.stamp()})
@@ -306,7 +306,7 @@ func checkOutcome(o Outcome) error {
 	if o.Passed < 0 || o.Total < 0 || o.Passed > o.Total {
 		return invalidf("catalog: invalid counts")
 	}
-	if !o.Status.Terminal() && o.ConfirmedBy != ConfirmedNone {
+	if !o.Status.Terminal() && o.ConfirmedBy != confirmedNone {
 		return invalidf("catalog: a non-terminal outcome cannot be confirmed")
 	}
 	if len(o.ErrorCode) > 64 || (o.ErrorCode != "" && !validText(o.ErrorCode, 64)) {
@@ -337,14 +337,14 @@ func (s *FileStore) RecordOutcome(ctx context.Context, requestID string, o Outco
 		return Execution{}, err
 	}
 	if r.Kind != kindExecution {
-		return Execution{}, &PointerError{RequestID: requestID, ExecutionID: r.ExecutionID}
+		return Execution{}, &pointerError{RequestID: requestID, ExecutionID: r.ExecutionID}
 	}
 	return s.updateExecution(ctx, r.MinionID, requestID, func(e *Execution) (bool, error) {
 		if sameOutcome(e.Outcome, o) {
 			return false, nil
 		}
 		if e.Outcome.final() {
-			return false, errors.Wrapf(ErrImmutable, "catalog: execution %s is %s",
+			return false, errors.Wrapf(errImmutable, "catalog: execution %s is %s",
 				errors.Safe(requestID), errors.Safe(string(e.Outcome.Status)))
 		}
 		o.UpdatedAt = s.stamp()

@@ -19,27 +19,27 @@ import (
 
 // Limits on free-text fields.
 const (
-	MaxCompanyLen = 128
-	MaxNameLen    = 200
-	// MaxPointers bounds the pointers recorded on one execution (a reused execution refuses more).
-	MaxPointers = 10000
+	maxCompanyLen = 128
+	maxNameLen    = 200
+	// maxPointers bounds the pointers recorded on one execution (a reused execution refuses more).
+	maxPointers = 10000
 )
 
-// MaxRecordSize bounds a stored record (an execution holds up to 64 KiB of source and its payload).
-const MaxRecordSize = 8 << 20
+// maxRecordSize bounds a stored record (an execution holds up to 64 KiB of source and its payload).
+const maxRecordSize = 8 << 20
 
-// MaxSnapshotBytes bounds the source and the canonical payload of an execution snapshot, each. Both are
-// stored base64-encoded, so two of them plus MaxPointers pointers stay well under MaxRecordSize.
-const MaxSnapshotBytes = 1 << 20
+// maxSnapshotBytes bounds the source and the canonical payload of an execution snapshot, each. Both are
+// stored base64-encoded, so two of them plus maxPointers pointers stay well under maxRecordSize.
+const maxSnapshotBytes = 1 << 20
 
-// DefaultLockWait is how long an update waits for a record lock.
-const DefaultLockWait = 10 * time.Second
+// defaultLockWait is how long an update waits for a record lock.
+const defaultLockWait = 10 * time.Second
 
 // FileStore is the file-backed Store. It is safe for concurrent use by goroutines and processes sharing
 // the directory.
 type FileStore struct {
 	st       *safefile.Store
-	compile  CompileFunc
+	compile  func(source []byte) (Compiled, error)
 	now      func() time.Time
 	lockWait time.Duration
 }
@@ -48,7 +48,6 @@ var _ Store = (*FileStore)(nil)
 
 type options struct {
 	create   bool
-	owner    *int
 	now      func() time.Time
 	lockWait time.Duration
 }
@@ -59,31 +58,26 @@ type Option func(*options)
 // WithCreate creates the directory (mode 0700) when it is missing.
 func WithCreate() Option { return func(o *options) { o.create = true } }
 
-// WithOwner sets the uid the directory and files must belong to (default: the effective uid).
-func WithOwner(uid int) Option { return func(o *options) { o.owner = &uid } }
+// withClock replaces time.Now (tests).
+func withClock(now func() time.Time) Option { return func(o *options) { o.now = now } }
 
-// WithClock replaces time.Now (tests).
-func WithClock(now func() time.Time) Option { return func(o *options) { o.now = now } }
+// withLockWait sets how long an update waits for a record lock (default defaultLockWait).
+func withLockWait(d time.Duration) Option { return func(o *options) { o.lockWait = d } }
 
-// WithLockWait sets how long an update waits for a record lock (default DefaultLockWait).
-func WithLockWait(d time.Duration) Option { return func(o *options) { o.lockWait = d } }
-
-// Open opens (or with WithCreate creates) a catalog directory. compile validates and compiles sources;
-// production code passes an adapter of profiles.CompileCustom (oduflow.CompileCustomSource).
-func Open(dir string, compile CompileFunc, opts ...Option) (*FileStore, error) {
+// Open opens (or with WithCreate creates) a catalog directory. compile validates and compiles sources
+// (production code passes oduflow.CompileCustomSource, an adapter of profiles.CompileCustom); its error
+// must not echo the source.
+func Open(dir string, compile func(source []byte) (Compiled, error), opts ...Option) (*FileStore, error) {
 	if compile == nil {
 		return nil, invalidf("catalog: nil compile function")
 	}
-	o := options{now: time.Now, lockWait: DefaultLockWait}
+	o := options{now: time.Now, lockWait: defaultLockWait}
 	for _, opt := range opts {
 		opt(&o)
 	}
-	sopts := []safefile.StoreOption{safefile.WithMaxRecordSize(MaxRecordSize)}
+	sopts := []safefile.StoreOption{safefile.WithMaxRecordSize(maxRecordSize)}
 	if o.create {
 		sopts = append(sopts, safefile.WithCreate())
-	}
-	if o.owner != nil {
-		sopts = append(sopts, safefile.WithOwner(*o.owner))
 	}
 	st, err := safefile.OpenStore(dir, sopts...)
 	if err != nil {
@@ -94,9 +88,6 @@ func Open(dir string, compile CompileFunc, opts ...Option) (*FileStore, error) {
 
 // Dir returns the catalog directory.
 func (s *FileStore) Dir() string { return s.st.Dir() }
-
-// ObserverView returns a reader for observers limited to the given companies.
-func (s *FileStore) ObserverView(companies ...string) *Observer { return NewObserver(s, companies...) }
 
 func (s *FileStore) stamp() time.Time { return s.now().UTC() }
 
@@ -136,7 +127,7 @@ func (s *FileStore) readJSON(name string, v any) error {
 	return nil
 }
 
-// encode returns the JSON form of a record. A record larger than MaxRecordSize is refused (ErrInvalid):
+// encode returns the JSON form of a record. A record larger than maxRecordSize is refused (ErrInvalid):
 // written, it could never be read back.
 func encode(v any) ([]byte, error) {
 	var buf bytes.Buffer
@@ -145,8 +136,8 @@ func encode(v any) ([]byte, error) {
 	if err := enc.Encode(v); err != nil {
 		return nil, errors.Wrap(err, "catalog: encode")
 	}
-	if buf.Len() > MaxRecordSize {
-		return nil, invalidf("catalog: record of %d bytes exceeds %d", errors.Safe(buf.Len()), errors.Safe(MaxRecordSize))
+	if buf.Len() > maxRecordSize {
+		return nil, invalidf("catalog: record of %d bytes exceeds %d", errors.Safe(buf.Len()), errors.Safe(maxRecordSize))
 	}
 	return buf.Bytes(), nil
 }
@@ -187,7 +178,7 @@ func validText(s string, maxLen int) bool {
 }
 
 func checkCompany(c string) error {
-	if !validText(c, MaxCompanyLen) {
+	if !validText(c, maxCompanyLen) {
 		return invalidf("catalog: invalid company")
 	}
 	return nil

@@ -22,12 +22,12 @@ func TestOversizedSnapshotIsRefusedBeforeWriting(t *testing.T) {
 	}
 	req := receipt.NewRequestID()
 	for name, mut := range map[string]func(*Execution){
-		"source":    func(e *Execution) { e.Source = bytes.Repeat([]byte("x"), MaxSnapshotBytes+1) },
-		"canonical": func(e *Execution) { e.Canonical = bytes.Repeat([]byte("1"), MaxSnapshotBytes+1) },
+		"source":    func(e *Execution) { e.Source = bytes.Repeat([]byte("x"), maxSnapshotBytes+1) },
+		"canonical": func(e *Execution) { e.Canonical = bytes.Repeat([]byte("1"), maxSnapshotBytes+1) },
 	} {
 		e := snapshot(t, d, minionA, req, ModeApply)
 		mut(&e)
-		e.Digest = receipt.DigestBytes(e.Canonical)
+		e.Digest = receipt.Digest(e.Canonical)
 		if _, err := s.CreateExecution(ctx, e); !errors.Is(err, ErrInvalid) {
 			t.Fatalf("%s: oversized snapshot: %v", name, err)
 		}
@@ -37,9 +37,9 @@ func TestOversizedSnapshotIsRefusedBeforeWriting(t *testing.T) {
 	}
 	// The largest accepted snapshot reads back.
 	e := snapshot(t, d, minionA, req, ModeApply)
-	e.Source = bytes.Repeat([]byte("\x00"), MaxSnapshotBytes) // worst case for JSON: base64
-	e.Canonical = bytes.Repeat([]byte("\x00"), MaxSnapshotBytes)
-	e.Digest = receipt.DigestBytes(e.Canonical)
+	e.Source = bytes.Repeat([]byte("\x00"), maxSnapshotBytes) // worst case for JSON: base64
+	e.Canonical = bytes.Repeat([]byte("\x00"), maxSnapshotBytes)
+	e.Digest = receipt.Digest(e.Canonical)
 	if _, err := s.CreateExecution(ctx, e); err != nil {
 		t.Fatal(err)
 	}
@@ -52,7 +52,7 @@ func TestOversizedSnapshotIsRefusedBeforeWriting(t *testing.T) {
 // writeJSON refuses a record larger than Read accepts instead of writing something unreadable.
 func TestRecordLargerThanReadLimitIsNotWritten(t *testing.T) {
 	s := openTest(t)
-	big := map[string]string{"x": string(bytes.Repeat([]byte("y"), MaxRecordSize))}
+	big := map[string]string{"x": string(bytes.Repeat([]byte("y"), maxRecordSize))}
 	if err := s.writeJSON("big.json", big); !errors.Is(err, ErrInvalid) {
 		t.Fatalf("writeJSON: %v", err)
 	}

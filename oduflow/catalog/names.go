@@ -10,6 +10,7 @@ import (
 
 	"github.com/cockroachdb/errors"
 
+	"github.com/oduflow/oduflow-go/internal/errmark"
 	"github.com/oduflow/oduflow-go/receipt"
 )
 
@@ -38,19 +39,19 @@ func namName(company, name string) string {
 	return "nam." + hashHex(company) + "." + hashHex(name) + ".json"
 }
 
-// DuplicateName is a (company, name) held by more than one definition: a catalog written before the
+// duplicateName is a (company, name) held by more than one definition: a catalog written before the
 // catalog enforced one definition per name. IDs are ordered by creation; Indexed is the one the name
 // resolves to ("" until a GetOrCreateDefinition of that name chose one).
-type DuplicateName struct {
+type duplicateName struct {
 	Company string
 	Name    string
 	IDs     []string
 	Indexed string
 }
 
-// ErrNameTaken: CreateDefinition or Rename found the company and name held by another definition (the
+// errNameTaken: CreateDefinition or Rename found the company and name held by another definition (the
 // error matches ErrExists too).
-var ErrNameTaken = errors.New("catalog: a definition with that company and name exists")
+var errNameTaken = errmark.Mark(errors.New("catalog: a definition with that company and name exists"), ErrExists)
 
 func (s *FileStore) readNameIndex(company, name string) (nameIndex, bool, error) {
 	var ix nameIndex
@@ -85,7 +86,7 @@ func (s *FileStore) holder(ctx context.Context, ix nameIndex) (d Definition, ok,
 // directory: any number of concurrent calls for one (company, name) create exactly one definition. The
 // source of an existing definition is left as it is (SaveSource changes it). In a catalog that already
 // holds several definitions of that name (written before the name index existed), the name resolves to
-// the one that ran most recently, else the oldest, and keeps resolving to it; see Duplicates.
+// the one that ran most recently, else the oldest, and keeps resolving to it; see duplicates.
 func (s *FileStore) GetOrCreateDefinition(ctx context.Context, company, name string, source []byte) (Definition, bool, error) {
 	return s.getOrCreate(ctx, company, name, source, false)
 }
@@ -98,7 +99,7 @@ func (s *FileStore) getOrCreate(ctx context.Context, company, name string, sourc
 	if err := checkCompany(company); err != nil {
 		return Definition{}, false, err
 	}
-	if !validText(name, MaxNameLen) {
+	if !validText(name, maxNameLen) {
 		return Definition{}, false, invalidf("catalog: invalid definition name")
 	}
 	c, err := s.compileSource(source)
@@ -113,7 +114,7 @@ func (s *FileStore) getOrCreate(ctx context.Context, company, name string, sourc
 	defer release(l, &err)
 	taken := func(d Definition) (Definition, bool, error) {
 		if mustCreate {
-			return Definition{}, false, errors.Mark(errors.Wrapf(ErrNameTaken, "catalog: held by definition %s",
+			return Definition{}, false, errors.Mark(errors.Wrapf(errNameTaken, "catalog: held by definition %s",
 				errors.Safe(d.ID)), ErrExists)
 		}
 		return d, false, nil
@@ -236,10 +237,27 @@ func (s *FileStore) lastRun(ctx context.Context) (map[string]time.Time, error) {
 	return out, nil
 }
 
-// Duplicates lists every (company, name) held by more than one definition, with the id the name index
-// resolves it to. A catalog enforcing one definition per name has none; one written before may, and
-// stays fully usable: the caller decides what to do with the others (Rename them apart).
-func (s *FileStore) Duplicates(ctx context.Context) ([]DuplicateName, error) {
+// Duplicates returns the ids of the definitions holding a company's name (creation order) when more
+// than one does, and the id the name index resolves the name to ("" until a GetOrCreateDefinition of
+// that name chose one); ids is nil when the name has at most one definition. A catalog enforcing one
+// definition per name has no duplicates; one written before may, and stays fully usable: the caller
+// decides what to do with the others (Rename them apart).
+func (s *FileStore) Duplicates(ctx context.Context, company, name string) (ids []string, indexed string, err error) {
+	all, err := s.duplicates(ctx)
+	if err != nil {
+		return nil, "", err
+	}
+	for _, d := range all {
+		if d.Company == company && d.Name == name {
+			return d.IDs, d.Indexed, nil
+		}
+	}
+	return nil, "", nil
+}
+
+// duplicates lists every (company, name) held by more than one definition, ordered by company then
+// name, with the id the name index resolves it to.
+func (s *FileStore) duplicates(ctx context.Context) ([]duplicateName, error) {
 	defs, err := s.Definitions(ctx)
 	if err != nil {
 		return nil, err
@@ -254,12 +272,12 @@ func (s *FileStore) Duplicates(ctx context.Context) ([]DuplicateName, error) {
 		}
 		by[k] = append(by[k], d.ID)
 	}
-	var out []DuplicateName
+	var out []duplicateName
 	for _, k := range order {
 		if len(by[k]) < 2 {
 			continue
 		}
-		dn := DuplicateName{Company: k.company, Name: k.name, IDs: by[k]}
+		dn := duplicateName{Company: k.company, Name: k.name, IDs: by[k]}
 		if ix, found, err := s.readNameIndex(k.company, k.name); err == nil && found {
 			dn.Indexed = ix.DefinitionID
 		}

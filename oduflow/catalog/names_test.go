@@ -33,7 +33,7 @@ func TestMain(m *testing.M) {
 // runGetOrCreateChild waits for the barrier, then calls GetOrCreateDefinition from 8 goroutines and prints
 // one JSON line per call: {"id":..., "created":...}.
 func runGetOrCreateChild() int {
-	s, err := Open(os.Getenv(envDir), fakeCompile, WithLockWait(30*time.Second))
+	s, err := Open(os.Getenv(envDir), fakeCompile, withLockWait(30*time.Second))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -127,7 +127,7 @@ func TestGetOrCreateGoroutinesCreateOne(t *testing.T) {
 	if _, c, err := s.GetOrCreateDefinition(ctx, "beta", "motd", []byte("a: b\n")); err != nil || !c {
 		t.Fatalf("beta: created %v, %v", c, err)
 	}
-	if _, err := s.CreateDefinition(ctx, "acme", "motd", []byte("a: b\n")); !errors.Is(err, ErrExists) || !errors.Is(err, ErrNameTaken) {
+	if _, err := s.CreateDefinition(ctx, "acme", "motd", []byte("a: b\n")); !errors.Is(err, ErrExists) || !errors.Is(err, errNameTaken) {
 		t.Fatalf("CreateDefinition of a taken name: %v", err)
 	}
 }
@@ -205,7 +205,7 @@ func TestRenameKeepsOneDefinitionPerName(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Rename(ctx, b.ID, "a"); !errors.Is(err, ErrNameTaken) {
+	if _, err := s.Rename(ctx, b.ID, "a"); !errors.Is(err, errNameTaken) {
 		t.Fatalf("rename onto a taken name: %v", err)
 	}
 	if _, err := s.Rename(ctx, a.ID, "c"); err != nil {
@@ -260,7 +260,7 @@ func TestLegacyDuplicatesOpenAndResolveToTheOneThatRan(t *testing.T) {
 	if err != nil {
 		t.Fatalf("a catalog with duplicates must open: %v", err)
 	}
-	dups, err := s2.Duplicates(ctx)
+	dups, err := s2.duplicates(ctx)
 	if err != nil || len(dups) != 1 || len(dups[0].IDs) != 2 || dups[0].Name != "motd" || dups[0].Indexed != "" {
 		t.Fatalf("duplicates %+v %v", dups, err)
 	}
@@ -268,7 +268,10 @@ func TestLegacyDuplicatesOpenAndResolveToTheOneThatRan(t *testing.T) {
 	if err != nil || created || got.ID != ran.ID {
 		t.Fatalf("got %s created %v (%v); ran %s older %s", got.ID, created, err, ran.ID, older.ID)
 	}
-	if dups, _ := s2.Duplicates(ctx); len(dups) != 1 || dups[0].Indexed != ran.ID {
+	if ids, ix, err := s2.Duplicates(ctx, dups[0].Company, "motd"); err != nil || len(ids) != 2 || ix != ran.ID {
+		t.Fatalf("Duplicates: %v %q %v", ids, ix, err)
+	}
+	if dups, _ := s2.duplicates(ctx); len(dups) != 1 || dups[0].Indexed != ran.ID {
 		t.Fatalf("duplicates after indexing %+v", dups)
 	}
 }

@@ -2,9 +2,11 @@ package catalog
 
 import "context"
 
-// Reader is the read side of a catalog. It returns full records, source included: hand it only to
-// administrative code. Observers get an Observer built on it.
-type Reader interface {
+// Store is the catalog API used by the dispatcher's custom executions and by administrative code; a
+// catalog on another backend (etcd, SQL) implements it. It returns full records, source included: an
+// embedding service that shows records to less trusted users filters them itself (by company, without
+// source or payload).
+type Store interface {
 	// Definition returns one definition (ErrNotFound).
 	Definition(ctx context.Context, id string) (Definition, error)
 	// Definitions returns every definition, ordered by creation time then id.
@@ -14,19 +16,14 @@ type Reader interface {
 	// Assignments returns the assignments of one server, or of every server when minionID is "".
 	Assignments(ctx context.Context, minionID string) ([]Assignment, error)
 	// Execution returns the execution whose id is requestID. A request id recorded as a pointer gives an
-	// error matching ErrPointer (a *PointerError naming the execution); ErrNotFound when unknown.
+	// error matching ErrInvalid that names the execution it points to; ErrNotFound when unknown.
 	Execution(ctx context.Context, requestID string) (Execution, error)
 	// Resolve returns the execution for a request id: its own, or the one it points to (pointer true).
 	Resolve(ctx context.Context, requestID string) (exec Execution, pointer bool, err error)
 	// Executions returns every execution on one server in creation order (ties by request id).
 	Executions(ctx context.Context, minionID string) ([]Execution, error)
-}
-
-// Store is the administrative catalog API used by the dispatcher's custom executions.
-type Store interface {
-	Reader
 	// CreateDefinition stores a new definition at revision 1 with a new id. The source must compile. One
-	// definition per company and name: a name in use gives ErrExists (ErrNameTaken).
+	// definition per company and name: a name in use gives ErrExists.
 	CreateDefinition(ctx context.Context, company, name string, source []byte) (Definition, error)
 	// GetOrCreateDefinition returns the company's definition of that name, or creates it (created true);
 	// atomic across goroutines and processes.
@@ -52,6 +49,6 @@ type Store interface {
 	// same pair; a request id already used otherwise gives ErrExists.
 	AddPointer(ctx context.Context, executionID, pointerRequestID, reason string) (Execution, error)
 	// RecordOutcome stores the sanitized outcome of an execution. A terminal outcome confirmed by a
-	// minion receipt or a master record is final: a different one gives ErrImmutable.
+	// minion receipt or a master record is final: a different one gives ErrExists.
 	RecordOutcome(ctx context.Context, requestID string, o Outcome) (Execution, error)
 }

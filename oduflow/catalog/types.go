@@ -23,8 +23,8 @@ func (m Mode) Valid() bool { return m == ModeApply || m == ModeApplyAgain }
 type Confirmation string
 
 const (
-	// ConfirmedNone: no terminal evidence (queued, running, or unknown).
-	ConfirmedNone Confirmation = ""
+	// confirmedNone: no terminal evidence (queued, running, or unknown).
+	confirmedNone Confirmation = ""
 	// ConfirmedByMinionReceipt: the minion's protocol 1 receipt bound to the claim (a return, a status
 	// poll, or an operator's Reconcile that fetched the receipt).
 	ConfirmedByMinionReceipt Confirmation = "minion_receipt"
@@ -39,7 +39,7 @@ const (
 // Valid reports whether c is one of the known confirmations.
 func (c Confirmation) Valid() bool {
 	switch c {
-	case ConfirmedNone, ConfirmedByMinionReceipt, ConfirmedByMasterRecord, ConfirmedByOperatorAssertion:
+	case confirmedNone, ConfirmedByMinionReceipt, ConfirmedByMasterRecord, ConfirmedByOperatorAssertion:
 		return true
 	}
 	return false
@@ -68,14 +68,14 @@ type Assignment struct {
 // Pointer is a request id recorded as pointing to an existing execution instead of creating one.
 type Pointer struct {
 	RequestID string    `json:"request_id"`
-	Reason    string    `json:"reason"` // ReasonReuseRunning or ReasonReuseSucceeded
+	Reason    string    `json:"reason"` // "reuse_running" or "reuse_succeeded": why the request id was attached
 	CreatedAt time.Time `json:"created_at"`
 }
 
 // Pointer reasons.
 const (
-	ReasonReuseRunning   = "reuse_running"
-	ReasonReuseSucceeded = "reuse_succeeded"
+	reasonReuseRunning   = "reuse_running"
+	reasonReuseSucceeded = "reuse_succeeded"
 )
 
 // Outcome is the sanitized result of an execution: counts and codes, never raw Salt output.
@@ -105,16 +105,12 @@ type Execution struct {
 	Outcome      Outcome   `json:"outcome"`
 }
 
-// Compiled is what a CompileFunc returns for a source: the canonical JSON of its high data and the hex
+// Compiled is what the compile function given to Open returns for a source: the canonical JSON of its high data and the hex
 // SHA-256 digest of that canonical JSON.
 type Compiled struct {
 	Canonical []byte
 	Digest    string
 }
-
-// CompileFunc validates and compiles a custom source (profiles.CompileCustom in production). Its error
-// must not echo the source.
-type CompileFunc func(source []byte) (Compiled, error)
 
 func cloneBytes(b []byte) []byte {
 	if b == nil {

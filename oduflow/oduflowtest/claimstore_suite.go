@@ -122,7 +122,7 @@ func (s *suite) releaseGrace() time.Duration {
 func NewClaim() *oduflow.Claim {
 	return &oduflow.Claim{
 		Protocol:  oduflow.ClaimProtocol,
-		MinionID:  receipt.MinionIDPrefix + receipt.NewRequestID(),
+		MinionID:  "client-" + receipt.NewRequestID(),
 		RequestID: receipt.NewRequestID(),
 		Profile:   receipt.ProfileConfigure,
 		Role:      "roles.client_stack",

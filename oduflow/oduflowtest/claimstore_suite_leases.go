@@ -265,7 +265,7 @@ func (s *suite) testLeases(t *testing.T) {
 	t.Run("client lease busy", func(t *testing.T) {
 		loc := s.backend(t)
 		a, b := s.open(t, loc), s.open(t, loc)
-		minion := receipt.MinionIDPrefix + receipt.NewRequestID()
+		minion := "client-" + receipt.NewRequestID()
 		l, err := a.AcquireClientLease(testContext(t), minion, 0)
 		if err != nil {
 			t.Fatal(err)
@@ -286,7 +286,7 @@ func (s *suite) testLeases(t *testing.T) {
 			_ = got.Release()
 			t.Fatal("AcquireClientLease with a cancelled context succeeded")
 		}
-		ol, err := b.AcquireClientLease(testContext(t), receipt.MinionIDPrefix+receipt.NewRequestID(), 0)
+		ol, err := b.AcquireClientLease(testContext(t), "client-"+receipt.NewRequestID(), 0)
 		if err != nil {
 			t.Fatalf("another client's lease is independent: %v", err)
 		}
@@ -295,7 +295,7 @@ func (s *suite) testLeases(t *testing.T) {
 	t.Run("client lease handoff", func(t *testing.T) {
 		loc := s.backend(t)
 		a, b := s.open(t, loc), s.open(t, loc)
-		minion := receipt.MinionIDPrefix + receipt.NewRequestID()
+		minion := "client-" + receipt.NewRequestID()
 		l, err := a.AcquireClientLease(testContext(t), minion, 0)
 		if err != nil {
 			t.Fatal(err)
@@ -319,7 +319,7 @@ func (s *suite) testLeases(t *testing.T) {
 	t.Run("client lease mutual exclusion", func(t *testing.T) {
 		loc := s.backend(t)
 		handles := []Store{s.open(t, loc), s.open(t, loc)}
-		minion := receipt.MinionIDPrefix + receipt.NewRequestID()
+		minion := "client-" + receipt.NewRequestID()
 		var inside, maxInside, total atomic.Int64
 		var wg sync.WaitGroup
 		for _, h := range handles {

@@ -37,7 +37,7 @@ func (s *suite) testCreate(t *testing.T) {
 		c := NewClaim()
 		first := mustCreate(t, st, c)
 		other := clone(c)
-		other.MinionID = receipt.MinionIDPrefix + receipt.NewRequestID()
+		other.MinionID = "client-" + receipt.NewRequestID()
 		other.JID = randomJID()
 		wantErr(t, "second Create", st.Create(testContext(t), other), oduflow.ErrClaimExists)
 		unchanged(t, st, first)
@@ -164,7 +164,7 @@ func (s *suite) testCompareAndSwap(t *testing.T) {
 			field string
 			set   func(*oduflow.Claim)
 		}{
-			{"minion_id", func(c *oduflow.Claim) { c.MinionID = receipt.MinionIDPrefix + receipt.NewRequestID() }},
+			{"minion_id", func(c *oduflow.Claim) { c.MinionID = "client-" + receipt.NewRequestID() }},
 			{"profile", func(c *oduflow.Claim) { c.Profile = receipt.ProfileProduction }},
 			{"role", func(c *oduflow.Claim) { c.Role = "roles.client_production" }},
 			{"state_digest", func(c *oduflow.Claim) { c.StateDigest = "sha256:00" }},
@@ -240,14 +240,14 @@ func (s *suite) testListByClient(t *testing.T) {
 			sameClaim(t, "listed updated claim", got[c1.RequestID], updated)
 			sameClaim(t, "listed claim", got[c2.RequestID], stored2)
 		}
-		if got := listMap(t, b, receipt.MinionIDPrefix+receipt.NewRequestID()); len(got) != 0 {
+		if got := listMap(t, b, "client-"+receipt.NewRequestID()); len(got) != 0 {
 			t.Fatalf("unknown minion: %d claims", len(got))
 		}
 	})
 	t.Run("consistent under concurrent creates", func(t *testing.T) {
 		loc := s.backend(t)
 		a, b := s.open(t, loc), s.open(t, loc)
-		minion := receipt.MinionIDPrefix + receipt.NewRequestID()
+		minion := "client-" + receipt.NewRequestID()
 		const perHandle = 6
 		var mu sync.Mutex
 		started := map[string]bool{} // request ids whose Create has begun

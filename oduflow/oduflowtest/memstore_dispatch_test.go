@@ -26,7 +26,7 @@ func TestMemoryStoreBehindDispatcher(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = sim.Close() })
-	m := fakeminion.NewModel(receipt.MinionIDPrefix + receipt.NewRequestID())
+	m := fakeminion.NewModel("client-" + receipt.NewRequestID())
 	if err := fakeminion.Add(sim, m); err != nil {
 		t.Fatal(err)
 	}

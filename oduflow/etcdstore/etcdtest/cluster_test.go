@@ -192,7 +192,7 @@ func newClaim(minion string) *oduflow.Claim {
 		CreatedAt: time.Now().UTC().Truncate(time.Microsecond)}
 }
 
-func newMinion() string { return receipt.MinionIDPrefix + uuid.NewString() }
+func newMinion() string { return "client-" + uuid.NewString() }
 
 var jidMu sync.Mutex
 var jidLast int64

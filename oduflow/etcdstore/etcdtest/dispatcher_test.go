@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/oduflow/oduflow-go/internal/receiptproof"
 	"github.com/oduflow/oduflow-go/oduflow"
 	"github.com/oduflow/oduflow-go/receipt"
 	"github.com/oduflow/oduflow-go/salt"
@@ -50,7 +51,7 @@ func (m *fakeMaster) Publish(_ context.Context, req salt.PublishRequest) (*salt.
 	case oduflow.FunCapabilities:
 		jr := &salt.JobReturn{JID: req.JID, MinionID: minion, ID: minion, Fun: req.Fun, Success: true,
 			Return: map[string]any{"protocol": int64(oduflow.ProtocolVersion), "pillar_ready": true,
-				"proof": map[string]any{"alg": receipt.ProofAlg, "ready": true}}}
+				"proof": map[string]any{"alg": receiptproof.Alg, "ready": true}}}
 		for _, s := range m.subs {
 			func() {
 				defer func() { _ = recover() }() // a closed subscription

@@ -8,6 +8,7 @@ import (
 	"encoding/pem"
 	"sync"
 
+	"github.com/oduflow/oduflow-go/internal/receiptproof"
 	"github.com/oduflow/oduflow-go/receipt"
 	"github.com/oduflow/oduflow-go/salt/salttest"
 )
@@ -59,7 +60,7 @@ func (m *protoMinion) handle(_ context.Context, job salttest.Job) (any, int) {
 		return true, 0
 	case "oduflow_job.capabilities":
 		return map[string]any{"protocol": int64(1), "module": "oduflow_job", "pillar_ready": true,
-			"runtime_guard": true, "proof": map[string]any{"alg": receipt.ProofAlg, "ready": true, "backend": "go",
+			"runtime_guard": true, "proof": map[string]any{"alg": receiptproof.Alg, "ready": true, "backend": "go",
 				"error": ""}}, 0
 	case "oduflow_job.run":
 		return m.run(arg(0), job.JID, arg(1))
@@ -74,10 +75,10 @@ func (m *protoMinion) handle(_ context.Context, job salttest.Job) (any, int) {
 		if refusal != "" {
 			return refusal, 1
 		}
-		if receipt.ValidateNonce(arg(3)) != nil {
+		if receiptproof.ValidateNonce(arg(3)) != nil {
 			return "oduflow_job: invalid nonce", 1
 		}
-		proof, err := receipt.SignProof(m.key, arg(3), r)
+		proof, err := receiptproof.Sign(m.key, arg(3), r)
 		if err != nil {
 			return "oduflow_job: cannot sign", 1
 		}

@@ -63,7 +63,7 @@ func acceptedKey(t *testing.T, master *salttest.Master, id string) []byte {
 // Add accepts the model's own key (the one its proofs are signed with) and routes the minion's jobs to it.
 func TestAddAcceptsKeyAndRoutes(t *testing.T) {
 	master := startMaster(t)
-	m := fakeminion.NewModel(receipt.MinionIDPrefix + receipt.NewRequestID())
+	m := fakeminion.NewModel("client-" + receipt.NewRequestID())
 	if err := fakeminion.Add(master, m); err != nil {
 		t.Fatal(err)
 	}
@@ -94,7 +94,7 @@ func TestAddPythonAcceptsProvisionedKey(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = h.Close() })
 	master := startMaster(t)
-	id := receipt.MinionIDPrefix + receipt.NewRequestID()
+	id := "client-" + receipt.NewRequestID()
 	if err := fakeminion.AddPython(master, h, id); err != nil {
 		t.Fatal(err)
 	}

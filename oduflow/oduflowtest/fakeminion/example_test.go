@@ -51,7 +51,7 @@ func Example() {
 		return
 	}
 	defer func() { _ = master.Close() }()
-	minion := receipt.MinionIDPrefix + "5b2f8c1e-3c4d-4e5f-8a9b-0c1d2e3f4a5b"
+	minion := "client-" + "5b2f8c1e-3c4d-4e5f-8a9b-0c1d2e3f4a5b"
 	m := fakeminion.NewModel(minion,
 		fakeminion.WithResult(receipt.ProfileConfigure, fakeminion.Result{Status: receipt.StatusSucceeded, Passed: 3, Total: 3}))
 	if err := fakeminion.Add(master, m); err != nil {

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/oduflow/oduflow-go/internal/receiptproof"
 	"github.com/oduflow/oduflow-go/receipt"
 	"github.com/oduflow/oduflow-go/salt/salttest"
 )
@@ -69,7 +70,7 @@ type Model struct {
 	released bool
 }
 
-// NewModel builds a model minion with the given Salt minion id (e.g. receipt.MinionIDPrefix + a UUID).
+// NewModel builds a model minion with the given Salt minion id (e.g. "client-" + a UUID).
 func NewModel(id string, opts ...ModelOption) *Model {
 	m := &Model{id: id, protocol: 1, pillarReady: true, results: map[receipt.Profile]Result{},
 		terminal: map[string]receipt.Receipt{}, running: map[string]receipt.Receipt{},
@@ -144,7 +145,7 @@ func (m *Model) Handle(ctx context.Context, job salttest.Job) (any, int) {
 		caps := map[string]any{"protocol": int64(m.protocol), "module": "oduflow_job",
 			"pillar_ready": m.pillarReady, "runtime_guard": true}
 		if !m.noProof {
-			caps["proof"] = map[string]any{"alg": receipt.ProofAlg, "ready": true, "backend": "go", "error": ""}
+			caps["proof"] = map[string]any{"alg": receiptproof.Alg, "ready": true, "backend": "go", "error": ""}
 		}
 		return caps, 0
 	case "oduflow_job.run":
@@ -259,7 +260,7 @@ func (m *Model) run(ctx context.Context, job salttest.Job) (any, int) {
 // attest answers status, signed with the minion's key over the nonce (args[3]), like the module.
 func (m *Model) attest(job salttest.Job) (any, int) {
 	nonce := strArg(job.Args, 3)
-	if receipt.ValidateNonce(nonce) != nil {
+	if receiptproof.ValidateNonce(nonce) != nil {
 		return "oduflow_job: invalid nonce (32 to 64 lowercase hex digits)", 1
 	}
 	ans, code := m.status(job)
@@ -271,7 +272,7 @@ func (m *Model) attest(job salttest.Job) (any, int) {
 	if err != nil {
 		return "oduflow_job: " + err.Error(), 1
 	}
-	proof, err := receipt.SignProof(m.key, nonce, r)
+	proof, err := receiptproof.Sign(m.key, nonce, r)
 	if err != nil {
 		return "oduflow_job: cannot sign", 1
 	}
@@ -332,11 +333,11 @@ func stateDigest(p receipt.Profile, data string) (string, string) {
 	if !isDigest(digest) {
 		return "", "oduflow_job: invalid state digest"
 	}
-	actual, err := receipt.Digest(high)
+	highJSON, err := receipt.CanonicalJSON(high)
 	if err != nil {
 		return "", "oduflow_job: high data has no canonical JSON form"
 	}
-	if actual != digest {
+	if actual := receipt.Digest(highJSON); actual != digest {
 		return "", "oduflow_job: state digest mismatch"
 	}
 	return digest, ""

@@ -77,10 +77,11 @@ func TestCustomRunBindsDigest(t *testing.T) {
 	id := "client-" + uuid.NewString()
 	m := NewModel(id)
 	high := map[string]any{"motd": map[string]any{"file": []any{map[string]any{"name": "/etc/motd"}, "managed"}}}
-	digest, err := receipt.Digest(high)
+	highJSON, err := receipt.CanonicalJSON(high)
 	if err != nil {
 		t.Fatal(err)
 	}
+	digest := receipt.Digest(highJSON)
 	canon, _ := receipt.CanonicalJSON(high)
 	data := `{"digest":"` + digest + `","high":` + string(canon) + `}`
 	run := func(req, jid, data string) (any, int) {

@@ -84,9 +84,10 @@ func StartPython(ctx context.Context, dir string, opts ...PythonOption) (*Python
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, errors.Wrap(err, "fakeminion: create directory")
 	}
+	minion := receipt.MinionModule()
 	files := map[string][]byte{
-		receipt.MinionModuleName: receipt.MinionModule(),
-		"host.py":                receipt.MinionTestHost(),
+		minion.Name: minion.Source,
+		"host.py":   minion.TestHost,
 	}
 	hostCfg, err := json.Marshal(cfg.host.wire())
 	if err != nil {

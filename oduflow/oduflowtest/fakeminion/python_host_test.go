@@ -92,7 +92,7 @@ func TestRunStatusRoundTrip(t *testing.T) {
 	if code != 0 || !ok || m["protocol"] != int64(1) || m["runtime_guard"] != true || m["pillar_ready"] != true {
 		t.Fatalf("capabilities: %d %#v", code, caps)
 	}
-	if m["module_sha256"] != receipt.MinionModuleSHA256() {
+	if m["module_sha256"] != receipt.MinionModule().SHA256 {
 		t.Fatalf("module_sha256 %v", m["module_sha256"])
 	}
 
@@ -168,10 +168,11 @@ func TestRefusals(t *testing.T) {
 func TestCustomPayload(t *testing.T) {
 	h := startHost(t)
 	high := map[string]any{"custom_ok": map[string]any{"test": []any{"succeed_without_changes", map[string]any{"name": "ok"}}}}
-	digest, err := receipt.Digest(high)
+	highJSON, err := receipt.CanonicalJSON(high)
 	if err != nil {
 		t.Fatal(err)
 	}
+	digest := receipt.Digest(highJSON)
 	payload, _ := json.Marshal(map[string]any{"digest": digest, "high": high})
 	req, jid := receipt.NewRequestID(), newJID()
 	ret, _ := call(t, h, minionA, "oduflow_job.run", []any{req, "custom", string(payload)}, jid)

@@ -60,16 +60,12 @@ func (e *env) definitionFor(ctx context.Context, cat *catalog.FileStore, path, m
 // warnDuplicates says (stderr, one line) when the catalog holds several definitions of this path,
 // written before the catalog enforced one per name, and which one is used.
 func (e *env) warnDuplicates(ctx context.Context, cat *catalog.FileStore, name, used string) {
-	dups, err := cat.Duplicates(ctx)
-	if err != nil {
+	ids, _, err := cat.Duplicates(ctx, cliCompany, name)
+	if err != nil || len(ids) < 2 {
 		return
 	}
-	for _, d := range dups {
-		if d.Company == cliCompany && d.Name == name {
-			fmt.Fprintf(e.stderr, "oduflowctl custom start: warning: the catalog holds %d definitions of %s (%s); using %s\n",
-				len(d.IDs), name, strings.Join(d.IDs, ", "), used)
-		}
-	}
+	fmt.Fprintf(e.stderr, "oduflowctl custom start: warning: the catalog holds %d definitions of %s (%s); using %s\n",
+		len(ids), name, strings.Join(ids, ", "), used)
 }
 
 func (p *printer) custom(r oduflow.CustomResponse) error {

@@ -23,7 +23,7 @@ func cmdModule(e *env, args []string) error {
 	if _, err := parseArgs(fs, args, 0, 0, "no arguments (use --install DIR)"); err != nil {
 		return err
 	}
-	src := receipt.MinionModule()
+	src := receipt.MinionModule().Source
 	if *install == "" {
 		_, err := e.stdout.Write(src)
 		return err

@@ -68,9 +68,9 @@ func exitFor(err error) int {
 	case is(err, salt.ErrAuthentication), is(err, salt.ErrAuthorization):
 		return ExitRefused
 	case is(err, oduflow.ErrInvalidInput), is(err, oduflow.ErrProfileMismatch), is(err, oduflow.ErrMinionMismatch),
-		is(err, oduflow.ErrDefinitionMismatch), is(err, receipt.ErrInvalidMinionID),
-		is(err, receipt.ErrInvalidRequestID), is(err, receipt.ErrUnknownProfile),
-		is(err, catalog.ErrInvalid), is(err, catalog.ErrInvalidSource):
+		is(err, oduflow.ErrDefinitionMismatch), is(err, receipt.ErrInvalidID),
+		is(err, receipt.ErrUnknownProfile),
+		is(err, catalog.ErrInvalid):
 		return ExitUsage
 	case is(err, etcdstore.ErrOutcomeUnknown):
 		return ExitUnknown // a write to etcd that may have committed: never "nothing written"

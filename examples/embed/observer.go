@@ -1,4 +1,4 @@
-package catalog
+package main
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 
 	"github.com/cockroachdb/errors"
 
+	"github.com/oduflow/oduflow-go/oduflow/catalog"
 	"github.com/oduflow/oduflow-go/receipt"
 )
 
@@ -32,24 +33,24 @@ type AssignmentView struct {
 // ExecutionView is an execution as an observer sees it: identities, revision, digest, mode, pointers and
 // the sanitized outcome. No source and no payload.
 type ExecutionView struct {
-	RequestID    string         `json:"request_id"`
-	Company      string         `json:"company"`
-	DefinitionID string         `json:"definition_id"`
-	Revision     int            `json:"revision"`
-	Digest       string         `json:"digest"`
-	MinionID     string         `json:"minion_id"`
-	Mode         Mode           `json:"mode"`
-	CreatedAt    time.Time      `json:"created_at"`
-	PointedBy    []string       `json:"pointed_by,omitempty"`
-	Status       receipt.Status `json:"status"`
-	Passed       int            `json:"passed"`
-	Total        int            `json:"total"`
-	ErrorCode    string         `json:"error_code,omitempty"`
-	ConfirmedBy  Confirmation   `json:"confirmed_by,omitempty"`
+	RequestID    string               `json:"request_id"`
+	Company      string               `json:"company"`
+	DefinitionID string               `json:"definition_id"`
+	Revision     int                  `json:"revision"`
+	Digest       string               `json:"digest"`
+	MinionID     string               `json:"minion_id"`
+	Mode         catalog.Mode         `json:"mode"`
+	CreatedAt    time.Time            `json:"created_at"`
+	PointedBy    []string             `json:"pointed_by,omitempty"`
+	Status       receipt.Status       `json:"status"`
+	Passed       int                  `json:"passed"`
+	Total        int                  `json:"total"`
+	ErrorCode    string               `json:"error_code,omitempty"`
+	ConfirmedBy  catalog.Confirmation `json:"confirmed_by,omitempty"`
 }
 
 // ViewOf returns the sanitized view of an execution.
-func ViewOf(e Execution) ExecutionView {
+func ViewOf(e catalog.Execution) ExecutionView {
 	v := ExecutionView{RequestID: e.RequestID, Company: e.Company, DefinitionID: e.DefinitionID,
 		Revision: e.Revision, Digest: e.Digest, MinionID: e.MinionID, Mode: e.Mode, CreatedAt: e.CreatedAt,
 		Status: e.Outcome.Status, Passed: e.Outcome.Passed, Total: e.Outcome.Total,
@@ -61,14 +62,14 @@ func ViewOf(e Execution) ExecutionView {
 }
 
 // Observer reads a catalog on behalf of a user limited to a set of companies. It never returns source or
-// payload; records of other companies read as ErrNotFound or are left out of lists.
+// payload; records of other companies read as catalog.ErrNotFound or are left out of lists.
 type Observer struct {
-	r       Reader
+	r       catalog.Store
 	allowed map[string]struct{}
 }
 
 // NewObserver returns an Observer of r limited to companies (none: it sees nothing).
-func NewObserver(r Reader, companies ...string) *Observer {
+func NewObserver(r catalog.Store, companies ...string) *Observer {
 	o := &Observer{r: r, allowed: make(map[string]struct{}, len(companies))}
 	for _, c := range companies {
 		o.allowed[c] = struct{}{}
@@ -81,7 +82,7 @@ func (o *Observer) may(company string) bool {
 	return ok
 }
 
-func hidden() error { return errors.Wrap(ErrNotFound, "catalog: not visible") }
+func hidden() error { return errors.Wrap(catalog.ErrNotFound, "catalog: not visible") }
 
 // Definitions lists the definitions of the allowed companies.
 func (o *Observer) Definitions(ctx context.Context) ([]DefinitionView, error) {
@@ -114,7 +115,7 @@ func (o *Observer) Assignments(ctx context.Context, minionID string) ([]Assignme
 			CreatedAt: a.CreatedAt}
 		if d, err := o.r.Definition(ctx, a.DefinitionID); err == nil && o.may(d.Company) {
 			v.DefinitionName = d.Name
-		} else if err != nil && !errors.Is(err, ErrNotFound) {
+		} else if err != nil && !errors.Is(err, catalog.ErrNotFound) {
 			return nil, err
 		}
 		out = append(out, v)

@@ -1,4 +1,4 @@
-package receipt_test
+package receiptproof_test
 
 import (
 	"crypto/rand"
@@ -15,6 +15,7 @@ import (
 
 	"github.com/cockroachdb/errors"
 
+	"github.com/oduflow/oduflow-go/internal/receiptproof"
 	"github.com/oduflow/oduflow-go/receipt"
 )
 
@@ -70,38 +71,38 @@ func roundTrip(t testing.TB, v map[string]any) any {
 
 func wantReason(t *testing.T, err error, reason string) {
 	t.Helper()
-	var pe *receipt.ProofError
-	if !errors.Is(err, receipt.ErrProofInvalid) || !errors.As(err, &pe) || pe.Reason != reason {
+	var pe *receiptproof.Error
+	if !errors.Is(err, receiptproof.ErrInvalid) || !errors.As(err, &pe) || pe.Reason != reason {
 		t.Fatalf("want proof error %q, got %v", reason, err)
 	}
 }
 
 func TestVerifyProofGoSigned(t *testing.T) {
 	k, other := testKeys(t)
-	nonce := receipt.NewNonce()
-	if err := receipt.ValidateNonce(nonce); err != nil || len(nonce) != 64 {
+	nonce := receiptproof.NewNonce()
+	if err := receiptproof.ValidateNonce(nonce); err != nil || len(nonce) != 64 {
 		t.Fatalf("nonce %q: %v", nonce, err)
 	}
 	r := proofReceipt()
-	signed, err := receipt.SignProof(k, nonce, r)
+	signed, err := receiptproof.Sign(k, nonce, r)
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := receipt.ProofFromValue(roundTrip(t, signed))
+	p, err := receiptproof.FromValue(roundTrip(t, signed))
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := receipt.VerifyProof(&k.PublicKey, nonce, p)
+	got, err := receiptproof.Verify(&k.PublicKey, nonce, p)
 	if err != nil || got != r {
 		t.Fatalf("verify: %+v %v", got, err)
 	}
 
 	// replay: the same proof under another nonce (another request's, or an earlier poll's)
-	_, err = receipt.VerifyProof(&k.PublicKey, receipt.NewNonce(), p)
-	wantReason(t, err, receipt.ProofReasonSignature)
+	_, err = receiptproof.Verify(&k.PublicKey, receiptproof.NewNonce(), p)
+	wantReason(t, err, receiptproof.ReasonSignature)
 	// wrong key: another minion signed it
-	_, err = receipt.VerifyProof(&other.PublicKey, nonce, p)
-	wantReason(t, err, receipt.ProofReasonSignature)
+	_, err = receiptproof.Verify(&other.PublicKey, nonce, p)
+	wantReason(t, err, receiptproof.ReasonSignature)
 	// a changed receipt field
 	for _, mut := range []func(*receipt.Receipt){
 		func(r *receipt.Receipt) { r.Status, r.Passed = receipt.StatusFailed, 59 },
@@ -111,26 +112,26 @@ func TestVerifyProofGoSigned(t *testing.T) {
 	} {
 		q := p
 		mut(&q.Receipt)
-		_, err = receipt.VerifyProof(&k.PublicKey, nonce, q)
-		wantReason(t, err, receipt.ProofReasonSignature)
+		_, err = receiptproof.Verify(&k.PublicKey, nonce, q)
+		wantReason(t, err, receiptproof.ReasonSignature)
 	}
 	// alg mismatch (and the SHA-1 Salt uses for its own signatures is not an option)
 	q := p
 	q.Alg = "rsa-pkcs1v15-sha1"
-	_, err = receipt.VerifyProof(&k.PublicKey, nonce, q)
-	wantReason(t, err, receipt.ProofReasonAlg)
+	_, err = receiptproof.Verify(&k.PublicKey, nonce, q)
+	wantReason(t, err, receiptproof.ReasonAlg)
 	// a short key
 	small, err := rsa.GenerateKey(rand.Reader, 1024)
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = receipt.VerifyProof(&small.PublicKey, nonce, p)
-	wantReason(t, err, receipt.ProofReasonKey)
-	_, err = receipt.VerifyProof(nil, nonce, p)
-	wantReason(t, err, receipt.ProofReasonKey)
+	_, err = receiptproof.Verify(&small.PublicKey, nonce, p)
+	wantReason(t, err, receiptproof.ReasonKey)
+	_, err = receiptproof.Verify(nil, nonce, p)
+	wantReason(t, err, receiptproof.ReasonKey)
 	// bad nonces
 	for _, n := range []string{"", strings.Repeat("a", 31), strings.Repeat("a", 65), strings.Repeat("A", 32), strings.Repeat("g", 32)} {
-		if _, err := receipt.VerifyProof(&k.PublicKey, n, p); !errors.Is(err, receipt.ErrInvalidNonce) {
+		if _, err := receiptproof.Verify(&k.PublicKey, n, p); !errors.Is(err, receiptproof.ErrInvalidNonce) {
 			t.Fatalf("nonce %q: %v", n, err)
 		}
 	}
@@ -138,8 +139,8 @@ func TestVerifyProofGoSigned(t *testing.T) {
 
 func TestProofFromValueMalformed(t *testing.T) {
 	k, _ := testKeys(t)
-	nonce := receipt.NewNonce()
-	signed, err := receipt.SignProof(k, nonce, proofReceipt())
+	nonce := receiptproof.NewNonce()
+	signed, err := receiptproof.Sign(k, nonce, proofReceipt())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -157,16 +158,16 @@ func TestProofFromValueMalformed(t *testing.T) {
 	for name, mut := range cases {
 		m := roundTrip(t, signed).(map[string]any)
 		mut(m)
-		_, err := receipt.ProofFromValue(m)
-		var pe *receipt.ProofError
-		if !errors.Is(err, receipt.ErrProofInvalid) || !errors.As(err, &pe) || pe.Reason != receipt.ProofReasonMalformed {
+		_, err := receiptproof.FromValue(m)
+		var pe *receiptproof.Error
+		if !errors.Is(err, receiptproof.ErrInvalid) || !errors.As(err, &pe) || pe.Reason != receiptproof.ReasonMalformed {
 			t.Errorf("%s: %v", name, err)
 		}
 	}
-	if _, err := receipt.ProofFromValue(good); err != nil {
+	if _, err := receiptproof.FromValue(good); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := receipt.ProofFromValue("not a map"); !errors.Is(err, receipt.ErrProofInvalid) {
+	if _, err := receiptproof.FromValue("not a map"); !errors.Is(err, receiptproof.ErrInvalid) {
 		t.Fatal(err)
 	}
 }
@@ -200,8 +201,8 @@ func TestVerifyProofPythonSigned(t *testing.T) {
 	answer, _ := json.Marshal(r.Map())
 	for _, backend := range []string{"cryptodome", "m2crypto", "cryptography"} {
 		t.Run(backend, func(t *testing.T) {
-			nonce := receipt.NewNonce()
-			cmd := exec.CommandContext(t.Context(), py, "-c", pythonSign, "minion", backend, pki, nonce, string(answer))
+			nonce := receiptproof.NewNonce()
+			cmd := exec.CommandContext(t.Context(), py, "-c", pythonSign, filepath.Join("..", "..", "receipt", "minion"), backend, pki, nonce, string(answer))
 			cmd.Env = append(os.Environ(), "PYTHONWARNINGS=ignore")
 			out, err := cmd.Output()
 			if err != nil {
@@ -217,20 +218,20 @@ func TestVerifyProofPythonSigned(t *testing.T) {
 				}
 				t.Skipf("crypto backend %s is not installed for %s", backend, py)
 			}
-			p, err := receipt.ProofFromValue(roundTrip(t, v))
+			p, err := receiptproof.FromValue(roundTrip(t, v))
 			if err != nil {
 				t.Fatal(err)
 			}
-			got, err := receipt.VerifyProof(&k.PublicKey, nonce, p)
+			got, err := receiptproof.Verify(&k.PublicKey, nonce, p)
 			if err != nil || got != r {
 				t.Fatalf("Go refused the Python proof: %+v %v", got, err)
 			}
-			_, err = receipt.VerifyProof(&k.PublicKey, receipt.NewNonce(), p)
-			wantReason(t, err, receipt.ProofReasonSignature)
-			_, err = receipt.VerifyProof(&other.PublicKey, nonce, p)
-			wantReason(t, err, receipt.ProofReasonSignature)
+			_, err = receiptproof.Verify(&k.PublicKey, receiptproof.NewNonce(), p)
+			wantReason(t, err, receiptproof.ReasonSignature)
+			_, err = receiptproof.Verify(&other.PublicKey, nonce, p)
+			wantReason(t, err, receiptproof.ReasonSignature)
 			// Go's own signature of the same message is byte-identical (PKCS#1 v1.5 is deterministic)
-			mine, err := receipt.SignProof(k, nonce, r)
+			mine, err := receiptproof.Sign(k, nonce, r)
 			if err != nil || mine["sig"] != v["sig"] {
 				t.Fatalf("Go and Python signatures differ: %v", err)
 			}
@@ -238,7 +239,7 @@ func TestVerifyProofPythonSigned(t *testing.T) {
 	}
 }
 
-// fuzzKey is a fixed test key (receipt/testdata/proof-test-key.pem, test use only), so seeds can
+// fuzzKey is a fixed test key (testdata/proof-test-key.pem, test use only), so seeds can
 // hold a valid signature.
 func fuzzKey(t testing.TB) *rsa.PrivateKey {
 	b, err := os.ReadFile(filepath.Join("testdata", "proof-test-key.pem"))
@@ -256,8 +257,8 @@ func fuzzKey(t testing.TB) *rsa.PrivateKey {
 	return k
 }
 
-var proofReasons = map[string]bool{receipt.ProofReasonMalformed: true, receipt.ProofReasonAlg: true,
-	receipt.ProofReasonKey: true, receipt.ProofReasonSignature: true}
+var proofReasons = map[string]bool{receiptproof.ReasonMalformed: true, receiptproof.ReasonAlg: true,
+	receiptproof.ReasonKey: true, receiptproof.ReasonSignature: true}
 
 // FuzzVerifyProof: whatever the bytes, VerifyProof accepts only the exact message the key signed,
 // and every refusal is a typed error.
@@ -265,7 +266,7 @@ func FuzzVerifyProof(f *testing.F) {
 	k := fuzzKey(f)
 	nonce := strings.Repeat("0123456789abcdef", 4)
 	r := proofReceipt()
-	signed, err := receipt.SignProof(k, nonce, r)
+	signed, err := receiptproof.Sign(k, nonce, r)
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -287,24 +288,24 @@ func FuzzVerifyProof(f *testing.F) {
 				}
 			}
 		}
-		p, err := receipt.ProofFromValue(v)
+		p, err := receiptproof.FromValue(v)
 		if err != nil {
-			var pe *receipt.ProofError
+			var pe *receiptproof.Error
 			if !errors.As(err, &pe) || !proofReasons[pe.Reason] {
 				t.Fatalf("untyped error %v", err)
 			}
 			return
 		}
-		got, err := receipt.VerifyProof(&k.PublicKey, nonce, p)
+		got, err := receiptproof.Verify(&k.PublicKey, nonce, p)
 		if err != nil {
-			var pe *receipt.ProofError
-			if !errors.Is(err, receipt.ErrInvalidNonce) && (!errors.As(err, &pe) || !proofReasons[pe.Reason]) {
+			var pe *receiptproof.Error
+			if !errors.Is(err, receiptproof.ErrInvalidNonce) && (!errors.As(err, &pe) || !proofReasons[pe.Reason]) {
 				t.Fatalf("untyped error %v", err)
 			}
 			return
 		}
 		// accepted: it must be exactly what the key signs for this nonce and receipt
-		want, err := receipt.SignProof(k, nonce, got)
+		want, err := receiptproof.Sign(k, nonce, got)
 		if err != nil || want["sig"] != v.(map[string]any)["sig"] || got != p.Receipt {
 			t.Fatalf("accepted a proof the key did not make: %+v", got)
 		}
