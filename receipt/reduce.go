@@ -13,8 +13,9 @@ type Summary struct {
 }
 
 // Reduce turns a Salt state return (the "return" of state.apply/state.sls/
-// state.high, decoded from JSON or msgpack) into a Summary, by the one table of
-// DESIGN.md section 4, in this order:
+// state.high, decoded from JSON or msgpack) into a Summary, by the one reduction
+// table shared with the minion module (receipt/testdata/reduce-cases.json holds its
+// examples), in this order:
 //
 //  1. not a mapping (a list of render/compile errors, a string, nil, a
 //     number), or an empty mapping -> unknown 0/0;

@@ -19,7 +19,7 @@ import (
 // A Go model of the minion worker (oduflow_job.run) built only from this
 // package's state machine on the safe file store, run in real child processes that are
 // killed at each crash point. The Python module has the same tests with real
-// forks; here they prove that the Go primitives give the seed's guarantees.
+// forks; here they prove that the Go primitives give the minion state machine's guarantees.
 
 const workerDigestless = ""
 

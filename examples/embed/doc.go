@@ -8,7 +8,7 @@
 //     its claim directory, and the custom-state catalog (oduflow/catalog);
 //   - log/slog for structured logs (the library never logs secrets or raw Salt returns).
 //
-// Roles (seed 002). Administrators may edit, validate and apply custom states and start
+// Roles. Administrators may edit, validate and apply custom states and start
 // requests. Observers may read assignments and execution status (sanitized counts and error
 // codes) within their allowed companies, but never source, never edit, never execute. A record
 // of a company an observer may not read answers 404, so its existence does not leak.

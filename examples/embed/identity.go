@@ -9,7 +9,7 @@ import (
 // Role is what a caller may do.
 type Role string
 
-// The two roles of seed 002.
+// The two roles of the custom-states feature (administrator and observer).
 const (
 	RoleAdmin    Role = "admin"
 	RoleObserver Role = "observer"

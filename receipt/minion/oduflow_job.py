@@ -452,7 +452,7 @@ def _encode_receipt(receipt):
 
 
 # ---------------------------------------------------------------------------------------
-# Reduction (DESIGN.md section 4; same table as Go receipt.Reduce)
+# Reduction (the same table as Go receipt.Reduce)
 # ---------------------------------------------------------------------------------------
 
 

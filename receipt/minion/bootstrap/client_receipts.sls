@@ -8,7 +8,7 @@ oduflow_job_module:
   file.managed:
     - name: {{ salt['config.get']('extension_modules') }}/modules/oduflow_job.py
     - source: salt://_modules/oduflow_job.py
-    - source_hash: sha256=ea616b45d955801fbbf23fdbf1ac6b6784719bc9cb99b2bf18a5b0244e10c6ff
+    - source_hash: sha256=8ef7debff062b13e310d1c23baea06ddddf5870253b329eafd59642bb7f601ec
     - user: root
     - group: root
     - mode: '0644'

@@ -65,7 +65,7 @@ add("trimmed_in_nested_list", {"a": entry(False, comment=["ok", "VALUE_TRIMMED"]
 add("trimmed_as_key_is_not_trimming", {"VALUE_TRIMMED": entry(True)}, "succeeded", 1, 1)
 add("trimmed_lowercase_is_just_text", {"a": entry(True, comment="value_trimmed")}, "succeeded", 1, 1)
 
-# independent reference reduction (written from DESIGN.md section 4, not from the Go code)
+# independent reference reduction (written from the reduction table of receipt.Reduce's doc comment, not from the Go code)
 def trimmed(v):
     if v == "VALUE_TRIMMED" and isinstance(v, str): return True
     if isinstance(v, dict): return any(trimmed(x) for x in v.values())

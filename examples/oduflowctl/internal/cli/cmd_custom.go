@@ -27,7 +27,7 @@ func cmdCustom(e *env, args []string) error {
 		return cmdCustomStatus(e, args[1:])
 	case "-h", "-help", "--help", "help":
 		fmt.Fprintf(e.stderr, "Usage: oduflowctl %s\n\n"+
-			"Custom Salt states (seed 002): plain YAML, validated and compiled to Salt high data without executing\n"+
+			"Custom Salt states: plain YAML, validated and compiled to Salt high data without executing\n"+
 			"anything; the digest is the SHA-256 of its canonical JSON. Each subcommand has --help.\n", usage)
 		return flag.ErrHelp
 	}

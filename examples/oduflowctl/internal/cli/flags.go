@@ -8,7 +8,7 @@ import (
 	"strings"
 )
 
-// DefaultStateDir is the claim store of DESIGN.md section 5.
+// DefaultStateDir is the default claim store directory (see the oduflow package doc).
 const DefaultStateDir = "/var/cache/salt/oduflow-apply"
 
 // DefaultPKIDir is the Salt master's PKI directory.
