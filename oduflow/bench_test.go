@@ -89,7 +89,7 @@ func BenchmarkDispatcher(b *testing.B) {
 			defer wg.Done()
 			defer func() { <-sem }()
 			s := time.Now()
-			if _, err := d.Start(ctx, receipt.ProfileConfigure, minions[i].ID(), reqs[i]); err != nil {
+			if _, err := d.Start(ctx, minions[i].ID(), reqs[i], receipt.ProfileConfigure); err != nil {
 				b.Error(err)
 			}
 			startLat.add(time.Since(s))
@@ -102,7 +102,7 @@ func BenchmarkDispatcher(b *testing.B) {
 		if time.Now().After(deadline) {
 			codes := map[string]int{}
 			for _, r := range reqs {
-				c, _ := d.Store().Get(ctx, r)
+				c, _ := d.store.Get(ctx, r)
 				codes[string(c.Phase)+"/"+c.ErrorCode]++
 			}
 			b.Fatalf("only %d of %d in flight: %v", e.runs(), n, codes)
@@ -123,7 +123,7 @@ func BenchmarkDispatcher(b *testing.B) {
 		b.ReportAllocs()
 		i := 0
 		for b.Loop() {
-			r, err := d.Status(ctx, receipt.ProfileConfigure, minions[i%n].ID(), reqs[i%n])
+			r, err := d.Status(ctx, minions[i%n].ID(), reqs[i%n], receipt.ProfileConfigure)
 			if err != nil || r.Status != receipt.StatusRunning {
 				b.Fatalf("%+v %v", r, err)
 			}
@@ -134,7 +134,7 @@ func BenchmarkDispatcher(b *testing.B) {
 		b.ReportAllocs()
 		i := 0
 		for b.Loop() {
-			if _, err := d.Start(ctx, receipt.ProfileConfigure, minions[i%n].ID(), reqs[i%n]); err != nil {
+			if _, err := d.Start(ctx, minions[i%n].ID(), reqs[i%n], receipt.ProfileConfigure); err != nil {
 				b.Fatal(err)
 			}
 			i++
@@ -155,7 +155,7 @@ func BenchmarkDispatcher(b *testing.B) {
 			extra = append(extra, m)
 			req := uuid.NewString()
 			b.StartTimer()
-			if _, err := d.Start(ctx, receipt.ProfileConfigure, m.ID(), req); err != nil {
+			if _, err := d.Start(ctx, m.ID(), req, receipt.ProfileConfigure); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -194,7 +194,7 @@ func BenchmarkStartNewIdle(b *testing.B) {
 		m := e.addMinion()
 		req := uuid.NewString()
 		b.StartTimer()
-		if _, err := d.Start(ctx, receipt.ProfileConfigure, m.ID(), req); err != nil {
+		if _, err := d.Start(ctx, m.ID(), req, receipt.ProfileConfigure); err != nil {
 			b.Fatal(err)
 		}
 		b.StopTimer()

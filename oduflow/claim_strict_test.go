@@ -75,7 +75,7 @@ func TestStoredClaimWithAppendedKeysIsCorrupt(t *testing.T) {
 	if _, err := fs.Get(ctx, c.RequestID); !errors.Is(err, ErrCorruptClaim) || !errors.Is(err, strictjson.ErrDuplicateKey) {
 		t.Fatalf("Get: %v", err)
 	}
-	if _, err := d.Status(ctx, receipt.ProfileConfigure, c.MinionID, c.RequestID); !errors.Is(err, ErrCorruptClaim) {
+	if _, err := d.Status(ctx, c.MinionID, c.RequestID, receipt.ProfileConfigure); !errors.Is(err, ErrCorruptClaim) {
 		t.Fatalf("Status: %v", err)
 	}
 }

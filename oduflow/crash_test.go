@@ -77,7 +77,7 @@ func TestCrashConsistencyDetachedWorker(t *testing.T) {
 					t.Fatalf("within grace: %s", st)
 				}
 				clk.Advance(LaunchGrace + time.Second)
-				got, err := d.Status(ctx, receipt.ProfileConfigure, m.ID(), req)
+				got, err := d.Status(ctx, m.ID(), req, receipt.ProfileConfigure)
 				if err != nil || got.Status != tc.want.status || *got.JID != *first.JID {
 					t.Fatalf("status after kill: %+v %v", got, err)
 				}
@@ -98,7 +98,7 @@ func TestCrashConsistencyDetachedWorker(t *testing.T) {
 					waitClaim(t, d, req, "resolved by the resumed worker", func(c *Claim) bool {
 						return c.Phase.Final() && c.Status == receipt.StatusSucceeded
 					})
-					if r, _ := d.Status(ctx, receipt.ProfileConfigure, m.ID(), req); r.Status != receipt.StatusSucceeded {
+					if r, _ := d.Status(ctx, m.ID(), req, receipt.ProfileConfigure); r.Status != receipt.StatusSucceeded {
 						t.Fatalf("after resume: %+v", r)
 					}
 				} else if tc.want.quarantine {

@@ -286,7 +286,7 @@ func (e *cstEnv) configure() {
 	e.t.Helper()
 	ctx := context.Background()
 	req := receipt.NewRequestID()
-	if _, err := e.d.Start(ctx, receipt.ProfileConfigure, e.minion.id, req); err != nil {
+	if _, err := e.d.Start(ctx, e.minion.id, req, receipt.ProfileConfigure); err != nil {
 		e.t.Fatal(err)
 	}
 	e.waitClaimFinal(req)
@@ -296,7 +296,7 @@ func (e *cstEnv) waitClaimFinal(req string) *Claim {
 	e.t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
 	for time.Now().Before(deadline) {
-		if c, err := e.d.Store().Get(context.Background(), req); err == nil && c.Phase.Final() {
+		if c, err := e.d.store.Get(context.Background(), req); err == nil && c.Phase.Final() {
 			return c
 		}
 		time.Sleep(10 * time.Millisecond)

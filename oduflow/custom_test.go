@@ -83,7 +83,7 @@ func TestCustomAssertedConfigurationDoesNotCount(t *testing.T) {
 	// A configure claim whose publish outcome is unknown, then asserted succeeded by an operator.
 	req := receipt.NewRequestID()
 	e.loseRun.Store(true)
-	if _, err := e.d.Start(ctx, receipt.ProfileConfigure, e.minion.id, req); err != nil {
+	if _, err := e.d.Start(ctx, e.minion.id, req, receipt.ProfileConfigure); err != nil {
 		t.Fatal(err)
 	}
 	if c := e.waitClaimFinal(req); c.Status != receipt.StatusUnknown {
@@ -249,7 +249,7 @@ func TestCustomUnknownBlocksAndAssertedFailureNeedsReceipt(t *testing.T) {
 		t.Fatalf("r1 status after confirmation: %+v %v", s, err)
 	}
 	// The master's own claim is corrected too (Reconcile FromMinion), the assertion kept for audit.
-	if c, err := e.d.Store().Get(ctx, r1); err != nil || c.Phase != PhaseTerminal || c.Evidence != EvidenceReconciled ||
+	if c, err := e.d.store.Get(ctx, r1); err != nil || c.Phase != PhaseTerminal || c.Evidence != EvidenceReconciled ||
 		c.Status != receipt.StatusFailed || c.Passed != 1 || c.Total != 2 || c.AssertedBy != "ops" || c.Quarantining() {
 		t.Fatalf("r1 claim after confirmation: %+v %v", c, err)
 	}
@@ -324,15 +324,15 @@ func TestCustomBindingsAndRefusals(t *testing.T) {
 	if _, err := e.d.CustomStatus(ctx, otherMinion, r1); !errors.Is(err, ErrMinionMismatch) {
 		t.Fatalf("other minion: %v", err)
 	}
-	if _, err := e.d.Status(ctx, receipt.ProfileConfigure, e.minion.id, r1); !errors.Is(err, ErrProfileMismatch) {
+	if _, err := e.d.Status(ctx, e.minion.id, r1, receipt.ProfileConfigure); !errors.Is(err, ErrProfileMismatch) {
 		t.Fatalf("through another profile: %v", err)
 	}
-	if _, err := e.d.Start(ctx, receipt.ProfileCustom, e.minion.id, receipt.NewRequestID()); err == nil {
+	if _, err := e.d.Start(ctx, e.minion.id, receipt.NewRequestID(), receipt.ProfileCustom); err == nil {
 		t.Fatal("plain Start of the custom profile accepted")
 	}
 	// A configure request id cannot be used for a custom execution.
 	cfg := receipt.NewRequestID()
-	if _, err := e.d.Start(ctx, receipt.ProfileConfigure, e.minion.id, cfg); err != nil {
+	if _, err := e.d.Start(ctx, e.minion.id, cfg, receipt.ProfileConfigure); err != nil {
 		t.Fatal(err)
 	}
 	e.waitClaimFinal(cfg)

@@ -47,7 +47,7 @@ func TestOpenWorkerLogBeforeStart(t *testing.T) {
 	}
 	defer f.Close()
 	d := e.dispatcher(WithWorkerMode(Detached(scriptWorker(t, 0))), DetachedLogFile(f))
-	if _, err := d.Start(context.Background(), receipt.ProfileConfigure, m.ID(), uuid.NewString()); err != nil {
+	if _, err := d.Start(context.Background(), m.ID(), uuid.NewString(), receipt.ProfileConfigure); err != nil {
 		t.Fatal(err)
 	}
 	deadline := time.Now().Add(5 * time.Second)

@@ -53,7 +53,7 @@ func TestDetachedLaunchFailureFailsClaim(t *testing.T) {
 	d := e.dispatcher(WithWorkerMode(Detached("/nonexistent/never-started")))
 	ctx := context.Background()
 	req := uuid.NewString()
-	r, err := d.Start(ctx, receipt.ProfileConfigure, m.ID(), req)
+	r, err := d.Start(ctx, m.ID(), req, receipt.ProfileConfigure)
 	var le *WorkerLaunchError
 	if !errors.Is(err, ErrWorkerLaunch) || !errors.As(err, &le) || le.RequestID != req {
 		t.Fatalf("launch error: %v", err)
@@ -67,7 +67,7 @@ func TestDetachedLaunchFailureFailsClaim(t *testing.T) {
 		t.Fatalf("%+v", c)
 	}
 	// Failed at once, not unknown after the launch grace; a repeat answers without launching.
-	if again, err := d.Start(ctx, receipt.ProfileConfigure, m.ID(), req); err != nil || again.Status != receipt.StatusFailed {
+	if again, err := d.Start(ctx, m.ID(), req, receipt.ProfileConfigure); err != nil || again.Status != receipt.StatusFailed {
 		t.Fatalf("repeat: %+v %v", again, err)
 	}
 	if e.runs() != 0 || m.Calls(FunCapabilities) != 0 {
@@ -80,7 +80,7 @@ func TestDetachedLaunchFailureFailsClaim(t *testing.T) {
 	}
 	d2 := e.dispatcher(WithWorkerMode(Detached(noopWorker(t))), DetachedLog(filepath.Join(open, WorkerLogName)))
 	req2 := uuid.NewString()
-	if _, err := d2.Start(ctx, receipt.ProfileConfigure, m.ID(), req2); !errors.Is(err, ErrWorkerLaunch) {
+	if _, err := d2.Start(ctx, m.ID(), req2, receipt.ProfileConfigure); !errors.Is(err, ErrWorkerLaunch) {
 		t.Fatalf("unsafe log: %v", err)
 	}
 	if c := mustClaim(t, d2, req2); c.ErrorCode != CodeWorkerLaunch || c.Status != receipt.StatusFailed {
@@ -94,7 +94,7 @@ func TestDetachedLogFile(t *testing.T) {
 	logPath := filepath.Join(e.dir, WorkerLogName)
 	d := e.dispatcher(WithWorkerMode(Detached(scriptWorker(t, 0))), DetachedLog(logPath))
 	req := uuid.NewString()
-	if _, err := d.Start(context.Background(), receipt.ProfileConfigure, m.ID(), req); err != nil {
+	if _, err := d.Start(context.Background(), m.ID(), req, receipt.ProfileConfigure); err != nil {
 		t.Fatal(err)
 	}
 	want := "worker-stderr " + m.ID() + " " + req
@@ -118,7 +118,7 @@ func TestDetachedLogFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	d2 := e.dispatcher(WithWorkerMode(Detached(noopWorker(t))), DetachedLog(link))
-	if _, err := d2.Start(context.Background(), receipt.ProfileConfigure, m.ID(), uuid.NewString()); !errors.Is(err, ErrWorkerLaunch) {
+	if _, err := d2.Start(context.Background(), m.ID(), uuid.NewString(), receipt.ProfileConfigure); !errors.Is(err, ErrWorkerLaunch) {
 		t.Fatalf("symlinked log: %v", err)
 	}
 }
@@ -153,7 +153,7 @@ func runLauncherChild() int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	if _, err := d.Start(context.Background(), receipt.ProfileConfigure, os.Getenv(envMinion), os.Getenv(envRequest)); err != nil {
+	if _, err := d.Start(context.Background(), os.Getenv(envMinion), os.Getenv(envRequest), receipt.ProfileConfigure); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}

@@ -183,7 +183,7 @@ func TestWindowSpentThenResume(t *testing.T) {
 	if err := d.Wait(ctx); err != nil {
 		t.Fatal(err)
 	}
-	got, _ = d.Status(ctx, receipt.ProfileConfigure, m.ID(), req)
+	got, _ = d.Status(ctx, m.ID(), req, receipt.ProfileConfigure)
 	if got.Status != receipt.StatusSucceeded || got.Passed != 1 {
 		t.Fatalf("after resume: %+v", got)
 	}

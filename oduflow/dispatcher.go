@@ -112,8 +112,23 @@ func (d *Dispatcher) Wait(ctx context.Context) error {
 	}
 }
 
-// Store is the dispatcher's claim store.
-func (d *Dispatcher) Store() ClaimStore { return d.store }
+// Lookup is the operator's read of a request's claim without knowing its profile: a copy of the claim as
+// last committed (identities, profile, phase, recorded status, counts, error code, evidence). It never
+// changes anything; its Status field is the recorded one, not the status rules' answer (use Status with
+// c.EffectiveProfile() for that). No claim: ErrNoClaim. A claim bound to another minion: *MismatchError.
+func (d *Dispatcher) Lookup(ctx context.Context, minion, request string) (*Claim, error) {
+	if err := validateIDs(minion, request); err != nil {
+		return nil, err
+	}
+	c, err := d.store.Get(ctx, request)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkBinding(c, "", minion); err != nil {
+		return nil, err
+	}
+	return c.clone(), nil
+}
 
 func validateIDs(minion, request string) error {
 	if err := receipt.ValidateMinionID(minion); err != nil {
@@ -158,7 +173,7 @@ func (d *Dispatcher) claimLog(c *Claim) *slog.Logger {
 // and the error matches ErrNotReady and its cause (ErrEventBus, ErrMasterUnreachable, salt.ErrKeyFile,
 // salt.ErrAuthentication, salt.ErrAuthorization); the same request id can be started once fixed. A claim
 // store that cannot be read gives ErrClaimStore (or ErrCorruptClaim for a damaged claim).
-func (d *Dispatcher) Start(ctx context.Context, profile receipt.Profile, minion, request string) (Response, error) {
+func (d *Dispatcher) Start(ctx context.Context, minion, request string, profile Profile) (Response, error) {
 	t0 := time.Now()
 	defer func() { d.hooks.Observe("start", time.Since(t0)) }()
 	if err := validateIDs(minion, request); err != nil {
@@ -224,7 +239,7 @@ func (d *Dispatcher) existing(ctx context.Context, c *Claim, profile receipt.Pro
 }
 
 // Status reports the request's status under the response contract.
-func (d *Dispatcher) Status(ctx context.Context, profile receipt.Profile, minion, request string) (Response, error) {
+func (d *Dispatcher) Status(ctx context.Context, minion, request string, profile Profile) (Response, error) {
 	t0 := time.Now()
 	defer func() { d.hooks.Observe("status", time.Since(t0)) }()
 	if err := validateIDs(minion, request); err != nil {

@@ -35,7 +35,7 @@ func waitClaim(t *testing.T, d *Dispatcher, req string, what string, ok func(*Cl
 	t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
 	for time.Now().Before(deadline) {
-		if c, err := d.Store().Get(context.Background(), req); err == nil && ok(c) {
+		if c, err := d.store.Get(context.Background(), req); err == nil && ok(c) {
 			return c
 		}
 		time.Sleep(10 * time.Millisecond)
@@ -47,7 +47,7 @@ func waitClaim(t *testing.T, d *Dispatcher, req string, what string, ok func(*Cl
 // loseReplyAndReturn arms the simulator to drop the reply of the run publish and the return event of its
 // JID (the run happens; only a status poll can tell).
 func loseReplyAndReturn(t *testing.T, e *simEnv, d *Dispatcher, req string) {
-	c, err := d.Store().Get(context.Background(), req)
+	c, err := d.store.Get(context.Background(), req)
 	if err != nil {
 		t.Error(err)
 		return
@@ -71,7 +71,7 @@ func TestLostPublishReplyIsUnknownAndQuarantines(t *testing.T) {
 	if c.Status != receipt.StatusUnknown || c.ErrorCode != CodeOutcomeUnknown || !c.Quarantining() {
 		t.Fatalf("right after the publish: %+v", c)
 	}
-	if got, _ := d.Status(ctx, receipt.ProfileConfigure, m.ID(), req); got.Status != receipt.StatusUnknown {
+	if got, _ := d.Status(ctx, m.ID(), req, receipt.ProfileConfigure); got.Status != receipt.StatusUnknown {
 		t.Fatalf("status %+v", got)
 	}
 	if q, _ := d.Quarantine(ctx, m.ID()); len(q) != 1 {

@@ -69,7 +69,7 @@ func readFixture(t testing.TB, name string) []byte {
 
 func mustFileStore(t testing.TB, d *Dispatcher) *FileClaimStore {
 	t.Helper()
-	fs, ok := d.Store().(*FileClaimStore)
+	fs, ok := d.store.(*FileClaimStore)
 	if !ok {
 		t.Fatal("not a file store")
 	}

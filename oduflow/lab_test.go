@@ -61,7 +61,7 @@ func TestLabIntegration(t *testing.T) {
 		first := mustStart(t, d, p, minion, req)
 		deadline := time.Now().Add(3 * time.Minute)
 		for {
-			r, err := d.Status(ctx, p, minion, req)
+			r, err := d.Status(ctx, minion, req, p)
 			if err != nil {
 				t.Fatal(err)
 			}

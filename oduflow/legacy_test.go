@@ -47,18 +47,18 @@ func TestLegacyClaims(t *testing.T) {
 	preFailed := installFixture(t, d, "preprotocol_configure_failed.json")
 
 	// Unprofiled claims are configuration only.
-	r, err := d.Status(ctx, receipt.ProfileConfigure, ok.MinionID, ok.RequestID)
+	r, err := d.Status(ctx, ok.MinionID, ok.RequestID, receipt.ProfileConfigure)
 	if err != nil || r.Status != receipt.StatusSucceeded || r.Passed != 60 || *r.JID != ok.JID {
 		t.Fatalf("%+v %v", r, err)
 	}
-	if _, err := d.Status(ctx, receipt.ProfileProduction, ok.MinionID, ok.RequestID); !errors.Is(err, ErrProfileMismatch) {
+	if _, err := d.Status(ctx, ok.MinionID, ok.RequestID, receipt.ProfileProduction); !errors.Is(err, ErrProfileMismatch) {
 		t.Fatalf("legacy via production: %v", err)
 	}
-	if r, err := d.Start(ctx, receipt.ProfileConfigure, ok.MinionID, ok.RequestID); err != nil || r.Status != receipt.StatusSucceeded {
+	if r, err := d.Start(ctx, ok.MinionID, ok.RequestID, receipt.ProfileConfigure); err != nil || r.Status != receipt.StatusSucceeded {
 		t.Fatalf("start legacy: %+v %v", r, err)
 	}
 	// Dispatched without terminal result: unknown, quarantines.
-	r, err = d.Status(ctx, receipt.ProfileConfigure, disp.MinionID, disp.RequestID)
+	r, err = d.Status(ctx, disp.MinionID, disp.RequestID, receipt.ProfileConfigure)
 	if err != nil || r.Status != receipt.StatusUnknown {
 		t.Fatalf("%+v %v", r, err)
 	}
@@ -66,13 +66,13 @@ func TestLegacyClaims(t *testing.T) {
 		t.Fatalf("quarantine %+v", q)
 	}
 	// Pre-protocol claim: bound to its profile; unknown; quarantines.
-	if r, err := d.Status(ctx, receipt.ProfileProduction, pre.MinionID, pre.RequestID); err != nil || r.Status != receipt.StatusUnknown {
+	if r, err := d.Status(ctx, pre.MinionID, pre.RequestID, receipt.ProfileProduction); err != nil || r.Status != receipt.StatusUnknown {
 		t.Fatalf("%+v %v", r, err)
 	}
-	if _, err := d.Status(ctx, receipt.ProfileConfigure, pre.MinionID, pre.RequestID); !errors.Is(err, ErrProfileMismatch) {
+	if _, err := d.Status(ctx, pre.MinionID, pre.RequestID, receipt.ProfileConfigure); !errors.Is(err, ErrProfileMismatch) {
 		t.Fatalf("%v", err)
 	}
-	if r, _ := d.Status(ctx, receipt.ProfileConfigure, preFailed.MinionID, preFailed.RequestID); r.Status != receipt.StatusFailed || r.Passed != 58 {
+	if r, _ := d.Status(ctx, preFailed.MinionID, preFailed.RequestID, receipt.ProfileConfigure); r.Status != receipt.StatusFailed || r.Passed != 58 {
 		t.Fatalf("%+v", r)
 	}
 	// No minion receipt will ever exist: Resume and Reconcile-from-minion are refused before any I/O.

@@ -123,7 +123,7 @@ func runStarterChild() int {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			r, err := d.Start(context.Background(), receipt.ProfileConfigure, minion, request)
+			r, err := d.Start(context.Background(), minion, request, receipt.ProfileConfigure)
 			if err != nil || r.JID == nil || r.RequestID != request {
 				bad.Add(1)
 			}

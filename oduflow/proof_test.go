@@ -33,7 +33,7 @@ func waitPhase(t *testing.T, d *Dispatcher, request string, p Phase) *Claim {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		c, err := d.Store().Get(context.Background(), request)
+		c, err := d.store.Get(context.Background(), request)
 		if err == nil && c.Phase == p {
 			return c
 		}

@@ -123,9 +123,9 @@ func waitFinal(t testing.TB, d *Dispatcher, p receipt.Profile, minion, request s
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		c, err := d.Store().Get(context.Background(), request)
+		c, err := d.store.Get(context.Background(), request)
 		if err == nil && c.Phase.Final() {
-			r, err := d.Status(context.Background(), p, minion, request)
+			r, err := d.Status(context.Background(), minion, request, p)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -140,7 +140,7 @@ func waitFinal(t testing.TB, d *Dispatcher, p receipt.Profile, minion, request s
 
 func mustStart(t testing.TB, d *Dispatcher, p receipt.Profile, minion, request string) Response {
 	t.Helper()
-	r, err := d.Start(context.Background(), p, minion, request)
+	r, err := d.Start(context.Background(), minion, request, p)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -149,7 +149,7 @@ func mustStart(t testing.TB, d *Dispatcher, p receipt.Profile, minion, request s
 
 func mustClaim(t testing.TB, d *Dispatcher, request string) *Claim {
 	t.Helper()
-	c, err := d.Store().Get(context.Background(), request)
+	c, err := d.store.Get(context.Background(), request)
 	if err != nil {
 		t.Fatal(err)
 	}

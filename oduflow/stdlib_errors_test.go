@@ -26,11 +26,11 @@ func TestStdlibErrorsInvalidInput(t *testing.T) {
 		t.Fatalf("New(nil, nil): %v", err)
 	}
 	d := newOffline(t, newFakeClock())
-	_, err := d.Status(ctx, receipt.ProfileConfigure, "not-a-minion", uuid.NewString())
+	_, err := d.Status(ctx, "not-a-minion", uuid.NewString(), receipt.ProfileConfigure)
 	if !errors.Is(err, ErrInvalidInput) || !errors.Is(err, receipt.ErrInvalidMinionID) {
 		t.Fatalf("bad minion id: %v", err)
 	}
-	_, err = d.Start(ctx, receipt.ProfileConfigure, newMinionID(), "not-a-request")
+	_, err = d.Start(ctx, newMinionID(), "not-a-request", receipt.ProfileConfigure)
 	if !errors.Is(err, ErrInvalidInput) || !errors.Is(err, receipt.ErrInvalidRequestID) {
 		t.Fatalf("bad request id: %v", err)
 	}
@@ -46,11 +46,11 @@ func TestStdlibErrorsMismatch(t *testing.T) {
 	c := newClaim(clk, receipt.ProfileConfigure)
 	putClaim(t, d, c)
 	var me *MismatchError
-	_, err := d.Status(ctx, receipt.ProfileProduction, c.MinionID, c.RequestID)
+	_, err := d.Status(ctx, c.MinionID, c.RequestID, receipt.ProfileProduction)
 	if !errors.Is(err, ErrProfileMismatch) || !errors.As(err, &me) || me.Field != "profile" || me.Bound != "configure" {
 		t.Fatalf("profile mismatch: %v", err)
 	}
-	_, err = d.Start(ctx, receipt.ProfileConfigure, newMinionID(), c.RequestID)
+	_, err = d.Start(ctx, newMinionID(), c.RequestID, receipt.ProfileConfigure)
 	if !errors.Is(err, ErrMinionMismatch) || !errors.As(err, &me) || me.Field != "minion_id" || me.Bound != c.MinionID {
 		t.Fatalf("minion mismatch: %v", err)
 	}

@@ -42,7 +42,7 @@ func TestJIDCollisionFailsPreflight(t *testing.T) {
 	waitFinal(t, d, receipt.ProfileConfigure, m.ID(), first)
 	c := &Claim{Protocol: ClaimProtocol, MinionID: m.ID(), RequestID: uuid.NewString(), Profile: receipt.ProfileConfigure,
 		Role: "roles.client_stack", JID: *r.JID, Phase: PhaseClaimed, CreatedAt: time.Now().UTC()}
-	if err := d.Store().Create(ctx, c); err != nil {
+	if err := d.store.Create(ctx, c); err != nil {
 		t.Fatal(err)
 	}
 	if err := d.RunWorker(ctx, []string{m.ID(), c.RequestID}); err != nil {

@@ -59,7 +59,7 @@ func TestMemoryStoreBehindDispatcher(t *testing.T) {
 	t.Cleanup(func() { _ = d.Close() })
 
 	req := receipt.NewRequestID()
-	first, err := d.Start(ctx, receipt.ProfileConfigure, m.ID(), req)
+	first, err := d.Start(ctx, m.ID(), req, receipt.ProfileConfigure)
 	if err != nil || first.JID == nil {
 		t.Fatalf("Start: %+v %v", first, err)
 	}
@@ -74,7 +74,7 @@ func TestMemoryStoreBehindDispatcher(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	again, err := d.Start(ctx, receipt.ProfileConfigure, m.ID(), req)
+	again, err := d.Start(ctx, m.ID(), req, receipt.ProfileConfigure)
 	if err != nil || again.Status != receipt.StatusSucceeded || *again.JID != *first.JID {
 		t.Fatalf("repeated Start: %+v %v", again, err)
 	}

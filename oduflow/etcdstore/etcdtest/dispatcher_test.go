@@ -85,7 +85,7 @@ func TestDispatchersShareOneClient(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if _, err := ds[i%3].Start(context.Background(), receipt.ProfileConfigure, minion, reqs[i]); err != nil {
+			if _, err := ds[i%3].Start(context.Background(), minion, reqs[i], receipt.ProfileConfigure); err != nil {
 				t.Error(err)
 			}
 		}()

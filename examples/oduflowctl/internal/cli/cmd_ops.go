@@ -131,11 +131,11 @@ func followResume(e *env, d *oduflow.Dispatcher, r oduflow.Response, w waitFlags
 
 // statusAnyProfile reads a request's status through the profile its claim is bound to.
 func statusAnyProfile(ctx context.Context, d *oduflow.Dispatcher, minion, request string) (oduflow.Response, error) {
-	c, err := d.Store().Get(ctx, request)
+	c, err := d.Lookup(ctx, minion, request)
 	if err != nil {
 		return oduflow.Response{}, err
 	}
-	return d.Status(ctx, c.EffectiveProfile(), minion, request)
+	return d.Status(ctx, minion, request, c.EffectiveProfile())
 }
 
 func cmdReconcile(e *env, args []string) error {

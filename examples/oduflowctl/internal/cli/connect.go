@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"io"
 	"log/slog"
 	"os"
@@ -170,9 +171,9 @@ func (e *env) probe(ctx context.Context, cmd string) error {
 
 // probeUnlessClaimed probes the master (see probe) unless the request already has a claim: a
 // repeated start answers from its claim even while the master or the bus is down.
-func (e *env) probeUnlessClaimed(d *oduflow.Dispatcher, cmd, request string) error {
-	if _, err := d.Store().Get(e.ctx, request); err == nil {
-		return nil
+func (e *env) probeUnlessClaimed(d *oduflow.Dispatcher, cmd, minion, request string) error {
+	if _, err := d.Lookup(e.ctx, minion, request); err == nil || errors.Is(err, oduflow.ErrMinionMismatch) {
+		return nil // a claim exists (bound to this minion or another): the dispatcher answers from it
 	}
 	return e.probe(e.ctx, cmd)
 }

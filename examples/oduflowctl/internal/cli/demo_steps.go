@@ -25,7 +25,7 @@ func (dm *demo) follow(ctx context.Context, profile receipt.Profile, request str
 	defer cancel()
 	reads := 0
 	for {
-		r, err := dm.d.Status(ctx, profile, dm.minion, request)
+		r, err := dm.d.Status(ctx, dm.minion, request, profile)
 		if err != nil {
 			return r, reads, err
 		}
@@ -43,7 +43,7 @@ func (dm *demo) follow(ctx context.Context, profile receipt.Profile, request str
 
 // run starts one fixed-profile request and follows it to its end.
 func (dm *demo) run(ctx context.Context, profile receipt.Profile, request string) (oduflow.Response, error) {
-	r, err := dm.d.Start(ctx, profile, dm.minion, request)
+	r, err := dm.d.Start(ctx, dm.minion, request, profile)
 	if err != nil {
 		return r, err
 	}
@@ -115,7 +115,7 @@ func (dm *demo) production(ctx context.Context) error {
 func (dm *demo) repeat(ctx context.Context) error {
 	dm.step(4, "repeat: start configure again with the same request id")
 	before := dm.sim.PublicationCount("oduflow_job.run", "")
-	r, err := dm.d.Start(ctx, receipt.ProfileConfigure, dm.minion, dm.configureID)
+	r, err := dm.d.Start(ctx, dm.minion, dm.configureID, receipt.ProfileConfigure)
 	if err != nil {
 		return err
 	}
@@ -137,7 +137,7 @@ func (dm *demo) lostReturn(ctx context.Context) error {
 	request := receipt.NewRequestID()
 	polls := dm.sim.PublicationCount("oduflow_job.status", "")
 	t := time.Now()
-	r, err := dm.d.Start(ctx, receipt.ProfileConfigure, dm.minion, request)
+	r, err := dm.d.Start(ctx, dm.minion, request, receipt.ProfileConfigure)
 	if err != nil {
 		close(gate)
 		return err

@@ -60,23 +60,23 @@ func jidText(jid *string) string {
 
 // finish prints the response a command ends with and returns its exit status (see exitAfter).
 func (p *printer) finish(r oduflow.Response, waitErr error) error {
-	code := p.errorCode(r.RequestID, r.Status)
+	code := p.errorCode(r.MinionID, r.RequestID, r.Status)
 	return exitAfter(p.response(r), waitErr, r.Status, code)
 }
 
 // finishCustom is finish for a custom response (the claim is the execution's).
 func (p *printer) finishCustom(r oduflow.CustomResponse, waitErr error) error {
-	code := p.errorCode(r.ExecutionID, r.Status)
+	code := p.errorCode(r.MinionID, r.ExecutionID, r.Status)
 	return exitAfter(p.custom(r), waitErr, r.Status, code)
 }
 
 // errorCode reads the error code recorded in the claim of a failed or unknown request and prints it on
 // stderr (one line): the response object itself stays exactly its six fields.
-func (p *printer) errorCode(request string, s receipt.Status) string {
+func (p *printer) errorCode(minion, request string, s receipt.Status) string {
 	if p.e == nil || p.e.disp == nil || (s != receipt.StatusFailed && s != receipt.StatusUnknown) {
 		return ""
 	}
-	c, err := p.e.disp.Store().Get(p.e.ctx, request)
+	c, err := p.e.disp.Lookup(p.e.ctx, minion, request)
 	if err != nil || c.ErrorCode == "" {
 		return ""
 	}
