@@ -174,7 +174,7 @@ func BenchmarkClaimCreate(b *testing.B) {
 	minion := newMinionID()
 	b.ReportAllocs()
 	for b.Loop() {
-		c := &Claim{Protocol: ClaimProtocol, MinionID: minion, RequestID: uuid.NewString(), Profile: receipt.ProfileConfigure,
+		c := &Claim{Protocol: claimProtocol, MinionID: minion, RequestID: uuid.NewString(), Profile: receipt.ProfileConfigure,
 			Role: "roles.client_stack", JID: "20261129120000000001", Phase: PhaseClaimed, CreatedAt: time.Now().UTC()}
 		if err := fs.Create(ctx, c); err != nil {
 			b.Fatal(err)

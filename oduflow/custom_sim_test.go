@@ -91,7 +91,7 @@ func cstVerifyPayload(text string) (digest string, states int, failing int, ok b
 		return "", 0, 0, false
 	}
 	canon, err := receipt.CanonicalJSON(high)
-	if err != nil || receipt.DigestBytes(canon) != digest || StateDataJSON(digest, canon) != text {
+	if err != nil || receipt.DigestBytes(canon) != digest || stateDataJSON(digest, canon) != text {
 		return "", 0, 0, false
 	}
 	for id, decl := range high {
@@ -113,11 +113,11 @@ func (m *cstMinion) handle(ctx context.Context, job salttest.Job) (any, int) {
 	switch job.Fun {
 	case "test.ping":
 		return true, 0
-	case FunCapabilities:
+	case funCapabilities:
 		return map[string]any{"protocol": int64(1), "module": "oduflow_job", "pillar_ready": true,
 			"runtime_guard": true, "proof": map[string]any{"alg": receipt.ProofAlg, "ready": true}}, 0
-	case FunAttest:
-		ans, code := m.handle(ctx, salttest.Job{Fun: FunStatus, Args: job.Args, JID: job.JID})
+	case funAttest:
+		ans, code := m.handle(ctx, salttest.Job{Fun: funStatus, Args: job.Args, JID: job.JID})
 		r, err := receipt.FromValue(ans)
 		if code != 0 || err != nil {
 			return ans, code
@@ -127,7 +127,7 @@ func (m *cstMinion) handle(ctx context.Context, job salttest.Job) (any, int) {
 			return "oduflow_job: invalid nonce", 1
 		}
 		return proof, 0
-	case FunStatus:
+	case funStatus:
 		request, jid, profile := cstArg(job.Args, 0), cstArg(job.Args, 1), cstArg(job.Args, 2)
 		m.mu.Lock()
 		defer m.mu.Unlock()
@@ -139,7 +139,7 @@ func (m *cstMinion) handle(ctx context.Context, job salttest.Job) (any, int) {
 		}
 		return cstValue(receipt.Receipt{Protocol: 1, MinionID: m.id, RequestID: request, JID: jid,
 			Profile: receipt.Profile(profile), Status: receipt.StatusNotStarted}), 0
-	case FunRun:
+	case funRun:
 	default:
 		return "'" + job.Fun + "' is not available.", 254
 	}
@@ -204,7 +204,7 @@ type cstLosingPublisher struct {
 }
 
 func (p cstLosingPublisher) Publish(ctx context.Context, req salt.PublishRequest) (*salt.PublishResult, error) {
-	if req.Fun == FunRun && p.lose.Swap(false) {
+	if req.Fun == funRun && p.lose.Swap(false) {
 		return nil, errmark.Mark(errors.New("test: reply lost"), salt.ErrOutcomeUnknown)
 	}
 	return p.Publisher.Publish(ctx, req)
@@ -219,7 +219,7 @@ func cstLogger() *slog.Logger {
 
 func cstTimers() Timers {
 	return Timers{ExecutionWait: 8 * time.Second, HardDeadline: 9 * time.Second, StatusExpiry: 10 * time.Second,
-		LaunchGrace: LaunchGrace, LeaseWait: time.Second, PollBudget: 16, CallTimeout: 2 * time.Second}
+		LaunchGrace: defaultLaunchGrace, LeaseWait: time.Second, PollBudget: 16, CallTimeout: 2 * time.Second}
 }
 
 func newCstEnv(t *testing.T) *cstEnv {
@@ -259,8 +259,8 @@ func newCstEnv(t *testing.T) *cstEnv {
 		salt.WithEventLogger(cstLogger()))
 	e := &cstEnv{t: t, sim: sim, minion: m, cat: cat}
 	e.d, err = New(cstLosingPublisher{Publisher: client, lose: &e.loseRun}, events, WithClaimDir(filepath.Join(base, "claims")), WithTimers(cstTimers()), WithPKIDir(sim.PKIDir()),
-		WithLogger(cstLogger()), WithCustomCatalog(cat), WithStepHook(func(step string) {
-			if step == StepPublishSending && e.dropRun.Swap(false) {
+		WithLogger(cstLogger()), WithCustomCatalog(cat), withStepHook(func(step string) {
+			if step == stepPublishSending && e.dropRun.Swap(false) {
 				sim.DropNextReply("publish")
 			}
 		}))
@@ -274,7 +274,7 @@ func newCstEnv(t *testing.T) *cstEnv {
 func (e *cstEnv) runs() int {
 	n := 0
 	for _, p := range e.sim.Publications() {
-		if p.Fun == FunRun && len(p.Args) > 1 && p.Args[1] == string(receipt.ProfileCustom) {
+		if p.Fun == funRun && len(p.Args) > 1 && p.Args[1] == string(receipt.ProfileCustom) {
 			n++
 		}
 	}

@@ -13,8 +13,8 @@
 //
 // Every Start/Status answers with Response (JSON: minion_id, request_id, jid, status, passed, total; jid
 // is null for not_started). Status is not_started, running, succeeded, failed or unknown. A request id is
-// bound to one profile and one minion: using it through another is refused with ErrProfileMismatch or
-// ErrMinionMismatch (a *MismatchError). Malformed ids are ErrInvalidInput (wrapping the receipt package's
+// bound to one profile and one minion: using it through another is refused with errProfileMismatch or
+// errMinionMismatch (a *mismatchError). Malformed ids are ErrInvalidInput (wrapping the receipt package's
 // id errors) and are refused before any I/O.
 //
 // # Claims
@@ -60,17 +60,17 @@
 // executions are used). The worker re-validates the persisted profile/role pair against profiles.Fixed()
 // before publishing, and decides from the persisted claim what to do: dispatch a claim in phase claimed,
 // or poll an unresolved dispatched claim whose window is open (a detached Resume). A detached worker's
-// stdin/stdout/stderr are /dev/null unless DetachedLog(path) names a private log file: it never inherits
+// stdin/stdout/stderr are /dev/null unless detachedLog(path) names a private log file: it never inherits
 // the launcher's. A worker that cannot be started leaves nothing published: Start commits the claim
-// terminal failed (worker_launch_failed) and returns the response with a *WorkerLaunchError.
+// terminal failed (worker_launch_failed) and returns the response with a *workerLaunchError.
 //
 // # Status rules and timers
 //
-// No claim: not_started. Final claim: its recorded status. Otherwise: unknown more than StatusExpiry
+// No claim: not_started. Final claim: its recorded status. Otherwise: unknown more than defaultStatusExpiry
 // (7260 s) after dispatch, even if the lock is held; running while the request lock is held; running within
-// LaunchGrace (30 s) of creation; unknown afterwards (the worker disappeared). The worker's alarm is
-// HardDeadline (7250 s) after dispatch. All timers are named constants, injectable with WithTimers and
-// WithClock.
+// defaultLaunchGrace (30 s) of creation; unknown afterwards (the worker disappeared). The worker's alarm is
+// defaultHardDeadline (7250 s) after dispatch. All timers are named constants, injectable with WithTimers and
+// withClock.
 //
 // # Quarantine and reconciliation
 //

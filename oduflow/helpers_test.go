@@ -80,7 +80,7 @@ func mustFileStore(t testing.TB, d *Dispatcher) *FileClaimStore {
 func installFixture(t testing.TB, d *Dispatcher, name string) *Claim {
 	t.Helper()
 	data := readFixture(t, name)
-	c, err := DecodeClaim(data)
+	c, err := decodeClaim(data)
 	if err != nil {
 		t.Fatalf("%s: %v", name, err)
 	}

@@ -20,7 +20,7 @@ type countingPublisher struct {
 }
 
 func (p *countingPublisher) Publish(ctx context.Context, req salt.PublishRequest) (*salt.PublishResult, error) {
-	if req.Fun == FunRun {
+	if req.Fun == funRun {
 		p.runs.Add(1)
 	}
 	return p.Publisher.Publish(ctx, req)
@@ -105,7 +105,7 @@ func TestLabIntegration(t *testing.T) {
 	for done := false; !done; {
 		select {
 		case ev := <-st.Events():
-			if ev.Kind == salt.EventJobNew && ev.JobNew != nil && ev.JobNew.Fun == FunRun {
+			if ev.Kind == salt.EventJobNew && ev.JobNew != nil && ev.JobNew.Fun == funRun {
 				t.Fatalf("a new oduflow_job.run was published: %s", ev.JobNew.JID)
 			}
 		case <-timeout:
@@ -123,5 +123,5 @@ func labPKIDir() string {
 	if dir := os.Getenv("ODUFLOW_SALT_PKI_DIR"); dir != "" {
 		return dir
 	}
-	return DefaultPKIDir
+	return defaultPKIDir
 }

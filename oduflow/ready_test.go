@@ -50,7 +50,7 @@ func TestStartNotReadyKeyFileWritesNothing(t *testing.T) {
 	}
 }
 
-// A missing event socket: ErrNotReady (ErrEventBus), nothing written.
+// A missing event socket: ErrNotReady (errEventBus), nothing written.
 func TestStartNotReadyEventBusWritesNothing(t *testing.T) {
 	e := startSim(t)
 	m := e.addMinion()
@@ -62,7 +62,7 @@ func TestStartNotReadyEventBusWritesNothing(t *testing.T) {
 	t.Cleanup(func() { _ = d.Close() })
 	req := uuid.NewString()
 	_, err = d.Start(context.Background(), m.ID(), req, receipt.ProfileConfigure)
-	if !errors.Is(err, ErrNotReady) || !errors.Is(err, ErrEventBus) {
+	if !errors.Is(err, ErrNotReady) || !errors.Is(err, errEventBus) {
 		t.Fatalf("missing event socket: %v", err)
 	}
 	noClaim(t, d, req)
@@ -148,7 +148,7 @@ func TestPreflightFailureNamesAuthentication(t *testing.T) {
 	if got.Status != receipt.StatusFailed || e.runs() != 0 {
 		t.Fatalf("%+v runs %d", got, e.runs())
 	}
-	if c := mustClaim(t, d, req); c.ErrorCode != CodeAuthentication {
-		t.Fatalf("code %q, want %q", c.ErrorCode, CodeAuthentication)
+	if c := mustClaim(t, d, req); c.ErrorCode != codeAuthentication {
+		t.Fatalf("code %q, want %q", c.ErrorCode, codeAuthentication)
 	}
 }

@@ -15,8 +15,8 @@ import (
 	"github.com/oduflow/oduflow-go/salt"
 )
 
-// Evidence is what an operator brings to Reconcile: FromMinion or Assert.
-type Evidence interface{ evidence() }
+// Reconciliation is what an operator brings to Reconcile: FromMinion or Assert.
+type Reconciliation interface{ evidence() }
 
 // FromMinion asks the library to fetch the minion's exact receipt through oduflow_job.status. A Receipt
 // supplied here counts only if it equals that live reply.
@@ -36,15 +36,15 @@ type Assert struct {
 func (FromMinion) evidence() {}
 func (Assert) evidence()     {}
 
-// MaxAssertText bounds Assert.Who and Assert.Why.
-const MaxAssertText = 512
+// maxAssertText bounds Assert.Who and Assert.Why.
+const maxAssertText = 512
 
 // Reconcile resolves an unknown request explicitly (operator only) and so releases the quarantine it
 // causes. It never publishes a state run. Only unknown requests can be reconciled (ErrNotUnknown), with
 // one exception: FromMinion also resolves a request in phase asserted, replacing the operator's assertion
 // by the minion's exact terminal receipt (evidence reconciled; AssertedBy/AssertedWhy stay for audit), so
 // that the master's record holds the stronger evidence.
-func (d *Dispatcher) Reconcile(ctx context.Context, minion, request string, ev Evidence) (Response, error) {
+func (d *Dispatcher) Reconcile(ctx context.Context, minion, request string, ev Reconciliation) (Response, error) {
 	if err := validateIDs(minion, request); err != nil {
 		return Response{}, err
 	}
@@ -62,7 +62,7 @@ func (d *Dispatcher) Reconcile(ctx context.Context, minion, request string, ev E
 		out, err := d.commitFromUnknown(ctx, c, false, func(n *Claim) {
 			now := d.clock.Now()
 			n.Phase, n.Status, n.Passed, n.Total = PhaseAsserted, e.Outcome, e.Passed, e.Total
-			n.ErrorCode, n.Evidence, n.FinishedAt = CodeAsserted, EvidenceAsserted, &now
+			n.ErrorCode, n.Evidence, n.FinishedAt = codeAsserted, evidenceAsserted, &now
 			n.AssertedBy, n.AssertedWhy = e.Who, e.Why
 		})
 		if err != nil {
@@ -70,11 +70,11 @@ func (d *Dispatcher) Reconcile(ctx context.Context, minion, request string, ev E
 		}
 		lg.Warn("reconciled by assertion", slog.String("status", string(e.Outcome)),
 			slog.String("asserted_by", e.Who))
-		d.hooks.Outcome(out.EffectiveProfile(), out.Status, CodeAsserted)
+		d.hooks.outcome(out.EffectiveProfile(), out.Status, codeAsserted)
 		return d.respond(ctx, out)
 	case FromMinion:
-		if c.Legacy() != NotLegacy {
-			return Response{}, errors.Wrap(ErrLegacyClaim, "oduflow: reconcile from minion")
+		if c.legacy() != notLegacy {
+			return Response{}, errors.Wrap(errLegacyClaim, "oduflow: reconcile from minion")
 		}
 		if e.Receipt != nil {
 			if err := e.Receipt.Validate(); err != nil {
@@ -86,21 +86,21 @@ func (d *Dispatcher) Reconcile(ctx context.Context, minion, request string, ev E
 			return Response{}, ErrUnresolved
 		}
 		if e.Receipt != nil && *e.Receipt != *live {
-			return Response{}, ErrEvidenceMismatch
+			return Response{}, errEvidenceMismatch
 		}
 		wasAsserted := c.Phase == PhaseAsserted
 		out, err := d.commitFromUnknown(ctx, c, true, func(n *Claim) {
 			now := d.clock.Now()
 			// AssertedBy/AssertedWhy of a replaced assertion are kept for audit.
 			n.Phase, n.Status, n.Passed, n.Total = PhaseTerminal, live.Status, live.Passed, live.Total
-			n.ErrorCode, n.Evidence, n.FinishedAt = "", EvidenceReconciled, &now
+			n.ErrorCode, n.Evidence, n.FinishedAt = "", evidenceReconciled, &now
 		})
 		if err != nil {
 			return Response{}, err
 		}
 		lg.Info("reconciled from the minion's receipt", slog.String("status", string(live.Status)),
 			slog.Bool("replaced_assertion", wasAsserted))
-		d.hooks.Outcome(out.EffectiveProfile(), out.Status, "")
+		d.hooks.outcome(out.EffectiveProfile(), out.Status, "")
 		return d.respond(ctx, out)
 	default:
 		return Response{}, errmark.Mark(errors.New("oduflow: evidence must be FromMinion or Assert"), ErrInvalidInput)
@@ -116,7 +116,7 @@ func (a Assert) validate() error {
 		return errmark.Mark(errors.New("oduflow: asserted counts"), ErrInvalidInput)
 	}
 	for _, s := range []string{a.Who, a.Why} {
-		if strings.TrimSpace(s) == "" || len(s) > MaxAssertText || strings.IndexFunc(s, unicode.IsControl) >= 0 {
+		if strings.TrimSpace(s) == "" || len(s) > maxAssertText || strings.IndexFunc(s, unicode.IsControl) >= 0 {
 			return errmark.Mark(errors.New("oduflow: asserted_by and asserted_reason must be short printable text"), ErrInvalidInput)
 		}
 	}
@@ -195,8 +195,8 @@ func (d *Dispatcher) Resume(ctx context.Context, minion, request string) (Respon
 	if err != nil {
 		return Response{}, err
 	}
-	if c.Legacy() != NotLegacy {
-		return Response{}, errors.Wrap(ErrLegacyClaim, "oduflow: resume")
+	if c.legacy() != notLegacy {
+		return Response{}, errors.Wrap(errLegacyClaim, "oduflow: resume")
 	}
 	if !c.WasDispatched() {
 		return Response{}, errors.Wrap(ErrNotUnknown, "oduflow: never dispatched; nothing to resume")
@@ -217,7 +217,7 @@ func (d *Dispatcher) Resume(ctx context.Context, minion, request string) (Respon
 	}
 	lk, err := d.tryRequestLock(ctx, request)
 	if err != nil {
-		if errors.Is(err, ErrLeaseHeld) {
+		if errors.Is(err, ErrLeaseBusy) {
 			return d.respond(ctx, c) // a worker or another Resume is polling
 		}
 		return Response{}, err
@@ -269,10 +269,10 @@ func (d *Dispatcher) markResumed(ctx context.Context, c *Claim) (*Claim, error) 
 }
 
 // resumeWindow reports whether a worker that found claim c past phase claimed must poll it: an unresolved,
-// dispatched protocol-1 claim whose window (ExecutionWait from its dispatch or its latest Resume) is still
+// dispatched protocol-1 claim whose window (defaultExecutionWait from its dispatch or its latest Resume) is still
 // open. It returns the real-time deadline of the polling.
 func (d *Dispatcher) resumeWindow(c *Claim) (time.Time, bool) {
-	if c.Legacy() != NotLegacy || !c.WasDispatched() || !unresolved(c) {
+	if c.legacy() != notLegacy || !c.WasDispatched() || !unresolved(c) {
 		return time.Time{}, false
 	}
 	var from time.Time
@@ -309,13 +309,13 @@ func (d *Dispatcher) resumePolling(ctx context.Context, c *Claim, deadline time.
 	out, err := d.commitFromUnknown(ctx, c, false, func(n *Claim) {
 		now := d.clock.Now()
 		n.Phase, n.Status, n.Passed, n.Total = PhaseTerminal, r.Status, r.Passed, r.Total
-		n.ErrorCode, n.Evidence, n.FinishedAt = "", EvidenceReceipt, &now
+		n.ErrorCode, n.Evidence, n.FinishedAt = "", evidenceReceipt, &now
 	})
 	if err != nil {
 		lg.Error("resume: commit", slog.String("error", err.Error()))
 		return
 	}
-	d.hooks.Outcome(out.EffectiveProfile(), out.Status, "")
+	d.hooks.outcome(out.EffectiveProfile(), out.Status, "")
 	lg.Info("resume: unknown replaced by the minion's receipt", slog.String("status", string(out.Status)))
 }
 

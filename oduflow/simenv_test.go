@@ -18,7 +18,7 @@ import (
 // testTimers are short windows so that tests stay fast.
 func testTimers() Timers {
 	return Timers{ExecutionWait: 8 * time.Second, HardDeadline: 9 * time.Second, StatusExpiry: 10 * time.Second,
-		LaunchGrace: LaunchGrace, LeaseWait: 2 * time.Second, PollBudget: 16, CallTimeout: 2 * time.Second}
+		LaunchGrace: defaultLaunchGrace, LeaseWait: 2 * time.Second, PollBudget: 16, CallTimeout: 2 * time.Second}
 }
 
 type simEnv struct {
@@ -116,7 +116,7 @@ func (e *simEnv) dispatcherWith(p Publisher, opts ...Option) *Dispatcher {
 	return d
 }
 
-func (e *simEnv) runs() int { return e.sim.PublicationCount(FunRun, "") }
+func (e *simEnv) runs() int { return e.sim.PublicationCount(funRun, "") }
 
 // waitFinal polls Status until it is neither running nor (optionally) unknown-while-launching.
 func waitFinal(t testing.TB, d *Dispatcher, p receipt.Profile, minion, request string) Response {

@@ -13,10 +13,10 @@ import (
 )
 
 // newOffline builds a dispatcher whose network must never be used (status rows need none).
-func newOffline(t *testing.T, clk Clock) *Dispatcher {
+func newOffline(t *testing.T, clk clockSource) *Dispatcher {
 	t.Helper()
 	nn := noNetwork{t}
-	d, err := New(nn, nn, WithClaimDir(claimDir(t)), WithClock(clk), WithLogger(quietLogger()))
+	d, err := New(nn, nn, WithClaimDir(claimDir(t)), withClock(clk), WithLogger(quietLogger()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -31,8 +31,8 @@ func putClaim(t *testing.T, d *Dispatcher, c *Claim) {
 	}
 }
 
-func newClaim(clk Clock, p receipt.Profile) *Claim {
-	return &Claim{Protocol: ClaimProtocol, MinionID: newMinionID(), RequestID: uuid.NewString(), Profile: p,
+func newClaim(clk clockSource, p receipt.Profile) *Claim {
+	return &Claim{Protocol: claimProtocol, MinionID: newMinionID(), RequestID: uuid.NewString(), Profile: p,
 		Role: "roles.client_stack", JID: "20261129120000000001", Phase: PhaseClaimed, CreatedAt: clk.Now()}
 }
 
@@ -127,21 +127,21 @@ func TestMisuseRefused(t *testing.T) {
 	c := newClaim(clk, receipt.ProfileConfigure)
 	putClaim(t, d, c)
 	_, err := d.Status(ctx, c.MinionID, c.RequestID, receipt.ProfileProduction)
-	var me *MismatchError
-	if !errors.Is(err, ErrProfileMismatch) || !errors.As(err, &me) || me.Bound != "configure" {
+	var me *mismatchError
+	if !errors.Is(err, errProfileMismatch) || !errors.As(err, &me) || me.Bound != "configure" {
 		t.Fatalf("cross-profile status: %v", err)
 	}
-	if _, err := d.Start(ctx, c.MinionID, c.RequestID, receipt.ProfileProduction); !errors.Is(err, ErrProfileMismatch) {
+	if _, err := d.Start(ctx, c.MinionID, c.RequestID, receipt.ProfileProduction); !errors.Is(err, errProfileMismatch) {
 		t.Fatalf("cross-profile start: %v", err)
 	}
 	other := newMinionID()
-	if _, err := d.Status(ctx, other, c.RequestID, receipt.ProfileConfigure); !errors.Is(err, ErrMinionMismatch) {
+	if _, err := d.Status(ctx, other, c.RequestID, receipt.ProfileConfigure); !errors.Is(err, errMinionMismatch) {
 		t.Fatalf("cross-minion status: %v", err)
 	}
-	if _, err := d.Start(ctx, other, c.RequestID, receipt.ProfileConfigure); !errors.Is(err, ErrMinionMismatch) {
+	if _, err := d.Start(ctx, other, c.RequestID, receipt.ProfileConfigure); !errors.Is(err, errMinionMismatch) {
 		t.Fatalf("cross-minion start: %v", err)
 	}
-	if _, err := d.Reconcile(ctx, other, c.RequestID, Assert{Outcome: receipt.StatusFailed, Who: "op", Why: "x"}); !errors.Is(err, ErrMinionMismatch) {
+	if _, err := d.Reconcile(ctx, other, c.RequestID, Assert{Outcome: receipt.StatusFailed, Who: "op", Why: "x"}); !errors.Is(err, errMinionMismatch) {
 		t.Fatalf("cross-minion reconcile: %v", err)
 	}
 	bad := []struct{ m, r string }{

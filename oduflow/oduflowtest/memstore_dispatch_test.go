@@ -49,9 +49,9 @@ func TestMemoryStoreBehindDispatcher(t *testing.T) {
 	st := oduflowtest.NewMemoryStore()
 	unused := filepath.Join(t.TempDir(), "no-claims-here")
 	d, err := oduflow.New(client, oduflow.SaltEvents(sim.EventsAddr(), salt.WithEventLogger(quiet)), oduflow.WithPKIDir(sim.PKIDir()),
-		oduflow.WithClaimStore(st), oduflow.WithLeases(st), oduflow.WithClaimDir(unused), oduflow.WithLogger(quiet),
+		oduflow.WithClaimStore(st), oduflow.WithClaimDir(unused), oduflow.WithLogger(quiet),
 		oduflow.WithTimers(oduflow.Timers{ExecutionWait: 8 * time.Second, HardDeadline: 9 * time.Second,
-			StatusExpiry: 10 * time.Second, LaunchGrace: oduflow.LaunchGrace, LeaseWait: 2 * time.Second,
+			StatusExpiry: 10 * time.Second, LaunchGrace: oduflow.DefaultTimers().LaunchGrace, LeaseWait: 2 * time.Second,
 			PollBudget: 16, CallTimeout: 2 * time.Second}))
 	if err != nil {
 		t.Fatal(err)
@@ -78,7 +78,7 @@ func TestMemoryStoreBehindDispatcher(t *testing.T) {
 	if err != nil || again.Status != receipt.StatusSucceeded || *again.JID != *first.JID {
 		t.Fatalf("repeated Start: %+v %v", again, err)
 	}
-	if runs := sim.PublicationCount(oduflow.FunRun, ""); runs != 1 || m.Runs() != 1 {
+	if runs := sim.PublicationCount("oduflow_job.run", ""); runs != 1 || m.Runs() != 1 {
 		t.Fatalf("published %d runs, minion ran %d (want 1, 1)", runs, m.Runs())
 	}
 	if _, err := os.Stat(unused); !os.IsNotExist(err) {

@@ -43,11 +43,11 @@ func (m *fakeMaster) Publish(_ context.Context, req salt.PublishRequest) (*salt.
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	switch req.Fun {
-	case oduflow.FunRun:
+	case "oduflow_job.run":
 		m.runs[req.Args[0].(string)]++
-	case oduflow.FunCapabilities:
+	case "oduflow_job.capabilities":
 		jr := &salt.JobReturn{JID: req.JID, MinionID: minion, Fun: req.Fun, Success: true,
-			Return: map[string]any{"protocol": int64(oduflow.ProtocolVersion), "pillar_ready": true}}
+			Return: map[string]any{"protocol": int64(1), "pillar_ready": true}}
 		for _, s := range m.subs {
 			func() {
 				defer func() { _ = recover() }() // a closed subscription

@@ -157,7 +157,7 @@ func cmdReconcile(e *env, args []string) error {
 	if err := firstErr(checkMinion("reconcile", minion), checkRequest("reconcile", request)); err != nil {
 		return err
 	}
-	var ev oduflow.Evidence
+	var ev oduflow.Reconciliation
 	switch {
 	case *fromMinion && *assert != "":
 		return usagef("reconcile: --from-minion and --assert exclude each other")

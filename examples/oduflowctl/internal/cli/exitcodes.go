@@ -66,12 +66,12 @@ func exitFor(err error) int {
 		return ExitUsage // unreadable or malformed credentials, directories, addresses
 	case is(err, salt.ErrAuthentication), is(err, salt.ErrAuthorization):
 		return ExitRefused
-	case is(err, oduflow.ErrInvalidInput), is(err, oduflow.ErrProfileMismatch), is(err, oduflow.ErrMinionMismatch),
-		is(err, oduflow.ErrDefinitionMismatch), is(err, receipt.ErrInvalidMinionID),
+	case is(err, oduflow.ErrInvalidInput), is(err, oduflow.ErrMismatch), is(err, oduflow.ErrMismatch),
+		is(err, oduflow.ErrMismatch), is(err, receipt.ErrInvalidMinionID),
 		is(err, receipt.ErrInvalidRequestID), is(err, receipt.ErrUnknownProfile),
 		is(err, catalog.ErrInvalid), is(err, catalog.ErrInvalidSource):
 		return ExitUsage
-	case is(err, oduflow.ErrNotReady), is(err, oduflow.ErrEventBus), is(err, oduflow.ErrMasterUnreachable),
+	case is(err, oduflow.ErrNotReady), is(err, oduflow.ErrNotReady), is(err, oduflow.ErrNotReady),
 		is(err, oduflow.ErrClaimStore), is(err, salt.ErrNotSent):
 		return ExitUnreachable // nothing was written
 	case is(err, oduflow.ErrUncertain), is(err, oduflow.ErrUnresolved), is(err, salt.ErrOutcomeUnknown),
@@ -88,7 +88,7 @@ func statusCode(s receipt.Status, code string, waitTimedOut bool) int {
 	case receipt.StatusSucceeded:
 		return ExitOK
 	case receipt.StatusFailed:
-		if code == oduflow.CodeAuthentication || code == oduflow.CodeAuthorization {
+		if code == "publish_authentication" || code == "publish_authorization" {
 			return ExitRefused
 		}
 		return ExitFailed
