@@ -154,29 +154,74 @@ func (d *Dispatcher) reconcilableClaim(ctx context.Context, minion, request stri
 // commitFromUnknown applies mutate to the current claim if it is still unresolved (not final, or final
 // unknown) or, with overAssertion, asserted, under a fenced update. A result committed meanwhile is kept.
 func (d *Dispatcher) commitFromUnknown(ctx context.Context, c *Claim, overAssertion bool, mutate func(*Claim)) (*Claim, error) {
-	for attempt := 0; attempt < 10; attempt++ {
-		cur, err := d.store.Get(ctx, c.RequestID)
-		if err != nil {
-			return nil, err
-		}
-		if cur.Phase == PhaseAsserted {
+	out, _, err := d.updateClaim(ctx, c.RequestID, func(next *Claim) bool {
+		if next.Phase == PhaseAsserted {
 			if !overAssertion {
-				return cur, nil
+				return false
 			}
-		} else if cur.Phase.Final() && cur.Status != receipt.StatusUnknown {
-			return cur, nil // resolved meanwhile; keep it
+		} else if next.Phase.Final() && next.Status != receipt.StatusUnknown {
+			return false // resolved meanwhile; keep it
+		}
+		mutate(next)
+		return true
+	})
+	return out, err
+}
+
+// replaceUnknown is the one way a trustworthy terminal receipt r replaces unknown (a worker after an
+// outcome-unknown publish, a Resume's polling): it commits r's summary (evidence receipt) over the claim
+// if it is still unresolved, keeps a result committed meanwhile, and counts and logs the replacement. who
+// prefixes the log lines ("worker", "resume"). The error is already logged.
+func (d *Dispatcher) replaceUnknown(ctx context.Context, c *Claim, r *receipt.Receipt, who string) error {
+	lg := d.claimLog(c)
+	out, changed, err := d.updateClaim(ctx, c.RequestID, func(next *Claim) bool {
+		if !unresolved(next) {
+			return false // resolved meanwhile (or asserted); keep it
+		}
+		now := d.clock.Now()
+		next.Phase, next.Status, next.Passed, next.Total = PhaseTerminal, r.Status, r.Passed, r.Total
+		next.ErrorCode, next.Evidence, next.FinishedAt = "", evidenceReceipt, &now
+		return true
+	})
+	if err != nil {
+		lg.Error(who+": commit of the minion's receipt over unknown", slog.String("error", err.Error()))
+		return err
+	}
+	if changed {
+		d.hooks.outcome(out.EffectiveProfile(), out.Status, "")
+		lg.Info(who+": unknown replaced by the minion's receipt", slog.String("status", string(out.Status)))
+	}
+	return nil
+}
+
+// maxClaimUpdates bounds the fenced-update retries of one claim change (each retry follows a commit by
+// someone else).
+const maxClaimUpdates = 10
+
+// updateClaim is the claim update of the worker, Reconcile and Resume: it reads the current claim, lets
+// change edit a copy, and commits it under the fenced update (ClaimStore.CompareAndSwap), retrying when
+// the generation moved on meanwhile. change returns false to leave the claim as it is: updateClaim then
+// returns the current claim with changed false. It gives up with ErrConflict after maxClaimUpdates lost
+// races.
+func (d *Dispatcher) updateClaim(ctx context.Context, request string, change func(next *Claim) bool) (out *Claim, changed bool, err error) {
+	for attempt := 0; attempt < maxClaimUpdates; attempt++ {
+		cur, err := d.store.Get(ctx, request)
+		if err != nil {
+			return nil, false, err
 		}
 		next := cur.clone()
-		mutate(next)
+		if !change(next) {
+			return cur, false, nil
+		}
 		out, err := d.store.CompareAndSwap(ctx, next)
 		if err == nil {
-			return out, nil
+			return out, true, nil
 		}
 		if !errors.Is(err, ErrConflict) {
-			return nil, err
+			return nil, false, err
 		}
 	}
-	return nil, ErrConflict
+	return nil, false, ErrConflict
 }
 
 // Resume continues status polling of an unknown, dispatched protocol-1 request for another window (the
@@ -246,26 +291,15 @@ func unresolved(c *Claim) bool {
 
 // markResumed records the resume time (fenced update). A claim resolved meanwhile is returned unchanged.
 func (d *Dispatcher) markResumed(ctx context.Context, c *Claim) (*Claim, error) {
-	for attempt := 0; attempt < 10; attempt++ {
-		cur, err := d.store.Get(ctx, c.RequestID)
-		if err != nil {
-			return nil, err
+	out, _, err := d.updateClaim(ctx, c.RequestID, func(next *Claim) bool {
+		if !unresolved(next) {
+			return false
 		}
-		if !unresolved(cur) {
-			return cur, nil
-		}
-		next := cur.clone()
 		now := d.clock.Now()
 		next.ResumedAt = &now
-		out, err := d.store.CompareAndSwap(ctx, next)
-		if err == nil {
-			return out, nil
-		}
-		if !errors.Is(err, ErrConflict) {
-			return nil, err
-		}
-	}
-	return nil, ErrConflict
+		return true
+	})
+	return out, err
 }
 
 // resumeWindow reports whether a worker that found claim c past phase claimed must poll it: an unresolved,
@@ -306,17 +340,7 @@ func (d *Dispatcher) resumePolling(ctx context.Context, c *Claim, deadline time.
 		lg.Info("resume: no terminal receipt; still unknown")
 		return
 	}
-	out, err := d.commitFromUnknown(ctx, c, false, func(n *Claim) {
-		now := d.clock.Now()
-		n.Phase, n.Status, n.Passed, n.Total = PhaseTerminal, r.Status, r.Passed, r.Total
-		n.ErrorCode, n.Evidence, n.FinishedAt = "", evidenceReceipt, &now
-	})
-	if err != nil {
-		lg.Error("resume: commit", slog.String("error", err.Error()))
-		return
-	}
-	d.hooks.outcome(out.EffectiveProfile(), out.Status, "")
-	lg.Info("resume: unknown replaced by the minion's receipt", slog.String("status", string(out.Status)))
+	_ = d.replaceUnknown(ctx, c, r, "resume") // logged there
 }
 
 // Quarantine lists the client's requests that block new dispatches (unresolved dispatched requests, legacy

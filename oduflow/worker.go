@@ -255,33 +255,27 @@ func (d *Dispatcher) preflight(ctx context.Context, c *Claim) (string, string) {
 // finalize commits a final result unless someone else committed one meanwhile (which is kept).
 func (d *Dispatcher) finalize(ctx context.Context, c *Claim, st receipt.Status, passed, total int, code, evidence string) *Claim {
 	lg := d.claimLog(c)
-	for attempt := 0; attempt < 10; attempt++ {
-		cur, err := d.store.Get(ctx, c.RequestID)
-		if err != nil {
-			lg.Error("finalize: read claim", slog.String("error", err.Error()))
-			return nil
+	out, changed, err := d.updateClaim(ctx, c.RequestID, func(next *Claim) bool {
+		if next.Phase.Final() {
+			return false
 		}
-		if cur.Phase.Final() {
-			lg.Info("finalize: keeping final result committed by someone else", slog.String("status", string(cur.Status)))
-			return cur
-		}
-		next := cur.clone()
 		now := d.clock.Now()
 		next.Phase, next.Status, next.Passed, next.Total = PhaseTerminal, st, passed, total
 		next.ErrorCode, next.Evidence, next.FinishedAt = code, evidence, &now
-		out, err := d.store.CompareAndSwap(ctx, next)
-		if err == nil {
-			d.hooks.outcome(out.EffectiveProfile(), st, code)
-			lg.Info("final result committed", slog.String("status", string(st)), slog.Int("passed", passed),
-				slog.Int("total", total), slog.String("code", code))
-			return out
-		}
-		if !errors.Is(err, ErrConflict) {
-			lg.Error("finalize: commit", slog.String("error", err.Error()))
-			return nil
-		}
+		return true
+	})
+	switch {
+	case err != nil:
+		lg.Error("finalize: commit", slog.String("error", err.Error()))
+		return nil
+	case !changed:
+		lg.Info("finalize: keeping final result committed by someone else", slog.String("status", string(out.Status)))
+		return out
 	}
-	return nil
+	d.hooks.outcome(out.EffectiveProfile(), st, code)
+	lg.Info("final result committed", slog.String("status", string(st)), slog.Int("passed", passed),
+		slog.Int("total", total), slog.String("code", code))
+	return out
 }
 
 // listenAfterUnknownPublish handles a publish whose outcome is unknown: the claim is committed unknown at
@@ -306,18 +300,8 @@ func (d *Dispatcher) listenAfterUnknownPublish(ctx, wctx context.Context, c *Cla
 		return nil
 	}
 	d.stepHook(stepReturned)
-	out, err := d.commitFromUnknown(ctx, cur, false, func(n *Claim) {
-		now := d.clock.Now()
-		n.Phase, n.Status, n.Passed, n.Total = PhaseTerminal, r.Status, r.Passed, r.Total
-		n.ErrorCode, n.Evidence, n.FinishedAt = "", evidenceReceipt, &now
-	})
-	if err != nil {
-		lg.Error("worker: commit after the unknown publish", slog.String("error", err.Error()))
+	if err := d.replaceUnknown(ctx, cur, r, "worker"); err != nil {
 		return nil
-	}
-	if out.Evidence == evidenceReceipt && out.Status == r.Status {
-		d.hooks.outcome(out.EffectiveProfile(), out.Status, "")
-		lg.Info("worker: unknown replaced by the minion's receipt", slog.String("status", string(out.Status)))
 	}
 	d.stepHook(stepCommitted)
 	return nil
