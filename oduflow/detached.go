@@ -59,13 +59,6 @@ func (e *workerLaunchError) Unwrap() error { return ErrWorkerLaunch }
 // ends when the tool exits.
 func WithWorkerLog(path string) Option { return func(c *config) { c.workerLogOpen = path } }
 
-// detachedLog names the worker log opened at each launch, after the claim (tests: a log that cannot be
-// opened safely fails the launch).
-func detachedLog(path string) Option { return func(c *config) { c.workerLog = path } }
-
-// withWorkerLogFile sends detached workers' output to f, opened by the caller (tests).
-func withWorkerLogFile(f *os.File) Option { return func(c *config) { c.workerLogFile = f } }
-
 // openWorkerLogChecked opens path as WithWorkerLog does. A path that exists and is not a regular file (a
 // FIFO, a device, a symlink) is refused before it is opened, so the open never blocks.
 func openWorkerLogChecked(path string) (*os.File, error) {

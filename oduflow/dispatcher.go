@@ -81,7 +81,7 @@ func New(client Publisher, events EventSource, opts ...Option) (*Dispatcher, err
 	if cfg.leases == nil {
 		l, ok := cfg.store.(Leases)
 		if !ok {
-			return nil, errmark.Mark(errors.New("oduflow: claim store has no leases; use withLeases"), ErrInvalidInput)
+			return nil, errmark.Mark(errors.New("oduflow: the claim store does not implement Leases"), ErrInvalidInput)
 		}
 		cfg.leases = l
 	}

@@ -52,22 +52,12 @@ func WithDetachedWorkers(exe string, env ...string) Option {
 // refused when its owner or mode is wrong.
 func WithClaimDir(dir string) Option { return func(c *config) { c.claimDir = dir } }
 
-// withMaxConcurrentPublishes bounds the publish requests this Dispatcher has in flight at once (default
-// defaultMaxConcurrentPublishes); further publishes wait (before sending anything) for a slot (tests).
-func withMaxConcurrentPublishes(n int) Option { return func(c *config) { c.maxPublish = n } }
-
 // defaultMaxConcurrentPublishes is the default bound of publish requests in flight.
 const defaultMaxConcurrentPublishes = 32
 
 // WithClaimStore replaces the file claim store. The store must also implement Leases (as FileClaimStore
 // and etcdstore do): New refuses one that does not (ErrInvalidInput).
 func WithClaimStore(s ClaimStore) Option { return func(c *config) { c.store = s } }
-
-// withLeases sets the lease implementation apart from the store (tests).
-func withLeases(l Leases) Option { return func(c *config) { c.leases = l } }
-
-// withClock injects the time source (tests).
-func withClock(clk clockSource) Option { return func(c *config) { c.clock = clk } }
 
 // WithLogger sets the structured logger (default: slog.Default()).
 func WithLogger(l *slog.Logger) Option { return func(c *config) { c.logger = l } }
@@ -77,13 +67,6 @@ func WithHooks(h Hooks) Option { return func(c *config) { c.hooks = h } }
 
 // WithTimers replaces the timers (default DefaultTimers(); tests and demos shorten them).
 func WithTimers(t Timers) Option { return func(c *config) { c.timers = t } }
-
-// withJIDGenerator sets the JID source (default salt.NewJIDGenerator()).
-func withJIDGenerator(g *salt.JIDGenerator) Option { return func(c *config) { c.jids = g } }
-
-// withStepHook calls fn at each worker step (tests: pause or announce steps to kill a worker at each).
-// Steps: the step* constants.
-func withStepHook(fn func(step string)) Option { return func(c *config) { c.stepHook = fn } }
 
 // withPublicationSource sets how a claim's publish arguments are obtained (custom executions add theirs).
 func withPublicationSource(p publicationSource) Option { return func(c *config) { c.publishing = p } }
