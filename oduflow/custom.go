@@ -28,7 +28,7 @@ type CustomResponse struct {
 }
 
 // CustomStart applies (mode catalog.ModeApply) or applies again (catalog.ModeApplyAgain) the definition
-// on the server under the caller's request id (seed 002). Repeating a call with the same request id returns
+// on the server under the caller's request id. Repeating a call with the same request id returns
 // its current status and never publishes again. Refusals: ErrNotAssigned, ErrUncertain,
 // ErrNeedsConfirmation, ErrApplyAgainWithoutTerminal, ErrInitialConfigurationMissing (errors.Is),
 // catalog.ErrNotFound for an unknown definition, *mismatchError or errDefinitionMismatch for a request id
@@ -111,7 +111,7 @@ func (d *Dispatcher) CustomStart(ctx context.Context, minion, request, definitio
 	if err != nil {
 		return CustomResponse{}, errmark.Mark(errors.Wrap(err, "oduflow: custom source"), ErrInvalidInput)
 	}
-	dec, err := d.decideCustom(ctx, cat, minion, definitionID, compiled.Digest, mode)
+	dec, err := d.customDecisionFor(ctx, cat, minion, definitionID, compiled.Digest, mode)
 	if err != nil {
 		return CustomResponse{}, err
 	}
@@ -266,9 +266,9 @@ func (d *Dispatcher) CustomStatus(ctx context.Context, minion, request string) (
 	return d.customRespond(ctx, cat, e, c, request, reason)
 }
 
-// decideCustom gathers the server's evidence and applies decideCustom. A failure that only lacks its
+// customDecisionFor gathers the server's evidence and applies decideCustom. A failure that only lacks its
 // minion receipt is confirmed by one oduflow_job.status read, then decided again.
-func (d *Dispatcher) decideCustom(ctx context.Context, cat catalog.Store, minion, definitionID, digest string,
+func (d *Dispatcher) customDecisionFor(ctx context.Context, cat catalog.Store, minion, definitionID, digest string,
 	mode customMode) (customDecision, error) {
 	for attempt := 0; ; attempt++ {
 		req, claims, err := d.customEvidence(ctx, cat, minion)

@@ -126,7 +126,7 @@ type customDecision struct {
 	Execution customRecord
 }
 
-// decideCustom applies the custom execution rules (seed 002), in this order:
+// decideCustom applies the custom execution rules, in this order:
 //
 //  1. Reuse running: a queued (not_started) or running execution of the same definition on the server is
 //     returned, whatever the mode and the digest (a later edit does not touch what is queued; a repeated

@@ -60,7 +60,7 @@ func checkRole(c *Claim) error {
 	return nil
 }
 
-// runWorker executes DESIGN.md section 5 for one claim. It publishes oduflow_job.run at most once, and only
+// runWorker executes the worker steps (package documentation, Worker) for one claim. It publishes oduflow_job.run at most once, and only
 // from phase claimed while holding the request lock and the client lease.
 func (d *Dispatcher) runWorker(ctx context.Context, minion, request string) error {
 	if err := validateIDs(minion, request); err != nil {
