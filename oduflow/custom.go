@@ -31,8 +31,8 @@ type CustomResponse struct {
 // on the server under the caller's request id. Repeating a call with the same request id returns
 // its current status and never publishes again. Refusals: ErrNotAssigned, ErrUncertain,
 // ErrNeedsConfirmation, ErrApplyAgainWithoutTerminal, ErrInitialConfigurationMissing (errors.Is),
-// catalog.ErrNotFound for an unknown definition, *mismatchError or errDefinitionMismatch for a request id
-// bound elsewhere. The Dispatcher needs WithCustomCatalog (errCustomDisabled).
+// catalog.ErrNotFound for an unknown definition, ErrMismatch for a request id bound elsewhere
+// (another minion or definition). The Dispatcher needs WithCustomCatalog (else ErrNotReady).
 //
 // A new execution freezes the assigned definition's current source, revision, canonical payload, digest,
 // server and request id into an immutable catalog snapshot, binds the digest to a custom claim, and starts

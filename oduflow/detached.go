@@ -22,12 +22,12 @@ import (
 const workerEnv = "ODUFLOW_DETACHED_WORKER"
 
 // workerLogName is the conventional name of the detached workers' log file inside the claim directory
-// (pass filepath.Join(claimDir, workerLogName) to detachedLog).
+// (filepath.Join(claimDir, workerLogName) suits WithWorkerLog).
 const workerLogName = "worker.log"
 
-// ErrWorkerLaunch: a detached worker process could not be started. Start returns it (in a
-// *workerLaunchError) together with the response: the claim was committed terminal failed with
-// codeWorkerLaunch, nothing was published. Resume returns it when its worker could not be started or
+// ErrWorkerLaunch: a detached worker process could not be started. Start returns it (naming the
+// request) together with the response: the claim was committed terminal failed with
+// worker_launch_failed, nothing was published. Resume returns it when its worker could not be started or
 // ended at once with an error (the request stays unknown).
 var ErrWorkerLaunch = errors.New("oduflow: worker launch failed")
 

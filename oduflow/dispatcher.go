@@ -130,7 +130,7 @@ func (d *Dispatcher) Wait(ctx context.Context) error {
 // Lookup is the operator's read of a request's claim without knowing its profile: a copy of the claim as
 // last committed (identities, profile, phase, recorded status, counts, error code, evidence). It never
 // changes anything; its Status field is the recorded one, not the status rules' answer (use Status with
-// c.EffectiveProfile() for that). No claim: ErrNoClaim. A claim bound to another minion: *mismatchError.
+// c.EffectiveProfile() for that). No claim: ErrNoClaim. A claim bound to another minion: ErrMismatch.
 func (d *Dispatcher) Lookup(ctx context.Context, minion, request string) (*Claim, error) {
 	if err := validateIDs(minion, request); err != nil {
 		return nil, err
@@ -185,7 +185,7 @@ func (d *Dispatcher) claimLog(c *Claim) *slog.Logger {
 // Before it writes a new claim, Start checks that it can dispatch, from state it already holds: its
 // credentials load (the key file reads; an eauth token is cached, or obtained once with mk_token) and its
 // event-bus subscription is live. Nothing is published for the check. When it fails, nothing is written
-// and the error matches ErrNotReady and its cause (errEventBus, errMasterUnreachable, salt.ErrKeyFile,
+// and the error matches ErrNotReady and its cause (the event bus or the master unreachable, salt.ErrKeyFile,
 // salt.ErrAuthentication, salt.ErrAuthorization); the same request id can be started once fixed. A claim
 // store that cannot be read gives ErrClaimStore (or ErrCorruptClaim for a damaged claim).
 func (d *Dispatcher) Start(ctx context.Context, minion, request string, profile Profile) (Response, error) {
@@ -218,7 +218,7 @@ func (d *Dispatcher) Start(ctx context.Context, minion, request string, profile 
 
 // create persists a new claim, then launches its worker. When a detached worker cannot be started, the
 // claim (still in phase claimed: nothing was published) is committed terminal failed with
-// codeWorkerLaunch, and the response comes with a *workerLaunchError (ErrWorkerLaunch).
+// worker_launch_failed, and the response comes with an error matching ErrWorkerLaunch.
 func (d *Dispatcher) create(ctx context.Context, c *Claim) (Response, error) {
 	if err := d.store.Create(ctx, c); err != nil {
 		if errors.Is(err, ErrClaimExists) {
@@ -298,9 +298,9 @@ func responseFor(c *Claim, st receipt.Status) Response {
 
 // computeStatus applies the status contract to a claim:
 //   - final (terminal/asserted): its recorded status;
-//   - more than defaultStatusExpiry after dispatch: unknown, even if a worker holds the lock;
+//   - more than Timers.StatusExpiry after dispatch: unknown, even if a worker holds the lock;
 //   - request lock held: running;
-//   - lock free: running within defaultLaunchGrace of creation, unknown (worker disappeared) after it.
+//   - lock free: running within Timers.LaunchGrace of creation, unknown (worker disappeared) after it.
 func (d *Dispatcher) computeStatus(ctx context.Context, c *Claim) (receipt.Status, error) {
 	if c.Phase.Final() {
 		return c.Status, nil

@@ -106,7 +106,7 @@ func (s *FileClaimStore) index(minionID, requestID string) error {
 }
 
 // Reindex scans every claim of the directory and adds missing per-client index entries (legacy claims).
-// A claim it cannot read stops the scan with an *unreadableClaimError.
+// A claim it cannot read stops the scan with an error matching ErrCorruptClaim that names it.
 func (s *FileClaimStore) Reindex(ctx context.Context) error {
 	names, err := s.st.List("")
 	if err != nil {
@@ -302,8 +302,8 @@ func sameIdentity(a, b *Claim) bool {
 }
 
 // ListByClient implements ClaimStore: it reads the client's index, then each indexed claim. A claim that
-// exists but cannot be read (unsafe or non-regular file, corrupt JSON) is an *unreadableClaimError
-// (ErrCorruptClaim) naming its request id.
+// exists but cannot be read (unsafe or non-regular file, corrupt JSON) is an error matching
+// ErrCorruptClaim that names its request id.
 func (s *FileClaimStore) ListByClient(ctx context.Context, minionID string) ([]*Claim, error) {
 	if err := receipt.ValidateMinionID(minionID); err != nil {
 		return nil, invalid(err, "minion id")

@@ -32,7 +32,7 @@ var errMinionKey = errors.New("oduflow: accepted minion key unavailable")
 // preflight (the minion was re-keyed, or the pki directory changed); nothing it signs is evidence.
 var errMinionKeyChanged = errors.New("oduflow: accepted minion key changed since preflight")
 
-// WithPKIDir sets the Salt master's pki_dir (default defaultPKIDir). The dispatcher reads the key
+// WithPKIDir sets the Salt master's pki_dir (default /etc/salt/pki/master). The dispatcher reads the key
 // the master accepted for a minion from <dir>/minions/<id> (never through a wheel call) to verify
 // receipt proofs; the key's fingerprint is pinned in the claim at preflight.
 func WithPKIDir(dir string) Option { return func(c *config) { c.pkiDir = dir } }

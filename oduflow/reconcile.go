@@ -303,7 +303,7 @@ func (d *Dispatcher) markResumed(ctx context.Context, c *Claim) (*Claim, error) 
 }
 
 // resumeWindow reports whether a worker that found claim c past phase claimed must poll it: an unresolved,
-// dispatched protocol-1 claim whose window (defaultExecutionWait from its dispatch or its latest Resume) is still
+// dispatched protocol-1 claim whose window (Timers.ExecutionWait from its dispatch or its latest Resume) is still
 // open. It returns the real-time deadline of the polling.
 func (d *Dispatcher) resumeWindow(c *Claim) (time.Time, bool) {
 	if c.legacy() != notLegacy || !c.WasDispatched() || !unresolved(c) {
