@@ -160,7 +160,7 @@ func (s *Service) reply(w http.ResponseWriter, r *http.Request, code int, v any,
 // none.
 func requestIDOrNew(id string) string {
 	if id == "" {
-		return receipt.NewRequestID()
+		return oduflow.NewRequestID()
 	}
 	return id
 }
@@ -204,7 +204,7 @@ func (s *Service) fail(ctx context.Context, w http.ResponseWriter, err error) {
 }
 
 // parseProfile accepts the fixed profiles (custom states have their own routes).
-func parseProfile(s string) (receipt.Profile, bool) {
+func parseProfile(s string) (oduflow.Profile, bool) {
 	p, err := receipt.ParseProfile(s)
 	return p, err == nil && p != receipt.ProfileCustom
 }

@@ -14,7 +14,6 @@ import (
 
 	"github.com/oduflow/oduflow-go/oduflow"
 	"github.com/oduflow/oduflow-go/oduflow/catalog"
-	"github.com/oduflow/oduflow-go/receipt"
 	"github.com/oduflow/oduflow-go/salt"
 	"github.com/oduflow/oduflow-go/salt/salttest"
 )
@@ -85,7 +84,7 @@ func (dm *demo) published(fun, _ string) {
 
 // RunDemo runs the demo, writing the story to w. It cleans up after itself.
 func RunDemo(ctx context.Context, w io.Writer) (err error) {
-	dm := &demo{w: w, t0: time.Now(), minion: "client-" + receipt.NewRequestID()}
+	dm := &demo{w: w, t0: time.Now(), minion: "client-" + oduflow.NewRequestID()}
 	dir, err := os.MkdirTemp("", "oduflowctl-demo-")
 	if err != nil {
 		return err
