@@ -259,7 +259,7 @@ func (s *suite) testLeases(t *testing.T) {
 		close(start)
 		wg.Wait()
 		if n := int64(len(handles) * raceGoroutines); wins.Load() != 1 || held.Load() != n-1 {
-			t.Fatalf("%d concurrent TryRequestLock: %d won, %d ErrLeaseHeld", n, wins.Load(), held.Load())
+			t.Fatalf("%d concurrent TryRequestLock: %d won, %d ErrLeaseBusy", n, wins.Load(), held.Load())
 		}
 	})
 	t.Run("client lease busy", func(t *testing.T) {
