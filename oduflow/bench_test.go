@@ -14,7 +14,7 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/oduflow/oduflow-go/internal/simminion"
+	"github.com/oduflow/oduflow-go/oduflow/oduflowtest/fakeminion"
 	"github.com/oduflow/oduflow-go/receipt"
 	"github.com/oduflow/oduflow-go/salt"
 )
@@ -62,9 +62,9 @@ func BenchmarkDispatcher(b *testing.B) {
 	d := e.dispatcherWith(e.newClient(salt.WithRequestTimeout(60*time.Second)), WithTimers(tm))
 	ctx := context.Background()
 
-	minions := make([]*simminion.Minion, n)
+	minions := make([]*fakeminion.Model, n)
 	for i := range minions {
-		minions[i] = e.addMinion(simminion.WithHold())
+		minions[i] = e.addMinion(fakeminion.WithHold())
 	}
 	defer func() {
 		for _, m := range minions {
@@ -142,7 +142,7 @@ func BenchmarkDispatcher(b *testing.B) {
 	})
 	b.Run("Start/new-claim", func(b *testing.B) {
 		// A fresh request per iteration on a fresh minion; its worker goes on in the background.
-		extra := make([]*simminion.Minion, 0, b.N)
+		extra := make([]*fakeminion.Model, 0, b.N)
 		defer func() {
 			for _, m := range extra {
 				m.Release()
@@ -151,7 +151,7 @@ func BenchmarkDispatcher(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
 			b.StopTimer()
-			m := e.addMinion(simminion.WithHold())
+			m := e.addMinion(fakeminion.WithHold())
 			extra = append(extra, m)
 			req := uuid.NewString()
 			b.StartTimer()

@@ -256,7 +256,7 @@ func newCstEnv(t *testing.T) *cstEnv {
 		t.Fatal(err)
 	}
 	events := SaltEvents(sim.EventsAddr(), salt.WithReconnectBackoff(20*time.Millisecond, 200*time.Millisecond),
-		salt.WithEventLogger(cstLogger()))
+		salt.WithLogger(cstLogger()))
 	e := &cstEnv{t: t, sim: sim, minion: m, cat: cat}
 	e.d, err = New(cstLosingPublisher{Publisher: client, lose: &e.loseRun}, events, WithClaimDir(filepath.Join(base, "claims")), WithTimers(cstTimers()), WithPKIDir(sim.PKIDir()),
 		WithLogger(cstLogger()), WithCustomCatalog(cat), withStepHook(func(step string) {

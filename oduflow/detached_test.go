@@ -16,7 +16,7 @@ import (
 	"github.com/cockroachdb/errors"
 	"github.com/google/uuid"
 
-	"github.com/oduflow/oduflow-go/internal/simminion"
+	"github.com/oduflow/oduflow-go/oduflow/oduflowtest/fakeminion"
 	"github.com/oduflow/oduflow-go/receipt"
 	"github.com/oduflow/oduflow-go/salt"
 )
@@ -203,7 +203,7 @@ func TestDetachedResume(t *testing.T) {
 		t.Skip("spawns processes")
 	}
 	e := startSim(t)
-	m := e.addMinion(simminion.WithHold())
+	m := e.addMinion(fakeminion.WithHold())
 	tm := testTimers()
 	tm.ExecutionWait, tm.PollBudget = 1500*time.Millisecond, 3
 	d := e.dispatcher(WithTimers(tm))

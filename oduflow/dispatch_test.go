@@ -8,14 +8,14 @@ import (
 	"github.com/cockroachdb/errors"
 	"github.com/google/uuid"
 
-	"github.com/oduflow/oduflow-go/internal/simminion"
+	"github.com/oduflow/oduflow-go/oduflow/oduflowtest/fakeminion"
 	"github.com/oduflow/oduflow-go/receipt"
 )
 
 func TestStartSucceededAndFailed(t *testing.T) {
 	e := startSim(t)
-	m := e.addMinion(simminion.WithResult(receipt.ProfileProduction,
-		simminion.Result{Status: receipt.StatusFailed, Passed: 2, Total: 3}))
+	m := e.addMinion(fakeminion.WithResult(receipt.ProfileProduction,
+		fakeminion.Result{Status: receipt.StatusFailed, Passed: 2, Total: 3}))
 	d := e.dispatcher()
 	ctx := context.Background()
 
@@ -63,7 +63,7 @@ func TestStartSucceededAndFailed(t *testing.T) {
 
 func TestBusyTargetFailsPreflight(t *testing.T) {
 	e := startSim(t)
-	m := e.addMinion(simminion.WithHold())
+	m := e.addMinion(fakeminion.WithHold())
 	tm := testTimers()
 	tm.LeaseWait = 300 * time.Millisecond
 	d := e.dispatcher(WithTimers(tm))
@@ -100,7 +100,7 @@ func waitRuns(t testing.TB, e *simEnv, n int) {
 
 func TestCapabilityUnverified(t *testing.T) {
 	e := startSim(t)
-	m := e.addMinion(simminion.WithProtocol(0))
+	m := e.addMinion(fakeminion.WithProtocol(0))
 	d := e.dispatcher()
 	req := uuid.NewString()
 	mustStart(t, d, receipt.ProfileConfigure, m.ID(), req)
@@ -116,8 +116,8 @@ func TestCapabilityUnverified(t *testing.T) {
 func TestPing(t *testing.T) {
 	e := startSim(t)
 	ok := e.addMinion()
-	old := e.addMinion(simminion.WithProtocol(0))
-	notReady := e.addMinion(simminion.WithPillarReady(false))
+	old := e.addMinion(fakeminion.WithProtocol(0))
+	notReady := e.addMinion(fakeminion.WithPillarReady(false))
 	d := e.dispatcher()
 	ctx := context.Background()
 	r, err := d.Ping(ctx, ok.ID())
@@ -148,7 +148,7 @@ func TestPing(t *testing.T) {
 
 func TestWindowSpentThenResume(t *testing.T) {
 	e := startSim(t)
-	m := e.addMinion(simminion.WithHold())
+	m := e.addMinion(fakeminion.WithHold())
 	tm := testTimers()
 	tm.ExecutionWait, tm.PollBudget = 1500*time.Millisecond, 3
 	d := e.dispatcher(WithTimers(tm))

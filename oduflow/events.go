@@ -30,18 +30,18 @@ type EventSource interface {
 }
 
 // SaltEvents adapts salt.SubscribeEvents to an EventSource. Only salt/job/ tags are read.
-func SaltEvents(addr string, opts ...salt.EventOption) EventSource {
+func SaltEvents(addr string, opts ...salt.Option) EventSource {
 	return saltEventSource{addr: addr, opts: opts}
 }
 
 type saltEventSource struct {
 	addr string
-	opts []salt.EventOption
+	opts []salt.Option
 }
 
 // Subscribe connects; ctx bounds the connecting only: the stream lives until Close.
 func (s saltEventSource) Subscribe(ctx context.Context) (Subscription, error) {
-	opts := append([]salt.EventOption{salt.WithTagPrefixes("salt/job/")}, s.opts...)
+	opts := append([]salt.Option{salt.WithTagPrefixes("salt/job/")}, s.opts...)
 	type result struct {
 		st  *salt.EventStream
 		err error
@@ -135,12 +135,12 @@ func (h *hub) ensure(ctx context.Context) error {
 
 func (h *hub) loop(sub Subscription, gen uint64) {
 	for ev := range sub.Events() {
-		switch ev.Kind {
-		case salt.EventJobReturn:
+		switch {
+		case ev.JobReturn != nil:
 			if ev.JobReturn != nil {
 				h.deliver(ev.JobReturn)
 			}
-		case salt.EventGap:
+		case ev.Gap != nil:
 			h.gapAll()
 		}
 	}

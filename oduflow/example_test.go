@@ -9,8 +9,8 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/oduflow/oduflow-go/internal/simminion"
 	"github.com/oduflow/oduflow-go/oduflow"
+	"github.com/oduflow/oduflow-go/oduflow/oduflowtest/fakeminion"
 	"github.com/oduflow/oduflow-go/receipt"
 	"github.com/oduflow/oduflow-go/salt"
 	"github.com/oduflow/oduflow-go/salt/salttest"
@@ -31,10 +31,9 @@ func Example() {
 	}
 	defer func() { _ = sim.Close() }()
 	const minion = "client-5b2f8c1e-3c4d-4e5f-8a9b-0c1d2e3f4a5b"
-	m := simminion.New(minion,
-		simminion.WithResult(receipt.ProfileConfigure, simminion.Result{Status: receipt.StatusSucceeded, Passed: 3, Total: 3}))
-	sim.AddMinion(minion, m.Handle)
-	_ = sim.AcceptMinionKey(minion, m.PublicKeyPEM()) // the key the master accepted: proofs verify against it
+	m := fakeminion.NewModel(minion,
+		fakeminion.WithResult(receipt.ProfileConfigure, fakeminion.Result{Status: receipt.StatusSucceeded, Passed: 3, Total: 3}))
+	_ = fakeminion.Add(sim, m) // the master accepts the minion's key: its proofs verify against it
 
 	client, _ := salt.NewClient(sim.Addr(), salt.WithAuth(salt.UserKey("root", sim.KeyFile())))
 	defer func() { _ = client.Close() }()

@@ -13,8 +13,8 @@ import (
 	"github.com/cockroachdb/errors"
 	"github.com/google/uuid"
 
-	"github.com/oduflow/oduflow-go/internal/simminion"
 	"github.com/oduflow/oduflow-go/oduflow/catalog"
+	"github.com/oduflow/oduflow-go/oduflow/oduflowtest/fakeminion"
 	"github.com/oduflow/oduflow-go/receipt"
 	"github.com/oduflow/oduflow-go/salt"
 	"github.com/oduflow/oduflow-go/salt/salttest"
@@ -61,7 +61,7 @@ func loseReplyAndReturn(t *testing.T, e *simEnv, d *Dispatcher, req string) {
 // quarantine. Nothing is ever republished.
 func TestLostPublishReplyIsUnknownAndQuarantines(t *testing.T) {
 	e := startSim(t)
-	m := e.addMinion(simminion.WithHold())
+	m := e.addMinion(fakeminion.WithHold())
 	req := uuid.NewString()
 	var d *Dispatcher
 	d = e.dispatcher(onStep(stepDispatchRecorded, func() { loseReplyAndReturn(t, e, d, req) }))
@@ -194,8 +194,8 @@ func TestAssertReleasesQuarantine(t *testing.T) {
 // reconciled), keeping who and why for audit.
 func TestReconcileFromMinionReplacesAssertion(t *testing.T) {
 	e := startSim(t)
-	m := e.addMinion(simminion.WithHold(),
-		simminion.WithResult(receipt.ProfileProduction, simminion.Result{Status: receipt.StatusFailed, Passed: 2, Total: 3}))
+	m := e.addMinion(fakeminion.WithHold(),
+		fakeminion.WithResult(receipt.ProfileProduction, fakeminion.Result{Status: receipt.StatusFailed, Passed: 2, Total: 3}))
 	req := uuid.NewString()
 	var d *Dispatcher
 	d = e.dispatcher(onStep(stepDispatchRecorded, func() { loseReplyAndReturn(t, e, d, req) }))
@@ -259,7 +259,7 @@ func TestLostReturnRecoveredByPolling(t *testing.T) {
 
 func TestEventBusClosedAndReopened(t *testing.T) {
 	e := startSim(t)
-	m := e.addMinion(simminion.WithDelay(300 * time.Millisecond))
+	m := e.addMinion(fakeminion.WithDelay(300 * time.Millisecond))
 	d := e.dispatcher(onStep(stepPublishReplied, func() { e.sim.CloseEventBus() }))
 	req := uuid.NewString()
 	mustStart(t, d, receipt.ProfileConfigure, m.ID(), req)

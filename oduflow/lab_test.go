@@ -105,7 +105,7 @@ func TestLabIntegration(t *testing.T) {
 	for done := false; !done; {
 		select {
 		case ev := <-st.Events():
-			if ev.Kind == salt.EventJobNew && ev.JobNew != nil && ev.JobNew.Fun == funRun {
+			if ev.JobNew != nil && ev.JobNew.Fun == funRun {
 				t.Fatalf("a new oduflow_job.run was published: %s", ev.JobNew.JID)
 			}
 		case <-timeout:

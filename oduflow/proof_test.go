@@ -12,7 +12,7 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/oduflow/oduflow-go/internal/simminion"
+	"github.com/oduflow/oduflow-go/oduflow/oduflowtest/fakeminion"
 	"github.com/oduflow/oduflow-go/receipt"
 	"github.com/oduflow/oduflow-go/salt/salttest"
 )
@@ -59,8 +59,8 @@ func realReturnData(id, jid string, ret any) map[string]any {
 
 func TestForgedReturnsAreNeverEvidence(t *testing.T) {
 	e := startSim(t)
-	m := e.addMinion(simminion.WithHold(),
-		simminion.WithResult(receipt.ProfileConfigure, simminion.Result{Status: receipt.StatusFailed, Passed: 1, Total: 2}))
+	m := e.addMinion(fakeminion.WithHold(),
+		fakeminion.WithResult(receipt.ProfileConfigure, fakeminion.Result{Status: receipt.StatusFailed, Passed: 1, Total: 2}))
 	h := newRecHooks()
 	d := e.dispatcher(WithHooks(h.hooks()))
 	req := uuid.NewString()
@@ -69,7 +69,7 @@ func TestForgedReturnsAreNeverEvidence(t *testing.T) {
 	if c.MinionKeySHA256 == "" || c.MinionKeySHA256 != keyFingerprint(&m.Key().PublicKey) {
 		t.Fatalf("fingerprint not pinned at preflight: %q", c.MinionKeySHA256)
 	}
-	forged := simminion.ToValue(forgedReceipt(c))
+	forged := fakeminion.ReceiptValue(forgedReceipt(c))
 	other := newMinionID()
 	tag := "salt/job/" + c.JID + "/ret/" + m.ID()
 	// 1. the batched _minion_event form: the data exactly as the sender wrote it, a perfect copy of a
@@ -118,7 +118,7 @@ func TestForgedReturnsAreNeverEvidence(t *testing.T) {
 
 // racingMinion answers oduflow_job.attest only after a forger fired a forged answer on the same JID.
 type racingMinion struct {
-	m     *simminion.Minion
+	m     *fakeminion.Model
 	sim   *salttest.Master
 	forge func(job salttest.Job) any
 	fired atomic.Int32
@@ -141,30 +141,30 @@ func TestForgedProofsAreRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cases := map[string]func(m *simminion.Minion, c receipt.Receipt, nonce string) any{
+	cases := map[string]func(m *fakeminion.Model, c receipt.Receipt, nonce string) any{
 		// the real minion's signature, made for another request's (or an earlier poll's) nonce
-		"replayed proof": func(m *simminion.Minion, c receipt.Receipt, _ string) any {
+		"replayed proof": func(m *fakeminion.Model, c receipt.Receipt, _ string) any {
 			p, _ := receipt.SignProof(m.Key(), strings.Repeat("ab", 32), c)
 			return p
 		},
 		// the right nonce, signed by another minion's key
-		"wrong key": func(_ *simminion.Minion, c receipt.Receipt, nonce string) any {
+		"wrong key": func(_ *fakeminion.Model, c receipt.Receipt, nonce string) any {
 			p, _ := receipt.SignProof(otherKey, nonce, c)
 			return p
 		},
 		// a proof that claims SHA-1 (what salt.crypt.sign_message makes)
-		"alg mismatch": func(m *simminion.Minion, c receipt.Receipt, nonce string) any {
+		"alg mismatch": func(m *fakeminion.Model, c receipt.Receipt, nonce string) any {
 			p, _ := receipt.SignProof(m.Key(), nonce, c)
 			p["alg"] = "rsa-pkcs1v15-sha1"
 			return p
 		},
-		"bare receipt": func(_ *simminion.Minion, c receipt.Receipt, _ string) any { return simminion.ToValue(c) },
+		"bare receipt": func(_ *fakeminion.Model, c receipt.Receipt, _ string) any { return fakeminion.ReceiptValue(c) },
 	}
 	for name, forge := range cases {
 		t.Run(name, func(t *testing.T) {
 			e := startSim(t)
-			m := simminion.New(newMinionID(), simminion.WithResult(receipt.ProfileConfigure,
-				simminion.Result{Status: receipt.StatusFailed, Passed: 1, Total: 2}))
+			m := fakeminion.NewModel(newMinionID(), fakeminion.WithResult(receipt.ProfileConfigure,
+				fakeminion.Result{Status: receipt.StatusFailed, Passed: 1, Total: 2}))
 			e.accept(m)
 			rm := &racingMinion{m: m, sim: e.sim}
 			rm.forge = func(job salttest.Job) any {
@@ -192,14 +192,14 @@ func TestForgedProofsAreRefused(t *testing.T) {
 
 func TestForgedFloodDoesNotSpendPollBudget(t *testing.T) {
 	e := startSim(t)
-	m := e.addMinion(simminion.WithHold())
+	m := e.addMinion(fakeminion.WithHold())
 	h := newRecHooks()
 	d := e.dispatcher(WithHooks(h.hooks()))
 	req := uuid.NewString()
 	mustStart(t, d, receipt.ProfileConfigure, m.ID(), req)
 	c := waitPhase(t, d, req, PhaseDispatched)
 	tag := "salt/job/" + c.JID + "/ret/" + m.ID()
-	forged := simminion.ToValue(forgedReceipt(c))
+	forged := fakeminion.ReceiptValue(forgedReceipt(c))
 	var wg sync.WaitGroup
 	stop := make(chan struct{})
 	wg.Add(1)
@@ -245,7 +245,7 @@ func TestForgedFloodDoesNotSpendPollBudget(t *testing.T) {
 func TestPreflightRequiresProof(t *testing.T) {
 	t.Run("module without proof", func(t *testing.T) {
 		e := startSim(t)
-		m := e.addMinion(simminion.WithoutProof())
+		m := e.addMinion(fakeminion.WithoutProof())
 		d := e.dispatcher()
 		req := uuid.NewString()
 		mustStart(t, d, receipt.ProfileConfigure, m.ID(), req)
@@ -260,7 +260,7 @@ func TestPreflightRequiresProof(t *testing.T) {
 	})
 	t.Run("no accepted key", func(t *testing.T) {
 		e := startSim(t)
-		m := simminion.New(newMinionID())
+		m := fakeminion.NewModel(newMinionID())
 		e.sim.AddMinion(m.ID(), m.Handle) // its key is not in the pki dir
 		d := e.dispatcher()
 		req := uuid.NewString()
@@ -274,8 +274,8 @@ func TestPreflightRequiresProof(t *testing.T) {
 
 func TestKeyChangedAfterPreflightIsNeverEvidence(t *testing.T) {
 	e := startSim(t)
-	m := simminion.New(newMinionID(), simminion.WithHold())
-	decoy := simminion.New(m.ID()) // the key the master had accepted at preflight
+	m := fakeminion.NewModel(newMinionID(), fakeminion.WithHold())
+	decoy := fakeminion.NewModel(m.ID()) // the key the master had accepted at preflight
 	e.accept(decoy)
 	e.sim.AddMinion(m.ID(), m.Handle)
 	d := e.dispatcher()

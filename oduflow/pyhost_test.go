@@ -9,20 +9,20 @@ import (
 	"github.com/cockroachdb/errors"
 	"github.com/google/uuid"
 
-	"github.com/oduflow/oduflow-go/internal/pyhost"
+	"github.com/oduflow/oduflow-go/oduflow/oduflowtest/fakeminion"
 	"github.com/oduflow/oduflow-go/receipt"
 )
 
-// The "real parts" path: the simulator's minion runs the real Python oduflow_job module (internal/pyhost),
+// The "real parts" path: the simulator's minion runs the real Python oduflow_job module (fakeminion.PythonHost),
 // with its durable receipts, locks and fork per request.
-func startPyMinion(t *testing.T, e *simEnv, cfg pyhost.Config) (string, *pyhost.Host) {
+func startPyMinion(t *testing.T, e *simEnv, cfg fakeminion.PythonConfig) (string, *fakeminion.PythonHost) {
 	t.Helper()
 	if _, err := exec.LookPath("python3"); err != nil {
 		t.Skip("python3 not installed")
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	h, err := pyhost.Start(ctx, t.TempDir(), pyhost.WithConfig(cfg))
+	h, err := fakeminion.StartPython(ctx, t.TempDir(), fakeminion.WithPythonConfig(cfg))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,7 +39,7 @@ func startPyMinion(t *testing.T, e *simEnv, cfg pyhost.Config) (string, *pyhost.
 	return id, h
 }
 
-func executions(t *testing.T, h *pyhost.Host, minion string) int {
+func executions(t *testing.T, h *fakeminion.PythonHost, minion string) int {
 	t.Helper()
 	lines, err := h.Marker(minion)
 	if err != nil {
@@ -50,7 +50,7 @@ func executions(t *testing.T, h *pyhost.Host, minion string) int {
 
 func TestPythonModuleEndToEnd(t *testing.T) {
 	e := startSim(t)
-	minion, h := startPyMinion(t, e, pyhost.Config{})
+	minion, h := startPyMinion(t, e, fakeminion.PythonConfig{})
 	d := e.dispatcher()
 	ctx := context.Background()
 
@@ -81,7 +81,7 @@ func TestPythonModuleEndToEnd(t *testing.T) {
 
 func TestPythonModuleLostReturnAndLostReply(t *testing.T) {
 	e := startSim(t)
-	minion, h := startPyMinion(t, e, pyhost.Config{})
+	minion, h := startPyMinion(t, e, fakeminion.PythonConfig{})
 	ctx := context.Background()
 
 	// Lost return: recovered by polling the module's durable receipt.

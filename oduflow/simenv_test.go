@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/oduflow/oduflow-go/internal/simminion"
+	"github.com/oduflow/oduflow-go/oduflow/oduflowtest/fakeminion"
 	"github.com/oduflow/oduflow-go/receipt"
 	"github.com/oduflow/oduflow-go/salt"
 	"github.com/oduflow/oduflow-go/salt/salttest"
@@ -77,22 +77,22 @@ func (e *simEnv) newClient(opts ...salt.Option) *salt.Client {
 
 func (e *simEnv) events() EventSource {
 	return SaltEvents(e.sim.EventsAddr(), salt.WithReconnectBackoff(20*time.Millisecond, 200*time.Millisecond),
-		salt.WithEventLogger(quietLogger()))
+		salt.WithLogger(quietLogger()))
 }
 
-func newSimMinion(id string, opts ...simminion.Option) *simminion.Minion {
-	return simminion.New(id, opts...)
+func newSimMinion(id string, opts ...fakeminion.ModelOption) *fakeminion.Model {
+	return fakeminion.NewModel(id, opts...)
 }
 
-func (e *simEnv) addMinion(opts ...simminion.Option) *simminion.Minion {
-	m := simminion.New(newMinionID(), opts...)
+func (e *simEnv) addMinion(opts ...fakeminion.ModelOption) *fakeminion.Model {
+	m := fakeminion.NewModel(newMinionID(), opts...)
 	e.accept(m)
 	e.sim.AddMinion(m.ID(), m.Handle)
 	return m
 }
 
 // accept stores m's public key as the master's accepted key for its id (what proofs verify against).
-func (e *simEnv) accept(m *simminion.Minion) {
+func (e *simEnv) accept(m *fakeminion.Model) {
 	e.t.Helper()
 	if err := e.sim.AcceptMinionKey(m.ID(), m.PublicKeyPEM()); err != nil {
 		e.t.Fatal(err)

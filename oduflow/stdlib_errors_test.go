@@ -159,7 +159,7 @@ func TestStdlibErrorsInvalidCustomSource(t *testing.T) {
 	bad := []byte("id:\n  cmd.run:\n    - name: {{ pillar.secret }}\n")
 	err := profiles.ValidateCustom(bad)
 	var ce *profiles.CustomError
-	if !errors.Is(err, profiles.ErrInvalidCustom) || !errors.As(err, &ce) || ce.Code != profiles.CodeTemplateSyntax {
+	if !errors.Is(err, profiles.ErrInvalidCustom) || !errors.As(err, &ce) || ce.Code != "template_syntax" {
 		t.Fatalf("ValidateCustom: %v", err)
 	}
 	// Through the catalog, the way a definition is stored: marked ErrInvalidSource, the compiler's typed
@@ -171,7 +171,7 @@ func TestStdlibErrorsInvalidCustomSource(t *testing.T) {
 	_, err = cat.CreateDefinition(ctx, "acme", "motd", bad)
 	ce = nil
 	if !errors.Is(err, catalog.ErrInvalidSource) || !errors.Is(err, profiles.ErrInvalidCustom) || !errors.As(err, &ce) ||
-		ce.Code != profiles.CodeTemplateSyntax {
+		ce.Code != "template_syntax" {
 		t.Fatalf("CreateDefinition: %v", err)
 	}
 }

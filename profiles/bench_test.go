@@ -13,7 +13,7 @@ func source64KiB(tb testing.TB) []byte {
 	tb.Helper()
 	var b strings.Builder
 	b.WriteString("# benchmark source: 100 state ids, 64 KiB\n")
-	for i := range MaxStateIDs {
+	for i := range maxStateIDs {
 		switch i % 4 {
 		case 0:
 			fmt.Fprintf(&b, "app_%03d_pkg:\n  pkg.installed:\n    - names:\n      - tool-%03d-a\n      - tool-%03d-b\n    - refresh: false\n", i, i, i)
@@ -47,7 +47,7 @@ func TestBenchmarkSourceIsValid(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(c.HighData) != MaxStateIDs {
+	if len(c.HighData) != maxStateIDs {
 		t.Fatalf("%d ids", len(c.HighData))
 	}
 }

@@ -44,7 +44,7 @@ func CompileCustom(source []byte) (*Compiled, error) {
 	}
 	canonical, err := receipt.CanonicalJSON(high)
 	if err != nil {
-		return nil, newError(CodeNotCanonical, 0, 0, "the compiled high data has no canonical JSON form")
+		return nil, newError(codeNotCanonical, 0, 0, "the compiled high data has no canonical JSON form")
 	}
 	return &Compiled{HighData: high, Canonical: canonical, Digest: receipt.DigestBytes(canonical)}, nil
 }
@@ -54,7 +54,7 @@ const utf8BOM = "\xef\xbb\xbf"
 
 func compileHigh(src []byte) (map[string]any, *CustomError) {
 	if len(src) > MaxSourceBytes {
-		return nil, newError(CodeTooLarge, 0, 0, "the source is larger than 64 KiB")
+		return nil, newError(codeTooLarge, 0, 0, "the source is larger than 64 KiB")
 	}
 	src = bytes.TrimPrefix(src, []byte(utf8BOM))
 	if err := prescan(src); err != nil {
@@ -78,14 +78,14 @@ func parseSingle(src []byte) (doc *yaml.Node, cerr *CustomError) {
 		// yaml.v3 reports internal errors by panicking; a source must never
 		// crash the caller.
 		if r := recover(); r != nil {
-			doc, cerr = nil, newError(CodeSyntax, 0, 0, "the YAML parser failed on this source")
+			doc, cerr = nil, newError(codeSyntax, 0, 0, "the YAML parser failed on this source")
 		}
 	}()
 	dec := yaml.NewDecoder(bytes.NewReader(src))
 	var first yaml.Node
 	if err := dec.Decode(&first); err != nil {
 		if err == io.EOF {
-			return nil, newError(CodeEmptyDocument, 0, 0, "the document is empty")
+			return nil, newError(codeEmptyDocument, 0, 0, "the document is empty")
 		}
 		return nil, syntaxError(src, err)
 	}
@@ -95,10 +95,10 @@ func parseSingle(src []byte) (doc *yaml.Node, cerr *CustomError) {
 	case err != nil:
 		return nil, syntaxError(src, err)
 	default:
-		return nil, newError(CodeMultipleDocuments, second.Line, second.Column, "only one YAML document is allowed")
+		return nil, newError(codeMultipleDocuments, second.Line, second.Column, "only one YAML document is allowed")
 	}
 	if first.Kind != yaml.DocumentNode || len(first.Content) != 1 {
-		return nil, newError(CodeEmptyDocument, 0, 0, "the document is empty")
+		return nil, newError(codeEmptyDocument, 0, 0, "the document is empty")
 	}
 	return &first, nil
 }
@@ -136,7 +136,7 @@ func syntaxError(src []byte, err error) *CustomError {
 	msg := err.Error()
 	if m := unknownAnchor.FindStringSubmatch(msg); m != nil {
 		line, col := findAlias(src, m[1])
-		return newError(CodeAlias, line, col, msgAlias)
+		return newError(codeAlias, line, col, msgAlias)
 	}
 	line := 0
 	problem := ""
@@ -147,10 +147,10 @@ func syntaxError(src []byte, err error) *CustomError {
 		problem = m[2]
 	}
 	if strings.HasPrefix(problem, "exceeded max depth") {
-		return newError(CodeTooDeep, line, 0, "lists and mappings nest deeper than 16 levels")
+		return newError(codeTooDeep, line, 0, "lists and mappings nest deeper than 16 levels")
 	}
 	if problem != "" && len(problem) <= 120 && safeProblem.MatchString(problem) {
-		return newError(CodeSyntax, line, 0, "invalid YAML: "+problem)
+		return newError(codeSyntax, line, 0, "invalid YAML: "+problem)
 	}
-	return newError(CodeSyntax, line, 0, "invalid YAML")
+	return newError(codeSyntax, line, 0, "invalid YAML")
 }

@@ -80,10 +80,10 @@ func TestCorpusReject(t *testing.T) {
 		t.Fatal(err)
 	}
 	observed := map[string]position{}
-	codes := map[ErrorCode]int{}
+	codes := map[errorCode]int{}
 	for _, f := range files {
 		name := "reject/" + filepath.Base(f)
-		wantCode := ErrorCode(strings.SplitN(filepath.Base(f), "__", 2)[0])
+		wantCode := errorCode(strings.SplitN(filepath.Base(f), "__", 2)[0])
 		t.Run(filepath.Base(f), func(t *testing.T) {
 			src := mustRead(t, f)
 			verr := ValidateCustom(src)
@@ -122,7 +122,7 @@ func TestCorpusReject(t *testing.T) {
 		}
 	}
 	for _, code := range allCodes() {
-		if code == CodeNotCanonical || code == CodeTooLarge {
+		if code == codeNotCanonical || code == codeTooLarge {
 			continue // unreachable / covered by TestLimits (a >64 KiB file is not kept in the corpus)
 		}
 		if codes[code] == 0 {
@@ -153,15 +153,15 @@ func writeManifest(t *testing.T, m map[string]position) {
 	}
 }
 
-func allCodes() []ErrorCode {
-	return []ErrorCode{
-		CodeTooLarge, CodeInvalidUTF8, CodeInvalidCharacter, CodeTemplateSyntax, CodeRendererDirective,
-		CodeYAMLDirective, CodeSyntax, CodeMultipleDocuments, CodeEmptyDocument, CodeNotMapping, CodeAnchor,
-		CodeAlias, CodeExplicitTag, CodeMergeKey, CodeDuplicateKey, CodeTooDeep, CodeTooManyIDs, CodeTooManyItems,
-		CodeScalarTooLong, CodeNonStringKey, CodeAmbiguousScalar, CodeNumberOutOfRange, CodeForbiddenDeclaration,
-		CodeInvalidID, CodeInvalidState, CodeInvalidFunction, CodeDuplicateModule, CodeArgumentsNotList,
-		CodeInvalidArgument, CodeDuplicateArgument, CodeReservedArgument, CodeParallel, CodeInvalidRequisite, CodeRequisiteCycle,
-		CodeInvalidName, CodeInvalidNames, CodeInvalidOrder, CodeAmbiguousOrder, CodeNotCanonical,
+func allCodes() []errorCode {
+	return []errorCode{
+		codeTooLarge, codeInvalidUTF8, codeInvalidCharacter, codeTemplateSyntax, codeRendererDirective,
+		codeYAMLDirective, codeSyntax, codeMultipleDocuments, codeEmptyDocument, codeNotMapping, codeAnchor,
+		codeAlias, codeExplicitTag, codeMergeKey, codeDuplicateKey, codeTooDeep, codeTooManyIDs, codeTooManyItems,
+		codeScalarTooLong, codeNonStringKey, codeAmbiguousScalar, codeNumberOutOfRange, codeForbiddenDeclaration,
+		codeInvalidID, codeInvalidState, codeInvalidFunction, codeDuplicateModule, codeArgumentsNotList,
+		codeInvalidArgument, codeDuplicateArgument, codeReservedArgument, codeParallel, codeInvalidRequisite, codeRequisiteCycle,
+		codeInvalidName, codeInvalidNames, codeInvalidOrder, codeAmbiguousOrder, codeNotCanonical,
 	}
 }
 

@@ -17,10 +17,10 @@
 // ValidateCustom and CompileCustom read plain YAML with go.yaml.in/yaml/v3 at
 // the node level (yaml.Node), so anchors, aliases, tags and duplicate keys are
 // seen rather than resolved. Nothing is executed, rendered or resolved. Limits:
-// MaxSourceBytes (64 KiB), MaxStateIDs (100), MaxDepth (16 nested lists and
-// mappings, the top-level mapping counting as 1), MaxItems (1000 entries per
-// list or mapping), MaxScalarBytes (16 KiB). Refused, each with a stable
-// ErrorCode and a line and column (1-based, column in characters; yaml_syntax
+// MaxSourceBytes (64 KiB), 100 state ids, a depth of 16 (nested lists and
+// mappings, the top-level mapping counting as 1), 1000 entries per
+// list or mapping, 16 KiB per scalar. Refused, each with a stable
+// code (see Error codes) and a line and column (1-based, column in characters; yaml_syntax
 // positions are the parser's and approximate): template syntax ({{ {% {#, in
 // comments too: Salt's default renderer is jinja|yaml), renderer directives
 // (#! lines), YAML directives, anchors, aliases, explicit tags (including
@@ -46,12 +46,12 @@
 //     such as 2001-12-14 (SaltYamlSafeLoader constructs timestamps with
 //     construct_scalar: Salt reads the literal string).
 //
-// Refused with CodeAmbiguousScalar (quote the value, or write true/false or a
+// Refused with code ambiguous_scalar (quote the value, or write true/false or a
 // plain decimal): yes/no/on/off in any case and y/n (booleans in YAML 1.1),
 // 0644 and 007 (PyYAML octal, which Salt 3006 even turns into decimal 644 by
 // stripping the zeros), 0o644, 0x1F, 0b101, 1_000, 1:30 (sexagesimal), 1e3,
 // 1.5e+3, .5, 1., +1, .inf, .nan, "=", integral floats; integers beyond ±2^53
-// get CodeNumberOutOfRange. Quoted, literal and folded scalars are always
+// get number_out_of_range. Quoted, literal and folded scalars are always
 // strings. NEL, U+2028 and U+2029 (line breaks only in YAML 1.1) are refused.
 //
 // # High data
@@ -69,7 +69,7 @@
 //
 //   - "pkg.installed: [...]" becomes "pkg: [installed, ...]" and the short form
 //     "id: pkg.installed" becomes "pkg: [installed]", as _handle_state_decls does.
-//   - __sls__ is CustomSLS ("oduflow.custom"), __env__ is CustomSaltenv ("base"):
+//   - __sls__ is "oduflow.custom", __env__ is "base":
 //     the values of the vector captured from state.high, and what an sls named
 //     oduflow.custom gets, so "- sls: oduflow.custom" requisites mean the source.
 //   - Salt gives each declaration without an explicit order the implicit
@@ -94,6 +94,54 @@
 //     converted as State.requisite_in converts them, in source order; use and
 //     use_in must target ids; mutual requisites and explicit order ties are
 //     refused. semantics.go lists each case with the Salt code involved.
+//
+// # Error codes
+//
+// CustomError.Code is one of these stable strings (codes never change meaning;
+// new ones may be added). Test for a refusal with errors.Is(err,
+// ErrInvalidCustom) and read the code with errors.As into a *CustomError.
+//
+//	too_large              more than MaxSourceBytes (64 KiB)
+//	invalid_utf8           not valid UTF-8
+//	invalid_character      NUL, control, NEL, U+2028/9, non-leading BOM, ...
+//	template_syntax        "{{", "{%" or "{#" anywhere, comments included
+//	renderer_directive     a line starting with "#!"
+//	yaml_directive         a %YAML or %TAG directive line
+//	yaml_syntax            the YAML parser refused the source
+//	multiple_documents     more than one YAML document
+//	empty_document         nothing, null, or an empty mapping
+//	not_mapping            the top level is not a mapping
+//	anchor                 &anchor
+//	alias                  *alias
+//	explicit_tag           !tag, !!type, or the non-specific "!"
+//	merge_key              a plain "<<"
+//	duplicate_key          the same key twice in one mapping, any depth
+//	too_deep               more than 16 nested collections
+//	too_many_ids           more than 100 state ids
+//	too_many_items         a list or mapping longer than 1000
+//	scalar_too_long        a scalar longer than 16 KiB
+//	non_string_key         a key (id, argument, nested) that is not a string
+//	ambiguous_scalar       a plain scalar YAML 1.1 and 1.2 read differently: quote it
+//	number_out_of_range    an integer beyond ±2^53
+//	forbidden_declaration  include, extend or exclude
+//	invalid_id             empty, "__"-reserved, control characters, "_|-"
+//	invalid_state          an id whose value is not a declaration mapping
+//	invalid_function       not a full module.function
+//	duplicate_module       two functions of one module under one id
+//	arguments_not_list     a function whose value is not a list
+//	invalid_argument       a list item that is not a single-key mapping
+//	duplicate_argument     the same argument twice for one function
+//	reserved_argument      fun, state, prerequired, __*
+//	parallel_forbidden     an explicit parallel argument
+//	invalid_requisite      a requisite that is not a list of ids or {module: id}
+//	requisite_cycle        two ids that require/watch/prereq/onchange each other
+//	invalid_name           name that is not a string
+//	invalid_names          names that is not a list of strings or {name: [args]}
+//	invalid_order          order that is not an integer within ±100000, "first" or "last"
+//	ambiguous_order        explicit orders Salt would break by id order
+//	not_canonical          canonical JSON refused the compiled data (not expected)
+//
+// # Canonical form
 //
 // Canonical is receipt.CanonicalJSON (RFC 8785) of the high data and Digest its
 // hex SHA-256: formatting, comments, quoting style, flow or block style,

@@ -40,8 +40,8 @@ func TestDuplicateKeyInLargeMappings(t *testing.T) {
 			for where, src := range srcs {
 				var ce *CustomError
 				err := ValidateCustom([]byte(src))
-				if !errors.As(err, &ce) || ce.Code != CodeDuplicateKey {
-					t.Fatalf("%s: %d keys, duplicate of #%d: got %v, want %s", where, n, dup, err, CodeDuplicateKey)
+				if !errors.As(err, &ce) || ce.Code != codeDuplicateKey {
+					t.Fatalf("%s: %d keys, duplicate of #%d: got %v, want %s", where, n, dup, err, codeDuplicateKey)
 				}
 				if want := n + 1 + map[string]int{"top": n, "nested": 3}[where]; ce.Line != want {
 					t.Fatalf("%s: %d keys: duplicate reported at line %d, want %d", where, n, ce.Line, want)

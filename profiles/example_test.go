@@ -18,6 +18,12 @@ func ExampleRoleFor() {
 	// true
 }
 
+func ExampleFixed() {
+	fixed := profiles.Fixed() // a fresh copy: the caller may change it
+	fmt.Println(len(fixed), fixed[receipt.ProfileConfigure])
+	// Output: 4 roles.client_stack
+}
+
 func ExampleCompileCustom() {
 	src := []byte(`# formatting and comments do not change the digest
 nginx:

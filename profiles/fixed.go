@@ -11,12 +11,12 @@ import (
 // ever supplies a state name, function, argument, pillar or path.
 type Role string
 
-// The fixed roles, one per fixed profile (DESIGN.md section 3).
+// The fixed roles, one per fixed profile (see Fixed).
 const (
-	RoleClientStack         Role = "roles.client_stack"
-	RoleClientProduction    Role = "roles.client_production"
-	RoleClientStorageResize Role = "roles.client_storage_resize"
-	RoleClientCredentials   Role = "roles.client_credentials"
+	roleClientStack         Role = "roles.client_stack"
+	roleClientProduction    Role = "roles.client_production"
+	roleClientStorageResize Role = "roles.client_storage_resize"
+	roleClientCredentials   Role = "roles.client_credentials"
 )
 
 // String returns the sls name of the role.
@@ -33,13 +33,13 @@ var ErrCustomHasNoRole = errors.New("profiles: the custom profile has no fixed r
 func RoleFor(p receipt.Profile) (Role, error) {
 	switch p {
 	case receipt.ProfileConfigure:
-		return RoleClientStack, nil
+		return roleClientStack, nil
 	case receipt.ProfileProduction:
-		return RoleClientProduction, nil
+		return roleClientProduction, nil
 	case receipt.ProfileVolumeResize:
-		return RoleClientStorageResize, nil
+		return roleClientStorageResize, nil
 	case receipt.ProfileCredentials:
-		return RoleClientCredentials, nil
+		return roleClientCredentials, nil
 	case receipt.ProfileCustom:
 		return "", errors.WithStack(ErrCustomHasNoRole)
 	}
@@ -51,9 +51,9 @@ func RoleFor(p receipt.Profile) (Role, error) {
 // modify the returned map: it is rebuilt on every call.
 func Fixed() map[receipt.Profile]Role {
 	return map[receipt.Profile]Role{
-		receipt.ProfileConfigure:    RoleClientStack,
-		receipt.ProfileProduction:   RoleClientProduction,
-		receipt.ProfileVolumeResize: RoleClientStorageResize,
-		receipt.ProfileCredentials:  RoleClientCredentials,
+		receipt.ProfileConfigure:    roleClientStack,
+		receipt.ProfileProduction:   roleClientProduction,
+		receipt.ProfileVolumeResize: roleClientStorageResize,
+		receipt.ProfileCredentials:  roleClientCredentials,
 	}
 }

@@ -46,10 +46,10 @@ func TestFixedIsACopy(t *testing.T) {
 	m := Fixed()
 	m[receipt.ProfileConfigure] = "evil.role"
 	m[receipt.ProfileCustom] = "evil.custom"
-	if r, _ := RoleFor(receipt.ProfileConfigure); r != RoleClientStack {
+	if r, _ := RoleFor(receipt.ProfileConfigure); r != roleClientStack {
 		t.Fatalf("modifying Fixed() changed RoleFor: %q", r)
 	}
-	if Fixed()[receipt.ProfileConfigure] != RoleClientStack || len(Fixed()) != 4 {
+	if Fixed()[receipt.ProfileConfigure] != roleClientStack || len(Fixed()) != 4 {
 		t.Fatal("modifying Fixed() changed the table")
 	}
 }

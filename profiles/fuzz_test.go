@@ -30,7 +30,7 @@ func FuzzValidateCustom(f *testing.F) {
 	for _, p := range files {
 		f.Add(mustRead(f, p))
 	}
-	codes := map[ErrorCode]bool{}
+	codes := map[errorCode]bool{}
 	for _, c := range allCodes() {
 		codes[c] = true
 	}
@@ -91,7 +91,7 @@ func checkCompiled(t *testing.T, src []byte, c *Compiled) {
 	if !json.Valid(c.Canonical) {
 		t.Fatal("canonical JSON is not JSON")
 	}
-	if len(c.HighData) == 0 || len(c.HighData) > MaxStateIDs {
+	if len(c.HighData) == 0 || len(c.HighData) > maxStateIDs {
 		t.Fatalf("%d ids", len(c.HighData))
 	}
 	for id, body := range c.HighData {
@@ -99,7 +99,7 @@ func checkCompiled(t *testing.T, src []byte, c *Compiled) {
 			t.Fatalf("bad id %q", id)
 		}
 		m, ok := body.(map[string]any)
-		if !ok || m["__sls__"] != CustomSLS || m["__env__"] != CustomSaltenv || len(m) < 3 {
+		if !ok || m["__sls__"] != customSLS || m["__env__"] != customSaltenv || len(m) < 3 {
 			t.Fatalf("bad body %#v", body)
 		}
 		for mod, decl := range m {

@@ -30,8 +30,8 @@ func TestSizeLimit(t *testing.T) {
 	if err := ValidateCustom([]byte(exact)); err != nil {
 		t.Fatalf("exactly 64 KiB: %v", err)
 	}
-	wantCode(t, exact+"\n", CodeTooLarge)
-	wantCode(t, strings.Repeat("a", 10<<20), CodeTooLarge)
+	wantCode(t, exact+"\n", codeTooLarge)
+	wantCode(t, strings.Repeat("a", 10<<20), codeTooLarge)
 }
 
 func TestPathologicalInputs(t *testing.T) {
@@ -45,7 +45,7 @@ func TestPathologicalInputs(t *testing.T) {
 	cases := []struct {
 		name string
 		src  string
-		code ErrorCode
+		code errorCode
 	}{
 		{"billion_laughs", "a: &a [x, x, x, x, x, x, x, x, x, x]\n" + func() string {
 			var b strings.Builder
@@ -54,29 +54,29 @@ func TestPathologicalInputs(t *testing.T) {
 					i-1, i-1, i-1, i-1, i-1, i-1, i-1, i-1, i-1, i-1)
 			}
 			return b.String()
-		}(), CodeAnchor},
-		{"deep_flow_64KiB", "a: " + strings.Repeat("[", MaxSourceBytes-4), CodeTooDeep},
-		{"deep_flow_closed", "a: " + strings.Repeat("[", 9000) + strings.Repeat("]", 9000) + "\n", CodeTooDeep},
-		{"deep_flow_spaced_quotes", "a: " + strings.Repeat("[ '[', \"]\", # ]\n", 2000) + "\n", CodeTooDeep},
-		{"flow_255_closed", "a: " + strings.Repeat("[", 255) + strings.Repeat("]", 255) + "\n", CodeTooDeep},
+		}(), codeAnchor},
+		{"deep_flow_64KiB", "a: " + strings.Repeat("[", MaxSourceBytes-4), codeTooDeep},
+		{"deep_flow_closed", "a: " + strings.Repeat("[", 9000) + strings.Repeat("]", 9000) + "\n", codeTooDeep},
+		{"deep_flow_spaced_quotes", "a: " + strings.Repeat("[ '[', \"]\", # ]\n", 2000) + "\n", codeTooDeep},
+		{"flow_255_closed", "a: " + strings.Repeat("[", 255) + strings.Repeat("]", 255) + "\n", codeTooDeep},
 		{"deep_block_sequences", "a:\n  test.nop:\n    - v:\n" + func() string {
 			var b strings.Builder
 			for i := 0; i < 300; i++ {
 				fmt.Fprintf(&b, "%s-\n", strings.Repeat(" ", 8+i))
 			}
 			return b.String()
-		}(), CodeTooDeep},
-		{"deep_flow_mappings", "a: " + strings.Repeat("{b: ", 5000) + "x" + strings.Repeat("}", 5000) + "\n", CodeTooDeep},
-		{"deep_block", deepBlock(), CodeTooDeep},
-		{"deep_sequence_dashes", "a:\n  test.nop:\n    - v: " + strings.Repeat("- ", 2000) + "x\n", CodeSyntax},
-		{"64KiB_of_ids", pad64KiB("", fmt.Sprintf("k%05d: test.nop\n", 1)), CodeDuplicateKey},
+		}(), codeTooDeep},
+		{"deep_flow_mappings", "a: " + strings.Repeat("{b: ", 5000) + "x" + strings.Repeat("}", 5000) + "\n", codeTooDeep},
+		{"deep_block", deepBlock(), codeTooDeep},
+		{"deep_sequence_dashes", "a:\n  test.nop:\n    - v: " + strings.Repeat("- ", 2000) + "x\n", codeSyntax},
+		{"64KiB_of_ids", pad64KiB("", fmt.Sprintf("k%05d: test.nop\n", 1)), codeDuplicateKey},
 		{"64KiB_of_distinct_ids", func() string {
 			var b strings.Builder
 			for i := 0; b.Len() < MaxSourceBytes-20; i++ {
 				fmt.Fprintf(&b, "k%05d: test.nop\n", i)
 			}
 			return b.String()
-		}(), CodeTooManyIDs},
+		}(), codeTooManyIDs},
 		{"64KiB_of_arguments", func() string {
 			var b strings.Builder
 			b.WriteString("a:\n  test.nop:\n")
@@ -84,7 +84,7 @@ func TestPathologicalInputs(t *testing.T) {
 				fmt.Fprintf(&b, "    - a%05d: 1\n", i)
 			}
 			return b.String()
-		}(), CodeTooManyItems},
+		}(), codeTooManyItems},
 		{"64KiB_of_nested_keys", func() string {
 			var b strings.Builder
 			b.WriteString("a:\n  test.nop:\n    - v:\n")
@@ -92,18 +92,18 @@ func TestPathologicalInputs(t *testing.T) {
 				fmt.Fprintf(&b, "        k%05d: 1\n", i)
 			}
 			return b.String()
-		}(), CodeTooManyItems},
-		{"64KiB_flow_list", pad64KiB("a:\n  test.nop:\n    - v: [1", ",1")[:MaxSourceBytes-2] + "]\n", CodeTooManyItems},
-		{"64KiB_line_scalar", "a:\n  test.nop:\n    - v: " + strings.Repeat("x", MaxSourceBytes-30) + "\n", CodeScalarTooLong},
-		{"64KiB_line_quoted", "a:\n  test.nop:\n    - v: '" + strings.Repeat("x", MaxSourceBytes-30) + "'\n", CodeScalarTooLong},
-		{"long_key", "a:\n  test.nop:\n    - " + strings.Repeat("k", 5000) + ": 1\n", CodeSyntax},
+		}(), codeTooManyItems},
+		{"64KiB_flow_list", pad64KiB("a:\n  test.nop:\n    - v: [1", ",1")[:MaxSourceBytes-2] + "]\n", codeTooManyItems},
+		{"64KiB_line_scalar", "a:\n  test.nop:\n    - v: " + strings.Repeat("x", MaxSourceBytes-30) + "\n", codeScalarTooLong},
+		{"64KiB_line_quoted", "a:\n  test.nop:\n    - v: '" + strings.Repeat("x", MaxSourceBytes-30) + "'\n", codeScalarTooLong},
+		{"long_key", "a:\n  test.nop:\n    - " + strings.Repeat("k", 5000) + ": 1\n", codeSyntax},
 		{"64KiB_non_ascii", "a:\n  test.nop:\n    - v: \"" + strings.Repeat("é", 8000) + "\"\n    - w: " +
 			strings.Repeat("ü", 8000) + "\n", ""},
-		{"many_tags", "a:\n  test.nop:\n    - v: [" + strings.Repeat("!!str x, ", 900) + "]\n", CodeExplicitTag},
-		{"many_aliases", "a: &x y\nb: [" + strings.Repeat("*x, ", 15000) + "]\n", CodeAnchor},
-		{"template_at_end", pad64KiB("", "#.\n")[:MaxSourceBytes-2] + "{{", CodeTemplateSyntax},
-		{"64KiB_blank_lines", pad64KiB("", "\n"), CodeEmptyDocument},
-		{"64KiB_of_documents", pad64KiB("", "---\n"), CodeMultipleDocuments},
+		{"many_tags", "a:\n  test.nop:\n    - v: [" + strings.Repeat("!!str x, ", 900) + "]\n", codeExplicitTag},
+		{"many_aliases", "a: &x y\nb: [" + strings.Repeat("*x, ", 15000) + "]\n", codeAnchor},
+		{"template_at_end", pad64KiB("", "#.\n")[:MaxSourceBytes-2] + "{{", codeTemplateSyntax},
+		{"64KiB_blank_lines", pad64KiB("", "\n"), codeEmptyDocument},
+		{"64KiB_of_documents", pad64KiB("", "---\n"), codeMultipleDocuments},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -176,7 +176,7 @@ func TestErrorsNeverEchoSource(t *testing.T) {
 	}
 }
 
-func wantCode(t *testing.T, src string, code ErrorCode) {
+func wantCode(t *testing.T, src string, code errorCode) {
 	t.Helper()
 	err := ValidateCustom([]byte(src))
 	var ce *CustomError

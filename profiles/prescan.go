@@ -9,18 +9,18 @@ import (
 const (
 	// MaxSourceBytes is the largest accepted source: 64 KiB.
 	MaxSourceBytes = 64 << 10
-	// MaxStateIDs is the largest number of state ids (top-level keys).
-	MaxStateIDs = 100
-	// MaxDepth bounds the nesting of collections, counting the top-level
+	// maxStateIDs is the largest number of state ids (top-level keys).
+	maxStateIDs = 100
+	// maxDepth bounds the nesting of collections, counting the top-level
 	// mapping as 1: an id's declaration mapping is 2, a function's argument
 	// list 3, an argument's mapping 4, so an argument value may itself nest
 	// 12 more levels of lists and mappings.
-	MaxDepth = 16
-	// MaxItems bounds the length of every list and the number of entries of
-	// every mapping other than the top level (which MaxStateIDs bounds).
-	MaxItems = 1000
-	// MaxScalarBytes bounds every scalar (key or value) after YAML decoding.
-	MaxScalarBytes = 16 << 10
+	maxDepth = 16
+	// maxItems bounds the length of every list and the number of entries of
+	// every mapping other than the top level (which maxStateIDs bounds).
+	maxItems = 1000
+	// maxScalarBytes bounds every scalar (key or value) after YAML decoding.
+	maxScalarBytes = 16 << 10
 )
 
 // lineIndex maps the 1-based line and character column that the YAML parser
@@ -108,17 +108,17 @@ func prescan(src []byte) *CustomError {
 				return err
 			}
 			if fg.step(src, i) {
-				return errorAt(src, i, CodeTooDeep, "lists and mappings nest deeper than 16 levels")
+				return errorAt(src, i, codeTooDeep, "lists and mappings nest deeper than 16 levels")
 			}
 			i++
 			continue
 		}
 		r, w := utf8.DecodeRune(src[i:])
 		if r == utf8.RuneError && w == 1 {
-			return errorAt(src, i, CodeInvalidUTF8, "source is not valid UTF-8")
+			return errorAt(src, i, codeInvalidUTF8, "source is not valid UTF-8")
 		}
 		if !allowedRune(r) {
-			return errorAt(src, i, CodeInvalidCharacter,
+			return errorAt(src, i, codeInvalidCharacter,
 				"this character is not allowed (C1 control, NEL, line or paragraph separator, non-character, or a byte order mark after the start)")
 		}
 		i += w
@@ -136,15 +136,15 @@ func prescanASCII(src []byte, i int) *CustomError {
 	switch {
 	case c == '\n' || c == '\r':
 	case c < 0x20 || c == 0x7f:
-		return errorAt(src, i, CodeInvalidCharacter,
+		return errorAt(src, i, codeInvalidCharacter,
 			"control characters are not allowed; use an escape sequence inside double quotes")
 	case c == '{' && (next == '{' || next == '%' || next == '#'):
-		return errorAt(src, i, CodeTemplateSyntax,
+		return errorAt(src, i, codeTemplateSyntax,
 			"template syntax ({{, {% or {#) is not allowed anywhere, comments included: no renderer runs")
 	case c == '#' && next == '!' && blanksBefore(src, i):
-		return errorAt(src, i, CodeRendererDirective, "renderer directives (#!) are not allowed")
+		return errorAt(src, i, codeRendererDirective, "renderer directives (#!) are not allowed")
 	case c == '%' && (i == 0 || src[i-1] == '\n' || src[i-1] == '\r'):
-		return errorAt(src, i, CodeYAMLDirective, "YAML directives (%YAML, %TAG) are not allowed")
+		return errorAt(src, i, codeYAMLDirective, "YAML directives (%YAML, %TAG) are not allowed")
 	}
 	return nil
 }
@@ -163,7 +163,7 @@ func blanksBefore(src []byte, i int) bool {
 	return true
 }
 
-func errorAt(src []byte, off int, code ErrorCode, msg string) *CustomError {
+func errorAt(src []byte, off int, code errorCode, msg string) *CustomError {
 	line, col := positionOf(src, off)
 	return newError(code, line, col, msg)
 }
@@ -211,7 +211,7 @@ func allowedRune(r rune) bool {
 
 // maxFlowGuard is the flow nesting at which prescan gives up before the YAML
 // parser sees the source: yaml.v3's scanner slows down with nesting (it allows
-// 10,000 levels), while MaxDepth refuses anything beyond 16 anyway.
+// 10,000 levels), while maxDepth refuses anything beyond 16 anyway.
 const maxFlowGuard = 256
 
 // flowGuard approximates the flow-collection nesting of the raw text: '[' and

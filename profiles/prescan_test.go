@@ -10,18 +10,18 @@ import (
 func TestPositions(t *testing.T) {
 	for _, tc := range []struct {
 		src       string
-		code      ErrorCode
+		code      errorCode
 		line, col int
 	}{
-		{"\ufeffa:\n  test.nop:\n    - v: yes\n", CodeAmbiguousScalar, 3, 10},
-		{"a:\r  test.nop:\r    - v: yes\r", CodeAmbiguousScalar, 3, 10},
-		{"a:\r\n  test.nop:\r\n    - v: yes\r\n", CodeAmbiguousScalar, 3, 10},
-		{"a:\n  test.nop:\n    - v: {ü: [é, ! 5]}\n", CodeExplicitTag, 3, 18},
-		{"a:\n  test.nop:\n    - v: {ü: [é, !!str 5]}\n", CodeExplicitTag, 3, 18},
-		{"a:\n  test.nop:\n    - v: \"é\"\n    - w: é{{x}}\n", CodeTemplateSyntax, 4, 11},
-		{"é: b\n\u2028", CodeInvalidCharacter, 2, 1},
-		{"ab: c\n  #! x\n", CodeRendererDirective, 2, 3},
-		{"a: b #! not a directive\nc: d\n", CodeInvalidState, 1, 4},
+		{"\ufeffa:\n  test.nop:\n    - v: yes\n", codeAmbiguousScalar, 3, 10},
+		{"a:\r  test.nop:\r    - v: yes\r", codeAmbiguousScalar, 3, 10},
+		{"a:\r\n  test.nop:\r\n    - v: yes\r\n", codeAmbiguousScalar, 3, 10},
+		{"a:\n  test.nop:\n    - v: {ü: [é, ! 5]}\n", codeExplicitTag, 3, 18},
+		{"a:\n  test.nop:\n    - v: {ü: [é, !!str 5]}\n", codeExplicitTag, 3, 18},
+		{"a:\n  test.nop:\n    - v: \"é\"\n    - w: é{{x}}\n", codeTemplateSyntax, 4, 11},
+		{"é: b\n\u2028", codeInvalidCharacter, 2, 1},
+		{"ab: c\n  #! x\n", codeRendererDirective, 2, 3},
+		{"a: b #! not a directive\nc: d\n", codeInvalidState, 1, 4},
 	} {
 		err := ValidateCustom([]byte(tc.src))
 		var ce *CustomError
@@ -46,7 +46,7 @@ func TestFlowGuardIgnoresQuotesCommentsAndWords(t *testing.T) {
 			t.Errorf("%.60q: %v", src, err)
 		}
 	}
-	wantCode(t, "a:\n  test.nop:\n    - v: "+strings.Repeat("[ ", 300)+"\n", CodeTooDeep)
+	wantCode(t, "a:\n  test.nop:\n    - v: "+strings.Repeat("[ ", 300)+"\n", codeTooDeep)
 }
 
 func TestIdentifiers(t *testing.T) {

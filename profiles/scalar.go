@@ -18,7 +18,7 @@ import (
 //
 // Every other plain scalar that PyYAML 1.1, the YAML 1.2 core schema or
 // yaml.v3 would read as a bool, int, float, null, merge key or value key is
-// refused with CodeAmbiguousScalar (yes/no/on/off, y/n, 0644, 0o644, 0x1F,
+// refused with codeAmbiguousScalar (yes/no/on/off, y/n, 0644, 0o644, 0x1F,
 // 0b101, 1_000, 1:30, 1e3, 1.5e+3, .5, 1., +1, .inf, .nan, =, ...). All
 // remaining plain scalars are strings, including timestamps such as
 // 2001-12-14: SaltYamlSafeLoader constructs tag:yaml.org,2002:timestamp with
@@ -86,11 +86,11 @@ func resolvePlain(v, v3Tag string) (any, *CustomError) {
 	case "false", "False", "FALSE":
 		return false, nil
 	case "y", "Y", "n", "N", "yes", "Yes", "YES", "no", "No", "NO", "on", "On", "ON", "off", "Off", "OFF":
-		return nil, &CustomError{Code: CodeAmbiguousScalar, Message: msgAmbiguousBool}
+		return nil, &CustomError{Code: codeAmbiguousScalar, Message: msgAmbiguousBool}
 	case "=":
-		return nil, &CustomError{Code: CodeAmbiguousScalar, Message: msgValueKey}
+		return nil, &CustomError{Code: codeAmbiguousScalar, Message: msgValueKey}
 	case "<<":
-		return nil, &CustomError{Code: CodeMergeKey, Message: msgMergeKey}
+		return nil, &CustomError{Code: codeMergeKey, Message: msgMergeKey}
 	}
 	if c := v[0]; c != '-' && c != '+' && c != '.' && (c < '0' || c > '9') {
 		// Starting with a letter, '~', '<' or '=': only the words above
@@ -100,7 +100,7 @@ func resolvePlain(v, v3Tag string) (any, *CustomError) {
 	if plainInt.MatchString(v) {
 		n, err := strconv.ParseInt(v, 10, 64)
 		if err != nil || n > maxSafeInteger || n < -maxSafeInteger {
-			return nil, &CustomError{Code: CodeNumberOutOfRange,
+			return nil, &CustomError{Code: codeNumberOutOfRange,
 				Message: "integers must lie within ±2^53 (9007199254740992) to travel exactly as JSON: quote it"}
 		}
 		return n, nil
@@ -108,22 +108,22 @@ func resolvePlain(v, v3Tag string) (any, *CustomError) {
 	if plainFloat.MatchString(v) {
 		f, err := strconv.ParseFloat(v, 64)
 		if err != nil || math.IsInf(f, 0) {
-			return nil, &CustomError{Code: CodeNumberOutOfRange, Message: "number out of range: quote it"}
+			return nil, &CustomError{Code: codeNumberOutOfRange, Message: "number out of range: quote it"}
 		}
 		if f == math.Trunc(f) {
-			return nil, &CustomError{Code: CodeAmbiguousScalar, Message: msgIntegralFloat}
+			return nil, &CustomError{Code: codeAmbiguousScalar, Message: msgIntegralFloat}
 		}
 		return f, nil
 	}
 	if py11Float.MatchString(v) || core12Float.MatchString(v) {
 		switch v {
 		case ".inf", ".Inf", ".INF", "-.inf", "-.Inf", "-.INF", "+.inf", "+.Inf", "+.INF", ".nan", ".NaN", ".NAN":
-			return nil, &CustomError{Code: CodeAmbiguousScalar, Message: msgSpecialFloat}
+			return nil, &CustomError{Code: codeAmbiguousScalar, Message: msgSpecialFloat}
 		}
-		return nil, &CustomError{Code: CodeAmbiguousScalar, Message: msgAmbiguousNumber}
+		return nil, &CustomError{Code: codeAmbiguousScalar, Message: msgAmbiguousNumber}
 	}
 	if py11Int.MatchString(v) || core12Int.MatchString(v) {
-		return nil, &CustomError{Code: CodeAmbiguousScalar, Message: msgAmbiguousNumber}
+		return nil, &CustomError{Code: codeAmbiguousScalar, Message: msgAmbiguousNumber}
 	}
 	return plainString(v, v3Tag)
 }
@@ -132,7 +132,7 @@ func resolvePlain(v, v3Tag string) (any, *CustomError) {
 // else (a third opinion; timestamps stay strings as in Salt).
 func plainString(v, v3Tag string) (any, *CustomError) {
 	if v3Tag != "" && v3Tag != "!!str" && v3Tag != "!!timestamp" {
-		return nil, &CustomError{Code: CodeAmbiguousScalar, Message: msgTypedByV3}
+		return nil, &CustomError{Code: codeAmbiguousScalar, Message: msgTypedByV3}
 	}
 	return v, nil
 }

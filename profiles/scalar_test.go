@@ -22,24 +22,24 @@ type saltScalar struct {
 // refusedScalars are the plain scalars of scalars.salt.json that the policy
 // refuses (every other one must be accepted with Salt's exact value), with
 // the expected code.
-var refusedScalars = map[string]ErrorCode{
-	"yes": CodeAmbiguousScalar, "Yes": CodeAmbiguousScalar, "YES": CodeAmbiguousScalar,
-	"no": CodeAmbiguousScalar, "No": CodeAmbiguousScalar, "NO": CodeAmbiguousScalar,
-	"on": CodeAmbiguousScalar, "On": CodeAmbiguousScalar, "ON": CodeAmbiguousScalar,
-	"off": CodeAmbiguousScalar, "Off": CodeAmbiguousScalar, "OFF": CodeAmbiguousScalar,
-	"y": CodeAmbiguousScalar, "Y": CodeAmbiguousScalar, "n": CodeAmbiguousScalar, "N": CodeAmbiguousScalar,
-	"0644": CodeAmbiguousScalar, "00": CodeAmbiguousScalar, "0o644": CodeAmbiguousScalar,
-	"0x1F": CodeAmbiguousScalar, "0b101": CodeAmbiguousScalar, "1_000": CodeAmbiguousScalar,
-	"1_": CodeAmbiguousScalar, "1:30": CodeAmbiguousScalar, "-1:30": CodeAmbiguousScalar,
-	"1:30:00": CodeAmbiguousScalar, "190:20:30.15": CodeAmbiguousScalar, "1e3": CodeAmbiguousScalar,
-	"1E3": CodeAmbiguousScalar, "1.5e+3": CodeAmbiguousScalar, "1.5e3": CodeAmbiguousScalar,
-	".5": CodeAmbiguousScalar, "1.": CodeAmbiguousScalar, "2.0": CodeAmbiguousScalar,
-	"-3.0": CodeAmbiguousScalar, "+1": CodeAmbiguousScalar, "+1.5": CodeAmbiguousScalar,
-	".inf": CodeAmbiguousScalar, "-.inf": CodeAmbiguousScalar, "+.inf": CodeAmbiguousScalar,
-	".Inf": CodeAmbiguousScalar, ".NAN": CodeAmbiguousScalar, ".nan": CodeAmbiguousScalar,
-	"00.5": CodeAmbiguousScalar, "1_0.5": CodeAmbiguousScalar, "=": CodeAmbiguousScalar,
-	"007": CodeAmbiguousScalar, "9007199254740993": CodeNumberOutOfRange,
-	"-": CodeSyntax, // a block sequence indicator, not a scalar, in every reader
+var refusedScalars = map[string]errorCode{
+	"yes": codeAmbiguousScalar, "Yes": codeAmbiguousScalar, "YES": codeAmbiguousScalar,
+	"no": codeAmbiguousScalar, "No": codeAmbiguousScalar, "NO": codeAmbiguousScalar,
+	"on": codeAmbiguousScalar, "On": codeAmbiguousScalar, "ON": codeAmbiguousScalar,
+	"off": codeAmbiguousScalar, "Off": codeAmbiguousScalar, "OFF": codeAmbiguousScalar,
+	"y": codeAmbiguousScalar, "Y": codeAmbiguousScalar, "n": codeAmbiguousScalar, "N": codeAmbiguousScalar,
+	"0644": codeAmbiguousScalar, "00": codeAmbiguousScalar, "0o644": codeAmbiguousScalar,
+	"0x1F": codeAmbiguousScalar, "0b101": codeAmbiguousScalar, "1_000": codeAmbiguousScalar,
+	"1_": codeAmbiguousScalar, "1:30": codeAmbiguousScalar, "-1:30": codeAmbiguousScalar,
+	"1:30:00": codeAmbiguousScalar, "190:20:30.15": codeAmbiguousScalar, "1e3": codeAmbiguousScalar,
+	"1E3": codeAmbiguousScalar, "1.5e+3": codeAmbiguousScalar, "1.5e3": codeAmbiguousScalar,
+	".5": codeAmbiguousScalar, "1.": codeAmbiguousScalar, "2.0": codeAmbiguousScalar,
+	"-3.0": codeAmbiguousScalar, "+1": codeAmbiguousScalar, "+1.5": codeAmbiguousScalar,
+	".inf": codeAmbiguousScalar, "-.inf": codeAmbiguousScalar, "+.inf": codeAmbiguousScalar,
+	".Inf": codeAmbiguousScalar, ".NAN": codeAmbiguousScalar, ".nan": codeAmbiguousScalar,
+	"00.5": codeAmbiguousScalar, "1_0.5": codeAmbiguousScalar, "=": codeAmbiguousScalar,
+	"007": codeAmbiguousScalar, "9007199254740993": codeNumberOutOfRange,
+	"-": codeSyntax,
 }
 
 func TestScalarPolicyAgainstSalt(t *testing.T) {
@@ -129,7 +129,7 @@ func TestResolvePlainCandidates(t *testing.T) {
 			t.Errorf("%q: %v %v", s, v, err)
 		}
 	}
-	if _, err := resolvePlain("abc", "!!int"); err == nil || err.Code != CodeAmbiguousScalar {
+	if _, err := resolvePlain("abc", "!!int"); err == nil || err.Code != codeAmbiguousScalar {
 		t.Errorf("a yaml.v3 non-string reading must be refused, got %v", err)
 	}
 }

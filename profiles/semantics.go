@@ -27,11 +27,11 @@ import (
 //     require, watch, prereq or onchange each other, but its bookkeeping keeps
 //     only the last such argument per id, so whether it notices depends on
 //     dictionary and argument order. Such mutual requisites always fail in
-//     Salt; they are refused (CodeRequisiteCycle) so that both readings agree.
+//     Salt; they are refused (codeRequisiteCycle) so that both readings agree.
 //  4. State.order_chunks sorts chunks by (order, state+name+fun) and leaves
 //     ties in dictionary order. Implicit orders are all distinct; explicit
 //     orders that tie with another chunk of the same state, name and function
-//     are refused (CodeAmbiguousOrder). Explicit orders are bounded by
+//     are refused (codeAmbiguousOrder). Explicit orders are bounded by
 //     ±maxExplicitOrder so that "last" and negative orders rank the same
 //     whatever order_chunks' running cap is.
 
@@ -105,18 +105,18 @@ func (c *compiler) checkUse(r reqRef) *CustomError {
 	switch r.key {
 	case "listen_in":
 		if _, ok := r.list[r.idx].(string); ok {
-			return errAt(r.node, CodeInvalidRequisite, "listen_in entries must be {module: id} mappings")
+			return errAt(r.node, codeInvalidRequisite, "listen_in entries must be {module: id} mappings")
 		}
 	case "use", "use_in":
 		const msg = "use and use_in must name a state id of this source (and a module it declares)"
 		switch v := r.list[r.idx].(type) {
 		case string:
-			return errAt(r.node, CodeInvalidRequisite, msg) // stringTarget found nothing
+			return errAt(r.node, codeInvalidRequisite, msg) // stringTarget found nothing
 		case map[string]any:
 			for mod, id := range v {
 				mods, ok := c.modules[id.(string)]
 				if !ok || !contains(mods, mod) {
-					return errAt(r.node, CodeInvalidRequisite, msg)
+					return errAt(r.node, codeInvalidRequisite, msg)
 				}
 			}
 		}
@@ -145,7 +145,7 @@ func (c *compiler) checkMutual(r reqRef, edges map[[2]string]struct{}) *CustomEr
 		return nil
 	}
 	if _, back := edges[[2]string{target, r.id}]; back {
-		return errAt(r.node, CodeRequisiteCycle,
+		return errAt(r.node, codeRequisiteCycle,
 			"two states require, watch, prereq or onchange each other: Salt reports a recursive requisite")
 	}
 	edges[[2]string{r.id, target}] = struct{}{}
@@ -170,7 +170,7 @@ func (c *compiler) checkOrderTies() *CustomError {
 		if d.names == nil {
 			k := fmt.Sprintf("%d|%d|0|%s%s%s", class, n, d.module, d.name, d.fun)
 			if _, tie := seen[k]; tie {
-				return errAt(d.node, CodeAmbiguousOrder, msgOrderTie)
+				return errAt(d.node, codeAmbiguousOrder, msgOrderTie)
 			}
 			seen[k] = struct{}{}
 			continue
@@ -178,7 +178,7 @@ func (c *compiler) checkOrderTies() *CustomError {
 		for k, name := range dedupNames(d.names) {
 			key := fmt.Sprintf("%d|%d|%d|%s%s%s", class, n, k+1, d.module, name, d.fun)
 			if _, tie := seen[key]; tie {
-				return errAt(d.node, CodeAmbiguousOrder, msgOrderTie)
+				return errAt(d.node, codeAmbiguousOrder, msgOrderTie)
 			}
 			seen[key] = struct{}{}
 		}

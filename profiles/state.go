@@ -7,16 +7,16 @@ import (
 	"go.yaml.in/yaml/v3"
 )
 
-// CustomSLS and CustomSaltenv are the __sls__ and __env__ of every compiled
+// customSLS and customSaltenv are the __sls__ and __env__ of every compiled
 // state id: the high data is exactly what Salt 3006 renders from the same
 // YAML saved as salt://oduflow/custom.sls in saltenv base (so a requisite
 // "- sls: oduflow.custom" means the custom state itself).
 const (
-	CustomSLS     = "oduflow.custom"
-	CustomSaltenv = "base"
-	// FirstAutoOrder is the first implicit order Salt gives an sls
+	customSLS     = "oduflow.custom"
+	customSaltenv = "base"
+	// firstAutoOrder is the first implicit order Salt gives an sls
 	// declaration (BaseHighState.iorder = 10000, state_auto_order: True).
-	FirstAutoOrder = 10000
+	firstAutoOrder = 10000
 )
 
 // splitFunction splits "module.function" where both parts are identifiers
@@ -87,20 +87,20 @@ func (c *compiler) top(root *yaml.Node) (map[string]any, *CustomError) {
 	case yaml.MappingNode:
 	case yaml.ScalarNode:
 		if v, err := c.scalar(root); err == nil && v == nil {
-			return nil, errAt(root, CodeEmptyDocument, "the document is empty")
+			return nil, errAt(root, codeEmptyDocument, "the document is empty")
 		}
-		return nil, errAt(root, CodeNotMapping, "the top level must be a mapping of state ids")
+		return nil, errAt(root, codeNotMapping, "the top level must be a mapping of state ids")
 	default:
-		return nil, errAt(root, CodeNotMapping, "the top level must be a mapping of state ids")
+		return nil, errAt(root, codeNotMapping, "the top level must be a mapping of state ids")
 	}
 	if len(root.Content) == 0 {
-		return nil, errAt(root, CodeEmptyDocument, "the document declares no state id")
+		return nil, errAt(root, codeEmptyDocument, "the document declares no state id")
 	}
 	high := make(map[string]any, len(root.Content)/2)
 	ids := 0
 	err := c.pairs(root, 1, func(kn *yaml.Node, id string, vn *yaml.Node) *CustomError {
-		if ids++; ids > MaxStateIDs {
-			return errAt(kn, CodeTooManyIDs, "more than 100 state ids")
+		if ids++; ids > maxStateIDs {
+			return errAt(kn, codeTooManyIDs, "more than 100 state ids")
 		}
 		if err := checkID(kn, id); err != nil {
 			return err
@@ -110,8 +110,8 @@ func (c *compiler) top(root *yaml.Node) (map[string]any, *CustomError) {
 		if err != nil {
 			return err
 		}
-		body["__sls__"] = CustomSLS
-		body["__env__"] = CustomSaltenv
+		body["__sls__"] = customSLS
+		body["__env__"] = customSaltenv
 		high[id] = body
 		return nil
 	})
@@ -127,18 +127,18 @@ func (c *compiler) top(root *yaml.Node) (map[string]any, *CustomError) {
 func checkID(kn *yaml.Node, id string) *CustomError {
 	switch id {
 	case "include", "extend", "exclude":
-		return errAt(kn, CodeForbiddenDeclaration, "include, extend and exclude are not allowed: the source must be self-contained")
+		return errAt(kn, codeForbiddenDeclaration, "include, extend and exclude are not allowed: the source must be self-contained")
 	case "":
-		return errAt(kn, CodeInvalidID, "a state id must not be empty")
+		return errAt(kn, codeInvalidID, "a state id must not be empty")
 	}
 	if strings.HasPrefix(id, "__") {
-		return errAt(kn, CodeInvalidID, "state ids starting with __ are reserved by Salt")
+		return errAt(kn, codeInvalidID, "state ids starting with __ are reserved by Salt")
 	}
 	if strings.Contains(id, "_|-") {
-		return errAt(kn, CodeInvalidID, "state ids must not contain _|- (Salt's return key separator)")
+		return errAt(kn, codeInvalidID, "state ids must not contain _|- (Salt's return key separator)")
 	}
 	if strings.ContainsFunc(id, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
-		return errAt(kn, CodeInvalidID, "state ids must not contain control characters")
+		return errAt(kn, codeInvalidID, "state ids must not contain control characters")
 	}
 	return nil
 }
@@ -157,31 +157,31 @@ func (c *compiler) declaration(id string, vn *yaml.Node) (map[string]any, *Custo
 			return nil, err
 		}
 		if !ok {
-			return nil, errAt(vn, CodeInvalidState, notDecl)
+			return nil, errAt(vn, codeInvalidState, notDecl)
 		}
 		mod, fun, ok := splitFunction(s)
 		if !ok {
 			if strings.Contains(s, ".") {
-				return nil, errAt(vn, CodeInvalidFunction, "a function must be a full module.function name")
+				return nil, errAt(vn, codeInvalidFunction, "a function must be a full module.function name")
 			}
-			return nil, errAt(vn, CodeInvalidState, notDecl)
+			return nil, errAt(vn, codeInvalidState, notDecl)
 		}
 		return map[string]any{mod: c.finish(id, mod, fun, vn, nil)}, nil
 	case yaml.MappingNode:
 	default:
-		return nil, errAt(vn, CodeInvalidState, notDecl)
+		return nil, errAt(vn, codeInvalidState, notDecl)
 	}
 	if len(vn.Content) == 0 {
-		return nil, errAt(vn, CodeInvalidState, "a state id must declare at least one function")
+		return nil, errAt(vn, codeInvalidState, "a state id must declare at least one function")
 	}
 	body := make(map[string]any, len(vn.Content)/2+2)
 	err := c.pairs(vn, 2, func(kn *yaml.Node, k string, an *yaml.Node) *CustomError {
 		mod, fun, ok := splitFunction(k)
 		if !ok {
-			return errAt(kn, CodeInvalidFunction, "a function must be a full module.function name")
+			return errAt(kn, codeInvalidFunction, "a function must be a full module.function name")
 		}
 		if _, dup := body[mod]; dup {
-			return errAt(kn, CodeDuplicateModule, "two functions of the same module under one state id: use separate state ids")
+			return errAt(kn, codeDuplicateModule, "two functions of the same module under one state id: use separate state ids")
 		}
 		args, err := c.arguments(an, 3, true)
 		if err != nil {
@@ -212,7 +212,7 @@ func (c *compiler) finish(id, mod, fun string, at *yaml.Node, args []arg) []any 
 		}
 	}
 	if d.order == nil {
-		d.order = FirstAutoOrder + c.nextOrder
+		d.order = firstAutoOrder + c.nextOrder
 		args = append(args, arg{key: "order", val: d.order})
 		c.nextOrder++
 	}
@@ -237,7 +237,7 @@ func (c *compiler) arguments(n *yaml.Node, depth int, top bool) ([]arg, *CustomE
 		return nil, err
 	}
 	if n.Kind != yaml.SequenceNode {
-		return nil, errAt(n, CodeArgumentsNotList,
+		return nil, errAt(n, codeArgumentsNotList,
 			"a function's value must be a list of arguments; write [] or the short form id: module.function when there are none")
 	}
 	args := make([]arg, 0, len(n.Content)+1)
@@ -246,7 +246,7 @@ func (c *compiler) arguments(n *yaml.Node, depth int, top bool) ([]arg, *CustomE
 			return nil, err
 		}
 		if item.Kind != yaml.MappingNode || len(item.Content) != 2 {
-			return nil, errAt(item, CodeInvalidArgument, "each argument must be a single-key mapping (- name: value)")
+			return nil, errAt(item, codeInvalidArgument, "each argument must be a single-key mapping (- name: value)")
 		}
 		kn, vn := item.Content[0], item.Content[1]
 		k, err := c.key(kn, depth+2)
@@ -258,7 +258,7 @@ func (c *compiler) arguments(n *yaml.Node, depth int, top bool) ([]arg, *CustomE
 		}
 		for _, a := range args {
 			if a.key == k {
-				return nil, errAt(kn, CodeDuplicateArgument, "the same argument is given twice for one function")
+				return nil, errAt(kn, codeDuplicateArgument, "the same argument is given twice for one function")
 			}
 		}
 		v, err := c.argValue(k, vn, depth+2, top)
@@ -273,13 +273,13 @@ func (c *compiler) arguments(n *yaml.Node, depth int, top bool) ([]arg, *CustomE
 func checkArgName(kn *yaml.Node, k string, top bool) *CustomError {
 	switch {
 	case k == "parallel":
-		return errAt(kn, CodeParallel, "explicit parallel is not allowed")
+		return errAt(kn, codeParallel, "explicit parallel is not allowed")
 	case strings.HasPrefix(k, "__") || k == "fun" || k == "state" || k == "prerequired":
-		return errAt(kn, CodeReservedArgument, "this argument name is reserved by Salt")
+		return errAt(kn, codeReservedArgument, "this argument name is reserved by Salt")
 	case !isIdent(k):
-		return errAt(kn, CodeInvalidArgument, "argument names must be identifiers (letters, digits, _)")
+		return errAt(kn, codeInvalidArgument, "argument names must be identifiers (letters, digits, _)")
 	case !top && (k == "names" || k == "name" || k == "order"):
-		return errAt(kn, CodeInvalidNames, "name, names and order cannot be set inside a names entry")
+		return errAt(kn, codeInvalidNames, "name, names and order cannot be set inside a names entry")
 	}
 	return nil
 }
@@ -294,7 +294,7 @@ func (c *compiler) argValue(k string, vn *yaml.Node, depth int, top bool) (any, 
 			return nil, err
 		}
 		if !ok {
-			return nil, errAt(vn, CodeInvalidName, "name must be a string: quote it")
+			return nil, errAt(vn, codeInvalidName, "name must be a string: quote it")
 		}
 		return s, nil
 	case k == "names":
@@ -319,7 +319,7 @@ func (c *compiler) argValue(k string, vn *yaml.Node, depth int, top bool) (any, 
 				}
 			}
 		}
-		return nil, errAt(vn, CodeInvalidOrder, "order must be an integer within ±100000, first or last")
+		return nil, errAt(vn, codeInvalidOrder, "order must be an integer within ±100000, first or last")
 	}
 	return c.value(vn, depth)
 }
@@ -332,7 +332,7 @@ func (c *compiler) requisite(key string, n *yaml.Node, depth int, top bool) (any
 		return nil, err
 	}
 	if n.Kind != yaml.SequenceNode {
-		return nil, errAt(n, CodeInvalidRequisite, shape)
+		return nil, errAt(n, codeInvalidRequisite, shape)
 	}
 	out := make([]any, 0, len(n.Content))
 	for _, item := range n.Content {
@@ -341,21 +341,21 @@ func (c *compiler) requisite(key string, n *yaml.Node, depth int, top bool) (any
 				return nil, err
 			}
 			if len(item.Content) != 2 {
-				return nil, errAt(item, CodeInvalidRequisite, shape)
+				return nil, errAt(item, codeInvalidRequisite, shape)
 			}
 			k, err := c.key(item.Content[0], depth+2)
 			if err != nil {
 				return nil, err
 			}
 			if !isIdent(k) {
-				return nil, errAt(item.Content[0], CodeInvalidRequisite, "a requisite type must be a module name without dots")
+				return nil, errAt(item.Content[0], codeInvalidRequisite, "a requisite type must be a module name without dots")
 			}
 			s, ok, err := c.stringValue(item.Content[1], depth+2)
 			if err != nil {
 				return nil, err
 			}
 			if !ok || s == "" {
-				return nil, errAt(item.Content[1], CodeInvalidRequisite, "a requisite target must be a non-empty string")
+				return nil, errAt(item.Content[1], codeInvalidRequisite, "a requisite target must be a non-empty string")
 			}
 			out = append(out, map[string]any{k: s})
 			continue
@@ -365,7 +365,7 @@ func (c *compiler) requisite(key string, n *yaml.Node, depth int, top bool) (any
 			return nil, err
 		}
 		if !ok || s == "" {
-			return nil, errAt(item, CodeInvalidRequisite, shape)
+			return nil, errAt(item, codeInvalidRequisite, shape)
 		}
 		out = append(out, s)
 	}
@@ -384,7 +384,7 @@ func (c *compiler) names(n *yaml.Node, depth int) (any, *CustomError) {
 		return nil, err
 	}
 	if n.Kind != yaml.SequenceNode {
-		return nil, errAt(n, CodeInvalidNames, shape)
+		return nil, errAt(n, codeInvalidNames, shape)
 	}
 	out := make([]any, 0, len(n.Content))
 	for _, item := range n.Content {
@@ -394,7 +394,7 @@ func (c *compiler) names(n *yaml.Node, depth int) (any, *CustomError) {
 				return nil, err
 			}
 			if !ok {
-				return nil, errAt(item, CodeInvalidNames, shape)
+				return nil, errAt(item, codeInvalidNames, shape)
 			}
 			out = append(out, s)
 			continue
@@ -403,7 +403,7 @@ func (c *compiler) names(n *yaml.Node, depth int) (any, *CustomError) {
 			return nil, err
 		}
 		if len(item.Content) != 2 {
-			return nil, errAt(item, CodeInvalidNames, shape)
+			return nil, errAt(item, codeInvalidNames, shape)
 		}
 		k, err := c.key(item.Content[0], depth+2)
 		if err != nil {
@@ -413,7 +413,7 @@ func (c *compiler) names(n *yaml.Node, depth int) (any, *CustomError) {
 			if err := c.check(item.Content[1], depth+2); err != nil {
 				return nil, err
 			}
-			return nil, errAt(item.Content[1], CodeInvalidNames, shape)
+			return nil, errAt(item.Content[1], codeInvalidNames, shape)
 		}
 		args, err := c.arguments(item.Content[1], depth+2, false)
 		if err != nil {

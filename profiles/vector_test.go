@@ -26,14 +26,14 @@ func TestShapeMatchesCapturedStateHigh(t *testing.T) {
 	if !ok || len(c.HighData) != len(vec.High) || len(got) != len(want) {
 		t.Fatalf("got %#v, vector %#v", c.HighData, vec.High)
 	}
-	if got["__env__"] != want["__env__"] || got["__sls__"] != CustomSLS {
+	if got["__env__"] != want["__env__"] || got["__sls__"] != customSLS {
 		t.Fatalf("__env__/__sls__: %v %v", got["__env__"], got["__sls__"])
 	}
 	wl, gl := want["test"].([]any), got["test"].([]any)
 	if gl[0] != wl[0] || gl[1].(map[string]any)["name"] != wl[1].(map[string]any)["name"] {
 		t.Fatalf("declaration %#v, vector %#v", gl, wl)
 	}
-	if len(gl) != 3 || gl[2].(map[string]any)["order"] != int64(FirstAutoOrder) {
+	if len(gl) != 3 || gl[2].(map[string]any)["order"] != int64(firstAutoOrder) {
 		t.Fatalf("declaration %#v lacks the implicit order", gl)
 	}
 }

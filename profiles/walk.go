@@ -36,19 +36,19 @@ func (w *walker) lineIndex() *lineIndex {
 	return w.lines
 }
 
-func errAt(n *yaml.Node, code ErrorCode, msg string) *CustomError {
+func errAt(n *yaml.Node, code errorCode, msg string) *CustomError {
 	return newError(code, n.Line, n.Column, msg)
 }
 
 // tooDeep finds, in document order, the first collection nested deeper than
-// MaxDepth (the top-level collection has depth 1), so that the limit is
+// maxDepth (the top-level collection has depth 1), so that the limit is
 // reported before any rule about what the nodes mean.
 func tooDeep(n *yaml.Node, depth int) *CustomError {
 	if n.Kind != yaml.MappingNode && n.Kind != yaml.SequenceNode {
 		return nil
 	}
-	if depth > MaxDepth {
-		return errAt(n, CodeTooDeep, "lists and mappings nest deeper than 16 levels")
+	if depth > maxDepth {
+		return errAt(n, codeTooDeep, "lists and mappings nest deeper than 16 levels")
 	}
 	for _, c := range n.Content {
 		if err := tooDeep(c, depth+1); err != nil {
@@ -96,34 +96,34 @@ func (s *keySet) add(k string) bool {
 // check applies the rules every node obeys, whatever its place.
 func (w *walker) check(n *yaml.Node, depth int) *CustomError {
 	if n.Kind == yaml.AliasNode {
-		return errAt(n, CodeAlias, msgAlias)
+		return errAt(n, codeAlias, msgAlias)
 	}
 	if n.Anchor != "" {
-		return errAt(n, CodeAnchor, msgAnchor)
+		return errAt(n, codeAnchor, msgAnchor)
 	}
 	// yaml.v3 marks explicit tags with TaggedStyle, except the non-specific
 	// tag "!", which only the source shows: no untagged node starts with '!'.
 	if n.Style&yaml.TaggedStyle != 0 || w.bang && w.lineIndex().byteAt(n.Line, n.Column) == '!' {
-		return errAt(n, CodeExplicitTag, msgExplicitTag)
+		return errAt(n, codeExplicitTag, msgExplicitTag)
 	}
 	switch n.Kind {
 	case yaml.MappingNode, yaml.SequenceNode:
-		if depth > MaxDepth {
-			return errAt(n, CodeTooDeep, "lists and mappings nest deeper than 16 levels")
+		if depth > maxDepth {
+			return errAt(n, codeTooDeep, "lists and mappings nest deeper than 16 levels")
 		}
-		if n.Kind == yaml.MappingNode && depth > 1 && len(n.Content)/2 > MaxItems ||
-			n.Kind == yaml.SequenceNode && len(n.Content) > MaxItems {
-			return errAt(n, CodeTooManyItems, "a list or mapping has more than 1000 entries")
+		if n.Kind == yaml.MappingNode && depth > 1 && len(n.Content)/2 > maxItems ||
+			n.Kind == yaml.SequenceNode && len(n.Content) > maxItems {
+			return errAt(n, codeTooManyItems, "a list or mapping has more than 1000 entries")
 		}
 	case yaml.ScalarNode:
-		if len(n.Value) > MaxScalarBytes {
-			return errAt(n, CodeScalarTooLong, "a scalar is longer than 16 KiB")
+		if len(n.Value) > maxScalarBytes {
+			return errAt(n, codeScalarTooLong, "a scalar is longer than 16 KiB")
 		}
 		if !utf8.ValidString(n.Value) {
-			return errAt(n, CodeInvalidUTF8, "a scalar decodes to invalid UTF-8")
+			return errAt(n, codeInvalidUTF8, "a scalar decodes to invalid UTF-8")
 		}
 	default:
-		return errAt(n, CodeSyntax, "unexpected YAML node")
+		return errAt(n, codeSyntax, "unexpected YAML node")
 	}
 	return nil
 }
@@ -134,7 +134,7 @@ func (w *walker) scalar(n *yaml.Node) (any, *CustomError) {
 		return n.Value, nil
 	}
 	if n.Tag == "!!merge" {
-		return nil, errAt(n, CodeMergeKey, msgMergeKey)
+		return nil, errAt(n, codeMergeKey, msgMergeKey)
 	}
 	v, err := resolvePlain(n.Value, n.Tag)
 	if err != nil {
@@ -150,7 +150,7 @@ func (w *walker) key(n *yaml.Node, depth int) (string, *CustomError) {
 		return "", err
 	}
 	if n.Kind != yaml.ScalarNode {
-		return "", errAt(n, CodeNonStringKey, "keys must be plain strings, not lists or mappings")
+		return "", errAt(n, codeNonStringKey, "keys must be plain strings, not lists or mappings")
 	}
 	v, err := w.scalar(n)
 	if err != nil {
@@ -158,7 +158,7 @@ func (w *walker) key(n *yaml.Node, depth int) (string, *CustomError) {
 	}
 	s, ok := v.(string)
 	if !ok {
-		return "", errAt(n, CodeNonStringKey, msgNonString)
+		return "", errAt(n, codeNonStringKey, msgNonString)
 	}
 	return s, nil
 }
@@ -174,7 +174,7 @@ func (w *walker) pairs(n *yaml.Node, depth int, fn func(k *yaml.Node, key string
 			return err
 		}
 		if !seen.add(k) {
-			return errAt(kn, CodeDuplicateKey, msgDuplicate)
+			return errAt(kn, codeDuplicateKey, msgDuplicate)
 		}
 		if err := fn(kn, k, vn); err != nil {
 			return err

@@ -224,7 +224,7 @@ func stopMasterDuringApply(t *testing.T, r *liveRunner) salt.JID {
 	}
 	published := time.Now()
 	if _, ok := bus.wait(from, 10*time.Second, func(ev salt.Event) bool {
-		return ev.Kind == salt.EventJobNew && ev.JobNew.JID == jid2
+		return ev.JobNew != nil && ev.JobNew.JID == jid2
 	}); !ok {
 		t.Fatalf("step 5: no salt/job/%s/new", jid2)
 	}

@@ -90,7 +90,7 @@ func (b *liveBus) seen(jid salt.JID) (tags []string, gaps []string) {
 	prefix := "salt/job/" + string(jid) + "/"
 	for _, ev := range b.evs {
 		switch {
-		case ev.Kind == salt.EventGap:
+		case ev.Gap != nil:
 			gaps = append(gaps, fmt.Sprintf("%s(dropped=%d)", ev.Gap.Reason, ev.Gap.Dropped))
 		case strings.HasPrefix(ev.Tag, prefix):
 			tags = append(tags, ev.Tag)
@@ -101,7 +101,7 @@ func (b *liveBus) seen(jid salt.JID) (tags []string, gaps []string) {
 
 func isReturn(jid salt.JID, minion string) func(salt.Event) bool {
 	return func(ev salt.Event) bool {
-		return ev.Kind == salt.EventJobReturn && ev.JobReturn.JID == jid && ev.JobReturn.MinionID == minion
+		return ev.JobReturn != nil && ev.JobReturn.JID == jid && ev.JobReturn.MinionID == minion
 	}
 }
 

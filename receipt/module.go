@@ -49,5 +49,5 @@ func CloudInitSnippet() []byte { return bytes.Clone(cloudInitSnippet) }
 
 // MinionTestHost returns a copy of the standard-library Python host that runs the module
 // outside Salt with stand-in loader globals and a fake state system. It is a test and demo
-// aid (used by internal/pyhost), never a deployment artifact.
+// aid (used by fakeminion.PythonHost), never a deployment artifact.
 func MinionTestHost() []byte { return bytes.Clone(minionTestHost) }

@@ -97,9 +97,6 @@ type staticToken string
 
 func (s staticToken) Token(context.Context) (string, error) { return string(s), nil }
 
-// StaticToken returns a TokenSource that always returns token.
-func StaticToken(token string) TokenSource { return staticToken(token) }
-
 // authFor returns the material of the client's Auth, or an error that wraps
 // ErrNotSent.
 func (c *Client) authFor(ctx context.Context) (authMaterial, error) {

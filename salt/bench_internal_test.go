@@ -42,8 +42,8 @@ func BenchmarkDecodeReturnEvents(b *testing.B) {
 	b.ResetTimer()
 	start := time.Now()
 	for i := 0; i < b.N; i++ {
-		ev, err := DecodeEventFrame(frames[i%len(frames)])
-		if err != nil || ev.Kind != EventJobReturn {
+		ev, err := decodeEventFrame(frames[i%len(frames)])
+		if err != nil || ev.Kind() != EventJobReturn {
 			b.Fatal(err)
 		}
 	}

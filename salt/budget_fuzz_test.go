@@ -20,7 +20,7 @@ func countValues(v any, depth int) (n int64, deepest int) {
 			c, d := countValues(e, depth+1)
 			n, deepest = n+c+1, max(deepest, d)
 		}
-	case Constant:
+	case saltConstant:
 		c, d := countValues(x.Value, depth+2)
 		n, deepest = n+c+1, max(deepest, d)
 	}
@@ -34,18 +34,18 @@ func countValues(v any, depth int) (n int64, deepest int) {
 func FuzzBudgetedDecode(f *testing.F) {
 	f.Add([]byte{0x93, 0x90, 0x80, 0xa1, 'x'}, uint16(10), uint32(1000), uint8(8))
 	f.Fuzz(func(t *testing.T, b []byte, elems uint16, bytes uint32, depth uint8) {
-		lim := DecodeLimits{MaxElements: int64(elems) + 1, MaxBytes: int64(bytes) + 1, MaxDepth: int(depth) + 1}
-		free := DecodeLimits{MaxElements: 1 << 40, MaxBytes: 1 << 40, MaxDepth: 1 << 20}
+		lim := decodeLimits{MaxElements: int64(elems) + 1, MaxBytes: int64(bytes) + 1, MaxDepth: int(depth) + 1}
+		free := decodeLimits{MaxElements: 1 << 40, MaxBytes: 1 << 40, MaxDepth: 1 << 20}
 		v, spent, err := decodeValueBudget(b, lim)
 		ref, _, rerr := decodeValueBudget(b, free)
 		if err != nil {
-			if !errors.Is(err, ErrMsgpack) {
+			if !errors.Is(err, errMsgpack) {
 				t.Fatalf("error not ErrMsgpack: %v", err)
 			}
-			if errors.Is(err, ErrDecodeBudget) && rerr != nil && errors.Is(rerr, ErrDecodeBudget) {
+			if errors.Is(err, errDecodeBudget) && rerr != nil && errors.Is(rerr, errDecodeBudget) {
 				t.Fatalf("unlimited decode refused by its budget: %v", rerr)
 			}
-			if !errors.Is(err, ErrDecodeBudget) && rerr == nil {
+			if !errors.Is(err, errDecodeBudget) && rerr == nil {
 				t.Fatalf("limited decode failed without a budget error (%v) where the unlimited one succeeds", err)
 			}
 		} else {
@@ -74,7 +74,7 @@ func FuzzBudgetedDecode(f *testing.F) {
 				t.Fatalf("fast event decode %v, reference %v %v", ev.Data, rv, rerr)
 			}
 		}
-		if _, _, err := decodeEventText(string(frame), frame, lim); err != nil && !errors.Is(err, ErrMsgpack) {
+		if _, _, err := decodeEventText(string(frame), frame, lim); err != nil && !errors.Is(err, errMsgpack) {
 			t.Fatalf("event error not ErrMsgpack: %v", err)
 		}
 	})

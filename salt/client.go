@@ -15,19 +15,16 @@ import (
 
 // Defaults of the Client options.
 const (
-	DefaultRequestTimeout  = 60 * time.Second
-	DefaultMaxReplyBytes   = 16 << 20
-	DefaultEnvelopeVersion = 3
+	defaultRequestTimeout  = 60 * time.Second
+	defaultMaxReplyBytes   = 16 << 20
+	defaultEnvelopeVersion = 3
 )
-
-// Option configures a Client.
-type Option func(*clientConfig)
 
 type clientConfig struct {
 	auth      Auth
 	timeout   time.Duration
 	maxReply  int64
-	decode    DecodeLimits
+	decode    decodeLimits
 	reuse     bool
 	version   int
 	logger    *slog.Logger
@@ -36,36 +33,27 @@ type clientConfig struct {
 }
 
 // WithAuth sets the credentials used by Publish, Runner and Wheel.
-func WithAuth(a Auth) Option { return func(c *clientConfig) { c.auth = a } }
+func WithAuth(a Auth) Option { return clientOption(func(c *clientConfig) { c.auth = a }) }
 
 // WithRequestTimeout bounds every request (dial to reply). Default 60 s. The
 // master has no request timeout of its own: a publish that timed out here may
 // still be executed later (ErrOutcomeUnknown).
-func WithRequestTimeout(d time.Duration) Option { return func(c *clientConfig) { c.timeout = d } }
-
-// WithMaxReplyBytes caps the size of a reply (default 16 MiB).
-func WithMaxReplyBytes(n int64) Option { return func(c *clientConfig) { c.maxReply = n } }
-
-// WithReplyDecodeLimits bounds the decoding of one reply (default
-// DefaultReplyDecodeLimits): a reply beyond them fails with ErrDecodeBudget,
-// ErrMalformedReply and ErrOutcomeUnknown, before the excess is allocated.
-func WithReplyDecodeLimits(l DecodeLimits) Option { return func(c *clientConfig) { c.decode = l } }
+func WithRequestTimeout(d time.Duration) Option {
+	return clientOption(func(c *clientConfig) { c.timeout = d })
+}
 
 // WithEnvelopeVersion sets the envelope "version" field. Default 3: Salt
 // 3006.17+ masters reply "bad load" to anything lower, and 3006.0 handles 3
 // like 2. Use 2 only to reproduce old captures byte for byte.
-func WithEnvelopeVersion(v int) Option { return func(c *clientConfig) { c.version = v } }
-
-// WithLogger sets the structured logger (default: discard). The client logs
-// commands, functions, JIDs, durations and outcomes; never credentials and
-// never returned data.
-func WithLogger(l *slog.Logger) Option { return func(c *clientConfig) { c.logger = l } }
+func WithEnvelopeVersion(v int) Option {
+	return clientOption(func(c *clientConfig) { c.version = v })
+}
 
 // WithOSUser sets the "user" field sent with eauth and token publishes (Salt
 // checks it against publisher_acl_blacklist and then replaces it with the
 // authenticated name). Default: the current OS user.
 func WithOSUser(name string) Option {
-	return func(c *clientConfig) { c.osUser, c.osUserSet = name, true }
+	return clientOption(func(c *clientConfig) { c.osUser, c.osUserSet = name, true })
 }
 
 // Client talks to a Salt master's request port (ret_port, 4506) over the
@@ -88,11 +76,11 @@ func NewClient(addr string, opts ...Option) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	cfg := clientConfig{timeout: DefaultRequestTimeout, maxReply: DefaultMaxReplyBytes, version: DefaultEnvelopeVersion,
-		decode: DefaultReplyDecodeLimits()}
-	for _, o := range opts {
-		o(&cfg)
-	}
+	set := settings{client: clientConfig{timeout: defaultRequestTimeout, maxReply: defaultMaxReplyBytes, version: defaultEnvelopeVersion,
+		decode: defaultReplyDecodeLimits()}}
+	applyOptions(&set, opts)
+	cfg := set.client
+	set.limits.applyTo(&cfg.maxReply, &cfg.decode)
 	if cfg.maxReply <= 0 {
 		return nil, errors.Wrap(ErrInvalidRequest, "max reply bytes must be positive")
 	}
@@ -133,8 +121,8 @@ func (c *Client) Close() error {
 }
 
 // envelope wraps a clear load as {enc: clear, load, version}.
-func (c *Client) envelope(load *OrderedMap) ([]byte, error) {
-	env := NewOrderedMap().Set("enc", "clear").Set("load", load).Set("version", c.cfg.version)
+func (c *Client) envelope(load *orderedMap) ([]byte, error) {
+	env := newOrderedMap().Set("enc", "clear").Set("load", load).Set("version", c.cfg.version)
 	b, err := encodeSalt(env)
 	if err != nil {
 		return nil, errmark.Mark(err, ErrInvalidRequest)
@@ -143,7 +131,7 @@ func (c *Client) envelope(load *OrderedMap) ([]byte, error) {
 }
 
 // do sends one clear load and returns the decoded reply. It never retries.
-func (c *Client) do(ctx context.Context, cmd string, load *OrderedMap) (any, error) {
+func (c *Client) do(ctx context.Context, cmd string, load *orderedMap) (any, error) {
 	if c.ctx.Err() != nil {
 		return nil, errmark.Mark(errors.Wrap(ErrClosed, "client closed"), ErrNotSent)
 	}
@@ -168,7 +156,7 @@ func (c *Client) do(ctx context.Context, cmd string, load *OrderedMap) (any, err
 			slog.Bool("not_sent", errors.Is(err, ErrNotSent)), slog.String("error", errors.Redact(err)))
 		return nil, err
 	}
-	v, err := DecodeValueLimited(raw, c.cfg.decode)
+	v, err := decodeValueLimited(raw, c.cfg.decode)
 	if err != nil {
 		return nil, outcomeUnknown(errmark.Mark(err, ErrMalformedReply), "decoding reply")
 	}

@@ -106,11 +106,11 @@ func TestClientCommandsAgainstZmq4Router(t *testing.T) {
 		t.Fatalf("load %v", load)
 	}
 	_, err = c.Publish(ctx, PublishRequest{Target: GlobTarget("x*"), Fun: "test.ping"})
-	var nm *NoMinionsError
+	var nm *noMinionsError
 	if !errors.Is(err, ErrNoMinions) || !errors.As(err, &nm) || !IsNotPublished(err) {
 		t.Fatalf("no minions: %v", err)
 	}
-	_, err = c.Publish(ctx, PublishRequest{Target: CompoundTarget("G@os:Debian and web*"), Fun: "cmd.run"})
+	_, err = c.Publish(ctx, PublishRequest{Target: Target{Type: "compound", Expr: "G@os:Debian and web*"}, Fun: "cmd.run"})
 	if !errors.Is(err, ErrAuthorization) || !IsNotPublished(err) || IsOutcomeUnknown(err) {
 		t.Fatalf("authz: %v", err)
 	}
@@ -191,8 +191,8 @@ func TestWireGoldenLocalClient(t *testing.T) {
 }
 
 func okReply(t *testing.T, jid string) []byte {
-	b, err := encodeSalt(NewOrderedMap().Set("enc", "clear").Set("load",
-		NewOrderedMap().Set("jid", jid).Set("minions", []string{testMinion}).Set("missing", []string{})))
+	b, err := encodeSalt(newOrderedMap().Set("enc", "clear").Set("load",
+		newOrderedMap().Set("jid", jid).Set("minions", []string{testMinion}).Set("missing", []string{})))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -255,7 +255,7 @@ func TestPublishFaults(t *testing.T) {
 		{"malformed reply", func(c *rawConn, req []byte) { _ = c.reply([]byte{0xc1, 0x00}) }, nil,
 			[]error{ErrMalformedReply, ErrOutcomeUnknown}, false, true},
 		{"reply too large", func(c *rawConn, req []byte) { _ = c.reply(bytes.Repeat([]byte{0xc0}, 5000)) },
-			[]Option{WithMaxReplyBytes(1000)}, []error{ErrReplyTooLarge, ErrOutcomeUnknown}, false, true},
+			[]Option{WithMaxReplyBytes(1000)}, []error{errReplyTooLarge, ErrOutcomeUnknown}, false, true},
 		{"bad load", func(c *rawConn, req []byte) { _ = c.reply([]byte("\xa8bad load")) }, nil, []error{ErrBadLoad}, true, false},
 		{"master exception", func(c *rawConn, req []byte) {
 			b, _ := encodeSalt("Some exception handling minion payload")

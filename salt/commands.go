@@ -31,7 +31,7 @@ type WheelResult struct {
 
 // addTopLevelAuth appends runner/wheel auth fields in the order Salt's
 // clients send them. eauthOrder is the order of the three eauth fields.
-func addTopLevelAuth(load *OrderedMap, am authMaterial, withUser bool, eauthOrder []string) {
+func addTopLevelAuth(load *orderedMap, am authMaterial, withUser bool, eauthOrder []string) {
 	switch am.kind {
 	case authEauth:
 		for _, k := range eauthOrder {
@@ -55,19 +55,19 @@ func addTopLevelAuth(load *OrderedMap, am authMaterial, withUser bool, eauthOrde
 }
 
 // runnerLoad: fun, kwarg{kwarg, arg}, <auth>, cmd (RunnerClient order).
-func runnerLoad(fun string, args []any, kwargs map[string]any, am authMaterial) (*OrderedMap, error) {
+func runnerLoad(fun string, args []any, kwargs map[string]any, am authMaterial) (*orderedMap, error) {
 	if fun == "" {
 		return nil, errors.Wrap(ErrInvalidRequest, "fun is required")
 	}
-	kw := NewOrderedMap()
+	kw := newOrderedMap()
 	for _, k := range sortedKeys(kwargs) {
 		kw.Set(k, kwargs[k])
 	}
 	if args == nil {
 		args = []any{}
 	}
-	load := NewOrderedMap().Set("fun", fun).
-		Set("kwarg", NewOrderedMap().Set("kwarg", kw).Set("arg", args))
+	load := newOrderedMap().Set("fun", fun).
+		Set("kwarg", newOrderedMap().Set("kwarg", kw).Set("arg", args))
 	addTopLevelAuth(load, am, true, []string{"username", "password", "eauth"})
 	load.Set("cmd", "runner")
 	return load, nil
@@ -107,11 +107,11 @@ func (c *Client) Runner(ctx context.Context, fun string, args []any, kwargs map[
 
 // wheelLoad: fun, <kwargs, sorted>, <auth>, cmd. With user-key auth no
 // "user" is sent: the master would pass it to the wheel function.
-func wheelLoad(fun string, kwargs map[string]any, am authMaterial) (*OrderedMap, error) {
+func wheelLoad(fun string, kwargs map[string]any, am authMaterial) (*orderedMap, error) {
 	if fun == "" {
 		return nil, errors.Wrap(ErrInvalidRequest, "fun is required")
 	}
-	load := NewOrderedMap().Set("fun", fun)
+	load := newOrderedMap().Set("fun", fun)
 	for _, k := range sortedKeys(kwargs) {
 		switch k {
 		case "fun", "cmd", "eauth", "username", "password", "token", "key", "user":
@@ -225,7 +225,7 @@ func (c *Client) MkToken(ctx context.Context, backend, username, password string
 	if backend == "" || username == "" {
 		return nil, notSent(errors.Wrap(ErrInvalidRequest, "eauth backend and username are required"), "mk_token")
 	}
-	load := NewOrderedMap().Set("eauth", backend).Set("username", username).
+	load := newOrderedMap().Set("eauth", backend).Set("username", username).
 		Set("password", password).Set("cmd", "mk_token")
 	v, err := c.do(ctx, "mk_token", load)
 	if err != nil {
@@ -250,7 +250,7 @@ func (c *Client) GetToken(ctx context.Context, token string) (*Token, error) {
 	if token == "" {
 		return nil, notSent(errors.Wrap(ErrInvalidRequest, "empty token"), "get_token")
 	}
-	load := NewOrderedMap().Set("token", token).Set("cmd", "get_token")
+	load := newOrderedMap().Set("token", token).Set("cmd", "get_token")
 	v, err := c.do(ctx, "get_token", load)
 	if err != nil {
 		return nil, err
@@ -269,8 +269,8 @@ func (c *Client) GetToken(ctx context.Context, token string) (*Token, error) {
 }
 
 // pingLoad is {cmd: ping} plus optional extra fields (echoed by the master).
-func pingLoad(extra *OrderedMap) *OrderedMap {
-	load := NewOrderedMap().Set("cmd", "ping")
+func pingLoad(extra *orderedMap) *orderedMap {
+	load := newOrderedMap().Set("cmd", "ping")
 	if extra != nil {
 		for _, k := range extra.keys {
 			if k != "cmd" {

@@ -32,7 +32,7 @@ const (
 // only once a ZMTP PING on it was answered by PONG right before the request; it is discarded on
 // any error, timeout or doubt. Failures keep their meaning: ErrNotSent when nothing was sent,
 // ErrOutcomeUnknown when a sent request got no reply; nothing is resent.
-func WithConnectionReuse() Option { return func(c *clientConfig) { c.reuse = true } }
+func WithConnectionReuse() Option { return clientOption(func(c *clientConfig) { c.reuse = true }) }
 
 // connPool holds idle connections of one Client.
 type connPool struct {

@@ -10,7 +10,7 @@ import (
 // preallocate a map of that size (it used to cost 40 bytes per 2 input bytes). n pairs are 2n
 // decoded values: within the default element budget.
 func TestDecodeDuplicateKeyMapDoesNotPreallocate(t *testing.T) {
-	const n = DefaultReplyDecodeMaxElements/2 - 1
+	const n = defaultReplyDecodeMaxElements/2 - 1
 	b := []byte{0xdf}
 	b = binary.BigEndian.AppendUint32(b, n)
 	for i := 0; i < n; i++ {
@@ -19,7 +19,7 @@ func TestDecodeDuplicateKeyMapDoesNotPreallocate(t *testing.T) {
 	var before, after runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&before)
-	v, err := DecodeValue(b)
+	v, err := decodeValue(b)
 	runtime.ReadMemStats(&after)
 	if err != nil {
 		t.Fatal(err)

@@ -6,45 +6,46 @@ import (
 	"github.com/oduflow/oduflow-go/internal/errmark"
 )
 
-// ErrDecodeBudget: a msgpack document would cost more to decode than its DecodeLimits allow
-// (values, estimated bytes, nesting). It is also ErrMsgpack; a reply that exceeds it is also
-// ErrMalformedReply (and ErrOutcomeUnknown for a publish); an event that exceeds it becomes a Gap.
-var ErrDecodeBudget = errors.New("salt: msgpack document exceeds the decode budget")
+// errDecodeBudget: a msgpack document would cost more to decode than its decodeLimits allow
+// (values, estimated bytes, nesting). It is ErrLimitExceeded and also errMsgpack; a reply that
+// exceeds it is also ErrMalformedReply (and ErrOutcomeUnknown for a publish); an event that
+// exceeds it becomes a Gap.
+var errDecodeBudget error = &limitError{"salt: msgpack document exceeds the decode budget"}
 
-// DecodeLimits bound what decoding one untrusted msgpack document may allocate. Wire bytes are a
+// decodeLimits bound what decoding one untrusted msgpack document may allocate. Wire bytes are a
 // poor bound: an empty array is one byte on the wire and about 40 bytes decoded ([]any header
 // plus its interface slot), so every value is charged an estimate of the Go memory it costs
-// before it is allocated (see the cost constants below), and decoding stops with ErrDecodeBudget
+// before it is allocated (see the cost constants below), and decoding stops with errDecodeBudget
 // as soon as the estimate would exceed MaxBytes.
-type DecodeLimits struct {
+type decodeLimits struct {
 	MaxElements int64 // decoded values, map keys included
 	MaxBytes    int64 // estimated bytes allocated (values, slots, string and bin lengths)
 	MaxDepth    int   // nesting of arrays, maps and ext 79 payloads
 }
 
-// Decode budget defaults. An event frame is at most DefaultMaxFrameBytes (16 MiB): with the
+// Decode budget defaults (Limits). An event frame is at most defaultMaxFrameBytes (16 MiB): with the
 // frame's own text (its strings alias it) and the 24 MiB event queue, one frame at the cap cannot
-// grow the process by more than 64 MiB. A reply (at most DefaultMaxReplyBytes, 16 MiB) copies its
+// grow the process by more than 64 MiB. A reply (at most defaultMaxReplyBytes, 16 MiB) copies its
 // strings, hence its larger byte budget.
 const (
-	DefaultEventDecodeMaxBytes    = 8 << 20
-	DefaultEventDecodeMaxElements = 1 << 20
-	DefaultReplyDecodeMaxBytes    = 32 << 20
-	DefaultReplyDecodeMaxElements = 2 << 20
-	DefaultDecodeMaxDepth         = 256
+	defaultEventDecodeMaxBytes    = 8 << 20
+	defaultEventDecodeMaxElements = 1 << 20
+	defaultReplyDecodeMaxBytes    = 32 << 20
+	defaultReplyDecodeMaxElements = 2 << 20
+	defaultDecodeMaxDepth         = 256
 )
 
-// DefaultEventDecodeLimits are the limits of SubscribeEvents (WithEventDecodeLimits).
-func DefaultEventDecodeLimits() DecodeLimits {
-	return DecodeLimits{MaxElements: DefaultEventDecodeMaxElements, MaxBytes: DefaultEventDecodeMaxBytes, MaxDepth: DefaultDecodeMaxDepth}
+// defaultEventDecodeLimits are the decode limits of SubscribeEvents (WithLimits).
+func defaultEventDecodeLimits() decodeLimits {
+	return decodeLimits{MaxElements: defaultEventDecodeMaxElements, MaxBytes: defaultEventDecodeMaxBytes, MaxDepth: defaultDecodeMaxDepth}
 }
 
-// DefaultReplyDecodeLimits are the limits of a Client (WithReplyDecodeLimits) and of DecodeValue.
-func DefaultReplyDecodeLimits() DecodeLimits {
-	return DecodeLimits{MaxElements: DefaultReplyDecodeMaxElements, MaxBytes: DefaultReplyDecodeMaxBytes, MaxDepth: DefaultDecodeMaxDepth}
+// defaultReplyDecodeLimits are the decode limits of a Client (WithLimits) and of decodeValue.
+func defaultReplyDecodeLimits() decodeLimits {
+	return decodeLimits{MaxElements: defaultReplyDecodeMaxElements, MaxBytes: defaultReplyDecodeMaxBytes, MaxDepth: defaultDecodeMaxDepth}
 }
 
-func (l DecodeLimits) valid() bool { return l.MaxElements > 0 && l.MaxBytes > 0 && l.MaxDepth > 0 }
+func (l decodeLimits) valid() bool { return l.MaxElements > 0 && l.MaxBytes > 0 && l.MaxDepth > 0 }
 
 // Estimated Go memory of decoded values, measured on amd64 (Go 1.26): an interface slot or a
 // string header is 16 bytes, a boxed []any header 24, a boxed number 8; a map header is 48, its
@@ -72,7 +73,7 @@ type decodeBudget struct {
 	exceeded bool
 }
 
-func newDecodeBudget(l DecodeLimits) *decodeBudget {
+func newDecodeBudget(l decodeLimits) *decodeBudget {
 	return &decodeBudget{elems: l.MaxElements, bytes: l.MaxBytes, maxDepth: l.MaxDepth}
 }
 
@@ -97,8 +98,8 @@ func (b *decodeBudget) depthOK(depth int) bool {
 }
 
 // spent is the estimate of what was charged so far.
-func (b *decodeBudget) spent(l DecodeLimits) int64 { return l.MaxBytes - b.bytes }
+func (b *decodeBudget) spent(l decodeLimits) int64 { return l.MaxBytes - b.bytes }
 
 func budgetError(what string) error {
-	return errmark.Mark(errors.Wrapf(ErrDecodeBudget, "%s", errors.Safe(what)), ErrMsgpack)
+	return errmark.Mark(errors.Wrapf(errDecodeBudget, "%s", errors.Safe(what)), errMsgpack)
 }

@@ -28,7 +28,7 @@
 // ErrBadLoad, ErrMasterException, other *MasterError) and
 // IsOutcomeUnknown(err) (ErrOutcomeUnknown: timeout, cancellation, lost
 // connection, unreadable or oversized reply after the request was sent, or
-// an acknowledgement that does not match the request: *ReplyMismatchError,
+// an acknowledgement that does not match the request:
 // another JID than the preassigned one, or minions and missing of a list
 // target that are not exactly the target). Refusals are classified first.
 // A context cancelled while a request is in flight closes its connection.
@@ -70,12 +70,12 @@
 // event with any tag. A frame that has started must complete within
 // WithFrameTimeout (an idle bus is never timed out); the tag is read and
 // filtered before the data is decoded; the data is decoded within
-// DecodeLimits (values, estimated allocated bytes, depth), charged before
+// Limits (values, estimated allocated bytes, depth), charged before
 // anything is allocated, so an event of empty arrays cannot cost 40 times its
 // size; the queue for a slow consumer counts each event's frame plus that
 // estimate. With the defaults, frames at the cap grow the process by at most
 // 64 MiB (memory_budget_test.go measures it). Replies get the same budgets
-// (WithReplyDecodeLimits).
+// (WithLimits on NewClient).
 //
 // The event bus has no handshake: SubscribeEvents returns when connect()
 // does, and the master registers the reader when its publisher process
@@ -89,7 +89,7 @@
 // go-zeromq/zmq4's REQ socket is not used): PING heartbeats of later 3006
 // masters are answered with PONG and never taken for a reply, and reply size
 // is capped before allocation. Replies and events are decoded tolerantly
-// (DecodeValue): non-UTF-8 strings, integer map keys, ext 78 datetimes, ext
+// by one decoder: non-UTF-8 strings, integer map keys, ext 78 datetimes, ext
 // 79 constants, nil and bin values. Ext types are handled per call; nothing is
 // registered globally. JIDGenerator makes 20-digit UTC JIDs that are strictly
 // increasing within one generator.

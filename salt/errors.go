@@ -40,8 +40,12 @@ var (
 	ErrMasterError = errors.New("salt: master returned an error")
 	// ErrMalformedReply: the reply could not be understood.
 	ErrMalformedReply = errors.New("salt: malformed reply")
-	// ErrReplyTooLarge: the reply exceeded WithMaxReplyBytes.
-	ErrReplyTooLarge = errors.New("salt: reply too large")
+	// ErrLimitExceeded: a reply or an event frame exceeded its Limits (wire
+	// size, decoded values, estimated decoded bytes, nesting). A reply
+	// beyond them comes with ErrOutcomeUnknown (and ErrMalformedReply when
+	// its decoding was refused); an event frame beyond them becomes a Gap
+	// whose Err is it.
+	ErrLimitExceeded = errors.New("salt: message exceeds a configured limit")
 	// ErrInvalidJID: not exactly 20 ASCII digits.
 	ErrInvalidJID = errors.New("salt: invalid JID")
 	// ErrInvalidRequest: the request was refused locally before any I/O.
@@ -51,6 +55,18 @@ var (
 	// ErrClosed: the Client or EventStream was closed.
 	ErrClosed = errors.New("salt: closed")
 )
+
+// errReplyTooLarge: the reply exceeded Limits.MaxMessageBytes.
+var errReplyTooLarge error = &limitError{"salt: reply too large"}
+
+// limitError is one specific limit (reply size, frame size, decode budget);
+// each matches ErrLimitExceeded, and this package's tests tell them apart.
+type limitError struct{ msg string }
+
+func (e *limitError) Error() string { return e.msg }
+
+// Is reports ErrLimitExceeded.
+func (e *limitError) Is(target error) bool { return target == ErrLimitExceeded }
 
 // MasterError is an {error: {name, message}} reply from the master. Name is
 // Salt's exception class (AuthenticationError, AuthorizationError,
@@ -94,15 +110,15 @@ func isAuthenticationName(n string) bool {
 	return false
 }
 
-// NoMinionsError is the publish reply {jid: nil, minions: [], error: ...}.
-type NoMinionsError struct {
+// noMinionsError is the publish reply {jid: nil, minions: [], error: ...}.
+type noMinionsError struct {
 	Message string
 }
 
-func (e *NoMinionsError) Error() string { return "salt: no minions: " + e.Message }
+func (e *noMinionsError) Error() string { return "salt: no minions: " + e.Message }
 
 // Is reports ErrNoMinions.
-func (e *NoMinionsError) Is(target error) bool { return target == ErrNoMinions }
+func (e *noMinionsError) Is(target error) bool { return target == ErrNoMinions }
 
 // IsNotPublished reports whether err proves that nothing was published: the
 // request was not sent, or the master's reply says it refused it

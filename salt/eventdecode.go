@@ -11,8 +11,8 @@ import (
 // The price: any retained string of an event (its Tag too) keeps that whole
 // frame's text alive; a consumer that keeps one field of many events for
 // long should copy it (strings.Clone).
-// It reports failure as a bare false: on any failure DecodeEventFrame runs
-// the reference decoder (frameBody, DecodeValue) on the same bytes, which
+// It reports failure as a bare false: on any failure decodeEventFrame runs
+// the reference decoder (frameBody, decodeValue) on the same bytes, which
 // returns the canonical error. Success here must therefore mean exactly what
 // success of the reference decoder means, with equal values
 // (FuzzFastEventDecodeMatches checks both).
@@ -303,7 +303,7 @@ func (d *strDecoder) ext(n, depth int) (any, bool) {
 		if ok && inner.off == len(payload) {
 			if arr, ok := v.([]any); ok && len(arr) == 2 {
 				if name, ok := arr[0].(string); ok {
-					return Constant{Name: name, Value: arr[1]}, true
+					return saltConstant{Name: name, Value: arr[1]}, true
 				}
 			}
 		}
@@ -312,7 +312,7 @@ func (d *strDecoder) ext(n, depth int) (any, bool) {
 			return t, true
 		}
 	}
-	return Ext{Type: typ, Data: []byte(payload)}, true
+	return extValue{Type: typ, Data: []byte(payload)}, true
 }
 
 // skip succeeds exactly when value(depth) would, without building values.

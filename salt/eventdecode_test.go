@@ -13,11 +13,11 @@ import (
 
 // refDecodeEventFrame is DecodeEventFrame without the fast path.
 func refDecodeEventFrame(frame []byte) (Event, error) {
-	body, err := frameBody(frame, DefaultEventDecodeLimits())
+	body, err := frameBody(frame, defaultEventDecodeLimits())
 	if err != nil {
 		return Event{}, err
 	}
-	return decodeEventBody(body, DefaultEventDecodeLimits())
+	return decodeEventBody(body, defaultEventDecodeLimits())
 }
 
 // sameValue is reflect.DeepEqual with NaN equal to the same NaN.
@@ -49,8 +49,8 @@ func sameValue(a, b any) bool {
 			}
 		}
 		return true
-	case Constant:
-		y, ok := b.(Constant)
+	case saltConstant:
+		y, ok := b.(saltConstant)
 		return ok && x.Name == y.Name && sameValue(x.Value, y.Value)
 	case time.Time:
 		y, ok := b.(time.Time)
@@ -61,8 +61,8 @@ func sameValue(a, b any) bool {
 
 func sameEvent(t *testing.T, got, want Event) {
 	t.Helper()
-	if got.Kind != want.Kind || got.Tag != want.Tag || !sameValue(got.Data, want.Data) {
-		t.Fatalf("fast %v %q %v\nref  %v %q %v", got.Kind, got.Tag, got.Data, want.Kind, want.Tag, want.Data)
+	if got.Kind() != want.Kind() || got.Tag != want.Tag || !sameValue(got.Data, want.Data) {
+		t.Fatalf("fast %v %q %v\nref  %v %q %v", got.Kind(), got.Tag, got.Data, want.Kind(), want.Tag, want.Data)
 	}
 	if (got.JobReturn == nil) != (want.JobReturn == nil) || (got.JobNew == nil) != (want.JobNew == nil) {
 		t.Fatal("typed event differs")
@@ -129,11 +129,11 @@ func TestFastEventDecodeMatchesReference(t *testing.T) {
 	frame := append([]byte{0x82, 0xa4, 'h', 'e', 'a', 'd', 0x80, 0xa4, 'b', 'o', 'd', 'y', 0xc5}, byte(len(body)>>8), byte(len(body)))
 	frame = append(frame, body...)
 	checkFastDecode(t, frame)
-	ev, err := DecodeEventFrame(frame)
-	if err != nil || ev.Kind != EventJobReturn || ev.Data["1"] != "a" || ev.Data["True"] != nil || ev.Data["None"] != "\xff\xfe" {
+	ev, err := decodeEventFrame(frame)
+	if err != nil || ev.Kind() != EventJobReturn || ev.Data["1"] != "a" || ev.Data["True"] != nil || ev.Data["None"] != "\xff\xfe" {
 		t.Fatalf("%v %+v", err, ev)
 	}
-	if c, ok := ev.Data["c"].(Constant); !ok || c.Name != "N" {
+	if c, ok := ev.Data["c"].(saltConstant); !ok || c.Name != "N" {
 		t.Fatalf("constant %#v", ev.Data["c"])
 	}
 

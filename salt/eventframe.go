@@ -9,46 +9,47 @@ import (
 	"github.com/cockroachdb/errors"
 )
 
-// Framing is the event bus framing of one connection.
-type Framing int
+// frameFormat is the event bus framing of one connection.
+type frameFormat int
 
 // Framings. Salt 3006.0 writes bare msgpack maps back to back; 3006.26+
 // (at least) put a 4-byte big-endian length before each map.
 const (
-	FramingUnknown Framing = iota
-	FramingBare
-	FramingLengthPrefixed
+	framingUnknown frameFormat = iota
+	framingBare
+	framingLengthPrefixed
 )
 
-func (f Framing) String() string {
+func (f frameFormat) String() string {
 	switch f {
-	case FramingBare:
+	case framingBare:
 		return "bare"
-	case FramingLengthPrefixed:
+	case framingLengthPrefixed:
 		return "length-prefixed"
 	}
 	return "unknown"
 }
 
-// ErrFrameTooLarge: an event frame exceeded WithMaxFrameBytes, or a length
-// prefix was zero or implausible. The connection is dropped and re-opened.
-var ErrFrameTooLarge = errors.New("salt: event frame too large or invalid length")
+// errFrameTooLarge: an event frame exceeded Limits.MaxMessageBytes, or a length
+// prefix was zero or implausible (ErrLimitExceeded). The connection is dropped
+// and re-opened.
+var errFrameTooLarge error = &limitError{"salt: event frame too large or invalid length"}
 
 // detectFraming looks at the first byte of a frame: a msgpack map header
 // (0x80-0x8f, 0xde, 0xdf) means bare maps; anything else is a length prefix
 // (a prefix starting with a map byte would announce a frame of >= 2 GiB).
-func detectFraming(first byte) Framing {
+func detectFraming(first byte) frameFormat {
 	if first&0xf0 == 0x80 || first == 0xde || first == 0xdf {
-		return FramingBare
+		return framingBare
 	}
-	return FramingLengthPrefixed
+	return framingLengthPrefixed
 }
 
 // frameReader reads event frames of one connection.
 type frameReader struct {
 	br      *bufio.Reader
 	max     int
-	framing Framing
+	framing frameFormat
 	spare   []byte // a frame buffer given back by recycle, for the next large frame
 }
 
@@ -90,14 +91,14 @@ func (r *frameReader) next() ([]byte, error) {
 // short read at the end of the stream) takes the copying reader, which
 // decides the result exactly as before.
 func (r *frameReader) nextShared() (frame []byte, shared bool, err error) {
-	if r.framing == FramingUnknown {
+	if r.framing == framingUnknown {
 		b, err := r.br.Peek(1)
 		if err != nil {
 			return nil, false, err
 		}
 		r.framing = detectFraming(b[0])
 	}
-	if r.framing == FramingLengthPrefixed {
+	if r.framing == framingLengthPrefixed {
 		if b, err := r.br.Peek(4); err == nil {
 			n := binary.BigEndian.Uint32(b)
 			if n != 0 && uint64(n) <= uint64(r.max) && uint64(n)+4 <= uint64(r.br.Size()) {
@@ -198,21 +199,21 @@ func scanMsgpack(b []byte, limit, off, pending int) (int, int, bool) {
 
 // nextCopy reads the next frame into a new slice.
 func (r *frameReader) nextCopy() ([]byte, error) {
-	if r.framing == FramingUnknown {
+	if r.framing == framingUnknown {
 		b, err := r.br.Peek(1)
 		if err != nil {
 			return nil, err
 		}
 		r.framing = detectFraming(b[0])
 	}
-	if r.framing == FramingLengthPrefixed {
+	if r.framing == framingLengthPrefixed {
 		var hdr [4]byte
 		if _, err := io.ReadFull(r.br, hdr[:]); err != nil {
 			return nil, err
 		}
 		n := binary.BigEndian.Uint32(hdr[:])
 		if n == 0 || uint64(n) > uint64(r.max) {
-			return nil, errors.Wrapf(ErrFrameTooLarge, "length prefix %d (limit %d)", errors.Safe(n), errors.Safe(r.max))
+			return nil, errors.Wrapf(errFrameTooLarge, "length prefix %d (limit %d)", errors.Safe(n), errors.Safe(r.max))
 		}
 		buf := r.buffer(int(n))
 		if _, err := io.ReadFull(r.br, buf); err != nil {
@@ -243,7 +244,7 @@ func readMsgpackObject(br *bufio.Reader, max int, buf []byte) ([]byte, error) {
 	pending := 1
 	readN := func(n uint64) error {
 		if n > uint64(max-len(buf)) {
-			return errors.Wrapf(ErrFrameTooLarge, "frame exceeds %d bytes", errors.Safe(max))
+			return errors.Wrapf(errFrameTooLarge, "frame exceeds %d bytes", errors.Safe(max))
 		}
 		start := len(buf)
 		buf = slices.Grow(buf, int(n))[:start+int(n)]
@@ -260,12 +261,12 @@ func readMsgpackObject(br *bufio.Reader, max int, buf []byte) ([]byte, error) {
 			return nil, err
 		}
 		if len(buf) >= max {
-			return nil, errors.Wrapf(ErrFrameTooLarge, "frame exceeds %d bytes", errors.Safe(max))
+			return nil, errors.Wrapf(errFrameTooLarge, "frame exceeds %d bytes", errors.Safe(max))
 		}
 		buf = append(buf, c)
 		h, ok := msgpackHead(c)
 		if !ok {
-			return nil, errors.Wrapf(ErrMsgpack, "reserved type byte 0x%02x in event stream", errors.Safe(c))
+			return nil, errors.Wrapf(errMsgpack, "reserved type byte 0x%02x in event stream", errors.Safe(c))
 		}
 		if h.lenBytes > 0 {
 			start := len(buf)
@@ -286,7 +287,7 @@ func readMsgpackObject(br *bufio.Reader, max int, buf []byte) ([]byte, error) {
 		}
 		// every pending object needs at least one more byte
 		if children > uint64(max-len(buf)) || uint64(pending)+children > uint64(max-len(buf)) {
-			return nil, errors.Wrapf(ErrFrameTooLarge, "frame exceeds %d bytes", errors.Safe(max))
+			return nil, errors.Wrapf(errFrameTooLarge, "frame exceeds %d bytes", errors.Safe(max))
 		}
 		pending += int(children)
 	}

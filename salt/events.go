@@ -5,6 +5,7 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"math"
 	"math/rand/v2"
 	"net"
 	"strings"
@@ -19,26 +20,23 @@ import (
 
 // Event stream defaults.
 const (
-	DefaultEventBuffer      = 1024
-	DefaultMaxFrameBytes    = 16 << 20
-	DefaultEventBufferBytes = 24 << 20
-	DefaultFrameTimeout     = 5 * time.Second
+	defaultEventBuffer      = 1024
+	defaultMaxFrameBytes    = 16 << 20
+	defaultEventBufferBytes = 24 << 20
+	defaultFrameTimeout     = 5 * time.Second
 	defaultBackoffMin       = 100 * time.Millisecond
 	defaultBackoffMax       = 5 * time.Second
 	readBufferBytes         = 64 << 10
-	GapReasonDisconnected   = "disconnected"
-	GapReasonReconnected    = "reconnected"
-	GapReasonOverflow       = "consumer too slow"
-	GapReasonUndecodable    = "undecodable event"
-	GapReasonFrameTimeout   = "event frame not completed in time"
+	gapReasonDisconnected   = "disconnected"
+	gapReasonReconnected    = "reconnected"
+	gapReasonOverflow       = "consumer too slow"
+	gapReasonUndecodable    = "undecodable event"
+	gapReasonFrameTimeout   = "event frame not completed in time"
 )
 
-// ErrFrameTimeout: an event frame had started but did not complete within
+// errFrameTimeout: an event frame had started but did not complete within
 // WithFrameTimeout; the connection is dropped (a Gap whose Err is this).
-var ErrFrameTimeout = errors.New("salt: event frame not completed in time")
-
-// EventOption configures SubscribeEvents.
-type EventOption func(*eventConfig)
+var errFrameTimeout = errors.New("salt: event frame not completed in time")
 
 type eventConfig struct {
 	prefixes   []string
@@ -46,7 +44,7 @@ type eventConfig struct {
 	bufBytes   int64
 	maxFrame   int
 	frameTime  time.Duration
-	decode     DecodeLimits
+	decode     decodeLimits
 	backoffMin time.Duration
 	backoffMax time.Duration
 	logger     *slog.Logger
@@ -56,52 +54,48 @@ type eventConfig struct {
 // WithTagPrefixes delivers only events whose tag starts with one of the
 // prefixes (gaps are always delivered). Match "salt/job/<jid>/" with the
 // trailing slash, not "salt/job/<jid>".
-func WithTagPrefixes(prefixes ...string) EventOption {
-	return func(c *eventConfig) { c.prefixes = append(c.prefixes, prefixes...) }
+func WithTagPrefixes(prefixes ...string) Option {
+	return eventOption(func(c *eventConfig) { c.prefixes = append(c.prefixes, prefixes...) })
 }
 
-// WithEventBuffer bounds the number of events held for a slow consumer
-// (default 1024). Beyond it events are dropped and counted in the next Gap.
-func WithEventBuffer(n int) EventOption { return func(c *eventConfig) { c.buffer = n } }
-
-// WithEventBufferBytes bounds the memory of the events held for a slow
-// consumer (default 24 MiB), on top of WithEventBuffer's count. An event
-// counts its frame's bytes (its strings alias them) plus the decode estimate
-// of its values (DecodeLimits), not its wire size alone: an event of empty
-// arrays is small on the wire and large in memory.
-func WithEventBufferBytes(n int64) EventOption { return func(c *eventConfig) { c.bufBytes = n } }
-
-// WithMaxFrameBytes caps one event frame (default 16 MiB; Salt trims events
-// to 1 MiB by default). A larger frame drops the connection (and yields gaps).
-func WithMaxFrameBytes(n int) EventOption { return func(c *eventConfig) { c.maxFrame = n } }
-
-// WithEventDecodeLimits bounds the decoding of one event frame (default
-// DefaultEventDecodeLimits). A frame beyond them is dropped and reported as a
-// Gap (GapReasonUndecodable, Err ErrDecodeBudget); the connection stays up.
-func WithEventDecodeLimits(l DecodeLimits) EventOption { return func(c *eventConfig) { c.decode = l } }
+// WithEventBuffer bounds the events held for a slow consumer of
+// SubscribeEvents: at most events of them (default 1024) and at most bytes of
+// memory (default 24 MiB); zero keeps a default. Beyond either, events are
+// dropped and counted in the next Gap. An event counts its frame's bytes (its
+// strings alias them) plus the decode estimate of its values (see Limits), not
+// its wire size alone: an event of empty arrays is small on the wire and large
+// in memory.
+func WithEventBuffer(events int, bytes int64) Option {
+	return eventOption(func(c *eventConfig) {
+		if events != 0 {
+			c.buffer = events
+		}
+		if bytes != 0 {
+			c.bufBytes = bytes
+		}
+	})
+}
 
 // WithFrameTimeout bounds how long a frame that has started may take to
 // arrive completely (default 5 s; a frame gets at least 3/4 of it). A frame still incomplete then drops the
 // connection (a Gap, then a reconnection): a peer that sends half a frame and
 // stops must not stall the stream silently. An idle bus (no byte at all) is
 // never timed out.
-func WithFrameTimeout(d time.Duration) EventOption { return func(c *eventConfig) { c.frameTime = d } }
+func WithFrameTimeout(d time.Duration) Option {
+	return eventOption(func(c *eventConfig) { c.frameTime = d })
+}
 
 // WithReconnectBackoff sets the reconnection backoff bounds (default 100 ms
 // to 5 s, exponential with jitter).
-func WithReconnectBackoff(lo, hi time.Duration) EventOption {
-	return func(c *eventConfig) { c.backoffMin, c.backoffMax = lo, hi }
+func WithReconnectBackoff(lo, hi time.Duration) Option {
+	return eventOption(func(c *eventConfig) { c.backoffMin, c.backoffMax = lo, hi })
 }
-
-// WithEventLogger sets the logger (default: discard). Tags and data are
-// never logged: error events can carry passwords.
-func WithEventLogger(l *slog.Logger) EventOption { return func(c *eventConfig) { c.logger = l } }
 
 // WithEventDialer replaces the dialer used for the first connection and every reconnection
 // (default: a net.Dialer). Useful to pin a source address, to wrap the connection for
 // accounting, or in benchmarks to open the connection before the load is fired.
-func WithEventDialer(dial func(ctx context.Context, network, address string) (net.Conn, error)) EventOption {
-	return func(c *eventConfig) { c.dial = dial }
+func WithEventDialer(dial func(ctx context.Context, network, address string) (net.Conn, error)) Option {
+	return eventOption(func(c *eventConfig) { c.dial = dial })
 }
 
 // EventStream reads the master event bus and reconnects by itself.
@@ -144,13 +138,18 @@ func parseEventAddr(addr string) (network, address string, err error) {
 // failing (missing socket, permission denied) is returned as an error; later
 // disconnections are retried with backoff, each reported as a Gap. The stream
 // ends when ctx is done or Close is called; Events is then closed.
-func SubscribeEvents(ctx context.Context, addr string, opts ...EventOption) (*EventStream, error) {
-	cfg := eventConfig{buffer: DefaultEventBuffer, bufBytes: DefaultEventBufferBytes, maxFrame: DefaultMaxFrameBytes,
-		frameTime: DefaultFrameTimeout, decode: DefaultEventDecodeLimits(),
-		backoffMin: defaultBackoffMin, backoffMax: defaultBackoffMax}
-	for _, o := range opts {
-		o(&cfg)
+func SubscribeEvents(ctx context.Context, addr string, opts ...Option) (*EventStream, error) {
+	set := settings{event: eventConfig{buffer: defaultEventBuffer, bufBytes: defaultEventBufferBytes, maxFrame: defaultMaxFrameBytes,
+		frameTime: defaultFrameTimeout, decode: defaultEventDecodeLimits(),
+		backoffMin: defaultBackoffMin, backoffMax: defaultBackoffMax}}
+	applyOptions(&set, opts)
+	cfg := set.event
+	maxFrame := int64(cfg.maxFrame)
+	set.limits.applyTo(&maxFrame, &cfg.decode)
+	if maxFrame > math.MaxInt32 {
+		maxFrame = math.MaxInt32 // a frame length is at most 4 bytes on the wire
 	}
+	cfg.maxFrame = int(maxFrame)
 	if cfg.buffer < 1 || cfg.bufBytes < 1 || cfg.maxFrame < 16 || cfg.frameTime <= 0 || !cfg.decode.valid() || cfg.backoffMin <= 0 || cfg.backoffMax < cfg.backoffMin {
 		return nil, errors.Wrap(ErrInvalidRequest, "invalid event stream options")
 	}
@@ -203,9 +202,9 @@ func (s *EventStream) run(conn net.Conn) {
 			return
 		}
 		s.cfg.logger.Warn("salt event bus disconnected", slog.String("error", errors.Redact(err)))
-		reason := GapReasonDisconnected
-		if errors.Is(err, ErrFrameTimeout) {
-			reason = GapReasonFrameTimeout
+		reason := gapReasonDisconnected
+		if errors.Is(err, errFrameTimeout) {
+			reason = gapReasonFrameTimeout
 		}
 		s.q.addGapErr(reason, 0, err)
 		for {
@@ -227,7 +226,7 @@ func (s *EventStream) run(conn net.Conn) {
 		}
 		backoff = s.cfg.backoffMin
 		s.cfg.logger.Info("salt event bus reconnected")
-		s.q.addGapErr(GapReasonReconnected, 0, nil)
+		s.q.addGapErr(gapReasonReconnected, 0, nil)
 	}
 }
 
@@ -236,9 +235,9 @@ func (s *EventStream) run(conn net.Conn) {
 // nor half-closed (Salt's publisher drops such readers).
 //
 // Every byte is hostile (any minion can fire any event): a frame is capped
-// (WithMaxFrameBytes), must complete within WithFrameTimeout once its first
+// (Limits.MaxMessageBytes), must complete within WithFrameTimeout once its first
 // byte arrived, its tag is filtered before its data is decoded, and its data is
-// decoded within WithEventDecodeLimits.
+// decoded within its Limits.
 func (s *EventStream) readConn(conn net.Conn) error {
 	defer conn.Close()
 	stop := context.AfterFunc(s.ctx, func() { _ = conn.Close() })
@@ -276,7 +275,7 @@ func (s *EventStream) readConn(conn net.Conn) error {
 			}
 			var ne net.Error
 			if errors.As(err, &ne) && ne.Timeout() && s.ctx.Err() == nil {
-				return errors.Wrapf(errmark.Mark(err, ErrFrameTimeout), "no complete frame within %s", errors.Safe(s.cfg.frameTime))
+				return errors.Wrapf(errmark.Mark(err, errFrameTimeout), "no complete frame within %s", errors.Safe(s.cfg.frameTime))
 			}
 			return err
 		}
@@ -288,9 +287,9 @@ func (s *EventStream) readConn(conn net.Conn) error {
 
 // handleFrame filters one frame by its tag, then decodes and queues it. It
 // reports whether the queued event references frame (else frame is free).
-func (s *EventStream) handleFrame(frame []byte, shared bool, framing Framing) bool {
+func (s *EventStream) handleFrame(frame []byte, shared bool, framing frameFormat) bool {
 	if len(frame) == 0 {
-		return false // no frame reader returns one; DecodeEventFrame would refuse it
+		return false // no frame reader returns one; decodeEventFrame would refuse it
 	}
 	// view is the frame's text without a copy. A shared frame is the read
 	// buffer: the view is read only here, for the tag, and never retained. An
@@ -323,7 +322,7 @@ func (s *EventStream) handleFrame(frame []byte, shared bool, framing Framing) bo
 	}
 	if err != nil {
 		s.cfg.logger.Warn("salt event undecodable", slog.String("framing", framing.String()), slog.String("error", errors.Redact(err)))
-		s.q.addGapErr(GapReasonUndecodable, 1, err) // errors never quote the frame
+		s.q.addGapErr(gapReasonUndecodable, 1, err) // errors never quote the frame
 		return false
 	}
 	if !s.match(ev.Tag) {
@@ -412,20 +411,20 @@ func (q *eventQueue) push(ev Event, size int64) (queued bool) {
 	}
 	switch {
 	case q.gap != nil && free >= 2:
-		q.appendLocked(Event{Kind: EventGap, Gap: q.gap}, 0)
+		q.appendLocked(Event{Gap: q.gap}, 0)
 		q.gap = nil
 		q.appendLocked(ev, size)
 		queued = true
 	case q.gap != nil:
 		q.gap.Dropped++
-		if !strings.Contains(q.gap.Reason, GapReasonOverflow) {
-			q.gap.Reason += "; " + GapReasonOverflow
+		if !strings.Contains(q.gap.Reason, gapReasonOverflow) {
+			q.gap.Reason += "; " + gapReasonOverflow
 		}
 	case free >= 2: // keep one slot for a gap
 		q.appendLocked(ev, size)
 		queued = true
 	default:
-		q.gap = &Gap{Reason: GapReasonOverflow, Dropped: 1}
+		q.gap = &Gap{Reason: gapReasonOverflow, Dropped: 1}
 	}
 	q.mu.Unlock()
 	q.signal()
@@ -466,7 +465,7 @@ func (q *eventQueue) pop() (Event, bool) {
 	if q.gap != nil {
 		g := q.gap
 		q.gap = nil
-		return Event{Kind: EventGap, Gap: g}, true
+		return Event{Gap: g}, true
 	}
 	return Event{}, false
 }

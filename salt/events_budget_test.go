@@ -51,7 +51,7 @@ func TestEventFrameDeadline(t *testing.T) {
 	}
 	start := time.Now()
 	ev, ok = nextEvent(t, s, 10*time.Second)
-	if !ok || ev.Kind != salt.EventGap {
+	if !ok || ev.Kind() != salt.EventGap {
 		t.Fatalf("want a gap, got %+v %v", ev, ok)
 	}
 	// the gap comes after the idle time plus one deadline, not during the idle time
@@ -67,7 +67,7 @@ func TestEventFrameDeadline(t *testing.T) {
 		if !ok {
 			t.Fatal("no event after the reconnection")
 		}
-		if ev.Kind != salt.EventGap {
+		if ev.Kind() != salt.EventGap {
 			break
 		}
 	}
@@ -101,7 +101,7 @@ func TestEventFrameDeadlineCountsFromTheFirstByte(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s2.Close()
-	if ev, ok := nextEvent(t, s2, 5*time.Second); !ok || ev.Kind != salt.EventGap || !errors.Is(ev.Gap.Err, salt.ErrFrameTimeout) {
+	if ev, ok := nextEvent(t, s2, 5*time.Second); !ok || ev.Kind() != salt.EventGap || !errors.Is(ev.Gap.Err, salt.ErrFrameTimeout) {
 		t.Fatalf("frame slower than its deadline: %+v %v", ev, ok)
 	}
 }
@@ -125,7 +125,7 @@ func TestEventTagFilteredBeforeDecoding(t *testing.T) {
 		t.Fatalf("first delivered %+v %v: the non-matching costly frame was decoded", ev, ok)
 	}
 	ev, ok := nextEvent(t, s, 5*time.Second)
-	if !ok || ev.Kind != salt.EventGap || !errors.Is(ev.Gap.Err, salt.ErrDecodeBudget) || ev.Gap.Dropped != 1 {
+	if !ok || ev.Kind() != salt.EventGap || !errors.Is(ev.Gap.Err, salt.ErrDecodeBudget) || ev.Gap.Dropped != 1 {
 		t.Fatalf("matching costly frame: %+v %v", ev, ok)
 	}
 }
@@ -168,7 +168,7 @@ func TestRecycledFrameBuffersNeverAliasQueuedEvents(t *testing.T) {
 		if !ok {
 			t.Fatal("stream ended early")
 		}
-		if ev.Kind == salt.EventGap {
+		if ev.Kind() == salt.EventGap {
 			continue
 		}
 		if ev.Tag == "salt/end" {

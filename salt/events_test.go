@@ -20,11 +20,11 @@ type busPublisher struct {
 	ln      net.Listener
 	mu      sync.Mutex
 	conns   []net.Conn
-	framing Framing
+	framing frameFormat
 	joined  chan struct{}
 }
 
-func startBus(t *testing.T, network string, framing Framing) (*busPublisher, string) {
+func startBus(t *testing.T, network string, framing frameFormat) (*busPublisher, string) {
 	t.Helper()
 	var ln net.Listener
 	var err error
@@ -57,13 +57,13 @@ func startBus(t *testing.T, network string, framing Framing) (*busPublisher, str
 	return b, addr
 }
 
-func (b *busPublisher) setFraming(f Framing) { b.mu.Lock(); b.framing = f; b.mu.Unlock() }
+func (b *busPublisher) setFraming(f frameFormat) { b.mu.Lock(); b.framing = f; b.mu.Unlock() }
 
 func (b *busPublisher) send(frame []byte) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	out := frame
-	if b.framing == FramingLengthPrefixed {
+	if b.framing == framingLengthPrefixed {
 		out = binary.BigEndian.AppendUint32(nil, uint32(len(frame)))
 		out = append(out, frame...)
 	}
@@ -98,7 +98,7 @@ func eventFrame(t testing.TB, tag string, data map[string]any) []byte {
 }
 
 func capturedFrames(t *testing.T) [][]byte {
-	return readAllFrames(t, readVector(t, "eventbus/eventbus.raw"), FramingBare)
+	return readAllFrames(t, readVector(t, "eventbus/eventbus.raw"), framingBare)
 }
 
 func next(t *testing.T, s *EventStream) Event {
@@ -118,7 +118,7 @@ func next(t *testing.T, s *EventStream) Event {
 func TestEventStreamBothFramings(t *testing.T) {
 	frames := capturedFrames(t)
 	for _, network := range []string{"unix", "tcp"} {
-		for _, framing := range []Framing{FramingBare, FramingLengthPrefixed} {
+		for _, framing := range []frameFormat{framingBare, framingLengthPrefixed} {
 			t.Run(network+"/"+framing.String(), func(t *testing.T) {
 				bus, addr := startBus(t, network, framing)
 				s, err := SubscribeEvents(context.Background(), addr)
@@ -133,14 +133,14 @@ func TestEventStreamBothFramings(t *testing.T) {
 				returns, wantReturns := 0, 0
 				for i, f := range frames {
 					ev := next(t, s)
-					want, _ := DecodeEventFrame(f)
-					if ev.Tag != want.Tag || ev.Kind != want.Kind {
-						t.Fatalf("event %d: %s/%v want %s/%v", i, ev.Tag, ev.Kind, want.Tag, want.Kind)
+					want, _ := decodeEventFrame(f)
+					if ev.Tag != want.Tag || ev.Kind() != want.Kind() {
+						t.Fatalf("event %d: %s/%v want %s/%v", i, ev.Tag, ev.Kind(), want.Tag, want.Kind())
 					}
-					if ev.Kind == EventJobReturn {
+					if ev.Kind() == EventJobReturn {
 						returns++
 					}
-					if want.Kind == EventJobReturn {
+					if want.Kind() == EventJobReturn {
 						wantReturns++
 					}
 				}
@@ -153,7 +153,7 @@ func TestEventStreamBothFramings(t *testing.T) {
 }
 
 func TestEventStreamFilterGapAndReconnect(t *testing.T) {
-	bus, addr := startBus(t, "unix", FramingBare)
+	bus, addr := startBus(t, "unix", framingBare)
 	s, err := SubscribeEvents(context.Background(), addr,
 		WithTagPrefixes("salt/job/20261129154606042846/"), WithReconnectBackoff(10*time.Millisecond, 50*time.Millisecond))
 	if err != nil {
@@ -164,33 +164,33 @@ func TestEventStreamFilterGapAndReconnect(t *testing.T) {
 	for _, f := range capturedFrames(t) {
 		bus.send(f)
 	}
-	if ev := next(t, s); ev.Kind != EventJobNew || ev.JobNew.JID != "20261129154606042846" {
+	if ev := next(t, s); ev.Kind() != EventJobNew || ev.JobNew.JID != "20261129154606042846" {
 		t.Fatalf("first %+v", ev)
 	}
-	if ev := next(t, s); ev.Kind != EventJobReturn || ev.JobReturn.Return != true {
+	if ev := next(t, s); ev.Kind() != EventJobReturn || ev.JobReturn.Return != true {
 		t.Fatalf("second %+v", ev)
 	}
 	// the bus goes away: a gap, a reconnect (with the other framing), a gap
-	bus.setFraming(FramingLengthPrefixed)
+	bus.setFraming(framingLengthPrefixed)
 	bus.dropAll()
 	reasons := ""
 	for {
 		ev := next(t, s)
-		if ev.Kind != EventGap {
+		if ev.Kind() != EventGap {
 			t.Fatalf("want gaps, got %+v", ev)
 		}
 		reasons += ev.Gap.Reason + ";"
-		if bytes.Contains([]byte(ev.Gap.Reason), []byte(GapReasonReconnected)) {
+		if bytes.Contains([]byte(ev.Gap.Reason), []byte(gapReasonReconnected)) {
 			break
 		}
 	}
-	if !bytes.Contains([]byte(reasons), []byte(GapReasonDisconnected)) {
+	if !bytes.Contains([]byte(reasons), []byte(gapReasonDisconnected)) {
 		t.Fatalf("reasons %q", reasons)
 	}
 	<-bus.joined
 	bus.send(eventFrame(t, "salt/job/20261129154606042846/ret/m2", map[string]any{"return": map[int]any{1: "x"}, "retcode": 0, "success": true}))
 	ev := next(t, s)
-	if ev.Kind != EventJobReturn || ev.JobReturn.MinionID != "m2" || ev.JobReturn.Return.(map[string]any)["1"] != "x" {
+	if ev.Kind() != EventJobReturn || ev.JobReturn.MinionID != "m2" || ev.JobReturn.Return.(map[string]any)["1"] != "x" {
 		t.Fatalf("after reconnect %+v", ev)
 	}
 	_ = s.Close()
@@ -200,8 +200,8 @@ func TestEventStreamFilterGapAndReconnect(t *testing.T) {
 }
 
 func TestEventStreamOverflowIsBoundedAndReported(t *testing.T) {
-	bus, addr := startBus(t, "unix", FramingBare)
-	s, err := SubscribeEvents(context.Background(), addr, WithEventBuffer(4))
+	bus, addr := startBus(t, "unix", framingBare)
+	s, err := SubscribeEvents(context.Background(), addr, WithEventBuffer(4, 0))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -215,8 +215,8 @@ func TestEventStreamOverflowIsBoundedAndReported(t *testing.T) {
 	got, dropped, last := 0, 0, -1
 	for got+dropped < n {
 		ev := next(t, s)
-		if ev.Kind == EventGap {
-			if ev.Gap.Reason != GapReasonOverflow {
+		if ev.Kind() == EventGap {
+			if ev.Gap.Reason != gapReasonOverflow {
 				t.Fatalf("gap %+v", ev.Gap)
 			}
 			dropped += ev.Gap.Dropped
@@ -239,7 +239,7 @@ func TestEventStreamOverflowIsBoundedAndReported(t *testing.T) {
 }
 
 func TestEventStreamBadFrames(t *testing.T) {
-	bus, addr := startBus(t, "unix", FramingLengthPrefixed)
+	bus, addr := startBus(t, "unix", framingLengthPrefixed)
 	s, err := SubscribeEvents(context.Background(), addr, WithMaxFrameBytes(1024),
 		WithReconnectBackoff(10*time.Millisecond, 20*time.Millisecond))
 	if err != nil {
@@ -249,7 +249,7 @@ func TestEventStreamBadFrames(t *testing.T) {
 	<-bus.joined
 	noBody, _ := msgpack.Marshal(map[string]any{"head": map[string]any{}})
 	bus.send(noBody)
-	if ev := next(t, s); ev.Kind != EventGap || ev.Gap.Reason != GapReasonUndecodable || ev.Gap.Dropped != 1 {
+	if ev := next(t, s); ev.Kind() != EventGap || ev.Gap.Reason != gapReasonUndecodable || ev.Gap.Dropped != 1 {
 		t.Fatalf("undecodable %+v", ev)
 	}
 	bus.send(eventFrame(t, "ok/1", map[string]any{}))
@@ -257,12 +257,12 @@ func TestEventStreamBadFrames(t *testing.T) {
 		t.Fatalf("%+v", ev)
 	}
 	bus.send(eventFrame(t, "big", map[string]any{"x": string(make([]byte, 4096))}))
-	if ev := next(t, s); ev.Kind != EventGap {
+	if ev := next(t, s); ev.Kind() != EventGap {
 		t.Fatalf("too large: %+v", ev)
 	}
 	for {
 		ev := next(t, s)
-		if ev.Kind == EventGap && bytes.Contains([]byte(ev.Gap.Reason), []byte(GapReasonReconnected)) {
+		if ev.Kind() == EventGap && bytes.Contains([]byte(ev.Gap.Reason), []byte(gapReasonReconnected)) {
 			break
 		}
 	}
@@ -280,7 +280,7 @@ func TestSubscribeEventsErrors(t *testing.T) {
 	if _, err := SubscribeEvents(context.Background(), "http://x"); err == nil {
 		t.Fatal("bad scheme accepted")
 	}
-	bus, addr := startBus(t, "unix", FramingBare)
+	bus, addr := startBus(t, "unix", framingBare)
 	ctx, cancel := context.WithCancel(context.Background())
 	s, err := SubscribeEvents(ctx, addr)
 	if err != nil {
@@ -296,7 +296,7 @@ func TestSubscribeEventsErrors(t *testing.T) {
 func TestEventQueueByteBudget(t *testing.T) {
 	q := newEventQueue(100, 1000)
 	for i := 0; i < 10; i++ {
-		q.push(Event{Kind: EventOther, Tag: "e"}, 400)
+		q.push(Event{Tag: "e"}, 400)
 	}
 	got, dropped := 0, 0
 	for {
@@ -305,7 +305,7 @@ func TestEventQueueByteBudget(t *testing.T) {
 			break
 		}
 		q.handed()
-		if ev.Kind == EventGap {
+		if ev.Kind() == EventGap {
 			dropped += ev.Gap.Dropped
 		} else {
 			got++
@@ -314,14 +314,14 @@ func TestEventQueueByteBudget(t *testing.T) {
 	if got != 2 || dropped != 8 {
 		t.Fatalf("got %d dropped %d", got, dropped)
 	}
-	q.push(Event{Kind: EventOther, Tag: "big"}, 5000) // one event always fits in an empty queue
+	q.push(Event{Tag: "big"}, 5000) // one event always fits in an empty queue
 	ev, ok := q.pop()
 	if !ok || ev.Tag != "big" || q.bytes != 5000 {
 		t.Fatalf("%+v %v %d", ev, ok, q.bytes)
 	}
 	// until the consumer has it, the popped event still holds its memory
-	q.push(Event{Kind: EventOther, Tag: "next"}, 10)
-	if ev, ok := q.pop(); !ok || ev.Kind != EventGap || ev.Gap.Dropped != 1 {
+	q.push(Event{Tag: "next"}, 10)
+	if ev, ok := q.pop(); !ok || ev.Kind() != EventGap || ev.Gap.Dropped != 1 {
 		t.Fatalf("event accepted while the held one is over the budget: %+v", ev)
 	}
 	q.handed()

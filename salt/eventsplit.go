@@ -83,7 +83,7 @@ func (d *strDecoder) splitEventFrame() (sp eventSplit, ok bool) {
 // strings the event aliases. It returns the estimated bytes the decoded values
 // hold (not counting s). ok=false means "ask the reference decoder", unless
 // overBudget: then the frame is refused as it is.
-func fastDecodeEvent(s string, lim DecodeLimits) (ev Event, est int64, ok, overBudget bool) {
+func fastDecodeEvent(s string, lim decodeLimits) (ev Event, est int64, ok, overBudget bool) {
 	bud := newDecodeBudget(lim)
 	d := &strDecoder{s: s, bud: bud}
 	sp, ok := d.splitEventFrame()
@@ -95,7 +95,7 @@ func fastDecodeEvent(s string, lim DecodeLimits) (ev Event, est int64, ok, overB
 
 // decodeEventData decodes the data of a split frame text s within bud, which
 // the split already charged. s may be another copy of the text that was split.
-func decodeEventData(s string, sp eventSplit, bud *decodeBudget, lim DecodeLimits) (ev Event, est int64, ok, overBudget bool) {
+func decodeEventData(s string, sp eventSplit, bud *decodeBudget, lim decodeLimits) (ev Event, est int64, ok, overBudget bool) {
 	dd := strDecoder{s: s[sp.dataLo:sp.dataHi], bud: bud}
 	mc, ok := dd.byte1()
 	if !ok {
@@ -124,6 +124,6 @@ func decodeEventData(s string, sp eventSplit, bud *decodeBudget, lim DecodeLimit
 
 // fastDecodeEventFrame is fastDecodeEvent over a copy of frame, within the default limits.
 func fastDecodeEventFrame(frame []byte) (Event, bool) {
-	ev, _, ok, _ := fastDecodeEvent(string(frame), DefaultEventDecodeLimits())
+	ev, _, ok, _ := fastDecodeEvent(string(frame), defaultEventDecodeLimits())
 	return ev, ok
 }

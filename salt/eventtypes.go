@@ -7,51 +7,31 @@ import (
 	"github.com/cockroachdb/errors"
 )
 
-// EventKind classifies an Event.
-type EventKind int
-
-// Event kinds.
-const (
-	EventGap EventKind = iota
-	EventJobNew
-	EventJobReturn
-	EventOther
-)
-
-func (k EventKind) String() string {
-	switch k {
-	case EventGap:
-		return "gap"
-	case EventJobNew:
-		return "job_new"
-	case EventJobReturn:
-		return "job_return"
-	case EventOther:
-		return "other"
-	}
-	return "unknown"
-}
-
-// Event is one event from the master event bus, or a gap marker.
+// Event is one event from the master event bus, or a gap marker. At most one
+// of Gap, JobNew and JobReturn is set; none for any other event (Tag and Data
+// only). Test the pointers: switch { case ev.Gap != nil: ... }.
 type Event struct {
-	Kind      EventKind
 	Tag       string
 	Data      map[string]any // tolerant decode (int keys stringified); nil for gaps
-	JobNew    *JobNew        // Kind == EventJobNew
-	JobReturn *JobReturn     // Kind == EventJobReturn
-	Gap       *Gap           // Kind == EventGap
+	JobNew    *JobNew        // salt/job/<jid>/new
+	JobReturn *JobReturn     // salt/job/<jid>/ret/<minion id>
+	Gap       *Gap           // events may have been missed here
 }
 
 // Gap says that events may have been missed: the connection to the bus was
 // lost or re-established, the consumer was too slow and Dropped events were
 // discarded, or an event could not be decoded. A consumer waiting for a
-// return must poll for it after every gap.
+// return must poll for it after every gap. Reason is one of (or, when gaps
+// merge, several of, joined by "; "): "disconnected", "reconnected",
+// "consumer too slow", "undecodable event", "event frame not completed in
+// time".
 type Gap struct {
 	Reason  string
 	Dropped int
 	// Err is the first cause of the gap when it was an error (test with
-	// errors.Is: ErrFrameTooLarge, ErrFrameTimeout, ErrDecodeBudget,
-	// ErrMsgpack, a network error); nil for overflow and reconnection.
+	// errors.Is: ErrLimitExceeded for a frame beyond its Limits; otherwise
+	// an undecodable frame, a frame not completed within WithFrameTimeout,
+	// a network error); nil for overflow and reconnection.
 	Err error
 }
 
@@ -90,20 +70,20 @@ type JobReturn struct {
 
 const tagEnd = "\n\n"
 
-// DecodeEventFrame decodes one event-bus frame (the msgpack map
+// decodeEventFrame decodes one event-bus frame (the msgpack map
 // {head, body}, without any length prefix) into an Event, within
-// DefaultEventDecodeLimits.
+// defaultEventDecodeLimits.
 //
 // The result does not alias frame: the caller may reuse it.
-func DecodeEventFrame(frame []byte) (Event, error) {
-	ev, _, err := decodeEventText(string(frame), frame, DefaultEventDecodeLimits())
+func decodeEventFrame(frame []byte) (Event, error) {
+	ev, _, err := decodeEventText(string(frame), frame, defaultEventDecodeLimits())
 	return ev, err
 }
 
 // decodeEventText decodes the frame whose text is s (the event aliases s) and
 // whose bytes are frame (read only, for the reference decoder). est is the
 // estimate of what the decoded values hold beyond s.
-func decodeEventText(s string, frame []byte, lim DecodeLimits) (Event, int64, error) {
+func decodeEventText(s string, frame []byte, lim decodeLimits) (Event, int64, error) {
 	ev, est, ok, over := fastDecodeEvent(s, lim)
 	if ok {
 		return ev, est, nil
@@ -122,7 +102,7 @@ func decodeEventText(s string, frame []byte, lim DecodeLimits) (Event, int64, er
 }
 
 // frameBody returns the body of a {head, body} frame without copying it.
-func frameBody(frame []byte, lim DecodeLimits) ([]byte, error) {
+func frameBody(frame []byte, lim decodeLimits) ([]byte, error) {
 	d := &tolerantDecoder{b: frame, bud: newDecodeBudget(lim)}
 	h, err := d.need(1)
 	if err != nil {
@@ -137,7 +117,7 @@ func frameBody(frame []byte, lim DecodeLimits) ([]byte, error) {
 	case c == 0xdf:
 		n, err = d.length(4)
 	default:
-		return nil, errors.Wrap(ErrMsgpack, "event frame is not a map")
+		return nil, errors.Wrap(errMsgpack, "event frame is not a map")
 	}
 	if err != nil {
 		return nil, err
@@ -159,34 +139,34 @@ func frameBody(frame []byte, lim DecodeLimits) ([]byte, error) {
 		}
 	}
 	if d.off != len(frame) {
-		return nil, errors.Wrap(ErrMsgpack, "trailing bytes after event frame")
+		return nil, errors.Wrap(errMsgpack, "trailing bytes after event frame")
 	}
 	if body == nil {
-		return nil, errors.Wrap(ErrMsgpack, "event frame without body")
+		return nil, errors.Wrap(errMsgpack, "event frame without body")
 	}
 	return body, nil
 }
 
 // decodeEventBody splits tag "\n\n" data at the first separator.
-func decodeEventBody(body []byte, lim DecodeLimits) (Event, error) {
+func decodeEventBody(body []byte, lim decodeLimits) (Event, error) {
 	i := bytes.Index(body, []byte(tagEnd))
 	if i < 0 {
-		return Event{}, errors.Wrap(ErrMsgpack, "event body without tag separator")
+		return Event{}, errors.Wrap(errMsgpack, "event body without tag separator")
 	}
 	tag := string(body[:i])
-	dv, err := DecodeValueLimited(body[i+2:], lim)
+	dv, err := decodeValueLimited(body[i+2:], lim)
 	if err != nil {
 		return Event{}, errors.Wrap(err, "event data")
 	}
 	data, ok := dv.(map[string]any)
 	if !ok {
-		return Event{}, errors.Wrap(ErrMsgpack, "event data is not a map")
+		return Event{}, errors.Wrap(errMsgpack, "event data is not a map")
 	}
 	return classifyEvent(tag, data), nil
 }
 
 func classifyEvent(tag string, data map[string]any) Event {
-	ev := Event{Kind: EventOther, Tag: tag, Data: data}
+	ev := Event{Tag: tag, Data: data}
 	// salt/job/<jid>/new or salt/job/<jid>/ret/<minion> (no further "/")
 	rest, ok := strings.CutPrefix(tag, "salt/job/")
 	if !ok {
@@ -206,7 +186,7 @@ func classifyEvent(tag string, data map[string]any) Event {
 		n.TgtType, _ = data["tgt_type"].(string)
 		n.Minions, _ = stringList(data["minions"])
 		n.Missing, _ = stringList(data["missing"])
-		ev.Kind, ev.JobNew = EventJobNew, n
+		ev.JobNew = n
 	case isRet && minion != "" && !strings.Contains(minion, "/"):
 		r := &JobReturn{JID: jid, MinionID: minion, FunArgs: anyList(data["fun_args"]), Return: data["return"], Retcode: -1}
 		r.Fun, _ = data["fun"].(string)
@@ -218,7 +198,7 @@ func classifyEvent(tag string, data map[string]any) Event {
 		if rc, ok := data["retcode"].(int64); ok {
 			r.Retcode = int(rc)
 		}
-		ev.Kind, ev.JobReturn = EventJobReturn, r
+		ev.JobReturn = r
 	}
 	return ev
 }

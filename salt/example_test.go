@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"testing"
 	"time"
 
 	"github.com/cockroachdb/errors"
@@ -56,7 +57,7 @@ func Example() {
 	for {
 		select {
 		case ev := <-events.Events():
-			if ev.Kind == salt.EventJobReturn && ev.JobReturn.JID == jid {
+			if ev.JobReturn != nil && ev.JobReturn.JID == jid {
 				fmt.Println(ev.JobReturn.MinionID, "returned", ev.JobReturn.Return)
 				return
 			}
@@ -71,15 +72,14 @@ func Example() {
 }
 
 func ExampleJIDGenerator() {
-	clock := func() time.Time { return time.Date(2026, 11, 29, 15, 46, 6, 42846000, time.UTC) }
-	g := salt.NewJIDGenerator(salt.WithJIDClock(clock))
-	fmt.Println(g.Next())
-	fmt.Println(g.Next()) // same clock reading: bumped by one microsecond
-	_, err := salt.ParseJID("2026-11-29")
+	g := salt.NewJIDGenerator()
+	a, b := g.Next(), g.Next() // strictly increasing, even within one microsecond
+	_, err := salt.ParseJID(a.String())
+	fmt.Println(len(a), a < b, err == nil)
+	_, err = salt.ParseJID("2026-11-29")
 	fmt.Println(errors.Is(err, salt.ErrInvalidJID))
 	// Output:
-	// 20261129154606042846
-	// 20261129154606042847
+	// 20 true true
 	// true
 }
 
@@ -89,10 +89,46 @@ func ExampleIsNotPublished() {
 	// Output: true true false
 }
 
-func ExampleDecodeValue() {
+func TestDecodeValueTolerantKeys(t *testing.T) {
 	// {1: "pid one", "raw": <bytes that are not UTF-8>}
-	v, _ := salt.DecodeValue([]byte("\x82\x01\xa7pid one\xa3raw\xa2\xff\xfe"))
-	m := v.(map[string]any)
-	fmt.Printf("%q %q\n", m["1"], m["raw"])
-	// Output: "pid one" "\xff\xfe"
+	v, err := salt.DecodeValue([]byte("\x82\x01\xa7pid one\xa3raw\xa2\xff\xfe"))
+	m, _ := v.(map[string]any)
+	if err != nil || m["1"] != "pid one" || m["raw"] != "\xff\xfe" {
+		t.Fatalf("got %#v, %v", v, err)
+	}
+}
+
+// Log in with eauth once, reuse the token until shortly before it expires,
+// and bound what one reply may cost: a reply beyond the limits is refused
+// before it is allocated, and its outcome is unknown.
+func ExampleNewTokenSource() {
+	ctx := context.Background()
+	dir, _ := os.MkdirTemp("", "ex")
+	defer os.RemoveAll(dir)
+	sim, err := salttest.Start(ctx, salttest.WithDir(dir),
+		salttest.WithEauthUser("pam", "deploy", "s3cret", []salttest.ACLEntry{salttest.AllowOn("web*", "test.*")}))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer sim.Close()
+	sim.AddMinion("web1", nil)
+
+	login, _ := salt.NewClient(sim.Addr(), salt.WithConnectionReuse())
+	defer login.Close()
+	tokens := salt.NewTokenSource(login, "pam", "deploy", "s3cret", salt.WithRenewBefore(10*time.Minute))
+	client, _ := salt.NewClient(sim.Addr(), salt.WithAuth(salt.TokenAuth(tokens)),
+		salt.WithRequestTimeout(10*time.Second))
+	defer client.Close()
+	res, err := client.Publish(ctx, salt.PublishRequest{Target: salt.GlobTarget("web*"), Fun: "test.ping"})
+	fmt.Println(err == nil, res != nil && res.Minions[0] == "web1", tokens.Current() != nil)
+
+	tight, _ := salt.NewClient(sim.Addr(), salt.WithAuth(salt.TokenAuth(tokens)),
+		salt.WithLimits(salt.Limits{MaxMessageBytes: 16}))
+	defer tight.Close()
+	_, err = tight.Publish(ctx, salt.PublishRequest{Target: salt.GlobTarget("web*"), Fun: "test.ping"})
+	fmt.Println(errors.Is(err, salt.ErrLimitExceeded), salt.IsOutcomeUnknown(err))
+	// Output:
+	// true true true
+	// true true
 }

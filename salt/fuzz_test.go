@@ -19,7 +19,7 @@ func FuzzDecodeReply(f *testing.F) {
 		f.Add(readVector(f, "clear/"+filepath.Base(p)))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		v, err := DecodeValue(b)
+		v, err := decodeValue(b)
 		if err != nil {
 			return
 		}
@@ -76,14 +76,14 @@ func FuzzEventFraming(f *testing.F) {
 			if len(frame) > limit {
 				t.Fatalf("frame of %d bytes above the cap", len(frame))
 			}
-			if fr.framing == FramingBare {
+			if fr.framing == framingBare {
 				// exactly one syntactically complete msgpack object
 				r := bytes.NewReader(frame)
 				if err := msgpack.NewDecoder(r).Skip(); err != nil || r.Len() != 0 {
 					t.Fatalf("bare frame reader returned an invalid object: %v (%d left)", err, r.Len())
 				}
 			}
-			_, _ = DecodeEventFrame(frame)
+			_, _ = decodeEventFrame(frame)
 		}
 	})
 }

@@ -27,7 +27,7 @@ func TestGoldenEventFrames(t *testing.T) {
 		name := strings.TrimSuffix(filepath.Base(f), ".frame.bin")
 		t.Run(name, func(t *testing.T) {
 			frame := readVector(t, "eventbus/"+name+".frame.bin")
-			ev, err := DecodeEventFrame(frame)
+			ev, err := decodeEventFrame(frame)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -44,7 +44,7 @@ func TestGoldenEventFrames(t *testing.T) {
 			// the bare-framing reader must take exactly this frame from a stream
 			fr := &frameReader{br: bufio.NewReader(bytes.NewReader(frame)), max: 1 << 20}
 			got, err := fr.next()
-			if err != nil || !bytes.Equal(got, frame) || fr.framing != FramingBare {
+			if err != nil || !bytes.Equal(got, frame) || fr.framing != framingBare {
 				t.Fatalf("stream read: %v framing %v", err, fr.framing)
 			}
 			checkTypedEvent(t, name, ev)
@@ -57,7 +57,7 @@ func checkTypedEvent(t *testing.T, name string, ev Event) {
 	const minion = "client-5b2f8c1e-3c4d-4e5f-8a9b-0c1d2e3f4a5b"
 	if strings.HasPrefix(name, "event_new") {
 		n := ev.JobNew
-		if ev.Kind != EventJobNew || n == nil || n.Fun == "" || len(n.Minions) != 1 || n.Minions[0] != minion ||
+		if ev.Kind() != EventJobNew || n == nil || n.Fun == "" || len(n.Minions) != 1 || n.Minions[0] != minion ||
 			n.TgtType != "list" || n.User != "root" || "salt/job/"+string(n.JID)+"/new" != ev.Tag {
 			t.Fatalf("job new %+v", n)
 		}
@@ -72,7 +72,7 @@ func checkTypedEvent(t *testing.T, name string, ev Event) {
 		return
 	}
 	r := ev.JobReturn
-	if ev.Kind != EventJobReturn || r == nil || r.MinionID != minion || r.Fun == "" {
+	if ev.Kind() != EventJobReturn || r == nil || r.MinionID != minion || r.Fun == "" {
 		t.Fatalf("job return %+v", r)
 	}
 	want := map[string]struct {
@@ -132,13 +132,13 @@ func TestGoldenEventStream(t *testing.T) {
 		if err := json.Unmarshal(readVector(t, strings.TrimSuffix(rel, ".raw")+".decoded.json"), &views); err != nil {
 			t.Fatal(err)
 		}
-		frames := readAllFrames(t, raw, FramingBare)
+		frames := readAllFrames(t, raw, framingBare)
 		if len(frames) != len(views) || len(frames) != 64 {
 			t.Fatalf("%s: %d frames, %d views", rel, len(frames), len(views))
 		}
 		var prefixed []byte
 		for i, f := range frames {
-			ev, err := DecodeEventFrame(f)
+			ev, err := decodeEventFrame(f)
 			if err != nil {
 				t.Fatalf("%s frame %d: %v", rel, i, err)
 			}
@@ -148,14 +148,14 @@ func TestGoldenEventStream(t *testing.T) {
 			prefixed = append(prefixed, byte(len(f)>>24), byte(len(f)>>16), byte(len(f)>>8), byte(len(f)))
 			prefixed = append(prefixed, f...)
 		}
-		again := readAllFrames(t, prefixed, FramingLengthPrefixed)
+		again := readAllFrames(t, prefixed, framingLengthPrefixed)
 		if !reflect.DeepEqual(again, frames) {
 			t.Fatalf("%s: length-prefixed re-read differs", rel)
 		}
 	}
 }
 
-func readAllFrames(t *testing.T, stream []byte, want Framing) [][]byte {
+func readAllFrames(t *testing.T, stream []byte, want frameFormat) [][]byte {
 	t.Helper()
 	fr := &frameReader{br: bufio.NewReader(bytes.NewReader(stream)), max: 1 << 20}
 	var out [][]byte

@@ -28,7 +28,7 @@ func readVector(t testing.TB, rel string) []byte {
 // capturedLoad decodes a captured request and returns its load.
 func capturedLoad(t *testing.T, name string) map[string]any {
 	t.Helper()
-	v, err := DecodeValue(readVector(t, "clear/"+name+".request.bin"))
+	v, err := decodeValue(readVector(t, "clear/"+name+".request.bin"))
 	if err != nil {
 		t.Fatalf("%s: %v", name, err)
 	}
@@ -40,7 +40,7 @@ func str(m map[string]any, k string) string { s, _ := m[k].(string); return s }
 // goldenRequest builds the request of one scenario through the package's
 // builders, from the scenario's semantic inputs. Credentials are taken from
 // the capture (they are the lab's throwaway values).
-func goldenRequest(t *testing.T, name string) *OrderedMap {
+func goldenRequest(t *testing.T, name string) *orderedMap {
 	t.Helper()
 	load := capturedLoad(t, name)
 	kw, _ := load["kwargs"].(map[string]any)
@@ -60,7 +60,7 @@ func goldenRequest(t *testing.T, name string) *OrderedMap {
 	}
 	const minion = "client-5b2f8c1e-3c4d-4e5f-8a9b-0c1d2e3f4a5b"
 	const ghost = "client-00000000-0000-4000-8000-000000000000"
-	pub := func(tgt Target, fun string, args []any, kwargs map[string]any, timeout int) *OrderedMap {
+	pub := func(tgt Target, fun string, args []any, kwargs map[string]any, timeout int) *orderedMap {
 		req := PublishRequest{Target: tgt, Fun: fun, Args: args, Kwargs: kwargs, Timeout: timeout, JID: JID(str(load, "jid"))}
 		m, err := publishLoad(req, am, "root")
 		if err != nil {
@@ -71,13 +71,13 @@ func goldenRequest(t *testing.T, name string) *OrderedMap {
 	list := ListTarget(minion)
 	switch name[:3] {
 	case "00_":
-		return pingLoad(NewOrderedMap().Set("probe", "saltlab"))
+		return pingLoad(newOrderedMap().Set("probe", "saltlab"))
 	case "01_", "02a", "02b", "02e", "04a", "04b", "04d":
 		return pub(list, "test.ping", nil, nil, 5)
 	case "02c", "04h":
-		return NewOrderedMap().Set("eauth", am.eauth).Set("username", am.username).Set("password", am.password).Set("cmd", "mk_token")
+		return newOrderedMap().Set("eauth", am.eauth).Set("username", am.username).Set("password", am.password).Set("cmd", "mk_token")
 	case "02d":
-		return NewOrderedMap().Set("token", str(load, "token")).Set("cmd", "get_token")
+		return newOrderedMap().Set("token", str(load, "token")).Set("cmd", "get_token")
 	case "03a":
 		m, _ := runnerLoad("test.arg", []any{"pos1", 2}, map[string]any{"kw": "v"}, am)
 		return m
@@ -115,8 +115,8 @@ func goldenRequest(t *testing.T, name string) *OrderedMap {
 	case "09b", "09c":
 		return pub(list, "saltutil.find_job", []any{"20261129154606070624"}, nil, 10)
 	case "10_":
-		high := NewOrderedMap().Set("lab_high_ok", NewOrderedMap().
-			Set("test", []any{"succeed_without_changes", NewOrderedMap().Set("name", "high data ok")}).
+		high := newOrderedMap().Set("lab_high_ok", newOrderedMap().
+			Set("test", []any{"succeed_without_changes", newOrderedMap().Set("name", "high data ok")}).
 			Set("__sls__", "saltlab.high").Set("__env__", "base"))
 		return pub(list, "state.high", []any{high}, nil, 30)
 	}
@@ -187,7 +187,7 @@ func TestGoldenReplies(t *testing.T) {
 	for _, name := range scenarioNames(t) {
 		t.Run(name, func(t *testing.T) {
 			raw := readVector(t, "clear/"+name+".reply.bin")
-			v, err := DecodeValue(raw)
+			v, err := decodeValue(raw)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -227,7 +227,7 @@ func checkReplySemantics(t *testing.T, name string, v any) {
 		}
 	case strings.HasPrefix(name, "04e"), strings.HasPrefix(name, "08a"):
 		_, err := parsePublishReply(v)
-		var nm *NoMinionsError
+		var nm *noMinionsError
 		if !errors.Is(err, ErrNoMinions) || !errors.As(err, &nm) || !strings.Contains(nm.Message, "could not resolve") || !IsNotPublished(err) {
 			t.Fatalf("want ErrNoMinions, got %v", err)
 		}

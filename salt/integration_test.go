@@ -54,7 +54,7 @@ func waitEvent(t *testing.T, s *salt.EventStream, d time.Duration, what string, 
 			if !ok {
 				t.Fatalf("%s: event stream closed", what)
 			}
-			if ev.Kind == salt.EventGap {
+			if ev.Kind() == salt.EventGap {
 				t.Logf("gap while waiting for %s: %+v", what, *ev.Gap)
 				continue
 			}
@@ -70,7 +70,7 @@ func waitEvent(t *testing.T, s *salt.EventStream, d time.Duration, what string, 
 func waitReturn(t *testing.T, s *salt.EventStream, jid salt.JID, minion string) *salt.JobReturn {
 	t.Helper()
 	ev := waitEvent(t, s, 30*time.Second, "return of "+string(jid), func(ev salt.Event) bool {
-		return ev.Kind == salt.EventJobReturn && ev.JobReturn.JID == jid && ev.JobReturn.MinionID == minion
+		return ev.Kind() == salt.EventJobReturn && ev.JobReturn.JID == jid && ev.JobReturn.MinionID == minion
 	})
 	return ev.JobReturn
 }

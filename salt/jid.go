@@ -31,14 +31,6 @@ func ParseJID(s string) (JID, error) {
 // jidLayout is %Y%m%d%H%M%S%f.
 const jidLayout = "20060102150405.000000"
 
-// JIDOption configures a JIDGenerator.
-type JIDOption func(*JIDGenerator)
-
-// WithJIDClock replaces time.Now (tests, simulations).
-func WithJIDClock(now func() time.Time) JIDOption {
-	return func(g *JIDGenerator) { g.now = now }
-}
-
 // JIDGenerator makes JIDs in Salt's format that are strictly increasing, and
 // therefore unique, for every caller of this generator, also under
 // concurrency: when the clock has not advanced (or went back) since the last
@@ -52,12 +44,8 @@ type JIDGenerator struct {
 }
 
 // NewJIDGenerator returns a generator using the current UTC time.
-func NewJIDGenerator(opts ...JIDOption) *JIDGenerator {
-	g := &JIDGenerator{now: time.Now}
-	for _, o := range opts {
-		o(g)
-	}
-	return g
+func NewJIDGenerator() *JIDGenerator {
+	return &JIDGenerator{now: time.Now}
 }
 
 // Next returns a new JID, strictly greater than every JID this generator

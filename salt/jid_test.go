@@ -10,7 +10,7 @@ import (
 
 func TestJIDGeneratorUniqueUnderConcurrency(t *testing.T) {
 	frozen := time.Date(2026, 11, 29, 15, 46, 6, 999_998_000, time.UTC)
-	g := NewJIDGenerator(WithJIDClock(func() time.Time { return frozen }))
+	g := &JIDGenerator{now: func() time.Time { return frozen }}
 	const workers, per = 8, 500
 	var mu sync.Mutex
 	seen := map[JID]bool{}
@@ -46,7 +46,7 @@ func TestJIDGeneratorUniqueUnderConcurrency(t *testing.T) {
 func TestJIDFormatAndMonotonic(t *testing.T) {
 	now := time.Date(2026, 11, 29, 15, 46, 6, 42_846_000, time.FixedZone("x", 3600))
 	clock := now
-	g := NewJIDGenerator(WithJIDClock(func() time.Time { return clock }))
+	g := &JIDGenerator{now: func() time.Time { return clock }}
 	if j := g.Next(); j != "20261129144606042846" {
 		t.Fatalf("got %s (must be UTC)", j)
 	}

@@ -221,7 +221,7 @@ func TestEventStreamMemoryBound(t *testing.T) {
 					for {
 						select {
 						case ev := <-s.Events():
-							if ev.Kind == salt.EventGap {
+							if ev.Kind() == salt.EventGap {
 								gaps++
 								gapErrs = append(gapErrs, ev.Gap.Err)
 								if strings.Contains(ev.Gap.Reason, salt.GapReasonDisconnected) {

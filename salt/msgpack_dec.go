@@ -9,19 +9,19 @@ import (
 	"github.com/cockroachdb/errors"
 )
 
-// ErrMsgpack is the sentinel of every decoding failure of msgpack data.
-var ErrMsgpack = errors.New("salt: invalid msgpack data")
+// errMsgpack is the sentinel of every decoding failure of msgpack data.
+var errMsgpack = errors.New("salt: invalid msgpack data")
 
 // Constant is Salt's ext type 79: a salt.defaults._Constant such as NOT_SET,
 // carried as msgpack [name, value].
-type Constant struct {
+type saltConstant struct {
 	Name  string
 	Value any
 }
 
 // Ext is an extension value the decoder has no meaning for. It is kept, not
 // rejected, so that one odd value does not make a whole return unreadable.
-type Ext struct {
+type extValue struct {
 	Type int8
 	Data []byte
 }
@@ -35,7 +35,7 @@ const maxMapHint = 32
 // datetimeLayout is Salt's ext 78 payload, Python's %Y%m%dT%H:%M:%S.%f.
 const datetimeLayout = "20060102T15:04:05.999999"
 
-// DecodeValue decodes one msgpack document tolerantly, the way Salt's
+// decodeValue decodes one msgpack document tolerantly, the way Salt's
 // receivers do (raw=False, strict_map_key=False):
 //
 //   - str and bin values become Go strings, whether or not they are UTF-8;
@@ -48,21 +48,21 @@ const datetimeLayout = "20060102T15:04:05.999999"
 //
 // The whole input must be exactly one document. Every length is checked
 // against the input before anything is allocated, and decoding is bounded by
-// DefaultReplyDecodeLimits (see DecodeValueLimited).
-func DecodeValue(data []byte) (any, error) {
-	return DecodeValueLimited(data, DefaultReplyDecodeLimits())
+// defaultReplyDecodeLimits (see decodeValueLimited).
+func decodeValue(data []byte) (any, error) {
+	return decodeValueLimited(data, defaultReplyDecodeLimits())
 }
 
-// DecodeValueLimited is DecodeValue within the given limits: a document that
-// would exceed them fails with ErrDecodeBudget before the excess is allocated.
-func DecodeValueLimited(data []byte, lim DecodeLimits) (any, error) {
+// decodeValueLimited is decodeValue within the given limits: a document that
+// would exceed them fails with errDecodeBudget before the excess is allocated.
+func decodeValueLimited(data []byte, lim decodeLimits) (any, error) {
 	v, _, err := decodeValueBudget(data, lim)
 	return v, err
 }
 
-// decodeValueBudget is DecodeValueLimited that also returns the estimated
+// decodeValueBudget is decodeValueLimited that also returns the estimated
 // bytes the decoded value holds.
-func decodeValueBudget(data []byte, lim DecodeLimits) (any, int64, error) {
+func decodeValueBudget(data []byte, lim decodeLimits) (any, int64, error) {
 	if !lim.valid() {
 		return nil, 0, errors.Wrap(ErrInvalidRequest, "invalid decode limits")
 	}
@@ -77,7 +77,7 @@ func decodeValueBudget(data []byte, lim DecodeLimits) (any, int64, error) {
 		return nil, 0, budgetError("decoded document too large")
 	}
 	if d.off != len(d.b) {
-		return nil, 0, errors.Wrapf(ErrMsgpack, "%d trailing bytes", errors.Safe(len(d.b)-d.off))
+		return nil, 0, errors.Wrapf(errMsgpack, "%d trailing bytes", errors.Safe(len(d.b)-d.off))
 	}
 	return v, bud.spent(lim), nil
 }
@@ -88,7 +88,7 @@ type tolerantDecoder struct {
 	bud *decodeBudget
 }
 
-// charge spends budget or fails with ErrDecodeBudget.
+// charge spends budget or fails with errDecodeBudget.
 func (d *tolerantDecoder) charge(elems, bytes int64) error {
 	if !d.bud.charge(elems, bytes) {
 		return budgetError("decoded document too large")
@@ -106,7 +106,7 @@ func (d *tolerantDecoder) top() (any, error) {
 
 func (d *tolerantDecoder) need(n int) ([]byte, error) {
 	if n < 0 || n > len(d.b)-d.off {
-		return nil, errors.Wrap(ErrMsgpack, "truncated")
+		return nil, errors.Wrap(errMsgpack, "truncated")
 	}
 	s := d.b[d.off : d.off+n]
 	d.off += n
@@ -136,7 +136,7 @@ func (d *tolerantDecoder) length(n int) (int, error) {
 		return 0, err
 	}
 	if u > uint64(len(d.b)-d.off) {
-		return 0, errors.Wrap(ErrMsgpack, "length exceeds input")
+		return 0, errors.Wrap(errMsgpack, "length exceeds input")
 	}
 	return int(u), nil
 }
@@ -255,7 +255,7 @@ func (d *tolerantDecoder) value(depth int) (any, error) {
 		}
 		return d.ext(n, depth)
 	}
-	return nil, errors.Wrapf(ErrMsgpack, "reserved type byte 0x%02x", errors.Safe(c))
+	return nil, errors.Wrapf(errMsgpack, "reserved type byte 0x%02x", errors.Safe(c))
 }
 
 func (d *tolerantDecoder) strLen(n int) (any, error) {
@@ -294,7 +294,7 @@ func (d *tolerantDecoder) rawString() ([]byte, error) {
 	case c == 0xc6 || c == 0xdb:
 		n, err = d.length(4)
 	default:
-		return nil, errors.Wrap(ErrMsgpack, "expected str or bin")
+		return nil, errors.Wrap(errMsgpack, "expected str or bin")
 	}
 	if err != nil {
 		return nil, err
@@ -304,7 +304,7 @@ func (d *tolerantDecoder) rawString() ([]byte, error) {
 
 func (d *tolerantDecoder) array(n, depth int) (any, error) {
 	if n > len(d.b)-d.off {
-		return nil, errors.Wrap(ErrMsgpack, "array length exceeds input")
+		return nil, errors.Wrap(errMsgpack, "array length exceeds input")
 	}
 	if err := d.charge(int64(n), costArray+costSlot*int64(n)); err != nil {
 		return nil, err
@@ -322,7 +322,7 @@ func (d *tolerantDecoder) array(n, depth int) (any, error) {
 
 func (d *tolerantDecoder) mapN(n, depth int) (any, error) {
 	if n > (len(d.b)-d.off)/2 {
-		return nil, errors.Wrap(ErrMsgpack, "map length exceeds input")
+		return nil, errors.Wrap(errMsgpack, "map length exceeds input")
 	}
 	// n is bounded by the input, not by the number of distinct keys: a
 	// document of n duplicate keys must not preallocate n entries (40 bytes
@@ -396,7 +396,7 @@ func mapKeyString(k any) (string, error) {
 	case time.Time:
 		return x.Format("2006-01-02 15:04:05.999999"), nil
 	}
-	return "", errors.Wrap(ErrMsgpack, "unhashable map key")
+	return "", errors.Wrap(errMsgpack, "unhashable map key")
 }
 
 func (d *tolerantDecoder) ext(n, depth int) (any, error) {
@@ -426,7 +426,7 @@ func (d *tolerantDecoder) ext(n, depth int) (any, error) {
 		if err == nil && inner.off == len(payload) {
 			if arr, ok := v.([]any); ok && len(arr) == 2 {
 				if name, ok := arr[0].(string); ok {
-					return Constant{Name: name, Value: arr[1]}, nil
+					return saltConstant{Name: name, Value: arr[1]}, nil
 				}
 			}
 		}
@@ -435,7 +435,7 @@ func (d *tolerantDecoder) ext(n, depth int) (any, error) {
 			return t, nil
 		}
 	}
-	return Ext{Type: typ, Data: append([]byte(nil), payload...)}, nil
+	return extValue{Type: typ, Data: append([]byte(nil), payload...)}, nil
 }
 
 func decodeTimestamp(p []byte) (time.Time, bool) {
@@ -453,6 +453,6 @@ func decodeTimestamp(p []byte) (time.Time, bool) {
 	return time.Time{}, false
 }
 
-// EncodeValue encodes v in the msgpack dialect of Salt's request channel
-// (see encodeSalt). Use *OrderedMap for maps whose key order matters.
-func EncodeValue(v any) ([]byte, error) { return encodeSalt(v) }
+// encodeValue encodes v in the msgpack dialect of Salt's request channel
+// (see encodeSalt). Use *orderedMap for maps whose key order matters.
+func encodeValue(v any) ([]byte, error) { return encodeSalt(v) }

@@ -9,22 +9,22 @@ import (
 	"github.com/cockroachdb/errors"
 )
 
-// OrderedMap is a msgpack map whose keys are encoded in insertion order, as
+// orderedMap is a msgpack map whose keys are encoded in insertion order, as
 // Python dicts are. Salt's request loads are built with it so that the bytes
 // match what Salt's own LocalClient sends.
-type OrderedMap struct {
+type orderedMap struct {
 	keys []string
 	vals map[string]any
 }
 
-// NewOrderedMap returns an empty ordered map.
-func NewOrderedMap() *OrderedMap {
-	return &OrderedMap{vals: map[string]any{}}
+// newOrderedMap returns an empty ordered map.
+func newOrderedMap() *orderedMap {
+	return &orderedMap{vals: map[string]any{}}
 }
 
 // Set adds or replaces key. A new key goes to the end; an existing key keeps
 // its position (Python dict semantics).
-func (m *OrderedMap) Set(key string, v any) *OrderedMap {
+func (m *orderedMap) Set(key string, v any) *orderedMap {
 	if _, ok := m.vals[key]; !ok {
 		m.keys = append(m.keys, key)
 	}
@@ -33,20 +33,20 @@ func (m *OrderedMap) Set(key string, v any) *OrderedMap {
 }
 
 // Get returns the value of key.
-func (m *OrderedMap) Get(key string) (any, bool) {
+func (m *orderedMap) Get(key string) (any, bool) {
 	v, ok := m.vals[key]
 	return v, ok
 }
 
 // Keys returns the keys in insertion order.
-func (m *OrderedMap) Keys() []string { return append([]string(nil), m.keys...) }
+func (m *orderedMap) Keys() []string { return append([]string(nil), m.keys...) }
 
 // Len returns the number of entries.
-func (m *OrderedMap) Len() int { return len(m.keys) }
+func (m *orderedMap) Len() int { return len(m.keys) }
 
-// ErrUnsupportedType is returned by the encoder for Go values that have no
+// errUnsupportedType is returned by the encoder for Go values that have no
 // msgpack form in Salt's dialect (channels, functions, time.Time, ...).
-var ErrUnsupportedType = errors.New("salt: value cannot be encoded as Salt msgpack")
+var errUnsupportedType = errors.New("salt: value cannot be encoded as Salt msgpack")
 
 // maxEncodeDepth bounds nesting so that a cyclic value cannot recurse forever.
 const maxEncodeDepth = 100
@@ -59,7 +59,7 @@ const maxEncodeDepth = 100
 //     positive fixint / uint family, negative ones the negative fixint / int
 //     family;
 //   - floats are always float64;
-//   - maps keep the insertion order of an *OrderedMap; plain Go maps are
+//   - maps keep the insertion order of an *orderedMap; plain Go maps are
 //     encoded with sorted keys so that output is deterministic.
 func encodeSalt(v any) ([]byte, error) {
 	e := &saltEncoder{buf: make([]byte, 0, 256)}
@@ -75,7 +75,7 @@ type saltEncoder struct {
 
 func (e *saltEncoder) encode(v any, depth int) error {
 	if depth > maxEncodeDepth {
-		return errors.Wrap(ErrUnsupportedType, "nesting too deep")
+		return errors.Wrap(errUnsupportedType, "nesting too deep")
 	}
 	switch x := v.(type) {
 	case nil:
@@ -91,8 +91,6 @@ func (e *saltEncoder) encode(v any, depth int) error {
 	case []byte:
 		e.str(string(x))
 	case JID:
-		e.str(string(x))
-	case TargetType:
 		e.str(string(x))
 	case int:
 		e.int(int64(x))
@@ -118,7 +116,7 @@ func (e *saltEncoder) encode(v any, depth int) error {
 		e.float(float64(x))
 	case float64:
 		e.float(x)
-	case *OrderedMap:
+	case *orderedMap:
 		if x == nil {
 			e.buf = append(e.buf, 0xc0)
 			return nil
@@ -180,7 +178,7 @@ func (e *saltEncoder) reflectValue(rv reflect.Value, depth int) error {
 		return nil
 	case reflect.Map:
 		if rv.Type().Key().Kind() != reflect.String {
-			return errors.Wrapf(ErrUnsupportedType, "map key type %s", errors.Safe(rv.Type().Key().String()))
+			return errors.Wrapf(errUnsupportedType, "map key type %s", errors.Safe(rv.Type().Key().String()))
 		}
 		if rv.IsNil() {
 			e.buf = append(e.buf, 0xc0)
@@ -215,7 +213,7 @@ func (e *saltEncoder) reflectValue(rv reflect.Value, depth int) error {
 		e.buf = append(e.buf, 0xc0)
 		return nil
 	}
-	return errors.Wrapf(ErrUnsupportedType, "type %s", errors.Safe(rv.Type().String()))
+	return errors.Wrapf(errUnsupportedType, "type %s", errors.Safe(rv.Type().String()))
 }
 
 func (e *saltEncoder) str(s string) {

@@ -30,13 +30,13 @@ func TestEncodeSaltDialect(t *testing.T) {
 		{[]byte{0xff, 0x00}, "a2ff00"}, // bytes travel as str, never bin
 		{[]any{}, "90"}, {[]string{"a"}, "91a161"}, {[]int{1, 2}, "920102"},
 		{map[string]any{"b": 1, "a": 2}, "82a16102a16201"}, // plain maps: sorted
-		{NewOrderedMap().Set("b", 1).Set("a", 2), "82a16201a16102"},
-		{NewOrderedMap().Set("b", 1).Set("a", 2).Set("b", 3), "82a16203a16102"}, // a set key keeps its place
+		{newOrderedMap().Set("b", 1).Set("a", 2), "82a16201a16102"},
+		{newOrderedMap().Set("b", 1).Set("a", 2).Set("b", 3), "82a16203a16102"}, // a set key keeps its place
 		{map[string]string{"k": "v"}, "81a16ba176"},
 		{JID("20261129154606042846"), "b4" + hex.EncodeToString([]byte("20261129154606042846"))},
 	}
 	for _, c := range cases {
-		got, err := EncodeValue(c.v)
+		got, err := encodeValue(c.v)
 		if err != nil {
 			t.Fatalf("%v: %v", c.v, err)
 		}
@@ -45,12 +45,12 @@ func TestEncodeSaltDialect(t *testing.T) {
 		}
 	}
 	long := strings.Repeat("y", 70000)
-	got, _ := EncodeValue(long)
+	got, _ := encodeValue(long)
 	if !bytes.HasPrefix(got, []byte{0xdb, 0, 1, 0x11, 0x70}) {
 		t.Fatalf("str32 header %x", got[:5])
 	}
 	for _, bad := range []any{struct{}{}, make(chan int), map[int]int{1: 1}, time.Now()} {
-		if _, err := EncodeValue(bad); !errors.Is(err, ErrUnsupportedType) {
+		if _, err := encodeValue(bad); !errors.Is(err, errUnsupportedType) {
 			t.Errorf("%T accepted: %v", bad, err)
 		}
 	}
@@ -58,7 +58,7 @@ func TestEncodeSaltDialect(t *testing.T) {
 	for i := 0; i < 200; i++ {
 		deep = []any{deep}
 	}
-	if _, err := EncodeValue(deep); !errors.Is(err, ErrUnsupportedType) {
+	if _, err := encodeValue(deep); !errors.Is(err, errUnsupportedType) {
 		t.Fatal("unbounded nesting")
 	}
 }
@@ -66,9 +66,9 @@ func TestEncodeSaltDialect(t *testing.T) {
 // TestEncodeRoundTripThroughVmihailenco cross-checks the encoder with an
 // independent decoder.
 func TestEncodeRoundTripThroughVmihailenco(t *testing.T) {
-	v := NewOrderedMap().Set("s", strings.Repeat("é", 40)).Set("n", -70000).Set("f", 0.25).
+	v := newOrderedMap().Set("s", strings.Repeat("é", 40)).Set("n", -70000).Set("f", 0.25).
 		Set("a", []any{nil, true, uint16(65535), map[string]any{"k": []string{"x"}}})
-	b, err := EncodeValue(v)
+	b, err := encodeValue(v)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,7 +79,7 @@ func TestEncodeRoundTripThroughVmihailenco(t *testing.T) {
 	if out["s"] != strings.Repeat("é", 40) || out["f"] != 0.25 {
 		t.Fatalf("%v", out)
 	}
-	mine, err := DecodeValue(b)
+	mine, err := decodeValue(b)
 	if err != nil || mine.(map[string]any)["n"] != int64(-70000) {
 		t.Fatalf("%v %v", mine, err)
 	}
@@ -99,18 +99,18 @@ func TestDecodeTolerant(t *testing.T) {
 	b = append(b, inner...)
 	b = append(b, 0xa2, 't', 's', 0xd6, 0xff, 0, 0, 0, 10)
 	b = append(b, 0xa1, 'e', 0xd4, 5, 7)
-	v, err := DecodeValue(b)
+	v, err := decodeValue(b)
 	if err != nil {
 		t.Fatal(err)
 	}
 	m := v.(map[string]any)
 	wantT := time.Date(2026, 11, 29, 15, 46, 6, 637970000, time.UTC)
 	if m["1"] != "x" || m["True"] != nil || m["raw"] != "\xff\xfe" || m["bin"] != "\x00\x01" ||
-		!m["dt"].(time.Time).Equal(wantT) || m["c"] != (Constant{Name: "NOT_SET"}) ||
+		!m["dt"].(time.Time).Equal(wantT) || m["c"] != (saltConstant{Name: "NOT_SET"}) ||
 		!m["ts"].(time.Time).Equal(time.Unix(10, 0)) {
 		t.Fatalf("%#v", m)
 	}
-	if e := m["e"].(Ext); e.Type != 5 || !bytes.Equal(e.Data, []byte{7}) {
+	if e := m["e"].(extValue); e.Type != 5 || !bytes.Equal(e.Data, []byte{7}) {
 		t.Fatalf("ext %#v", e)
 	}
 	if _, ok := m["True"]; !ok {
@@ -122,7 +122,7 @@ func TestDecodeRejectsWithoutHugeAllocations(t *testing.T) {
 	for _, h := range []string{"", "c1", "dbffffffff", "dfffffffff", "ddffffffff", "c9ffffffff01", "a5616263",
 		"82a161", "0000", "91" + strings.Repeat("91", 300) + "c0", "81" + "90" + "c0"} {
 		b, _ := hex.DecodeString(h)
-		if _, err := DecodeValue(b); !errors.Is(err, ErrMsgpack) {
+		if _, err := decodeValue(b); !errors.Is(err, errMsgpack) {
 			t.Errorf("%s: %v", h, err)
 		}
 	}

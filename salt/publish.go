@@ -10,39 +10,37 @@ import (
 	"github.com/oduflow/oduflow-go/internal/errmark"
 )
 
-// TargetType is Salt's tgt_type.
-type TargetType string
+// targetType is Salt's tgt_type.
+type targetType = string
 
-// Target types. Others (grain, pillar, ...) work too: Target{Type: "grain", Expr: "os:Debian"}.
+// Target types of the constructors; see Target for the others.
 const (
-	TargetList     TargetType = "list"
-	TargetGlob     TargetType = "glob"
-	TargetCompound TargetType = "compound"
+	targetList targetType = "list"
+	targetGlob targetType = "glob"
 )
 
-// Target selects minions. List targets use List; all other types use Expr.
+// Target selects minions. Type is Salt's tgt_type. List targets ("list") use
+// List; all other types use Expr: "glob", "compound", "grain", "pillar", ...
+// work as in Salt, e.g. Target{Type: "compound", Expr: "G@os:Debian and web*"}.
 type Target struct {
-	Type TargetType
+	Type string
 	List []string
 	Expr string
 }
 
 // ListTarget targets exactly the given minion ids.
 func ListTarget(ids ...string) Target {
-	return Target{Type: TargetList, List: append([]string(nil), ids...)}
+	return Target{Type: targetList, List: append([]string(nil), ids...)}
 }
 
 // GlobTarget targets minions whose id matches the shell glob expr.
-func GlobTarget(expr string) Target { return Target{Type: TargetGlob, Expr: expr} }
-
-// CompoundTarget targets minions matching a compound expression.
-func CompoundTarget(expr string) Target { return Target{Type: TargetCompound, Expr: expr} }
+func GlobTarget(expr string) Target { return Target{Type: targetGlob, Expr: expr} }
 
 func (t Target) validate() error {
 	if t.Type == "" {
 		return errors.Wrap(ErrInvalidRequest, "target type is required")
 	}
-	if t.Type == TargetList {
+	if t.Type == targetList {
 		if len(t.List) == 0 {
 			return errors.Wrap(ErrInvalidRequest, "list target without ids")
 		}
@@ -60,7 +58,7 @@ func (t Target) validate() error {
 }
 
 func (t Target) tgt() any {
-	if t.Type == TargetList {
+	if t.Type == targetList {
 		return append([]string(nil), t.List...)
 	}
 	return t.Expr
@@ -86,7 +84,7 @@ type PublishResult struct {
 
 // publishLoad builds the load exactly as Salt's LocalClient orders it:
 // cmd, tgt, fun, arg, key, tgt_type, ret, timeout, jid, [kwargs], user.
-func publishLoad(req PublishRequest, am authMaterial, osUser string) (*OrderedMap, error) {
+func publishLoad(req PublishRequest, am authMaterial, osUser string) (*orderedMap, error) {
 	if err := req.Target.validate(); err != nil {
 		return nil, err
 	}
@@ -101,7 +99,7 @@ func publishLoad(req PublishRequest, am authMaterial, osUser string) (*OrderedMa
 	args := make([]any, 0, len(req.Args)+1)
 	args = append(args, req.Args...)
 	if req.Kwargs != nil {
-		kw := NewOrderedMap().Set("__kwarg__", true)
+		kw := newOrderedMap().Set("__kwarg__", true)
 		for _, k := range sortedKeys(req.Kwargs) {
 			if k == "__kwarg__" {
 				continue
@@ -114,7 +112,7 @@ func publishLoad(req PublishRequest, am authMaterial, osUser string) (*OrderedMa
 	if timeout <= 0 {
 		timeout = 5
 	}
-	load := NewOrderedMap().
+	load := newOrderedMap().
 		Set("cmd", "publish").
 		Set("tgt", req.Target.tgt()).
 		Set("fun", req.Fun).
@@ -124,7 +122,7 @@ func publishLoad(req PublishRequest, am authMaterial, osUser string) (*OrderedMa
 		Set("ret", "").
 		Set("timeout", timeout).
 		Set("jid", string(req.JID))
-	kwargs := NewOrderedMap()
+	kwargs := newOrderedMap()
 	switch am.kind {
 	case authEauth:
 		kwargs.Set("eauth", am.eauth).Set("username", am.username).Set("password", am.password)
@@ -160,12 +158,12 @@ func sortedKeys(m map[string]any) []string {
 //
 // An acknowledgement that does not match the request (another JID than the
 // preassigned one; for a list target, minions and missing that are not exactly
-// the target) is not trusted: *ReplyMismatchError, marked ErrOutcomeUnknown.
+// the target) is not trusted: it fails with ErrOutcomeUnknown.
 //
 // Errors (test with errors.Is / errors.As): ErrNotSent, ErrOutcomeUnknown,
-// (*ReplyMismatchError), ErrNoMinions (*NoMinionsError), ErrAuthentication, ErrAuthorization
+// ErrNoMinions, ErrAuthentication, ErrAuthorization
 // (*MasterError), ErrBadLoad, ErrMasterException, ErrMalformedReply,
-// ErrReplyTooLarge, ErrInvalidRequest. IsNotPublished and IsOutcomeUnknown
+// ErrLimitExceeded, ErrInvalidRequest. IsNotPublished and IsOutcomeUnknown
 // sort them into the two cases that matter.
 func (c *Client) Publish(ctx context.Context, req PublishRequest) (*PublishResult, error) {
 	am, err := c.authFor(ctx)
@@ -218,7 +216,7 @@ func parsePublishReply(v any) (*PublishResult, error) {
 		if !hasJID {
 			return nil, malformed("publish reply without jid", true)
 		}
-		return nil, errors.WithStack(&NoMinionsError{Message: msg})
+		return nil, errors.WithStack(&noMinionsError{Message: msg})
 	}
 	js, ok := jidv.(string)
 	if !ok {

@@ -7,36 +7,36 @@ import (
 	"github.com/cockroachdb/redact"
 )
 
-// ReplyMismatchError is a publish acknowledgement that does not match the request: the JID
+// replyMismatchError is a publish acknowledgement that does not match the request: the JID
 // differs from the preassigned one, or the minions of a list target are not exactly the target.
 // Something was published, perhaps not what was asked (a confused or hostile master, a reply
 // meant for another request): the outcome is unknown (Is(ErrOutcomeUnknown)), never "dispatched".
-type ReplyMismatchError struct {
+type replyMismatchError struct {
 	Field string // "jid" or "minions"
 	Want  string // the request's value (JID, or the target ids)
 	Got   string // the reply's value
 }
 
-func (e *ReplyMismatchError) Error() string {
+func (e *replyMismatchError) Error() string {
 	return fmt.Sprintf("salt: publish reply %s mismatch: want %s, got %s", e.Field, e.Want, e.Got)
 }
 
 // SafeFormatError keeps the field name visible and the master-chosen values redactable.
-func (e *ReplyMismatchError) SafeFormatError(p errors.Printer) error {
+func (e *replyMismatchError) SafeFormatError(p errors.Printer) error {
 	p.Printf("salt: publish reply %s mismatch: want %s, got %s", redact.Safe(e.Field), e.Want, e.Got)
 	return nil
 }
 
 // Is reports ErrOutcomeUnknown.
-func (e *ReplyMismatchError) Is(target error) bool { return target == ErrOutcomeUnknown }
+func (e *replyMismatchError) Is(target error) bool { return target == ErrOutcomeUnknown }
 
 // checkPublishAck checks a successful publish reply against the request. Refusals (no minions,
 // errors) were sorted out before: they prove nothing was published whatever they say.
 func checkPublishAck(req PublishRequest, res *PublishResult) error {
 	if req.JID != "" && res.JID != req.JID {
-		return errors.WithStack(&ReplyMismatchError{Field: "jid", Want: string(req.JID), Got: string(res.JID)})
+		return errors.WithStack(&replyMismatchError{Field: "jid", Want: string(req.JID), Got: string(res.JID)})
 	}
-	if req.Target.Type != TargetList {
+	if req.Target.Type != targetList {
 		return nil
 	}
 	// Salt's list matcher answers minions = the target ids with an accepted key and missing =
@@ -55,7 +55,7 @@ func checkPublishAck(req PublishRequest, res *PublishResult) error {
 		}
 	}
 	if !ok {
-		return errors.WithStack(&ReplyMismatchError{Field: "minions", Want: fmt.Sprint(req.Target.List),
+		return errors.WithStack(&replyMismatchError{Field: "minions", Want: fmt.Sprint(req.Target.List),
 			Got: fmt.Sprintf("minions %v missing %v", res.Minions, res.Missing)})
 	}
 	return nil

@@ -70,7 +70,7 @@ func (a tokenAuth) GoString() string { return a.String() }
 func (a tokenAuth) LogValue() slog.Value { return slog.StringValue(a.String()) }
 
 // String never shows the token.
-func (s staticToken) String() string { return "salt.StaticToken{REDACTED}" }
+func (s staticToken) String() string { return "salt.staticToken{REDACTED}" }
 
 // GoString is String, for %#v.
 func (s staticToken) GoString() string { return s.String() }

@@ -12,7 +12,7 @@ import (
 func TestCredentialHoldersNeverPrintSecrets(t *testing.T) {
 	const pw, tok = "PW-SECRET-42", "TOKEN-SECRET-42"
 	eauth := Eauth("pam", "alice", pw)
-	static := StaticToken(tok)
+	static := staticToken(tok)
 	withEauth, err := NewClient("tcp://127.0.0.1:4506", WithAuth(eauth))
 	if err != nil {
 		t.Fatal(err)

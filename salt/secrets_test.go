@@ -23,7 +23,7 @@ func TestNoSecretsInLogsOrErrors(t *testing.T) {
 	ctx := context.Background()
 	var errs []error
 	for _, a := range []Auth{UserKey("root", writeKey(t, key)), UserKey("root", writeKey(t, testUserKey("KEY-SECRET-wrong"))),
-		Eauth("file", "u", pw), TokenAuth(StaticToken("TOKEN-SECRET-0123456789"))} {
+		Eauth("file", "u", pw), TokenAuth(staticToken("TOKEN-SECRET-0123456789"))} {
 		c, _ := NewClient(addr, WithAuth(a), WithLogger(logger))
 		_, err := c.Publish(ctx, PublishRequest{Target: ListTarget("m"), Fun: "test.ping"})
 		errs = append(errs, err)

@@ -126,7 +126,7 @@ func startZmqRouter(t testing.TB, reply func(env map[string]any) any) string {
 			if msg.Type == zmq4.CmdMsg || len(msg.Frames) < 3 {
 				continue
 			}
-			v, err := DecodeValue(msg.Frames[2])
+			v, err := decodeValue(msg.Frames[2])
 			var out any = "bad load"
 			if env, ok := v.(map[string]any); ok && err == nil {
 				out = reply(env)

@@ -243,7 +243,7 @@ func waitGap(t *testing.T, s *salt.EventStream, reason string) {
 	for {
 		select {
 		case ev := <-s.Events():
-			if ev.Kind == salt.EventGap && strings.Contains(ev.Gap.Reason, reason) {
+			if ev.Kind() == salt.EventGap && strings.Contains(ev.Gap.Reason, reason) {
 				return
 			}
 		case <-deadline:

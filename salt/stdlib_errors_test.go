@@ -225,29 +225,29 @@ func TestStdlibErrorsFromTheSimulator(t *testing.T) {
 func TestStdlibErrorsEventFrames(t *testing.T) {
 	frame := mustEventFrame(t, "salt/test/big", 600)
 	for name, tc := range map[string]struct {
-		opts []salt.EventOption
+		opts []salt.Option
 		send []byte
 		want error
 	}{
-		"length prefix over the cap": {[]salt.EventOption{salt.WithMaxFrameBytes(512)},
+		"length prefix over the cap": {[]salt.Option{salt.WithMaxFrameBytes(512)},
 			binary.BigEndian.AppendUint32(nil, 1<<30), salt.ErrFrameTooLarge},
-		"bare frame over the cap": {[]salt.EventOption{salt.WithMaxFrameBytes(512)}, frame, salt.ErrFrameTooLarge},
-		"decode budget": {[]salt.EventOption{salt.WithEventDecodeLimits(salt.DecodeLimits{MaxElements: 2, MaxBytes: 1 << 20, MaxDepth: 8})},
+		"bare frame over the cap": {[]salt.Option{salt.WithMaxFrameBytes(512)}, frame, salt.ErrFrameTooLarge},
+		"decode budget": {[]salt.Option{salt.WithEventDecodeLimits(salt.DecodeLimits{MaxElements: 2, MaxBytes: 1 << 20, MaxDepth: 8})},
 			frame, salt.ErrDecodeBudget},
-		"half a frame": {[]salt.EventOption{salt.WithFrameTimeout(200 * time.Millisecond)}, frame[:len(frame)/2], salt.ErrFrameTimeout},
+		"half a frame": {[]salt.Option{salt.WithFrameTimeout(200 * time.Millisecond)}, frame[:len(frame)/2], salt.ErrFrameTimeout},
 	} {
 		t.Run(name, func(t *testing.T) {
 			addr := serveEventBytes(t, tc.send)
 			s, err := salt.SubscribeEvents(context.Background(), addr,
-				append([]salt.EventOption{salt.WithReconnectBackoff(time.Hour, time.Hour)}, tc.opts...)...)
+				append([]salt.Option{salt.WithReconnectBackoff(time.Hour, time.Hour)}, tc.opts...)...)
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer s.Close()
 			select {
 			case ev := <-s.Events():
-				if ev.Kind != salt.EventGap || !errors.Is(ev.Gap.Err, tc.want) {
-					t.Fatalf("got %v %+v, want a gap caused by %v", ev.Kind, ev.Gap, tc.want)
+				if ev.Kind() != salt.EventGap || !errors.Is(ev.Gap.Err, tc.want) {
+					t.Fatalf("got %v %+v, want a gap caused by %v", ev.Kind(), ev.Gap, tc.want)
 				}
 			case <-time.After(5 * time.Second):
 				t.Fatal("no gap")

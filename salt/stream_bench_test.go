@@ -76,19 +76,19 @@ func benchStream(b *testing.B, chunk []byte, perChunk int) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	start := time.Now()
-	s, err := SubscribeEvents(ctx, "unix://"+sock, WithEventBuffer(1<<17), WithEventBufferBytes(1<<30), WithReconnectBackoff(time.Hour, time.Hour))
+	s, err := SubscribeEvents(ctx, "unix://"+sock, WithEventBuffer(1<<17, 1<<30), WithReconnectBackoff(time.Hour, time.Hour))
 	if err != nil {
 		b.Fatal(err)
 	}
 	n, dropped := 0, 0
 	for ev := range s.Events() {
 		switch {
-		case ev.Kind == EventGap && ev.Gap.Reason == GapReasonOverflow:
+		case ev.Kind() == EventGap && ev.Gap.Reason == gapReasonOverflow:
 			// the consumer loop is measured too; count what it lost
 			dropped += ev.Gap.Dropped
 			n += ev.Gap.Dropped
-		case ev.Kind != EventJobReturn || len(ev.Data) == 0:
-			b.Fatalf("unexpected event %v %+v", ev.Kind, ev.Gap)
+		case ev.Kind() != EventJobReturn || len(ev.Data) == 0:
+			b.Fatalf("unexpected event %v %+v", ev.Kind(), ev.Gap)
 		default:
 			n++
 		}

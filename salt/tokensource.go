@@ -8,19 +8,10 @@ import (
 	"github.com/cockroachdb/errors"
 )
 
-// TokenSourceOption configures a RenewingTokenSource.
-type TokenSourceOption func(*RenewingTokenSource)
-
-// WithRenewBefore renews the token when less than d of its lifetime is left
-// (default 5 minutes, at most half the token's lifetime).
-func WithRenewBefore(d time.Duration) TokenSourceOption {
-	return func(s *RenewingTokenSource) { s.renewBefore = d }
-}
-
-// WithTokenClock replaces time.Now (tests).
-func WithTokenClock(now func() time.Time) TokenSourceOption {
-	return func(s *RenewingTokenSource) { s.now = now }
-}
+// WithRenewBefore makes NewTokenSource's source renew the token when less
+// than d of its lifetime is left (default 5 minutes, at most half the token's
+// lifetime).
+func WithRenewBefore(d time.Duration) Option { return func(s *settings) { s.renewBefore = d } }
 
 // RenewingTokenSource logs in with mk_token on first use, caches the token
 // and logs in again shortly before it expires. It is safe for concurrent use;
@@ -39,13 +30,11 @@ type RenewingTokenSource struct {
 }
 
 // NewTokenSource returns a token source that uses c (c needs no WithAuth).
-func NewTokenSource(c *Client, backend, username, password string, opts ...TokenSourceOption) *RenewingTokenSource {
-	s := &RenewingTokenSource{c: c, backend: backend, user: username, pwd: password,
-		renewBefore: 5 * time.Minute, now: time.Now, login: make(chan struct{}, 1)}
-	for _, o := range opts {
-		o(s)
-	}
-	return s
+func NewTokenSource(c *Client, backend, username, password string, opts ...Option) *RenewingTokenSource {
+	set := settings{renewBefore: 5 * time.Minute, now: time.Now}
+	applyOptions(&set, opts)
+	return &RenewingTokenSource{c: c, backend: backend, user: username, pwd: password,
+		renewBefore: set.renewBefore, now: set.now, login: make(chan struct{}, 1)}
 }
 
 // Token returns a valid token, calling mk_token when there is none yet or

@@ -220,7 +220,7 @@ func (c *zmtpConn) readFrame(limit int64) (byte, []byte, error) {
 		return 0, nil, errors.Wrap(errProtocol, "command frame too large")
 	}
 	if size > uint64(limit) {
-		return flags, nil, errors.Wrapf(ErrReplyTooLarge, "frame of %d bytes exceeds limit %d", errors.Safe(size), errors.Safe(limit))
+		return flags, nil, errors.Wrapf(errReplyTooLarge, "frame of %d bytes exceeds limit %d", errors.Safe(size), errors.Safe(limit))
 	}
 	body := make([]byte, size)
 	if _, err := io.ReadFull(c.br, body); err != nil {

@@ -14,9 +14,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/oduflow/oduflow-go/internal/pyhost"
-	"github.com/oduflow/oduflow-go/internal/simminion"
 	"github.com/oduflow/oduflow-go/oduflow"
+	"github.com/oduflow/oduflow-go/oduflow/oduflowtest/fakeminion"
 	"github.com/oduflow/oduflow-go/receipt"
 	"github.com/oduflow/oduflow-go/salt/salttest"
 )
@@ -44,29 +43,22 @@ func newFixture(t *testing.T) *fixture {
 	t.Cleanup(func() { _ = sim.Close() })
 	f := &fixture{t: t, sim: sim, acme: "client-" + receipt.NewRequestID(), globex: "client-" + receipt.NewRequestID()}
 	if py, err := exec.LookPath("python3"); err == nil {
-		host, err := pyhost.Start(ctx, filepath.Join(t.TempDir(), "py"), pyhost.WithPython(py))
+		host, err := fakeminion.StartPython(ctx, filepath.Join(t.TempDir(), "py"), fakeminion.WithPython(py))
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { _ = host.Close() })
 		f.python = true
 		for _, id := range []string{f.acme, f.globex} {
-			pub, err := host.ProvisionKey(id)
-			if err != nil {
+			if err := fakeminion.AddPython(sim, host, id); err != nil {
 				t.Fatal(err)
 			}
-			if err := sim.AcceptMinionKey(id, pub); err != nil {
-				t.Fatal(err)
-			}
-			sim.AddMinion(id, host.Handler(id))
 		}
 	} else {
 		for _, id := range []string{f.acme, f.globex} {
-			m := simminion.New(id)
-			if err := sim.AcceptMinionKey(id, m.PublicKeyPEM()); err != nil {
+			if err := fakeminion.Add(sim, fakeminion.NewModel(id)); err != nil {
 				t.Fatal(err)
 			}
-			sim.AddMinion(id, m.Handler())
 		}
 	}
 	timers := oduflow.Timers{ExecutionWait: 10 * time.Second, HardDeadline: 12 * time.Second, StatusExpiry: 13 * time.Second,

@@ -96,7 +96,7 @@ func Wire(ctx context.Context, cfg Config, log *slog.Logger) (svc *Service, clos
 	if cfg.Timers != nil {
 		dopts = append(dopts, oduflow.WithTimers(*cfg.Timers))
 	}
-	d, err := oduflow.New(client, oduflow.SaltEvents(cfg.Events, salt.WithEventLogger(log)), dopts...)
+	d, err := oduflow.New(client, oduflow.SaltEvents(cfg.Events, salt.WithLogger(log)), dopts...)
 	if err != nil {
 		return nil, nil, err
 	}

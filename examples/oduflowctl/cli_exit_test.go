@@ -12,9 +12,9 @@ import (
 	"time"
 
 	"github.com/oduflow/oduflow-go/examples/oduflowctl/internal/cli"
-	"github.com/oduflow/oduflow-go/internal/simminion"
 	"github.com/oduflow/oduflow-go/oduflow"
 	"github.com/oduflow/oduflow-go/oduflow/catalog"
+	"github.com/oduflow/oduflow-go/oduflow/oduflowtest/fakeminion"
 	"github.com/oduflow/oduflow-go/receipt"
 	"github.com/oduflow/oduflow-go/salt/salttest"
 )
@@ -33,7 +33,7 @@ const (
 )
 
 // newLabMinion is newLab with a Go-model minion built with mopts and the simulator with simOpts.
-func newLabMinion(t *testing.T, simOpts []salttest.Option, mopts ...simminion.Option) *lab {
+func newLabMinion(t *testing.T, simOpts []salttest.Option, mopts ...fakeminion.ModelOption) *lab {
 	t.Helper()
 	sim, err := salttest.Start(context.Background(), append([]salttest.Option{salttest.WithDir(t.TempDir())}, simOpts...)...)
 	if err != nil {
@@ -41,12 +41,11 @@ func newLabMinion(t *testing.T, simOpts []salttest.Option, mopts ...simminion.Op
 	}
 	t.Cleanup(func() { _ = sim.Close() })
 	l := &lab{sim: sim, minion: "client-" + receipt.NewRequestID()}
-	m := simminion.New(l.minion, append([]simminion.Option{
-		simminion.WithResult(receipt.ProfileConfigure, simminion.Result{Status: receipt.StatusSucceeded, Passed: 3, Total: 3}),
-		simminion.WithResult(receipt.ProfileProduction, simminion.Result{Status: receipt.StatusFailed, Passed: 2, Total: 3}),
+	m := fakeminion.NewModel(l.minion, append([]fakeminion.ModelOption{
+		fakeminion.WithResult(receipt.ProfileConfigure, fakeminion.Result{Status: receipt.StatusSucceeded, Passed: 3, Total: 3}),
+		fakeminion.WithResult(receipt.ProfileProduction, fakeminion.Result{Status: receipt.StatusFailed, Passed: 2, Total: 3}),
 	}, mopts...)...)
-	sim.AddMinion(l.minion, m.Handler())
-	if err := sim.AcceptMinionKey(l.minion, m.PublicKeyPEM()); err != nil {
+	if err := fakeminion.Add(sim, m); err != nil {
 		t.Fatal(err)
 	}
 	l.env = []string{
@@ -54,9 +53,22 @@ func newLabMinion(t *testing.T, simOpts []salttest.Option, mopts ...simminion.Op
 		"ODUFLOW_SALT_MASTER=" + sim.Addr(),
 		"ODUFLOW_SALT_EVENTS=" + sim.EventsAddr(),
 		"ODUFLOW_SALT_KEY_FILE=" + sim.KeyFile(),
-		"ODUFLOW_STATE_DIR=" + filepath.Join(t.TempDir(), "claims"),
+		"ODUFLOW_STATE_DIR=" + filepath.Join(stateRoot(t), "claims"),
 	}
 	return l
+}
+
+// stateRoot is a temporary directory for a claim store that a detached worker may still write to when
+// the test ends (TestMain ends leftover workers only after every test): removed best effort, so a
+// worker's late write cannot fail the test's cleanup the way t.TempDir's strict removal does.
+func stateRoot(t *testing.T) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "oduflowctl-state-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	return dir
 }
 
 // withEnv returns env with each KEY=VALUE of set replacing (or adding) that key.
@@ -253,7 +265,7 @@ func TestExitUnknownAndDamaged(t *testing.T) {
 
 func TestExitStillRunningAfterWaitTimeout(t *testing.T) {
 	t.Parallel()
-	l := newLabMinion(t, nil, simminion.WithDelay(4*time.Second))
+	l := newLabMinion(t, nil, fakeminion.WithDelay(4*time.Second))
 	r := run(t, l.env, "start", "configure", l.minion, "--wait", "--interval", "50ms", "--timeout", "300ms")
 	must(t, r, ExitStillRunning)
 	if s := response(t, oneLine(t, r.stdout)); s["status"] != "running" {
@@ -310,7 +322,7 @@ func TestConcurrentCustomStartPublishesOnce(t *testing.T) {
 // goes on in its detached worker).
 func TestSIGTERMStopsTheCommand(t *testing.T) {
 	t.Parallel()
-	l := newLabMinion(t, nil, simminion.WithDelay(5*time.Second))
+	l := newLabMinion(t, nil, fakeminion.WithDelay(5*time.Second))
 	errPath := filepath.Join(t.TempDir(), "stderr")
 	cmd := exec.Command(binary, "start", "configure", l.minion, "--wait", "--interval", "50ms")
 	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME")}, l.env...)

@@ -13,8 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/oduflow/oduflow-go/internal/pyhost"
-	"github.com/oduflow/oduflow-go/internal/simminion"
+	"github.com/oduflow/oduflow-go/oduflow/oduflowtest/fakeminion"
 	"github.com/oduflow/oduflow-go/receipt"
 	"github.com/oduflow/oduflow-go/salt/salttest"
 )
@@ -129,7 +128,7 @@ func newLab(t *testing.T, opts ...salttest.Option) *lab {
 	return newLabModel(t, true, opts...)
 }
 
-// newLabModel is newLab; with python false the minion is always the Go model (internal/simminion).
+// newLabModel is newLab; with python false the minion is always the Go model (fakeminion.Model).
 func newLabModel(t *testing.T, python bool, opts ...salttest.Option) *lab {
 	t.Helper()
 	dir := t.TempDir()
@@ -141,28 +140,22 @@ func newLabModel(t *testing.T, python bool, opts ...salttest.Option) *lab {
 	l := &lab{sim: sim, minion: "client-" + receipt.NewRequestID()}
 	if py, err := exec.LookPath("python3"); err == nil && python {
 		// The real module, run by a Python host behind the simulated minion.
-		host, err := pyhost.Start(context.Background(), filepath.Join(t.TempDir(), "py"), pyhost.WithPython(py))
+		host, err := fakeminion.StartPython(context.Background(), filepath.Join(t.TempDir(), "py"), fakeminion.WithPython(py))
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { _ = host.Close() })
 		l.python = true
-		pub, err := host.ProvisionKey(l.minion)
-		if err != nil {
+		if err := fakeminion.AddPython(sim, host, l.minion); err != nil {
 			t.Fatal(err)
 		}
-		if err := sim.AcceptMinionKey(l.minion, pub); err != nil {
-			t.Fatal(err)
-		}
-		sim.AddMinion(l.minion, host.Handler(l.minion))
 	} else {
-		m := simminion.New(l.minion,
-			simminion.WithResult(receipt.ProfileConfigure, simminion.Result{Status: receipt.StatusSucceeded, Passed: 3, Total: 3}),
-			simminion.WithResult(receipt.ProfileProduction, simminion.Result{Status: receipt.StatusFailed, Passed: 2, Total: 3}))
-		if err := sim.AcceptMinionKey(l.minion, m.PublicKeyPEM()); err != nil {
+		m := fakeminion.NewModel(l.minion,
+			fakeminion.WithResult(receipt.ProfileConfigure, fakeminion.Result{Status: receipt.StatusSucceeded, Passed: 3, Total: 3}),
+			fakeminion.WithResult(receipt.ProfileProduction, fakeminion.Result{Status: receipt.StatusFailed, Passed: 2, Total: 3}))
+		if err := fakeminion.Add(sim, m); err != nil {
 			t.Fatal(err)
 		}
-		sim.AddMinion(l.minion, m.Handler())
 	}
 	l.env = []string{
 		"ODUFLOW_SALT_MASTER=" + sim.Addr(),

@@ -50,7 +50,7 @@ func run() error {
 	}
 	// A buffer large enough for a whole replayed round: the reader is measured, not the consumer.
 	stream, err := salt.SubscribeEvents(ctx, addr, salt.WithEventDialer(dial),
-		salt.WithEventBuffer(1<<17), salt.WithEventBufferBytes(1<<30))
+		salt.WithEventBuffer(1<<17, 1<<30))
 	if err != nil {
 		return err
 	}
@@ -64,7 +64,7 @@ func run() error {
 	count, gaps := 0, 0
 	for ev := range stream.Events() {
 		switch {
-		case ev.Kind == salt.EventGap:
+		case ev.Gap != nil:
 			gaps++
 		case ev.Tag == endTag:
 			out, _ := json.Marshal(map[string]any{"count": count, "elapsed_s": time.Since(start).Seconds(), "gaps": gaps})

@@ -2,6 +2,15 @@
 // oduflow.ClaimStore and oduflow.Leases implementation must pass, and MemoryStore, an in-memory store for
 // unit tests of services that embed the dispatcher (not durable, single process).
 //
+// # Fake minions
+//
+// The fake protocol-1 minions are in the sub-package fakeminion: a Go model of the minion module
+// (fakeminion.NewModel) and a host of the real Python module (fakeminion.StartPython), registered on the
+// fake Salt master of package salt/salttest with fakeminion.Add (key accepted, so signed receipt proofs
+// verify). Together with MemoryStore they let a service test its controller end to end over real sockets
+// (see the fakeminion package example). They are a separate package because package oduflow's own tests
+// use them, and this package imports oduflow: minions here would be an import cycle for those tests.
+//
 // # Running the suite against a store
 //
 // TestClaimStore runs one subtest per clause of the ClaimStore and Leases contract: create-if-absent under

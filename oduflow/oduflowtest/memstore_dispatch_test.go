@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/oduflow/oduflow-go/internal/simminion"
 	"github.com/oduflow/oduflow-go/oduflow"
 	"github.com/oduflow/oduflow-go/oduflow/oduflowtest"
+	"github.com/oduflow/oduflow-go/oduflow/oduflowtest/fakeminion"
 	"github.com/oduflow/oduflow-go/receipt"
 	"github.com/oduflow/oduflow-go/salt"
 	"github.com/oduflow/oduflow-go/salt/salttest"
@@ -26,9 +26,8 @@ func TestMemoryStoreBehindDispatcher(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = sim.Close() })
-	m := simminion.New(receipt.MinionIDPrefix + receipt.NewRequestID())
-	sim.AddMinion(m.ID(), m.Handle)
-	if err := sim.AcceptMinionKey(m.ID(), m.PublicKeyPEM()); err != nil {
+	m := fakeminion.NewModel(receipt.MinionIDPrefix + receipt.NewRequestID())
+	if err := fakeminion.Add(sim, m); err != nil {
 		t.Fatal(err)
 	}
 	key, err := os.ReadFile(sim.KeyFile())
@@ -48,7 +47,7 @@ func TestMemoryStoreBehindDispatcher(t *testing.T) {
 	t.Cleanup(func() { _ = client.Close() })
 	st := oduflowtest.NewMemoryStore()
 	unused := filepath.Join(t.TempDir(), "no-claims-here")
-	d, err := oduflow.New(client, oduflow.SaltEvents(sim.EventsAddr(), salt.WithEventLogger(quiet)), oduflow.WithPKIDir(sim.PKIDir()),
+	d, err := oduflow.New(client, oduflow.SaltEvents(sim.EventsAddr(), salt.WithLogger(quiet)), oduflow.WithPKIDir(sim.PKIDir()),
 		oduflow.WithClaimStore(st), oduflow.WithClaimDir(unused), oduflow.WithLogger(quiet),
 		oduflow.WithTimers(oduflow.Timers{ExecutionWait: 8 * time.Second, HardDeadline: 9 * time.Second,
 			StatusExpiry: 10 * time.Second, LaunchGrace: oduflow.DefaultTimers().LaunchGrace, LeaseWait: 2 * time.Second,

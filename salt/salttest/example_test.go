@@ -50,7 +50,7 @@ func Example() {
 	for {
 		select {
 		case ev := <-events.Events():
-			if ev.Kind == salt.EventJobReturn && ev.JobReturn.JID == jid {
+			if ev.JobReturn != nil && ev.JobReturn.JID == jid {
 				fmt.Println(ev.JobReturn.MinionID, "returned", ev.JobReturn.Return)
 				fmt.Println("publications of this JID:", m.PublicationCount("test.ping", string(jid)))
 				return

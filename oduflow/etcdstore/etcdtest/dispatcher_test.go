@@ -51,7 +51,7 @@ func (m *fakeMaster) Publish(_ context.Context, req salt.PublishRequest) (*salt.
 		for _, s := range m.subs {
 			func() {
 				defer func() { _ = recover() }() // a closed subscription
-				s.ch <- salt.Event{Kind: salt.EventJobReturn, Tag: "salt/job/" + string(req.JID) + "/ret/" + minion, JobReturn: jr}
+				s.ch <- salt.Event{Tag: "salt/job/" + string(req.JID) + "/ret/" + minion, JobReturn: jr}
 			}()
 		}
 	}

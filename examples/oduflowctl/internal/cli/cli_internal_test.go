@@ -52,7 +52,7 @@ func TestSanitizeEvent(t *testing.T) {
 	if e := data["eauth"].(map[string]any); e["Password"] != "<redacted>" || e["ok"] != "fine" {
 		t.Fatalf("not redacted: %v", e)
 	}
-	gap, keep := sanitizeEvent(salt.Event{Kind: salt.EventGap, Gap: &salt.Gap{Reason: "reconnect", Dropped: 2}}, "x/", false)
+	gap, keep := sanitizeEvent(salt.Event{Gap: &salt.Gap{Reason: "reconnect", Dropped: 2}}, "x/", false)
 	if !keep || gap["gap"].(map[string]any)["dropped"] != 2 {
 		t.Fatalf("gap: %v", gap)
 	}

@@ -31,11 +31,11 @@ func cmdEvents(e *env, args []string) error {
 	if *raw {
 		fmt.Fprintln(e.stderr, "events: --raw: job returns are shown whole (command output, state comments, possibly secrets)")
 	}
-	var opts []salt.EventOption
+	var opts []salt.Option
 	if *tag != "" {
 		opts = append(opts, salt.WithTagPrefixes(*tag))
 	}
-	opts = append(opts, salt.WithEventLogger(e.logger()))
+	opts = append(opts, salt.WithLogger(e.logger()))
 	st, err := salt.SubscribeEvents(e.ctx, e.g.events, opts...)
 	if err != nil {
 		if e.ctx.Err() != nil {
@@ -74,7 +74,7 @@ func cmdEvents(e *env, args []string) error {
 // sanitizeEvent returns what the events command prints for ev, and false for events it
 // drops.
 func sanitizeEvent(ev salt.Event, prefix string, raw bool) (map[string]any, bool) {
-	if ev.Kind == salt.EventGap && (ev.Gap != nil || ev.Tag == "") {
+	if ev.Gap != nil || ev.Tag == "" { // a zero Event reads as a gap
 		g := map[string]any{"reason": "", "dropped": 0}
 		if ev.Gap != nil {
 			g = map[string]any{"reason": ev.Gap.Reason, "dropped": ev.Gap.Dropped}

@@ -128,7 +128,7 @@ func (e *env) dispatcher(ctx context.Context, opts ...oduflow.Option) (*oduflow.
 		// New opens it (and Close closes it): a bad log path is a configuration error before any claim.
 		all = append(all, oduflow.WithWorkerLog(filepath.Join(dir, "worker.log")))
 	}
-	d, err := oduflow.New(c, oduflow.SaltEvents(e.g.events, salt.WithEventLogger(e.logger())), append(all, opts...)...)
+	d, err := oduflow.New(c, oduflow.SaltEvents(e.g.events, salt.WithLogger(e.logger())), append(all, opts...)...)
 	if err != nil {
 		return nil, configf(err, "dispatcher")
 	}

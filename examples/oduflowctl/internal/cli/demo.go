@@ -127,7 +127,7 @@ func RunDemo(ctx context.Context, w io.Writer) (err error) {
 	dm.cat = cat
 	d, err := oduflow.New(client,
 		oduflow.SaltEvents(sim.EventsAddr(), salt.WithReconnectBackoff(20*time.Millisecond, 200*time.Millisecond),
-			salt.WithEventLogger(quiet)),
+			salt.WithLogger(quiet)),
 		oduflow.WithClaimDir(filepath.Join(dir, "claims")), oduflow.WithTimers(DemoTimers()), oduflow.WithPKIDir(sim.PKIDir()),
 		oduflow.WithLogger(quiet), oduflow.WithHooks(oduflow.Hooks{Published: dm.published}), oduflow.WithCustomCatalog(cat))
 	if err != nil {

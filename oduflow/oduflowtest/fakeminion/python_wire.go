@@ -1,4 +1,4 @@
-package pyhost
+package fakeminion
 
 import (
 	"bytes"
@@ -14,7 +14,7 @@ const closeGrace = 5 * time.Second
 func afterGrace() <-chan time.Time { return time.After(closeGrace) }
 
 // wire is the host.py --config shape.
-func (c Config) wire() map[string]any {
+func (c PythonConfig) wire() map[string]any {
 	out := map[string]any{}
 	if c.SaltVersion != "" {
 		out["salt_version"] = c.SaltVersion
@@ -54,7 +54,7 @@ func decodeReturn(raw json.RawMessage) (any, error) {
 	dec.UseNumber()
 	var v any
 	if err := dec.Decode(&v); err != nil {
-		return nil, errors.Wrap(err, "pyhost: decode return")
+		return nil, errors.Wrap(err, "fakeminion: decode return")
 	}
 	return normalize(v), nil
 }

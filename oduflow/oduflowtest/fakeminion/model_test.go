@@ -1,4 +1,4 @@
-package simminion
+package fakeminion
 
 import (
 	"context"
@@ -14,7 +14,7 @@ import (
 func TestRunStatusLifecycle(t *testing.T) {
 	ctx := context.Background()
 	id := "client-" + uuid.NewString()
-	m := New(id, WithResult(receipt.ProfileProduction, Result{Status: receipt.StatusFailed, Passed: 2, Total: 3}))
+	m := NewModel(id, WithResult(receipt.ProfileProduction, Result{Status: receipt.StatusFailed, Passed: 2, Total: 3}))
 	req, jid := uuid.NewString(), "20261129120000000001"
 	status := func() receipt.Receipt {
 		ret, code := m.Handle(ctx, salttest.Job{JID: "20261129120000000009", Fun: "oduflow_job.status",
@@ -52,7 +52,7 @@ func TestRunStatusLifecycle(t *testing.T) {
 func TestHoldKeepsRunning(t *testing.T) {
 	ctx := context.Background()
 	id := "client-" + uuid.NewString()
-	m := New(id, WithHold())
+	m := NewModel(id, WithHold())
 	req, jid := uuid.NewString(), "20261129120000000002"
 	done := make(chan any)
 	go func() {
@@ -75,7 +75,7 @@ func TestHoldKeepsRunning(t *testing.T) {
 func TestCustomRunBindsDigest(t *testing.T) {
 	ctx := context.Background()
 	id := "client-" + uuid.NewString()
-	m := New(id)
+	m := NewModel(id)
 	high := map[string]any{"motd": map[string]any{"file": []any{map[string]any{"name": "/etc/motd"}, "managed"}}}
 	digest, err := receipt.Digest(high)
 	if err != nil {

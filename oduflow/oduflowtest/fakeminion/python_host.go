@@ -1,4 +1,4 @@
-package pyhost
+package fakeminion
 
 import (
 	"bufio"
@@ -23,16 +23,17 @@ import (
 
 // Sentinel errors.
 var (
-	// ErrClosed: the host was closed.
-	ErrClosed = errors.New("pyhost: host closed")
-	// ErrHostExited: the Python process exited.
-	ErrHostExited = errors.New("pyhost: host process exited")
+	// errHostClosed: the host was closed.
+	errHostClosed = errors.New("fakeminion: host closed")
+	// errHostExited: the Python process exited.
+	errHostExited = errors.New("fakeminion: host process exited")
 	// ErrPythonMissing: the interpreter was not found.
-	ErrPythonMissing = errors.New("pyhost: python interpreter not found")
+	ErrPythonMissing = errors.New("fakeminion: python interpreter not found")
 )
 
-// Host is a running Python host. It is safe for concurrent use.
-type Host struct {
+// PythonHost is a running Python host serving the real module for any number of minion ids. It is safe
+// for concurrent use.
+type PythonHost struct {
 	dir    string
 	cmd    *exec.Cmd
 	stdin  io.WriteCloser
@@ -62,10 +63,10 @@ type request struct {
 	JID      string         `json:"jid"`
 }
 
-// Start writes the embedded module and host into dir (created 0700 when missing) and starts
+// StartPython writes the embedded module and host into dir (created 0700 when missing) and starts
 // the host. It returns after a ping round trip, or with ctx's error.
-func Start(ctx context.Context, dir string, opts ...Option) (*Host, error) {
-	cfg := config{python: DefaultPython()}
+func StartPython(ctx context.Context, dir string, opts ...PythonOption) (*PythonHost, error) {
+	cfg := config{python: defaultPython()}
 	for _, o := range opts {
 		o(&cfg)
 	}
@@ -74,14 +75,14 @@ func Start(ctx context.Context, dir string, opts ...Option) (*Host, error) {
 	}
 	python, err := exec.LookPath(cfg.python)
 	if err != nil {
-		return nil, errmark.Mark(errors.Wrap(err, "pyhost: look up python"), ErrPythonMissing)
+		return nil, errmark.Mark(errors.Wrap(err, "fakeminion: look up python"), ErrPythonMissing)
 	}
 	dir, err = filepath.Abs(dir)
 	if err != nil {
-		return nil, errors.Wrap(err, "pyhost: directory")
+		return nil, errors.Wrap(err, "fakeminion: directory")
 	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, errors.Wrap(err, "pyhost: create directory")
+		return nil, errors.Wrap(err, "fakeminion: create directory")
 	}
 	files := map[string][]byte{
 		receipt.MinionModuleName: receipt.MinionModule(),
@@ -89,12 +90,12 @@ func Start(ctx context.Context, dir string, opts ...Option) (*Host, error) {
 	}
 	hostCfg, err := json.Marshal(cfg.host.wire())
 	if err != nil {
-		return nil, errors.Wrap(err, "pyhost: encode config")
+		return nil, errors.Wrap(err, "fakeminion: encode config")
 	}
 	files["host-config.json"] = hostCfg
 	for name, data := range files {
 		if err := os.WriteFile(filepath.Join(dir, name), data, 0o600); err != nil {
-			return nil, errors.Wrapf(err, "pyhost: write %s", errors.Safe(name))
+			return nil, errors.Wrapf(err, "fakeminion: write %s", errors.Safe(name))
 		}
 	}
 	// The host process must outlive ctx (it serves until Close), so ctx only bounds startup.
@@ -107,41 +108,40 @@ func Start(ctx context.Context, dir string, opts ...Option) (*Host, error) {
 	}
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
-		return nil, errors.Wrap(err, "pyhost: stdin")
+		return nil, errors.Wrap(err, "fakeminion: stdin")
 	}
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
-		return nil, errors.Wrap(err, "pyhost: stdout")
+		return nil, errors.Wrap(err, "fakeminion: stdout")
 	}
 	if err := cmd.Start(); err != nil {
-		return nil, errors.Wrap(err, "pyhost: start python")
+		return nil, errors.Wrap(err, "fakeminion: start python")
 	}
-	h := &Host{
+	h := &PythonHost{
 		dir: dir, cmd: cmd, stdin: stdin, logger: cfg.logger,
 		pending: map[string]chan response{}, done: make(chan struct{}),
 	}
 	go h.read(stdout)
-	if _, _, err := h.Call(ctx, "", "host.ping", nil, nil, ""); err != nil {
+	if _, _, err := h.callModule(ctx, "", "host.ping", nil, nil, ""); err != nil {
 		_ = h.Close()
-		return nil, errors.Wrap(err, "pyhost: host did not answer")
+		return nil, errors.Wrap(err, "fakeminion: host did not answer")
 	}
-	cfg.logger.Debug("pyhost started", slog.String("dir", dir), slog.Int("pid", cmd.Process.Pid))
+	cfg.logger.Debug("python host started", slog.String("dir", dir), slog.Int("pid", cmd.Process.Pid))
 	return h, nil
 }
 
-// Dir is the host's directory; minion M's files are in Dir()/minions/M/.
-func (h *Host) Dir() string { return h.dir }
-
 // MinionDir is the directory of one minion: receipts/, cache/, marker.
-func (h *Host) MinionDir(minionID string) string { return filepath.Join(h.dir, "minions", minionID) }
+func (h *PythonHost) MinionDir(minionID string) string {
+	return filepath.Join(h.dir, "minions", minionID)
+}
 
-func (h *Host) read(stdout io.Reader) {
+func (h *PythonHost) read(stdout io.Reader) {
 	sc := bufio.NewScanner(stdout)
 	sc.Buffer(make([]byte, 0, 64*1024), 64<<20)
 	for sc.Scan() {
 		var r response
 		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
-			h.logger.Warn("pyhost: malformed host line")
+			h.logger.Warn("fakeminion: malformed host line")
 			continue
 		}
 		var id string
@@ -160,13 +160,13 @@ func (h *Host) read(stdout io.Reader) {
 	close(h.done)
 }
 
-// Call runs fun ("oduflow_job.run", ...) for minionID in a fresh job process, like a
+// callModule runs fun ("oduflow_job.run", ...) for minionID in a fresh job process, like a
 // publication with JID jid. args and kwargs are passed as Salt's load_args_and_kwargs would
 // (maps with "__kwarg__": true and "name=value" strings among args become kwargs). The
 // return is decoded from JSON with integers as int64 and other numbers as float64. A module
 // error is a normal return ("ERROR: ...") with a nonzero retcode, not an error. When ctx ends
 // first, the job process is killed (SIGKILL) and ctx's error is returned.
-func (h *Host) Call(ctx context.Context, minionID, fun string, args []any, kwargs map[string]any, jid string) (any, int, error) {
+func (h *PythonHost) callModule(ctx context.Context, minionID, fun string, args []any, kwargs map[string]any, jid string) (any, int, error) {
 	id := strconv.FormatUint(h.nextID.Add(1), 10)
 	if args == nil {
 		args = []any{}
@@ -176,13 +176,13 @@ func (h *Host) Call(ctx context.Context, minionID, fun string, args []any, kwarg
 	}
 	line, err := json.Marshal(request{ID: id, MinionID: minionID, Fun: fun, Args: args, Kwargs: kwargs, JID: jid})
 	if err != nil {
-		return nil, 0, errors.Wrap(err, "pyhost: encode request")
+		return nil, 0, errors.Wrap(err, "fakeminion: encode request")
 	}
 	ch := make(chan response, 1)
 	h.mu.Lock()
 	if h.closed {
 		h.mu.Unlock()
-		return nil, 0, errors.WithStack(ErrClosed)
+		return nil, 0, errors.WithStack(errHostClosed)
 	}
 	h.pending[id] = ch
 	h.mu.Unlock()
@@ -205,42 +205,42 @@ func (h *Host) Call(ctx context.Context, minionID, fun string, args []any, kwarg
 	case <-ctx.Done():
 		forget()
 		h.kill(id)
-		return nil, 0, errors.Wrap(ctx.Err(), "pyhost: call")
+		return nil, 0, errors.Wrap(ctx.Err(), "fakeminion: call")
 	case <-h.done:
 		forget()
-		return nil, 0, errors.WithStack(ErrHostExited)
+		return nil, 0, errors.WithStack(errHostExited)
 	}
 }
 
-func (h *Host) send(line []byte) error {
+func (h *PythonHost) send(line []byte) error {
 	h.writeMu.Lock()
 	defer h.writeMu.Unlock()
 	if _, err := h.stdin.Write(append(line, '\n')); err != nil {
 		select {
 		case <-h.done:
-			return errors.WithStack(ErrHostExited)
+			return errors.WithStack(errHostExited)
 		default:
 		}
-		return errors.Wrap(err, "pyhost: write request")
+		return errors.Wrap(err, "fakeminion: write request")
 	}
 	return nil
 }
 
 // kill asks the host to SIGKILL the job process serving request id (best effort).
-func (h *Host) kill(id string) {
+func (h *PythonHost) kill(id string) {
 	line, _ := json.Marshal(request{ID: "kill-" + id, Fun: "host.kill", Args: []any{id}, Kwargs: map[string]any{}})
 	_ = h.send(line)
 }
 
 // Marker returns the side-effect marker lines of a minion: one line per real state
 // execution, "<jid> <state function> <role or state ids> <pid>".
-func (h *Host) Marker(minionID string) ([]string, error) {
+func (h *PythonHost) Marker(minionID string) ([]string, error) {
 	data, err := os.ReadFile(filepath.Join(h.MinionDir(minionID), "marker"))
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}
 	if err != nil {
-		return nil, errors.Wrap(err, "pyhost: read marker")
+		return nil, errors.Wrap(err, "fakeminion: read marker")
 	}
 	var out []string
 	for _, l := range bytes.Split(bytes.TrimRight(data, "\n"), []byte("\n")) {
@@ -252,8 +252,8 @@ func (h *Host) Marker(minionID string) ([]string, error) {
 }
 
 // Close stops the host: closes its stdin (it finishes running jobs, then exits) and kills
-// it if it has not exited after a short grace. Pending calls fail with ErrHostExited.
-func (h *Host) Close() error {
+// it if it has not exited after a short grace. Pending calls fail with errHostExited.
+func (h *PythonHost) Close() error {
 	h.mu.Lock()
 	if h.closed {
 		h.mu.Unlock()

@@ -1,4 +1,4 @@
-package pyhost
+package fakeminion
 
 import (
 	"context"
@@ -21,14 +21,14 @@ const (
 	minionB = "client-00000000-0000-4000-8000-000000000000"
 )
 
-func startHost(t *testing.T, opts ...Option) *Host {
+func startHost(t *testing.T, opts ...PythonOption) *PythonHost {
 	t.Helper()
 	if _, err := exec.LookPath("python3"); err != nil {
 		t.Skip("python3 not installed")
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	h, err := Start(ctx, t.TempDir(), opts...)
+	h, err := StartPython(ctx, t.TempDir(), opts...)
 	if err != nil {
 		t.Fatalf("Start: %v", err)
 	}
@@ -36,11 +36,11 @@ func startHost(t *testing.T, opts ...Option) *Host {
 	return h
 }
 
-func call(t *testing.T, h *Host, minion, fun string, args []any, jid string) (any, int) {
+func call(t *testing.T, h *PythonHost, minion, fun string, args []any, jid string) (any, int) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	ret, code, err := h.Call(ctx, minion, fun, args, nil, jid)
+	ret, code, err := h.callModule(ctx, minion, fun, args, nil, jid)
 	if err != nil {
 		t.Fatalf("Call %s: %v", fun, err)
 	}
@@ -180,7 +180,7 @@ func TestCustomPayload(t *testing.T) {
 }
 
 func TestDuplicateWorkersExecuteOnce(t *testing.T) {
-	h := startHost(t, WithConfig(Config{Delays: map[string]time.Duration{"roles.client_stack": 300 * time.Millisecond}}))
+	h := startHost(t, WithPythonConfig(PythonConfig{Delays: map[string]time.Duration{"roles.client_stack": 300 * time.Millisecond}}))
 	req, jid := receipt.NewRequestID(), newJID()
 	var wg sync.WaitGroup
 	rets := make([]any, 6)
@@ -188,7 +188,7 @@ func TestDuplicateWorkersExecuteOnce(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			ret, _, err := h.Call(context.Background(), minionA, "oduflow_job.run", []any{req, "configure"}, nil, jid)
+			ret, _, err := h.callModule(context.Background(), minionA, "oduflow_job.run", []any{req, "configure"}, nil, jid)
 			if err != nil {
 				t.Error(err)
 			}
@@ -208,13 +208,13 @@ func TestDuplicateWorkersExecuteOnce(t *testing.T) {
 }
 
 func TestCancelKillsJobAndLeavesUnknown(t *testing.T) {
-	h := startHost(t, WithConfig(Config{Delays: map[string]time.Duration{"roles.client_stack": 20 * time.Second}}))
+	h := startHost(t, WithPythonConfig(PythonConfig{Delays: map[string]time.Duration{"roles.client_stack": 20 * time.Second}}))
 	req, jid := receipt.NewRequestID(), newJID()
 	b := receipt.Binding{MinionID: minionA, RequestID: req, JID: jid, Profile: receipt.ProfileConfigure}
 	ctx, cancel := context.WithCancel(context.Background())
 	errc := make(chan error, 1)
 	go func() {
-		_, _, err := h.Call(ctx, minionA, "oduflow_job.run", []any{req, "configure"}, nil, jid)
+		_, _, err := h.callModule(ctx, minionA, "oduflow_job.run", []any{req, "configure"}, nil, jid)
 		errc <- err
 	}()
 	deadline := time.Now().Add(10 * time.Second)
@@ -277,7 +277,7 @@ func TestHandlerAdapter(t *testing.T) {
 }
 
 func TestUnverifiedSaltRefuses(t *testing.T) {
-	h := startHost(t, WithConfig(Config{SaltVersion: "3007.1"}))
+	h := startHost(t, WithPythonConfig(PythonConfig{SaltVersion: "3007.1"}))
 	ret, code := call(t, h, minionA, "oduflow_job.run", []any{receipt.NewRequestID(), "configure"}, newJID())
 	if s, _ := ret.(string); code == 0 || !strings.Contains(s, "unsupported Salt version") {
 		t.Fatalf("%d %v", code, ret)
@@ -293,7 +293,7 @@ func TestClose(t *testing.T) {
 	if err := h.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := h.Call(context.Background(), minionA, "oduflow_job.capabilities", nil, nil, ""); err == nil {
+	if _, _, err := h.callModule(context.Background(), minionA, "oduflow_job.capabilities", nil, nil, ""); err == nil {
 		t.Fatal("call after Close succeeded")
 	}
 }

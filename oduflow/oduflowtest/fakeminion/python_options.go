@@ -1,4 +1,4 @@
-package pyhost
+package fakeminion
 
 import (
 	"io"
@@ -6,8 +6,8 @@ import (
 	"time"
 )
 
-// Config is the host's fake Salt behaviour.
-type Config struct {
+// PythonConfig is the host's fake Salt behaviour.
+type PythonConfig struct {
 	// SaltVersion presented by salt.version and grains (default "3006.0"). A version outside
 	// the module's verified list makes oduflow_job.run refuse, as it would in real Salt.
 	SaltVersion string
@@ -27,23 +27,23 @@ type Config struct {
 
 type config struct {
 	python string
-	host   Config
+	host   PythonConfig
 	logger *slog.Logger
 	stderr io.Writer
 }
 
-// Option configures Start.
-type Option func(*config)
+// PythonOption configures StartPython.
+type PythonOption func(*config)
 
 // WithPython sets the Python interpreter (default /usr/bin/python3 when present, else "python3" from
 // PATH).
-func WithPython(path string) Option { return func(c *config) { c.python = path } }
+func WithPython(path string) PythonOption { return func(c *config) { c.python = path } }
 
-// WithConfig sets the fake Salt behaviour.
-func WithConfig(hc Config) Option { return func(c *config) { c.host = hc } }
+// WithPythonConfig sets the fake Salt behaviour.
+func WithPythonConfig(hc PythonConfig) PythonOption { return func(c *config) { c.host = hc } }
 
 // WithLogger sets the logger (default: discard).
-func WithLogger(l *slog.Logger) Option { return func(c *config) { c.logger = l } }
+func WithLogger(l *slog.Logger) PythonOption { return func(c *config) { c.logger = l } }
 
 // WithStderr receives the host process's standard error (default: discarded).
-func WithStderr(w io.Writer) Option { return func(c *config) { c.stderr = w } }
+func WithStderr(w io.Writer) PythonOption { return func(c *config) { c.stderr = w } }

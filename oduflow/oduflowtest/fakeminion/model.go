@@ -1,4 +1,4 @@
-package simminion
+package fakeminion
 
 import (
 	"context"
@@ -21,36 +21,34 @@ type Result struct {
 	Passed, Total int
 }
 
-// Option configures a Minion.
-type Option func(*Minion)
+// ModelOption configures a Model.
+type ModelOption func(*Model)
 
 // WithResult sets the result of runs of profile p (default: succeeded 1/1).
-func WithResult(p receipt.Profile, r Result) Option {
-	return func(m *Minion) { m.results[p] = r }
+func WithResult(p receipt.Profile, r Result) ModelOption {
+	return func(m *Model) { m.results[p] = r }
 }
 
 // WithDelay makes every run take d.
-func WithDelay(d time.Duration) Option { return func(m *Minion) { m.delay = d } }
+func WithDelay(d time.Duration) ModelOption { return func(m *Model) { m.delay = d } }
 
 // WithHold keeps every run running until Release is called.
-func WithHold() Option { return func(m *Minion) { m.hold = make(chan struct{}) } }
+func WithHold() ModelOption { return func(m *Model) { m.hold = make(chan struct{}) } }
 
 // WithProtocol sets the protocol capabilities reports (default 1; 0 = module absent: Salt's
 // "is not available" string is returned instead).
-func WithProtocol(n int) Option { return func(m *Minion) { m.protocol = n } }
+func WithProtocol(n int) ModelOption { return func(m *Model) { m.protocol = n } }
 
 // WithPillarReady sets pillar_ready (default true).
-func WithPillarReady(b bool) Option { return func(m *Minion) { m.pillarReady = b } }
-
-// WithKey sets the minion's Salt key pair (default: a fresh 2048-bit RSA key).
-func WithKey(k *rsa.PrivateKey) Option { return func(m *Minion) { m.key = k } }
+func WithPillarReady(b bool) ModelOption { return func(m *Model) { m.pillarReady = b } }
 
 // WithoutProof makes the minion an older module: capabilities advertise no receipt proof and
 // oduflow_job.attest is not available.
-func WithoutProof() Option { return func(m *Minion) { m.noProof = true } }
+func WithoutProof() ModelOption { return func(m *Model) { m.noProof = true } }
 
-// Minion is one simulated minion. Safe for concurrent use.
-type Minion struct {
+// Model is one simulated minion running the Go model of oduflow_job, with a fresh 2048-bit RSA Salt key
+// (PublicKeyPEM is what the master must accept: Add does it). Safe for concurrent use.
+type Model struct {
 	id          string
 	key         *rsa.PrivateKey
 	noProof     bool
@@ -71,41 +69,36 @@ type Minion struct {
 	released bool
 }
 
-// New builds a minion with the given id.
-func New(id string, opts ...Option) *Minion {
-	m := &Minion{id: id, protocol: 1, pillarReady: true, results: map[receipt.Profile]Result{},
+// NewModel builds a model minion with the given Salt minion id (e.g. receipt.MinionIDPrefix + a UUID).
+func NewModel(id string, opts ...ModelOption) *Model {
+	m := &Model{id: id, protocol: 1, pillarReady: true, results: map[receipt.Profile]Result{},
 		terminal: map[string]receipt.Receipt{}, running: map[string]receipt.Receipt{},
 		jids: map[string]string{}, digests: map[string]string{}, calls: map[string]int{}}
 	for _, o := range opts {
 		o(m)
 	}
-	if m.key == nil {
-		k, err := rsa.GenerateKey(rand.Reader, 2048)
-		if err != nil {
-			panic(err) // crypto/rand does not fail
-		}
-		m.key = k
+	k, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		panic(err) // crypto/rand does not fail
 	}
+	m.key = k
 	return m
 }
 
 // PublicKeyPEM is the minion's public key as the master stores it once accepted (PEM "PUBLIC KEY").
-func (m *Minion) PublicKeyPEM() []byte {
+func (m *Model) PublicKeyPEM() []byte {
 	der, _ := x509.MarshalPKIXPublicKey(&m.key.PublicKey)
 	return pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der})
 }
 
 // Key is the minion's private key (tests that must sign like this minion would).
-func (m *Minion) Key() *rsa.PrivateKey { return m.key }
+func (m *Model) Key() *rsa.PrivateKey { return m.key }
 
 // ID is the minion id.
-func (m *Minion) ID() string { return m.id }
-
-// Handler returns the salttest handler.
-func (m *Minion) Handler() salttest.MinionHandler { return m.Handle }
+func (m *Model) ID() string { return m.id }
 
 // Release lets held runs finish.
-func (m *Minion) Release() {
+func (m *Model) Release() {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.hold != nil && !m.released {
@@ -115,21 +108,21 @@ func (m *Minion) Release() {
 }
 
 // Runs counts state runs actually started (after the duplicate and lock checks).
-func (m *Minion) Runs() int {
+func (m *Model) Runs() int {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.runs
 }
 
 // Calls counts handled calls by function.
-func (m *Minion) Calls(fun string) int {
+func (m *Model) Calls(fun string) int {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.calls[fun]
 }
 
 // Receipt returns the terminal receipt of a request, if any.
-func (m *Minion) Receipt(request string) (receipt.Receipt, bool) {
+func (m *Model) Receipt(request string) (receipt.Receipt, bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	r, ok := m.terminal[request]
@@ -137,7 +130,7 @@ func (m *Minion) Receipt(request string) (receipt.Receipt, bool) {
 }
 
 // Handle implements salttest.MinionHandler.
-func (m *Minion) Handle(ctx context.Context, job salttest.Job) (any, int) {
+func (m *Model) Handle(ctx context.Context, job salttest.Job) (any, int) {
 	m.mu.Lock()
 	m.calls[job.Fun]++
 	m.mu.Unlock()
@@ -174,19 +167,19 @@ func strArg(args []any, i int) string {
 	return s
 }
 
-func (m *Minion) binding(request, jid, profile string) receipt.Receipt {
+func (m *Model) binding(request, jid, profile string) receipt.Receipt {
 	return receipt.Receipt{Protocol: 1, MinionID: m.id, RequestID: request, JID: jid,
 		Profile: receipt.Profile(profile)}
 }
 
-// ToValue renders a receipt as the module returns it (a mapping of the nine keys).
-func ToValue(r receipt.Receipt) map[string]any {
+// ReceiptValue renders a receipt as the module returns it (a mapping of the nine keys).
+func ReceiptValue(r receipt.Receipt) map[string]any {
 	return map[string]any{"protocol": int64(r.Protocol), "minion_id": r.MinionID, "request_id": r.RequestID,
 		"jid": r.JID, "profile": string(r.Profile), "state_digest": r.StateDigest, "status": string(r.Status),
 		"passed": int64(r.Passed), "total": int64(r.Total)}
 }
 
-func (m *Minion) run(ctx context.Context, job salttest.Job) (any, int) {
+func (m *Model) run(ctx context.Context, job salttest.Job) (any, int) {
 	request, profile := strArg(job.Args, 0), strArg(job.Args, 1)
 	if receipt.ValidateRequestID(request) != nil || receipt.ValidateJID(job.JID) != nil {
 		return "oduflow_job: invalid request id or jid", 1
@@ -206,12 +199,12 @@ func (m *Minion) run(ctx context.Context, job salttest.Job) (any, int) {
 		if r.JID != job.JID || r.StateDigest != digest {
 			return "oduflow_job: binding conflict", 1
 		}
-		return ToValue(r), 0
+		return ReceiptValue(r), 0
 	}
 	if _, ok := m.running[request]; ok {
 		m.mu.Unlock()
 		b.Status = receipt.StatusRunning
-		return ToValue(b), 0
+		return ReceiptValue(b), 0
 	}
 	if _, ok := m.jids[job.JID]; ok {
 		m.mu.Unlock()
@@ -223,7 +216,7 @@ func (m *Minion) run(ctx context.Context, job salttest.Job) (any, int) {
 		b.Status, b.Total = receipt.StatusFailed, 1
 		m.terminal[request] = b
 		m.mu.Unlock()
-		return ToValue(b), 0
+		return ReceiptValue(b), 0
 	}
 	m.execBusy = true
 	m.runs++
@@ -260,11 +253,11 @@ func (m *Minion) run(ctx context.Context, job salttest.Job) (any, int) {
 	}
 	m.execBusy = false
 	m.mu.Unlock()
-	return ToValue(b), 0
+	return ReceiptValue(b), 0
 }
 
 // attest answers status, signed with the minion's key over the nonce (args[3]), like the module.
-func (m *Minion) attest(job salttest.Job) (any, int) {
+func (m *Model) attest(job salttest.Job) (any, int) {
 	nonce := strArg(job.Args, 3)
 	if receipt.ValidateNonce(nonce) != nil {
 		return "oduflow_job: invalid nonce (32 to 64 lowercase hex digits)", 1
@@ -282,11 +275,11 @@ func (m *Minion) attest(job salttest.Job) (any, int) {
 	if err != nil {
 		return "oduflow_job: cannot sign", 1
 	}
-	proof["receipt"] = ToValue(r)
+	proof["receipt"] = ReceiptValue(r)
 	return proof, 0
 }
 
-func (m *Minion) status(job salttest.Job) (any, int) {
+func (m *Model) status(job salttest.Job) (any, int) {
 	request, jid, profile := strArg(job.Args, 0), strArg(job.Args, 1), strArg(job.Args, 2)
 	if receipt.ValidateRequestID(request) != nil || receipt.ValidateJID(jid) != nil {
 		return "oduflow_job: invalid request id or jid", 1
@@ -298,18 +291,18 @@ func (m *Minion) status(job salttest.Job) (any, int) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if r, ok := m.terminal[request]; ok {
-		return ToValue(r), 0
+		return ReceiptValue(r), 0
 	}
 	if r, ok := m.running[request]; ok {
 		b.Status, b.StateDigest = receipt.StatusRunning, r.StateDigest
-		return ToValue(b), 0
+		return ReceiptValue(b), 0
 	}
 	if _, ok := m.jids[jid]; ok {
 		b.Status, b.StateDigest = receipt.StatusUnknown, m.digests[jid]
-		return ToValue(b), 0
+		return ReceiptValue(b), 0
 	}
 	b.Status = receipt.StatusNotStarted
-	return ToValue(b), 0
+	return ReceiptValue(b), 0
 }
 
 // stateDigest checks state_data_json the way the module does and returns the digest to bind: "" for the

@@ -1,0 +1,307 @@
+package apisurface_test
+
+import (
+	"bufio"
+	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+)
+
+// pkgInfo is what the walk learns about one package directory: its exported
+// top-level names (funcs without a receiver, types, consts and vars declared
+// in non-test files; files for other platforms are read too, and a name
+// declared in several of them counts once).
+type pkgInfo struct {
+	names   []string
+	example bool // under examples/: counted and printed, never budgeted
+}
+
+// readSurface maps each package of the module at root (its directory relative
+// to root, "." for the root) to its pkgInfo. It skips internal/ and testdata
+// directories, hidden and underscore directories, and nested modules (a
+// directory with its own go.mod).
+func readSurface(root string) (map[string]pkgInfo, error) {
+	out := map[string]pkgInfo{}
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if !d.IsDir() {
+			return nil
+		}
+		rel, _ := filepath.Rel(root, path)
+		rel = filepath.ToSlash(rel)
+		if rel != "." {
+			base := d.Name()
+			if base == "internal" || base == "testdata" || base == "vendor" ||
+				strings.HasPrefix(base, ".") || strings.HasPrefix(base, "_") {
+				return filepath.SkipDir
+			}
+			if _, err := os.Stat(filepath.Join(path, "go.mod")); err == nil {
+				return filepath.SkipDir
+			}
+		}
+		names, found, err := exportedNames(path)
+		if err != nil {
+			return err
+		}
+		if found {
+			out[rel] = pkgInfo{names: names, example: rel == "examples" || strings.HasPrefix(rel, "examples/")}
+		}
+		return nil
+	})
+	return out, err
+}
+
+// exportedNames parses the non-test Go files of dir. found reports whether dir
+// holds at least one such file.
+func exportedNames(dir string) (names []string, found bool, err error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, false, err
+	}
+	seen := map[string]bool{}
+	fset := token.NewFileSet()
+	for _, e := range entries {
+		n := e.Name()
+		if e.IsDir() || !strings.HasSuffix(n, ".go") || strings.HasSuffix(n, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, filepath.Join(dir, n), nil, parser.SkipObjectResolution)
+		if err != nil {
+			return nil, false, err
+		}
+		found = true
+		for _, decl := range f.Decls {
+			switch d := decl.(type) {
+			case *ast.FuncDecl:
+				if d.Recv == nil && d.Name.IsExported() {
+					seen[d.Name.Name] = true
+				}
+			case *ast.GenDecl:
+				for _, spec := range d.Specs {
+					switch s := spec.(type) {
+					case *ast.TypeSpec:
+						if s.Name.IsExported() {
+							seen[s.Name.Name] = true
+						}
+					case *ast.ValueSpec:
+						for _, id := range s.Names {
+							if id.IsExported() {
+								seen[id.Name] = true
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+	for n := range seen {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names, found, nil
+}
+
+// usedNames returns, per package of targets (relative directories), the
+// exported names that examples use: any selector pkg.Name in any Go file under
+// examples/ (tests included), and in the body of any Example function of the
+// module's test files; inside the package itself (an Example in package
+// salt rather than salt_test), a bare identifier counts.
+func usedNames(root, modPath string, targets []string) (map[string]map[string]bool, error) {
+	byPath := map[string]string{} // import path -> target
+	for _, t := range targets {
+		byPath[modPath+"/"+t] = t
+	}
+	used := map[string]map[string]bool{}
+	mark := func(pkg, name string) {
+		if used[pkg] == nil {
+			used[pkg] = map[string]bool{}
+		}
+		used[pkg][name] = true
+	}
+	fset := token.NewFileSet()
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			if b := d.Name(); path != root && (b == "testdata" || b == "vendor" || strings.HasPrefix(b, ".")) {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !strings.HasSuffix(path, ".go") {
+			return nil
+		}
+		rel, _ := filepath.Rel(root, path)
+		rel = filepath.ToSlash(rel)
+		inExamples := strings.HasPrefix(rel, "examples/")
+		isTest := strings.HasSuffix(path, "_test.go")
+		if !inExamples && !isTest {
+			return nil
+		}
+		f, err := parser.ParseFile(fset, path, nil, parser.SkipObjectResolution)
+		if err != nil {
+			return err
+		}
+		local := map[string]string{} // file's name for an import -> target
+		for _, imp := range f.Imports {
+			p := strings.Trim(imp.Path.Value, `"`)
+			t, ok := byPath[p]
+			if !ok {
+				continue
+			}
+			name := p[strings.LastIndex(p, "/")+1:]
+			if imp.Name != nil {
+				name = imp.Name.Name
+			}
+			local[name] = t
+		}
+		self := "" // the target this file belongs to, when it is in package (not package_test)
+		if dir := filepath.ToSlash(filepath.Dir(rel)); slices.Contains(targets, dir) && !strings.HasSuffix(f.Name.Name, "_test") {
+			self = dir
+		}
+		visit := func(n ast.Node) {
+			ast.Inspect(n, func(n ast.Node) bool {
+				switch x := n.(type) {
+				case *ast.SelectorExpr:
+					if id, ok := x.X.(*ast.Ident); ok {
+						if t, ok := local[id.Name]; ok {
+							mark(t, x.Sel.Name)
+						}
+					}
+				case *ast.Ident:
+					if self != "" && x.IsExported() {
+						mark(self, x.Name)
+					}
+				}
+				return true
+			})
+		}
+		if inExamples {
+			visit(f)
+			return nil
+		}
+		for _, decl := range f.Decls {
+			if fn, ok := decl.(*ast.FuncDecl); ok && fn.Recv == nil && strings.HasPrefix(fn.Name.Name, "Example") {
+				visit(fn.Body)
+			}
+		}
+		return nil
+	})
+	return used, err
+}
+
+// allowEntry is one reviewed line of the allowlist.
+type allowEntry struct {
+	pkg, name, reason string
+	line              int
+}
+
+// readAllowlist reads "pkg.Name  # reason" lines; blank lines and lines that
+// start with "#" are comments. pkg is the package directory relative to the
+// module root ("oduflow/catalog.Name"). A line without a reason is an error:
+// every entry is reviewed.
+func readAllowlist(path string) ([]allowEntry, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var out []allowEntry
+	sc := bufio.NewScanner(f)
+	for n := 1; sc.Scan(); n++ {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		entry, reason, ok := strings.Cut(line, "#")
+		entry, reason = strings.TrimSpace(entry), strings.TrimSpace(reason)
+		if !ok || reason == "" {
+			return nil, fmt.Errorf("%s:%d: %q has no reason (want \"pkg.Name  # reason\")", path, n, line)
+		}
+		i := strings.LastIndex(entry, ".")
+		if i <= 0 || i == len(entry)-1 || strings.ContainsAny(entry, " \t") {
+			return nil, fmt.Errorf("%s:%d: %q is not pkg.Name", path, n, entry)
+		}
+		out = append(out, allowEntry{pkg: entry[:i], name: entry[i+1:], reason: reason, line: n})
+	}
+	return out, sc.Err()
+}
+
+// budgetProblems checks the packages of budgets: each within its budget,
+// their sum within total, every name used by an example or allowlisted, and
+// every allowlist entry naming an exported name. Packages in pending are
+// reported in notes instead of problems.
+func budgetProblems(pkgs map[string]pkgInfo, used map[string]map[string]bool, allow []allowEntry,
+	budgets map[string]int, total int, pending map[string]bool,
+) (problems, notes []string) {
+	report := func(pkg, format string, args ...any) {
+		msg := fmt.Sprintf(format, args...)
+		if pending[pkg] {
+			notes = append(notes, "pending: "+msg)
+		} else {
+			problems = append(problems, msg)
+		}
+	}
+	allowed := map[string]bool{}
+	for _, a := range allow {
+		key := a.pkg + "." + a.name
+		if allowed[key] {
+			report(a.pkg, "allowlist line %d: %s listed twice", a.line, key)
+		}
+		allowed[key] = true
+		if _, budgeted := budgets[a.pkg]; !budgeted {
+			problems = append(problems, fmt.Sprintf("allowlist line %d: %s is not in a budgeted package", a.line, key))
+			continue
+		}
+		if !slices.Contains(pkgs[a.pkg].names, a.name) {
+			report(a.pkg, "allowlist line %d: %s is not an exported name any more: drop the line", a.line, key)
+		}
+	}
+	sum := 0
+	var order []string
+	for p := range budgets {
+		order = append(order, p)
+	}
+	sort.Strings(order)
+	for _, p := range order {
+		info, ok := pkgs[p]
+		if !ok {
+			problems = append(problems, fmt.Sprintf("budgeted package %s not found", p))
+			continue
+		}
+		n := len(info.names)
+		sum += n
+		if n > budgets[p] {
+			report(p, "%s exports %d names, budget %d", p, n, budgets[p])
+		}
+		var loose []string
+		for _, name := range info.names {
+			if !used[p][name] && !allowed[p+"."+name] {
+				loose = append(loose, name)
+			}
+		}
+		if len(loose) > 0 {
+			report(p, "%s: %d names neither used by an example nor in allowlist.txt: %s",
+				p, len(loose), strings.Join(loose, " "))
+		}
+	}
+	if sum > total {
+		msg := fmt.Sprintf("budgeted packages export %d names in all, target %d", sum, total)
+		if len(pending) > 0 {
+			notes = append(notes, "pending: "+msg)
+		} else {
+			problems = append(problems, msg)
+		}
+	}
+	return problems, notes
+}
