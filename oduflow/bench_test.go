@@ -89,7 +89,7 @@ func BenchmarkDispatcher(b *testing.B) {
 			defer wg.Done()
 			defer func() { <-sem }()
 			s := time.Now()
-			if _, err := d.Start(ctx, receipt.ProfileConfigure, minions[i].ID(), reqs[i]); err != nil {
+			if _, err := d.Start(ctx, minions[i].ID(), reqs[i], receipt.ProfileConfigure); err != nil {
 				b.Error(err)
 			}
 			startLat.add(time.Since(s))
@@ -102,7 +102,7 @@ func BenchmarkDispatcher(b *testing.B) {
 		if time.Now().After(deadline) {
 			codes := map[string]int{}
 			for _, r := range reqs {
-				c, _ := d.Store().Get(ctx, r)
+				c, _ := d.store.Get(ctx, r)
 				codes[string(c.Phase)+"/"+c.ErrorCode]++
 			}
 			b.Fatalf("only %d of %d in flight: %v", e.runs(), n, codes)
@@ -123,7 +123,7 @@ func BenchmarkDispatcher(b *testing.B) {
 		b.ReportAllocs()
 		i := 0
 		for b.Loop() {
-			r, err := d.Status(ctx, receipt.ProfileConfigure, minions[i%n].ID(), reqs[i%n])
+			r, err := d.Status(ctx, minions[i%n].ID(), reqs[i%n], receipt.ProfileConfigure)
 			if err != nil || r.Status != receipt.StatusRunning {
 				b.Fatalf("%+v %v", r, err)
 			}
@@ -134,7 +134,7 @@ func BenchmarkDispatcher(b *testing.B) {
 		b.ReportAllocs()
 		i := 0
 		for b.Loop() {
-			if _, err := d.Start(ctx, receipt.ProfileConfigure, minions[i%n].ID(), reqs[i%n]); err != nil {
+			if _, err := d.Start(ctx, minions[i%n].ID(), reqs[i%n], receipt.ProfileConfigure); err != nil {
 				b.Fatal(err)
 			}
 			i++
@@ -155,7 +155,7 @@ func BenchmarkDispatcher(b *testing.B) {
 			extra = append(extra, m)
 			req := uuid.NewString()
 			b.StartTimer()
-			if _, err := d.Start(ctx, receipt.ProfileConfigure, m.ID(), req); err != nil {
+			if _, err := d.Start(ctx, m.ID(), req, receipt.ProfileConfigure); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -174,7 +174,7 @@ func BenchmarkClaimCreate(b *testing.B) {
 	minion := newMinionID()
 	b.ReportAllocs()
 	for b.Loop() {
-		c := &Claim{Protocol: ClaimProtocol, MinionID: minion, RequestID: uuid.NewString(), Profile: receipt.ProfileConfigure,
+		c := &Claim{Protocol: claimProtocol, MinionID: minion, RequestID: uuid.NewString(), Profile: receipt.ProfileConfigure,
 			Role: "roles.client_stack", JID: "20261129120000000001", Phase: PhaseClaimed, CreatedAt: time.Now().UTC()}
 		if err := fs.Create(ctx, c); err != nil {
 			b.Fatal(err)
@@ -194,7 +194,7 @@ func BenchmarkStartNewIdle(b *testing.B) {
 		m := e.addMinion()
 		req := uuid.NewString()
 		b.StartTimer()
-		if _, err := d.Start(ctx, receipt.ProfileConfigure, m.ID(), req); err != nil {
+		if _, err := d.Start(ctx, m.ID(), req, receipt.ProfileConfigure); err != nil {
 			b.Fatal(err)
 		}
 		b.StopTimer()

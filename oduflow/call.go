@@ -13,15 +13,15 @@ import (
 
 // Read-only functions the dispatcher publishes (always to one minion, list target).
 const (
-	FunRun          = "oduflow_job.run"
-	FunStatus       = "oduflow_job.status"
-	FunCapabilities = "oduflow_job.capabilities"
-	FunPing         = "test.ping"
-	// FunAttest (oduflow_job.attest) is declared with the receipt proofs.
+	funRun          = "oduflow_job.run"
+	funStatus       = "oduflow_job.status"
+	funCapabilities = "oduflow_job.capabilities"
+	funPing         = "test.ping"
+	// funAttest (oduflow_job.attest) is declared with the receipt proofs.
 )
 
 // errCallGap: the event stream had a gap while a call waited for its return.
-var errCallGap = errmark.Mark(errors.New("oduflow: event gap while waiting for a return"), ErrNoReturn)
+var errCallGap = errmark.Mark(errors.New("oduflow: event gap while waiting for a return"), errNoReturn)
 
 // publish sends one publication, never retried, and counts it.
 func (d *Dispatcher) publish(ctx context.Context, minion string, fun string, args []any, jid salt.JID) (*salt.PublishResult, error) {
@@ -37,14 +37,14 @@ func (d *Dispatcher) publish(ctx context.Context, minion string, fun string, arg
 		Fun:     fun,
 		Args:    args,
 		JID:     jid,
-		Timeout: PublishTimeout,
+		Timeout: publishTimeout,
 	})
-	d.hooks.Observe("publish", time.Since(t0))
+	d.hooks.observe("publish", time.Since(t0))
 	if err != nil {
-		d.hooks.Published(fun, publishErrorCode(err))
+		d.hooks.published(fun, publishErrorCode(err))
 		return nil, err
 	}
-	d.hooks.Published(fun, "ok")
+	d.hooks.published(fun, "ok")
 	return res, nil
 }
 
@@ -52,23 +52,23 @@ func (d *Dispatcher) publish(ctx context.Context, minion string, fun string, arg
 func publishErrorCode(err error) string {
 	switch {
 	case salt.IsOutcomeUnknown(err):
-		return CodeOutcomeUnknown
+		return codeOutcomeUnknown
 	case errors.Is(err, salt.ErrAuthentication):
-		return CodeAuthentication
+		return codeAuthentication
 	case errors.Is(err, salt.ErrAuthorization):
-		return CodeAuthorization
+		return codeAuthorization
 	case errors.Is(err, salt.ErrNoMinions):
-		return CodeNoMinions
+		return codeNoMinions
 	case errors.Is(err, salt.ErrBadLoad):
-		return CodeBadLoad
+		return codeBadLoad
 	case errors.Is(err, salt.ErrMasterException):
-		return CodeMasterException
+		return codeMasterException
 	case errors.Is(err, salt.ErrNotSent):
-		return CodeNotSent
+		return codeNotSent
 	case salt.IsNotPublished(err):
-		return CodeRefused
+		return codeRefused
 	}
-	return CodeOutcomeUnknown
+	return codeOutcomeUnknown
 }
 
 // callAttempts bounds how often a read-only call is published again after an event gap hid its return.
@@ -86,7 +86,7 @@ func (d *Dispatcher) call(ctx context.Context, minion, fun string, args []any, t
 // that is not the tag's minion) are always skipped: a forged answer raced ahead of the real one cannot
 // take its place.
 func (d *Dispatcher) callAccept(ctx context.Context, minion, fun string, args []any, timeout time.Duration, accept func(*salt.JobReturn) bool) (*salt.JobReturn, error) {
-	if fun == FunRun {
+	if fun == funRun {
 		return nil, errors.AssertionFailedf("oduflow: call never publishes %s", errors.Safe(fun))
 	}
 	deadline := time.Now().Add(timeout)
@@ -115,13 +115,13 @@ func (d *Dispatcher) callOnce(ctx context.Context, minion, fun string, args []an
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		case <-tm.C:
-			return nil, errors.Wrapf(ErrNoReturn, "%s", errors.Safe(fun))
+			return nil, errors.Wrapf(errNoReturn, "%s", errors.Safe(fun))
 		case <-w.gaps:
 			// Events may have been missed, this return among them: the caller decides whether to ask again.
 			return nil, errors.Wrapf(errCallGap, "%s", errors.Safe(fun))
 		case r := <-w.rets:
 			if reason := eventReason(minion, r); reason != "" {
-				d.hooks.UnverifiedEvent(reason)
+				d.hooks.unverifiedEvent(reason)
 				continue
 			}
 			if accept != nil && !accept(r) {

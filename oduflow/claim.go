@@ -13,8 +13,8 @@ import (
 	"github.com/oduflow/oduflow-go/receipt"
 )
 
-// ClaimProtocol is the claim format written by this package. Claims without a protocol field are legacy.
-const ClaimProtocol = 1
+// claimProtocol is the claim format written by this package. Claims without a protocol field are legacy.
+const claimProtocol = 1
 
 // Phase is the master-side phase of a claim.
 type Phase string
@@ -40,27 +40,27 @@ func (p Phase) valid() bool {
 // Final reports whether the phase carries a recorded status (terminal or asserted).
 func (p Phase) Final() bool { return p == PhaseTerminal || p == PhaseAsserted }
 
-// LegacyKind distinguishes claims written by earlier versions of the master runner.
-type LegacyKind int
+// legacyClass distinguishes claims written by earlier versions of the master runner.
+type legacyClass int
 
 const (
-	// NotLegacy: a protocol-1 claim.
-	NotLegacy LegacyKind = iota
-	// LegacyUnprofiled: written before profile fields existed; configuration jobs only.
-	LegacyUnprofiled
-	// LegacyPreProtocol: profile fields but no protocol field: published as a plain state.apply, so no
+	// notLegacy: a protocol-1 claim.
+	notLegacy legacyClass = iota
+	// legacyUnprofiled: written before profile fields existed; configuration jobs only.
+	legacyUnprofiled
+	// legacyPreProtocol: profile fields but no protocol field: published as a plain state.apply, so no
 	// minion receipt will ever exist.
-	LegacyPreProtocol
+	legacyPreProtocol
 )
 
-// Evidence kinds recorded with a final claim.
+// Reconciliation kinds recorded with a final claim.
 const (
-	EvidenceReceipt    = "receipt"    // a minion receipt bound to the claim (return or status poll)
-	EvidencePreflight  = "preflight"  // the master's own preflight failure; nothing published
-	EvidenceRefused    = "refused"    // the publish reply proved nothing was published
-	EvidenceNone       = "none"       // unknown: no trustworthy evidence
-	EvidenceAsserted   = "asserted"   // an operator's assertion (never a minion receipt)
-	EvidenceReconciled = "reconciled" // a minion receipt fetched by an operator's Reconcile
+	evidenceReceipt    = "receipt"    // a minion receipt bound to the claim (return or status poll)
+	evidencePreflight  = "preflight"  // the master's own preflight failure; nothing published
+	evidenceRefused    = "refused"    // the publish reply proved nothing was published
+	evidenceNone       = "none"       // unknown: no trustworthy evidence
+	evidenceAsserted   = "asserted"   // an operator's assertion (never a minion receipt)
+	evidenceReconciled = "reconciled" // a minion receipt fetched by an operator's Reconcile
 )
 
 // Claim is the durable master record of one request. It holds identities, the fixed role, the preassigned
@@ -72,7 +72,7 @@ type Claim struct {
 	Profile     receipt.Profile `json:"profile,omitempty"`
 	Role        string          `json:"role,omitempty"`
 	StateDigest string          `json:"state_digest,omitempty"`
-	// PayloadRef names the frozen payload of a custom execution (resolved by a PublicationSource).
+	// PayloadRef names the frozen payload of a custom execution (resolved by a publicationSource).
 	PayloadRef   string     `json:"payload_ref,omitempty"`
 	JID          string     `json:"jid"`
 	Phase        Phase      `json:"phase"`
@@ -96,15 +96,19 @@ type Claim struct {
 	Generation uint64 `json:"generation"`
 }
 
-// Legacy classifies the claim.
-func (c *Claim) Legacy() LegacyKind {
+// Legacy reports whether the claim was written by an earlier version of the master runner (no protocol
+// field): such a claim can never get a minion receipt; one without profile fields is a configuration job.
+func (c *Claim) Legacy() bool { return c.legacy() != notLegacy }
+
+// legacy classifies the claim.
+func (c *Claim) legacy() legacyClass {
 	switch {
-	case c.Protocol >= ClaimProtocol:
-		return NotLegacy
+	case c.Protocol >= claimProtocol:
+		return notLegacy
 	case c.Profile == "":
-		return LegacyUnprofiled
+		return legacyUnprofiled
 	default:
-		return LegacyPreProtocol
+		return legacyPreProtocol
 	}
 }
 
@@ -189,7 +193,7 @@ func (c *Claim) Validate() error {
 	if c.Phase.Final() && c.Status == "" {
 		return errors.Wrap(ErrCorruptClaim, "final claim without status")
 	}
-	if c.Protocol >= ClaimProtocol && (c.Profile == "" || c.JID == "") {
+	if c.Protocol >= claimProtocol && (c.Profile == "" || c.JID == "") {
 		return errors.Wrap(ErrCorruptClaim, "protocol claim without profile or jid")
 	}
 	if c.Passed < 0 || c.Total < 0 || c.Passed > c.Total {
@@ -201,8 +205,8 @@ func (c *Claim) Validate() error {
 	return nil
 }
 
-// EncodeClaim serialises a claim (stable field order, no HTML escaping).
-func EncodeClaim(c *Claim) ([]byte, error) {
+// encodeClaim serialises a claim (stable field order, no HTML escaping).
+func encodeClaim(c *Claim) ([]byte, error) {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
@@ -210,6 +214,23 @@ func EncodeClaim(c *Claim) ([]byte, error) {
 		return nil, errors.Wrap(err, "oduflow: encode claim")
 	}
 	return buf.Bytes(), nil
+}
+
+// MarshalBinary encodes the claim as stored (JSON, stable field order, no HTML escaping): what a
+// ClaimStore keeps.
+func (c *Claim) MarshalBinary() ([]byte, error) { return encodeClaim(c) }
+
+// UnmarshalBinary parses and validates a stored claim into c, accepting the legacy spellings of earlier
+// runners. It refuses (ErrCorruptClaim) duplicate keys at any depth (case-insensitively, as encoding/json
+// matches fields), anything after the JSON value, unknown keys in a protocol claim, and invalid contents;
+// c is unchanged when it fails.
+func (c *Claim) UnmarshalBinary(data []byte) error {
+	out, err := decodeClaim(data)
+	if err != nil {
+		return err
+	}
+	*c = *out
+	return nil
 }
 
 // legacyClaim accepts the field spellings of earlier runners.
@@ -222,10 +243,10 @@ type legacyClaim struct {
 	ErrorText  string   `json:"error"`      // never kept (may be raw); only its presence matters
 }
 
-// DecodeClaim parses and validates a stored claim, accepting both legacy kinds. It refuses (ErrCorruptClaim)
+// decodeClaim parses and validates a stored claim, accepting both legacy kinds. It refuses (ErrCorruptClaim)
 // duplicate keys at any depth (case-insensitively, as encoding/json matches fields), anything after the
 // JSON value, and unknown keys in a protocol claim.
-func DecodeClaim(data []byte) (*Claim, error) {
+func decodeClaim(data []byte) (*Claim, error) {
 	// Strict first: a repeated key (also one differing only in case, which encoding/json merges into one
 	// field) or a second value after the first must not rewrite a committed claim.
 	if err := strictjson.Check(data, strictjson.FoldCase()); err != nil {
@@ -236,7 +257,7 @@ func DecodeClaim(data []byte) (*Claim, error) {
 	if err := dec.Decode(&lc); err != nil {
 		return nil, errmark.Mark(errors.Wrap(err, "oduflow: decode claim"), ErrCorruptClaim)
 	}
-	if lc.Protocol >= ClaimProtocol {
+	if lc.Protocol >= claimProtocol {
 		// A protocol claim is written only by this package: its schema is closed. Legacy claims keep
 		// whatever extra keys earlier runners wrote.
 		strict := json.NewDecoder(bytes.NewReader(data))
@@ -247,7 +268,7 @@ func DecodeClaim(data []byte) (*Claim, error) {
 		}
 	}
 	c := lc.Claim
-	if c.Protocol < ClaimProtocol {
+	if c.Protocol < claimProtocol {
 		c.Protocol = 0
 		if !c.Status.Terminal() && c.Status != receipt.StatusUnknown {
 			c.Status = "" // a legacy "running"/"not_started" snapshot is not a result

@@ -13,8 +13,8 @@ import (
 func TestDecodeClaimIsStrict(t *testing.T) {
 	clk := newFakeClock()
 	c := newClaim(clk, receipt.ProfileConfigure)
-	c.Phase, c.Status, c.Passed, c.Total, c.Evidence = PhaseTerminal, receipt.StatusSucceeded, 3, 3, EvidenceReceipt
-	good, err := EncodeClaim(c)
+	c.Phase, c.Status, c.Passed, c.Total, c.Evidence = PhaseTerminal, receipt.StatusSucceeded, 3, 3, evidenceReceipt
+	good, err := encodeClaim(c)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -36,19 +36,19 @@ func TestDecodeClaimIsStrict(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := DecodeClaim(tc.data)
+			_, err := decodeClaim(tc.data)
 			if !errors.Is(err, ErrCorruptClaim) || (tc.kind != nil && !errors.Is(err, tc.kind)) {
-				t.Fatalf("DecodeClaim(%s) = %v", tc.data, err)
+				t.Fatalf("decodeClaim(%s) = %v", tc.data, err)
 			}
 		})
 	}
 	// What must still decode: the claim itself with surrounding whitespace, and every legacy fixture (whose
 	// earlier runners wrote keys such as "command" that protocol claims do not have).
-	if got, err := DecodeClaim(append(append([]byte("\n "), good...), "\n\n"...)); err != nil || got.Status != receipt.StatusSucceeded {
+	if got, err := decodeClaim(append(append([]byte("\n "), good...), "\n\n"...)); err != nil || got.Status != receipt.StatusSucceeded {
 		t.Fatalf("good claim: %+v %v", got, err)
 	}
 	for _, f := range []string{"unprofiled_succeeded.json", "unprofiled_dispatched.json", "preprotocol_configure_failed.json"} {
-		if _, err := DecodeClaim(readFixture(t, f)); err != nil {
+		if _, err := decodeClaim(readFixture(t, f)); err != nil {
 			t.Fatalf("%s: %v", f, err)
 		}
 	}
@@ -75,7 +75,7 @@ func TestStoredClaimWithAppendedKeysIsCorrupt(t *testing.T) {
 	if _, err := fs.Get(ctx, c.RequestID); !errors.Is(err, ErrCorruptClaim) || !errors.Is(err, strictjson.ErrDuplicateKey) {
 		t.Fatalf("Get: %v", err)
 	}
-	if _, err := d.Status(ctx, receipt.ProfileConfigure, c.MinionID, c.RequestID); !errors.Is(err, ErrCorruptClaim) {
+	if _, err := d.Status(ctx, c.MinionID, c.RequestID, receipt.ProfileConfigure); !errors.Is(err, ErrCorruptClaim) {
 		t.Fatalf("Status: %v", err)
 	}
 }

@@ -56,7 +56,7 @@ type Lease interface {
 // dies (flock on process exit; an etcd lease on TTL expiry), because Status reads "request lock held" as
 // "a worker is alive".
 //
-//   - TryRequestLock takes the request's execution lock without waiting (ErrLeaseHeld when held). It is
+//   - TryRequestLock takes the request's execution lock without waiting (ErrLeaseBusy when held). It is
 //     what Status calls "holds the execution lease".
 //   - RequestLockHeld reports whether anyone (any process, this one included) holds it right now.
 //   - AcquireClientLease takes the per-client execution lease shared by all profiles, waiting at most

@@ -33,13 +33,13 @@ func TestCrashConsistencyDetachedWorker(t *testing.T) {
 		inflight bool // let the publish go out, hold its reply, kill before the reply
 		want     want
 	}{
-		{"after claim", StepClaimed, false, want{receipt.StatusUnknown, 0, false, false}},
-		{"after lease", StepLease, false, want{receipt.StatusUnknown, 0, false, false}},
-		{"after dispatch record", StepDispatchRecorded, false, want{receipt.StatusUnknown, 0, true, false}},
-		{"publish sent before reply", StepDispatchRecorded, true, want{receipt.StatusUnknown, 1, true, true}},
-		{"after reply", StepPublishReplied, false, want{receipt.StatusUnknown, 1, true, true}},
-		{"after return", StepReturned, false, want{receipt.StatusUnknown, 1, true, true}},
-		{"after commit", StepCommitted, false, want{receipt.StatusSucceeded, 1, false, false}},
+		{"after claim", stepClaimed, false, want{receipt.StatusUnknown, 0, false, false}},
+		{"after lease", stepLease, false, want{receipt.StatusUnknown, 0, false, false}},
+		{"after dispatch record", stepDispatchRecorded, false, want{receipt.StatusUnknown, 0, true, false}},
+		{"publish sent before reply", stepDispatchRecorded, true, want{receipt.StatusUnknown, 1, true, true}},
+		{"after reply", stepPublishReplied, false, want{receipt.StatusUnknown, 1, true, true}},
+		{"after return", stepReturned, false, want{receipt.StatusUnknown, 1, true, true}},
+		{"after commit", stepCommitted, false, want{receipt.StatusSucceeded, 1, false, false}},
 	}
 	for round := 0; round < 2; round++ {
 		for _, tc := range cases {
@@ -53,9 +53,9 @@ func TestCrashConsistencyDetachedWorker(t *testing.T) {
 				}
 				clk := newFakeClock()
 				tm := testTimers()
-				tm.StatusExpiry = StatusExpiry
+				tm.StatusExpiry = defaultStatusExpiry
 				env := childEnv(e, envStepFile+"="+stepFile, envPauseAt+"="+tc.pauseAt)[len(os.Environ()):]
-				d := e.dispatcher(WithWorkerMode(Detached(exe, env...)), WithClock(clk), WithTimers(tm))
+				d := e.dispatcher(WithDetachedWorkers(exe, env...), withClock(clk), WithTimers(tm))
 				ctx := context.Background()
 				req := uuid.NewString()
 				first := mustStart(t, d, receipt.ProfileConfigure, m.ID(), req)
@@ -76,8 +76,8 @@ func TestCrashConsistencyDetachedWorker(t *testing.T) {
 				if st := status(t, d, mustClaim(t, d, req)); st != receipt.StatusRunning && st != tc.want.status {
 					t.Fatalf("within grace: %s", st)
 				}
-				clk.Advance(LaunchGrace + time.Second)
-				got, err := d.Status(ctx, receipt.ProfileConfigure, m.ID(), req)
+				clk.Advance(defaultLaunchGrace + time.Second)
+				got, err := d.Status(ctx, m.ID(), req, receipt.ProfileConfigure)
 				if err != nil || got.Status != tc.want.status || *got.JID != *first.JID {
 					t.Fatalf("status after kill: %+v %v", got, err)
 				}
@@ -98,7 +98,7 @@ func TestCrashConsistencyDetachedWorker(t *testing.T) {
 					waitClaim(t, d, req, "resolved by the resumed worker", func(c *Claim) bool {
 						return c.Phase.Final() && c.Status == receipt.StatusSucceeded
 					})
-					if r, _ := d.Status(ctx, receipt.ProfileConfigure, m.ID(), req); r.Status != receipt.StatusSucceeded {
+					if r, _ := d.Status(ctx, m.ID(), req, receipt.ProfileConfigure); r.Status != receipt.StatusSucceeded {
 						t.Fatalf("after resume: %+v", r)
 					}
 				} else if tc.want.quarantine {

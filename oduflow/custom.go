@@ -35,11 +35,11 @@ const (
 )
 
 // CustomStart applies (mode catalog.ModeApply) or applies again (catalog.ModeApplyAgain) the definition
-// on the server under the caller's request id (seed 002). Repeating a call with the same request id returns
+// on the server under the caller's request id. Repeating a call with the same request id returns
 // its current status and never publishes again. Refusals: ErrNotAssigned, ErrUncertain,
 // ErrNeedsConfirmation, ErrApplyAgainWithoutTerminal, ErrInitialConfigurationMissing (errors.Is),
-// catalog.ErrNotFound for an unknown definition, *MismatchError or ErrDefinitionMismatch for a request id
-// bound elsewhere. The Dispatcher needs WithCustomCatalog (ErrCustomDisabled).
+// catalog.ErrNotFound for an unknown definition, ErrMismatch for a request id bound elsewhere
+// (another minion or definition). The Dispatcher needs WithCustomCatalog (else ErrNotReady).
 //
 // A new execution freezes the assigned definition's current source, revision, canonical payload, digest,
 // server and request id into an immutable catalog snapshot, binds the digest to a custom claim, and starts
@@ -47,7 +47,7 @@ const (
 // publishes, once, oduflow_job.run(request_id, "custom", state_data_json) with state_data_json =
 // {"digest":"<sha256 hex>","high":<high data>} (canonical JSON; the minion module recomputes the digest and
 // refuses a mismatch, then runs state.high of exactly that payload). Later edits of the definition change
-// nothing already frozen. The reuse and confirmation rules are DecideCustom's; a reused execution records
+// nothing already frozen. The reuse and confirmation rules are decideCustom's; a reused execution records
 // the new request id as pointing to it and is returned at once (it never waits for the lease and never
 // becomes a preflight failure). When the rules refuse only because a dispatched failure lacks its minion
 // receipt (an operator asserted it), CustomStart calls Reconcile FromMinion once (oduflow_job.status; the
@@ -58,7 +58,7 @@ const (
 // (and the eauth credentials when eauth is used to publish), in the master's job directory even with
 // job_cache: False, and fires it on the event bus as salt/job/<jid>/new. The library's own journal and
 // status API keep only identities, digest, status, counts and error codes.
-func (d *Dispatcher) CustomStart(ctx context.Context, minion, request, definitionID string, mode CustomMode) (CustomResponse, error) {
+func (d *Dispatcher) CustomStart(ctx context.Context, minion, request, definitionID string, mode catalog.Mode) (CustomResponse, error) {
 	if err := validateIDs(minion, request); err != nil {
 		return CustomResponse{}, err
 	}
@@ -81,10 +81,10 @@ func (d *Dispatcher) CustomStart(ctx context.Context, minion, request, definitio
 	// A request id already used: its current status, never a second run.
 	if e, ptr, err := cat.Resolve(ctx, request); err == nil {
 		if e.MinionID != minion {
-			return CustomResponse{}, &MismatchError{Field: "minion_id", Bound: e.MinionID}
+			return CustomResponse{}, &mismatchError{Field: "minion_id", Bound: e.MinionID}
 		}
 		if e.DefinitionID != definitionID {
-			return CustomResponse{}, errors.Wrapf(ErrDefinitionMismatch, "oduflow: bound to definition %s",
+			return CustomResponse{}, errors.Wrapf(errDefinitionMismatch, "oduflow: bound to definition %s",
 				errors.Safe(e.DefinitionID))
 		}
 		reason := ""
@@ -118,16 +118,16 @@ func (d *Dispatcher) CustomStart(ctx context.Context, minion, request, definitio
 	if err != nil {
 		return CustomResponse{}, errmark.Mark(errors.Wrap(err, "oduflow: custom source"), ErrInvalidInput)
 	}
-	dec, err := d.decideCustom(ctx, cat, minion, definitionID, compiled.Digest, mode)
+	dec, err := d.customDecisionFor(ctx, cat, minion, definitionID, compiled.Digest, mode)
 	if err != nil {
 		return CustomResponse{}, err
 	}
 	lg := d.log.With(slog.String("request_id", request), slog.String("minion_id", minion),
 		slog.String("definition_id", definitionID), slog.String("decision", dec.Kind.String()))
 	switch dec.Kind {
-	case CustomReuseRunning, CustomReuseSucceeded:
+	case customReuseRunning, customReuseSucceeded:
 		reason := reuseRunning
-		if dec.Kind == CustomReuseSucceeded {
+		if dec.Kind == customReuseSucceeded {
 			reason = reuseSucceeded
 		}
 		e, err := cat.AddPointer(ctx, dec.Execution.RequestID, request, reason)
@@ -169,7 +169,7 @@ func (d *Dispatcher) customDrive(ctx context.Context, cat catalog.Store, e catal
 		if err := d.ready(ctx); err != nil {
 			return CustomResponse{}, err // the snapshot stays queued; no claim written
 		}
-		c = &Claim{Protocol: ClaimProtocol, MinionID: e.MinionID, RequestID: e.RequestID,
+		c = &Claim{Protocol: claimProtocol, MinionID: e.MinionID, RequestID: e.RequestID,
 			Profile: receipt.ProfileCustom, StateDigest: e.Digest, PayloadRef: e.RequestID,
 			JID: string(d.jids.Next()), Phase: PhaseClaimed, CreatedAt: d.clock.Now()}
 		if _, err := d.create(ctx, c); errors.Is(err, ErrWorkerLaunch) {
@@ -254,7 +254,7 @@ func (d *Dispatcher) CustomStatus(ctx context.Context, minion, request string) (
 		return CustomResponse{}, err
 	}
 	if e.MinionID != minion {
-		return CustomResponse{}, &MismatchError{Field: "minion_id", Bound: e.MinionID}
+		return CustomResponse{}, &mismatchError{Field: "minion_id", Bound: e.MinionID}
 	}
 	reason := ""
 	if ptr {
@@ -273,23 +273,23 @@ func (d *Dispatcher) CustomStatus(ctx context.Context, minion, request string) (
 	return d.customRespond(ctx, cat, e, c, request, reason)
 }
 
-// decideCustom gathers the server's evidence and applies DecideCustom. A failure that only lacks its
+// customDecisionFor gathers the server's evidence and applies decideCustom. A failure that only lacks its
 // minion receipt is confirmed by one oduflow_job.status read, then decided again.
-func (d *Dispatcher) decideCustom(ctx context.Context, cat catalog.Store, minion, definitionID, digest string,
-	mode CustomMode) (CustomDecision, error) {
+func (d *Dispatcher) customDecisionFor(ctx context.Context, cat catalog.Store, minion, definitionID, digest string,
+	mode customMode) (customDecision, error) {
 	for attempt := 0; ; attempt++ {
 		req, claims, err := d.customEvidence(ctx, cat, minion)
 		if err != nil {
-			return CustomDecision{}, err
+			return customDecision{}, err
 		}
 		req.Mode, req.DefinitionID, req.Digest = mode, definitionID, digest
-		dec, err := DecideCustom(req)
-		var nc *NeedsConfirmationError
+		dec, err := decideCustom(req)
+		var nc *needsConfirmationError
 		if attempt > 0 || !errors.As(err, &nc) || !nc.Dispatched {
 			return dec, err
 		}
 		c := claims[nc.RequestID]
-		if c == nil || c.Legacy() != NotLegacy {
+		if c == nil || c.legacy() != notLegacy {
 			return dec, err
 		}
 		// The minion's own receipt (oduflow_job.status), bound to the claim, confirms or corrects the
@@ -306,29 +306,29 @@ func (d *Dispatcher) decideCustom(ctx context.Context, cat catalog.Store, minion
 // customEvidence builds the rules' input for one server: every custom execution with its current status
 // and confirmation (custom claims without a snapshot count as unknown definitions, so an unknown one still
 // blocks), and the configure claims.
-func (d *Dispatcher) customEvidence(ctx context.Context, cat catalog.Store, minion string) (CustomRequest, map[string]*Claim, error) {
+func (d *Dispatcher) customEvidence(ctx context.Context, cat catalog.Store, minion string) (customRequest, map[string]*Claim, error) {
 	execs, err := cat.Executions(ctx, minion)
 	if err != nil {
-		return CustomRequest{}, nil, err
+		return customRequest{}, nil, err
 	}
 	claims, err := d.store.ListByClient(ctx, minion)
 	if err != nil {
-		return CustomRequest{}, nil, err
+		return customRequest{}, nil, err
 	}
 	byID := make(map[string]*Claim, len(claims))
 	for _, c := range claims {
 		byID[c.RequestID] = c
 	}
-	req := CustomRequest{Configure: configRecords(claims)}
+	req := customRequest{Configure: configRecords(claims)}
 	seen := make(map[string]bool, len(execs))
 	for _, e := range execs {
 		seen[e.RequestID] = true
-		rec := CustomRecord{RequestID: e.RequestID, DefinitionID: e.DefinitionID, Digest: e.Digest,
+		rec := customRecord{RequestID: e.RequestID, DefinitionID: e.DefinitionID, Digest: e.Digest,
 			Status: receipt.StatusNotStarted, CreatedAt: e.CreatedAt}
 		if c := byID[e.RequestID]; c != nil {
 			st, err := d.computeStatus(ctx, c)
 			if err != nil {
-				return CustomRequest{}, nil, err
+				return customRequest{}, nil, err
 			}
 			o := outcomeOf(c, st)
 			if e.Outcome.ConfirmedBy == catalog.ConfirmedByMinionReceipt && o.ConfirmedBy == catalog.ConfirmedByOperatorAssertion {
@@ -346,10 +346,10 @@ func (d *Dispatcher) customEvidence(ctx context.Context, cat catalog.Store, mini
 		}
 		st, err := d.computeStatus(ctx, c)
 		if err != nil {
-			return CustomRequest{}, nil, err
+			return customRequest{}, nil, err
 		}
 		o := outcomeOf(c, st)
-		req.History = append(req.History, CustomRecord{RequestID: c.RequestID, Digest: c.StateDigest,
+		req.History = append(req.History, customRecord{RequestID: c.RequestID, Digest: c.StateDigest,
 			Status: o.Status, Confirmation: o.ConfirmedBy, Dispatched: c.WasDispatched(), CreatedAt: c.CreatedAt})
 	}
 	return req, byID, nil

@@ -143,11 +143,11 @@ func TestLiveCustomMatchesStateApply(t *testing.T) {
 
 	// Initial configuration in this (fresh) claim directory: roles.client_stack, all true on the lab.
 	cfg := receipt.NewRequestID()
-	if _, err := d.Start(ctx, receipt.ProfileConfigure, minion, cfg); err != nil {
+	if _, err := d.Start(ctx, minion, cfg, receipt.ProfileConfigure); err != nil {
 		t.Fatal(err)
 	}
 	if st := liveWait(func() (receipt.Status, error) {
-		r, err := d.Status(ctx, receipt.ProfileConfigure, minion, cfg)
+		r, err := d.Status(ctx, minion, cfg, receipt.ProfileConfigure)
 		return r.Status, err
 	}); st != receipt.StatusSucceeded {
 		t.Fatalf("initial configuration: %s", st)

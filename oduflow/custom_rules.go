@@ -12,8 +12,8 @@ import (
 	"github.com/oduflow/oduflow-go/receipt"
 )
 
-// CustomMode is how a custom execution is requested: catalog.ModeApply or catalog.ModeApplyAgain.
-type CustomMode = catalog.Mode
+// customMode is how a custom execution is requested: catalog.ModeApply or catalog.ModeApplyAgain.
+type customMode = catalog.Mode
 
 // Custom execution refusals. Test them with errors.Is; the typed errors below carry the request id that
 // needs attention.
@@ -35,35 +35,35 @@ var (
 	ErrUncertain = errors.New("oduflow: an uncertain custom execution blocks the server")
 )
 
-// NeedsConfirmationError names the failed execution that must be confirmed.
-type NeedsConfirmationError struct {
+// needsConfirmationError names the failed execution that must be confirmed.
+type needsConfirmationError struct {
 	RequestID string
 	// Dispatched: the attempt may have been published, so only the minion's receipt confirms it
 	// (oduflow_job.status, or Reconcile with FromMinion).
 	Dispatched bool
 }
 
-func (e *NeedsConfirmationError) Error() string {
+func (e *needsConfirmationError) Error() string {
 	return "oduflow: failure of custom execution " + e.RequestID + " is not confirmed by a minion receipt"
 }
 
 // Unwrap makes errors.Is(err, ErrNeedsConfirmation) true.
-func (e *NeedsConfirmationError) Unwrap() error { return ErrNeedsConfirmation }
+func (e *needsConfirmationError) Unwrap() error { return ErrNeedsConfirmation }
 
-// UncertainError names the custom execution whose outcome is unknown.
-type UncertainError struct {
+// uncertainError names the custom execution whose outcome is unknown.
+type uncertainError struct {
 	RequestID string
 }
 
-func (e *UncertainError) Error() string {
+func (e *uncertainError) Error() string {
 	return "oduflow: custom execution " + e.RequestID + " has an unknown outcome; reconcile it first"
 }
 
 // Unwrap makes errors.Is(err, ErrUncertain) true.
-func (e *UncertainError) Unwrap() error { return ErrUncertain }
+func (e *uncertainError) Unwrap() error { return ErrUncertain }
 
-// CustomRecord is one custom execution on the server, as the reuse rules see it.
-type CustomRecord struct {
+// customRecord is one custom execution on the server, as the reuse rules see it.
+type customRecord struct {
 	RequestID    string
 	DefinitionID string
 	Digest       string
@@ -75,58 +75,58 @@ type CustomRecord struct {
 	CreatedAt    time.Time
 }
 
-// CustomConfigRecord is one configure claim of the server (initial configuration evidence).
-type CustomConfigRecord struct {
+// customConfigRecord is one configure claim of the server (initial configuration evidence).
+type customConfigRecord struct {
 	Status       receipt.Status
 	Confirmation catalog.Confirmation
 	Legacy       bool // written by an earlier runner: no minion receipt can exist
 }
 
-// CustomRequest is the input of DecideCustom.
-type CustomRequest struct {
-	Mode         CustomMode
+// customRequest is the input of decideCustom.
+type customRequest struct {
+	Mode         customMode
 	DefinitionID string
 	Digest       string // digest of the definition's current compiled source
 	// Configure lists the server's configure claims (any order).
-	Configure []CustomConfigRecord
+	Configure []customConfigRecord
 	// History lists every custom execution on the server, all definitions (any order: sorted by
 	// CreatedAt, then request id).
-	History []CustomRecord
+	History []customRecord
 }
 
-// CustomDecisionKind is what DecideCustom decided.
-type CustomDecisionKind int
+// customDecisionKind is what decideCustom decided.
+type customDecisionKind int
 
 const (
-	// CustomNew: freeze a new execution and start it.
-	CustomNew CustomDecisionKind = iota + 1
-	// CustomReuseRunning: return the queued or running execution of the definition; the new request id
+	// customNew: freeze a new execution and start it.
+	customNew customDecisionKind = iota + 1
+	// customReuseRunning: return the queued or running execution of the definition; the new request id
 	// points to it. It never waits for the lease and never becomes a preflight failure.
-	CustomReuseRunning
-	// CustomReuseSucceeded: the identical digest already succeeded on the server by minion receipt and is
+	customReuseRunning
+	// customReuseSucceeded: the identical digest already succeeded on the server by minion receipt and is
 	// the definition's latest result; return it without publishing; the new request id points to it.
-	CustomReuseSucceeded
+	customReuseSucceeded
 )
 
-func (k CustomDecisionKind) String() string {
+func (k customDecisionKind) String() string {
 	switch k {
-	case CustomNew:
+	case customNew:
 		return "new"
-	case CustomReuseRunning:
+	case customReuseRunning:
 		return "reuse_running"
-	case CustomReuseSucceeded:
+	case customReuseSucceeded:
 		return "reuse_succeeded"
 	}
 	return "invalid"
 }
 
-// CustomDecision is the outcome of DecideCustom. Execution is set for the two reuse kinds.
-type CustomDecision struct {
-	Kind      CustomDecisionKind
-	Execution CustomRecord
+// customDecision is the outcome of decideCustom. Execution is set for the two reuse kinds.
+type customDecision struct {
+	Kind      customDecisionKind
+	Execution customRecord
 }
 
-// DecideCustom applies the custom execution rules (seed 002), in this order:
+// decideCustom applies the custom execution rules, in this order:
 //
 //  1. Reuse running: a queued (not_started) or running execution of the same definition on the server is
 //     returned, whatever the mode and the digest (a later edit does not touch what is queued; a repeated
@@ -144,14 +144,14 @@ type CustomDecision struct {
 //  5. New.
 //
 // It is pure: no I/O, no clock.
-func DecideCustom(req CustomRequest) (CustomDecision, error) {
+func decideCustom(req customRequest) (customDecision, error) {
 	if !req.Mode.Valid() {
-		return CustomDecision{}, errmark.Mark(errors.Newf("oduflow: invalid custom mode %q", errors.Safe(string(req.Mode))), ErrInvalidInput)
+		return customDecision{}, errmark.Mark(errors.Newf("oduflow: invalid custom mode %q", errors.Safe(string(req.Mode))), ErrInvalidInput)
 	}
 	if req.DefinitionID == "" || req.Digest == "" {
-		return CustomDecision{}, errmark.Mark(errors.New("oduflow: custom decision without definition or digest"), ErrInvalidInput)
+		return customDecision{}, errmark.Mark(errors.New("oduflow: custom decision without definition or digest"), ErrInvalidInput)
 	}
-	hist := append([]CustomRecord(nil), req.History...)
+	hist := append([]customRecord(nil), req.History...)
 	sort.SliceStable(hist, func(i, j int) bool {
 		if !hist[i].CreatedAt.Equal(hist[j].CreatedAt) {
 			return hist[i].CreatedAt.Before(hist[j].CreatedAt)
@@ -162,16 +162,16 @@ func DecideCustom(req CustomRequest) (CustomDecision, error) {
 		r := hist[i]
 		if r.DefinitionID == req.DefinitionID &&
 			(r.Status == receipt.StatusNotStarted || r.Status == receipt.StatusRunning) {
-			return CustomDecision{Kind: CustomReuseRunning, Execution: r}, nil
+			return customDecision{Kind: customReuseRunning, Execution: r}, nil
 		}
 	}
 	for _, r := range hist {
 		if !r.Status.Terminal() && r.Status != receipt.StatusNotStarted && r.Status != receipt.StatusRunning {
 			// unknown, or anything this version does not know: never assume it finished.
-			return CustomDecision{}, &UncertainError{RequestID: r.RequestID}
+			return customDecision{}, &uncertainError{RequestID: r.RequestID}
 		}
 	}
-	var last *CustomRecord
+	var last *customRecord
 	for i := len(hist) - 1; i >= 0; i-- {
 		if hist[i].DefinitionID == req.DefinitionID && hist[i].Status.Terminal() {
 			last = &hist[i]
@@ -179,24 +179,24 @@ func DecideCustom(req CustomRequest) (CustomDecision, error) {
 		}
 	}
 	if req.Mode == catalog.ModeApplyAgain && last == nil {
-		return CustomDecision{}, ErrApplyAgainWithoutTerminal
+		return customDecision{}, ErrApplyAgainWithoutTerminal
 	}
 	if last != nil && last.Status == receipt.StatusFailed && !failureConfirmed(*last) {
-		return CustomDecision{}, &NeedsConfirmationError{RequestID: last.RequestID, Dispatched: last.Dispatched}
+		return customDecision{}, &needsConfirmationError{RequestID: last.RequestID, Dispatched: last.Dispatched}
 	}
 	if req.Mode == catalog.ModeApply && last != nil && last.Status == receipt.StatusSucceeded &&
 		last.Confirmation == catalog.ConfirmedByMinionReceipt && last.Digest == req.Digest {
-		return CustomDecision{Kind: CustomReuseSucceeded, Execution: *last}, nil
+		return customDecision{Kind: customReuseSucceeded, Execution: *last}, nil
 	}
 	if !initialConfigured(req.Configure) {
-		return CustomDecision{}, ErrInitialConfigurationMissing
+		return customDecision{}, ErrInitialConfigurationMissing
 	}
-	return CustomDecision{Kind: CustomNew}, nil
+	return customDecision{Kind: customNew}, nil
 }
 
 // failureConfirmed: a minion receipt, or the master's own terminal record of an attempt that published
 // nothing (a preflight failure, or a publish reply proving nothing was published).
-func failureConfirmed(r CustomRecord) bool {
+func failureConfirmed(r customRecord) bool {
 	switch r.Confirmation {
 	case catalog.ConfirmedByMinionReceipt:
 		return true
@@ -206,7 +206,7 @@ func failureConfirmed(r CustomRecord) bool {
 	return false
 }
 
-func initialConfigured(cs []CustomConfigRecord) bool {
+func initialConfigured(cs []customConfigRecord) bool {
 	for _, c := range cs {
 		if c.Status != receipt.StatusSucceeded || c.Confirmation == catalog.ConfirmedByOperatorAssertion {
 			continue

@@ -92,7 +92,7 @@ func cstVerifyPayload(text string) (digest string, states int, failing int, ok b
 		return "", 0, 0, false
 	}
 	canon, err := receipt.CanonicalJSON(high)
-	if err != nil || receipt.Digest(canon) != digest || StateDataJSON(digest, canon) != text {
+	if err != nil || receipt.Digest(canon) != digest || stateDataJSON(digest, canon) != text {
 		return "", 0, 0, false
 	}
 	for id, decl := range high {
@@ -114,11 +114,11 @@ func (m *cstMinion) handle(ctx context.Context, job salttest.Job) (any, int) {
 	switch job.Fun {
 	case "test.ping":
 		return true, 0
-	case FunCapabilities:
+	case funCapabilities:
 		return map[string]any{"protocol": int64(1), "module": "oduflow_job", "pillar_ready": true,
 			"runtime_guard": true, "proof": map[string]any{"alg": receiptproof.Alg, "ready": true}}, 0
-	case FunAttest:
-		ans, code := m.handle(ctx, salttest.Job{Fun: FunStatus, Args: job.Args, JID: job.JID})
+	case funAttest:
+		ans, code := m.handle(ctx, salttest.Job{Fun: funStatus, Args: job.Args, JID: job.JID})
 		r, err := receipt.FromValue(ans)
 		if code != 0 || err != nil {
 			return ans, code
@@ -128,7 +128,7 @@ func (m *cstMinion) handle(ctx context.Context, job salttest.Job) (any, int) {
 			return "oduflow_job: invalid nonce", 1
 		}
 		return proof, 0
-	case FunStatus:
+	case funStatus:
 		request, jid, profile := cstArg(job.Args, 0), cstArg(job.Args, 1), cstArg(job.Args, 2)
 		m.mu.Lock()
 		defer m.mu.Unlock()
@@ -140,7 +140,7 @@ func (m *cstMinion) handle(ctx context.Context, job salttest.Job) (any, int) {
 		}
 		return cstValue(receipt.Receipt{Protocol: 1, MinionID: m.id, RequestID: request, JID: jid,
 			Profile: receipt.Profile(profile), Status: receipt.StatusNotStarted}), 0
-	case FunRun:
+	case funRun:
 	default:
 		return "'" + job.Fun + "' is not available.", 254
 	}
@@ -205,7 +205,7 @@ type cstLosingPublisher struct {
 }
 
 func (p cstLosingPublisher) Publish(ctx context.Context, req salt.PublishRequest) (*salt.PublishResult, error) {
-	if req.Fun == FunRun && p.lose.Swap(false) {
+	if req.Fun == funRun && p.lose.Swap(false) {
 		return nil, errmark.Mark(errors.New("test: reply lost"), salt.ErrOutcomeUnknown)
 	}
 	return p.Publisher.Publish(ctx, req)
@@ -220,7 +220,7 @@ func cstLogger() *slog.Logger {
 
 func cstTimers() Timers {
 	return Timers{ExecutionWait: 8 * time.Second, HardDeadline: 9 * time.Second, StatusExpiry: 10 * time.Second,
-		LaunchGrace: LaunchGrace, LeaseWait: time.Second, PollBudget: 16, CallTimeout: 2 * time.Second}
+		LaunchGrace: defaultLaunchGrace, LeaseWait: time.Second, PollBudget: 16, CallTimeout: 2 * time.Second}
 }
 
 func newCstEnv(t *testing.T) *cstEnv {
@@ -260,8 +260,8 @@ func newCstEnv(t *testing.T) *cstEnv {
 		salt.WithLogger(cstLogger()))
 	e := &cstEnv{t: t, sim: sim, minion: m, cat: cat}
 	e.d, err = New(cstLosingPublisher{Publisher: client, lose: &e.loseRun}, events, WithClaimDir(filepath.Join(base, "claims")), WithTimers(cstTimers()), WithPKIDir(sim.PKIDir()),
-		WithLogger(cstLogger()), WithCustomCatalog(cat), WithStepHook(func(step string) {
-			if step == StepPublishSending && e.dropRun.Swap(false) {
+		WithLogger(cstLogger()), WithCustomCatalog(cat), withStepHook(func(step string) {
+			if step == stepPublishSending && e.dropRun.Swap(false) {
 				sim.DropNextReply("publish")
 			}
 		}))
@@ -275,7 +275,7 @@ func newCstEnv(t *testing.T) *cstEnv {
 func (e *cstEnv) runs() int {
 	n := 0
 	for _, p := range e.sim.Publications() {
-		if p.Fun == FunRun && len(p.Args) > 1 && p.Args[1] == string(receipt.ProfileCustom) {
+		if p.Fun == funRun && len(p.Args) > 1 && p.Args[1] == string(receipt.ProfileCustom) {
 			n++
 		}
 	}
@@ -287,7 +287,7 @@ func (e *cstEnv) configure() {
 	e.t.Helper()
 	ctx := context.Background()
 	req := receipt.NewRequestID()
-	if _, err := e.d.Start(ctx, receipt.ProfileConfigure, e.minion.id, req); err != nil {
+	if _, err := e.d.Start(ctx, e.minion.id, req, receipt.ProfileConfigure); err != nil {
 		e.t.Fatal(err)
 	}
 	e.waitClaimFinal(req)
@@ -297,7 +297,7 @@ func (e *cstEnv) waitClaimFinal(req string) *Claim {
 	e.t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
 	for time.Now().Before(deadline) {
-		if c, err := e.d.Store().Get(context.Background(), req); err == nil && c.Phase.Final() {
+		if c, err := e.d.store.Get(context.Background(), req); err == nil && c.Phase.Final() {
 			return c
 		}
 		time.Sleep(10 * time.Millisecond)

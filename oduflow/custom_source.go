@@ -4,6 +4,8 @@ import (
 	"context"
 	"strings"
 
+	"github.com/oduflow/oduflow-go/internal/errmark"
+
 	"github.com/cockroachdb/errors"
 
 	"github.com/oduflow/oduflow-go/oduflow/catalog"
@@ -11,11 +13,11 @@ import (
 	"github.com/oduflow/oduflow-go/receipt"
 )
 
-// ErrCustomDisabled: CustomStart/CustomStatus on a Dispatcher built without WithCustomCatalog.
-var ErrCustomDisabled = errors.New("oduflow: custom executions need WithCustomCatalog")
+// errCustomDisabled: CustomStart/CustomStatus on a Dispatcher built without WithCustomCatalog.
+var errCustomDisabled = errmark.Mark(errors.New("oduflow: custom executions need WithCustomCatalog"), ErrNotReady)
 
-// ErrDefinitionMismatch: the request id is already bound to a custom execution of another definition.
-var ErrDefinitionMismatch = errors.New("oduflow: request bound to another definition")
+// errDefinitionMismatch: the request id is already bound to a custom execution of another definition.
+var errDefinitionMismatch = errmark.Mark(errors.New("oduflow: request bound to another definition"), ErrMismatch)
 
 // ErrNotAssigned: the definition is not assigned to the server.
 var ErrNotAssigned = errors.New("oduflow: definition not assigned to the server")
@@ -32,9 +34,9 @@ func CompileCustomSource(source []byte) (catalog.Compiled, error) {
 // WithCustomCatalog enables custom executions (CustomStart, CustomStatus): store holds the definitions,
 // assignments and frozen execution snapshots, and the worker publishes a custom claim's frozen payload
 // from it. It installs the dispatcher's publication source; fixed profiles are served as before. (Do not
-// combine it with WithPublicationSource: the later option wins.)
+// combine it with withPublicationSource: the later option wins.)
 func WithCustomCatalog(store catalog.Store) Option {
-	return WithPublicationSource(&customPublications{store: store})
+	return withPublicationSource(&customPublications{store: store})
 }
 
 // customPublications serves the fixed profiles like the default source, and custom claims from their
@@ -43,29 +45,29 @@ type customPublications struct {
 	store catalog.Store
 }
 
-// Publication implements PublicationSource.
-func (p *customPublications) Publication(ctx context.Context, c *Claim) (PublicationSpec, error) {
+// Publication implements publicationSource.
+func (p *customPublications) Publication(ctx context.Context, c *Claim) (publicationSpec, error) {
 	if c.EffectiveProfile() != receipt.ProfileCustom {
 		return fixedPublications{}.Publication(ctx, c)
 	}
 	if c.PayloadRef != c.RequestID || c.StateDigest == "" {
-		return PublicationSpec{}, errors.New("oduflow: custom claim without its payload reference")
+		return publicationSpec{}, errors.New("oduflow: custom claim without its payload reference")
 	}
 	e, err := p.store.Execution(ctx, c.PayloadRef)
 	if err != nil {
-		return PublicationSpec{}, errors.Wrap(err, "oduflow: custom payload")
+		return publicationSpec{}, errors.Wrap(err, "oduflow: custom payload")
 	}
 	if e.MinionID != c.MinionID || e.Digest != c.StateDigest || receipt.Digest(e.Canonical) != c.StateDigest {
-		return PublicationSpec{}, errors.New("oduflow: custom payload does not match the claim's digest")
+		return publicationSpec{}, errors.New("oduflow: custom payload does not match the claim's digest")
 	}
-	return PublicationSpec{StateDataJSON: StateDataJSON(c.StateDigest, e.Canonical)}, nil
+	return publicationSpec{StateDataJSON: stateDataJSON(c.StateDigest, e.Canonical)}, nil
 }
 
-// StateDataJSON builds the state_data_json argument of oduflow_job.run for a custom execution: the JSON
+// stateDataJSON builds the state_data_json argument of oduflow_job.run for a custom execution: the JSON
 // text {"digest":"<sha256 hex>","high":<high data>}, canonical (RFC 8785) when canonicalHigh is the
 // canonical JSON of the high data (keys "digest" < "high" are in order, no whitespace). The minion module
 // recomputes the digest of "high" and refuses a mismatch.
-func StateDataJSON(digest string, canonicalHigh []byte) string {
+func stateDataJSON(digest string, canonicalHigh []byte) string {
 	var b strings.Builder
 	b.Grow(len(canonicalHigh) + len(digest) + 24)
 	b.WriteString(`{"digest":"`)
@@ -79,23 +81,23 @@ func StateDataJSON(digest string, canonicalHigh []byte) string {
 func (d *Dispatcher) customCatalog() (catalog.Store, error) {
 	p, ok := d.pubsrc.(*customPublications)
 	if !ok || p.store == nil {
-		return nil, ErrCustomDisabled
+		return nil, errCustomDisabled
 	}
 	return p.store, nil
 }
 
 // claimConfirmation says what established a final claim's outcome.
 func claimConfirmation(c *Claim) catalog.Confirmation {
-	if c.Phase == PhaseAsserted || c.Evidence == EvidenceAsserted {
+	if c.Phase == PhaseAsserted || c.Evidence == evidenceAsserted {
 		return catalog.ConfirmedByOperatorAssertion
 	}
 	if !c.Phase.Final() || !c.Status.Terminal() {
 		return ""
 	}
 	switch c.Evidence {
-	case EvidenceReceipt, EvidenceReconciled:
+	case evidenceReceipt, evidenceReconciled:
 		return catalog.ConfirmedByMinionReceipt
-	case EvidencePreflight, EvidenceRefused:
+	case evidencePreflight, evidenceRefused:
 		return catalog.ConfirmedByMasterRecord
 	}
 	return ""
@@ -115,14 +117,14 @@ func outcomeOf(c *Claim, st receipt.Status) catalog.Outcome {
 }
 
 // configRecords lists the server's configure claims as initial configuration evidence.
-func configRecords(claims []*Claim) []CustomConfigRecord {
-	var out []CustomConfigRecord
+func configRecords(claims []*Claim) []customConfigRecord {
+	var out []customConfigRecord
 	for _, c := range claims {
 		if c.EffectiveProfile() != receipt.ProfileConfigure || !c.Phase.Final() {
 			continue
 		}
-		out = append(out, CustomConfigRecord{Status: c.Status, Confirmation: claimConfirmation(c),
-			Legacy: c.Legacy() != NotLegacy})
+		out = append(out, customConfigRecord{Status: c.Status, Confirmation: claimConfirmation(c),
+			Legacy: c.legacy() != notLegacy})
 	}
 	return out
 }

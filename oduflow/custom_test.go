@@ -61,11 +61,11 @@ func TestCustomNeedsInitialConfiguration(t *testing.T) {
 	}
 	var pub []any
 	for _, p := range e.sim.Publications() {
-		if p.Fun == FunRun && p.Args[0] == req {
+		if p.Fun == funRun && p.Args[0] == req {
 			pub = p.Args
 		}
 	}
-	if len(pub) != 3 || pub[1] != "custom" || pub[2] != StateDataJSON(exe.Digest, exe.Canonical) ||
+	if len(pub) != 3 || pub[1] != "custom" || pub[2] != stateDataJSON(exe.Digest, exe.Canonical) ||
 		exe.Digest != def.Digest {
 		t.Fatalf("publication %v", pub)
 	}
@@ -83,7 +83,7 @@ func TestCustomAssertedConfigurationDoesNotCount(t *testing.T) {
 	// A configure claim whose publish outcome is unknown, then asserted succeeded by an operator.
 	req := receipt.NewRequestID()
 	e.loseRun.Store(true)
-	if _, err := e.d.Start(ctx, receipt.ProfileConfigure, e.minion.id, req); err != nil {
+	if _, err := e.d.Start(ctx, e.minion.id, req, receipt.ProfileConfigure); err != nil {
 		t.Fatal(err)
 	}
 	if c := e.waitClaimFinal(req); c.Status != receipt.StatusUnknown {
@@ -211,7 +211,7 @@ func TestCustomUnknownBlocksAndAssertedFailureNeedsReceipt(t *testing.T) {
 	if f := e.final(r1); f.Status != receipt.StatusUnknown {
 		t.Fatalf("lost reply: %+v", f)
 	}
-	var ue *UncertainError
+	var ue *uncertainError
 	_, err := e.d.CustomStart(ctx, e.minion.id, receipt.NewRequestID(), other.ID, catalog.ModeApply)
 	if !errors.As(err, &ue) || ue.RequestID != r1 {
 		t.Fatalf("other definition while uncertain: %v", err)
@@ -221,7 +221,7 @@ func TestCustomUnknownBlocksAndAssertedFailureNeedsReceipt(t *testing.T) {
 		Who: "ops", Why: "looked at the box"}); err != nil {
 		t.Fatal(err)
 	}
-	var nc *NeedsConfirmationError
+	var nc *needsConfirmationError
 	_, err = e.d.CustomStart(ctx, e.minion.id, receipt.NewRequestID(), def.ID, catalog.ModeApplyAgain)
 	if !errors.As(err, &nc) || nc.RequestID != r1 || !nc.Dispatched {
 		t.Fatalf("asserted failure: %v", err)
@@ -249,7 +249,7 @@ func TestCustomUnknownBlocksAndAssertedFailureNeedsReceipt(t *testing.T) {
 		t.Fatalf("r1 status after confirmation: %+v %v", s, err)
 	}
 	// The master's own claim is corrected too (Reconcile FromMinion), the assertion kept for audit.
-	if c, err := e.d.Store().Get(ctx, r1); err != nil || c.Phase != PhaseTerminal || c.Evidence != EvidenceReconciled ||
+	if c, err := e.d.store.Get(ctx, r1); err != nil || c.Phase != PhaseTerminal || c.Evidence != evidenceReconciled ||
 		c.Status != receipt.StatusFailed || c.Passed != 1 || c.Total != 2 || c.AssertedBy != "ops" || c.Quarantining() {
 		t.Fatalf("r1 claim after confirmation: %+v %v", c, err)
 	}
@@ -317,29 +317,29 @@ func TestCustomBindingsAndRefusals(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.final(r1)
-	if _, err := e.d.CustomStart(ctx, e.minion.id, r1, unassigned.ID, catalog.ModeApply); !errors.Is(err, ErrDefinitionMismatch) {
+	if _, err := e.d.CustomStart(ctx, e.minion.id, r1, unassigned.ID, catalog.ModeApply); !errors.Is(err, errDefinitionMismatch) {
 		t.Fatalf("other definition: %v", err)
 	}
 	otherMinion := "client-" + receipt.NewRequestID()
-	if _, err := e.d.CustomStatus(ctx, otherMinion, r1); !errors.Is(err, ErrMinionMismatch) {
+	if _, err := e.d.CustomStatus(ctx, otherMinion, r1); !errors.Is(err, errMinionMismatch) {
 		t.Fatalf("other minion: %v", err)
 	}
-	if _, err := e.d.Status(ctx, receipt.ProfileConfigure, e.minion.id, r1); !errors.Is(err, ErrProfileMismatch) {
+	if _, err := e.d.Status(ctx, e.minion.id, r1, receipt.ProfileConfigure); !errors.Is(err, errProfileMismatch) {
 		t.Fatalf("through another profile: %v", err)
 	}
-	if _, err := e.d.Start(ctx, receipt.ProfileCustom, e.minion.id, receipt.NewRequestID()); err == nil {
+	if _, err := e.d.Start(ctx, e.minion.id, receipt.NewRequestID(), receipt.ProfileCustom); err == nil {
 		t.Fatal("plain Start of the custom profile accepted")
 	}
 	// A configure request id cannot be used for a custom execution.
 	cfg := receipt.NewRequestID()
-	if _, err := e.d.Start(ctx, receipt.ProfileConfigure, e.minion.id, cfg); err != nil {
+	if _, err := e.d.Start(ctx, e.minion.id, cfg, receipt.ProfileConfigure); err != nil {
 		t.Fatal(err)
 	}
 	e.waitClaimFinal(cfg)
-	if _, err := e.d.CustomStart(ctx, e.minion.id, cfg, def.ID, catalog.ModeApplyAgain); !errors.Is(err, ErrProfileMismatch) {
+	if _, err := e.d.CustomStart(ctx, e.minion.id, cfg, def.ID, catalog.ModeApplyAgain); !errors.Is(err, errProfileMismatch) {
 		t.Fatalf("configure request as custom: %v", err)
 	}
-	if _, err := e.d.CustomStatus(ctx, e.minion.id, cfg); !errors.Is(err, ErrProfileMismatch) {
+	if _, err := e.d.CustomStatus(ctx, e.minion.id, cfg); !errors.Is(err, errProfileMismatch) {
 		t.Fatalf("configure request status as custom: %v", err)
 	}
 }
@@ -383,7 +383,7 @@ func TestCustomDigestMismatchRefusedByMinion(t *testing.T) {
 	if err == nil {
 		t.Fatal("claim without payload reference accepted")
 	}
-	if _, _, _, ok := cstVerifyPayload(StateDataJSON(strings.Repeat("0", 64), []byte(`{"a":{"test":["nop"]}}`))); ok {
+	if _, _, _, ok := cstVerifyPayload(stateDataJSON(strings.Repeat("0", 64), []byte(`{"a":{"test":["nop"]}}`))); ok {
 		t.Fatal("model minion accepted a wrong digest")
 	}
 }

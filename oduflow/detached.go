@@ -17,27 +17,27 @@ import (
 	"github.com/oduflow/oduflow-go/receipt"
 )
 
-// WorkerEnv marks a process started as a detached worker (its value is "1"). The worker's command line is
+// workerEnv marks a process started as a detached worker (its value is "1"). The worker's command line is
 // exactly: <exe> <minion id> <request id>.
-const WorkerEnv = "ODUFLOW_DETACHED_WORKER"
+const workerEnv = "ODUFLOW_DETACHED_WORKER"
 
-// WorkerLogName is the conventional name of the detached workers' log file inside the claim directory
-// (pass filepath.Join(claimDir, WorkerLogName) to DetachedLog).
-const WorkerLogName = "worker.log"
+// workerLogName is the conventional name of the detached workers' log file inside the claim directory
+// (filepath.Join(claimDir, workerLogName) suits WithWorkerLog).
+const workerLogName = "worker.log"
 
-// ErrWorkerLaunch: a detached worker process could not be started. Start returns it (in a
-// *WorkerLaunchError) together with the response: the claim was committed terminal failed with
-// CodeWorkerLaunch, nothing was published. Resume returns it when its worker could not be started or
+// ErrWorkerLaunch: a detached worker process could not be started. Start returns it (naming the
+// request) together with the response: the claim was committed terminal failed with
+// worker_launch_failed, nothing was published. Resume returns it when its worker could not be started or
 // ended at once with an error (the request stays unknown).
 var ErrWorkerLaunch = errors.New("oduflow: worker launch failed")
 
-// WorkerLaunchError reports a failed detached worker launch for one request.
-type WorkerLaunchError struct {
+// workerLaunchError reports a failed detached worker launch for one request.
+type workerLaunchError struct {
 	RequestID string
 	Cause     error
 }
 
-func (e *WorkerLaunchError) Error() string {
+func (e *workerLaunchError) Error() string {
 	msg := "oduflow: worker launch failed for request " + e.RequestID
 	if e.Cause != nil {
 		msg += ": " + e.Cause.Error()
@@ -46,27 +46,22 @@ func (e *WorkerLaunchError) Error() string {
 }
 
 // Unwrap makes errors.Is(err, ErrWorkerLaunch) true.
-func (e *WorkerLaunchError) Unwrap() error { return ErrWorkerLaunch }
+func (e *workerLaunchError) Unwrap() error { return ErrWorkerLaunch }
 
-// DetachedLog sends the stdout and stderr of detached workers to the file path (appended; created 0600).
-// The file and its directory follow the claim store's safe-file rules: the directory is owned by this
-// process's user with mode 0700 and no symlink in any path component (filepath.Join(claimDir,
-// WorkerLogName) qualifies); the file must be a regular, singly linked file owned by this user without
-// group/other permission bits. Without this option a detached worker's output goes to /dev/null: it never
-// inherits the launcher's stdout or stderr, so a pipeline such as `tool start ... 2>&1 | tee log` ends when
-// the tool exits. A log that cannot be opened safely fails the launch.
-func DetachedLog(path string) Option { return func(c *config) { c.workerLog = path } }
+// WithWorkerLog sends the stdout and stderr of detached workers to the file path (appended; created
+// 0600). New opens it, so a bad log path is a configuration error reported before any claim is written;
+// Close closes it. The file and its directory follow the claim store's safe-file rules: the directory is
+// owned by this process's user with mode 0700 and no symlink in any path component
+// (filepath.Join(claimDir, "worker.log") qualifies); the file must be a regular, singly linked file owned
+// by this user without group/other permission bits (a FIFO, a device or a symlink is refused before it is
+// opened, so the open never blocks). Without this option a detached worker's output goes to /dev/null: it
+// never inherits the launcher's stdout or stderr, so a pipeline such as `tool start ... 2>&1 | tee log`
+// ends when the tool exits.
+func WithWorkerLog(path string) Option { return func(c *config) { c.workerLogOpen = path } }
 
-// DetachedLogFile sends the stdout and stderr of detached workers to f, a log the caller opened already
-// (OpenWorkerLog) and closes after the Dispatcher. Opening the log before any Start makes a bad log path a
-// configuration error reported before a claim is written (with DetachedLog the log is opened at each
-// launch, after the claim). It takes precedence over DetachedLog.
-func DetachedLogFile(f *os.File) Option { return func(c *config) { c.workerLogFile = f } }
-
-// OpenWorkerLog opens path as DetachedLog would (the same safe-file rules), for DetachedLogFile. A path
-// that exists and is not a regular file (a FIFO, a device, a symlink) is refused before it is opened, so
-// the open never blocks.
-func OpenWorkerLog(path string) (*os.File, error) {
+// openWorkerLogChecked opens path as WithWorkerLog does. A path that exists and is not a regular file (a
+// FIFO, a device, a symlink) is refused before it is opened, so the open never blocks.
+func openWorkerLogChecked(path string) (*os.File, error) {
 	if st, err := os.Lstat(path); err == nil && !st.Mode().IsRegular() {
 		return nil, errors.Wrapf(safefile.ErrNotRegular, "oduflow: worker log %s is not a regular file", errors.Safe(path))
 	}
@@ -120,7 +115,7 @@ func openWorkerLog(path string) (*os.File, error) {
 // result once (it is reaped if this process lives long enough).
 func (d *Dispatcher) launchDetached(c *Claim) (<-chan error, error) {
 	cmd := exec.Command(d.mode.exe, c.MinionID, c.RequestID)
-	cmd.Env = append(append(os.Environ(), WorkerEnv+"=1"), d.mode.env...)
+	cmd.Env = append(append(os.Environ(), workerEnv+"=1"), d.mode.env...)
 	// stdin, stdout and stderr are /dev/null unless a log file is configured: never the launcher's.
 	if d.workerLogFile != nil {
 		cmd.Stdout, cmd.Stderr = d.workerLogFile, d.workerLogFile
@@ -141,7 +136,7 @@ func (d *Dispatcher) launchDetached(c *Claim) (<-chan error, error) {
 	return done, nil
 }
 
-// failLaunch commits terminal failed (CodeWorkerLaunch, a preflight record: nothing was published) for a
+// failLaunch commits terminal failed (codeWorkerLaunch, a preflight record: nothing was published) for a
 // claim whose worker could not be started, if it is still in phase claimed and nobody holds its request
 // lock. It returns the current claim.
 func (d *Dispatcher) failLaunch(ctx context.Context, c *Claim) *Claim {
@@ -154,7 +149,7 @@ func (d *Dispatcher) failLaunch(ctx context.Context, c *Claim) *Claim {
 	if err != nil || cur.Phase != PhaseClaimed {
 		return c
 	}
-	if out := d.finalize(ctx, cur, receipt.StatusFailed, 0, 1, CodeWorkerLaunch, EvidencePreflight); out != nil {
+	if out := d.finalize(ctx, cur, receipt.StatusFailed, 0, 1, codeWorkerLaunch, evidencePreflight); out != nil {
 		return out
 	}
 	return cur
@@ -180,7 +175,7 @@ func (d *Dispatcher) resumeDetached(ctx context.Context, c *Claim) (Response, er
 		if rerr != nil {
 			return Response{}, rerr
 		}
-		return r, &WorkerLaunchError{RequestID: c.RequestID, Cause: err}
+		return r, &workerLaunchError{RequestID: c.RequestID, Cause: err}
 	}
 	grace := time.NewTimer(d.timers.LaunchGrace)
 	defer grace.Stop()
@@ -198,7 +193,7 @@ func (d *Dispatcher) resumeDetached(ctx context.Context, c *Claim) (Response, er
 				return Response{}, rerr
 			}
 			if werr != nil && r.Status == receipt.StatusUnknown {
-				return r, &WorkerLaunchError{RequestID: c.RequestID, Cause: werr}
+				return r, &workerLaunchError{RequestID: c.RequestID, Cause: werr}
 			}
 			return r, nil
 		case <-tick.C:
@@ -218,20 +213,21 @@ func (d *Dispatcher) currentResponse(ctx context.Context, c *Claim) (Response, e
 	return d.respond(ctx, cur)
 }
 
-// IsWorkerProcess reports whether this process was started as a detached worker.
-func IsWorkerProcess() bool { return os.Getenv(WorkerEnv) == "1" }
+// isWorkerProcess reports whether this process was started as a detached worker.
+func isWorkerProcess() bool { return os.Getenv(workerEnv) == "1" }
 
-// MaybeRunWorker is the hook an embedding binary calls first thing in main. When the process is a
-// detached worker (WorkerEnv set) it builds a Dispatcher with build (the same configuration as the
-// launching process), runs the worker for the two identities in os.Args[1:], and returns handled=true; the
-// caller then exits (status 1 if err != nil). Otherwise it returns (false, nil) and does nothing.
+// RunWorkerIfRequested is the entry point of a detached worker; an embedding binary calls it first thing
+// in main. When the process was started as a detached worker (WithDetachedWorkers) it builds a Dispatcher
+// with build (the same configuration as the launching process), runs the worker for the two identities
+// in os.Args[1:], and returns handled=true; the caller then exits (status 1 if err != nil). Otherwise it
+// returns (false, nil) at once and calls nothing.
 //
 // The build func must configure everything the launching Dispatcher had that the worker needs: the claim
 // directory, timers, and WithCustomCatalog when custom executions are used (without it a custom claim
-// fails its preflight with CodePayload, and nothing is published). Its output goes to /dev/null unless the
-// launcher used DetachedLog.
-func MaybeRunWorker(ctx context.Context, build func() (*Dispatcher, error)) (handled bool, err error) {
-	if !IsWorkerProcess() {
+// fails its preflight with payload_unavailable, and nothing is published). Its output goes to /dev/null
+// unless the launcher used WithWorkerLog.
+func RunWorkerIfRequested(ctx context.Context, build func() (*Dispatcher, error)) (handled bool, err error) {
+	if !isWorkerProcess() {
 		return false, nil
 	}
 	d, err := build()
@@ -245,7 +241,7 @@ func MaybeRunWorker(ctx context.Context, build func() (*Dispatcher, error)) (han
 // RunWorker runs one worker synchronously in this process. args are exactly the minion id and the request
 // id; the persisted profile/role pair is re-validated against profiles.Fixed() before anything is
 // published. What it does is decided from the persisted claim alone: a claim in phase claimed is
-// dispatched (DESIGN.md section 5); an unresolved dispatched protocol-1 claim whose polling window (from
+// dispatched (see the package documentation, Worker); an unresolved dispatched protocol-1 claim whose polling window (from
 // its dispatch or its latest Resume) is still open is polled (a detached Resume); anything else is left
 // as it is.
 func (d *Dispatcher) RunWorker(ctx context.Context, args []string) error {

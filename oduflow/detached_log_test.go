@@ -13,7 +13,7 @@ import (
 	"github.com/oduflow/oduflow-go/receipt"
 )
 
-// OpenWorkerLog refuses a FIFO at once (it never blocks waiting for a reader), and a log opened before
+// openWorkerLogChecked refuses a FIFO at once (it never blocks waiting for a reader), and a log opened before
 // Start receives the detached worker's output.
 func TestOpenWorkerLogBeforeStart(t *testing.T) {
 	dir := claimDir(t)
@@ -25,14 +25,14 @@ func TestOpenWorkerLogBeforeStart(t *testing.T) {
 		t.Fatal(err)
 	}
 	done := make(chan error, 1)
-	go func() { _, err := OpenWorkerLog(fifo); done <- err }()
+	go func() { _, err := openWorkerLogChecked(fifo); done <- err }()
 	select {
 	case err := <-done:
 		if err == nil {
 			t.Fatal("a FIFO was accepted as the worker log")
 		}
 	case <-time.After(3 * time.Second):
-		t.Fatal("OpenWorkerLog blocked on a FIFO")
+		t.Fatal("openWorkerLogChecked blocked on a FIFO")
 	}
 
 	e := startSim(t)
@@ -40,14 +40,14 @@ func TestOpenWorkerLogBeforeStart(t *testing.T) {
 	if _, err := OpenFileClaimStore(e.dir); err != nil {
 		t.Fatal(err)
 	}
-	logPath := filepath.Join(e.dir, WorkerLogName)
-	f, err := OpenWorkerLog(logPath)
+	logPath := filepath.Join(e.dir, workerLogName)
+	f, err := openWorkerLogChecked(logPath)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	d := e.dispatcher(WithWorkerMode(Detached(scriptWorker(t, 0))), DetachedLogFile(f))
-	if _, err := d.Start(context.Background(), receipt.ProfileConfigure, m.ID(), uuid.NewString()); err != nil {
+	d := e.dispatcher(WithDetachedWorkers(scriptWorker(t, 0)), withWorkerLogFile(f))
+	if _, err := d.Start(context.Background(), m.ID(), uuid.NewString(), receipt.ProfileConfigure); err != nil {
 		t.Fatal(err)
 	}
 	deadline := time.Now().Add(5 * time.Second)

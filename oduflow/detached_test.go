@@ -50,11 +50,11 @@ func scriptWorker(t testing.TB, sleep int) string {
 func TestDetachedLaunchFailureFailsClaim(t *testing.T) {
 	e := startSim(t)
 	m := e.addMinion()
-	d := e.dispatcher(WithWorkerMode(Detached("/nonexistent/never-started")))
+	d := e.dispatcher(WithDetachedWorkers("/nonexistent/never-started"))
 	ctx := context.Background()
 	req := uuid.NewString()
-	r, err := d.Start(ctx, receipt.ProfileConfigure, m.ID(), req)
-	var le *WorkerLaunchError
+	r, err := d.Start(ctx, m.ID(), req, receipt.ProfileConfigure)
+	var le *workerLaunchError
 	if !errors.Is(err, ErrWorkerLaunch) || !errors.As(err, &le) || le.RequestID != req {
 		t.Fatalf("launch error: %v", err)
 	}
@@ -62,15 +62,15 @@ func TestDetachedLaunchFailureFailsClaim(t *testing.T) {
 		t.Fatalf("response %+v", r)
 	}
 	c := mustClaim(t, d, req)
-	if c.Phase != PhaseTerminal || c.ErrorCode != CodeWorkerLaunch || c.Evidence != EvidencePreflight ||
+	if c.Phase != PhaseTerminal || c.ErrorCode != codeWorkerLaunch || c.Evidence != evidencePreflight ||
 		c.Quarantining() || c.WasDispatched() {
 		t.Fatalf("%+v", c)
 	}
 	// Failed at once, not unknown after the launch grace; a repeat answers without launching.
-	if again, err := d.Start(ctx, receipt.ProfileConfigure, m.ID(), req); err != nil || again.Status != receipt.StatusFailed {
+	if again, err := d.Start(ctx, m.ID(), req, receipt.ProfileConfigure); err != nil || again.Status != receipt.StatusFailed {
 		t.Fatalf("repeat: %+v %v", again, err)
 	}
-	if e.runs() != 0 || m.Calls(FunCapabilities) != 0 {
+	if e.runs() != 0 || m.Calls(funCapabilities) != 0 {
 		t.Fatal("published")
 	}
 	// A worker log that cannot be opened safely (group-readable directory) is a launch failure too.
@@ -78,12 +78,12 @@ func TestDetachedLaunchFailureFailsClaim(t *testing.T) {
 	if err := os.Mkdir(open, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	d2 := e.dispatcher(WithWorkerMode(Detached(noopWorker(t))), DetachedLog(filepath.Join(open, WorkerLogName)))
+	d2 := e.dispatcher(WithDetachedWorkers(noopWorker(t)), detachedLog(filepath.Join(open, workerLogName)))
 	req2 := uuid.NewString()
-	if _, err := d2.Start(ctx, receipt.ProfileConfigure, m.ID(), req2); !errors.Is(err, ErrWorkerLaunch) {
+	if _, err := d2.Start(ctx, m.ID(), req2, receipt.ProfileConfigure); !errors.Is(err, ErrWorkerLaunch) {
 		t.Fatalf("unsafe log: %v", err)
 	}
-	if c := mustClaim(t, d2, req2); c.ErrorCode != CodeWorkerLaunch || c.Status != receipt.StatusFailed {
+	if c := mustClaim(t, d2, req2); c.ErrorCode != codeWorkerLaunch || c.Status != receipt.StatusFailed {
 		t.Fatalf("%+v", c)
 	}
 }
@@ -91,10 +91,10 @@ func TestDetachedLaunchFailureFailsClaim(t *testing.T) {
 func TestDetachedLogFile(t *testing.T) {
 	e := startSim(t)
 	m := e.addMinion()
-	logPath := filepath.Join(e.dir, WorkerLogName)
-	d := e.dispatcher(WithWorkerMode(Detached(scriptWorker(t, 0))), DetachedLog(logPath))
+	logPath := filepath.Join(e.dir, workerLogName)
+	d := e.dispatcher(WithDetachedWorkers(scriptWorker(t, 0)), detachedLog(logPath))
 	req := uuid.NewString()
-	if _, err := d.Start(context.Background(), receipt.ProfileConfigure, m.ID(), req); err != nil {
+	if _, err := d.Start(context.Background(), m.ID(), req, receipt.ProfileConfigure); err != nil {
 		t.Fatal(err)
 	}
 	want := "worker-stderr " + m.ID() + " " + req
@@ -117,8 +117,8 @@ func TestDetachedLogFile(t *testing.T) {
 	if err := os.Symlink(logPath, link); err != nil {
 		t.Fatal(err)
 	}
-	d2 := e.dispatcher(WithWorkerMode(Detached(noopWorker(t))), DetachedLog(link))
-	if _, err := d2.Start(context.Background(), receipt.ProfileConfigure, m.ID(), uuid.NewString()); !errors.Is(err, ErrWorkerLaunch) {
+	d2 := e.dispatcher(WithDetachedWorkers(noopWorker(t)), detachedLog(link))
+	if _, err := d2.Start(context.Background(), m.ID(), uuid.NewString(), receipt.ProfileConfigure); !errors.Is(err, ErrWorkerLaunch) {
 		t.Fatalf("symlinked log: %v", err)
 	}
 }
@@ -148,12 +148,12 @@ func (s *idleSub) Close() error { s.once.Do(func() { close(s.ch) }); return nil 
 // runLauncherChild: Start one request with a detached worker, print "launched", exit.
 func runLauncherChild() int {
 	d, err := New(stubNet{}, stubNet{}, WithClaimDir(os.Getenv(envClaimDir)), WithLogger(quietLogger()),
-		WithWorkerMode(Detached(os.Getenv(envWorkerExe))))
+		WithDetachedWorkers(os.Getenv(envWorkerExe)))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	if _, err := d.Start(context.Background(), receipt.ProfileConfigure, os.Getenv(envMinion), os.Getenv(envRequest)); err != nil {
+	if _, err := d.Start(context.Background(), os.Getenv(envMinion), os.Getenv(envRequest), receipt.ProfileConfigure); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
@@ -222,7 +222,7 @@ func TestDetachedResume(t *testing.T) {
 		t.Fatal(err)
 	}
 	env := childEnv(e)[len(os.Environ()):]
-	dd := e.dispatcher(WithWorkerMode(Detached(exe, env...)))
+	dd := e.dispatcher(WithDetachedWorkers(exe, env...))
 	t0 := time.Now()
 	r, err := dd.Resume(ctx, m.ID(), req)
 	if err != nil || (r.Status != receipt.StatusUnknown && r.Status != receipt.StatusSucceeded) {
@@ -235,7 +235,7 @@ func TestDetachedResume(t *testing.T) {
 		t.Fatalf("resume not recorded: %+v", c)
 	}
 	c := waitClaim(t, dd, req, "resolved", func(c *Claim) bool { return c.Status != receipt.StatusUnknown })
-	if c.Status != receipt.StatusSucceeded || c.Evidence != EvidenceReceipt || c.Quarantining() {
+	if c.Status != receipt.StatusSucceeded || c.Evidence != evidenceReceipt || c.Quarantining() {
 		t.Fatalf("%+v", c)
 	}
 	waitLockFree(t, dd, req)

@@ -43,7 +43,7 @@ func TestStartSucceededAndFailed(t *testing.T) {
 		t.Fatalf("runs: sim %d minion %d", e.runs(), m.Runs())
 	}
 	c := mustClaim(t, d, req2)
-	if c.Role != "roles.client_production" || c.Evidence != EvidenceReceipt || c.Quarantining() {
+	if c.Role != "roles.client_production" || c.Evidence != evidenceReceipt || c.Quarantining() {
 		t.Fatalf("claim: %+v", c)
 	}
 	if q, err := d.Quarantine(ctx, m.ID()); err != nil || len(q) != 0 {
@@ -51,7 +51,7 @@ func TestStartSucceededAndFailed(t *testing.T) {
 	}
 	// Published exactly: list target to that minion, [request_id, profile, ""] with the claim's JID.
 	for _, p := range e.sim.Publications() {
-		if p.Fun != FunRun || p.JID != c.JID {
+		if p.Fun != funRun || p.JID != c.JID {
 			continue
 		}
 		if len(p.Target) != 1 || p.Target[0] != m.ID() || len(p.Args) != 3 || p.Args[0] != req2 ||
@@ -75,7 +75,7 @@ func TestBusyTargetFailsPreflight(t *testing.T) {
 	if got.Status != receipt.StatusFailed || got.Passed != 0 || got.Total != 1 {
 		t.Fatalf("busy: %+v", got)
 	}
-	if c := mustClaim(t, d, b); c.ErrorCode != CodeLeaseBusy || c.WasDispatched() || c.Quarantining() {
+	if c := mustClaim(t, d, b); c.ErrorCode != codeLeaseBusy || c.WasDispatched() || c.Quarantining() {
 		t.Fatalf("busy claim: %+v", c)
 	}
 	m.Release()
@@ -108,7 +108,7 @@ func TestCapabilityUnverified(t *testing.T) {
 	if got.Status != receipt.StatusFailed || got.Total != 1 || e.runs() != 0 {
 		t.Fatalf("%+v runs=%d", got, e.runs())
 	}
-	if c := mustClaim(t, d, req); c.ErrorCode != CodeCapability || c.Quarantining() {
+	if c := mustClaim(t, d, req); c.ErrorCode != codeCapability || c.Quarantining() {
 		t.Fatalf("%+v", c)
 	}
 }
@@ -160,7 +160,7 @@ func TestWindowSpentThenResume(t *testing.T) {
 		t.Fatalf("%+v", got)
 	}
 	c := mustClaim(t, d, req)
-	if c.ErrorCode != CodeNoTrustworthyReturn || !c.Quarantining() {
+	if c.ErrorCode != codeNoTrustworthyReturn || !c.Quarantining() {
 		t.Fatalf("%+v", c)
 	}
 	if q, _ := d.Quarantine(ctx, m.ID()); len(q) != 1 {
@@ -172,7 +172,7 @@ func TestWindowSpentThenResume(t *testing.T) {
 	if got := waitFinal(t, d, receipt.ProfileProduction, m.ID(), req2); got.Status != receipt.StatusFailed || got.Total != 1 {
 		t.Fatalf("quarantined start: %+v", got)
 	}
-	if c2 := mustClaim(t, d, req2); c2.ErrorCode != CodeQuarantined {
+	if c2 := mustClaim(t, d, req2); c2.ErrorCode != codeQuarantined {
 		t.Fatalf("%+v", c2)
 	}
 	// Resume polls again; the minion finishes; unknown is replaced by the receipt.
@@ -183,7 +183,7 @@ func TestWindowSpentThenResume(t *testing.T) {
 	if err := d.Wait(ctx); err != nil {
 		t.Fatal(err)
 	}
-	got, _ = d.Status(ctx, receipt.ProfileConfigure, m.ID(), req)
+	got, _ = d.Status(ctx, m.ID(), req, receipt.ProfileConfigure)
 	if got.Status != receipt.StatusSucceeded || got.Passed != 1 {
 		t.Fatalf("after resume: %+v", got)
 	}

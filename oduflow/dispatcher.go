@@ -23,18 +23,21 @@ type Dispatcher struct {
 	hub    *hub
 	store  ClaimStore
 	leases Leases
-	clock  Clock
+	clock  clockSource
 	log    *slog.Logger
-	hooks  Hooks
-	mode   WorkerMode
+	hooks  hookSet
+	mode   workerMode
 	timers Timers
 	jids   *salt.JIDGenerator
 	step   func(string)
-	pubsrc PublicationSource
+	pubsrc publicationSource
 	pubSem chan struct{}
 	// workerLog is where detached workers' stdout/stderr go ("" = /dev/null).
 	workerLog     string
 	workerLogFile *os.File
+	// ownLog: workerLogFile was opened by New (WithWorkerLog); Close closes it.
+	ownLog   bool
+	closeLog sync.Once
 	// pkiDir is the Salt master's pki_dir: <pkiDir>/minions/<id> are the accepted minion keys.
 	pkiDir string
 	// unverifiedSeen holds the requests whose first unverified event was logged (during their wait).
@@ -48,10 +51,11 @@ type Dispatcher struct {
 // New builds a Dispatcher. client publishes (a *salt.Client), events reads the master event bus
 // (SaltEvents(addr) for a real master). The claim directory is opened (created 0700 when missing) now.
 func New(client Publisher, events EventSource, opts ...Option) (*Dispatcher, error) {
-	cfg := config{claimDir: DefaultClaimDir, pkiDir: DefaultPKIDir, clock: SystemClock(), hooks: NopHooks{}, timers: DefaultTimers()}
+	cfg := config{claimDir: defaultClaimDir, pkiDir: defaultPKIDir, clock: systemClockSource(), timers: DefaultTimers()}
 	for _, o := range opts {
 		o(&cfg)
 	}
+	var ownLog bool
 	if client == nil || events == nil {
 		return nil, errmark.Mark(errors.New("oduflow: nil client or event source"), ErrInvalidInput)
 	}
@@ -62,7 +66,7 @@ func New(client Publisher, events EventSource, opts ...Option) (*Dispatcher, err
 		cfg.jids = salt.NewJIDGenerator()
 	}
 	if cfg.maxPublish <= 0 {
-		cfg.maxPublish = DefaultMaxConcurrentPublishes
+		cfg.maxPublish = defaultMaxConcurrentPublishes
 	}
 	if cfg.publishing == nil {
 		cfg.publishing = fixedPublications{}
@@ -77,14 +81,21 @@ func New(client Publisher, events EventSource, opts ...Option) (*Dispatcher, err
 	if cfg.leases == nil {
 		l, ok := cfg.store.(Leases)
 		if !ok {
-			return nil, errmark.Mark(errors.New("oduflow: claim store has no leases; use WithLeases"), ErrInvalidInput)
+			return nil, errmark.Mark(errors.New("oduflow: the claim store does not implement Leases"), ErrInvalidInput)
 		}
 		cfg.leases = l
 	}
+	if cfg.workerLogOpen != "" && cfg.workerLogFile == nil {
+		f, err := openWorkerLogChecked(cfg.workerLogOpen)
+		if err != nil {
+			return nil, errmark.Mark(err, ErrInvalidInput)
+		}
+		cfg.workerLogFile, ownLog = f, true
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	d := &Dispatcher{pub: client, store: cfg.store, leases: cfg.leases, clock: cfg.clock, log: cfg.logger,
-		hooks: cfg.hooks, mode: cfg.mode, timers: cfg.timers, jids: cfg.jids, step: cfg.stepHook,
-		pubsrc: cfg.publishing, pubSem: make(chan struct{}, cfg.maxPublish), workerLog: cfg.workerLog, workerLogFile: cfg.workerLogFile,
+		hooks: hookSet{cfg.hooks}, mode: cfg.mode, timers: cfg.timers, jids: cfg.jids, step: cfg.stepHook,
+		pubsrc: cfg.publishing, pubSem: make(chan struct{}, cfg.maxPublish), workerLog: cfg.workerLog, workerLogFile: cfg.workerLogFile, ownLog: ownLog,
 		pkiDir: cfg.pkiDir,
 		ctx:    ctx, cancel: cancel}
 	d.hub = newHub(events, func(msg string, args ...any) { d.log.Warn(msg, args...) })
@@ -97,7 +108,11 @@ func (d *Dispatcher) Close() error {
 	d.cancel()
 	d.wg.Wait()
 	d.hub.close()
-	return nil
+	var err error
+	if d.ownLog {
+		d.closeLog.Do(func() { err = d.workerLogFile.Close() })
+	}
+	return err
 }
 
 // Wait blocks until every in-process worker started by this Dispatcher has finished, or ctx ends.
@@ -112,8 +127,23 @@ func (d *Dispatcher) Wait(ctx context.Context) error {
 	}
 }
 
-// Store is the dispatcher's claim store.
-func (d *Dispatcher) Store() ClaimStore { return d.store }
+// Lookup is the operator's read of a request's claim without knowing its profile: a copy of the claim as
+// last committed (identities, profile, phase, recorded status, counts, error code, evidence). It never
+// changes anything; its Status field is the recorded one, not the status rules' answer (use Status with
+// c.EffectiveProfile() for that). No claim: ErrNoClaim. A claim bound to another minion: ErrMismatch.
+func (d *Dispatcher) Lookup(ctx context.Context, minion, request string) (*Claim, error) {
+	if err := validateIDs(minion, request); err != nil {
+		return nil, err
+	}
+	c, err := d.store.Get(ctx, request)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkBinding(c, "", minion); err != nil {
+		return nil, err
+	}
+	return c.clone(), nil
+}
 
 func validateIDs(minion, request string) error {
 	if err := receipt.ValidateMinionID(minion); err != nil {
@@ -135,10 +165,10 @@ func validateProfile(p receipt.Profile) error {
 // checkBinding refuses a claim read through another profile or minion.
 func checkBinding(c *Claim, profile receipt.Profile, minion string) error {
 	if c.MinionID != minion {
-		return &MismatchError{Field: "minion_id", Bound: c.MinionID}
+		return &mismatchError{Field: "minion_id", Bound: c.MinionID}
 	}
 	if profile != "" && c.EffectiveProfile() != profile {
-		return &MismatchError{Field: "profile", Bound: string(c.EffectiveProfile())}
+		return &mismatchError{Field: "profile", Bound: string(c.EffectiveProfile())}
 	}
 	return nil
 }
@@ -155,12 +185,12 @@ func (d *Dispatcher) claimLog(c *Claim) *slog.Logger {
 // Before it writes a new claim, Start checks that it can dispatch, from state it already holds: its
 // credentials load (the key file reads; an eauth token is cached, or obtained once with mk_token) and its
 // event-bus subscription is live. Nothing is published for the check. When it fails, nothing is written
-// and the error matches ErrNotReady and its cause (ErrEventBus, ErrMasterUnreachable, salt.ErrKeyFile,
+// and the error matches ErrNotReady and its cause (the event bus or the master unreachable, salt.ErrKeyFile,
 // salt.ErrAuthentication, salt.ErrAuthorization); the same request id can be started once fixed. A claim
 // store that cannot be read gives ErrClaimStore (or ErrCorruptClaim for a damaged claim).
-func (d *Dispatcher) Start(ctx context.Context, profile receipt.Profile, minion, request string) (Response, error) {
+func (d *Dispatcher) Start(ctx context.Context, minion, request string, profile Profile) (Response, error) {
 	t0 := time.Now()
-	defer func() { d.hooks.Observe("start", time.Since(t0)) }()
+	defer func() { d.hooks.observe("start", time.Since(t0)) }()
 	if err := validateIDs(minion, request); err != nil {
 		return Response{}, err
 	}
@@ -181,14 +211,14 @@ func (d *Dispatcher) Start(ctx context.Context, profile receipt.Profile, minion,
 	if err := d.ready(ctx); err != nil {
 		return Response{}, err
 	}
-	c := &Claim{Protocol: ClaimProtocol, MinionID: minion, RequestID: request, Profile: profile,
+	c := &Claim{Protocol: claimProtocol, MinionID: minion, RequestID: request, Profile: profile,
 		Role: string(role), JID: string(d.jids.Next()), Phase: PhaseClaimed, CreatedAt: d.clock.Now()}
 	return d.create(ctx, c)
 }
 
 // create persists a new claim, then launches its worker. When a detached worker cannot be started, the
 // claim (still in phase claimed: nothing was published) is committed terminal failed with
-// CodeWorkerLaunch, and the response comes with a *WorkerLaunchError (ErrWorkerLaunch).
+// worker_launch_failed, and the response comes with an error matching ErrWorkerLaunch.
 func (d *Dispatcher) create(ctx context.Context, c *Claim) (Response, error) {
 	if err := d.store.Create(ctx, c); err != nil {
 		if errors.Is(err, ErrClaimExists) {
@@ -200,7 +230,7 @@ func (d *Dispatcher) create(ctx context.Context, c *Claim) (Response, error) {
 		}
 		return Response{}, err
 	}
-	d.hooks.Started(c.Profile, true)
+	d.hooks.started(c.Profile, true)
 	lg := d.claimLog(c)
 	lg.Info("claim created", slog.String("role", c.Role))
 	if err := d.launch(c); err != nil {
@@ -210,7 +240,7 @@ func (d *Dispatcher) create(ctx context.Context, c *Claim) (Response, error) {
 		if rerr != nil {
 			r = responseFor(out, receipt.StatusUnknown)
 		}
-		return r, &WorkerLaunchError{RequestID: c.RequestID, Cause: err}
+		return r, &workerLaunchError{RequestID: c.RequestID, Cause: err}
 	}
 	return responseFor(c, receipt.StatusRunning), nil
 }
@@ -219,14 +249,14 @@ func (d *Dispatcher) existing(ctx context.Context, c *Claim, profile receipt.Pro
 	if err := checkBinding(c, profile, minion); err != nil {
 		return Response{}, err
 	}
-	d.hooks.Started(c.EffectiveProfile(), false)
+	d.hooks.started(c.EffectiveProfile(), false)
 	return d.respond(ctx, c)
 }
 
 // Status reports the request's status under the response contract.
-func (d *Dispatcher) Status(ctx context.Context, profile receipt.Profile, minion, request string) (Response, error) {
+func (d *Dispatcher) Status(ctx context.Context, minion, request string, profile Profile) (Response, error) {
 	t0 := time.Now()
-	defer func() { d.hooks.Observe("status", time.Since(t0)) }()
+	defer func() { d.hooks.observe("status", time.Since(t0)) }()
 	if err := validateIDs(minion, request); err != nil {
 		return Response{}, err
 	}
@@ -268,9 +298,9 @@ func responseFor(c *Claim, st receipt.Status) Response {
 
 // computeStatus applies the status contract to a claim:
 //   - final (terminal/asserted): its recorded status;
-//   - more than StatusExpiry after dispatch: unknown, even if a worker holds the lock;
+//   - more than Timers.StatusExpiry after dispatch: unknown, even if a worker holds the lock;
 //   - request lock held: running;
-//   - lock free: running within LaunchGrace of creation, unknown (worker disappeared) after it.
+//   - lock free: running within Timers.LaunchGrace of creation, unknown (worker disappeared) after it.
 func (d *Dispatcher) computeStatus(ctx context.Context, c *Claim) (receipt.Status, error) {
 	if c.Phase.Final() {
 		return c.Status, nil
@@ -294,9 +324,9 @@ func (d *Dispatcher) computeStatus(ctx context.Context, c *Claim) (receipt.Statu
 
 type fixedPublications struct{}
 
-func (fixedPublications) Publication(_ context.Context, c *Claim) (PublicationSpec, error) {
+func (fixedPublications) Publication(_ context.Context, c *Claim) (publicationSpec, error) {
 	if c.EffectiveProfile() == receipt.ProfileCustom {
-		return PublicationSpec{}, errors.New("oduflow: custom claims need a custom publication source")
+		return publicationSpec{}, errors.New("oduflow: custom claims need a custom publication source")
 	}
-	return PublicationSpec{}, nil
+	return publicationSpec{}, nil
 }

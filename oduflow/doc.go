@@ -4,18 +4,24 @@
 //
 // # API
 //
+// The basic flow imports only oduflow and salt (the client):
+//
 //	d, err := oduflow.New(client, oduflow.SaltEvents(eventAddr), oduflow.WithClaimDir(dir))
 //	ready, err := d.Ping(ctx, minion)                      // test.ping + oduflow_job.capabilities
-//	resp, err := d.Start(ctx, receipt.ProfileConfigure, minion, request)
-//	resp, err = d.Status(ctx, receipt.ProfileConfigure, minion, request)
+//	request := oduflow.NewRequestID()
+//	resp, err := d.Start(ctx, minion, request, oduflow.ProfileConfigure)
+//	resp, err = d.Status(ctx, minion, request, oduflow.ProfileConfigure)
 //	resp, err = d.Reconcile(ctx, minion, request, oduflow.FromMinion{})   // or oduflow.Assert{...}
 //	resp, err = d.Resume(ctx, minion, request)              // poll an unknown request again
+//	claim, err := d.Lookup(ctx, minion, request)            // operator read, no profile needed
 //
-// Every Start/Status answers with Response (JSON: minion_id, request_id, jid, status, passed, total; jid
-// is null for not_started). Status is not_started, running, succeeded, failed or unknown. A request id is
-// bound to one profile and one minion: using it through another is refused with ErrProfileMismatch or
-// ErrMinionMismatch (a *MismatchError). Malformed ids are ErrInvalidInput (wrapping the receipt package's
-// id errors) and are refused before any I/O.
+// Every call names its target the same way: ctx, minion, request, then what the call needs (a profile,
+// a definition and mode for CustomStart, a Reconciliation). Every Start/Status answers with Response
+// (JSON: minion_id, request_id, jid, status, passed, total; jid is null for not_started). Status is
+// not_started, running, succeeded, failed or unknown (the Status* constants). A request id is bound to one
+// profile and one minion: using it through another is refused with ErrMismatch (the message names the
+// binding). Malformed ids are ErrInvalidInput (wrapping the receipt package's id errors) and are refused
+// before any I/O.
 //
 // # Claims
 //
@@ -30,7 +36,7 @@
 // dispatched without a terminal result is unknown and quarantines its client until an operator asserts an
 // outcome.
 //
-// # Worker (DESIGN.md section 5)
+// # Worker
 //
 //  1. request lock (what Status reads as "holds the execution lease"), then the per-client execution
 //     lease shared by all profiles (wait <= 60 s). Busy, or quarantined by an unresolved dispatched request
@@ -54,23 +60,23 @@
 //  5. the final result is committed under the claim's fenced update; a final result committed meanwhile
 //     by someone else is kept. Network I/O never happens under the claim record lock.
 //
-// Workers run in-process by default. WithWorkerMode(Detached(exe)) starts each worker as a separate
+// Workers run in-process by default. WithDetachedWorkers(exe) starts each worker as a separate
 // process of the same binary whose command line is exactly the two identities; the binary calls
-// MaybeRunWorker first thing in main (its build func must include WithCustomCatalog when custom
+// RunWorkerIfRequested first thing in main (its build func must include WithCustomCatalog when custom
 // executions are used). The worker re-validates the persisted profile/role pair against profiles.Fixed()
 // before publishing, and decides from the persisted claim what to do: dispatch a claim in phase claimed,
 // or poll an unresolved dispatched claim whose window is open (a detached Resume). A detached worker's
-// stdin/stdout/stderr are /dev/null unless DetachedLog(path) names a private log file: it never inherits
+// stdin/stdout/stderr are /dev/null unless WithWorkerLog(path) names a private log file: it never inherits
 // the launcher's. A worker that cannot be started leaves nothing published: Start commits the claim
-// terminal failed (worker_launch_failed) and returns the response with a *WorkerLaunchError.
+// terminal failed (worker_launch_failed) and returns the response with an error matching ErrWorkerLaunch.
 //
 // # Status rules and timers
 //
-// No claim: not_started. Final claim: its recorded status. Otherwise: unknown more than StatusExpiry
-// (7260 s) after dispatch, even if the lock is held; running while the request lock is held; running within
-// LaunchGrace (30 s) of creation; unknown afterwards (the worker disappeared). The worker's alarm is
-// HardDeadline (7250 s) after dispatch. All timers are named constants, injectable with WithTimers and
-// WithClock.
+// No claim: not_started. Final claim: its recorded status. Otherwise: unknown more than
+// Timers.StatusExpiry (7260 s) after dispatch, even if the lock is held; running while the request lock is
+// held; running within Timers.LaunchGrace (30 s) of creation; unknown afterwards (the worker disappeared).
+// The worker's alarm is Timers.HardDeadline (7250 s) after dispatch. Timers is the one place the timers
+// are expressed: DefaultTimers returns the production values, WithTimers replaces them.
 //
 // # Quarantine and reconciliation
 //
@@ -127,5 +133,43 @@
 // # Observability
 //
 // log/slog lines carry request_id, minion_id, jid and profile; never secrets or raw Salt returns. Hooks
-// (NopHooks by default) receive counters and durations for Prometheus or OpenTelemetry adapters.
+// (WithHooks; none by default) receive counters and durations for Prometheus or OpenTelemetry adapters,
+// and are the public way to follow a worker's progress (a demo narrates with Hooks.Published).
+//
+// # Claim records
+//
+// A Claim's Phase is one of the Phase* constants. Its Evidence (with a final result) is one of:
+//
+//	receipt     a minion receipt bound to the claim (return or status poll), proof verified
+//	preflight   the master's own preflight failure; nothing published
+//	refused     the publish reply proved nothing was published
+//	none        unknown: no trustworthy evidence
+//	asserted    an operator's assertion (Reconcile with Assert; never a minion receipt)
+//	reconciled  a minion receipt fetched by an operator's Reconcile FromMinion
+//
+// Its ErrorCode (sanitized; also the code label of Hooks.Outcome) is "" or one of:
+//
+//	lease_busy                the per-client execution lease was busy for Timers.LeaseWait
+//	quarantined               the client has an unresolved dispatched request
+//	claim_store_unreadable    the client's claims or leases cannot be read safely
+//	capability_unverified     oduflow_job.capabilities did not report protocol 1 with receipt proofs
+//	minion_key_unavailable    the master's accepted key for the minion cannot be read
+//	event_bus_unavailable     the master event bus cannot be subscribed to
+//	role_not_allowed          the persisted profile/role pair is not in profiles.Fixed()
+//	payload_unavailable       a custom claim's frozen payload cannot be read
+//	publish_authentication    the publish was refused: authentication
+//	publish_authorization     the publish was refused: authorization
+//	publish_no_minions        the publish was refused: no minion matched
+//	publish_bad_load          the publish was refused: bad load
+//	publish_master_exception  the publish was refused: master exception
+//	publish_not_sent          the request never left (a call or publish not sent)
+//	publish_refused           another reply proving nothing was published
+//	publish_outcome_unknown   the publish may have gone out (lost reply, timeout after send): unknown
+//	no_trustworthy_return     no verified receipt within the window or budget: unknown
+//	minion_reported_unknown   the minion's signed receipt says unknown
+//	worker_lost               the worker started after Timers.LaunchGrace (reported unknown meanwhile)
+//	worker_launch_failed      a detached worker could not be started; nothing published
+//	jid_collision             another claim of the client drew the same JID; nothing published
+//	asserted                  an operator asserted the outcome
+//	legacy_error              a legacy claim recorded an error
 package oduflow

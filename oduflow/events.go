@@ -102,7 +102,7 @@ func (h *hub) ensure(ctx context.Context) error {
 	ok, closed := h.sub != nil, h.closed
 	h.mu.Unlock()
 	if closed {
-		return ErrClosed
+		return errClosed
 	}
 	if ok {
 		return nil
@@ -117,13 +117,13 @@ func (h *hub) ensure(ctx context.Context) error {
 	}
 	sub, err := h.src.Subscribe(ctx)
 	if err != nil {
-		return errmark.Mark(errors.Wrap(err, "oduflow: subscribe to event bus"), ErrEventBus)
+		return errmark.Mark(errors.Wrap(err, "oduflow: subscribe to event bus"), errEventBus)
 	}
 	h.mu.Lock()
 	if h.closed {
 		h.mu.Unlock()
 		_ = sub.Close()
-		return ErrClosed
+		return errClosed
 	}
 	h.sub = sub
 	h.gen++
@@ -224,7 +224,7 @@ func (h *hub) watch(ctx context.Context, jid salt.JID) (*waiter, error) {
 	h.mu.Lock()
 	if h.closed {
 		h.mu.Unlock()
-		return nil, ErrClosed
+		return nil, errClosed
 	}
 	set := h.byJID[jid]
 	if set == nil {

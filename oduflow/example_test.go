@@ -51,15 +51,15 @@ func Example() {
 	fmt.Println("ready:", ready.Ready(), "protocol:", ready.Protocol)
 
 	request := "0d4c1f7e-9a2b-4c3d-8e5f-6a7b8c9d0e1f"
-	first, _ := d.Start(ctx, receipt.ProfileConfigure, minion, request)
+	first, _ := d.Start(ctx, minion, request, receipt.ProfileConfigure)
 	fmt.Println("start:", first.Status)
 	resp := first
 	for resp.Status == receipt.StatusRunning {
 		time.Sleep(10 * time.Millisecond)
-		resp, _ = d.Status(ctx, receipt.ProfileConfigure, minion, request)
+		resp, _ = d.Status(ctx, minion, request, receipt.ProfileConfigure)
 	}
 	fmt.Println("status:", resp.Status, resp.Passed, "/", resp.Total)
-	again, _ := d.Start(ctx, receipt.ProfileConfigure, minion, request)
+	again, _ := d.Start(ctx, minion, request, receipt.ProfileConfigure)
 	fmt.Println("same jid:", *again.JID == *first.JID, "runs published:", sim.PublicationCount("oduflow_job.run", ""))
 	// Output:
 	// ready: true protocol: 1

@@ -23,7 +23,7 @@ import (
 // onStep runs fn once, at the first occurrence of step.
 func onStep(step string, fn func()) Option {
 	var once sync.Once
-	return WithStepHook(func(s string) {
+	return withStepHook(func(s string) {
 		if s == step {
 			once.Do(fn)
 		}
@@ -35,7 +35,7 @@ func waitClaim(t *testing.T, d *Dispatcher, req string, what string, ok func(*Cl
 	t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
 	for time.Now().Before(deadline) {
-		if c, err := d.Store().Get(context.Background(), req); err == nil && ok(c) {
+		if c, err := d.store.Get(context.Background(), req); err == nil && ok(c) {
 			return c
 		}
 		time.Sleep(10 * time.Millisecond)
@@ -47,7 +47,7 @@ func waitClaim(t *testing.T, d *Dispatcher, req string, what string, ok func(*Cl
 // loseReplyAndReturn arms the simulator to drop the reply of the run publish and the return event of its
 // JID (the run happens; only a status poll can tell).
 func loseReplyAndReturn(t *testing.T, e *simEnv, d *Dispatcher, req string) {
-	c, err := d.Store().Get(context.Background(), req)
+	c, err := d.store.Get(context.Background(), req)
 	if err != nil {
 		t.Error(err)
 		return
@@ -64,14 +64,14 @@ func TestLostPublishReplyIsUnknownAndQuarantines(t *testing.T) {
 	m := e.addMinion(fakeminion.WithHold())
 	req := uuid.NewString()
 	var d *Dispatcher
-	d = e.dispatcher(onStep(StepDispatchRecorded, func() { loseReplyAndReturn(t, e, d, req) }))
+	d = e.dispatcher(onStep(stepDispatchRecorded, func() { loseReplyAndReturn(t, e, d, req) }))
 	ctx := context.Background()
 	mustStart(t, d, receipt.ProfileConfigure, m.ID(), req)
 	c := waitClaim(t, d, req, "final", func(c *Claim) bool { return c.Phase.Final() })
-	if c.Status != receipt.StatusUnknown || c.ErrorCode != CodeOutcomeUnknown || !c.Quarantining() {
+	if c.Status != receipt.StatusUnknown || c.ErrorCode != codeOutcomeUnknown || !c.Quarantining() {
 		t.Fatalf("right after the publish: %+v", c)
 	}
-	if got, _ := d.Status(ctx, receipt.ProfileConfigure, m.ID(), req); got.Status != receipt.StatusUnknown {
+	if got, _ := d.Status(ctx, m.ID(), req, receipt.ProfileConfigure); got.Status != receipt.StatusUnknown {
 		t.Fatalf("status %+v", got)
 	}
 	if q, _ := d.Quarantine(ctx, m.ID()); len(q) != 1 {
@@ -88,17 +88,17 @@ func TestLostPublishReplyIsUnknownAndQuarantines(t *testing.T) {
 	if got := waitFinal(t, d, receipt.ProfileCredentials, m.ID(), req2); got.Status != receipt.StatusFailed {
 		t.Fatalf("%+v", got)
 	}
-	if mustClaim(t, d, req2).ErrorCode != CodeQuarantined || e.runs() != 1 {
+	if mustClaim(t, d, req2).ErrorCode != codeQuarantined || e.runs() != 1 {
 		t.Fatal("not quarantined")
 	}
 	// The minion finishes; its return is lost; the worker's status poll reads the receipt.
-	polls := e.sim.PublicationCount(FunStatus, "")
+	polls := e.sim.PublicationCount(funStatus, "")
 	m.Release()
 	c = waitClaim(t, d, req, "resolved", func(c *Claim) bool { return c.Status != receipt.StatusUnknown })
-	if c.Status != receipt.StatusSucceeded || c.Evidence != EvidenceReceipt || c.Quarantining() || c.Passed != 1 {
+	if c.Status != receipt.StatusSucceeded || c.Evidence != evidenceReceipt || c.Quarantining() || c.Passed != 1 {
 		t.Fatalf("after the receipt: %+v", c)
 	}
-	if e.sim.PublicationCount(FunStatus, "") <= polls {
+	if e.sim.PublicationCount(funStatus, "") <= polls {
 		t.Fatal("resolved without a status poll")
 	}
 	if q, _ := d.Quarantine(ctx, m.ID()); len(q) != 0 {
@@ -117,7 +117,7 @@ func TestLostPublishReplyIsUnknownAndQuarantines(t *testing.T) {
 type lostRun struct{ Publisher }
 
 func (p lostRun) Publish(ctx context.Context, req salt.PublishRequest) (*salt.PublishResult, error) {
-	if req.Fun == FunRun {
+	if req.Fun == funRun {
 		return nil, errmark.Mark(errors.New("test: reply lost"), salt.ErrOutcomeUnknown)
 	}
 	return p.Publisher.Publish(ctx, req)
@@ -141,9 +141,9 @@ func TestLostPublishNeverRunStaysUnknown(t *testing.T) {
 		t.Fatal(err)
 	}
 	c = mustClaim(t, d, req)
-	if c.Status != receipt.StatusUnknown || c.ErrorCode != CodeOutcomeUnknown || !c.Quarantining() ||
-		m.Calls(FunStatus) == 0 || m.Runs() != 0 {
-		t.Fatalf("after the window: %+v status calls %d runs %d", c, m.Calls(FunStatus), m.Runs())
+	if c.Status != receipt.StatusUnknown || c.ErrorCode != codeOutcomeUnknown || !c.Quarantining() ||
+		m.Calls(funStatus) == 0 || m.Runs() != 0 {
+		t.Fatalf("after the window: %+v status calls %d runs %d", c, m.Calls(funStatus), m.Runs())
 	}
 	if _, err := d.Reconcile(ctx, m.ID(), req, FromMinion{}); !errors.Is(err, ErrUnresolved) {
 		t.Fatalf("not_started must not resolve: %v", err)
@@ -175,7 +175,7 @@ func TestAssertReleasesQuarantine(t *testing.T) {
 		t.Fatalf("%+v %v", r, err)
 	}
 	c := mustClaim(t, d, req)
-	if c.Phase != PhaseAsserted || c.Evidence != EvidenceAsserted || c.AssertedBy != "alice" || c.Quarantining() {
+	if c.Phase != PhaseAsserted || c.Evidence != evidenceAsserted || c.AssertedBy != "alice" || c.Quarantining() {
 		t.Fatalf("%+v", c)
 	}
 	if _, err := d.Reconcile(ctx, m.ID(), req, Assert{Outcome: receipt.StatusSucceeded, Who: "bob", Why: "x"}); !errors.Is(err, ErrNotUnknown) {
@@ -198,7 +198,7 @@ func TestReconcileFromMinionReplacesAssertion(t *testing.T) {
 		fakeminion.WithResult(receipt.ProfileProduction, fakeminion.Result{Status: receipt.StatusFailed, Passed: 2, Total: 3}))
 	req := uuid.NewString()
 	var d *Dispatcher
-	d = e.dispatcher(onStep(StepDispatchRecorded, func() { loseReplyAndReturn(t, e, d, req) }))
+	d = e.dispatcher(onStep(stepDispatchRecorded, func() { loseReplyAndReturn(t, e, d, req) }))
 	ctx := context.Background()
 	mustStart(t, d, receipt.ProfileProduction, m.ID(), req)
 	waitClaim(t, d, req, "final", func(c *Claim) bool { return c.Phase.Final() })
@@ -221,7 +221,7 @@ func TestReconcileFromMinionReplacesAssertion(t *testing.T) {
 	}
 	forged := live
 	forged.Status, forged.Passed = receipt.StatusSucceeded, 3
-	if _, err := d.Reconcile(ctx, m.ID(), req, FromMinion{Receipt: &forged}); !errors.Is(err, ErrEvidenceMismatch) {
+	if _, err := d.Reconcile(ctx, m.ID(), req, FromMinion{Receipt: &forged}); !errors.Is(err, errEvidenceMismatch) {
 		t.Fatalf("forged: %v", err)
 	}
 	r, err := d.Reconcile(ctx, m.ID(), req, FromMinion{Receipt: &live})
@@ -229,7 +229,7 @@ func TestReconcileFromMinionReplacesAssertion(t *testing.T) {
 		t.Fatalf("reconcile: %+v %v", r, err)
 	}
 	c := mustClaim(t, d, req)
-	if c.Phase != PhaseTerminal || c.Evidence != EvidenceReconciled || c.AssertedBy != "alice" ||
+	if c.Phase != PhaseTerminal || c.Evidence != evidenceReconciled || c.AssertedBy != "alice" ||
 		c.AssertedWhy != "looked fine" || c.Quarantining() || c.ErrorCode != "" {
 		t.Fatalf("%+v", c)
 	}
@@ -245,14 +245,14 @@ func TestReconcileFromMinionReplacesAssertion(t *testing.T) {
 func TestLostReturnRecoveredByPolling(t *testing.T) {
 	e := startSim(t)
 	m := e.addMinion()
-	d := e.dispatcher(onStep(StepPublishSending, func() { e.sim.DropNextReturn("") }))
+	d := e.dispatcher(onStep(stepPublishSending, func() { e.sim.DropNextReturn("") }))
 	req := uuid.NewString()
 	mustStart(t, d, receipt.ProfileConfigure, m.ID(), req)
 	got := waitFinal(t, d, receipt.ProfileConfigure, m.ID(), req)
 	if got.Status != receipt.StatusSucceeded || e.runs() != 1 {
 		t.Fatalf("%+v runs %d", got, e.runs())
 	}
-	if e.sim.PublicationCount(FunStatus, "") < 1 {
+	if e.sim.PublicationCount(funStatus, "") < 1 {
 		t.Fatal("no status poll")
 	}
 }
@@ -260,7 +260,7 @@ func TestLostReturnRecoveredByPolling(t *testing.T) {
 func TestEventBusClosedAndReopened(t *testing.T) {
 	e := startSim(t)
 	m := e.addMinion(fakeminion.WithDelay(300 * time.Millisecond))
-	d := e.dispatcher(onStep(StepPublishReplied, func() { e.sim.CloseEventBus() }))
+	d := e.dispatcher(onStep(stepPublishReplied, func() { e.sim.CloseEventBus() }))
 	req := uuid.NewString()
 	mustStart(t, d, receipt.ProfileConfigure, m.ID(), req)
 	got := waitFinal(t, d, receipt.ProfileConfigure, m.ID(), req)
@@ -282,7 +282,7 @@ type runOnly struct {
 }
 
 func (p runOnly) Publish(ctx context.Context, req salt.PublishRequest) (*salt.PublishResult, error) {
-	if req.Fun != FunRun {
+	if req.Fun != funRun {
 		return p.normal.Publish(ctx, req)
 	}
 	if p.mutate != nil {
@@ -306,23 +306,23 @@ func TestRefusedPublishFailsWithoutQuarantine(t *testing.T) {
 	}{
 		{"authentication", func() Publisher {
 			return runOnly{normal: e.client, run: e.newClient(salt.WithAuth(salt.UserKey("root", badKey)))}
-		}, CodeAuthentication},
+		}, codeAuthentication},
 		{"authorization", func() Publisher {
 			return runOnly{normal: e.client, run: e.newClient(salt.WithAuth(salt.Eauth("file", "reader", "pw-reader")))}
-		}, CodeAuthorization},
+		}, codeAuthorization},
 		{"no minions", func() Publisher {
 			return runOnly{normal: e.client, run: e.client, mutate: func(r *salt.PublishRequest) {
 				r.Target = salt.ListTarget(newMinionID())
 			}}
-		}, CodeNoMinions},
+		}, codeNoMinions},
 		{"bad load", func() Publisher {
 			return runOnly{normal: e.client, run: e.newClient(salt.WithEnvelopeVersion(1))}
-		}, CodeBadLoad},
+		}, codeBadLoad},
 		{"master exception", func() Publisher { // "Some exception handling minion payload"
 			return runOnly{normal: e.client, run: e.client, mutate: func(*salt.PublishRequest) {
 				e.sim.ExceptionNextReply("publish")
 			}}
-		}, CodeMasterException},
+		}, codeMasterException},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -333,7 +333,7 @@ func TestRefusedPublishFailsWithoutQuarantine(t *testing.T) {
 			mustStart(t, d, receipt.ProfileConfigure, m.ID(), req)
 			got := waitFinal(t, d, receipt.ProfileConfigure, m.ID(), req)
 			c := mustClaim(t, d, req)
-			if got.Status != receipt.StatusFailed || c.ErrorCode != tc.code || c.Evidence != EvidenceRefused ||
+			if got.Status != receipt.StatusFailed || c.ErrorCode != tc.code || c.Evidence != evidenceRefused ||
 				c.Quarantining() || e.runs() != before || m.Runs() != 0 {
 				t.Fatalf("%+v %+v runs %d", got, c, e.runs())
 			}
@@ -352,7 +352,7 @@ func TestUserKeyReadAgainAfterAuthError(t *testing.T) {
 	e := startSim(t)
 	m := e.addMinion()
 	// The master restarts (rotating its key) between the capability check and the run publish.
-	d := e.dispatcher(onStep(StepDispatchRecorded, func() {
+	d := e.dispatcher(onStep(stepDispatchRecorded, func() {
 		if err := e.sim.RotateKey(); err != nil {
 			t.Error(err)
 		}
@@ -362,7 +362,7 @@ func TestUserKeyReadAgainAfterAuthError(t *testing.T) {
 	if got := waitFinal(t, d, receipt.ProfileConfigure, m.ID(), req); got.Status != receipt.StatusFailed {
 		t.Fatalf("%+v", got)
 	}
-	if c := mustClaim(t, d, req); c.ErrorCode != CodeAuthentication || c.Quarantining() {
+	if c := mustClaim(t, d, req); c.ErrorCode != codeAuthentication || c.Quarantining() {
 		t.Fatalf("%+v", c)
 	}
 	e.syncKey() // the deployment's key file now holds the new key: the next request reads it

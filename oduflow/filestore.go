@@ -14,8 +14,8 @@ import (
 	"github.com/oduflow/oduflow-go/receipt"
 )
 
-// DefaultClaimDir is where claims live unless WithClaimDir says otherwise.
-const DefaultClaimDir = "/var/cache/salt/oduflow-apply"
+// defaultClaimDir is where claims live unless WithClaimDir says otherwise.
+const defaultClaimDir = "/var/cache/salt/oduflow-apply"
 
 const (
 	claimSuffix    = ".json"
@@ -106,7 +106,7 @@ func (s *FileClaimStore) index(minionID, requestID string) error {
 }
 
 // Reindex scans every claim of the directory and adds missing per-client index entries (legacy claims).
-// A claim it cannot read stops the scan with an *UnreadableClaimError.
+// A claim it cannot read stops the scan with an error matching ErrCorruptClaim that names it.
 func (s *FileClaimStore) Reindex(ctx context.Context) error {
 	names, err := s.st.List("")
 	if err != nil {
@@ -127,7 +127,7 @@ func (s *FileClaimStore) Reindex(ctx context.Context) error {
 			}
 			// Its owner is unknown, so no client can be proven clear of it: the scan stops (and is retried
 			// by the next listing), naming the claim.
-			return errors.WithStack(&UnreadableClaimError{RequestID: req, Err: err})
+			return errors.WithStack(&unreadableClaimError{RequestID: req, Err: err})
 		}
 		if err := s.index(c.MinionID, c.RequestID); err != nil {
 			return err
@@ -179,7 +179,7 @@ func (s *FileClaimStore) Create(ctx context.Context, c *Claim) error {
 	if err := cp.Validate(); err != nil {
 		return err
 	}
-	data, err := EncodeClaim(cp)
+	data, err := encodeClaim(cp)
 	if err != nil {
 		return err
 	}
@@ -221,7 +221,7 @@ func (s *FileClaimStore) read(requestID string) (*Claim, error) {
 		}
 		return nil, errors.Wrap(err, "oduflow: read claim")
 	}
-	c, err := DecodeClaim(data)
+	c, err := decodeClaim(data)
 	if err != nil {
 		return nil, errmark.Mark(err, ErrCorruptClaim) // the standard library's errors.Is must see it
 	}
@@ -285,7 +285,7 @@ func (s *FileClaimStore) compareAndSwap(ctx context.Context, next *Claim, held [
 	}
 	out := next.clone()
 	out.Generation = cur.Generation + 1
-	data, err := EncodeClaim(out)
+	data, err := encodeClaim(out)
 	if err != nil {
 		return nil, err
 	}
@@ -302,8 +302,8 @@ func sameIdentity(a, b *Claim) bool {
 }
 
 // ListByClient implements ClaimStore: it reads the client's index, then each indexed claim. A claim that
-// exists but cannot be read (unsafe or non-regular file, corrupt JSON) is an *UnreadableClaimError
-// (ErrCorruptClaim) naming its request id.
+// exists but cannot be read (unsafe or non-regular file, corrupt JSON) is an error matching
+// ErrCorruptClaim that names its request id.
 func (s *FileClaimStore) ListByClient(ctx context.Context, minionID string) ([]*Claim, error) {
 	if err := receipt.ValidateMinionID(minionID); err != nil {
 		return nil, invalid(err, "minion id")
@@ -333,7 +333,7 @@ func (s *FileClaimStore) ListByClient(ctx context.Context, minionID string) ([]*
 				continue // indexed, but the claim was never created (or lost the race to another minion)
 			}
 			// Never skip it: the unreadable claim may be the client's unresolved dispatch.
-			return nil, errors.WithStack(&UnreadableClaimError{RequestID: req, Err: err})
+			return nil, errors.WithStack(&unreadableClaimError{RequestID: req, Err: err})
 		}
 		if c.MinionID == minionID {
 			out = append(out, c)
@@ -358,7 +358,7 @@ func (s *FileClaimStore) TryRequestLock(ctx context.Context, requestID string) (
 	lk, err := s.st.TryLock(requestLockPfx + requestID)
 	if err != nil {
 		if errors.Is(err, safefile.ErrLocked) {
-			return nil, errmark.Mark(err, ErrLeaseHeld)
+			return nil, errmark.Mark(err, ErrLeaseBusy)
 		}
 		return nil, errors.Wrap(err, "oduflow: request lock")
 	}

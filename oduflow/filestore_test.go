@@ -143,7 +143,7 @@ func TestLegacyIndexedByScan(t *testing.T) {
 		t.Fatal(err)
 	}
 	data := readFixture(t, "unprofiled_dispatched.json")
-	lc, _ := DecodeClaim(data)
+	lc, _ := decodeClaim(data)
 	if err := fs.files().WriteAtomic(claimName(lc.RequestID), data); err != nil {
 		t.Fatal(err)
 	}
@@ -161,27 +161,27 @@ func TestLegacyIndexedByScan(t *testing.T) {
 func TestRoleTamperingRefusedByWorker(t *testing.T) {
 	e := startSim(t)
 	m := e.addMinion()
-	d := e.dispatcher(WithWorkerMode(Detached(noopWorker(t))))
+	d := e.dispatcher(WithDetachedWorkers(noopWorker(t)))
 	ctx := context.Background()
 	req := uuid.NewString()
 	// Create the claim without a worker (the detached "worker" does nothing), then tamper with its role.
 	mustStart(t, d, receipt.ProfileConfigure, m.ID(), req)
 	c := mustClaim(t, d, req)
 	c.Role = "roles.something_else"
-	data, _ := EncodeClaim(c)
+	data, _ := encodeClaim(c)
 	if err := mustFileStore(t, d).files().WriteAtomic(claimName(req), data); err != nil {
 		t.Fatal(err)
 	}
-	if err := d.RunWorker(ctx, []string{m.ID(), req}); !errors.Is(err, ErrRoleNotAllowed) {
+	if err := d.RunWorker(ctx, []string{m.ID(), req}); !errors.Is(err, errRoleNotAllowed) {
 		t.Fatalf("tampered role: %v", err)
 	}
-	if c := mustClaim(t, d, req); c.ErrorCode != CodeRoleNotAllowed || c.Status != receipt.StatusFailed || e.runs() != 0 {
+	if c := mustClaim(t, d, req); c.ErrorCode != codeRoleNotAllowed || c.Status != receipt.StatusFailed || e.runs() != 0 {
 		t.Fatalf("%+v", c)
 	}
 	if err := d.RunWorker(ctx, []string{m.ID()}); !errors.Is(err, ErrInvalidInput) {
 		t.Fatalf("args: %v", err)
 	}
-	if err := d.RunWorker(ctx, []string{newMinionID(), req}); !errors.Is(err, ErrMinionMismatch) {
+	if err := d.RunWorker(ctx, []string{newMinionID(), req}); !errors.Is(err, errMinionMismatch) {
 		t.Fatalf("other minion: %v", err)
 	}
 }
@@ -193,6 +193,12 @@ type recHooks struct {
 	outcomes   map[receipt.Status]int
 	observed   map[string]int
 	unverified map[string]int
+}
+
+// hooks is h as the dispatcher's Hooks.
+func (h *recHooks) hooks() Hooks {
+	return Hooks{Started: h.Started, Published: h.Published, Outcome: h.Outcome, Observe: h.Observe,
+		UnverifiedEvent: h.UnverifiedEvent}
 }
 
 func (h *recHooks) Started(receipt.Profile, bool) { h.mu.Lock(); h.started++; h.mu.Unlock() }
@@ -221,13 +227,13 @@ func TestHooksAndLogAttributes(t *testing.T) {
 	m := e.addMinion()
 	var buf syncBuffer
 	h := &recHooks{pubs: map[string]int{}, outcomes: map[receipt.Status]int{}, observed: map[string]int{}}
-	d := e.dispatcher(WithMetrics(h), WithLogger(slog.New(slog.NewJSONHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))))
+	d := e.dispatcher(WithHooks(h.hooks()), WithLogger(slog.New(slog.NewJSONHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))))
 	req := uuid.NewString()
 	mustStart(t, d, receipt.ProfileConfigure, m.ID(), req)
 	waitFinal(t, d, receipt.ProfileConfigure, m.ID(), req)
 	_ = d.Close()
 	h.mu.Lock()
-	if h.started != 1 || h.pubs[FunRun+"/ok"] != 1 || h.pubs[FunCapabilities+"/ok"] != 1 ||
+	if h.started != 1 || h.pubs[funRun+"/ok"] != 1 || h.pubs[funCapabilities+"/ok"] != 1 ||
 		h.outcomes[receipt.StatusSucceeded] != 1 || h.observed["start"] != 1 || h.observed["dispatch_to_final"] != 1 {
 		t.Fatalf("hooks: %+v", h)
 	}

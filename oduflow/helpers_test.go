@@ -69,7 +69,7 @@ func readFixture(t testing.TB, name string) []byte {
 
 func mustFileStore(t testing.TB, d *Dispatcher) *FileClaimStore {
 	t.Helper()
-	fs, ok := d.Store().(*FileClaimStore)
+	fs, ok := d.store.(*FileClaimStore)
 	if !ok {
 		t.Fatal("not a file store")
 	}
@@ -80,7 +80,7 @@ func mustFileStore(t testing.TB, d *Dispatcher) *FileClaimStore {
 func installFixture(t testing.TB, d *Dispatcher, name string) *Claim {
 	t.Helper()
 	data := readFixture(t, name)
-	c, err := DecodeClaim(data)
+	c, err := decodeClaim(data)
 	if err != nil {
 		t.Fatalf("%s: %v", name, err)
 	}

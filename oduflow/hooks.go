@@ -2,45 +2,82 @@ package oduflow
 
 import (
 	"time"
-
-	"github.com/oduflow/oduflow-go/receipt"
 )
 
 // Hooks receive metrics events; plug Prometheus or OpenTelemetry here without the library importing
-// either. Implementations must be fast and goroutine-safe. Label values are bounded enumerations (profiles,
-// statuses, error codes, function names), never identities.
-type Hooks interface {
+// either. Every field is optional (nil: the event is dropped), so a Hooks value built today keeps
+// compiling when events are added. The funcs are called synchronously on the dispatcher's and workers'
+// goroutines: they must be fast and goroutine-safe. Label values are bounded enumerations (profiles,
+// statuses, error codes, function names, reasons), never identities.
+type Hooks struct {
 	// Started counts Start calls: created is true when this call created the claim.
-	Started(profile receipt.Profile, created bool)
-	// Published counts publications by function ("oduflow_job.run", "oduflow_job.status", ...) and result
-	// ("ok", or an error code such as publish_outcome_unknown).
-	Published(fun string, result string)
+	Started func(profile Profile, created bool)
+	// Published counts publications by function ("test.ping", "oduflow_job.capabilities",
+	// "oduflow_job.run", "oduflow_job.status", "oduflow_job.attest") and result ("ok", or an error code
+	// such as publish_outcome_unknown). A worker reports oduflow_job.capabilities (its preflight) before it
+	// records the dispatch intent and publishes oduflow_job.run.
+	Published func(fun string, result string)
 	// Outcome counts final outcomes committed by a worker or by reconciliation (code may be "").
-	Outcome(profile receipt.Profile, status receipt.Status, code string)
+	Outcome func(profile Profile, status Status, code string)
 	// Observe records durations: "start", "status", "dispatch_to_final", "publish", "poll", "proof".
-	Observe(op string, d time.Duration)
+	Observe func(op string, d time.Duration)
 	// UnverifiedEvent counts returns that are never evidence: forged or stray events on the master bus,
-	// and answers whose receipt proof does not verify. reason is one of the Unverified* constants.
-	UnverifiedEvent(reason string)
+	// and answers whose receipt proof does not verify. reason is one of:
+	//
+	//	minion_event   data cmd is _minion_event: fired by some minion, not a return
+	//	id_mismatch    data id is not the minion of the tag
+	//	wrong_minion   a return of the request's JID from another minion
+	//	not_receipt    not a protocol-1 receipt, or bound to another claim
+	//	proof_invalid  an attest answer whose proof does not verify or binds elsewhere
+	//	unproven       a terminal-looking return the minion's signed answer does not confirm
+	UnverifiedEvent func(reason string)
+	// Step traces a worker's progress through one request, in order: "claimed" (request lock held, claim
+	// read), "lease" (client lease held, preflight passed), "dispatch_recorded" (the dispatch intent is
+	// durable, nothing sent yet), "publish_sending", "publish_replied", "returned" (a proven terminal
+	// receipt in hand, not committed yet), "committed". It runs on the worker's goroutine: a slow Step
+	// slows the worker (a tracer or a crash test may do that on purpose).
+	Step func(step string)
 }
 
 // Reasons passed to Hooks.UnverifiedEvent.
 const (
-	UnverifiedMinionEvent = "minion_event"  // data cmd is _minion_event: fired by some minion, not a return
-	UnverifiedIDMismatch  = "id_mismatch"   // data id is not the minion of the tag
-	UnverifiedWrongMinion = "wrong_minion"  // a return of the request's JID from another minion
-	UnverifiedNotReceipt  = "not_receipt"   // not a protocol-1 receipt, or bound to another claim
-	UnverifiedProof       = "proof_invalid" // an attest answer whose proof does not verify or binds elsewhere
-	UnverifiedUnproven    = "unproven"      // a terminal-looking return the minion's signed answer does not confirm
+	unverifiedMinionEvent = "minion_event"
+	unverifiedIDMismatch  = "id_mismatch"
+	unverifiedWrongMinion = "wrong_minion"
+	unverifiedNotReceipt  = "not_receipt"
+	unverifiedProof       = "proof_invalid"
+	unverifiedUnproven    = "unproven"
 )
 
-// NopHooks discards everything; the default.
-type NopHooks struct{}
+// hookSet calls the Hooks that are set.
+type hookSet struct{ h Hooks }
 
-func (NopHooks) Started(receipt.Profile, bool)                   {}
-func (NopHooks) Published(string, string)                        {}
-func (NopHooks) Outcome(receipt.Profile, receipt.Status, string) {}
-func (NopHooks) Observe(string, time.Duration)                   {}
-func (NopHooks) UnverifiedEvent(string)                          {}
+func (s hookSet) started(p Profile, created bool) {
+	if s.h.Started != nil {
+		s.h.Started(p, created)
+	}
+}
 
-var _ Hooks = NopHooks{}
+func (s hookSet) published(fun, result string) {
+	if s.h.Published != nil {
+		s.h.Published(fun, result)
+	}
+}
+
+func (s hookSet) outcome(p Profile, st Status, code string) {
+	if s.h.Outcome != nil {
+		s.h.Outcome(p, st, code)
+	}
+}
+
+func (s hookSet) observe(op string, d time.Duration) {
+	if s.h.Observe != nil {
+		s.h.Observe(op, d)
+	}
+}
+
+func (s hookSet) unverifiedEvent(reason string) {
+	if s.h.UnverifiedEvent != nil {
+		s.h.UnverifiedEvent(reason)
+	}
+}

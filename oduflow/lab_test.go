@@ -20,7 +20,7 @@ type countingPublisher struct {
 }
 
 func (p *countingPublisher) Publish(ctx context.Context, req salt.PublishRequest) (*salt.PublishResult, error) {
-	if req.Fun == FunRun {
+	if req.Fun == funRun {
 		p.runs.Add(1)
 	}
 	return p.Publisher.Publish(ctx, req)
@@ -61,7 +61,7 @@ func TestLabIntegration(t *testing.T) {
 		first := mustStart(t, d, p, minion, req)
 		deadline := time.Now().Add(3 * time.Minute)
 		for {
-			r, err := d.Status(ctx, p, minion, req)
+			r, err := d.Status(ctx, minion, req, p)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -105,7 +105,7 @@ func TestLabIntegration(t *testing.T) {
 	for done := false; !done; {
 		select {
 		case ev := <-st.Events():
-			if ev.JobNew != nil && ev.JobNew.Fun == FunRun {
+			if ev.JobNew != nil && ev.JobNew.Fun == funRun {
 				t.Fatalf("a new oduflow_job.run was published: %s", ev.JobNew.JID)
 			}
 		case <-timeout:
@@ -123,5 +123,5 @@ func labPKIDir() string {
 	if dir := os.Getenv("ODUFLOW_SALT_PKI_DIR"); dir != "" {
 		return dir
 	}
-	return DefaultPKIDir
+	return defaultPKIDir
 }

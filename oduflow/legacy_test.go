@@ -13,24 +13,24 @@ import (
 func TestLegacyFixturesDecode(t *testing.T) {
 	cases := []struct {
 		file     string
-		kind     LegacyKind
+		kind     legacyClass
 		profile  receipt.Profile
 		phase    Phase
 		dispatch bool
 		quar     bool
 	}{
-		{"unprofiled_dispatched.json", LegacyUnprofiled, receipt.ProfileConfigure, PhaseDispatched, true, true},
-		{"unprofiled_succeeded.json", LegacyUnprofiled, receipt.ProfileConfigure, PhaseTerminal, true, false},
-		{"unprofiled_claimed.json", LegacyUnprofiled, receipt.ProfileConfigure, PhaseClaimed, false, false},
-		{"preprotocol_production_dispatched.json", LegacyPreProtocol, receipt.ProfileProduction, PhaseDispatched, true, true},
-		{"preprotocol_configure_failed.json", LegacyPreProtocol, receipt.ProfileConfigure, PhaseTerminal, true, false},
+		{"unprofiled_dispatched.json", legacyUnprofiled, receipt.ProfileConfigure, PhaseDispatched, true, true},
+		{"unprofiled_succeeded.json", legacyUnprofiled, receipt.ProfileConfigure, PhaseTerminal, true, false},
+		{"unprofiled_claimed.json", legacyUnprofiled, receipt.ProfileConfigure, PhaseClaimed, false, false},
+		{"preprotocol_production_dispatched.json", legacyPreProtocol, receipt.ProfileProduction, PhaseDispatched, true, true},
+		{"preprotocol_configure_failed.json", legacyPreProtocol, receipt.ProfileConfigure, PhaseTerminal, true, false},
 	}
 	for _, tc := range cases {
-		c, err := DecodeClaim(readFixture(t, tc.file))
+		c, err := decodeClaim(readFixture(t, tc.file))
 		if err != nil {
 			t.Fatalf("%s: %v", tc.file, err)
 		}
-		if c.Legacy() != tc.kind || c.EffectiveProfile() != tc.profile || c.Phase != tc.phase ||
+		if c.legacy() != tc.kind || c.EffectiveProfile() != tc.profile || c.Phase != tc.phase ||
 			c.WasDispatched() != tc.dispatch || c.Quarantining() != tc.quar || c.CreatedAt.IsZero() {
 			t.Fatalf("%s: %+v", tc.file, c)
 		}
@@ -47,18 +47,18 @@ func TestLegacyClaims(t *testing.T) {
 	preFailed := installFixture(t, d, "preprotocol_configure_failed.json")
 
 	// Unprofiled claims are configuration only.
-	r, err := d.Status(ctx, receipt.ProfileConfigure, ok.MinionID, ok.RequestID)
+	r, err := d.Status(ctx, ok.MinionID, ok.RequestID, receipt.ProfileConfigure)
 	if err != nil || r.Status != receipt.StatusSucceeded || r.Passed != 60 || *r.JID != ok.JID {
 		t.Fatalf("%+v %v", r, err)
 	}
-	if _, err := d.Status(ctx, receipt.ProfileProduction, ok.MinionID, ok.RequestID); !errors.Is(err, ErrProfileMismatch) {
+	if _, err := d.Status(ctx, ok.MinionID, ok.RequestID, receipt.ProfileProduction); !errors.Is(err, errProfileMismatch) {
 		t.Fatalf("legacy via production: %v", err)
 	}
-	if r, err := d.Start(ctx, receipt.ProfileConfigure, ok.MinionID, ok.RequestID); err != nil || r.Status != receipt.StatusSucceeded {
+	if r, err := d.Start(ctx, ok.MinionID, ok.RequestID, receipt.ProfileConfigure); err != nil || r.Status != receipt.StatusSucceeded {
 		t.Fatalf("start legacy: %+v %v", r, err)
 	}
 	// Dispatched without terminal result: unknown, quarantines.
-	r, err = d.Status(ctx, receipt.ProfileConfigure, disp.MinionID, disp.RequestID)
+	r, err = d.Status(ctx, disp.MinionID, disp.RequestID, receipt.ProfileConfigure)
 	if err != nil || r.Status != receipt.StatusUnknown {
 		t.Fatalf("%+v %v", r, err)
 	}
@@ -66,20 +66,20 @@ func TestLegacyClaims(t *testing.T) {
 		t.Fatalf("quarantine %+v", q)
 	}
 	// Pre-protocol claim: bound to its profile; unknown; quarantines.
-	if r, err := d.Status(ctx, receipt.ProfileProduction, pre.MinionID, pre.RequestID); err != nil || r.Status != receipt.StatusUnknown {
+	if r, err := d.Status(ctx, pre.MinionID, pre.RequestID, receipt.ProfileProduction); err != nil || r.Status != receipt.StatusUnknown {
 		t.Fatalf("%+v %v", r, err)
 	}
-	if _, err := d.Status(ctx, receipt.ProfileConfigure, pre.MinionID, pre.RequestID); !errors.Is(err, ErrProfileMismatch) {
+	if _, err := d.Status(ctx, pre.MinionID, pre.RequestID, receipt.ProfileConfigure); !errors.Is(err, errProfileMismatch) {
 		t.Fatalf("%v", err)
 	}
-	if r, _ := d.Status(ctx, receipt.ProfileConfigure, preFailed.MinionID, preFailed.RequestID); r.Status != receipt.StatusFailed || r.Passed != 58 {
+	if r, _ := d.Status(ctx, preFailed.MinionID, preFailed.RequestID, receipt.ProfileConfigure); r.Status != receipt.StatusFailed || r.Passed != 58 {
 		t.Fatalf("%+v", r)
 	}
 	// No minion receipt will ever exist: Resume and Reconcile-from-minion are refused before any I/O.
-	if _, err := d.Resume(ctx, disp.MinionID, disp.RequestID); !errors.Is(err, ErrLegacyClaim) {
+	if _, err := d.Resume(ctx, disp.MinionID, disp.RequestID); !errors.Is(err, errLegacyClaim) {
 		t.Fatalf("resume legacy: %v", err)
 	}
-	if _, err := d.Reconcile(ctx, pre.MinionID, pre.RequestID, FromMinion{}); !errors.Is(err, ErrLegacyClaim) {
+	if _, err := d.Reconcile(ctx, pre.MinionID, pre.RequestID, FromMinion{}); !errors.Is(err, errLegacyClaim) {
 		t.Fatalf("reconcile legacy from minion: %v", err)
 	}
 	// Only an operator assertion resolves them; it releases the quarantine.
@@ -92,7 +92,7 @@ func TestLegacyClaims(t *testing.T) {
 		t.Fatalf("quarantine after assert %+v", q)
 	}
 	c := mustClaim(t, d, disp.RequestID)
-	if c.Legacy() != LegacyUnprofiled || c.Phase != PhaseAsserted {
+	if c.legacy() != legacyUnprofiled || c.Phase != PhaseAsserted {
 		t.Fatalf("%+v", c)
 	}
 }
@@ -107,11 +107,11 @@ func TestLegacyQuarantineBlocksDispatch(t *testing.T) {
 	req := uuid.NewString()
 	mustStart(t, d, receipt.ProfileConfigure, pre.MinionID, req)
 	got := waitFinal(t, d, receipt.ProfileConfigure, pre.MinionID, req)
-	if got.Status != receipt.StatusFailed || got.Total != 1 || mustClaim(t, d, req).ErrorCode != CodeQuarantined || e.runs() != 0 {
+	if got.Status != receipt.StatusFailed || got.Total != 1 || mustClaim(t, d, req).ErrorCode != codeQuarantined || e.runs() != 0 {
 		t.Fatalf("%+v runs %d", got, e.runs())
 	}
 	// The minion answering not_started never resolves a legacy claim.
-	if _, err := d.Reconcile(context.Background(), pre.MinionID, pre.RequestID, FromMinion{}); !errors.Is(err, ErrLegacyClaim) {
+	if _, err := d.Reconcile(context.Background(), pre.MinionID, pre.RequestID, FromMinion{}); !errors.Is(err, errLegacyClaim) {
 		t.Fatal(err)
 	}
 }

@@ -31,8 +31,8 @@ const (
 )
 
 func TestMain(m *testing.M) {
-	if IsWorkerProcess() {
-		handled, err := MaybeRunWorker(context.Background(), childDispatcher)
+	if isWorkerProcess() {
+		handled, err := RunWorkerIfRequested(context.Background(), childDispatcher)
 		if handled && err != nil {
 			fmt.Fprintln(os.Stderr, "worker:", err)
 			os.Exit(1)
@@ -79,13 +79,14 @@ func childDispatcher() (*Dispatcher, error) {
 	}
 	tm := testTimers()
 	return New(client, SaltEvents(os.Getenv(envEvents)), WithClaimDir(os.Getenv(envClaimDir)),
-		WithTimers(tm), WithLogger(quietLogger()), WithStepHook(hook), WithPKIDir(os.Getenv(envPKIDir)))
+		WithTimers(tm), WithLogger(quietLogger()), withStepHook(hook), WithPKIDir(os.Getenv(envPKIDir)))
 }
 
 type countHooks struct {
-	NopHooks
 	created atomic.Int64
 }
+
+func (h *countHooks) hooks() Hooks { return Hooks{Started: h.Started} }
 
 func (h *countHooks) Started(_ receipt.Profile, created bool) {
 	if created {
@@ -105,7 +106,7 @@ func runStarterChild() int {
 	defer func() { _ = client.Close() }()
 	hooks := &countHooks{}
 	d, err := New(client, SaltEvents(os.Getenv(envEvents)), WithClaimDir(os.Getenv(envClaimDir)),
-		WithTimers(testTimers()), WithLogger(quietLogger()), WithMetrics(hooks), WithPKIDir(os.Getenv(envPKIDir)))
+		WithTimers(testTimers()), WithLogger(quietLogger()), WithHooks(hooks.hooks()), WithPKIDir(os.Getenv(envPKIDir)))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -123,7 +124,7 @@ func runStarterChild() int {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			r, err := d.Start(context.Background(), receipt.ProfileConfigure, minion, request)
+			r, err := d.Start(context.Background(), minion, request, receipt.ProfileConfigure)
 			if err != nil || r.JID == nil || r.RequestID != request {
 				bad.Add(1)
 			}

@@ -19,108 +19,108 @@ import (
 	"github.com/oduflow/oduflow-go/receipt"
 )
 
-// DefaultPKIDir is the Salt master's default pki_dir.
-const DefaultPKIDir = "/etc/salt/pki/master"
+// defaultPKIDir is the Salt master's default pki_dir.
+const defaultPKIDir = "/etc/salt/pki/master"
 
 // maxMinionKeyBytes bounds an accepted minion key file (a 4096-bit PEM key is about 800 bytes).
 const maxMinionKeyBytes = 16 << 10
 
-// ErrMinionKey: the key the master accepted for a minion id cannot be read safely or is not an RSA
+// errMinionKey: the key the master accepted for a minion id cannot be read safely or is not an RSA
 // public key; receipt proofs from that minion cannot be verified.
-var ErrMinionKey = errors.New("oduflow: accepted minion key unavailable")
+var errMinionKey = errors.New("oduflow: accepted minion key unavailable")
 
-// ErrMinionKeyChanged: the accepted key's fingerprint differs from the one pinned in the claim at
+// errMinionKeyChanged: the accepted key's fingerprint differs from the one pinned in the claim at
 // preflight (the minion was re-keyed, or the pki directory changed); nothing it signs is evidence.
-var ErrMinionKeyChanged = errors.New("oduflow: accepted minion key changed since preflight")
+var errMinionKeyChanged = errors.New("oduflow: accepted minion key changed since preflight")
 
-// WithPKIDir sets the Salt master's pki_dir (default DefaultPKIDir). The dispatcher reads the key
+// WithPKIDir sets the Salt master's pki_dir (default /etc/salt/pki/master). The dispatcher reads the key
 // the master accepted for a minion from <dir>/minions/<id> (never through a wheel call) to verify
 // receipt proofs; the key's fingerprint is pinned in the claim at preflight.
 func WithPKIDir(dir string) Option { return func(c *config) { c.pkiDir = dir } }
 
-// MinionKey is a minion's accepted Salt public key and its fingerprint.
-type MinionKey struct {
+// minionKey is a minion's accepted Salt public key and its fingerprint.
+type minionKey struct {
 	Public *rsa.PublicKey
 	// SHA256 is the lowercase hex SHA-256 of the key's DER SubjectPublicKeyInfo.
 	SHA256 string
 }
 
-// LoadMinionKey reads <pkiDir>/minions/<minion>: opened with O_NOFOLLOW|O_NONBLOCK (a symlink or a
+// loadMinionKey reads <pkiDir>/minions/<minion>: opened with O_NOFOLLOW|O_NONBLOCK (a symlink or a
 // FIFO planted there is refused, never followed or waited on), a regular file of at most 16 KiB,
 // holding one PEM "PUBLIC KEY" (SubjectPublicKeyInfo) or "RSA PUBLIC KEY" (PKCS#1) block of an RSA
 // key of at least 2048 bits: the two forms Salt writes. ctx is checked before the read (a local
 // file read is not otherwise interruptible).
-func LoadMinionKey(ctx context.Context, pkiDir, minion string) (MinionKey, error) {
+func loadMinionKey(ctx context.Context, pkiDir, minion string) (minionKey, error) {
 	if err := receipt.ValidateMinionID(minion); err != nil {
-		return MinionKey{}, invalid(err, "minion id")
+		return minionKey{}, invalid(err, "minion id")
 	}
 	if err := ctx.Err(); err != nil {
-		return MinionKey{}, err
+		return minionKey{}, err
 	}
 	if pkiDir == "" || !filepath.IsAbs(pkiDir) {
-		return MinionKey{}, errors.Wrap(ErrMinionKey, "pki dir must be an absolute path")
+		return minionKey{}, errors.Wrap(errMinionKey, "pki dir must be an absolute path")
 	}
 	path := filepath.Join(pkiDir, "minions", minion)
 	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
-			return MinionKey{}, errors.Wrap(ErrMinionKey, "no accepted key for the minion")
+			return minionKey{}, errors.Wrap(errMinionKey, "no accepted key for the minion")
 		}
-		return MinionKey{}, errmark.Mark(errors.Wrap(err, "oduflow: open accepted minion key"), ErrMinionKey)
+		return minionKey{}, errmark.Mark(errors.Wrap(err, "oduflow: open accepted minion key"), errMinionKey)
 	}
 	defer func() { _ = f.Close() }()
 	st, err := f.Stat()
 	if err != nil {
-		return MinionKey{}, errmark.Mark(errors.Wrap(err, "oduflow: stat accepted minion key"), ErrMinionKey)
+		return minionKey{}, errmark.Mark(errors.Wrap(err, "oduflow: stat accepted minion key"), errMinionKey)
 	}
 	if !st.Mode().IsRegular() || st.Size() > maxMinionKeyBytes {
-		return MinionKey{}, errors.Wrap(ErrMinionKey, "accepted minion key is not a small regular file")
+		return minionKey{}, errors.Wrap(errMinionKey, "accepted minion key is not a small regular file")
 	}
 	data, err := io.ReadAll(io.LimitReader(f, maxMinionKeyBytes+1))
 	if err != nil {
-		return MinionKey{}, errmark.Mark(errors.Wrap(err, "oduflow: read accepted minion key"), ErrMinionKey)
+		return minionKey{}, errmark.Mark(errors.Wrap(err, "oduflow: read accepted minion key"), errMinionKey)
 	}
 	if len(data) > maxMinionKeyBytes {
-		return MinionKey{}, errors.Wrap(ErrMinionKey, "accepted minion key too large")
+		return minionKey{}, errors.Wrap(errMinionKey, "accepted minion key too large")
 	}
-	return ParseMinionKey(data)
+	return parseMinionKey(data)
 }
 
-// ParseMinionKey parses one PEM RSA public key ("PUBLIC KEY" or "RSA PUBLIC KEY") and fingerprints it.
-func ParseMinionKey(data []byte) (MinionKey, error) {
+// parseMinionKey parses one PEM RSA public key ("PUBLIC KEY" or "RSA PUBLIC KEY") and fingerprints it.
+func parseMinionKey(data []byte) (minionKey, error) {
 	blk, _ := pem.Decode(data)
 	if blk == nil {
-		return MinionKey{}, errors.Wrap(ErrMinionKey, "no PEM block")
+		return minionKey{}, errors.Wrap(errMinionKey, "no PEM block")
 	}
 	var pub *rsa.PublicKey
 	switch blk.Type {
 	case "PUBLIC KEY":
 		k, err := x509.ParsePKIXPublicKey(blk.Bytes)
 		if err != nil {
-			return MinionKey{}, errors.Wrap(ErrMinionKey, "bad SubjectPublicKeyInfo")
+			return minionKey{}, errors.Wrap(errMinionKey, "bad SubjectPublicKeyInfo")
 		}
 		rk, ok := k.(*rsa.PublicKey)
 		if !ok {
-			return MinionKey{}, errors.Wrap(ErrMinionKey, "not an RSA key")
+			return minionKey{}, errors.Wrap(errMinionKey, "not an RSA key")
 		}
 		pub = rk
 	case "RSA PUBLIC KEY":
 		k, err := x509.ParsePKCS1PublicKey(blk.Bytes)
 		if err != nil {
-			return MinionKey{}, errors.Wrap(ErrMinionKey, "bad PKCS#1 public key")
+			return minionKey{}, errors.Wrap(errMinionKey, "bad PKCS#1 public key")
 		}
 		pub = k
 	default:
-		return MinionKey{}, errors.Wrap(ErrMinionKey, "not a public key PEM block")
+		return minionKey{}, errors.Wrap(errMinionKey, "not a public key PEM block")
 	}
 	if pub.N.BitLen() < receiptproof.MinKeyBits {
-		return MinionKey{}, errors.Wrap(ErrMinionKey, "RSA key shorter than 2048 bits")
+		return minionKey{}, errors.Wrap(errMinionKey, "RSA key shorter than 2048 bits")
 	}
-	return MinionKey{Public: pub, SHA256: KeyFingerprint(pub)}, nil
+	return minionKey{Public: pub, SHA256: keyFingerprint(pub)}, nil
 }
 
-// KeyFingerprint is the lowercase hex SHA-256 of pub's DER SubjectPublicKeyInfo.
-func KeyFingerprint(pub *rsa.PublicKey) string {
+// keyFingerprint is the lowercase hex SHA-256 of pub's DER SubjectPublicKeyInfo.
+func keyFingerprint(pub *rsa.PublicKey) string {
 	der, err := x509.MarshalPKIXPublicKey(pub)
 	if err != nil {
 		return ""
@@ -133,12 +133,12 @@ func KeyFingerprint(pub *rsa.PublicKey) string {
 // preflight. A claim without a pin (dispatched by a version before receipt proofs) is verified
 // against the currently accepted key.
 func (d *Dispatcher) minionKey(ctx context.Context, c *Claim) (*rsa.PublicKey, error) {
-	k, err := LoadMinionKey(ctx, d.pkiDir, c.MinionID)
+	k, err := loadMinionKey(ctx, d.pkiDir, c.MinionID)
 	if err != nil {
 		return nil, err
 	}
 	if c.MinionKeySHA256 != "" && k.SHA256 != c.MinionKeySHA256 {
-		return nil, ErrMinionKeyChanged
+		return nil, errMinionKeyChanged
 	}
 	return k.Public, nil
 }

@@ -48,7 +48,7 @@ func TestLoadMinionKey(t *testing.T) {
 	for name, data := range forms {
 		id := newMinionID()
 		writeKey(t, pki, id, data)
-		got, err := LoadMinionKey(ctx, pki, id)
+		got, err := loadMinionKey(ctx, pki, id)
 		if err != nil || got.SHA256 != want || got.Public.N.Cmp(k.N) != 0 {
 			t.Fatalf("%s: %v %q", name, err, got.SHA256)
 		}
@@ -66,7 +66,7 @@ func TestLoadMinionKey(t *testing.T) {
 	for name, data := range bad {
 		id := newMinionID()
 		writeKey(t, pki, id, data)
-		if _, err := LoadMinionKey(ctx, pki, id); !errors.Is(err, ErrMinionKey) {
+		if _, err := loadMinionKey(ctx, pki, id); !errors.Is(err, errMinionKey) {
 			t.Errorf("%s: %v", name, err)
 		}
 	}
@@ -78,7 +78,7 @@ func TestLoadMinionKey(t *testing.T) {
 	if err := os.Symlink(filepath.Join(pki, "minions", good), filepath.Join(pki, "minions", link)); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := LoadMinionKey(ctx, pki, link); !errors.Is(err, ErrMinionKey) {
+	if _, err := loadMinionKey(ctx, pki, link); !errors.Is(err, errMinionKey) {
 		t.Errorf("symlink: %v", err)
 	}
 	// a FIFO is refused at once (O_NONBLOCK: no writer can make the dispatcher wait)
@@ -87,7 +87,7 @@ func TestLoadMinionKey(t *testing.T) {
 		t.Fatal(err)
 	}
 	t0 := time.Now()
-	if _, err := LoadMinionKey(ctx, pki, fifo); !errors.Is(err, ErrMinionKey) || time.Since(t0) > time.Second {
+	if _, err := loadMinionKey(ctx, pki, fifo); !errors.Is(err, errMinionKey) || time.Since(t0) > time.Second {
 		t.Errorf("fifo: %v after %v", err, time.Since(t0))
 	}
 	// a directory, a missing key, a relative pki dir, a traversal id
@@ -96,15 +96,15 @@ func TestLoadMinionKey(t *testing.T) {
 		t.Fatal(err)
 	}
 	for name, err := range map[string]error{
-		"directory":    func() error { _, err := LoadMinionKey(ctx, pki, dirID); return err }(),
-		"missing":      func() error { _, err := LoadMinionKey(ctx, pki, newMinionID()); return err }(),
-		"relative dir": func() error { _, err := LoadMinionKey(ctx, "pki", good); return err }(),
+		"directory":    func() error { _, err := loadMinionKey(ctx, pki, dirID); return err }(),
+		"missing":      func() error { _, err := loadMinionKey(ctx, pki, newMinionID()); return err }(),
+		"relative dir": func() error { _, err := loadMinionKey(ctx, "pki", good); return err }(),
 	} {
-		if !errors.Is(err, ErrMinionKey) {
+		if !errors.Is(err, errMinionKey) {
 			t.Errorf("%s: %v", name, err)
 		}
 	}
-	if _, err := LoadMinionKey(ctx, pki, "../minions/"+good); !errors.Is(err, ErrInvalidInput) {
+	if _, err := loadMinionKey(ctx, pki, "../minions/"+good); !errors.Is(err, ErrInvalidInput) {
 		t.Errorf("traversal id: %v", err)
 	}
 }
@@ -113,11 +113,11 @@ func TestClaimKeyPin(t *testing.T) {
 	// a claim written before receipt proofs (no minion_key_sha256) still decodes
 	c := &Claim{Protocol: 1, MinionID: newMinionID(), RequestID: "0f8fad5b-d9cb-469f-a165-70867728950e",
 		Profile: "configure", Role: "roles.client_stack", JID: "20261129154606051411", Phase: PhaseDispatched}
-	data, err := EncodeClaim(c)
+	data, err := encodeClaim(c)
 	if err != nil || strings.Contains(string(data), "minion_key_sha256") {
 		t.Fatalf("%s %v", data, err)
 	}
-	if _, err := DecodeClaim(data); err != nil {
+	if _, err := decodeClaim(data); err != nil {
 		t.Fatal(err)
 	}
 	var m map[string]any
@@ -125,7 +125,7 @@ func TestClaimKeyPin(t *testing.T) {
 	for v, ok := range map[string]bool{strings.Repeat("a", 64): true, "ABC": false, strings.Repeat("A", 64): false} {
 		m["minion_key_sha256"] = v
 		b, _ := json.Marshal(m)
-		got, err := DecodeClaim(b)
+		got, err := decodeClaim(b)
 		if (err == nil) != ok || (ok && got.MinionKeySHA256 != v) {
 			t.Errorf("pin %q: %v", v, err)
 		}

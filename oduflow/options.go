@@ -15,102 +15,81 @@ type config struct {
 	claimDir   string
 	store      ClaimStore
 	leases     Leases
-	clock      Clock
+	clock      clockSource
 	logger     *slog.Logger
 	hooks      Hooks
-	mode       WorkerMode
+	mode       workerMode
 	timers     Timers
 	jids       *salt.JIDGenerator
 	stepHook   func(step string)
-	publishing PublicationSource
+	publishing publicationSource
 	maxPublish int
 	workerLog  string
-	// workerLogFile is an already open log for detached workers (DetachedLogFile).
+	// workerLogOpen is the worker log New opens (WithWorkerLog).
+	workerLogOpen string
+	// workerLogFile is an already open log for detached workers (withWorkerLogFile).
 	workerLogFile *os.File
 	pkiDir        string
 }
 
-// WorkerMode says where workers run.
-type WorkerMode struct {
+// workerMode says where workers run: in-process goroutines (the zero value) or detached processes.
+type workerMode struct {
 	detached bool
 	exe      string
 	env      []string
 }
 
-// InProcess runs each worker as a goroutine of the Dispatcher's process (the default).
-func InProcess() WorkerMode { return WorkerMode{} }
-
-// Detached runs each worker as a separate process: exe (normally the embedding binary itself, see
-// os.Executable) is started with exactly two arguments, the minion id and the request id, and the
-// environment variable WorkerEnv set; its main must call MaybeRunWorker first. env adds variables for the
+// WithDetachedWorkers runs each worker as a separate process instead of a goroutine of the Dispatcher's
+// process (the default): exe (normally the embedding binary itself, see os.Executable) is started with
+// exactly two arguments, the minion id and the request id, and the environment variable
+// ODUFLOW_DETACHED_WORKER=1; its main must call RunWorkerIfRequested first. env adds variables for the
 // child (KEY=VALUE). The worker survives the process that started it.
-func Detached(exe string, env ...string) WorkerMode {
-	return WorkerMode{detached: true, exe: exe, env: env}
+func WithDetachedWorkers(exe string, env ...string) Option {
+	return func(c *config) { c.mode = workerMode{detached: true, exe: exe, env: env} }
 }
 
-// WithClaimDir sets the claim directory (default DefaultClaimDir); it is created 0700 when missing and
+// WithClaimDir sets the claim directory (default /var/cache/salt/oduflow-apply); it is created 0700 when missing and
 // refused when its owner or mode is wrong.
 func WithClaimDir(dir string) Option { return func(c *config) { c.claimDir = dir } }
 
-// WithMaxConcurrentPublishes bounds the publish requests this Dispatcher has in flight at once (default
-// DefaultMaxConcurrentPublishes); further publishes wait (before sending anything) for a slot.
-func WithMaxConcurrentPublishes(n int) Option { return func(c *config) { c.maxPublish = n } }
+// defaultMaxConcurrentPublishes is the default bound of publish requests in flight.
+const defaultMaxConcurrentPublishes = 32
 
-// DefaultMaxConcurrentPublishes is the default bound of publish requests in flight.
-const DefaultMaxConcurrentPublishes = 32
-
-// WithClaimStore replaces the file claim store (its Leases too when it implements them, else pass
-// WithLeases).
+// WithClaimStore replaces the file claim store. The store must also implement Leases (as FileClaimStore
+// and etcdstore do): New refuses one that does not (ErrInvalidInput).
 func WithClaimStore(s ClaimStore) Option { return func(c *config) { c.store = s } }
-
-// WithLeases sets the lease implementation (default: the FileClaimStore's flock leases).
-func WithLeases(l Leases) Option { return func(c *config) { c.leases = l } }
-
-// WithClock injects the time source (tests).
-func WithClock(clk Clock) Option { return func(c *config) { c.clock = clk } }
 
 // WithLogger sets the structured logger (default: slog.Default()).
 func WithLogger(l *slog.Logger) Option { return func(c *config) { c.logger = l } }
 
-// WithMetrics sets the metrics hooks (default NopHooks).
-func WithMetrics(h Hooks) Option { return func(c *config) { c.hooks = h } }
+// WithHooks sets the metrics hooks (default: none).
+func WithHooks(h Hooks) Option { return func(c *config) { c.hooks = h } }
 
-// WithWorkerMode selects in-process (default) or detached workers.
-func WithWorkerMode(m WorkerMode) Option { return func(c *config) { c.mode = m } }
-
-// WithTimers overrides the timers (tests; production uses DefaultTimers).
+// WithTimers replaces the timers (default DefaultTimers(); tests and demos shorten them).
 func WithTimers(t Timers) Option { return func(c *config) { c.timers = t } }
 
-// WithJIDGenerator sets the JID source (default salt.NewJIDGenerator()).
-func WithJIDGenerator(g *salt.JIDGenerator) Option { return func(c *config) { c.jids = g } }
+// withPublicationSource sets how a claim's publish arguments are obtained (custom executions add theirs).
+func withPublicationSource(p publicationSource) Option { return func(c *config) { c.publishing = p } }
 
-// WithStepHook calls fn at each worker step (tests: pause or announce steps to kill a worker at each).
-// Steps: StepClaimed, StepLease, StepDispatchRecorded, StepPublishSending, StepPublishReplied,
-// StepReturned, StepCommitted.
-func WithStepHook(fn func(step string)) Option { return func(c *config) { c.stepHook = fn } }
-
-// WithPublicationSource sets how a claim's publish arguments are obtained (custom executions add theirs).
-func WithPublicationSource(p PublicationSource) Option { return func(c *config) { c.publishing = p } }
-
-// Worker steps reported to the step hook.
+// Worker steps reported to the step hook (tests).
 const (
-	StepClaimed          = "claimed"           // request lock held, claim read
-	StepLease            = "lease"             // client lease held, preflight passed
-	StepDispatchRecorded = "dispatch_recorded" // phase dispatching durable, nothing sent yet
-	StepPublishSending   = "publish_sending"   // about to send the one publish
-	StepPublishReplied   = "publish_replied"   // publish reply received, dispatched recorded
-	StepReturned         = "returned"          // trustworthy terminal receipt in hand, not yet committed
-	StepCommitted        = "committed"         // final result committed, leases still held
+	stepClaimed          = "claimed"           // request lock held, claim read
+	stepLease            = "lease"             // client lease held, preflight passed
+	stepDispatchRecorded = "dispatch_recorded" // phase dispatching durable, nothing sent yet
+	stepPublishSending   = "publish_sending"   // about to send the one publish
+	stepPublishReplied   = "publish_replied"   // publish reply received, dispatched recorded
+	stepReturned         = "returned"          // trustworthy terminal receipt in hand, not yet committed
+	stepCommitted        = "committed"         // final result committed, leases still held
 )
 
-// PublicationSpec is what the worker publishes for one claim: the positional arguments of
+// publicationSpec is what the worker publishes for one claim: the positional arguments of
 // oduflow_job.run after request_id and profile (state_data_json).
-type PublicationSpec struct {
+type publicationSpec struct {
 	StateDataJSON string
 }
 
-// PublicationSource resolves a claim's publication spec. The default serves the fixed profiles (empty
+// publicationSource resolves a claim's publication spec. The default serves the fixed profiles (empty
 // state data: the role is fixed on the minion by the profile) and refuses custom claims.
-type PublicationSource interface {
-	Publication(ctx context.Context, c *Claim) (PublicationSpec, error)
+type publicationSource interface {
+	Publication(ctx context.Context, c *Claim) (publicationSpec, error)
 }

@@ -17,14 +17,14 @@ func (d *Dispatcher) Ping(ctx context.Context, minion string) (*Readiness, error
 		return nil, invalid(err, "minion id")
 	}
 	r := &Readiness{}
-	jr, err := d.call(ctx, minion, FunPing, nil, d.timers.CallTimeout)
+	jr, err := d.call(ctx, minion, funPing, nil, d.timers.CallTimeout)
 	switch {
 	case err == nil:
 		r.KeyAccepted = true
 		r.Reachable = jr.Return == true
 	case errors.Is(err, salt.ErrNoMinions):
 		return r, nil
-	case errors.Is(err, ErrNoReturn):
+	case errors.Is(err, errNoReturn):
 		r.KeyAccepted = true
 		return r, nil
 	default:
@@ -38,10 +38,10 @@ func (d *Dispatcher) Ping(ctx context.Context, minion string) (*Readiness, error
 	case err == nil:
 		r.Protocol, r.PillarReady = caps.Protocol, caps.PillarReady
 		if caps.Proof {
-			_, kerr := LoadMinionKey(ctx, d.pkiDir, minion)
+			_, kerr := loadMinionKey(ctx, d.pkiDir, minion)
 			r.Proof = kerr == nil
 		}
-	case errors.Is(err, ErrNoReturn):
+	case errors.Is(err, errNoReturn):
 	default:
 		return nil, errors.Wrap(err, "oduflow: capabilities")
 	}

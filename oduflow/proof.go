@@ -17,15 +17,15 @@ import (
 // signed with its own Salt key over a fresh nonce, verified against the key the master accepted for
 // that id (pinned in the claim at preflight) and bound to the claim.
 
-// FunAttest is the read-only function that answers a signed status.
-const FunAttest = "oduflow_job.attest"
+// funAttest is the read-only function that answers a signed status.
+const funAttest = "oduflow_job.attest"
 
 // prove asks c's minion for its signed answer with a fresh nonce and returns the verified answer bound
 // to c, or nil (no answer within the call timeout, the key unavailable or changed). Answers on the bus
 // that do not verify are counted and skipped: the call keeps waiting for the real one.
 func (d *Dispatcher) prove(ctx context.Context, c *Claim, deadline time.Time) *receipt.Receipt {
 	t0 := time.Now()
-	defer func() { d.hooks.Observe("proof", time.Since(t0)) }()
+	defer func() { d.hooks.observe("proof", time.Since(t0)) }()
 	timeout := d.timers.CallTimeout
 	if rem := time.Until(deadline); rem < timeout {
 		timeout = rem
@@ -49,13 +49,13 @@ func (d *Dispatcher) prove(ctx context.Context, c *Claim, deadline time.Time) *r
 			err = c.Binding().Check(proven)
 		}
 		if err != nil {
-			d.noteUnverified(c, UnverifiedProof)
+			d.noteUnverified(c, unverifiedProof)
 			return false
 		}
 		return true
 	}
 	args := append(statusArgs(c), nonce)
-	if _, err := d.callAccept(ctx, c.MinionID, FunAttest, args, timeout, accept); err != nil {
+	if _, err := d.callAccept(ctx, c.MinionID, funAttest, args, timeout, accept); err != nil {
 		d.claimLog(c).Info("receipt proof without answer", slog.String("error", err.Error()))
 		return nil
 	}
@@ -67,11 +67,11 @@ func (d *Dispatcher) prove(ctx context.Context, c *Claim, deadline time.Time) *r
 func eventReason(minion string, jr *salt.JobReturn) string {
 	switch {
 	case jr.MinionID != minion:
-		return UnverifiedWrongMinion
+		return unverifiedWrongMinion
 	case jr.Cmd == "_minion_event":
-		return UnverifiedMinionEvent
+		return unverifiedMinionEvent
 	case jr.ID != jr.MinionID:
-		return UnverifiedIDMismatch
+		return unverifiedIDMismatch
 	}
 	return ""
 }
@@ -79,17 +79,17 @@ func eventReason(minion string, jr *salt.JobReturn) string {
 // hint reads a return of c's minion as a receipt bound to c (not yet evidence), or nil with the reason.
 func (d *Dispatcher) hint(c *Claim, jr *salt.JobReturn) (*receipt.Receipt, string) {
 	if jr == nil {
-		return nil, UnverifiedNotReceipt
+		return nil, unverifiedNotReceipt
 	}
 	if reason := eventReason(c.MinionID, jr); reason != "" {
 		return nil, reason
 	}
 	r, err := receipt.FromValue(jr.Return)
 	if err != nil {
-		return nil, UnverifiedNotReceipt
+		return nil, unverifiedNotReceipt
 	}
 	if err := c.Binding().Check(r); err != nil {
-		return nil, UnverifiedNotReceipt
+		return nil, unverifiedNotReceipt
 	}
 	return &r, ""
 }
@@ -97,7 +97,7 @@ func (d *Dispatcher) hint(c *Claim, jr *salt.JobReturn) (*receipt.Receipt, strin
 // noteUnverified counts an event that is never evidence and logs the first one of each request (the
 // reason and the two validated identities only: the data is untrusted).
 func (d *Dispatcher) noteUnverified(c *Claim, reason string) {
-	d.hooks.UnverifiedEvent(reason)
+	d.hooks.unverifiedEvent(reason)
 	if _, seen := d.unverifiedSeen.LoadOrStore(c.RequestID, struct{}{}); !seen {
 		d.claimLog(c).Warn("unverified return ignored (not evidence); later ones are only counted",
 			slog.String("reason", reason))

@@ -34,7 +34,7 @@ func waitPhase(t *testing.T, d *Dispatcher, request string, p Phase) *Claim {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		c, err := d.Store().Get(context.Background(), request)
+		c, err := d.store.Get(context.Background(), request)
 		if err == nil && c.Phase == p {
 			return c
 		}
@@ -55,7 +55,7 @@ func forgedReceipt(c *Claim) receipt.Receipt {
 // reproduce byte for byte).
 func realReturnData(id, jid string, ret any) map[string]any {
 	return map[string]any{"cmd": "_return", "id": id, "success": true, "return": ret, "retcode": int64(0),
-		"jid": jid, "fun": FunRun, "fun_args": []any{}, "user": "root"}
+		"jid": jid, "fun": funRun, "fun_args": []any{}, "user": "root"}
 }
 
 func TestForgedReturnsAreNeverEvidence(t *testing.T) {
@@ -63,11 +63,11 @@ func TestForgedReturnsAreNeverEvidence(t *testing.T) {
 	m := e.addMinion(fakeminion.WithHold(),
 		fakeminion.WithResult(receipt.ProfileConfigure, fakeminion.Result{Status: receipt.StatusFailed, Passed: 1, Total: 2}))
 	h := newRecHooks()
-	d := e.dispatcher(WithMetrics(h))
+	d := e.dispatcher(WithHooks(h.hooks()))
 	req := uuid.NewString()
 	mustStart(t, d, receipt.ProfileConfigure, m.ID(), req)
 	c := waitPhase(t, d, req, PhaseDispatched)
-	if c.MinionKeySHA256 == "" || c.MinionKeySHA256 != KeyFingerprint(&m.Key().PublicKey) {
+	if c.MinionKeySHA256 == "" || c.MinionKeySHA256 != keyFingerprint(&m.Key().PublicKey) {
 		t.Fatalf("fingerprint not pinned at preflight: %q", c.MinionKeySHA256)
 	}
 	forged := fakeminion.ReceiptValue(forgedReceipt(c))
@@ -94,8 +94,8 @@ func TestForgedReturnsAreNeverEvidence(t *testing.T) {
 		}
 	}
 	deadline := time.Now().Add(3 * time.Second)
-	for h.unverifiedCount(UnverifiedMinionEvent) == 0 || h.unverifiedCount(UnverifiedWrongMinion) == 0 ||
-		h.unverifiedCount(UnverifiedIDMismatch) == 0 || h.unverifiedCount(UnverifiedUnproven) == 0 {
+	for h.unverifiedCount(unverifiedMinionEvent) == 0 || h.unverifiedCount(unverifiedWrongMinion) == 0 ||
+		h.unverifiedCount(unverifiedIDMismatch) == 0 || h.unverifiedCount(unverifiedUnproven) == 0 {
 		if time.Now().After(deadline) {
 			t.Fatalf("unverified events not all counted: %v", h.unverified)
 		}
@@ -104,7 +104,7 @@ func TestForgedReturnsAreNeverEvidence(t *testing.T) {
 	if cur := mustClaim(t, d, req); cur.Phase.Final() {
 		t.Fatalf("a forged return was accepted: %+v", cur)
 	}
-	if n := m.Calls(FunAttest); n != 1 {
+	if n := m.Calls(funAttest); n != 1 {
 		t.Fatalf("forged events asked for %d proofs; at most one per poll interval", n)
 	}
 	m.Release()
@@ -112,7 +112,7 @@ func TestForgedReturnsAreNeverEvidence(t *testing.T) {
 	if r.Status != receipt.StatusFailed || r.Passed != 1 || r.Total != 2 {
 		t.Fatalf("the real result did not land: %+v", r)
 	}
-	if cur := mustClaim(t, d, req); cur.Evidence != EvidenceReceipt {
+	if cur := mustClaim(t, d, req); cur.Evidence != evidenceReceipt {
 		t.Fatalf("evidence %q", cur.Evidence)
 	}
 }
@@ -126,9 +126,9 @@ type racingMinion struct {
 }
 
 func (r *racingMinion) handle(ctx context.Context, job salttest.Job) (any, int) {
-	if job.Fun == FunAttest {
+	if job.Fun == funAttest {
 		data := realReturnData(r.m.ID(), job.JID, r.forge(job))
-		data["fun"] = FunAttest
+		data["fun"] = funAttest
 		if err := r.sim.FireEvent("salt/job/"+job.JID+"/ret/"+r.m.ID(), data); err == nil {
 			r.fired.Add(1)
 		}
@@ -177,14 +177,14 @@ func TestForgedProofsAreRefused(t *testing.T) {
 			}
 			e.sim.AddMinion(m.ID(), rm.handle)
 			h := newRecHooks()
-			d := e.dispatcher(WithMetrics(h))
+			d := e.dispatcher(WithHooks(h.hooks()))
 			req := uuid.NewString()
 			mustStart(t, d, receipt.ProfileConfigure, m.ID(), req)
 			r := waitFinal(t, d, receipt.ProfileConfigure, m.ID(), req)
 			if r.Status != receipt.StatusFailed || r.Passed != 1 || r.Total != 2 {
 				t.Fatalf("forged proof accepted: %+v", r)
 			}
-			if rm.fired.Load() == 0 || h.unverifiedCount(UnverifiedProof) == 0 {
+			if rm.fired.Load() == 0 || h.unverifiedCount(unverifiedProof) == 0 {
 				t.Fatalf("forgery not exercised: fired %d hooks %v", rm.fired.Load(), h.unverified)
 			}
 		})
@@ -195,7 +195,7 @@ func TestForgedFloodDoesNotSpendPollBudget(t *testing.T) {
 	e := startSim(t)
 	m := e.addMinion(fakeminion.WithHold())
 	h := newRecHooks()
-	d := e.dispatcher(WithMetrics(h))
+	d := e.dispatcher(WithHooks(h.hooks()))
 	req := uuid.NewString()
 	mustStart(t, d, receipt.ProfileConfigure, m.ID(), req)
 	c := waitPhase(t, d, req, PhaseDispatched)
@@ -233,9 +233,9 @@ func TestForgedFloodDoesNotSpendPollBudget(t *testing.T) {
 	if r.Status != receipt.StatusSucceeded || r.Passed != 1 || r.Total != 1 {
 		t.Fatalf("the real result did not land: %+v", r)
 	}
-	polls := e.sim.PublicationCount(FunStatus, "")
-	proofs := m.Calls(FunAttest)
-	forgedSeen := h.unverifiedCount(UnverifiedMinionEvent) + h.unverifiedCount(UnverifiedUnproven)
+	polls := e.sim.PublicationCount(funStatus, "")
+	proofs := m.Calls(funAttest)
+	forgedSeen := h.unverifiedCount(unverifiedMinionEvent) + h.unverifiedCount(unverifiedUnproven)
 	// testTimers: 16 polls over 8 s, so one interval is 0.5 s; about 2 s passed
 	t.Logf("flood: %d forged events counted, %d status polls, %d proof requests", forgedSeen, polls, proofs)
 	if polls >= testTimers().PollBudget/2 || proofs > 8 || forgedSeen < 100 {
@@ -251,7 +251,7 @@ func TestPreflightRequiresProof(t *testing.T) {
 		req := uuid.NewString()
 		mustStart(t, d, receipt.ProfileConfigure, m.ID(), req)
 		r := waitFinal(t, d, receipt.ProfileConfigure, m.ID(), req)
-		if c := mustClaim(t, d, req); r.Status != receipt.StatusFailed || c.ErrorCode != CodeCapability || m.Runs() != 0 {
+		if c := mustClaim(t, d, req); r.Status != receipt.StatusFailed || c.ErrorCode != codeCapability || m.Runs() != 0 {
 			t.Fatalf("%+v %+v runs %d", r, c, m.Runs())
 		}
 		ready, err := d.Ping(context.Background(), m.ID())
@@ -267,7 +267,7 @@ func TestPreflightRequiresProof(t *testing.T) {
 		req := uuid.NewString()
 		mustStart(t, d, receipt.ProfileConfigure, m.ID(), req)
 		waitFinal(t, d, receipt.ProfileConfigure, m.ID(), req)
-		if c := mustClaim(t, d, req); c.ErrorCode != CodeMinionKey || m.Runs() != 0 {
+		if c := mustClaim(t, d, req); c.ErrorCode != codeMinionKey || m.Runs() != 0 {
 			t.Fatalf("%+v runs %d", c, m.Runs())
 		}
 	})
@@ -283,7 +283,7 @@ func TestKeyChangedAfterPreflightIsNeverEvidence(t *testing.T) {
 	req := uuid.NewString()
 	mustStart(t, d, receipt.ProfileConfigure, m.ID(), req)
 	c := waitPhase(t, d, req, PhaseDispatched)
-	if c.MinionKeySHA256 != KeyFingerprint(&decoy.Key().PublicKey) {
+	if c.MinionKeySHA256 != keyFingerprint(&decoy.Key().PublicKey) {
 		t.Fatal("the preflight key is not the pinned one")
 	}
 	// after dispatch the accepted key is replaced by the key the answering minion signs with: without
@@ -314,8 +314,8 @@ func TestPollCommitsOnlyFromProof(t *testing.T) {
 	}
 	// the same minion, its status answer intact, but no proof: nothing final
 	e.sim.AddMinion(m.ID(), func(ctx context.Context, job salttest.Job) (any, int) {
-		if job.Fun == FunAttest {
-			return "'" + FunAttest + "' is not available.", 254
+		if job.Fun == funAttest {
+			return "'" + funAttest + "' is not available.", 254
 		}
 		return m.Handle(ctx, job)
 	})

@@ -85,7 +85,7 @@ func TestPythonModuleLostReturnAndLostReply(t *testing.T) {
 	ctx := context.Background()
 
 	// Lost return: recovered by polling the module's durable receipt.
-	d := e.dispatcher(onStep(StepPublishSending, func() { e.sim.DropNextReturn("") }))
+	d := e.dispatcher(onStep(stepPublishSending, func() { e.sim.DropNextReturn("") }))
 	req := uuid.NewString()
 	mustStart(t, d, receipt.ProfileConfigure, minion, req)
 	if got := waitFinal(t, d, receipt.ProfileConfigure, minion, req); got.Status != receipt.StatusSucceeded || got.Total != 3 {
@@ -96,14 +96,14 @@ func TestPythonModuleLostReturnAndLostReply(t *testing.T) {
 	// on polling, and the module's durable receipt replaces unknown.
 	req2 := uuid.NewString()
 	var d2 *Dispatcher
-	d2 = e.dispatcher(onStep(StepDispatchRecorded, func() { loseReplyAndReturn(t, e, d2, req2) }))
+	d2 = e.dispatcher(onStep(stepDispatchRecorded, func() { loseReplyAndReturn(t, e, d2, req2) }))
 	mustStart(t, d2, receipt.ProfileProduction, minion, req2)
 	c := waitClaim(t, d2, req2, "final", func(c *Claim) bool { return c.Phase.Final() })
-	if c.Status != receipt.StatusUnknown || c.ErrorCode != CodeOutcomeUnknown || !c.Quarantining() {
+	if c.Status != receipt.StatusUnknown || c.ErrorCode != codeOutcomeUnknown || !c.Quarantining() {
 		t.Fatalf("lost reply: %+v", c)
 	}
 	c = waitClaim(t, d2, req2, "resolved", func(c *Claim) bool { return c.Status != receipt.StatusUnknown })
-	if c.Status != receipt.StatusFailed || c.Passed != 2 || c.Total != 3 || c.Evidence != EvidenceReceipt || c.Quarantining() {
+	if c.Status != receipt.StatusFailed || c.Passed != 2 || c.Total != 3 || c.Evidence != evidenceReceipt || c.Quarantining() {
 		t.Fatalf("after the poll: %+v", c)
 	}
 	if _, err := d2.Reconcile(ctx, minion, req2, FromMinion{}); !errors.Is(err, ErrNotUnknown) {

@@ -20,7 +20,7 @@ import (
 func noClaim(t *testing.T, d *Dispatcher, req string) {
 	t.Helper()
 	// crdb.Is: the file store marks ErrNoClaim its own way (not this test's subject).
-	if _, err := d.Store().Get(context.Background(), req); !crdb.Is(err, ErrNoClaim) {
+	if _, err := d.store.Get(context.Background(), req); !crdb.Is(err, ErrNoClaim) {
 		t.Fatalf("a claim was written: %v", err)
 	}
 }
@@ -35,7 +35,7 @@ func TestStartNotReadyKeyFileWritesNothing(t *testing.T) {
 	}
 	d := e.dispatcher()
 	req := uuid.NewString()
-	_, err := d.Start(context.Background(), receipt.ProfileConfigure, m.ID(), req)
+	_, err := d.Start(context.Background(), m.ID(), req, receipt.ProfileConfigure)
 	if !errors.Is(err, ErrNotReady) || !errors.Is(err, salt.ErrKeyFile) {
 		t.Fatalf("missing key file: %v", err)
 	}
@@ -50,7 +50,7 @@ func TestStartNotReadyKeyFileWritesNothing(t *testing.T) {
 	}
 }
 
-// A missing event socket: ErrNotReady (ErrEventBus), nothing written.
+// A missing event socket: ErrNotReady (errEventBus), nothing written.
 func TestStartNotReadyEventBusWritesNothing(t *testing.T) {
 	e := startSim(t)
 	m := e.addMinion()
@@ -61,8 +61,8 @@ func TestStartNotReadyEventBusWritesNothing(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = d.Close() })
 	req := uuid.NewString()
-	_, err = d.Start(context.Background(), receipt.ProfileConfigure, m.ID(), req)
-	if !errors.Is(err, ErrNotReady) || !errors.Is(err, ErrEventBus) {
+	_, err = d.Start(context.Background(), m.ID(), req, receipt.ProfileConfigure)
+	if !errors.Is(err, ErrNotReady) || !errors.Is(err, errEventBus) {
 		t.Fatalf("missing event socket: %v", err)
 	}
 	noClaim(t, d, req)
@@ -82,7 +82,7 @@ func TestStartNotReadyWrongPasswordAndTokenCached(t *testing.T) {
 	}
 	d := tokenDispatcher("wrong")
 	req := uuid.NewString()
-	_, err := d.Start(context.Background(), receipt.ProfileConfigure, m.ID(), req)
+	_, err := d.Start(context.Background(), m.ID(), req, receipt.ProfileConfigure)
 	if !errors.Is(err, ErrNotReady) || !errors.Is(err, salt.ErrAuthentication) {
 		t.Fatalf("wrong password: %v", err)
 	}
@@ -127,7 +127,7 @@ func TestRepeatedStartAnswersWhileMasterAndBusDown(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = d2.Close() })
-	r, err := d2.Start(context.Background(), receipt.ProfileConfigure, m.ID(), req)
+	r, err := d2.Start(context.Background(), m.ID(), req, receipt.ProfileConfigure)
 	if err != nil || r.Status != receipt.StatusSucceeded {
 		t.Fatalf("repeat: %+v %v", r, err)
 	}
@@ -148,7 +148,7 @@ func TestPreflightFailureNamesAuthentication(t *testing.T) {
 	if got.Status != receipt.StatusFailed || e.runs() != 0 {
 		t.Fatalf("%+v runs %d", got, e.runs())
 	}
-	if c := mustClaim(t, d, req); c.ErrorCode != CodeAuthentication {
-		t.Fatalf("code %q, want %q", c.ErrorCode, CodeAuthentication)
+	if c := mustClaim(t, d, req); c.ErrorCode != codeAuthentication {
+		t.Fatalf("code %q, want %q", c.ErrorCode, codeAuthentication)
 	}
 }

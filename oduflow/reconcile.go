@@ -15,8 +15,8 @@ import (
 	"github.com/oduflow/oduflow-go/salt"
 )
 
-// Evidence is what an operator brings to Reconcile: FromMinion or Assert.
-type Evidence interface{ evidence() }
+// Reconciliation is what an operator brings to Reconcile: FromMinion or Assert.
+type Reconciliation interface{ evidence() }
 
 // FromMinion asks the library to fetch the minion's exact receipt through oduflow_job.status. A Receipt
 // supplied here counts only if it equals that live reply.
@@ -36,15 +36,15 @@ type Assert struct {
 func (FromMinion) evidence() {}
 func (Assert) evidence()     {}
 
-// MaxAssertText bounds Assert.Who and Assert.Why.
-const MaxAssertText = 512
+// maxAssertText bounds Assert.Who and Assert.Why.
+const maxAssertText = 512
 
 // Reconcile resolves an unknown request explicitly (operator only) and so releases the quarantine it
 // causes. It never publishes a state run. Only unknown requests can be reconciled (ErrNotUnknown), with
 // one exception: FromMinion also resolves a request in phase asserted, replacing the operator's assertion
 // by the minion's exact terminal receipt (evidence reconciled; AssertedBy/AssertedWhy stay for audit), so
 // that the master's record holds the stronger evidence.
-func (d *Dispatcher) Reconcile(ctx context.Context, minion, request string, ev Evidence) (Response, error) {
+func (d *Dispatcher) Reconcile(ctx context.Context, minion, request string, ev Reconciliation) (Response, error) {
 	if err := validateIDs(minion, request); err != nil {
 		return Response{}, err
 	}
@@ -62,7 +62,7 @@ func (d *Dispatcher) Reconcile(ctx context.Context, minion, request string, ev E
 		out, err := d.commitFromUnknown(ctx, c, false, func(n *Claim) {
 			now := d.clock.Now()
 			n.Phase, n.Status, n.Passed, n.Total = PhaseAsserted, e.Outcome, e.Passed, e.Total
-			n.ErrorCode, n.Evidence, n.FinishedAt = CodeAsserted, EvidenceAsserted, &now
+			n.ErrorCode, n.Evidence, n.FinishedAt = codeAsserted, evidenceAsserted, &now
 			n.AssertedBy, n.AssertedWhy = e.Who, e.Why
 		})
 		if err != nil {
@@ -70,11 +70,11 @@ func (d *Dispatcher) Reconcile(ctx context.Context, minion, request string, ev E
 		}
 		lg.Warn("reconciled by assertion", slog.String("status", string(e.Outcome)),
 			slog.String("asserted_by", e.Who))
-		d.hooks.Outcome(out.EffectiveProfile(), out.Status, CodeAsserted)
+		d.hooks.outcome(out.EffectiveProfile(), out.Status, codeAsserted)
 		return d.respond(ctx, out)
 	case FromMinion:
-		if c.Legacy() != NotLegacy {
-			return Response{}, errors.Wrap(ErrLegacyClaim, "oduflow: reconcile from minion")
+		if c.legacy() != notLegacy {
+			return Response{}, errors.Wrap(errLegacyClaim, "oduflow: reconcile from minion")
 		}
 		if e.Receipt != nil {
 			if err := e.Receipt.Validate(); err != nil {
@@ -86,21 +86,21 @@ func (d *Dispatcher) Reconcile(ctx context.Context, minion, request string, ev E
 			return Response{}, ErrUnresolved
 		}
 		if e.Receipt != nil && *e.Receipt != *live {
-			return Response{}, ErrEvidenceMismatch
+			return Response{}, errEvidenceMismatch
 		}
 		wasAsserted := c.Phase == PhaseAsserted
 		out, err := d.commitFromUnknown(ctx, c, true, func(n *Claim) {
 			now := d.clock.Now()
 			// AssertedBy/AssertedWhy of a replaced assertion are kept for audit.
 			n.Phase, n.Status, n.Passed, n.Total = PhaseTerminal, live.Status, live.Passed, live.Total
-			n.ErrorCode, n.Evidence, n.FinishedAt = "", EvidenceReconciled, &now
+			n.ErrorCode, n.Evidence, n.FinishedAt = "", evidenceReconciled, &now
 		})
 		if err != nil {
 			return Response{}, err
 		}
 		lg.Info("reconciled from the minion's receipt", slog.String("status", string(live.Status)),
 			slog.Bool("replaced_assertion", wasAsserted))
-		d.hooks.Outcome(out.EffectiveProfile(), out.Status, "")
+		d.hooks.outcome(out.EffectiveProfile(), out.Status, "")
 		return d.respond(ctx, out)
 	default:
 		return Response{}, errmark.Mark(errors.New("oduflow: evidence must be FromMinion or Assert"), ErrInvalidInput)
@@ -116,7 +116,7 @@ func (a Assert) validate() error {
 		return errmark.Mark(errors.New("oduflow: asserted counts"), ErrInvalidInput)
 	}
 	for _, s := range []string{a.Who, a.Why} {
-		if strings.TrimSpace(s) == "" || len(s) > MaxAssertText || strings.IndexFunc(s, unicode.IsControl) >= 0 {
+		if strings.TrimSpace(s) == "" || len(s) > maxAssertText || strings.IndexFunc(s, unicode.IsControl) >= 0 {
 			return errmark.Mark(errors.New("oduflow: asserted_by and asserted_reason must be short printable text"), ErrInvalidInput)
 		}
 	}
@@ -154,29 +154,74 @@ func (d *Dispatcher) reconcilableClaim(ctx context.Context, minion, request stri
 // commitFromUnknown applies mutate to the current claim if it is still unresolved (not final, or final
 // unknown) or, with overAssertion, asserted, under a fenced update. A result committed meanwhile is kept.
 func (d *Dispatcher) commitFromUnknown(ctx context.Context, c *Claim, overAssertion bool, mutate func(*Claim)) (*Claim, error) {
-	for attempt := 0; attempt < 10; attempt++ {
-		cur, err := d.store.Get(ctx, c.RequestID)
-		if err != nil {
-			return nil, err
-		}
-		if cur.Phase == PhaseAsserted {
+	out, _, err := d.updateClaim(ctx, c.RequestID, func(next *Claim) bool {
+		if next.Phase == PhaseAsserted {
 			if !overAssertion {
-				return cur, nil
+				return false
 			}
-		} else if cur.Phase.Final() && cur.Status != receipt.StatusUnknown {
-			return cur, nil // resolved meanwhile; keep it
+		} else if next.Phase.Final() && next.Status != receipt.StatusUnknown {
+			return false // resolved meanwhile; keep it
+		}
+		mutate(next)
+		return true
+	})
+	return out, err
+}
+
+// replaceUnknown is the one way a trustworthy terminal receipt r replaces unknown (a worker after an
+// outcome-unknown publish, a Resume's polling): it commits r's summary (evidence receipt) over the claim
+// if it is still unresolved, keeps a result committed meanwhile, and counts and logs the replacement. who
+// prefixes the log lines ("worker", "resume"). The error is already logged.
+func (d *Dispatcher) replaceUnknown(ctx context.Context, c *Claim, r *receipt.Receipt, who string) error {
+	lg := d.claimLog(c)
+	out, changed, err := d.updateClaim(ctx, c.RequestID, func(next *Claim) bool {
+		if !unresolved(next) {
+			return false // resolved meanwhile (or asserted); keep it
+		}
+		now := d.clock.Now()
+		next.Phase, next.Status, next.Passed, next.Total = PhaseTerminal, r.Status, r.Passed, r.Total
+		next.ErrorCode, next.Evidence, next.FinishedAt = "", evidenceReceipt, &now
+		return true
+	})
+	if err != nil {
+		lg.Error(who+": commit of the minion's receipt over unknown", slog.String("error", err.Error()))
+		return err
+	}
+	if changed {
+		d.hooks.outcome(out.EffectiveProfile(), out.Status, "")
+		lg.Info(who+": unknown replaced by the minion's receipt", slog.String("status", string(out.Status)))
+	}
+	return nil
+}
+
+// maxClaimUpdates bounds the fenced-update retries of one claim change (each retry follows a commit by
+// someone else).
+const maxClaimUpdates = 10
+
+// updateClaim is the claim update of the worker, Reconcile and Resume: it reads the current claim, lets
+// change edit a copy, and commits it under the fenced update (ClaimStore.CompareAndSwap), retrying when
+// the generation moved on meanwhile. change returns false to leave the claim as it is: updateClaim then
+// returns the current claim with changed false. It gives up with ErrConflict after maxClaimUpdates lost
+// races.
+func (d *Dispatcher) updateClaim(ctx context.Context, request string, change func(next *Claim) bool) (out *Claim, changed bool, err error) {
+	for attempt := 0; attempt < maxClaimUpdates; attempt++ {
+		cur, err := d.store.Get(ctx, request)
+		if err != nil {
+			return nil, false, err
 		}
 		next := cur.clone()
-		mutate(next)
+		if !change(next) {
+			return cur, false, nil
+		}
 		out, err := d.store.CompareAndSwap(ctx, next)
 		if err == nil {
-			return out, nil
+			return out, true, nil
 		}
 		if !errors.Is(err, ErrConflict) {
-			return nil, err
+			return nil, false, err
 		}
 	}
-	return nil, ErrConflict
+	return nil, false, ErrConflict
 }
 
 // Resume continues status polling of an unknown, dispatched protocol-1 request for another window (the
@@ -195,8 +240,8 @@ func (d *Dispatcher) Resume(ctx context.Context, minion, request string) (Respon
 	if err != nil {
 		return Response{}, err
 	}
-	if c.Legacy() != NotLegacy {
-		return Response{}, errors.Wrap(ErrLegacyClaim, "oduflow: resume")
+	if c.legacy() != notLegacy {
+		return Response{}, errors.Wrap(errLegacyClaim, "oduflow: resume")
 	}
 	if !c.WasDispatched() {
 		return Response{}, errors.Wrap(ErrNotUnknown, "oduflow: never dispatched; nothing to resume")
@@ -217,7 +262,7 @@ func (d *Dispatcher) Resume(ctx context.Context, minion, request string) (Respon
 	}
 	lk, err := d.tryRequestLock(ctx, request)
 	if err != nil {
-		if errors.Is(err, ErrLeaseHeld) {
+		if errors.Is(err, ErrLeaseBusy) {
 			return d.respond(ctx, c) // a worker or another Resume is polling
 		}
 		return Response{}, err
@@ -246,33 +291,22 @@ func unresolved(c *Claim) bool {
 
 // markResumed records the resume time (fenced update). A claim resolved meanwhile is returned unchanged.
 func (d *Dispatcher) markResumed(ctx context.Context, c *Claim) (*Claim, error) {
-	for attempt := 0; attempt < 10; attempt++ {
-		cur, err := d.store.Get(ctx, c.RequestID)
-		if err != nil {
-			return nil, err
+	out, _, err := d.updateClaim(ctx, c.RequestID, func(next *Claim) bool {
+		if !unresolved(next) {
+			return false
 		}
-		if !unresolved(cur) {
-			return cur, nil
-		}
-		next := cur.clone()
 		now := d.clock.Now()
 		next.ResumedAt = &now
-		out, err := d.store.CompareAndSwap(ctx, next)
-		if err == nil {
-			return out, nil
-		}
-		if !errors.Is(err, ErrConflict) {
-			return nil, err
-		}
-	}
-	return nil, ErrConflict
+		return true
+	})
+	return out, err
 }
 
 // resumeWindow reports whether a worker that found claim c past phase claimed must poll it: an unresolved,
-// dispatched protocol-1 claim whose window (ExecutionWait from its dispatch or its latest Resume) is still
+// dispatched protocol-1 claim whose window (Timers.ExecutionWait from its dispatch or its latest Resume) is still
 // open. It returns the real-time deadline of the polling.
 func (d *Dispatcher) resumeWindow(c *Claim) (time.Time, bool) {
-	if c.Legacy() != NotLegacy || !c.WasDispatched() || !unresolved(c) {
+	if c.legacy() != notLegacy || !c.WasDispatched() || !unresolved(c) {
 		return time.Time{}, false
 	}
 	var from time.Time
@@ -306,17 +340,7 @@ func (d *Dispatcher) resumePolling(ctx context.Context, c *Claim, deadline time.
 		lg.Info("resume: no terminal receipt; still unknown")
 		return
 	}
-	out, err := d.commitFromUnknown(ctx, c, false, func(n *Claim) {
-		now := d.clock.Now()
-		n.Phase, n.Status, n.Passed, n.Total = PhaseTerminal, r.Status, r.Passed, r.Total
-		n.ErrorCode, n.Evidence, n.FinishedAt = "", EvidenceReceipt, &now
-	})
-	if err != nil {
-		lg.Error("resume: commit", slog.String("error", err.Error()))
-		return
-	}
-	d.hooks.Outcome(out.EffectiveProfile(), out.Status, "")
-	lg.Info("resume: unknown replaced by the minion's receipt", slog.String("status", string(out.Status)))
+	_ = d.replaceUnknown(ctx, c, r, "resume") // logged there
 }
 
 // Quarantine lists the client's requests that block new dispatches (unresolved dispatched requests, legacy

@@ -31,11 +31,11 @@ type Readiness struct {
 
 // Ready reports whether a new request can be dispatched to the minion.
 func (r Readiness) Ready() bool {
-	return r.KeyAccepted && r.Reachable && r.Protocol == ProtocolVersion && r.PillarReady && r.Proof
+	return r.KeyAccepted && r.Reachable && r.Protocol == protocolVersion && r.PillarReady && r.Proof
 }
 
-// ProtocolVersion is the minion protocol this dispatcher requires.
-const ProtocolVersion = 1
+// protocolVersion is the minion protocol this dispatcher requires.
+const protocolVersion = 1
 
 func notStarted(minion, request string) Response {
 	return Response{MinionID: minion, RequestID: request, Status: receipt.StatusNotStarted}

@@ -18,7 +18,7 @@ import (
 // testTimers are short windows so that tests stay fast.
 func testTimers() Timers {
 	return Timers{ExecutionWait: 8 * time.Second, HardDeadline: 9 * time.Second, StatusExpiry: 10 * time.Second,
-		LaunchGrace: LaunchGrace, LeaseWait: 2 * time.Second, PollBudget: 16, CallTimeout: 2 * time.Second}
+		LaunchGrace: defaultLaunchGrace, LeaseWait: 2 * time.Second, PollBudget: 16, CallTimeout: 2 * time.Second}
 }
 
 type simEnv struct {
@@ -116,16 +116,16 @@ func (e *simEnv) dispatcherWith(p Publisher, opts ...Option) *Dispatcher {
 	return d
 }
 
-func (e *simEnv) runs() int { return e.sim.PublicationCount(FunRun, "") }
+func (e *simEnv) runs() int { return e.sim.PublicationCount(funRun, "") }
 
 // waitFinal polls Status until it is neither running nor (optionally) unknown-while-launching.
 func waitFinal(t testing.TB, d *Dispatcher, p receipt.Profile, minion, request string) Response {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		c, err := d.Store().Get(context.Background(), request)
+		c, err := d.store.Get(context.Background(), request)
 		if err == nil && c.Phase.Final() {
-			r, err := d.Status(context.Background(), p, minion, request)
+			r, err := d.Status(context.Background(), minion, request, p)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -140,7 +140,7 @@ func waitFinal(t testing.TB, d *Dispatcher, p receipt.Profile, minion, request s
 
 func mustStart(t testing.TB, d *Dispatcher, p receipt.Profile, minion, request string) Response {
 	t.Helper()
-	r, err := d.Start(context.Background(), p, minion, request)
+	r, err := d.Start(context.Background(), minion, request, p)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -149,7 +149,7 @@ func mustStart(t testing.TB, d *Dispatcher, p receipt.Profile, minion, request s
 
 func mustClaim(t testing.TB, d *Dispatcher, request string) *Claim {
 	t.Helper()
-	c, err := d.Store().Get(context.Background(), request)
+	c, err := d.store.Get(context.Background(), request)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,10 +13,10 @@ import (
 )
 
 // newOffline builds a dispatcher whose network must never be used (status rows need none).
-func newOffline(t *testing.T, clk Clock) *Dispatcher {
+func newOffline(t *testing.T, clk clockSource) *Dispatcher {
 	t.Helper()
 	nn := noNetwork{t}
-	d, err := New(nn, nn, WithClaimDir(claimDir(t)), WithClock(clk), WithLogger(quietLogger()))
+	d, err := New(nn, nn, WithClaimDir(claimDir(t)), withClock(clk), WithLogger(quietLogger()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -26,13 +26,13 @@ func newOffline(t *testing.T, clk Clock) *Dispatcher {
 
 func putClaim(t *testing.T, d *Dispatcher, c *Claim) {
 	t.Helper()
-	if err := d.Store().Create(context.Background(), c); err != nil {
+	if err := d.store.Create(context.Background(), c); err != nil {
 		t.Fatal(err)
 	}
 }
 
-func newClaim(clk Clock, p receipt.Profile) *Claim {
-	return &Claim{Protocol: ClaimProtocol, MinionID: newMinionID(), RequestID: uuid.NewString(), Profile: p,
+func newClaim(clk clockSource, p receipt.Profile) *Claim {
+	return &Claim{Protocol: claimProtocol, MinionID: newMinionID(), RequestID: uuid.NewString(), Profile: p,
 		Role: "roles.client_stack", JID: "20261129120000000001", Phase: PhaseClaimed, CreatedAt: clk.Now()}
 }
 
@@ -44,7 +44,7 @@ func TestStatusContractRows(t *testing.T) {
 
 	t.Run("no claim: not_started, jid null", func(t *testing.T) {
 		m, r := newMinionID(), uuid.NewString()
-		resp, err := d.Status(ctx, receipt.ProfileConfigure, m, r)
+		resp, err := d.Status(ctx, m, r, receipt.ProfileConfigure)
 		if err != nil || resp.Status != receipt.StatusNotStarted || resp.JID != nil {
 			t.Fatalf("%+v %v", resp, err)
 		}
@@ -103,7 +103,7 @@ func TestStatusContractRows(t *testing.T) {
 				c.Passed = 3
 			}
 			putClaim(t, d, c)
-			resp, err := d.Status(ctx, receipt.ProfileConfigure, c.MinionID, c.RequestID)
+			resp, err := d.Status(ctx, c.MinionID, c.RequestID, receipt.ProfileConfigure)
 			if err != nil || resp.Status != st || resp.Total != 3 || resp.JID == nil || *resp.JID != c.JID {
 				t.Fatalf("%s: %+v %v", st, resp, err)
 			}
@@ -113,7 +113,7 @@ func TestStatusContractRows(t *testing.T) {
 
 func status(t *testing.T, d *Dispatcher, c *Claim) receipt.Status {
 	t.Helper()
-	resp, err := d.Status(context.Background(), c.EffectiveProfile(), c.MinionID, c.RequestID)
+	resp, err := d.Status(context.Background(), c.MinionID, c.RequestID, c.EffectiveProfile())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -126,22 +126,22 @@ func TestMisuseRefused(t *testing.T) {
 	d := newOffline(t, clk)
 	c := newClaim(clk, receipt.ProfileConfigure)
 	putClaim(t, d, c)
-	_, err := d.Status(ctx, receipt.ProfileProduction, c.MinionID, c.RequestID)
-	var me *MismatchError
-	if !errors.Is(err, ErrProfileMismatch) || !errors.As(err, &me) || me.Bound != "configure" {
+	_, err := d.Status(ctx, c.MinionID, c.RequestID, receipt.ProfileProduction)
+	var me *mismatchError
+	if !errors.Is(err, errProfileMismatch) || !errors.As(err, &me) || me.Bound != "configure" {
 		t.Fatalf("cross-profile status: %v", err)
 	}
-	if _, err := d.Start(ctx, receipt.ProfileProduction, c.MinionID, c.RequestID); !errors.Is(err, ErrProfileMismatch) {
+	if _, err := d.Start(ctx, c.MinionID, c.RequestID, receipt.ProfileProduction); !errors.Is(err, errProfileMismatch) {
 		t.Fatalf("cross-profile start: %v", err)
 	}
 	other := newMinionID()
-	if _, err := d.Status(ctx, receipt.ProfileConfigure, other, c.RequestID); !errors.Is(err, ErrMinionMismatch) {
+	if _, err := d.Status(ctx, other, c.RequestID, receipt.ProfileConfigure); !errors.Is(err, errMinionMismatch) {
 		t.Fatalf("cross-minion status: %v", err)
 	}
-	if _, err := d.Start(ctx, receipt.ProfileConfigure, other, c.RequestID); !errors.Is(err, ErrMinionMismatch) {
+	if _, err := d.Start(ctx, other, c.RequestID, receipt.ProfileConfigure); !errors.Is(err, errMinionMismatch) {
 		t.Fatalf("cross-minion start: %v", err)
 	}
-	if _, err := d.Reconcile(ctx, other, c.RequestID, Assert{Outcome: receipt.StatusFailed, Who: "op", Why: "x"}); !errors.Is(err, ErrMinionMismatch) {
+	if _, err := d.Reconcile(ctx, other, c.RequestID, Assert{Outcome: receipt.StatusFailed, Who: "op", Why: "x"}); !errors.Is(err, errMinionMismatch) {
 		t.Fatalf("cross-minion reconcile: %v", err)
 	}
 	bad := []struct{ m, r string }{
@@ -149,20 +149,20 @@ func TestMisuseRefused(t *testing.T) {
 		{c.MinionID, "5B2F8C1E-3C4D-4E5F-8A9B-0C1D2E3F4A5B"},
 	}
 	for _, b := range bad {
-		if _, err := d.Start(ctx, receipt.ProfileConfigure, b.m, b.r); !errors.Is(err, ErrInvalidInput) {
+		if _, err := d.Start(ctx, b.m, b.r, receipt.ProfileConfigure); !errors.Is(err, ErrInvalidInput) {
 			t.Fatalf("start %q %q: %v", b.m, b.r, err)
 		}
-		if _, err := d.Status(ctx, receipt.ProfileConfigure, b.m, b.r); !errors.Is(err, ErrInvalidInput) {
+		if _, err := d.Status(ctx, b.m, b.r, receipt.ProfileConfigure); !errors.Is(err, ErrInvalidInput) {
 			t.Fatalf("status %q %q: %v", b.m, b.r, err)
 		}
 	}
-	if _, err := d.Start(ctx, receipt.ProfileConfigure, "client-ABC", c.RequestID); !errors.Is(err, receipt.ErrInvalidID) {
+	if _, err := d.Start(ctx, "client-ABC", c.RequestID, receipt.ProfileConfigure); !errors.Is(err, receipt.ErrInvalidID) {
 		t.Fatalf("wraps receipt id error: %v", err)
 	}
-	if _, err := d.Start(ctx, "state.apply", c.MinionID, uuid.NewString()); !errors.Is(err, ErrInvalidInput) {
+	if _, err := d.Start(ctx, c.MinionID, uuid.NewString(), "state.apply"); !errors.Is(err, ErrInvalidInput) {
 		t.Fatalf("bad profile: %v", err)
 	}
-	if _, err := d.Start(ctx, receipt.ProfileCustom, c.MinionID, uuid.NewString()); !errors.Is(err, ErrInvalidInput) {
+	if _, err := d.Start(ctx, c.MinionID, uuid.NewString(), receipt.ProfileCustom); !errors.Is(err, ErrInvalidInput) {
 		t.Fatalf("custom through Start: %v", err)
 	}
 }

@@ -26,11 +26,11 @@ func TestStdlibErrorsInvalidInput(t *testing.T) {
 		t.Fatalf("New(nil, nil): %v", err)
 	}
 	d := newOffline(t, newFakeClock())
-	_, err := d.Status(ctx, receipt.ProfileConfigure, "not-a-minion", uuid.NewString())
+	_, err := d.Status(ctx, "not-a-minion", uuid.NewString(), receipt.ProfileConfigure)
 	if !errors.Is(err, ErrInvalidInput) || !errors.Is(err, receipt.ErrInvalidID) {
 		t.Fatalf("bad minion id: %v", err)
 	}
-	_, err = d.Start(ctx, receipt.ProfileConfigure, newMinionID(), "not-a-request")
+	_, err = d.Start(ctx, newMinionID(), "not-a-request", receipt.ProfileConfigure)
 	if !errors.Is(err, ErrInvalidInput) || !errors.Is(err, receipt.ErrInvalidID) {
 		t.Fatalf("bad request id: %v", err)
 	}
@@ -45,13 +45,13 @@ func TestStdlibErrorsMismatch(t *testing.T) {
 	d := newOffline(t, clk)
 	c := newClaim(clk, receipt.ProfileConfigure)
 	putClaim(t, d, c)
-	var me *MismatchError
-	_, err := d.Status(ctx, receipt.ProfileProduction, c.MinionID, c.RequestID)
-	if !errors.Is(err, ErrProfileMismatch) || !errors.As(err, &me) || me.Field != "profile" || me.Bound != "configure" {
+	var me *mismatchError
+	_, err := d.Status(ctx, c.MinionID, c.RequestID, receipt.ProfileProduction)
+	if !errors.Is(err, errProfileMismatch) || !errors.As(err, &me) || me.Field != "profile" || me.Bound != "configure" {
 		t.Fatalf("profile mismatch: %v", err)
 	}
-	_, err = d.Start(ctx, receipt.ProfileConfigure, newMinionID(), c.RequestID)
-	if !errors.Is(err, ErrMinionMismatch) || !errors.As(err, &me) || me.Field != "minion_id" || me.Bound != c.MinionID {
+	_, err = d.Start(ctx, newMinionID(), c.RequestID, receipt.ProfileConfigure)
+	if !errors.Is(err, errMinionMismatch) || !errors.As(err, &me) || me.Field != "minion_id" || me.Bound != c.MinionID {
 		t.Fatalf("minion mismatch: %v", err)
 	}
 }
@@ -95,7 +95,7 @@ func TestStdlibErrorsFileClaimStore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := fs.TryRequestLock(ctx, c.RequestID); !errors.Is(err, ErrLeaseHeld) || !errors.Is(err, safefile.ErrLocked) {
+	if _, err := fs.TryRequestLock(ctx, c.RequestID); !errors.Is(err, ErrLeaseBusy) || !errors.Is(err, safefile.ErrLocked) {
 		t.Fatalf("lease held: %v", err)
 	}
 	if err := lease.Release(); err != nil {
@@ -128,7 +128,7 @@ func TestStdlibErrorsFileClaimStore(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = fs.ListByClient(ctx, c.MinionID)
-	var uc *UnreadableClaimError
+	var uc *unreadableClaimError
 	var ue *safefile.UnsafePathError
 	if !errors.Is(err, ErrCorruptClaim) || !errors.Is(err, safefile.ErrNotRegular) || !errors.As(err, &uc) ||
 		uc.RequestID != c.RequestID || !errors.As(err, &ue) || ue.Reason != "not_regular" {

@@ -2,50 +2,53 @@ package oduflow
 
 import "time"
 
-// The timers of the status contract (seed 000 and DESIGN.md section 5).
+// The production timers of the status contract (see DefaultTimers).
 const (
-	// ExecutionWait is how long a worker waits for a trustworthy return after dispatch.
-	ExecutionWait = 7200 * time.Second
-	// HardDeadline is the worker's alarm, reset at dispatch: it never runs longer than this after dispatch.
-	HardDeadline = 7250 * time.Second
-	// StatusExpiry: more than this after the dispatch timestamp a non-final claim is unknown, even if a
-	// worker still holds its lock.
-	StatusExpiry = 7260 * time.Second
-	// LaunchGrace: a non-final claim whose request lock is free is still "running" (launching) this long
-	// after it was created, and unknown (worker disappeared) afterwards.
-	LaunchGrace = 30 * time.Second
-	// LeaseWait bounds the wait for the per-client execution lease.
-	LeaseWait = 60 * time.Second
-	// PollBudget is the number of oduflow_job.status polls spread over ExecutionWait.
-	PollBudget = 250
-	// CallTimeout bounds one read-only call (test.ping, capabilities, one status poll) from publish to return.
-	CallTimeout = 30 * time.Second
-	// PublishTimeout is the "timeout" field sent with each publication (what LocalClient sends).
-	PublishTimeout = 5
+	defaultExecutionWait = 7200 * time.Second
+	defaultHardDeadline  = 7250 * time.Second
+	defaultStatusExpiry  = 7260 * time.Second
+	defaultLaunchGrace   = 30 * time.Second
+	defaultLeaseWait     = 60 * time.Second
+	defaultPollBudget    = 250
+	defaultCallTimeout   = 30 * time.Second
+	// publishTimeout is the "timeout" field sent with each publication (what LocalClient sends); a wire
+	// value, not a timer of the dispatcher.
+	publishTimeout = 5
 )
 
-// Timers holds every duration the dispatcher uses. DefaultTimers returns the named constants; tests
-// shorten them through WithTimers.
+// Timers holds every duration the dispatcher uses; it is the one place they are expressed. DefaultTimers
+// returns the production values (in parentheses below); WithTimers replaces them (tests, demos).
 type Timers struct {
+	// ExecutionWait is how long a worker waits for a trustworthy return after dispatch (7200 s).
 	ExecutionWait time.Duration
-	HardDeadline  time.Duration
-	StatusExpiry  time.Duration
-	LaunchGrace   time.Duration
-	LeaseWait     time.Duration
-	PollBudget    int
-	CallTimeout   time.Duration
+	// HardDeadline is the worker's alarm, reset at dispatch: it never runs longer than this after
+	// dispatch (7250 s).
+	HardDeadline time.Duration
+	// StatusExpiry: more than this after the dispatch timestamp a non-final claim is unknown, even if a
+	// worker still holds its lock (7260 s).
+	StatusExpiry time.Duration
+	// LaunchGrace: a non-final claim whose request lock is free is still running (launching) this long
+	// after it was created, and unknown (worker disappeared) afterwards (30 s).
+	LaunchGrace time.Duration
+	// LeaseWait bounds the wait for the per-client execution lease (60 s).
+	LeaseWait time.Duration
+	// PollBudget is the number of oduflow_job.status polls spread over ExecutionWait (250).
+	PollBudget int
+	// CallTimeout bounds one read-only call (test.ping, capabilities, one status poll, one attest) from
+	// publish to return (30 s).
+	CallTimeout time.Duration
 }
 
 // DefaultTimers are the production values.
 func DefaultTimers() Timers {
 	return Timers{
-		ExecutionWait: ExecutionWait,
-		HardDeadline:  HardDeadline,
-		StatusExpiry:  StatusExpiry,
-		LaunchGrace:   LaunchGrace,
-		LeaseWait:     LeaseWait,
-		PollBudget:    PollBudget,
-		CallTimeout:   CallTimeout,
+		ExecutionWait: defaultExecutionWait,
+		HardDeadline:  defaultHardDeadline,
+		StatusExpiry:  defaultStatusExpiry,
+		LaunchGrace:   defaultLaunchGrace,
+		LeaseWait:     defaultLeaseWait,
+		PollBudget:    defaultPollBudget,
+		CallTimeout:   defaultCallTimeout,
 	}
 }
 
@@ -57,8 +60,8 @@ func (t Timers) PollInterval() time.Duration {
 	return t.ExecutionWait / time.Duration(t.PollBudget)
 }
 
-// Clock is the time source; tests inject a fake one.
-type Clock interface {
+// clockSource is the time source; tests inject a fake one (withClock).
+type clockSource interface {
 	Now() time.Time
 }
 
@@ -66,5 +69,5 @@ type systemClock struct{}
 
 func (systemClock) Now() time.Time { return time.Now().UTC() }
 
-// SystemClock is the wall clock (UTC).
-func SystemClock() Clock { return systemClock{} }
+// systemClockSource is the wall clock (UTC).
+func systemClockSource() clockSource { return systemClock{} }

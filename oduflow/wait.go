@@ -119,7 +119,7 @@ func (d *Dispatcher) awaitFrom(ctx context.Context, c *Claim, w *waiter, deadlin
 				return p
 			}
 			if reason == "" {
-				d.noteUnverified(c, UnverifiedUnproven) // a final-looking return its minion did not sign
+				d.noteUnverified(c, unverifiedUnproven) // a final-looking return its minion did not sign
 			}
 		}
 	}
@@ -136,7 +136,7 @@ func final(r *receipt.Receipt) bool {
 // answer that counts.
 func (d *Dispatcher) pollOnce(ctx context.Context, c *Claim, deadline time.Time) *receipt.Receipt {
 	t0 := time.Now()
-	defer func() { d.hooks.Observe("poll", time.Since(t0)) }()
+	defer func() { d.hooks.observe("poll", time.Since(t0)) }()
 	timeout := d.timers.CallTimeout
 	if rem := time.Until(deadline); rem < timeout {
 		timeout = rem
@@ -144,7 +144,7 @@ func (d *Dispatcher) pollOnce(ctx context.Context, c *Claim, deadline time.Time)
 	if timeout <= 0 {
 		return nil
 	}
-	jr, err := d.call(ctx, c.MinionID, FunStatus, statusArgs(c), timeout)
+	jr, err := d.call(ctx, c.MinionID, funStatus, statusArgs(c), timeout)
 	if err != nil {
 		d.claimLog(c).Info("status poll without answer", slog.String("error", err.Error()))
 		return nil
@@ -180,7 +180,7 @@ func (d *Dispatcher) capabilities(ctx context.Context, minion string) (minionCap
 	if dl, ok := ctx.Deadline(); ok && time.Until(dl) < timeout {
 		timeout = time.Until(dl)
 	}
-	jr, err := d.call(ctx, minion, FunCapabilities, nil, timeout)
+	jr, err := d.call(ctx, minion, funCapabilities, nil, timeout)
 	if err != nil {
 		return minionCaps{}, err
 	}

@@ -16,6 +16,9 @@ func (d *Dispatcher) stepHook(s string) {
 	if d.step != nil {
 		d.step(s)
 	}
+	if d.hooks.h.Step != nil {
+		d.hooks.h.Step(s)
+	}
 }
 
 // launch starts the worker of a freshly created claim.
@@ -40,7 +43,7 @@ func (d *Dispatcher) launch(c *Claim) error {
 func (d *Dispatcher) tryRequestLock(ctx context.Context, request string) (Lease, error) {
 	for attempt := 0; ; attempt++ {
 		lk, err := d.leases.TryRequestLock(ctx, request)
-		if err == nil || !errors.Is(err, ErrLeaseHeld) || attempt >= 20 {
+		if err == nil || !errors.Is(err, ErrLeaseBusy) || attempt >= 20 {
 			return lk, err
 		}
 		select {
@@ -55,12 +58,12 @@ func (d *Dispatcher) tryRequestLock(ctx context.Context, request string) (Lease,
 func checkRole(c *Claim) error {
 	want, ok := profiles.Fixed()[c.Profile]
 	if !ok || string(want) != c.Role {
-		return errors.Wrapf(ErrRoleNotAllowed, "profile %q", errors.Safe(string(c.Profile)))
+		return errors.Wrapf(errRoleNotAllowed, "profile %q", errors.Safe(string(c.Profile)))
 	}
 	return nil
 }
 
-// runWorker executes DESIGN.md section 5 for one claim. It publishes oduflow_job.run at most once, and only
+// runWorker executes the worker steps (package documentation, Worker) for one claim. It publishes oduflow_job.run at most once, and only
 // from phase claimed while holding the request lock and the client lease.
 func (d *Dispatcher) runWorker(ctx context.Context, minion, request string) error {
 	if err := validateIDs(minion, request); err != nil {
@@ -68,7 +71,7 @@ func (d *Dispatcher) runWorker(ctx context.Context, minion, request string) erro
 	}
 	reqLock, err := d.tryRequestLock(ctx, request)
 	if err != nil {
-		if errors.Is(err, ErrLeaseHeld) {
+		if errors.Is(err, ErrLeaseBusy) {
 			return nil // another worker runs this request
 		}
 		return err
@@ -79,10 +82,10 @@ func (d *Dispatcher) runWorker(ctx context.Context, minion, request string) erro
 		return err
 	}
 	if c.MinionID != minion {
-		return &MismatchError{Field: "minion_id", Bound: c.MinionID}
+		return &mismatchError{Field: "minion_id", Bound: c.MinionID}
 	}
 	lg := d.claimLog(c)
-	if c.Phase != PhaseClaimed || c.Legacy() != NotLegacy {
+	if c.Phase != PhaseClaimed || c.legacy() != notLegacy {
 		if deadline, ok := d.resumeWindow(c); ok {
 			// A detached Resume: poll the unknown dispatched request (never publish it again).
 			d.resumePolling(ctx, c, deadline)
@@ -94,13 +97,13 @@ func (d *Dispatcher) runWorker(ctx context.Context, minion, request string) erro
 	if age := d.clock.Now().Sub(c.CreatedAt); age > d.timers.LaunchGrace {
 		// Status has been reporting this launch as unknown (worker disappeared): never dispatch it now.
 		lg.Warn("worker: started after the launch grace; not dispatching", slog.Duration("age", age))
-		d.finalize(ctx, c, receipt.StatusUnknown, 0, 0, CodeWorkerLost, EvidenceNone)
+		d.finalize(ctx, c, receipt.StatusUnknown, 0, 0, codeWorkerLost, evidenceNone)
 		return nil
 	}
-	d.stepHook(StepClaimed)
+	d.stepHook(stepClaimed)
 	if c.Profile != receipt.ProfileCustom {
 		if err := checkRole(c); err != nil {
-			d.finalize(ctx, c, receipt.StatusFailed, 0, 1, CodeRoleNotAllowed, EvidencePreflight)
+			d.finalize(ctx, c, receipt.StatusFailed, 0, 1, codeRoleNotAllowed, evidencePreflight)
 			return err
 		}
 	}
@@ -112,27 +115,27 @@ func (d *Dispatcher) runWorker(ctx context.Context, minion, request string) erro
 		if !errors.Is(err, ErrLeaseBusy) {
 			// Not a live holder: the lease file itself is unusable (a FIFO, a foreign file, ...).
 			lg.Warn("worker: client lease unusable; preflight failure", slog.String("error", err.Error()))
-			d.finalize(ctx, c, receipt.StatusFailed, 0, 1, CodeClaimStore, EvidencePreflight)
+			d.finalize(ctx, c, receipt.StatusFailed, 0, 1, codeClaimStore, evidencePreflight)
 			return nil
 		}
 		lg.Warn("worker: client lease busy; preflight failure")
-		d.finalize(ctx, c, receipt.StatusFailed, 0, 1, CodeLeaseBusy, EvidencePreflight)
+		d.finalize(ctx, c, receipt.StatusFailed, 0, 1, codeLeaseBusy, evidencePreflight)
 		return nil
 	}
 	defer func() { _ = lease.Release() }()
-	d.stepHook(StepLease)
+	d.stepHook(stepLease)
 	code, keySHA := d.preflight(ctx, c)
 	if code != "" {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
 		lg.Warn("worker: preflight failure; nothing published", slog.String("code", code))
-		d.finalize(ctx, c, receipt.StatusFailed, 0, 1, code, EvidencePreflight)
+		d.finalize(ctx, c, receipt.StatusFailed, 0, 1, code, evidencePreflight)
 		return nil
 	}
 	spec, err := d.pubsrc.Publication(ctx, c)
 	if err != nil {
-		d.finalize(ctx, c, receipt.StatusFailed, 0, 1, CodePayload, EvidencePreflight)
+		d.finalize(ctx, c, receipt.StatusFailed, 0, 1, codePayload, evidencePreflight)
 		return nil
 	}
 	jid := salt.JID(c.JID)
@@ -142,7 +145,7 @@ func (d *Dispatcher) runWorker(ctx context.Context, minion, request string) erro
 			return ctx.Err()
 		}
 		lg.Warn("worker: event bus unavailable; preflight failure, nothing published", slog.String("error", err.Error()))
-		d.finalize(ctx, c, receipt.StatusFailed, 0, 1, CodeEventBus, EvidencePreflight)
+		d.finalize(ctx, c, receipt.StatusFailed, 0, 1, codeEventBus, evidencePreflight)
 		return nil
 	}
 	defer w.close()
@@ -159,18 +162,18 @@ func (d *Dispatcher) runWorker(ctx context.Context, minion, request string) erro
 	if c, err = d.store.CompareAndSwapHeld(ctx, next, reqLock, lease); err != nil {
 		return errors.Wrap(err, "oduflow: record dispatch") // nothing published
 	}
-	d.stepHook(StepDispatchRecorded)
+	d.stepHook(stepDispatchRecorded)
 	start := time.Now()
 	wctx, cancel := context.WithDeadline(ctx, start.Add(d.timers.HardDeadline))
 	defer cancel()
 
-	d.stepHook(StepPublishSending)
-	_, err = d.publish(wctx, minion, FunRun, []any{c.RequestID, string(c.Profile), spec.StateDataJSON}, jid)
+	d.stepHook(stepPublishSending)
+	_, err = d.publish(wctx, minion, funRun, []any{c.RequestID, string(c.Profile), spec.StateDataJSON}, jid)
 	if err != nil {
 		code := publishErrorCode(err)
 		if salt.IsNotPublished(err) && !salt.IsOutcomeUnknown(err) {
 			lg.Warn("worker: publish refused; nothing published", slog.String("code", code))
-			d.finalize(ctx, c, receipt.StatusFailed, 0, 1, code, EvidenceRefused)
+			d.finalize(ctx, c, receipt.StatusFailed, 0, 1, code, evidenceRefused)
 			return nil
 		}
 		lg.Error("worker: publish outcome unknown; never retried; client quarantined", slog.String("code", code))
@@ -183,26 +186,26 @@ func (d *Dispatcher) runWorker(ctx context.Context, minion, request string) erro
 	} else if cur, gerr := d.store.Get(ctx, request); gerr == nil && cur.Phase.Final() {
 		return nil // someone else committed a final result
 	}
-	d.stepHook(StepPublishReplied)
-	lg.Info("worker: published", slog.String("fun", FunRun))
+	d.stepHook(stepPublishReplied)
+	lg.Info("worker: published", slog.String("fun", funRun))
 
 	r := d.await(wctx, c, w, start.Add(d.timers.ExecutionWait))
 	if ctx.Err() != nil {
 		return ctx.Err() // dispatcher closed: the claim stays dispatched (unknown once its lock is free)
 	}
-	d.hooks.Observe("dispatch_to_final", time.Since(start))
+	d.hooks.observe("dispatch_to_final", time.Since(start))
 	if r == nil {
 		lg.Warn("worker: no trustworthy receipt within the window or budget; unknown")
-		d.finalize(ctx, c, receipt.StatusUnknown, 0, 0, CodeNoTrustworthyReturn, EvidenceNone)
+		d.finalize(ctx, c, receipt.StatusUnknown, 0, 0, codeNoTrustworthyReturn, evidenceNone)
 		return nil
 	}
-	d.stepHook(StepReturned)
+	d.stepHook(stepReturned)
 	code = ""
 	if r.Status == receipt.StatusUnknown {
-		code = CodeMinionUnknown
+		code = codeMinionUnknown
 	}
-	d.finalize(ctx, c, r.Status, r.Passed, r.Total, code, EvidenceReceipt)
-	d.stepHook(StepCommitted)
+	d.finalize(ctx, c, r.Status, r.Passed, r.Total, code, evidenceReceipt)
+	d.stepHook(stepCommitted)
 	return nil
 }
 
@@ -214,12 +217,12 @@ func (d *Dispatcher) preflight(ctx context.Context, c *Claim) (string, string) {
 	if err != nil {
 		// Cannot prove the client is clear: refuse, but say why and which claim, not "quarantined".
 		attrs := []any{slog.String("error", err.Error())}
-		var uc *UnreadableClaimError
+		var uc *unreadableClaimError
 		if errors.As(err, &uc) {
 			attrs = append(attrs, slog.String("unreadable_request_id", uc.RequestID))
 		}
 		d.claimLog(c).Warn("worker: client claims unreadable; preflight failure", attrs...)
-		return CodeClaimStore, ""
+		return codeClaimStore, ""
 	}
 	for _, o := range others {
 		if o.RequestID == c.RequestID {
@@ -227,12 +230,12 @@ func (d *Dispatcher) preflight(ctx context.Context, c *Claim) (string, string) {
 		}
 		if o.Quarantining() {
 			d.claimLog(c).Warn("worker: client quarantined", slog.String("blocking_request_id", o.RequestID))
-			return CodeQuarantined, ""
+			return codeQuarantined, ""
 		}
 		if o.JID == c.JID {
 			// Two dispatcher processes drew the same JID in the same microsecond for one client: the minion
 			// would refuse the second binding. Fail before publishing; a retry is a new request.
-			return CodeJIDCollision, ""
+			return codeJIDCollision, ""
 		}
 	}
 	ctx2, cancel := context.WithTimeout(ctx, d.timers.CallTimeout)
@@ -241,13 +244,13 @@ func (d *Dispatcher) preflight(ctx context.Context, c *Claim) (string, string) {
 	if err != nil {
 		return callErrorCode(err), "" // names the cause: credentials, event bus, transport, or the minion
 	}
-	if caps.Protocol != ProtocolVersion || !caps.Proof {
-		return CodeCapability, "" // no silent fallback to unproven receipts
+	if caps.Protocol != protocolVersion || !caps.Proof {
+		return codeCapability, "" // no silent fallback to unproven receipts
 	}
-	key, err := LoadMinionKey(ctx, d.pkiDir, c.MinionID)
+	key, err := loadMinionKey(ctx, d.pkiDir, c.MinionID)
 	if err != nil {
 		d.claimLog(c).Warn("worker: accepted minion key unavailable", slog.String("error", err.Error()))
-		return CodeMinionKey, ""
+		return codeMinionKey, ""
 	}
 	return "", key.SHA256
 }
@@ -255,33 +258,27 @@ func (d *Dispatcher) preflight(ctx context.Context, c *Claim) (string, string) {
 // finalize commits a final result unless someone else committed one meanwhile (which is kept).
 func (d *Dispatcher) finalize(ctx context.Context, c *Claim, st receipt.Status, passed, total int, code, evidence string) *Claim {
 	lg := d.claimLog(c)
-	for attempt := 0; attempt < 10; attempt++ {
-		cur, err := d.store.Get(ctx, c.RequestID)
-		if err != nil {
-			lg.Error("finalize: read claim", slog.String("error", err.Error()))
-			return nil
+	out, changed, err := d.updateClaim(ctx, c.RequestID, func(next *Claim) bool {
+		if next.Phase.Final() {
+			return false
 		}
-		if cur.Phase.Final() {
-			lg.Info("finalize: keeping final result committed by someone else", slog.String("status", string(cur.Status)))
-			return cur
-		}
-		next := cur.clone()
 		now := d.clock.Now()
 		next.Phase, next.Status, next.Passed, next.Total = PhaseTerminal, st, passed, total
 		next.ErrorCode, next.Evidence, next.FinishedAt = code, evidence, &now
-		out, err := d.store.CompareAndSwap(ctx, next)
-		if err == nil {
-			d.hooks.Outcome(out.EffectiveProfile(), st, code)
-			lg.Info("final result committed", slog.String("status", string(st)), slog.Int("passed", passed),
-				slog.Int("total", total), slog.String("code", code))
-			return out
-		}
-		if !errors.Is(err, ErrConflict) {
-			lg.Error("finalize: commit", slog.String("error", err.Error()))
-			return nil
-		}
+		return true
+	})
+	switch {
+	case err != nil:
+		lg.Error("finalize: commit", slog.String("error", err.Error()))
+		return nil
+	case !changed:
+		lg.Info("finalize: keeping final result committed by someone else", slog.String("status", string(out.Status)))
+		return out
 	}
-	return nil
+	d.hooks.outcome(out.EffectiveProfile(), st, code)
+	lg.Info("final result committed", slog.String("status", string(st)), slog.Int("passed", passed),
+		slog.Int("total", total), slog.String("code", code))
+	return out
 }
 
 // listenAfterUnknownPublish handles a publish whose outcome is unknown: the claim is committed unknown at
@@ -292,7 +289,7 @@ func (d *Dispatcher) finalize(ctx context.Context, c *Claim, st receipt.Status, 
 // quarantine); a minion answering not_started never does.
 func (d *Dispatcher) listenAfterUnknownPublish(ctx, wctx context.Context, c *Claim, w *waiter, lease Lease, start time.Time) error {
 	lg := d.claimLog(c)
-	cur := d.finalize(ctx, c, receipt.StatusUnknown, 0, 0, CodeOutcomeUnknown, EvidenceNone)
+	cur := d.finalize(ctx, c, receipt.StatusUnknown, 0, 0, codeOutcomeUnknown, evidenceNone)
 	if cur == nil || cur.Phase != PhaseTerminal || cur.Status != receipt.StatusUnknown {
 		return nil // not committed, or someone else committed another final result (kept)
 	}
@@ -305,20 +302,10 @@ func (d *Dispatcher) listenAfterUnknownPublish(ctx, wctx context.Context, c *Cla
 		lg.Warn("worker: no trustworthy receipt after the unknown publish; stays unknown")
 		return nil
 	}
-	d.stepHook(StepReturned)
-	out, err := d.commitFromUnknown(ctx, cur, false, func(n *Claim) {
-		now := d.clock.Now()
-		n.Phase, n.Status, n.Passed, n.Total = PhaseTerminal, r.Status, r.Passed, r.Total
-		n.ErrorCode, n.Evidence, n.FinishedAt = "", EvidenceReceipt, &now
-	})
-	if err != nil {
-		lg.Error("worker: commit after the unknown publish", slog.String("error", err.Error()))
+	d.stepHook(stepReturned)
+	if err := d.replaceUnknown(ctx, cur, r, "worker"); err != nil {
 		return nil
 	}
-	if out.Evidence == EvidenceReceipt && out.Status == r.Status {
-		d.hooks.Outcome(out.EffectiveProfile(), out.Status, "")
-		lg.Info("worker: unknown replaced by the minion's receipt", slog.String("status", string(out.Status)))
-	}
-	d.stepHook(StepCommitted)
+	d.stepHook(stepCommitted)
 	return nil
 }

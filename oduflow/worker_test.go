@@ -15,10 +15,10 @@ func TestLateWorkerNeverDispatches(t *testing.T) {
 	e := startSim(t)
 	m := e.addMinion()
 	clk := newFakeClock()
-	d := e.dispatcher(WithWorkerMode(Detached(noopWorker(t))), WithClock(clk))
+	d := e.dispatcher(WithDetachedWorkers(noopWorker(t)), withClock(clk))
 	req := uuid.NewString()
 	mustStart(t, d, receipt.ProfileConfigure, m.ID(), req)
-	clk.Advance(LaunchGrace + time.Second)
+	clk.Advance(defaultLaunchGrace + time.Second)
 	if st := status(t, d, mustClaim(t, d, req)); st != receipt.StatusUnknown {
 		t.Fatalf("before: %s", st)
 	}
@@ -26,7 +26,7 @@ func TestLateWorkerNeverDispatches(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := mustClaim(t, d, req)
-	if c.Status != receipt.StatusUnknown || c.ErrorCode != CodeWorkerLost || c.Quarantining() || e.runs() != 0 {
+	if c.Status != receipt.StatusUnknown || c.ErrorCode != codeWorkerLost || c.Quarantining() || e.runs() != 0 {
 		t.Fatalf("%+v runs %d", c, e.runs())
 	}
 }
@@ -40,16 +40,16 @@ func TestJIDCollisionFailsPreflight(t *testing.T) {
 	first := uuid.NewString()
 	r := mustStart(t, d, receipt.ProfileConfigure, m.ID(), first)
 	waitFinal(t, d, receipt.ProfileConfigure, m.ID(), first)
-	c := &Claim{Protocol: ClaimProtocol, MinionID: m.ID(), RequestID: uuid.NewString(), Profile: receipt.ProfileConfigure,
+	c := &Claim{Protocol: claimProtocol, MinionID: m.ID(), RequestID: uuid.NewString(), Profile: receipt.ProfileConfigure,
 		Role: "roles.client_stack", JID: *r.JID, Phase: PhaseClaimed, CreatedAt: time.Now().UTC()}
-	if err := d.Store().Create(ctx, c); err != nil {
+	if err := d.store.Create(ctx, c); err != nil {
 		t.Fatal(err)
 	}
 	if err := d.RunWorker(ctx, []string{m.ID(), c.RequestID}); err != nil {
 		t.Fatal(err)
 	}
 	got := mustClaim(t, d, c.RequestID)
-	if got.ErrorCode != CodeJIDCollision || got.Status != receipt.StatusFailed || e.runs() != 1 {
+	if got.ErrorCode != codeJIDCollision || got.Status != receipt.StatusFailed || e.runs() != 1 {
 		t.Fatalf("%+v runs %d", got, e.runs())
 	}
 }

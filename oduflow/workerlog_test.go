@@ -44,7 +44,7 @@ func privateDir(t *testing.T) string {
 
 func TestWorkerLogRefusesNonRegularAtOnce(t *testing.T) {
 	t.Run("fifo", func(t *testing.T) {
-		p := filepath.Join(privateDir(t), WorkerLogName)
+		p := filepath.Join(privateDir(t), workerLogName)
 		if err := unix.Mkfifo(p, 0o600); err != nil {
 			t.Fatal(err)
 		}
@@ -53,7 +53,7 @@ func TestWorkerLogRefusesNonRegularAtOnce(t *testing.T) {
 		}
 	})
 	t.Run("fifo with a reader", func(t *testing.T) {
-		p := filepath.Join(privateDir(t), WorkerLogName)
+		p := filepath.Join(privateDir(t), workerLogName)
 		if err := unix.Mkfifo(p, 0o600); err != nil {
 			t.Fatal(err)
 		}
@@ -67,7 +67,7 @@ func TestWorkerLogRefusesNonRegularAtOnce(t *testing.T) {
 		}
 	})
 	t.Run("socket", func(t *testing.T) {
-		p := filepath.Join(privateDir(t), WorkerLogName)
+		p := filepath.Join(privateDir(t), workerLogName)
 		l, err := net.Listen("unix", p)
 		if err != nil {
 			t.Fatal(err)
@@ -78,7 +78,7 @@ func TestWorkerLogRefusesNonRegularAtOnce(t *testing.T) {
 		}
 	})
 	t.Run("directory", func(t *testing.T) {
-		p := filepath.Join(privateDir(t), WorkerLogName)
+		p := filepath.Join(privateDir(t), workerLogName)
 		if err := os.Mkdir(p, 0o700); err != nil {
 			t.Fatal(err)
 		}
@@ -87,7 +87,7 @@ func TestWorkerLogRefusesNonRegularAtOnce(t *testing.T) {
 		}
 	})
 	t.Run("regular file is blocking for the worker", func(t *testing.T) {
-		p := filepath.Join(privateDir(t), WorkerLogName)
+		p := filepath.Join(privateDir(t), workerLogName)
 		f, err := openWorkerLog(p)
 		if err != nil {
 			t.Fatal(err)

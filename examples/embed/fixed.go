@@ -24,7 +24,7 @@ func (s *Service) startRequest(w http.ResponseWriter, r *http.Request, id Identi
 		return
 	}
 	body.RequestID = requestIDOrNew(body.RequestID)
-	resp, err := s.d.Start(r.Context(), profile, minion, body.RequestID)
+	resp, err := s.d.Start(r.Context(), minion, body.RequestID, profile)
 	s.reply(w, r, http.StatusAccepted, resp, err)
 }
 
@@ -40,6 +40,6 @@ func (s *Service) requestStatus(w http.ResponseWriter, r *http.Request, id Ident
 		writeError(w, http.StatusBadRequest, "invalid_input", "unknown profile")
 		return
 	}
-	resp, err := s.d.Status(r.Context(), profile, minion, r.PathValue("request"))
+	resp, err := s.d.Status(r.Context(), minion, r.PathValue("request"), profile)
 	s.reply(w, r, http.StatusOK, resp, err)
 }

@@ -160,7 +160,7 @@ func (s *Service) reply(w http.ResponseWriter, r *http.Request, code int, v any,
 // none.
 func requestIDOrNew(id string) string {
 	if id == "" {
-		return receipt.NewRequestID()
+		return oduflow.NewRequestID()
 	}
 	return id
 }
@@ -177,8 +177,8 @@ func (s *Service) fail(ctx context.Context, w http.ResponseWriter, err error) {
 		return
 	case cerrors.Is(err, oduflow.ErrInvalidInput), cerrors.Is(err, catalog.ErrInvalid):
 		code, status = "invalid_input", http.StatusBadRequest
-	case cerrors.Is(err, oduflow.ErrProfileMismatch), cerrors.Is(err, oduflow.ErrMinionMismatch),
-		cerrors.Is(err, oduflow.ErrDefinitionMismatch), cerrors.Is(err, catalog.ErrExists):
+	case cerrors.Is(err, oduflow.ErrMismatch), cerrors.Is(err, oduflow.ErrMismatch),
+		cerrors.Is(err, oduflow.ErrMismatch), cerrors.Is(err, catalog.ErrExists):
 		code, status = "request_bound_elsewhere", http.StatusConflict
 	case cerrors.Is(err, catalog.ErrNotFound), cerrors.Is(err, oduflow.ErrNoClaim):
 		code, status = "not_found", http.StatusNotFound
@@ -204,7 +204,7 @@ func (s *Service) fail(ctx context.Context, w http.ResponseWriter, err error) {
 }
 
 // parseProfile accepts the fixed profiles (custom states have their own routes).
-func parseProfile(s string) (receipt.Profile, bool) {
+func parseProfile(s string) (oduflow.Profile, bool) {
 	p, err := receipt.ParseProfile(s)
 	return p, err == nil && p != receipt.ProfileCustom
 }

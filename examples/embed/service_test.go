@@ -62,7 +62,7 @@ func newFixture(t *testing.T) *fixture {
 		}
 	}
 	timers := oduflow.Timers{ExecutionWait: 10 * time.Second, HardDeadline: 12 * time.Second, StatusExpiry: 13 * time.Second,
-		LaunchGrace: oduflow.LaunchGrace, LeaseWait: 2 * time.Second, PollBudget: 10, CallTimeout: 3 * time.Second}
+		LaunchGrace: oduflow.DefaultTimers().LaunchGrace, LeaseWait: 2 * time.Second, PollBudget: 10, CallTimeout: 3 * time.Second}
 	svc, closeAll, err := Wire(ctx, Config{
 		Master: sim.Addr(), Events: sim.EventsAddr(), Eauth: "pam", User: "oduflow", Password: "svc-pass",
 		StateDir: filepath.Join(t.TempDir(), "claims"), CatalogDir: filepath.Join(t.TempDir(), "catalog"),

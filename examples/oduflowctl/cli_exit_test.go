@@ -132,7 +132,7 @@ func TestExitRefusedAfterClaimPrintsCode(t *testing.T) {
 	}
 	r := run(t, withEnv(l.env, "ODUFLOW_SALT_KEY_FILE="+key), "start", "configure", l.minion, "--wait", "--interval", "50ms")
 	must(t, r, ExitRefused)
-	if !strings.Contains(r.stderr, "error code "+oduflow.CodeAuthentication) {
+	if !strings.Contains(r.stderr, "error code "+"publish_authentication") {
 		t.Fatalf("no error code printed: %s", r)
 	}
 	if n := l.sim.PublicationCount("oduflow_job.run", ""); n != 0 {
@@ -205,7 +205,7 @@ func TestExitWorkerLogFIFOWritesNothing(t *testing.T) {
 	if _, err := oduflow.OpenFileClaimStore(state); err != nil {
 		t.Fatal(err)
 	}
-	if err := syscall.Mkfifo(filepath.Join(state, oduflow.WorkerLogName), 0o600); err != nil {
+	if err := syscall.Mkfifo(filepath.Join(state, "worker.log"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	start := time.Now()

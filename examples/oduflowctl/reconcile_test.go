@@ -27,7 +27,7 @@ func writeLostClaim(t *testing.T, stateDir, minion string) string {
 		t.Fatal(err)
 	}
 	then := time.Now().UTC().Add(-time.Hour)
-	c := &oduflow.Claim{Protocol: oduflow.ClaimProtocol, MinionID: minion, RequestID: receipt.NewRequestID(),
+	c := &oduflow.Claim{Protocol: 1, MinionID: minion, RequestID: receipt.NewRequestID(),
 		Profile: receipt.ProfileConfigure, Role: string(role), JID: string(salt.NewJIDGenerator().Next()),
 		Phase: oduflow.PhaseDispatched, CreatedAt: then, DispatchedAt: &then}
 	if err := st.Create(context.Background(), c); err != nil {
@@ -110,7 +110,7 @@ func forgetResult(t *testing.T, stateDir, request string) {
 		t.Fatal(err)
 	}
 	c.Status, c.Passed, c.Total = receipt.StatusUnknown, 0, 0
-	c.ErrorCode, c.Evidence = oduflow.CodeNoTrustworthyReturn, oduflow.EvidenceNone
+	c.ErrorCode, c.Evidence = "no_trustworthy_return", "none"
 	if _, err := st.CompareAndSwap(context.Background(), c); err != nil {
 		t.Fatal(err)
 	}
@@ -144,7 +144,7 @@ func TestResumeReturnsAtOnceAndWaits(t *testing.T) {
 	deadline := time.Now().Add(20 * time.Second)
 	for {
 		c, err := st.Get(context.Background(), req)
-		if err == nil && c.Status == receipt.StatusSucceeded && c.Evidence == oduflow.EvidenceReceipt {
+		if err == nil && c.Status == receipt.StatusSucceeded && c.Evidence == "receipt" {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -163,7 +163,7 @@ func TestResumeReturnsAtOnceAndWaits(t *testing.T) {
 		t.Fatalf("runs published: %d", n)
 	}
 	// Nothing is inherited: the workers wrote to the state directory's private log.
-	if fi, err := os.Stat(filepath.Join(dir, oduflow.WorkerLogName)); err != nil || fi.Mode().Perm() != 0o600 {
+	if fi, err := os.Stat(filepath.Join(dir, "worker.log")); err != nil || fi.Mode().Perm() != 0o600 {
 		t.Fatalf("worker log: %v %v", fi, err)
 	}
 }

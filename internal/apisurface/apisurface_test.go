@@ -31,7 +31,6 @@ var budgets = map[string]int{
 // enforced as well.
 var pending = map[string]bool{
 	"receipt":         true,
-	"oduflow":         true,
 	"oduflow/catalog": true,
 }
 

@@ -34,7 +34,7 @@ func claimFields() map[string]bool {
 			out[name] = true
 		}
 	}
-	// The field spellings of earlier runners that oduflow.DecodeClaim accepts (claims migrated from a claim
+	// The field spellings of earlier runners that (*oduflow.Claim).UnmarshalBinary accepts (claims migrated from a claim
 	// directory keep them).
 	for _, f := range []string{"state", "created", "dispatched", "command", "error"} {
 		out[f] = true
@@ -88,8 +88,8 @@ func decodeClaim(data []byte, requestID string) (*oduflow.Claim, error) {
 	if err := checkStrict(data); err != nil {
 		return nil, err
 	}
-	c, err := oduflow.DecodeClaim(data)
-	if err != nil {
+	c := new(oduflow.Claim)
+	if err := c.UnmarshalBinary(data); err != nil {
 		return nil, errmark.Mark(err, oduflow.ErrCorruptClaim)
 	}
 	if c.RequestID != requestID {

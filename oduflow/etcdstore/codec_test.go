@@ -16,12 +16,12 @@ func sampleClaim() *oduflow.Claim {
 		RequestID: "6f1c9a52-8d7e-4b1f-9a3c-2e5d7f8a9b0c", Profile: receipt.ProfileProduction, Role: "production",
 		StateDigest: strings.Repeat("ab", 32), JID: "20261201130000123456", Phase: oduflow.PhaseTerminal,
 		CreatedAt: d, DispatchedAt: &d, FinishedAt: &d, Status: receipt.StatusSucceeded, Passed: 60, Total: 60,
-		Evidence: oduflow.EvidenceReceipt, Generation: 4}
+		Evidence: "receipt", Generation: 4}
 }
 
 func TestDecodeStrict(t *testing.T) {
 	c := sampleClaim()
-	data, err := oduflow.EncodeClaim(c)
+	data, err := c.MarshalBinary()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -33,7 +33,7 @@ func TestDecodeStrict(t *testing.T) {
 	// Legacy spellings (claims migrated from a claim directory) are accepted.
 	legacy := `{"minion_id":"` + c.MinionID + `","request_id":"` + c.RequestID + `","jid":"` + c.JID +
 		`","state":"running","created":1764594000.5,"passed":0,"total":0,"generation":1}`
-	if lc, err := decodeClaim([]byte(legacy), c.RequestID); err != nil || lc.Legacy() != oduflow.LegacyUnprofiled ||
+	if lc, err := decodeClaim([]byte(legacy), c.RequestID); err != nil || !lc.Legacy() ||
 		lc.Phase != oduflow.PhaseDispatched {
 		t.Fatalf("legacy: %+v %v", lc, err)
 	}
@@ -59,7 +59,7 @@ func TestDecodeStrict(t *testing.T) {
 }
 
 func FuzzDecodeClaim(f *testing.F) {
-	data, _ := oduflow.EncodeClaim(sampleClaim())
+	data, _ := sampleClaim().MarshalBinary()
 	f.Add(data)
 	f.Add([]byte(`{"minion_id":1}`))
 	f.Fuzz(func(t *testing.T, b []byte) {

@@ -9,7 +9,7 @@
 //
 // # Records
 //
-// A claim is one key, PREFIX/claims/<request id>, holding oduflow.EncodeClaim's JSON; it is read back with
+// A claim is one key, PREFIX/claims/<request id>, holding (*oduflow.Claim).MarshalBinary's JSON; it is read back with
 // a strict decoder (one object, known fields only, no repeated field, no trailing data, at most
 // MaxClaimSize bytes, the request id of its key) and anything else under the prefix is ErrCorruptClaim,
 // never a panic. Create is one transaction If(CreateRevision(claim) == 0) Then(Put claim, Put

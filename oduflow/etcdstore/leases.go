@@ -134,7 +134,7 @@ func (s *Store) TryRequestLock(ctx context.Context, requestID string) (oduflow.L
 		if err != nil {
 			return nil, err
 		}
-		return nil, errors.Wrap(oduflow.ErrLeaseHeld, "etcdstore: request lock")
+		return nil, errors.Wrap(oduflow.ErrLeaseBusy, "etcdstore: request lock")
 	}
 	return &Lease{s: s, key: key, sess: sess, createRev: rev}, nil
 }

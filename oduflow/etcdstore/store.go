@@ -20,7 +20,7 @@ import (
 
 // Key layout under the prefix (request and minion ids are canonical UUID forms, so no id holds a "/"):
 //
-//	PREFIX/claims/<request id>            the claim (oduflow.EncodeClaim JSON)
+//	PREFIX/claims/<request id>            the claim ((*oduflow.Claim).MarshalBinary JSON)
 //	PREFIX/clients/<minion id>/<request>  empty index entry, written in the claim's creating transaction
 //	PREFIX/locks/run/<request id>         the request lock, attached to an etcd lease
 //	PREFIX/locks/client/<minion id>       the per-client execution lease, attached to an etcd lease
@@ -126,7 +126,7 @@ func (s *Store) Create(ctx context.Context, c *oduflow.Claim) error {
 	if err := cp.Validate(); err != nil {
 		return errmark.Mark(err, oduflow.ErrInvalidInput)
 	}
-	data, err := oduflow.EncodeClaim(cp)
+	data, err := cp.MarshalBinary()
 	if err != nil {
 		return err
 	}
@@ -216,7 +216,7 @@ func (s *Store) compareAndSwap(ctx context.Context, next *oduflow.Claim, held []
 	}
 	out := cloneClaim(next)
 	out.Generation = cur.Generation + 1
-	data, err := oduflow.EncodeClaim(out)
+	data, err := out.MarshalBinary()
 	if err != nil {
 		return nil, err
 	}

@@ -70,7 +70,7 @@ func childJobFromEnv() (childJob, bool) {
 // runChild plays a child's role; failures fail the child's test, which the parent sees as its exit code.
 func runChild(t *testing.T, f StoreFactory, job childJob) {
 	ctx := testContext(t)
-	c, err := oduflow.DecodeClaim(job.Claim)
+	c, err := unmarshalClaim(job.Claim)
 	if err != nil {
 		t.Fatalf("oduflowtest child: job %q: %v", job.Role, err)
 	}

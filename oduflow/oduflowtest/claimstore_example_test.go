@@ -30,5 +30,5 @@ func ExampleTestClaimStore() {
 // An embedding service's unit test uses the in-memory store in place of the file store.
 func ExampleNewMemoryStore() {
 	st := oduflowtest.NewMemoryStore()
-	_ = []oduflow.Option{oduflow.WithClaimStore(st), oduflow.WithLeases(st)}
+	_ = []oduflow.Option{oduflow.WithClaimStore(st)}
 }

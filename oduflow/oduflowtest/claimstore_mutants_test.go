@@ -110,7 +110,7 @@ func (m mutant) CompareAndSwap(ctx context.Context, next *oduflow.Claim) (*odufl
 		n.Generation = cur.Generation
 		if m.name == "identity mutable" { // a blind overwrite, identity and all
 			n.Generation++
-			data, err := oduflow.EncodeClaim(&n)
+			data, err := n.MarshalBinary()
 			if err != nil {
 				return nil, err
 			}
@@ -144,7 +144,7 @@ func (freeLease) Held() bool     { return true }
 
 func (m mutant) TryRequestLock(ctx context.Context, requestID string) (oduflow.Lease, error) {
 	l, err := m.Store.TryRequestLock(ctx, requestID)
-	if m.name == "lock not exclusive" && errors.Is(err, oduflow.ErrLeaseHeld) {
+	if m.name == "lock not exclusive" && errors.Is(err, oduflow.ErrLeaseBusy) {
 		return freeLease{}, nil
 	}
 	return l, err

@@ -121,7 +121,7 @@ func (s *suite) releaseGrace() time.Duration {
 // dispatcher creates. The suite uses it; store authors may too.
 func NewClaim() *oduflow.Claim {
 	return &oduflow.Claim{
-		Protocol:  oduflow.ClaimProtocol,
+		Protocol:  1,
 		MinionID:  "client-" + receipt.NewRequestID(),
 		RequestID: receipt.NewRequestID(),
 		Profile:   receipt.ProfileConfigure,
@@ -143,11 +143,11 @@ func randomJID() string {
 }
 
 func clone(c *oduflow.Claim) *oduflow.Claim {
-	data, err := oduflow.EncodeClaim(c)
+	data, err := c.MarshalBinary()
 	if err != nil {
 		panic(err)
 	}
-	out, err := oduflow.DecodeClaim(data)
+	out, err := unmarshalClaim(data)
 	if err != nil {
 		panic(err)
 	}
@@ -156,7 +156,7 @@ func clone(c *oduflow.Claim) *oduflow.Claim {
 
 func encode(t testing.TB, c *oduflow.Claim) string {
 	t.Helper()
-	data, err := oduflow.EncodeClaim(c)
+	data, err := c.MarshalBinary()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,7 +14,7 @@ func malformedRecords(requestID string) map[string][]byte {
 	valid := func(edit string) []byte {
 		c := NewClaim()
 		c.RequestID = requestID
-		data, _ := oduflow.EncodeClaim(c)
+		data, _ := c.MarshalBinary()
 		return []byte(strings.Replace(string(data), `"phase":"claimed"`, edit, 1))
 	}
 	return map[string][]byte{
@@ -57,7 +57,7 @@ func (s *suite) testCorrupt(t *testing.T) {
 		req := receipt.NewRequestID()
 		foreign := NewClaim() // a valid claim of another request, stored under req
 		foreign.Generation = 1
-		data, err := oduflow.EncodeClaim(foreign)
+		data, err := foreign.MarshalBinary()
 		if err != nil {
 			t.Fatal(err)
 		}

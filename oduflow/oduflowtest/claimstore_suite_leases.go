@@ -198,7 +198,7 @@ func (s *suite) testLeases(t *testing.T) {
 		}
 		for i, h := range []Store{a, b} {
 			_, err := h.TryRequestLock(testContext(t), req)
-			wantErr(t, "TryRequestLock of a held lock", err, oduflow.ErrLeaseHeld)
+			wantErr(t, "TryRequestLock of a held lock", err, oduflow.ErrLeaseBusy)
 			if held, err := h.RequestLockHeld(testContext(t), req); err != nil || !held {
 				t.Fatalf("handle %d: RequestLockHeld while held = %v, %v", i, held, err)
 			}
@@ -248,7 +248,7 @@ func (s *suite) testLeases(t *testing.T) {
 					case err == nil:
 						won.Store(l, true)
 						wins.Add(1)
-					case errors.Is(err, oduflow.ErrLeaseHeld):
+					case errors.Is(err, oduflow.ErrLeaseBusy):
 						held.Add(1)
 					default:
 						t.Errorf("TryRequestLock: %v", err)
@@ -259,7 +259,7 @@ func (s *suite) testLeases(t *testing.T) {
 		close(start)
 		wg.Wait()
 		if n := int64(len(handles) * raceGoroutines); wins.Load() != 1 || held.Load() != n-1 {
-			t.Fatalf("%d concurrent TryRequestLock: %d won, %d ErrLeaseHeld", n, wins.Load(), held.Load())
+			t.Fatalf("%d concurrent TryRequestLock: %d won, %d ErrLeaseBusy", n, wins.Load(), held.Load())
 		}
 	})
 	t.Run("client lease busy", func(t *testing.T) {
@@ -372,7 +372,7 @@ func (s *suite) waitFree(t testing.TB, st Store, c *oduflow.Claim) {
 	if !eventually(s.releaseGrace(), func() bool {
 		var err error
 		rl, err = st.TryRequestLock(testContext(t), c.RequestID)
-		if err != nil && !errors.Is(err, oduflow.ErrLeaseHeld) {
+		if err != nil && !errors.Is(err, oduflow.ErrLeaseBusy) {
 			t.Fatalf("TryRequestLock: %v", err)
 		}
 		return err == nil

@@ -22,7 +22,7 @@ func (s *suite) needProcesses(t *testing.T) {
 // race runs childProcs children with role on c, opens the barrier once all are ready, and returns the sums
 // of their ok and exists counts.
 func (s *suite) race(t *testing.T, loc, role string, c *oduflow.Claim, rounds int) (ok, exists int) {
-	data, err := oduflow.EncodeClaim(c)
+	data, err := c.MarshalBinary()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,14 +77,14 @@ func (s *suite) testHolderDeathProcess(t *testing.T) {
 	loc := s.backend(t)
 	st := s.open(t, loc)
 	c := mustCreate(t, st, NewClaim())
-	data, err := oduflow.EncodeClaim(c)
+	data, err := c.MarshalBinary()
 	if err != nil {
 		t.Fatal(err)
 	}
 	k := s.spawn(t, childJob{Role: roleHold, Location: loc, Claim: data})
 	k.expect(t, lineHeld)
 	_, err = st.TryRequestLock(testContext(t), c.RequestID)
-	wantErr(t, "TryRequestLock held by another process", err, oduflow.ErrLeaseHeld)
+	wantErr(t, "TryRequestLock held by another process", err, oduflow.ErrLeaseBusy)
 	if held, err := st.RequestLockHeld(testContext(t), c.RequestID); err != nil || !held {
 		t.Fatalf("RequestLockHeld while another process holds it = %v, %v", held, err)
 	}

@@ -110,8 +110,8 @@ func mutate(c *oduflow.Claim) {
 	c.DispatchedAt, c.FinishedAt, c.ResumedAt = &now, &later, &now
 	c.Status = receipt.StatusSucceeded
 	c.Passed, c.Total = 3, 4
-	c.ErrorCode = oduflow.CodeNoTrustworthyReturn
-	c.Evidence = oduflow.EvidenceReceipt
+	c.ErrorCode = "no_trustworthy_return"
+	c.Evidence = "receipt"
 }
 
 func (s *suite) testCompareAndSwap(t *testing.T) {

@@ -15,7 +15,7 @@ import (
 // MemoryStore is an oduflow.ClaimStore and oduflow.Leases held in memory, for unit tests of services that
 // embed the dispatcher. It is NOT durable (a restart forgets every claim, so it cannot keep the
 // at-most-once promise across restarts) and it is single-process (other processes cannot see its claims
-// or its leases). Pass it with oduflow.WithClaimStore and oduflow.WithLeases. Records are kept encoded,
+// or its leases). Pass it with oduflow.WithClaimStore (it is its own Leases). Records are kept encoded,
 // exactly as a durable store keeps them, so callers never share memory with the store. It passes
 // TestClaimStore without MultiProcess. Safe for concurrent use.
 type MemoryStore struct {
@@ -57,7 +57,7 @@ func (s *MemoryStore) decodeLocked(requestID string) (*oduflow.Claim, error) {
 	if !ok {
 		return nil, errors.Wrap(oduflow.ErrNoClaim, "oduflowtest: memory store")
 	}
-	c, err := oduflow.DecodeClaim(data)
+	c, err := unmarshalClaim(data)
 	if err != nil {
 		return nil, errmark.Mark(err, oduflow.ErrCorruptClaim)
 	}
@@ -77,7 +77,7 @@ func (s *MemoryStore) Create(ctx context.Context, c *oduflow.Claim) error {
 	if err := cp.Validate(); err != nil {
 		return err
 	}
-	data, err := oduflow.EncodeClaim(&cp)
+	data, err := cp.MarshalBinary()
 	if err != nil {
 		return err
 	}
@@ -140,12 +140,12 @@ func (s *MemoryStore) CompareAndSwapHeld(ctx context.Context, next *oduflow.Clai
 	}
 	out := *next
 	out.Generation = cur.Generation + 1
-	data, err := oduflow.EncodeClaim(&out)
+	data, err := out.MarshalBinary()
 	if err != nil {
 		return nil, err
 	}
 	s.records[out.RequestID] = data
-	return oduflow.DecodeClaim(data) // a copy the caller cannot share with next
+	return unmarshalClaim(data) // a copy the caller cannot share with next
 }
 
 func sameIdentity(a, b *oduflow.Claim) bool {
@@ -233,7 +233,7 @@ func (s *MemoryStore) TryRequestLock(ctx context.Context, requestID string) (odu
 	}
 	l, _ := s.tryLock(memRequestLock + requestID)
 	if l == nil {
-		return nil, errors.Wrap(oduflow.ErrLeaseHeld, "oduflowtest: request lock")
+		return nil, errors.Wrap(oduflow.ErrLeaseBusy, "oduflowtest: request lock")
 	}
 	return l, nil
 }
@@ -278,3 +278,12 @@ var (
 	_ oduflow.Leases     = (*MemoryStore)(nil)
 	_ Store              = (*MemoryStore)(nil)
 )
+
+// unmarshalClaim decodes a stored claim ((*oduflow.Claim).UnmarshalBinary) into a new claim.
+func unmarshalClaim(data []byte) (*oduflow.Claim, error) {
+	var c oduflow.Claim
+	if err := c.UnmarshalBinary(data); err != nil {
+		return nil, err
+	}
+	return &c, nil
+}

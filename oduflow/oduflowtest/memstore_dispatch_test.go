@@ -48,9 +48,9 @@ func TestMemoryStoreBehindDispatcher(t *testing.T) {
 	st := oduflowtest.NewMemoryStore()
 	unused := filepath.Join(t.TempDir(), "no-claims-here")
 	d, err := oduflow.New(client, oduflow.SaltEvents(sim.EventsAddr(), salt.WithLogger(quiet)), oduflow.WithPKIDir(sim.PKIDir()),
-		oduflow.WithClaimStore(st), oduflow.WithLeases(st), oduflow.WithClaimDir(unused), oduflow.WithLogger(quiet),
+		oduflow.WithClaimStore(st), oduflow.WithClaimDir(unused), oduflow.WithLogger(quiet),
 		oduflow.WithTimers(oduflow.Timers{ExecutionWait: 8 * time.Second, HardDeadline: 9 * time.Second,
-			StatusExpiry: 10 * time.Second, LaunchGrace: oduflow.LaunchGrace, LeaseWait: 2 * time.Second,
+			StatusExpiry: 10 * time.Second, LaunchGrace: oduflow.DefaultTimers().LaunchGrace, LeaseWait: 2 * time.Second,
 			PollBudget: 16, CallTimeout: 2 * time.Second}))
 	if err != nil {
 		t.Fatal(err)
@@ -58,7 +58,7 @@ func TestMemoryStoreBehindDispatcher(t *testing.T) {
 	t.Cleanup(func() { _ = d.Close() })
 
 	req := receipt.NewRequestID()
-	first, err := d.Start(ctx, receipt.ProfileConfigure, m.ID(), req)
+	first, err := d.Start(ctx, m.ID(), req, receipt.ProfileConfigure)
 	if err != nil || first.JID == nil {
 		t.Fatalf("Start: %+v %v", first, err)
 	}
@@ -73,11 +73,11 @@ func TestMemoryStoreBehindDispatcher(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	again, err := d.Start(ctx, receipt.ProfileConfigure, m.ID(), req)
+	again, err := d.Start(ctx, m.ID(), req, receipt.ProfileConfigure)
 	if err != nil || again.Status != receipt.StatusSucceeded || *again.JID != *first.JID {
 		t.Fatalf("repeated Start: %+v %v", again, err)
 	}
-	if runs := sim.PublicationCount(oduflow.FunRun, ""); runs != 1 || m.Runs() != 1 {
+	if runs := sim.PublicationCount("oduflow_job.run", ""); runs != 1 || m.Runs() != 1 {
 		t.Fatalf("published %d runs, minion ran %d (want 1, 1)", runs, m.Runs())
 	}
 	if _, err := os.Stat(unused); !os.IsNotExist(err) {

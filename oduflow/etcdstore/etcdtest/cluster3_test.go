@@ -57,7 +57,7 @@ func TestThreeMembers(t *testing.T) {
 	if held, err := st[2].RequestLockHeld(ctx, c.RequestID); err != nil || !held {
 		t.Fatalf("lock not visible on another member: %v %v", held, err)
 	}
-	if _, err := st[2].TryRequestLock(ctx, c.RequestID); !errors.Is(err, oduflow.ErrLeaseHeld) {
+	if _, err := st[2].TryRequestLock(ctx, c.RequestID); !errors.Is(err, oduflow.ErrLeaseBusy) {
 		t.Fatalf("second lock on another member: %v", err)
 	}
 	l, err := st[1].AcquireClientLease(ctx, c.MinionID, time.Second)

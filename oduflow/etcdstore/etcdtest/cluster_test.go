@@ -187,7 +187,7 @@ func (l *leakyT) runCleanups() {
 }
 
 func newClaim(minion string) *oduflow.Claim {
-	return &oduflow.Claim{Protocol: oduflow.ClaimProtocol, MinionID: minion, RequestID: receipt.NewRequestID(),
+	return &oduflow.Claim{Protocol: 1, MinionID: minion, RequestID: receipt.NewRequestID(),
 		Profile: receipt.ProfileConfigure, Role: "configure", JID: newJID(), Phase: oduflow.PhaseClaimed,
 		CreatedAt: time.Now().UTC().Truncate(time.Microsecond)}
 }

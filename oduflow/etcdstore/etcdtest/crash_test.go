@@ -84,12 +84,12 @@ func runCrashChild() int {
 			select {} // never returns: the signal is on its way
 		}
 	}
-	d, err := newSaltDispatcher(job.Master, job.Events, job.KeyFile, job.PKIDir, st, oduflow.WithStepHook(kill))
+	d, err := newSaltDispatcher(job.Master, job.Events, job.KeyFile, job.PKIDir, st, oduflow.WithHooks(oduflow.Hooks{Step: kill}))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 2
 	}
-	if _, err := d.Start(ctx, receipt.ProfileConfigure, job.Minion, job.Request); err != nil {
+	if _, err := d.Start(ctx, job.Minion, job.Request, receipt.ProfileConfigure); err != nil {
 		fmt.Fprintln(os.Stderr, "start:", err)
 		return 2
 	}
@@ -138,12 +138,12 @@ func TestKillDispatcherAtEachStep(t *testing.T) {
 		step string
 		want want
 	}{
-		{oduflow.StepClaimed, want{receipt.StatusUnknown, 0, false, false}},
-		{oduflow.StepLease, want{receipt.StatusUnknown, 0, false, false}},
-		{oduflow.StepDispatchRecorded, want{receipt.StatusUnknown, 0, true, false}},
-		{oduflow.StepPublishReplied, want{receipt.StatusUnknown, 1, true, true}},
-		{oduflow.StepReturned, want{receipt.StatusUnknown, 1, true, true}},
-		{oduflow.StepCommitted, want{receipt.StatusSucceeded, 1, false, false}},
+		{"claimed", want{receipt.StatusUnknown, 0, false, false}},
+		{"lease", want{receipt.StatusUnknown, 0, false, false}},
+		{"dispatch_recorded", want{receipt.StatusUnknown, 0, true, false}},
+		{"publish_replied", want{receipt.StatusUnknown, 1, true, true}},
+		{"returned", want{receipt.StatusUnknown, 1, true, true}},
+		{"committed", want{receipt.StatusSucceeded, 1, false, false}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.step, func(t *testing.T) {
@@ -172,14 +172,14 @@ func TestKillDispatcherAtEachStep(t *testing.T) {
 			}
 			b, c := replica(sim2), replica(sim1)
 			status := func(d *oduflow.Dispatcher) receipt.Status {
-				r, err := d.Status(ctx, receipt.ProfileConfigure, m.id, req)
+				r, err := d.Status(ctx, m.id, req, receipt.ProfileConfigure)
 				if err != nil {
 					t.Fatal(err)
 				}
 				return r.Status
 			}
 			lockHeld := func() bool {
-				held, err := b.Store().(oduflow.Leases).RequestLockHeld(ctx, req)
+				held, err := b.WorkerActive(ctx, req)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -206,12 +206,12 @@ func TestKillDispatcherAtEachStep(t *testing.T) {
 				if got := status(d); got != tc.want.status {
 					t.Fatalf("status after the TTL: %s, want %s", got, tc.want.status)
 				}
-				again, err := d.Start(ctx, receipt.ProfileConfigure, m.id, req)
+				again, err := d.Start(ctx, m.id, req, receipt.ProfileConfigure)
 				if err != nil || again.Status != tc.want.status {
 					t.Fatalf("repeated Start: %+v %v", again, err)
 				}
 			}
-			cl, err := b.Store().Get(ctx, req)
+			cl, err := b.Lookup(ctx, m.id, req)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -223,11 +223,11 @@ func TestKillDispatcherAtEachStep(t *testing.T) {
 				for i, p := range []receipt.Profile{receipt.ProfileProduction, receipt.ProfileVolumeResize} {
 					d := []*oduflow.Dispatcher{b, c}[i]
 					other := receipt.NewRequestID()
-					if _, err := d.Start(ctx, p, m.id, other); err != nil {
+					if _, err := d.Start(ctx, m.id, other, p); err != nil {
 						t.Fatal(err)
 					}
-					got := waitFinalClaim(t, d, other)
-					if got.Status != receipt.StatusFailed || got.ErrorCode != oduflow.CodeQuarantined {
+					got := waitFinalClaim(t, d, m.id, other)
+					if got.Status != receipt.StatusFailed || got.ErrorCode != "quarantined" {
 						t.Fatalf("%s start on a quarantined client: %+v", p, got)
 					}
 				}
@@ -236,14 +236,14 @@ func TestKillDispatcherAtEachStep(t *testing.T) {
 				if _, err := b.Resume(ctx, m.id, req); err != nil {
 					t.Fatal(err)
 				}
-				if got := waitFinalClaim(t, b, req); got.Status != receipt.StatusSucceeded {
+				if got := waitFinalClaim(t, b, m.id, req); got.Status != receipt.StatusSucceeded {
 					t.Fatalf("after Resume through the second master: %+v", got)
 				}
 				if got := status(c); got != receipt.StatusSucceeded {
 					t.Fatalf("another replica after Resume: %s", got)
 				}
 			}
-			if n1, n2 := sim1.PublicationCount(oduflow.FunRun, ""), sim2.PublicationCount(oduflow.FunRun, ""); n1 != tc.want.runs || n2 != 0 {
+			if n1, n2 := sim1.PublicationCount("oduflow_job.run", ""), sim2.PublicationCount("oduflow_job.run", ""); n1 != tc.want.runs || n2 != 0 {
 				t.Fatalf("publications of oduflow_job.run: %d + %d, want %d + 0", n1, n2, tc.want.runs)
 			}
 			if m.runCount() != tc.want.runs {
@@ -253,11 +253,11 @@ func TestKillDispatcherAtEachStep(t *testing.T) {
 	}
 }
 
-func waitFinalClaim(t *testing.T, d *oduflow.Dispatcher, req string) *oduflow.Claim {
+func waitFinalClaim(t *testing.T, d *oduflow.Dispatcher, minion, req string) *oduflow.Claim {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		c, err := d.Store().Get(context.Background(), req)
+		c, err := d.Lookup(context.Background(), minion, req)
 		if err == nil && c.Phase.Final() {
 			return c
 		}

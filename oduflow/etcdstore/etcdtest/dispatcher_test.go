@@ -46,11 +46,11 @@ func (m *fakeMaster) Publish(_ context.Context, req salt.PublishRequest) (*salt.
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	switch req.Fun {
-	case oduflow.FunRun:
+	case "oduflow_job.run":
 		m.runs[req.Args[0].(string)]++
-	case oduflow.FunCapabilities:
+	case "oduflow_job.capabilities":
 		jr := &salt.JobReturn{JID: req.JID, MinionID: minion, ID: minion, Fun: req.Fun, Success: true,
-			Return: map[string]any{"protocol": int64(oduflow.ProtocolVersion), "pillar_ready": true,
+			Return: map[string]any{"protocol": int64(1), "pillar_ready": true,
 				"proof": map[string]any{"alg": receiptproof.Alg, "ready": true}}}
 		for _, s := range m.subs {
 			func() {
@@ -97,7 +97,7 @@ func TestDispatchersShareOneClient(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if _, err := ds[i%3].Start(context.Background(), receipt.ProfileConfigure, minion, reqs[i]); err != nil {
+			if _, err := ds[i%3].Start(context.Background(), minion, reqs[i], receipt.ProfileConfigure); err != nil {
 				t.Error(err)
 			}
 		}()

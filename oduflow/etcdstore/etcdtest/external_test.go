@@ -52,7 +52,7 @@ func TestExternalCluster(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := b.TryRequestLock(ctx, c.RequestID); !errors.Is(err, oduflow.ErrLeaseHeld) {
+	if _, err := b.TryRequestLock(ctx, c.RequestID); !errors.Is(err, oduflow.ErrLeaseBusy) {
 		t.Fatalf("second lock: %v", err)
 	}
 	l, err := a.AcquireClientLease(ctx, m, time.Second)

@@ -52,7 +52,7 @@ func TestClaimFootprint(t *testing.T) {
 			func(n *oduflow.Claim) {
 				now := time.Now().UTC()
 				n.Phase, n.Status, n.Passed, n.Total = oduflow.PhaseTerminal, receipt.StatusSucceeded, 60, 60
-				n.Evidence, n.FinishedAt = oduflow.EvidenceReceipt, &now
+				n.Evidence, n.FinishedAt = "receipt", &now
 			},
 		} {
 			next := *cur

@@ -32,10 +32,10 @@ func TestLeaseExclusivity(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := b.TryRequestLock(ctx, req); !errors.Is(err, oduflow.ErrLeaseHeld) {
+	if _, err := b.TryRequestLock(ctx, req); !errors.Is(err, oduflow.ErrLeaseBusy) {
 		t.Fatalf("second request lock: %v", err)
 	}
-	if _, err := a.TryRequestLock(ctx, req); !errors.Is(err, oduflow.ErrLeaseHeld) {
+	if _, err := a.TryRequestLock(ctx, req); !errors.Is(err, oduflow.ErrLeaseBusy) {
 		t.Fatalf("request lock is not reentrant within one store either: %v", err)
 	}
 	for _, s := range st {
@@ -327,7 +327,7 @@ func TestIntentRace(t *testing.T) {
 				if r, err = s.TryRequestLock(ctx, base.RequestID); err == nil {
 					break
 				}
-				if !errors.Is(err, oduflow.ErrLeaseHeld) {
+				if !errors.Is(err, oduflow.ErrLeaseBusy) {
 					t.Error(err)
 					return
 				}

@@ -96,8 +96,8 @@ func TestClaimsMigrate(t *testing.T) {
 		}
 		want := *c
 		want.Generation = 1
-		a, _ := oduflow.EncodeClaim(got)
-		b, _ := oduflow.EncodeClaim(&want)
+		a, _ := got.MarshalBinary()
+		b, _ := want.MarshalBinary()
 		if string(a) != string(b) {
 			t.Fatalf("migrated claim:\n got  %s want %s", a, b)
 		}

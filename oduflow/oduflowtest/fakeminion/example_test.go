@@ -21,10 +21,10 @@ import (
 type controller struct{ d *oduflow.Dispatcher }
 
 func (c controller) configure(ctx context.Context, minion, request string) (oduflow.Response, error) {
-	r, err := c.d.Start(ctx, receipt.ProfileConfigure, minion, request)
-	for err == nil && r.Status == receipt.StatusRunning {
+	r, err := c.d.Start(ctx, minion, request, oduflow.ProfileConfigure)
+	for err == nil && r.Status == oduflow.StatusRunning {
 		time.Sleep(10 * time.Millisecond)
-		r, err = c.d.Status(ctx, receipt.ProfileConfigure, minion, request)
+		r, err = c.d.Status(ctx, minion, request, oduflow.ProfileConfigure)
 	}
 	return r, err
 }
@@ -88,7 +88,7 @@ func Example() {
 		return
 	}
 	fmt.Println("again:", again.Status, "same jid:", *again.JID == *r.JID)
-	fmt.Println("runs published:", master.PublicationCount(oduflow.FunRun, ""), "runs on the minion:", m.Runs())
+	fmt.Println("runs published:", master.PublicationCount("oduflow_job.run", ""), "runs on the minion:", m.Runs())
 	// Output:
 	// status: succeeded 3 / 3
 	// again: succeeded same jid: true

@@ -155,7 +155,7 @@ func migrate(ctx context.Context, src *oduflow.FileClaimStore, dst oduflow.Claim
 func sameContent(a, b *oduflow.Claim) bool {
 	x, y := *a, *b
 	x.Generation, y.Generation = 1, 1
-	ea, err1 := oduflow.EncodeClaim(&x)
-	eb, err2 := oduflow.EncodeClaim(&y)
+	ea, err1 := x.MarshalBinary()
+	eb, err2 := y.MarshalBinary()
 	return err1 == nil && err2 == nil && bytes.Equal(ea, eb)
 }

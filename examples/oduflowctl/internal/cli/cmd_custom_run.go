@@ -111,7 +111,7 @@ func cmdCustomStart(e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	if err := e.probeUnlessClaimed(d, "custom start", request); err != nil {
+	if err := e.probeUnlessClaimed(d, "custom start", minion, request); err != nil {
 		return err
 	}
 	def, err := e.definitionFor(e.ctx, cat, file, minion, src)

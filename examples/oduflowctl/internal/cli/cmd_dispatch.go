@@ -65,16 +65,16 @@ func cmdStart(e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	if err := e.probeUnlessClaimed(d, "start", request); err != nil {
+	if err := e.probeUnlessClaimed(d, "start", minion, request); err != nil {
 		return err
 	}
-	r, err := d.Start(e.ctx, profile, minion, request)
+	r, err := d.Start(e.ctx, minion, request, profile)
 	if err != nil {
 		return p.printLaunchFailure(r, err)
 	}
 	if w.wait {
 		r, err = w.follow(e, r, func(ctx context.Context) (oduflow.Response, error) {
-			return d.Status(ctx, profile, minion, request)
+			return d.Status(ctx, minion, request, profile)
 		})
 	}
 	return p.finish(r, err)
@@ -103,7 +103,7 @@ func cmdStatus(e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	get := func(ctx context.Context) (oduflow.Response, error) { return d.Status(ctx, profile, minion, request) }
+	get := func(ctx context.Context) (oduflow.Response, error) { return d.Status(ctx, minion, request, profile) }
 	r, err := get(e.ctx)
 	if err != nil {
 		return err

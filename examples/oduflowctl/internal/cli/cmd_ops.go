@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/oduflow/oduflow-go/oduflow"
-	"github.com/oduflow/oduflow-go/receipt"
 )
 
 func cmdPing(e *env, args []string) error {
@@ -131,11 +130,11 @@ func followResume(e *env, d *oduflow.Dispatcher, r oduflow.Response, w waitFlags
 
 // statusAnyProfile reads a request's status through the profile its claim is bound to.
 func statusAnyProfile(ctx context.Context, d *oduflow.Dispatcher, minion, request string) (oduflow.Response, error) {
-	c, err := d.Store().Get(ctx, request)
+	c, err := d.Lookup(ctx, minion, request)
 	if err != nil {
 		return oduflow.Response{}, err
 	}
-	return d.Status(ctx, c.EffectiveProfile(), minion, request)
+	return d.Status(ctx, minion, request, c.EffectiveProfile())
 }
 
 func cmdReconcile(e *env, args []string) error {
@@ -157,15 +156,15 @@ func cmdReconcile(e *env, args []string) error {
 	if err := firstErr(checkMinion("reconcile", minion), checkRequest("reconcile", request)); err != nil {
 		return err
 	}
-	var ev oduflow.Evidence
+	var ev oduflow.Reconciliation
 	switch {
 	case *fromMinion && *assert != "":
 		return usagef("reconcile: --from-minion and --assert exclude each other")
 	case *fromMinion:
 		ev = oduflow.FromMinion{}
 	case *assert != "":
-		st := receipt.Status(*assert)
-		if st != receipt.StatusSucceeded && st != receipt.StatusFailed {
+		st := oduflow.Status(*assert)
+		if st != oduflow.StatusSucceeded && st != oduflow.StatusFailed {
 			return usagef("reconcile: --assert %q: want succeeded or failed", *assert)
 		}
 		if *reason == "" {

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"io"
 	"log/slog"
 	"os"
@@ -111,20 +112,15 @@ func (e *env) dispatcher(ctx context.Context, opts ...oduflow.Option) (*oduflow.
 		oduflow.WithClaimStore(store),
 		oduflow.WithPKIDir(e.g.pkiDir),
 		oduflow.WithLogger(e.logger()),
-		oduflow.WithWorkerMode(oduflow.Detached(exe, e.g.childEnv()...)),
+		oduflow.WithDetachedWorkers(exe, e.g.childEnv()...),
 	}
 	if !e.worker {
 		// The worker's output goes to a private log in the claim directory (--state-dir when the
 		// claims are in etcd), never to this command's stdout/stderr (a pipeline such as
 		// `oduflowctl start ... 2>&1 | tee log` ends with the command). A worker process launches
-		// no worker, so only launchers open it.
-		logPath := filepath.Join(logDir, oduflow.WorkerLogName)
-		f, err := oduflow.OpenWorkerLog(logPath)
-		if err != nil {
-			return nil, configf(err, "worker log %q", logPath)
-		}
-		e.closers = append(e.closers, f.Close)
-		all = append(all, oduflow.DetachedLogFile(f))
+		// no worker, so only launchers open it. New opens it (and Close closes it): a bad log path
+		// is a configuration error before any claim.
+		all = append(all, oduflow.WithWorkerLog(filepath.Join(logDir, "worker.log")))
 	}
 	d, err := oduflow.New(c, oduflow.SaltEvents(e.g.events, salt.WithLogger(e.logger())), append(all, opts...)...)
 	if err != nil {
@@ -193,9 +189,9 @@ func (e *env) probe(ctx context.Context, cmd string) error {
 
 // probeUnlessClaimed probes the master (see probe) unless the request already has a claim: a
 // repeated start answers from its claim even while the master or the bus is down.
-func (e *env) probeUnlessClaimed(d *oduflow.Dispatcher, cmd, request string) error {
-	if _, err := d.Store().Get(e.ctx, request); err == nil {
-		return nil
+func (e *env) probeUnlessClaimed(d *oduflow.Dispatcher, cmd, minion, request string) error {
+	if _, err := d.Lookup(e.ctx, minion, request); err == nil || errors.Is(err, oduflow.ErrMismatch) {
+		return nil // a claim exists (bound to this minion or another): the dispatcher answers from it
 	}
 	return e.probe(e.ctx, cmd)
 }
@@ -229,16 +225,13 @@ func (g *globals) childEnv() []string {
 // launcher passed (see childEnv), runs the worker and reports handled=true with the exit
 // status. Otherwise it does nothing. Call it first thing in main.
 func RunWorkerIfRequested(ctx context.Context) (handled bool, code int) {
-	if !oduflow.IsWorkerProcess() {
-		return false, 0
-	}
 	e := &env{ctx: ctx, g: globalsFromEnv(os.Getenv), stdout: io.Discard, stderr: os.Stderr, getenv: os.Getenv, worker: true}
 	defer func() {
 		for i := len(e.closers) - 1; i >= 0; i-- {
 			_ = e.closers[i]()
 		}
 	}()
-	handled, err := oduflow.MaybeRunWorker(ctx, func() (*oduflow.Dispatcher, error) {
+	handled, err := oduflow.RunWorkerIfRequested(ctx, func() (*oduflow.Dispatcher, error) {
 		// The catalog serves the frozen payload of custom claims (custom start created it);
 		// fixed profiles do not need it.
 		if _, err := os.Stat(e.g.catalogDir()); err != nil {
@@ -250,6 +243,9 @@ func RunWorkerIfRequested(ctx context.Context) (handled bool, code int) {
 		}
 		return e.dispatcher(ctx, oduflow.WithCustomCatalog(cat))
 	})
+	if !handled {
+		return false, 0
+	}
 	if err != nil {
 		e.logger().Error("oduflowctl worker", "error", err.Error())
 		return handled, ExitFailed

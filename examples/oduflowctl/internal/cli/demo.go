@@ -14,7 +14,6 @@ import (
 
 	"github.com/oduflow/oduflow-go/oduflow"
 	"github.com/oduflow/oduflow-go/oduflow/catalog"
-	"github.com/oduflow/oduflow-go/receipt"
 	"github.com/oduflow/oduflow-go/salt"
 	"github.com/oduflow/oduflow-go/salt/salttest"
 )
@@ -35,7 +34,7 @@ func cmdDemo(e *env, args []string) error {
 // (10 s window / 10 polls), so a lost return is recovered in about a second.
 func DemoTimers() oduflow.Timers {
 	return oduflow.Timers{ExecutionWait: 10 * time.Second, HardDeadline: 12 * time.Second,
-		StatusExpiry: 13 * time.Second, LaunchGrace: oduflow.LaunchGrace, LeaseWait: 2 * time.Second,
+		StatusExpiry: 13 * time.Second, LaunchGrace: oduflow.DefaultTimers().LaunchGrace, LeaseWait: 2 * time.Second,
 		PollBudget: 10, CallTimeout: 3 * time.Second}
 }
 
@@ -47,8 +46,9 @@ type demo struct {
 	d      *oduflow.Dispatcher
 	cat    catalog.Store
 	minion string
-	// gate holds the worker just before it publishes, while armed, so that the demo can tell
-	// the simulator which JID's return to lose.
+	// gate holds the worker at its preflight (its oduflow_job.capabilities publication, reported
+	// through Hooks.Published, comes before it publishes the run), while armed, so that the demo
+	// can tell the simulator which JID's return to lose.
 	requests     int
 	configureID  string
 	configureJID string
@@ -65,8 +65,9 @@ func (dm *demo) step(n int, title string) {
 	fmt.Fprintf(dm.w, "\n%d. %s\n", n, title)
 }
 
-func (dm *demo) hook(step string) {
-	if step != oduflow.StepPublishSending {
+// published is the demo's Hooks.Published: the only public signal it needs to narrate step 5.
+func (dm *demo) published(fun, _ string) {
+	if fun != "oduflow_job.capabilities" {
 		return
 	}
 	dm.mu.Lock()
@@ -83,7 +84,7 @@ func (dm *demo) hook(step string) {
 
 // RunDemo runs the demo, writing the story to w. It cleans up after itself.
 func RunDemo(ctx context.Context, w io.Writer) (err error) {
-	dm := &demo{w: w, t0: time.Now(), minion: "client-" + receipt.NewRequestID()}
+	dm := &demo{w: w, t0: time.Now(), minion: "client-" + oduflow.NewRequestID()}
 	dir, err := os.MkdirTemp("", "oduflowctl-demo-")
 	if err != nil {
 		return err
@@ -128,7 +129,7 @@ func RunDemo(ctx context.Context, w io.Writer) (err error) {
 		oduflow.SaltEvents(sim.EventsAddr(), salt.WithReconnectBackoff(20*time.Millisecond, 200*time.Millisecond),
 			salt.WithLogger(quiet)),
 		oduflow.WithClaimDir(filepath.Join(dir, "claims")), oduflow.WithTimers(DemoTimers()), oduflow.WithPKIDir(sim.PKIDir()),
-		oduflow.WithLogger(quiet), oduflow.WithStepHook(dm.hook), oduflow.WithCustomCatalog(cat))
+		oduflow.WithLogger(quiet), oduflow.WithHooks(oduflow.Hooks{Published: dm.published}), oduflow.WithCustomCatalog(cat))
 	if err != nil {
 		return err
 	}

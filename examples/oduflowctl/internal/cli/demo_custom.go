@@ -9,7 +9,6 @@ import (
 	"github.com/oduflow/oduflow-go/oduflow"
 	"github.com/oduflow/oduflow-go/oduflow/catalog"
 	"github.com/oduflow/oduflow-go/profiles"
-	"github.com/oduflow/oduflow-go/receipt"
 )
 
 // demoSource is the custom state of the demo: plain YAML, full function names, lists of
@@ -45,7 +44,7 @@ func (dm *demo) custom(ctx context.Context) error {
 		return err
 	}
 	dm.say("definition %s revision %d assigned to the server (it has a succeeded configure: step 2)", def.ID, def.Revision)
-	request := receipt.NewRequestID()
+	request := oduflow.NewRequestID()
 	r, err := dm.d.CustomStart(ctx, dm.minion, request, def.ID, catalog.ModeApply)
 	if err != nil {
 		return err
@@ -58,7 +57,7 @@ func (dm *demo) custom(ctx context.Context) error {
 		return err
 	}
 	dm.say("custom status -> %s", asJSON(r))
-	if r.Status != receipt.StatusSucceeded {
+	if r.Status != oduflow.StatusSucceeded {
 		return errors.Newf("demo: expected succeeded, got %s", r.Status)
 	}
 	return nil
@@ -69,7 +68,7 @@ func (dm *demo) followCustom(ctx context.Context, request string) (oduflow.Custo
 	defer cancel()
 	for {
 		r, err := dm.d.CustomStatus(ctx, dm.minion, request)
-		if err != nil || r.Status.Terminal() || r.Status == receipt.StatusUnknown {
+		if err != nil || r.Status.Terminal() || r.Status == oduflow.StatusUnknown {
 			return r, err
 		}
 		select {

@@ -67,14 +67,12 @@ func exitFor(err error) int {
 		return ExitUsage // unreadable or malformed credentials, directories, addresses
 	case is(err, salt.ErrAuthentication), is(err, salt.ErrAuthorization):
 		return ExitRefused
-	case is(err, oduflow.ErrInvalidInput), is(err, oduflow.ErrProfileMismatch), is(err, oduflow.ErrMinionMismatch),
-		is(err, oduflow.ErrDefinitionMismatch), is(err, receipt.ErrInvalidID),
-		is(err, receipt.ErrUnknownProfile),
-		is(err, catalog.ErrInvalid):
+	case is(err, oduflow.ErrInvalidInput), is(err, oduflow.ErrMismatch), is(err, receipt.ErrInvalidID),
+		is(err, receipt.ErrUnknownProfile), is(err, catalog.ErrInvalid):
 		return ExitUsage
 	case is(err, etcdstore.ErrOutcomeUnknown):
 		return ExitUnknown // a write to etcd that may have committed: never "nothing written"
-	case is(err, oduflow.ErrNotReady), is(err, oduflow.ErrEventBus), is(err, oduflow.ErrMasterUnreachable),
+	case is(err, oduflow.ErrNotReady),
 		is(err, oduflow.ErrClaimStore), is(err, salt.ErrNotSent):
 		return ExitUnreachable // nothing was written
 	case is(err, oduflow.ErrUncertain), is(err, oduflow.ErrUnresolved), is(err, salt.ErrOutcomeUnknown),
@@ -86,16 +84,16 @@ func exitFor(err error) int {
 
 // statusCode is the exit status of a response: its status, the recorded error code (a failure the master
 // refused is 4), and whether a --wait ran out while it was still running.
-func statusCode(s receipt.Status, code string, waitTimedOut bool) int {
+func statusCode(s oduflow.Status, code string, waitTimedOut bool) int {
 	switch s {
-	case receipt.StatusSucceeded:
+	case oduflow.StatusSucceeded:
 		return ExitOK
-	case receipt.StatusFailed:
-		if code == oduflow.CodeAuthentication || code == oduflow.CodeAuthorization {
+	case oduflow.StatusFailed:
+		if code == "publish_authentication" || code == "publish_authorization" {
 			return ExitRefused
 		}
 		return ExitFailed
-	case receipt.StatusUnknown:
+	case oduflow.StatusUnknown:
 		return ExitUnknown
 	}
 	if waitTimedOut {

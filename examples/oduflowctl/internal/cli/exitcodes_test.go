@@ -31,8 +31,8 @@ func TestExitFor(t *testing.T) {
 		{"usage", usagef("x"), ExitUsage},
 		{"config", configf(errors.New("no such dir"), "claim store"), ExitUsage},
 		{"invalid input", fmt.Errorf("wrapped: %w", oduflow.ErrInvalidInput), ExitUsage},
-		{"profile mismatch", &oduflow.MismatchError{Field: "profile", Bound: "configure"}, ExitUsage},
-		{"minion mismatch", &oduflow.MismatchError{Field: "minion_id", Bound: "client-x"}, ExitUsage},
+		{"profile mismatch", fmt.Errorf("bound to profile configure: %w", oduflow.ErrMismatch), ExitUsage},
+		{"minion mismatch", fmt.Errorf("bound to minion client-x: %w", oduflow.ErrMismatch), ExitUsage},
 		{"bad request id", receipt.ErrInvalidID, ExitUsage},
 		{"catalog invalid input (a refused custom source)", catalog.ErrInvalid, ExitUsage},
 		{"key file missing (not ready)", notReady(salt.ErrKeyFile), ExitUsage},
@@ -40,8 +40,8 @@ func TestExitFor(t *testing.T) {
 		{"wrong password (not ready)", notReady(salt.ErrAuthentication), ExitRefused},
 		{"authorization", fmt.Errorf("publish: %w", salt.ErrAuthorization), ExitRefused},
 		{"master error authentication", &salt.MasterError{Name: "EauthAuthenticationError"}, ExitRefused},
-		{"event bus (not ready)", notReady(oduflow.ErrEventBus), ExitUnreachable},
-		{"master unreachable (not ready)", notReady(oduflow.ErrMasterUnreachable), ExitUnreachable},
+		{"event bus (not ready)", notReady(oduflow.ErrNotReady), ExitUnreachable},
+		{"master unreachable (not ready)", notReady(oduflow.ErrNotReady), ExitUnreachable},
 		{"claim store", errmark.Mark(errors.New("EIO"), oduflow.ErrClaimStore), ExitUnreachable},
 		{"not sent", crdb.Mark(errors.New("dial"), salt.ErrNotSent), ExitUnreachable},
 		{"corrupt claim", crdb.Wrap(oduflow.ErrCorruptClaim, "decode"), ExitDamaged},
@@ -49,7 +49,7 @@ func TestExitFor(t *testing.T) {
 		{"outcome unknown", fmt.Errorf("x: %w", salt.ErrOutcomeUnknown), ExitUnknown},
 		{"uncertain custom", oduflow.ErrUncertain, ExitUnknown},
 		{"interrupted", context.Canceled, ExitUnknown},
-		{"worker launch", &oduflow.WorkerLaunchError{RequestID: "r"}, ExitFailed},
+		{"worker launch", fmt.Errorf("launch r: %w", oduflow.ErrWorkerLaunch), ExitFailed},
 		{"anything else", errors.New("boom"), ExitFailed},
 	} {
 		if got := exitFor(tc.err); got != tc.want {
@@ -70,10 +70,10 @@ func TestStatusCode(t *testing.T) {
 		{receipt.StatusNotStarted, "", false, ExitOK},
 		{receipt.StatusRunning, "", true, ExitStillRunning},
 		{receipt.StatusFailed, "", false, ExitFailed},
-		{receipt.StatusFailed, oduflow.CodeCapability, false, ExitFailed},
-		{receipt.StatusFailed, oduflow.CodeAuthentication, false, ExitRefused},
-		{receipt.StatusFailed, oduflow.CodeAuthorization, false, ExitRefused},
-		{receipt.StatusUnknown, oduflow.CodeWorkerLost, false, ExitUnknown},
+		{receipt.StatusFailed, "capability_unverified", false, ExitFailed},
+		{receipt.StatusFailed, "publish_authentication", false, ExitRefused},
+		{receipt.StatusFailed, "publish_authorization", false, ExitRefused},
+		{receipt.StatusUnknown, "worker_lost", false, ExitUnknown},
 	} {
 		if got := statusCode(tc.st, tc.code, tc.timedOut); got != tc.want {
 			t.Errorf("statusCode(%s, %q, %v) = %d, want %d", tc.st, tc.code, tc.timedOut, got, tc.want)

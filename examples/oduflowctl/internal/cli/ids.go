@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"github.com/oduflow/oduflow-go/oduflow"
 	"github.com/oduflow/oduflow-go/receipt"
 )
 
@@ -19,7 +20,7 @@ func checkRequest(cmd, s string) error {
 }
 
 // fixedProfile parses a fixed profile (custom has its own commands).
-func fixedProfile(cmd, s string) (receipt.Profile, error) {
+func fixedProfile(cmd, s string) (oduflow.Profile, error) {
 	p, err := receipt.ParseProfile(s)
 	if err != nil {
 		return "", usagef("%s: unknown profile %q: want configure, production, volume_resize or credentials", cmd, s)
@@ -36,5 +37,5 @@ func requestArg(pos []string, i int) string {
 	if len(pos) > i {
 		return pos[i]
 	}
-	return receipt.NewRequestID()
+	return oduflow.NewRequestID()
 }
