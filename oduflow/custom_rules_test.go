@@ -201,7 +201,7 @@ func TestDecideCustomTypedErrors(t *testing.T) {
 // TestDecideCustomExhaustive enumerates every combination of: mode, configuration evidence, and up to two
 // earlier executions of the definition plus one of another definition (each in every status,
 // confirmation, dispatch flag and digest), and checks the decision against an independent statement of
-// the seed's rules, plus the safety properties that must hold whatever the ordering of the rules.
+// the custom execution rules, plus the safety properties that must hold whatever the ordering of the rules.
 func TestDecideCustomExhaustive(t *testing.T) {
 	statuses := []receipt.Status{queue, run, ok, fail, unk}
 	confs := []catalog.Confirmation{byNo, byRx, byMR, byOp}

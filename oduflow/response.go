@@ -4,7 +4,7 @@ import (
 	"github.com/oduflow/oduflow-go/receipt"
 )
 
-// Response is the answer of every Start/Status (and Reconcile/Resume): the seeds' response contract.
+// Response is the answer of every Start/Status (and Reconcile/Resume): the response contract of the package doc.
 type Response struct {
 	MinionID  string         `json:"minion_id"`
 	RequestID string         `json:"request_id"`
