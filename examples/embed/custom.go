@@ -1,11 +1,8 @@
 package main
 
 import (
+	"fmt"
 	"net/http"
-
-	"github.com/oduflow/oduflow-go/internal/errmark"
-
-	"github.com/cockroachdb/errors"
 
 	"github.com/oduflow/oduflow-go/oduflow"
 	"github.com/oduflow/oduflow-go/oduflow/catalog"
@@ -195,7 +192,7 @@ func (s *Service) executionStatus(w http.ResponseWriter, r *http.Request, id Ide
 		view = v
 	}
 	if view.MinionID != minion {
-		s.fail(r.Context(), w, errmark.Mark(errors.New("execution of another server"), catalog.ErrNotFound))
+		s.fail(r.Context(), w, fmt.Errorf("execution of another server: %w", catalog.ErrNotFound))
 		return
 	}
 	st, err := s.d.CustomStatus(r.Context(), minion, request)

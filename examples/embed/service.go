@@ -14,7 +14,6 @@ import (
 	"github.com/oduflow/oduflow-go/oduflow"
 	"github.com/oduflow/oduflow-go/oduflow/catalog"
 	"github.com/oduflow/oduflow-go/profiles"
-	"github.com/oduflow/oduflow-go/receipt"
 	"github.com/oduflow/oduflow-go/salt"
 )
 
@@ -205,6 +204,9 @@ func (s *Service) fail(ctx context.Context, w http.ResponseWriter, err error) {
 
 // parseProfile accepts the fixed profiles (custom states have their own routes).
 func parseProfile(s string) (oduflow.Profile, bool) {
-	p, err := receipt.ParseProfile(s)
-	return p, err == nil && p != receipt.ProfileCustom
+	switch p := oduflow.Profile(s); p {
+	case oduflow.ProfileConfigure, oduflow.ProfileProduction, oduflow.ProfileVolumeResize, oduflow.ProfileCredentials:
+		return p, true
+	}
+	return "", false
 }
