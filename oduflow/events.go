@@ -7,6 +7,7 @@ import (
 
 	"github.com/cockroachdb/errors"
 
+	"github.com/oduflow/oduflow-go/internal/backoff"
 	"github.com/oduflow/oduflow-go/internal/errmark"
 	"github.com/oduflow/oduflow-go/salt"
 )
@@ -164,7 +165,7 @@ func (h *hub) loop(sub Subscription, gen uint64) {
 }
 
 func (h *hub) resubscribe() {
-	backoff := 100 * time.Millisecond
+	bo := backoff.New(100*time.Millisecond, 5*time.Second) // the same backoff as salt's event stream
 	for {
 		h.mu.Lock()
 		stop := h.closed || len(h.all) == 0 || h.sub != nil
@@ -182,10 +183,7 @@ func (h *hub) resubscribe() {
 		select {
 		case <-h.done:
 			return
-		case <-time.After(backoff):
-		}
-		if backoff < 5*time.Second {
-			backoff *= 2
+		case <-time.After(bo.Next()):
 		}
 	}
 }

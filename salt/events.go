@@ -6,7 +6,6 @@ import (
 	"io"
 	"log/slog"
 	"math"
-	"math/rand/v2"
 	"net"
 	"strings"
 	"sync"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/cockroachdb/errors"
 
+	"github.com/oduflow/oduflow-go/internal/backoff"
 	"github.com/oduflow/oduflow-go/internal/errmark"
 )
 
@@ -195,7 +195,7 @@ func (s *EventStream) Close() error {
 // run owns the connection: read until error, report a gap, reconnect.
 func (s *EventStream) run(conn net.Conn) {
 	defer s.wg.Done()
-	backoff := s.cfg.backoffMin
+	bo := backoff.New(s.cfg.backoffMin, s.cfg.backoffMax)
 	for {
 		err := s.readConn(conn)
 		if s.ctx.Err() != nil {
@@ -208,13 +208,8 @@ func (s *EventStream) run(conn net.Conn) {
 		}
 		s.q.addGapErr(reason, 0, err)
 		for {
-			wait := backoff/2 + rand.N(backoff/2+1)
-			t := time.NewTimer(wait)
-			select {
-			case <-s.ctx.Done():
-				t.Stop()
+			if !bo.Wait(s.ctx) {
 				return
-			case <-t.C:
 			}
 			c, err := s.cfg.dial(s.ctx, s.network, s.address)
 			if err == nil {
@@ -222,9 +217,8 @@ func (s *EventStream) run(conn net.Conn) {
 				break
 			}
 			s.cfg.logger.Debug("salt event bus reconnect failed", slog.String("error", errors.Redact(err)))
-			backoff = min(backoff*2, s.cfg.backoffMax)
 		}
-		backoff = s.cfg.backoffMin
+		bo.Reset()
 		s.cfg.logger.Info("salt event bus reconnected")
 		s.q.addGapErr(gapReasonReconnected, 0, nil)
 	}
