@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/google/uuid"
@@ -289,6 +290,7 @@ func cmdInflight(ctx context.Context, args []string) (any, error) {
 	if err := <-errc; err != nil {
 		return nil, err
 	}
+	fds := openFDs()
 	rss, err := vmHWM()
 	if err != nil {
 		return nil, err
@@ -326,7 +328,7 @@ func cmdInflight(ctx context.Context, args []string) (any, error) {
 	allPublished := time.Duration(st.Last - t0.UnixNano())
 	return map[string]any{
 		"n": *n, "gomemlimit": os.Getenv("GOMEMLIMIT"),
-		"rss_mb":                            rss,
+		"rss_mb": rss, "open_fds": fds, "rlimit_nofile": nofile(),
 		"start_ms":                          summarize(startLat, time.Millisecond),
 		"starts_s":                          round3(startsDone.Seconds()),
 		"status_ms":                         summarize(statusLat, time.Millisecond),
@@ -341,3 +343,19 @@ func cmdInflight(ctx context.Context, args []string) (any, error) {
 // simChildDir is a short directory for the simulator child's event socket (a unix socket path must
 // fit in 107 bytes).
 func simChildDir() (string, error) { return os.MkdirTemp("", "bsim") }
+
+// openFDs counts this process's open file descriptors.
+func openFDs() int {
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		return -1
+	}
+	return len(ents)
+}
+
+// nofile is the soft RLIMIT_NOFILE (Go raises it to the hard limit at start).
+func nofile() uint64 {
+	var rl syscall.Rlimit
+	_ = syscall.Getrlimit(syscall.RLIMIT_NOFILE, &rl)
+	return rl.Cur
+}
