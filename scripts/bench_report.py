@@ -115,7 +115,7 @@ def row(key, label, unit, ours, anchor=None, goal=None, note=""):
         if v is not None:
             met = v <= limit if kind.endswith("<=") else v >= limit
     rows.append((key, label, unit, ours, anchor, ratio, goal, met, note))
-    summary[key] = {"ours": mo, "anchor": ma}
+    summary[key] = {"ours": None if mo is None else round(mo, 4), "anchor": None if ma is None else round(ma, 4)}
 
 
 # publish round trip
@@ -208,16 +208,15 @@ try:
 except (OSError, ValueError, IndexError):
     pass
 
-print("| row | measurement | unit | ours: median (min-max) | anchor: median (min-max) | ratio | goal | met | notes |")
-print("|---|---|---|---|---|---|---|---|---|")
+print("| row | measurement | unit | rounds | ours: median (min-max) | anchor: median (min-max) | ratio | goal | met | notes |")
+print("|---|---|---|---|---|---|---|---|---|---|")
 for key, label, unit, ours, anchor, ratio, goal, met, note in rows:
     a = "—" if anchor is None else cell(anchor)
     r = "—" if ratio is None else f"{ratio:.2f}x"
     g = goal[2] if goal else "—"
     m = "—" if goal is None else ("n/a" if met is None else ("met" if met else "**not met**"))
-    print(f"| `{key}` | {label} | {unit} | {cell(ours)} | {a} | {r} | {g} | {m} | {note} |")
+    print(f"| `{key}` | {label} | {unit} | {len(ours)} | {cell(ours)} | {a} | {r} | {g} | {m} | {note} |")
 print()
-nr = max([len(r[3]) for r in rows] + [0])
 print(f"Rounds: {machine.get('rounds', '?')} per row, interleaved (ours, anchor, ours, anchor, ...); "
       "a cell is the median of the per-round figures and (min-max) their spread.")
 print(f"Run: {machine.get('started_utc', '?')} to {machine.get('ended_utc', '?')}, "
@@ -226,6 +225,12 @@ print(f"Run: {machine.get('started_utc', '?')} to {machine.get('ended_utc', '?')
       + (f", Salt {meta.get('salt')} (Python {meta.get('python')}, libzmq {meta.get('libzmq')})" if meta.get("salt") else "")
       + f"; load average {machine.get('loadavg_start', '?')} at start, {machine.get('loadavg_end', '?')} at end"
       + (f"; commit {machine['commit']}" if machine.get("commit") else "") + ".")
+if machine.get("inflight_rounds_cut"):
+    print(f"\nIn-flight rows: {machine['inflight_rounds_cut']}.")
+if any(d.get("call_timeout_s") for d in inf.values()):
+    cts = sorted({d.get("call_timeout_s") for d in inf.values()})
+    print(f"\nIn-flight rows ran with the dispatcher's CallTimeout at {'/'.join(f'{c:g}' for c in cts)} s "
+          "(default 30 s), so that the queued tail of capability checks is measured rather than refused.")
 if machine.get("quick") == "1":
     print("\nThis was a --quick run (short rounds): a smoke test, not numbers to publish.")
 if not meta.get("salt"):

@@ -177,6 +177,8 @@ func cmdInflight(ctx context.Context, args []string) (any, error) {
 	statusN := fs.Int("status", 20000, "Status calls under load")
 	rateN := fs.Int("rate-publishes", 3000, "publishes of the simulator's own rate anchor")
 	base := fs.String("dir", "/var/cache", "claim directory parent")
+	pubWait := fs.Duration("publish-wait", 5*time.Minute, "how long to wait for the last publication")
+	callTimeout := fs.Duration("call-timeout", 5*time.Minute, "the dispatcher's CallTimeout (default timers: 30 s)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -201,6 +203,10 @@ func cmdInflight(ctx context.Context, args []string) (any, error) {
 	defer c.Close()
 	tm := oduflow.DefaultTimers()
 	tm.PollBudget = 1 // hold them running: no status polls while measuring
+	// A worker's capability check waits for a publish slot within CallTimeout: with n workers queued
+	// behind the publish bound, the default 30 s refuses the tail (capability_unverified) on a slow
+	// machine. The benchmark measures how long the tail takes, so it gives the check more time.
+	tm.CallTimeout = *callTimeout
 	d, err := oduflow.New(c, oduflow.SaltEvents(child.hello.Events, salt.WithEventLogger(discard())),
 		oduflow.WithClaimDir(dir), oduflow.WithTimers(tm), oduflow.WithLogger(discard()))
 	if err != nil {
@@ -248,7 +254,7 @@ func cmdInflight(ctx context.Context, args []string) (any, error) {
 	}
 	startsDone := time.Since(t0)
 	var st simStats
-	deadline := time.Now().Add(5 * time.Minute)
+	deadline := time.Now().Add(*pubWait)
 	for {
 		if st, err = child.stats(); err != nil {
 			return nil, err
@@ -257,7 +263,16 @@ func cmdInflight(ctx context.Context, args []string) (any, error) {
 			break
 		}
 		if time.Now().After(deadline) {
-			return nil, fmt.Errorf("only %d of %d published", st.Runs, *n)
+			codes := map[string]int{}
+			for _, r := range reqs {
+				if c, err := d.Store().Get(ctx, r); err != nil {
+					codes["get: "+err.Error()]++
+				} else {
+					codes[string(c.Phase)+"/"+c.ErrorCode]++
+				}
+			}
+			return nil, fmt.Errorf("only %d of %d published after %v (open fds %d of %d); claims: %v",
+				st.Runs, *n, *pubWait, openFDs(), nofile(), codes)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
@@ -327,7 +342,7 @@ func cmdInflight(ctx context.Context, args []string) (any, error) {
 	simRate := float64(*rateN) / rateDur.Seconds()
 	allPublished := time.Duration(st.Last - t0.UnixNano())
 	return map[string]any{
-		"n": *n, "gomemlimit": os.Getenv("GOMEMLIMIT"),
+		"n": *n, "gomemlimit": os.Getenv("GOMEMLIMIT"), "call_timeout_s": callTimeout.Seconds(),
 		"rss_mb": rss, "open_fds": fds, "rlimit_nofile": nofile(),
 		"start_ms":                          summarize(startLat, time.Millisecond),
 		"starts_s":                          round3(startsDone.Seconds()),
