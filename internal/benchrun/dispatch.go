@@ -13,7 +13,6 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/oduflow/oduflow-go/internal/saltsim"
 	"github.com/oduflow/oduflow-go/internal/simminion"
 	"github.com/oduflow/oduflow-go/oduflow"
 	"github.com/oduflow/oduflow-go/receipt"
@@ -33,17 +32,17 @@ func claimDir(base string) (string, func(), error) {
 }
 
 // startSimInProcess starts the simulator in this process (short socket path) and a client for it.
-func startSimInProcess(ctx context.Context) (*saltsim.Sim, *salt.Client, func(), error) {
+func startSimInProcess(ctx context.Context) (*simMaster, *salt.Client, func(), error) {
 	dir, err := os.MkdirTemp("", "bsim")
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	sim, err := saltsim.Start(ctx, saltsim.WithDir(dir), saltsim.WithLogger(discard()))
+	sim, err := startSimulator(ctx, dir)
 	if err != nil {
 		_ = os.RemoveAll(dir)
 		return nil, nil, nil, err
 	}
-	c, err := salt.NewClient(sim.RequestAddr(), salt.WithAuth(salt.UserKey("root", sim.KeyFile())),
+	c, err := salt.NewClient(simRequestAddr(sim), salt.WithAuth(salt.UserKey("root", sim.KeyFile())),
 		salt.WithRequestTimeout(60*time.Second), salt.WithLogger(discard()))
 	if err != nil {
 		_ = sim.Close()
@@ -76,7 +75,7 @@ func cmdStartIdle(ctx context.Context, args []string) (any, error) {
 		return nil, err
 	}
 	defer rm()
-	d, err := oduflow.New(c, oduflow.SaltEvents(sim.EventAddr(), salt.WithEventLogger(discard())),
+	d, err := oduflow.New(c, oduflow.SaltEvents(simEventsAddr(sim), salt.WithEventLogger(discard())),
 		oduflow.WithClaimDir(dir), oduflow.WithLogger(discard()))
 	if err != nil {
 		return nil, err

@@ -16,7 +16,6 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/oduflow/oduflow-go/internal/saltsim"
 	"github.com/oduflow/oduflow-go/internal/simminion"
 	"github.com/oduflow/oduflow-go/oduflow"
 	"github.com/oduflow/oduflow-go/receipt"
@@ -44,7 +43,7 @@ type simStats struct {
 	Last  int64 `json:"last_ns"`
 }
 
-// cmdSim is the simulator child of inflight: a saltsim master with n held simulated minions (their
+// cmdSim is the simulator child of inflight: a simulated master with n held simulated minions (their
 // oduflow_job.run never returns until the child quits) and one test.ping minion. Protocol: prints a
 // simHello line, then answers each "stats" line on stdin with a simStats line; "quit" or EOF ends it.
 func cmdSim(ctx context.Context, args []string) (any, error) {
@@ -58,7 +57,7 @@ func cmdSim(ctx context.Context, args []string) (any, error) {
 		return nil, err
 	}
 	defer os.RemoveAll(dir)
-	sim, err := saltsim.Start(ctx, saltsim.WithDir(dir), saltsim.WithLogger(discard()))
+	sim, err := startSimulator(ctx, dir)
 	if err != nil {
 		return nil, err
 	}
@@ -67,7 +66,7 @@ func cmdSim(ctx context.Context, args []string) (any, error) {
 	for i := range minions {
 		m := simminion.New(simMinionID(i), simminion.WithHold())
 		minions[i] = m
-		sim.AddMinion(m.ID(), func(ctx context.Context, job saltsim.Job) (any, int) {
+		sim.AddMinion(m.ID(), func(ctx context.Context, job simJob) (any, int) {
 			if job.Fun == oduflow.FunRun {
 				now := time.Now().UnixNano()
 				runs.Add(1)
@@ -82,8 +81,8 @@ func cmdSim(ctx context.Context, args []string) (any, error) {
 			return m.Handle(ctx, job)
 		})
 	}
-	sim.AddMinion(rateMinionID, saltsim.TestPing())
-	hello, _ := json.Marshal(simHello{Request: sim.RequestAddr(), Events: sim.EventAddr(), KeyFile: sim.KeyFile()})
+	sim.AddMinion(rateMinionID, simPingHandler())
+	hello, _ := json.Marshal(simHello{Request: simRequestAddr(sim), Events: simEventsAddr(sim), KeyFile: sim.KeyFile()})
 	fmt.Println(string(hello))
 	sc := bufio.NewScanner(os.Stdin)
 	for sc.Scan() && sc.Text() != "quit" {
