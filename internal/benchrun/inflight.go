@@ -39,6 +39,7 @@ type simHello struct {
 // when the first and last did (Unix ns, the same clock as the parent's).
 type simStats struct {
 	Runs  int64 `json:"runs"`
+	All   int64 `json:"all"` // every publication that reached a held minion (capability checks too)
 	First int64 `json:"first_ns"`
 	Last  int64 `json:"last_ns"`
 }
@@ -61,12 +62,13 @@ func cmdSim(ctx context.Context, args []string) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	var runs, first, last atomic.Int64
+	var runs, all, first, last atomic.Int64
 	minions := make([]*simminion.Minion, *n)
 	for i := range minions {
 		m := simminion.New(simMinionID(i), simminion.WithHold())
 		minions[i] = m
 		sim.AddMinion(m.ID(), func(ctx context.Context, job simJob) (any, int) {
+			all.Add(1)
 			if job.Fun == oduflow.FunRun {
 				now := time.Now().UnixNano()
 				runs.Add(1)
@@ -86,7 +88,7 @@ func cmdSim(ctx context.Context, args []string) (any, error) {
 	fmt.Println(string(hello))
 	sc := bufio.NewScanner(os.Stdin)
 	for sc.Scan() && sc.Text() != "quit" {
-		st, _ := json.Marshal(simStats{Runs: runs.Load(), First: first.Load(), Last: last.Load()})
+		st, _ := json.Marshal(simStats{Runs: runs.Load(), All: all.Load(), First: first.Load(), Last: last.Load()})
 		fmt.Println(string(st))
 	}
 	for _, m := range minions {
@@ -349,6 +351,8 @@ func cmdInflight(ctx context.Context, args []string) (any, error) {
 		"first_start_to_last_publication_s": round3(allPublished.Seconds()),
 		"last_start_to_last_publication_ms": round3(float64(st.Last-lastStart.Load()) / 1e6),
 		"dispatcher_publish_per_s":          round3(float64(*n) / allPublished.Seconds()),
+		"dispatcher_publications":           st.All,
+		"dispatcher_all_publish_per_s":      round3(float64(st.All) / allPublished.Seconds()),
 		"sim_publish_per_s":                 round3(simRate),
 		"sim_time_for_n_s":                  round3(float64(*n) / simRate),
 	}, nil
