@@ -48,10 +48,10 @@ want() { [[ ",$ROWS," == *",$1,"* ]]; }
 
 if [ "$QUICK" = 1 ]; then
   ROUNDS=2; N_RTT=8; TP_S=2; N_E2E=4; N_EV=3000; N_START=50; N_FS=100; N_CUSTOM=50; N_DECODE=50000
-  N_INFLIGHT=1000; N_STATUS=2000
+  N_INFLIGHT=1000; N_STATUS=2000; N_RATE=500
 else
   ROUNDS=5; N_RTT=20; TP_S=3; N_E2E=10; N_EV=10000; N_START=200; N_FS=300; N_CUSTOM=200; N_DECODE=300000
-  N_INFLIGHT=10000; N_STATUS=20000
+  N_INFLIGHT=10000; N_STATUS=20000; N_RATE=1000
 fi
 ROUNDS="${BENCH_ROUNDS:-$ROUNDS}"
 T_START=$(date +%s)
@@ -185,7 +185,8 @@ if want inflight; then
       break
     fi
     t0=$(date +%s)
-    step "inflight.ours.$r" "$(( left > 120 ? left : 120 ))" "$BR" inflight -n "$n" -status "$N_STATUS" -dir /var/cache
+    step "inflight.ours.$r" "$(( left > 120 ? left : 120 ))" "$BR" inflight -n "$n" -status "$N_STATUS" \
+      -rate-publishes "$N_RATE" -dir /var/cache
     est=$(( $(date +%s) - t0 ))
   done
 fi
