@@ -1,64 +1,200 @@
 #!/usr/bin/env bash
-# bench.sh - the project's benchmark command. It measures, in ONE run on this machine:
-#   1. the anchors (../shared/bench/anchors.sh): Salt's own Python client against the lab
-#      master, the minion, the disk's fsync floor; our Go event reader joins its event rounds;
-#   2. our Go benchmarks (go test -bench) against the simulator and, when the lab's
-#      ODUFLOW_SALT_* variables are set, against the real master;
-# and prints a Markdown table of ratios (ours / anchor), because absolute times on these
-# shared 2-core machines are noisy. Without a running lab it still runs the Go benchmarks
-# and the fsync floor, and says that the Salt anchors are missing.
+# bench.sh - the project's benchmark command. Absolute times on shared 2-core machines are noisy, so
+# every row is measured as ROUNDS interleaved rounds in ONE run (ours, anchor, ours, anchor, ...) and
+# reported as the median of the per-round figures, their spread (min-max) and the ratio of the two
+# medians. The anchors are Salt's own Python client against the live lab master, the lab minion, and
+# this disk's fsync floor, taken from the shared anchors kit ($ODUFLOW_SHARED/bench, default
+# ../shared/bench: its anchors_py.py sub-commands, one round each, and its fsyncfloor program).
+# Ours is internal/benchrun (one round of one row per call) and internal/benchreader (the Go event
+# reader that joins the anchors' event rounds).
 #
-# Usage: bash scripts/bench.sh [-o DIR] [--quick]
-set -euo pipefail
+# Rows (see scripts/bench_report.py for the goals):
+#   publish_rtt   benchrun publish_rtt          vs  anchors_py.py publish_rtt (run_job and channel)
+#   throughput    benchrun throughput (4, 16)   vs  anchors_py.py throughput --procs 4 --jid-policy fixed
+#   e2e_ping      benchrun e2e_ping             vs  anchors_py.py e2e_ping (LocalClient.cmd)
+#   events        benchrun decode; benchreader  vs  anchors_py.py event_rate (Salt's reader, Salt unpack)
+#   start         benchrun start_idle           vs  fsyncfloor
+#   custom        benchrun custom               (ours only: the 5 ms CPU goal)
+#   inflight      benchrun inflight             (the simulator in a child process; its own publish
+#                                                rate, measured in the same round, is the anchor)
+#
+# Usage: bash scripts/bench.sh [-o DIR] [--quick] [--rows a,b,...]
+#   -o DIR     keep everything in DIR: raw/ (one JSON per round), report.md, summary.json
+#   --quick    2 short rounds (a smoke test of the command, not numbers to publish)
+#   --rows     only these rows (default: all)
+# BENCH_ROUNDS overrides the number of rounds; BENCH_BUDGET_S (default 870 s, quick 600 s) bounds the
+# whole run: the in-flight row, run last, does only the rounds that fit.
+# Without a running lab the lab rows are skipped and said to be missing.
+set -uo pipefail
 cd "$(dirname "$0")/.."
-OUT="" QUICK=0
+OUT="" QUICK=0 ROWS="publish_rtt,throughput,e2e_ping,events,start,custom,inflight"
 while [ $# -gt 0 ]; do
   case "$1" in
-    -o) OUT="$2"; shift 2 ;;
+    -o) OUT="${2:?-o needs a directory}"; shift 2 ;;
     --quick) QUICK=1; shift ;;
-    *) echo "usage: bash scripts/bench.sh [-o DIR] [--quick]" >&2; exit 2 ;;
+    --rows) ROWS="${2:?--rows needs a list}"; shift 2 ;;
+    *) echo "usage: bash scripts/bench.sh [-o DIR] [--quick] [--rows a,b,...]" >&2; exit 2 ;;
   esac
 done
 OUT="${OUT:-$(mktemp -d /tmp/oduflow-bench.XXXXXX)}"
-mkdir -p "$OUT"
+mkdir -p "$OUT/raw" "$OUT/bin"
+OUT="$(cd "$OUT" && pwd)"
 SHARED="${ODUFLOW_SHARED:-../shared}"
+ANCH="$SHARED/bench/anchors_py.py"
 LABSH="$SHARED/lab/saltlab.sh"
-say() { echo "bench: $*" >&2; }
+PY=/usr/bin/python3
+say() { echo "bench: $(date -u +%H:%M:%S) $*" >&2; }
+want() { [[ ",$ROWS," == *",$1,"* ]]; }
 
-go build -o "$OUT/benchreader" ./internal/benchreader
+if [ "$QUICK" = 1 ]; then
+  ROUNDS=2; N_RTT=8; TP_S=2; N_E2E=4; N_EV=3000; N_START=50; N_FS=100; N_CUSTOM=50; N_DECODE=50000
+  N_INFLIGHT=1000; N_STATUS=2000; N_RATE=500
+else
+  ROUNDS=5; N_RTT=20; TP_S=3; N_E2E=10; N_EV=10000; N_START=200; N_FS=300; N_CUSTOM=200; N_DECODE=300000
+  N_INFLIGHT=10000; N_STATUS=20000; N_RATE=1000
+fi
+ROUNDS="${BENCH_ROUNDS:-$ROUNDS}"
+T_START=$(date +%s)
+BUDGET="${BENCH_BUDGET_S:-$([ "$QUICK" = 1 ] && echo 600 || echo 870)}"
+# The measured processes run without a memory limit (the RSS row is the process's own peak).
+unset GOMEMLIMIT GOGC
+
+say "building benchrun, benchreader, fsyncfloor ..."
+go build -o "$OUT/bin/benchrun" ./internal/benchrun || exit 1
+go build -o "$OUT/bin/benchreader" ./internal/benchreader || exit 1
+if [ -f "$SHARED/bench/fsyncfloor/main.go" ]; then
+  (cd "$SHARED/bench/fsyncfloor" && go build -o "$OUT/bin/fsyncfloor" main.go) || say "fsyncfloor did not build"
+fi
+BR="$OUT/bin/benchrun"
 
 lab_up=0
 labstatus="$( [ -f "$LABSH" ] && bash "$LABSH" status 2>/dev/null || true)"
-if grep -q "^minion: running" <<<"$labstatus" && grep -q "^master: running" <<<"$labstatus"; then
+if grep -q "^master: running" <<<"$labstatus" && grep -q "^minion: running" <<<"$labstatus" && [ -f "$ANCH" ]; then
   lab_up=1
   eval "$(bash "$LABSH" env)"
-fi
-
-if [ "$lab_up" = 1 ] && [ -f "$SHARED/bench/anchors.sh" ]; then
-  say "anchors (Salt's Python client on the lab, about 3 minutes) ..."
-  qflag=(); [ "$QUICK" = 1 ] && qflag=(--quick)
-  ANCHORS_EVENT_READER="$OUT/benchreader" bash "$SHARED/bench/anchors.sh" "${qflag[@]}" -o "$OUT/anchors.json" >/dev/null
+  LAB="${ODUFLOW_SALTLAB_DIR:-/srv/saltlab}"
+  export SALTLAB_DIR="$LAB" ODUFLOW_SALT_MINION PYTHONPATH="$LAB/src:$LAB/pylib"
 else
-  say "no running lab: Salt anchors skipped; measuring the fsync floor alone"
-  if [ -f "$SHARED/bench/fsyncfloor/main.go" ]; then
-    (cd "$SHARED/bench/fsyncfloor" && go run main.go -dir /var/cache) > "$OUT/fsyncfloor.json" || true
-  fi
-  unset ODUFLOW_SALT_MASTER ODUFLOW_SALT_EVENTS ODUFLOW_SALT_KEY_FILE
+  say "no running lab (or no anchors kit): the lab rows are skipped"
 fi
 
-count=3; benchtime=1s
-[ "$QUICK" = 1 ] && count=1 && benchtime=200ms
-say "go test -bench (count $count) ..."
-go test -run '^$' -bench . -benchmem -count "$count" -benchtime "$benchtime" -timeout 30m \
-  ./salt/ ./receipt/ ./profiles/ 2>&1 | tee "$OUT/go-bench.txt" >&2
-# The dispatcher benchmarks write claims under TMPDIR: put it on the file system the fsync floor
-# measured (/var/cache). BenchmarkDispatcher holds 5,000 requests in flight: one set is enough.
-benchtmp="$(mktemp -d /var/cache/oduflow-bench.XXXXXX)"
-trap 'rm -rf "$benchtmp"' EXIT
-TMPDIR="$benchtmp" go test -run '^$' -bench 'ClaimCreate|StartNewIdle' -benchmem -count "$count" -benchtime "$benchtime" \
-  -timeout 30m ./oduflow/ 2>&1 | tee -a "$OUT/go-bench.txt" >&2
-TMPDIR="$benchtmp" go test -run '^$' -bench 'Dispatcher' -benchmem -count 1 -benchtime "$benchtime" -timeout 30m -v \
-  ./oduflow/ 2>&1 | tee -a "$OUT/go-bench.txt" >&2
+failed=0
+# step NAME LIMIT_S CMD...: stdout -> raw/NAME.json, stderr -> raw/NAME.err
+step() {
+  local name="$1" limit="$2" rc
+  shift 2
+  timeout --kill-after=10 "$limit" "$@" >"$OUT/raw/$name.json" 2>"$OUT/raw/$name.err"
+  rc=$?
+  if [ "$rc" != 0 ]; then
+    failed=1
+    say "$name FAILED (rc $rc): $(grep -v '^\s*$' "$OUT/raw/$name.err" | tail -1)"
+    rm -f "$OUT/raw/$name.json"
+  fi
+  return 0
+}
+drain() { [ "$lab_up" = 1 ] && step "drain.$1" 200 "$PY" "$ANCH" drain --timeout 180; return 0; }
 
-python3 scripts/bench_report.py "$OUT" | tee "$OUT/report.md"
-say "raw results in $OUT"
+# machine facts for the report header
+{
+  echo "started_utc=$(date -u +%Y-%m-%dT%H:%M:%SZ)"
+  echo "loadavg_start=$(cut -d' ' -f1-3 /proc/loadavg)"
+  echo "cpus=$(nproc)"
+  echo "cpu_model=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')"
+  echo "mem_total_mb=$(( $(awk '/MemTotal/ {print $2}' /proc/meminfo) / 1024 ))"
+  echo "kernel=$(uname -r)"
+  echo "go=$(go env GOVERSION)"
+  echo "rounds=$ROUNDS"
+  echo "quick=$QUICK"
+  echo "commit=$(git rev-parse --short HEAD 2>/dev/null)$(git diff --quiet HEAD 2>/dev/null || echo +dirty)"
+} >"$OUT/raw/machine.env"
+[ "$lab_up" = 1 ] && step meta 60 "$PY" "$ANCH" meta && drain 0
+
+if [ "$lab_up" = 1 ] && want publish_rtt; then
+  say "publish_rtt: $ROUNDS rounds of $N_RTT publishes (each round's jobs are drained) ..."
+  for r in $(seq 1 "$ROUNDS"); do
+    step "publish_rtt.ours.$r" 120 "$BR" publish_rtt -n "$N_RTT"
+    drain "publish_rtt.$r"
+    step "publish_rtt.anchor.$r" 300 "$PY" "$ANCH" publish_rtt --n "$N_RTT" --warmup 2 --drain-timeout 180
+  done
+fi
+
+if [ "$lab_up" = 1 ] && want throughput; then
+  say "throughput: $ROUNDS rounds of ${TP_S}s (ours 4 and 16 publishers, Python 4 processes) ..."
+  for r in $(seq 1 "$ROUNDS"); do
+    step "throughput4.ours.$r" 120 "$BR" throughput -publishers 4 -duration "${TP_S}s"
+    step "throughput16.ours.$r" 120 "$BR" throughput -publishers 16 -duration "${TP_S}s"
+    drain "throughput.$r"
+    step "throughput.anchor.$r" 240 "$PY" "$ANCH" throughput --procs 4 --duration "$TP_S" --jid-policy fixed --drain-timeout 120
+  done
+fi
+
+if [ "$lab_up" = 1 ] && want e2e_ping; then
+  say "e2e_ping: $ROUNDS rounds of $N_E2E test.ping jobs ..."
+  for r in $(seq 1 "$ROUNDS"); do
+    drain "e2e.$r"
+    step "e2e.ours.$r" 180 "$BR" e2e_ping -n "$N_E2E"
+    step "e2e.anchor.$r" 240 "$PY" "$ANCH" e2e_ping --n "$N_E2E" --warmup 2
+  done
+fi
+
+if want events; then
+  say "events: $ROUNDS rounds (decode from memory; live-bus readers on $N_EV replayed events) ..."
+  for r in $(seq 1 "$ROUNDS"); do
+    step "decode.ours.$r" 120 "$BR" decode -n "$N_DECODE"
+    if [ "$lab_up" = 1 ]; then
+      BENCHREADER_LOG="$OUT/raw/reader.ours.$r.jsonl" step "events.anchor.$r" 300 "$PY" "$ANCH" event_rate \
+        --n "$N_EV" --reps 1 --event test_ping --readers salt --extra-reader "extra=$OUT/bin/benchreader"
+    fi
+  done
+fi
+
+if want start; then
+  say "start: $ROUNDS rounds of $N_START idle Starts + 100 concurrent, and the fsync floor ..."
+  for r in $(seq 1 "$ROUNDS"); do
+    step "start.ours.$r" 180 "$BR" start_idle -n "$N_START" -concurrent 100 -dir /var/cache
+    [ -x "$OUT/bin/fsyncfloor" ] && step "fsync.anchor.$r" 120 "$OUT/bin/fsyncfloor" -dir /var/cache -n "$N_FS" -max-seconds 60
+  done
+fi
+
+if want custom; then
+  say "custom: $ROUNDS rounds of $N_CUSTOM compilations ..."
+  for r in $(seq 1 "$ROUNDS"); do
+    step "custom.ours.$r" 120 "$BR" custom -n "$N_CUSTOM"
+  done
+fi
+
+if want inflight; then
+  say "inflight: $ROUNDS rounds of $N_INFLIGHT requests in flight (simulator in a child process) ..."
+  # Each in-flight request holds two flock descriptors (request lock, client lease): n is capped
+  # to what RLIMIT_NOFILE allows, and the report says so.
+  nofile="$(ulimit -Hn)"
+  n="$N_INFLIGHT"
+  if [ "$nofile" != unlimited ] && [ $(( (nofile - 1000) / 2 )) -lt "$n" ]; then
+    n=$(( (nofile - 1000) / 2 ))
+    say "RLIMIT_NOFILE $nofile: holding $n requests, not $N_INFLIGHT"
+    echo "inflight_capped=$N_INFLIGHT->$n by RLIMIT_NOFILE $nofile" >>"$OUT/raw/machine.env"
+  fi
+  # This row is the slowest (minutes per round on a loaded machine): a round starts only while the
+  # whole run stays within its time budget (BENCH_BUDGET_S), and the report says how many ran.
+  est=0
+  for r in $(seq 1 "$ROUNDS"); do
+    left=$(( T_START + BUDGET - $(date +%s) ))
+    if [ "$r" -gt 1 ] && [ "$left" -lt "$est" ]; then
+      say "inflight: $(( r - 1 )) rounds; the next would end after the ${BUDGET}s budget"
+      echo "inflight_rounds_cut=$(( r - 1 )) of $ROUNDS (time budget ${BUDGET}s)" >>"$OUT/raw/machine.env"
+      break
+    fi
+    t0=$(date +%s)
+    step "inflight.ours.$r" "$(( left > 120 ? left : 120 ))" "$BR" inflight -n "$n" -status "$N_STATUS" \
+      -rate-publishes "$N_RATE" -dir /var/cache
+    est=$(( $(date +%s) - t0 ))
+  done
+fi
+
+echo "loadavg_end=$(cut -d' ' -f1-3 /proc/loadavg)" >>"$OUT/raw/machine.env"
+echo "ended_utc=$(date -u +%Y-%m-%dT%H:%M:%SZ)" >>"$OUT/raw/machine.env"
+"$PY" scripts/bench_report.py "$OUT" >"$OUT/report.md" || { say "report failed"; exit 1; }
+cat "$OUT/report.md"
+say "raw results, report.md and summary.json in $OUT"
+[ "$failed" = 0 ] || say "some steps failed (raw/*.err)"
+exit "$failed"

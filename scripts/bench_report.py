@@ -1,9 +1,14 @@
 #!/usr/bin/env python3
-"""Turn one bench.sh run (anchors.json + go-bench.txt) into a Markdown table of ratios.
+"""Turn one bench.sh run (DIR/raw/<row>.<ours|anchor>.<round>.json) into DIR/summary.json and a
+Markdown table on stdout (report.md, ready for the README).
 
-Every ratio compares two numbers measured in the same run on the same machine. Standard
-library only.
+Per row: the figure of each round (a round's own median, rate or peak), the median of those
+figures and their spread (min-max over the rounds), for ours and for the anchor measured in the
+same run; ratio = median ours / median anchor; the row's goal and whether it is met.
+summary.json maps each row key to {"ours": median, "anchor": median or null} in the row's unit
+(times in the unit the row names, rates per second). Standard library only.
 """
+import glob
 import json
 import os
 import re
@@ -11,109 +16,229 @@ import statistics
 import sys
 
 out = sys.argv[1]
+raw = os.path.join(out, "raw")
 
 
-def load_json(name):
-    p = os.path.join(out, name)
-    if os.path.exists(p):
+def rounds(prefix):
+    """{round: parsed JSON} of raw/<prefix>.<round>.json."""
+    res = {}
+    for p in glob.glob(os.path.join(raw, prefix + ".*.json")):
+        m = re.match(re.escape(prefix) + r"\.(\d+)\.json$", os.path.basename(p))
+        if not m:
+            continue
+        try:
+            with open(p) as f:
+                lines = [ln for ln in f.read().splitlines() if ln.strip()]
+            res[int(m.group(1))] = json.loads(lines[-1])
+        except (OSError, ValueError, IndexError):
+            pass
+    return res
+
+
+def dig(d, *path):
+    for k in path:
+        if not isinstance(d, dict) or k not in d:
+            return None
+        d = d[k]
+    return d
+
+
+def series(prefix, fn):
+    vals = []
+    for _, d in sorted(rounds(prefix).items()):
+        try:
+            v = fn(d)
+        except (KeyError, TypeError, ValueError, ZeroDivisionError):
+            v = None
+        if isinstance(v, (int, float)):
+            vals.append(float(v))
+    return vals
+
+
+def reader_series():
+    """Our event reader's rate (events/s wall) and events per CPU second, per round."""
+    wall, cpu = [], []
+    for p in sorted(glob.glob(os.path.join(raw, "reader.ours.*.jsonl"))):
         with open(p) as f:
-            return json.load(f)
-    return None
+            for line in f:
+                try:
+                    d = json.loads(line)
+                except ValueError:
+                    continue
+                if d.get("elapsed_s"):
+                    wall.append(d["count"] / d["elapsed_s"])
+                if d.get("cpu_s"):
+                    cpu.append(d["count"] / d["cpu_s"])
+    return wall, cpu
 
 
-anchors = load_json("anchors.json") or {}
-fsync = anchors.get("fsync_floor_us") or load_json("fsyncfloor.json") or {}
-
-bench = {}   # name -> list of dicts of metric -> value
-logs = []
-with open(os.path.join(out, "go-bench.txt")) as f:
-    for line in f:
-        m = re.match(r"^(Benchmark\S+?)(-\d+)?\s+(\d+)\s+(.*)$", line.strip())
-        if m:
-            metrics = {}
-            for v, unit in re.findall(r"([\d.]+) (\S+)", m.group(4)):
-                metrics[unit] = float(v)
-            bench.setdefault(m.group(1), []).append(metrics)
-        elif "in flight:" in line or "memory:" in line:
-            logs.append(line.strip())
+def med(xs):
+    return statistics.median(xs) if xs else None
 
 
-def med(name, unit="ns/op"):
-    vals = [m[unit] for m in bench.get(name, []) if unit in m]
-    return statistics.median(vals) if vals else None
-
-
-def fmt(v, unit):
+def fmt(v):
     if v is None:
         return "n/a"
-    return f"{v:,.3f} {unit}" if v < 100 else f"{v:,.0f} {unit}"
+    a = abs(v)
+    if a >= 1000:
+        return f"{v:,.0f}"
+    if a >= 100:
+        return f"{v:.0f}"
+    if a >= 10:
+        return f"{v:.1f}"
+    if a >= 1:
+        return f"{v:.2f}"
+    return f"{v:.3f}"
 
 
-rows = []
+def cell(xs):
+    if not xs:
+        return "n/a"
+    s = fmt(med(xs))
+    if len(xs) > 1:
+        s += f" ({fmt(min(xs))}-{fmt(max(xs))})"
+    return s
 
 
-def ratio(what, ours, ours_unit, anchor, anchor_unit, note, higher_is_better=False):
-    r = None
-    if ours is not None and anchor:
-        r = ours / anchor
-    rs = "n/a" if r is None else (f"{r:.2f}x" + (" (higher is better)" if higher_is_better else ""))
-    rows.append(f"| {what} | {fmt(ours, ours_unit)} | {fmt(anchor, anchor_unit)} | {rs} | {note} |")
+rows = []      # (key, label, unit, ours list, anchor list, goal text, met, note)
+summary = {}
 
 
-pub = anchors.get("py_publish_rtt_ms", {})
-lab_ns = med("BenchmarkPublishRoundTripLab")
-ratio("publish round trip, real master (fresh socket per publish)",
-      lab_ns / 1e6 if lab_ns else None, "ms", pub.get("median"), "ms",
-      "anchor: Salt LocalClient.run_job, root key, same lab")
-ratio("publish round trip, real master vs Salt's persistent channel",
-      lab_ns / 1e6 if lab_ns else None, "ms", (pub.get("channel") or {}).get("median"), "ms",
-      "anchor: one persistent Salt ReqChannel")
-sim_ns = med("BenchmarkPublishRoundTripSimulator")
-ratio("publish round trip, simulator", sim_ns / 1e6 if sim_ns else None, "ms", pub.get("median"), "ms",
-      "the simulator does no crypto: an upper bound of the client's own cost")
+def row(key, label, unit, ours, anchor=None, goal=None, note=""):
+    """goal: (kind, limit, text) with kind 'ratio<=', 'ratio>=', 'ours<='; None = no goal."""
+    mo, ma = med(ours), med(anchor or [])
+    ratio = mo / ma if (mo is not None and ma) else None
+    met = None
+    if goal:
+        kind, limit, _ = goal
+        v = ratio if kind.startswith("ratio") else mo
+        if v is not None:
+            met = v <= limit if kind.endswith("<=") else v >= limit
+    rows.append((key, label, unit, ours, anchor, ratio, goal, met, note))
+    summary[key] = {"ours": None if mo is None else round(mo, 4), "anchor": None if ma is None else round(ma, 4)}
 
-ev = anchors.get("py_event_decode_rate", {})
-for load in ("test_ping_ret", "state_apply_ret"):
-    d = ev.get(load) or {}
-    go_rate = ((d.get("extra") or {}).get("per_s") or {}).get("median")
-    ratio(f"event bus reader, live master, {load} backlog", go_rate, "events/s",
-          ((d.get("salt") or {}).get("per_s") or {}).get("median"), "events/s",
-          "anchor: Salt's MasterEvent reader on the same replayed load", True)
-    ratio(f"event bus reader vs raw Python msgpack, {load}", go_rate, "events/s",
-          ((d.get("raw") or {}).get("per_s") or {}).get("median"), "events/s",
-          "anchor: plain socket + msgpack.Unpacker", True)
-dec = med("BenchmarkDecodeReturnEvents")
-if dec:
-    unpack = (ev.get("test_ping_ret") or {}).get("salt_unpack_only_per_s")
-    ratio("event decode from memory (captured returns)", 1e9 / dec, "events/s", unpack, "events/s",
-          "anchor: Salt's own unpack of the same frames, in memory", True)
 
-floor = fsync.get("median") or (fsync.get("us") or {}).get("median")
-for name, label in (("BenchmarkClaimCreate", "claim create alone (index entry + claim: two durable writes)"),
-                    ("BenchmarkStartNewIdle", "Start() of a new request, idle dispatcher (claim + worker launch)"),
-                    ("BenchmarkDispatcher/Start/new-claim", "Start() of a new request with 5,000 in flight"),
-                    ("BenchmarkDispatcher/Start/existing", "Start() of an existing request"),
-                    ("BenchmarkDispatcher/Status/running", "Status() of a running request")):
-    ns = med(name)
-    ratio(label, ns / 1e3 if ns else None, "us", floor, "us", "anchor: fsync floor (create-excl, fsync, rename, dir fsync)")
+# publish round trip
+pub_ours = series("publish_rtt.ours", lambda d: d["ms"]["median"])
+row("publish_rtt_vs_persistent_channel", "publish round trip, real master (send -> publish reply)", "ms",
+    pub_ours, series("publish_rtt.anchor", lambda d: d["channel_ms"]["median"]),
+    ("ratio<=", 0.9, "<= 0.9x"), "anchor: Salt's ReqChannel.send on one persistent channel")
+row("publish_rtt_vs_run_job", "publish round trip, real master (send -> publish reply)", "ms",
+    pub_ours, series("publish_rtt.anchor", lambda d: d["run_job_ms"]["median"]),
+    ("ratio<=", 0.6, "<= 0.6x"), "anchor: Salt's LocalClient.run_job (new REQ socket per publish)")
 
-cc = med("BenchmarkValidateCompileDigest64KiB")
-ratio("custom state: validate + compile + digest, 64 KiB / 100 ids", cc / 1e6 if cc else None, "ms", 5.0, "ms",
-      "anchor: the 5 ms target of the custom-states issue")
-apply_s = (anchors.get("minion_apply_s") or {}).get("median")
+# throughput
+tp_anchor = series("throughput.anchor", lambda d: d["per_s"])
+row("publish_throughput_vs_python_4_clients", "publish throughput, one Client, 4 publishers", "publishes/s",
+    series("throughput4.ours", lambda d: d["per_s"]), tp_anchor, ("ratio>=", 2.0, ">= 2x"),
+    "anchor: 4 Python processes of run_job; one reused JID per publisher on both sides")
+row("publish_throughput_16_vs_python_4_clients", "publish throughput, one Client, 16 publishers", "publishes/s",
+    series("throughput16.ours", lambda d: d["per_s"]), tp_anchor, ("ratio>=", 2.0, ">= 2x"),
+    "anchor: the same Python 4-process figure")
 
-print("| measurement | ours | anchor | ratio | what the anchor is |")
-print("|---|---|---|---|---|")
-for r in rows:
-    print(r)
+# end to end
+e2e = rounds("e2e.anchor")
+py_total = series("e2e.anchor", lambda d: d["ms"]["median"])
+py_over = series("e2e.anchor", lambda d: d["ms"]["median"]
+                 - d["breakdown"]["master_new_event_to_ret_event_ms"]["median"])
+row("e2e_test_ping_overhead_ms", "test.ping end to end: client time minus the master's new->ret span", "ms",
+    series("e2e.ours", lambda d: d["overhead_ms"]["median"]), None, ("ours<=", 5.0, "<= 5 ms"),
+    "LocalClient.cmd in the same run: overhead %s ms (its total minus the median span)" % cell(py_over))
+row("e2e_test_ping_vs_localclient_cmd", "test.ping end to end (publish -> return)", "ms",
+    series("e2e.ours", lambda d: d["total_ms"]["median"]), py_total, None,
+    "anchor: LocalClient.cmd; master span (ours) %s ms" % cell(series("e2e.ours", lambda d: d["master_span_ms"]["median"])))
+
+# event bus
+rw, rc = reader_series()
+row("event_reader_vs_salt_reader", "event bus reader, live master, replayed test.ping returns", "events/s",
+    rw, series("events.anchor", lambda d: d["salt"]["per_s"]["median"]), ("ratio>=", 6.0, ">= 6x"),
+    "anchor: Salt's MasterEvent.get_event on the same backlog; ours per CPU second: %s" % cell(rc))
+row("event_decode_vs_salt_unpack", "event decode from memory (captured test.ping return), CPU time", "events/s",
+    series("decode.ours", lambda d: d["cpu_per_s"]), series("events.anchor", lambda d: d["salt_unpack_only_per_s"]),
+    None, "anchor: SaltEvent.unpack of the same event (wall, one thread); ours wall: %s/s"
+    % cell(series("decode.ours", lambda d: d["wall_per_s"])))
+
+# dispatcher
+floor = series("fsync.anchor", lambda d: d["us"]["median"])
+row("start_new_idle_vs_fsync_floor", "Start of a new request, idle dispatcher", "us",
+    series("start.ours", lambda d: d["start_idle_us"]["median"]), floor, ("ratio<=", 2.0, "<= 2x"),
+    "anchor: fsync floor (create-excl, write, fsync, rename, dir fsync) on the same file system")
+row("start_concurrent_100_vs_fsync_floor", "100 concurrent Starts: batch wall time / 100", "us",
+    series("start.ours", lambda d: d["concurrent_per_start_us"]), floor, None,
+    "per-Start latency in the batch: median %s us" % cell(series("start.ours", lambda d: d["concurrent_latency_us"]["median"])))
+row("custom_64k_ms", "custom state: validate + compile + digest, 64 KiB / 100 ids, CPU time", "ms",
+    series("custom.ours", lambda d: d["cpu_ms_per_op"]), None, ("ours<=", 5.0, "<= 5 ms CPU"),
+    "wall: %s ms" % cell(series("custom.ours", lambda d: d["wall_ms_per_op"])))
+
+inf = rounds("inflight.ours")
+n_in = sorted({d.get("n") for d in inf.values()})
+nlabel = "/".join(f"{n:,}" for n in n_in) if n_in else "10,000"
+row("inflight_10k_dispatcher_rss_mb", f"{nlabel} in flight: dispatcher peak RSS (VmHWM, no GOMEMLIMIT)", "MiB",
+    series("inflight.ours", lambda d: d["rss_mb"]), None, ("ours<=", 128.0, "<= 128 MiB"),
+    "open descriptors at peak: %s" % cell(series("inflight.ours", lambda d: d["open_fds"])))
+row("inflight_10k_status_p99_ms", f"{nlabel} in flight: Status p99 (8 callers)", "ms",
+    series("inflight.ours", lambda d: d["status_ms"]["p99"]), None, ("ours<=", 1.0, "<= 1 ms"),
+    "median %s ms" % cell(series("inflight.ours", lambda d: d["status_ms"]["median"])))
+row("inflight_10k_last_start_to_last_publication_ms", f"{nlabel} in flight: last Start -> last publication", "ms",
+    series("inflight.ours", lambda d: d["last_start_to_last_publication_ms"]),
+    series("inflight.ours", lambda d: d["sim_time_for_n_s"] * 1000.0), None,
+    "anchor: n / the simulator's own publish rate (raw Client, 32 callers, same round)")
+row("inflight_10k_publish_rate_vs_simulator", f"{nlabel} in flight: publications/s, first Start -> last publication",
+    "publishes/s", series("inflight.ours", lambda d: d["dispatcher_publish_per_s"]),
+    series("inflight.ours", lambda d: d["sim_publish_per_s"]), None,
+    "oduflow_job.run publications; all publications (capability checks too): %s/s; Starts took %s s; "
+    "Start p99 %s ms" % (cell(series("inflight.ours", lambda d: d["dispatcher_all_publish_per_s"])),
+                         cell(series("inflight.ours", lambda d: d["starts_s"])),
+                         cell(series("inflight.ours", lambda d: d["start_ms"]["p99"]))))
+
+with open(os.path.join(out, "summary.json"), "w") as f:
+    json.dump(summary, f, indent=2, sort_keys=True)
+    f.write("\n")
+
+machine = {}
+try:
+    with open(os.path.join(raw, "machine.env")) as f:
+        for line in f:
+            k, _, v = line.rstrip("\n").partition("=")
+            machine[k] = v
+except OSError:
+    pass
+meta = rounds("meta").get(0) or {}
+try:
+    with open(os.path.join(raw, "meta.json")) as f:
+        meta = json.loads(f.read().strip().splitlines()[-1])
+except (OSError, ValueError, IndexError):
+    pass
+
+print("| row | measurement | unit | rounds | ours: median (min-max) | anchor: median (min-max) | ratio | goal | met | notes |")
+print("|---|---|---|---|---|---|---|---|---|---|")
+for key, label, unit, ours, anchor, ratio, goal, met, note in rows:
+    a = "—" if anchor is None else cell(anchor)
+    r = "—" if ratio is None else f"{ratio:.2f}x"
+    g = goal[2] if goal else "—"
+    m = "—" if goal is None else ("n/a" if met is None else ("met" if met else "**not met**"))
+    print(f"| `{key}` | {label} | {unit} | {len(ours)} | {cell(ours)} | {a} | {r} | {g} | {m} | {note} |")
 print()
-if apply_s:
-    print(f"For scale: the lab minion's own `state.apply roles.client_stack` takes {apply_s:.2f} s end to end.")
-for line in logs:
-    print("- " + re.sub(r"^.*?(in flight|memory)", r"\1", line))
-meta = anchors.get("meta") or {}
-if meta:
-    print(f"\nRun: {meta.get('started_utc')}, Salt {meta.get('salt')}, {meta.get('cpus')} CPUs, "
-          f"load average at start {meta.get('loadavg_at_start')}.")
-else:
-    print("\nNo Salt anchors in this run (the lab was not running).")
+print(f"Rounds: {machine.get('rounds', '?')} per row, interleaved (ours, anchor, ours, anchor, ...); "
+      "a cell is the median of the per-round figures and (min-max) their spread.")
+print(f"Run: {machine.get('started_utc', '?')} to {machine.get('ended_utc', '?')}, "
+      f"{machine.get('cpus', '?')} CPUs ({machine.get('cpu_model', '?')}), {machine.get('mem_total_mb', '?')} MiB, "
+      f"kernel {machine.get('kernel', '?')}, {machine.get('go', '?')}"
+      + (f", Salt {meta.get('salt')} (Python {meta.get('python')}, libzmq {meta.get('libzmq')})" if meta.get("salt") else "")
+      + f"; load average {machine.get('loadavg_start', '?')} at start, {machine.get('loadavg_end', '?')} at end"
+      + (f"; commit {machine['commit']}" if machine.get("commit") else "") + ".")
+if machine.get("inflight_rounds_cut"):
+    print(f"\nIn-flight rows: {machine['inflight_rounds_cut']}.")
+if any(d.get("call_timeout_s") for d in inf.values()):
+    cts = sorted({d.get("call_timeout_s") for d in inf.values()})
+    print(f"\nIn-flight rows ran with the dispatcher's CallTimeout at {'/'.join(f'{c:g}' for c in cts)} s "
+          "(default 30 s), so that the queued tail of capability checks is measured rather than refused.")
+if machine.get("quick") == "1":
+    print("\nThis was a --quick run (short rounds): a smoke test, not numbers to publish.")
+if not meta.get("salt"):
+    print("\nNo Salt lab in this run: the lab rows and their anchors are missing.")
+if machine.get("inflight_capped"):
+    print(f"\nIn-flight rows held {nlabel} requests, not 10,000 ({machine['inflight_capped']}): every "
+          "in-flight request holds two flock descriptors (request lock and client lease).")
+elif n_in and n_in != [10000]:
+    print(f"\nIn-flight rows held {nlabel} requests, not 10,000.")

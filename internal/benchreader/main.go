@@ -1,10 +1,11 @@
-// Command benchreader is the Go event-bus reader that ../shared/bench/anchors.sh runs beside
-// Salt's own readers (ANCHORS_EVENT_READER), so that the salt package's event stream is
-// measured on the same replayed load, in the same run, as Salt's Python reader.
+// Command benchreader is the Go event-bus reader that scripts/bench.sh adds to the anchors' event
+// rounds (the reader "extra" beside Salt's own MasterEvent reader), so that the salt package's event
+// stream is measured on the same replayed load, in the same run, as Salt's Python reader.
 //
-// Protocol (anchors_py.py cmd_event_reader): connect to $ANCHORS_EVENTS, print "ready",
-// wait for one line on stdin, read until the event tagged $ANCHORS_END_TAG counting events
-// whose tag starts with $ANCHORS_PREFIX, then print {"count": N, "elapsed_s": S}.
+// Protocol of a round: connect to $ANCHORS_EVENTS, print "ready", wait for one line on stdin, read
+// until the event tagged $ANCHORS_END_TAG counting events whose tag starts with $ANCHORS_PREFIX, then
+// print {"count": N, "elapsed_s": S, "gaps": G, "cpu_s": C}. With $BENCHREADER_LOG set, that line is
+// also appended to that file (the round's driver keeps only the rate; bench.sh wants the CPU time too).
 package main
 
 import (
@@ -15,6 +16,7 @@ import (
 	"net"
 	"os"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/oduflow/oduflow-go/salt"
@@ -59,7 +61,7 @@ func run() error {
 	if _, err := bufio.NewReader(os.Stdin).ReadString('\n'); err != nil {
 		return fmt.Errorf("waiting for go: %w", err)
 	}
-	start := time.Now()
+	start, cpu0 := time.Now(), cpuTime()
 	close(gate)
 	count, gaps := 0, 0
 	for ev := range stream.Events() {
@@ -67,14 +69,42 @@ func run() error {
 		case ev.Gap != nil:
 			gaps++
 		case ev.Tag == endTag:
-			out, _ := json.Marshal(map[string]any{"count": count, "elapsed_s": time.Since(start).Seconds(), "gaps": gaps})
+			res := map[string]any{"count": count, "elapsed_s": time.Since(start).Seconds(), "gaps": gaps,
+				"cpu_s": (cpuTime() - cpu0).Seconds()}
+			out, _ := json.Marshal(res)
 			fmt.Println(string(out))
-			return nil
+			return appendLog(os.Getenv("BENCHREADER_LOG"), out)
 		case strings.HasPrefix(ev.Tag, prefix) && len(ev.Data) > 0:
 			count++
 		}
 	}
 	return fmt.Errorf("event stream ended after %d events", count)
+}
+
+// appendLog appends one JSON line to path (BENCHREADER_LOG: bench.sh keeps the reader's CPU time,
+// which the anchors' round protocol drops). No path: nothing to do.
+func appendLog(path string, line []byte) error {
+	if path == "" {
+		return nil
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(append(line, '\n')); err != nil {
+		_ = f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// cpuTime is this process's user + system CPU time, all threads.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // gatedConn blocks reads until gate is closed.

@@ -1,0 +1,163 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestMain lets the test binary stand in for the command: cmdInflight re-executes itself as the
+// simulator child ("sim"), which here is this binary with BENCHRUN_AS_MAIN set.
+func TestMain(m *testing.M) {
+	if os.Getenv("BENCHRUN_AS_MAIN") == "1" {
+		main()
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+func TestSummarize(t *testing.T) {
+	var d []time.Duration
+	for i := 100; i >= 1; i-- {
+		d = append(d, time.Duration(i)*time.Millisecond)
+	}
+	s := summarize(d, time.Millisecond)
+	if s.N != 100 || s.Median != 50.5 || s.P99 != 99 || s.P90 != 90 || s.Min != 1 || s.Max != 100 {
+		t.Fatalf("%+v", s)
+	}
+	if s := summarize([]time.Duration{3 * time.Microsecond}, time.Microsecond); s.Median != 3 || s.P99 != 3 {
+		t.Fatalf("%+v", s)
+	}
+}
+
+func TestStamp(t *testing.T) {
+	got := stamp(map[string]any{"_stamp": "2026-12-01T13:20:07.123456"})
+	want := time.Date(2026, 12, 1, 13, 20, 7, 123456000, time.UTC)
+	if !got.Equal(want) {
+		t.Fatalf("%v", got)
+	}
+	if !stamp(map[string]any{"_stamp": "nonsense"}).IsZero() || !stamp(nil).IsZero() {
+		t.Fatal("a bad stamp parsed")
+	}
+}
+
+func TestCustomAndDecode(t *testing.T) {
+	ctx := context.Background()
+	r, err := cmdCustom(ctx, []string{"-n", "3"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := r.(map[string]any); m["cpu_ms_per_op"].(float64) <= 0 || m["n"].(int) != 3 {
+		t.Fatalf("%v", m)
+	}
+	frame := filepath.Join("..", "..", "salt", "testdata", "vectors", "eventbus", "event_ret_test_ping.frame.bin")
+	if _, err := cmdDecode(ctx, []string{"-n", "100", "-frame", frame}); err != nil {
+		t.Fatal(err)
+	}
+	// A frame that is not a job return is refused, not counted.
+	frame = filepath.Join("..", "..", "salt", "testdata", "vectors", "eventbus", "event_new.frame.bin")
+	if _, err := cmdDecode(ctx, []string{"-n", "10", "-frame", frame}); err == nil {
+		t.Fatal("a new-job frame was decoded as a return")
+	}
+}
+
+func TestStartIdle(t *testing.T) {
+	r, err := cmdStartIdle(context.Background(), []string{"-n", "5", "-concurrent", "10", "-dir", t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := r.(map[string]any)
+	if s := m["start_idle_us"].(summary); s.N != 5 || s.Median <= 0 {
+		t.Fatalf("%+v", s)
+	}
+	if m["concurrent_per_start_us"].(float64) <= 0 {
+		t.Fatalf("%v", m)
+	}
+}
+
+// TestInflight runs the in-flight row small: the simulator is a real child process, every request
+// must be published and held, and Status must see them running.
+func TestInflight(t *testing.T) {
+	t.Setenv("BENCHRUN_AS_MAIN", "1")
+	r, err := cmdInflight(context.Background(), []string{"-n", "40", "-status", "200", "-rate-publishes", "100",
+		"-dir", t.TempDir(), "-publish-wait", "60s"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := r.(map[string]any)
+	if m["rss_mb"].(float64) <= 0 || m["status_ms"].(summary).N != 200 || m["start_ms"].(summary).N != 40 {
+		t.Fatalf("%v", m)
+	}
+	if m["sim_publish_per_s"].(float64) <= 0 || m["first_start_to_last_publication_s"].(float64) <= 0 {
+		t.Fatalf("%v", m)
+	}
+}
+
+// TestReportSummary feeds bench_report.py a synthetic run and checks the summary.json contract.
+func TestReportSummary(t *testing.T) {
+	py, err := exec.LookPath("python3")
+	if err != nil {
+		t.Skip("no python3")
+	}
+	dir := t.TempDir()
+	raw := filepath.Join(dir, "raw")
+	if err := os.Mkdir(raw, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	write := func(name string, v any) {
+		b, _ := json.Marshal(v)
+		if err := os.WriteFile(filepath.Join(raw, name), append(b, '\n'), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for r, ms := range []float64{4, 6, 5} {
+		n := r + 1
+		write(jsonName("publish_rtt.ours", n), map[string]any{"ms": map[string]any{"median": ms}})
+		write(jsonName("publish_rtt.anchor", n), map[string]any{"run_job_ms": map[string]any{"median": 10.0},
+			"channel_ms": map[string]any{"median": 8.0}})
+		write(jsonName("throughput4.ours", n), map[string]any{"per_s": 300.0})
+		write(jsonName("throughput.anchor", n), map[string]any{"per_s": 150.0})
+		write(jsonName("inflight.ours", n), map[string]any{"n": 10000, "rss_mb": 100.0 + ms, "status_ms": map[string]any{"p99": 0.5}})
+	}
+	cmd := exec.Command(py, filepath.Join("..", "..", "scripts", "bench_report.py"), dir)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "summary.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sum map[string]struct{ Ours, Anchor *float64 }
+	if err := json.Unmarshal(b, &sum); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"publish_rtt_vs_persistent_channel", "publish_rtt_vs_run_job",
+		"publish_throughput_vs_python_4_clients", "e2e_test_ping_overhead_ms", "start_new_idle_vs_fsync_floor",
+		"custom_64k_ms", "inflight_10k_dispatcher_rss_mb", "inflight_10k_status_p99_ms", "event_reader_vs_salt_reader"} {
+		if _, ok := sum[k]; !ok {
+			t.Errorf("summary.json has no %s", k)
+		}
+	}
+	p := sum["publish_rtt_vs_run_job"]
+	if p.Ours == nil || *p.Ours != 5 || p.Anchor == nil || *p.Anchor != 10 {
+		t.Fatalf("publish_rtt_vs_run_job %+v", p)
+	}
+	if r := sum["inflight_10k_dispatcher_rss_mb"]; r.Ours == nil || *r.Ours != 105 || r.Anchor != nil {
+		t.Fatalf("rss %+v", r)
+	}
+	// 5/8 = 0.62x of the channel (goal 0.9x), 5/10 = 0.5x of run_job (goal 0.6x), 300/150 = 2x (goal 2x).
+	for _, want := range []string{"| 0.62x | <= 0.9x | met |", "| 0.50x | <= 0.6x | met |", "| 2.00x | >= 2x | met |"} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("report lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+func jsonName(prefix string, round int) string { return fmt.Sprintf("%s.%d.json", prefix, round) }

@@ -1,0 +1,117 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"runtime"
+	"strings"
+	"time"
+
+	"github.com/oduflow/oduflow-go/profiles"
+	"github.com/oduflow/oduflow-go/salt"
+)
+
+// cpuLoop runs f n times after warmup runs and reports wall and CPU time per call (ms) and calls/s.
+func cpuLoop(n, warmup int, f func() error) (map[string]any, error) {
+	for range warmup {
+		if err := f(); err != nil {
+			return nil, err
+		}
+	}
+	runtime.GC()
+	c0, t0 := cpuTime(), time.Now()
+	for range n {
+		if err := f(); err != nil {
+			return nil, err
+		}
+	}
+	wall, cpu := time.Since(t0), cpuTime()-c0
+	return map[string]any{"n": n, "wall_ms_per_op": round3(float64(wall) / float64(n) / 1e6),
+		"cpu_ms_per_op": round3(float64(cpu) / float64(n) / 1e6), "wall_per_s": round3(float64(n) / wall.Seconds()),
+		"cpu_per_s": round3(float64(n) / cpu.Seconds())}, nil
+}
+
+// cmdCustom: profiles.CompileCustom (validation, compilation, canonical JSON, SHA-256) of a 64 KiB,
+// 100-id source.
+func cmdCustom(_ context.Context, args []string) (any, error) {
+	fs := flag.NewFlagSet("custom", flag.ContinueOnError)
+	n := fs.Int("n", 200, "compilations")
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	src, err := source64KiB()
+	if err != nil {
+		return nil, err
+	}
+	return cpuLoop(*n, 5, func() error {
+		c, err := profiles.CompileCustom(src)
+		if err != nil {
+			return err
+		}
+		if len(c.Digest) != 64 || len(c.HighData) != profiles.MaxStateIDs {
+			return fmt.Errorf("unexpected compilation: %d ids", len(c.HighData))
+		}
+		return nil
+	})
+}
+
+// cmdDecode: salt.DecodeEventFrame (frame map, tag split, data, typed JobReturn) of one captured
+// return event frame, from memory: the same frame the anchor's Salt unpack-only figure decodes.
+func cmdDecode(_ context.Context, args []string) (any, error) {
+	fs := flag.NewFlagSet("decode", flag.ContinueOnError)
+	n := fs.Int("n", 200000, "decodes")
+	frameFile := fs.String("frame", "salt/testdata/vectors/eventbus/event_ret_test_ping.frame.bin", "captured frame")
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	frame, err := os.ReadFile(*frameFile)
+	if err != nil {
+		return nil, err
+	}
+	return cpuLoop(*n, 1000, func() error {
+		ev, err := salt.DecodeEventFrame(frame)
+		if err != nil {
+			return err
+		}
+		if ev.Kind != salt.EventJobReturn {
+			return fmt.Errorf("frame is not a job return")
+		}
+		return nil
+	})
+}
+
+// source64KiB builds a realistic source of exactly MaxSourceBytes with MaxStateIDs ids (the same shape
+// as the profiles package's own benchmark source): file, package, service and command declarations
+// with requisites, names, nested values and block scalars, padded by a comment.
+func source64KiB() ([]byte, error) {
+	var b strings.Builder
+	b.WriteString("# benchmark source: 100 state ids, 64 KiB\n")
+	for i := range profiles.MaxStateIDs {
+		switch i % 4 {
+		case 0:
+			fmt.Fprintf(&b, "app_%03d_pkg:\n  pkg.installed:\n    - names:\n      - tool-%03d-a\n      - tool-%03d-b\n    - refresh: false\n", i, i, i)
+		case 1:
+			fmt.Fprintf(&b, "/etc/app/%03d.conf:\n  file.managed:\n    - user: root\n    - group: app\n    - mode: \"0640\"\n"+
+				"    - makedirs: true\n    - contents: |\n        # generated %03d\n        listen = 127.0.0.1:%d\n        workers = %d\n"+
+				"        timeout = %d.5\n    - require:\n      - pkg: app_%03d_pkg\n", i, i, 8000+i, i%16+1, i, i-1)
+		case 2:
+			fmt.Fprintf(&b, "app_%03d_service:\n  service.running:\n    - name: app-%03d\n    - enable: true\n    - reload: true\n"+
+				"    - watch:\n      - file: /etc/app/%03d.conf\n  cmd.run:\n    - name: /usr/local/bin/check %03d --strict\n"+
+				"    - onchanges:\n      - file: /etc/app/%03d.conf\n", i, i, i-1, i, i-1)
+		case 3:
+			fmt.Fprintf(&b, "/etc/app/%03d.json:\n  file.serialize:\n    - serializer: json\n    - dataset:\n        id: %d\n"+
+				"        tags: [alpha, beta, \"gamma %03d\"]\n        limits: {cpu: 1.5, memory: 512, burst: null}\n"+
+				"        peers:\n          - {host: peer-a, port: 7000}\n          - {host: peer-b, port: 7001}\n", i, i, i)
+		}
+	}
+	for b.Len() < profiles.MaxSourceBytes-80 {
+		b.WriteString("# padding padding padding padding padding padding padding padding padding\n")
+	}
+	b.WriteString("# " + strings.Repeat("-", profiles.MaxSourceBytes-b.Len()-3) + "\n")
+	if b.Len() != profiles.MaxSourceBytes {
+		return nil, fmt.Errorf("source is %d bytes", b.Len())
+	}
+	return []byte(b.String()), nil
+}

@@ -1,0 +1,155 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/oduflow/oduflow-go/internal/simminion"
+	"github.com/oduflow/oduflow-go/oduflow"
+	"github.com/oduflow/oduflow-go/receipt"
+	"github.com/oduflow/oduflow-go/salt"
+)
+
+func discard() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+// claimDir makes a fresh claim directory (mode 0700) inside base: the file system whose fsync floor
+// the anchor measures.
+func claimDir(base string) (string, func(), error) {
+	dir, err := os.MkdirTemp(base, "oduflow-bench-")
+	if err != nil {
+		return "", nil, err
+	}
+	return dir, func() { _ = os.RemoveAll(dir) }, nil
+}
+
+// startSimInProcess starts the simulator in this process (short socket path) and a client for it.
+func startSimInProcess(ctx context.Context) (*simMaster, *salt.Client, func(), error) {
+	dir, err := os.MkdirTemp("", "bsim")
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	sim, err := startSimulator(ctx, dir)
+	if err != nil {
+		_ = os.RemoveAll(dir)
+		return nil, nil, nil, err
+	}
+	c, err := salt.NewClient(simRequestAddr(sim), salt.WithAuth(salt.UserKey("root", sim.KeyFile())),
+		salt.WithRequestTimeout(60*time.Second), salt.WithLogger(discard()))
+	if err != nil {
+		_ = sim.Close()
+		_ = os.RemoveAll(dir)
+		return nil, nil, nil, err
+	}
+	return sim, c, func() { _ = c.Close(); _ = sim.Close(); _ = os.RemoveAll(dir) }, nil
+}
+
+func newMinionID() string { return "client-" + uuid.NewString() }
+
+// cmdStartIdle: (1) n sequential Starts of new requests on an idle dispatcher (claim + worker launch;
+// the worker's publication is waited for outside the timed Start), (2) `concurrent` Starts released at
+// once on fresh minions: wall time of the batch / concurrent = the per-Start cost under concurrency.
+func cmdStartIdle(ctx context.Context, args []string) (any, error) {
+	fs := flag.NewFlagSet("start_idle", flag.ContinueOnError)
+	n := fs.Int("n", 200, "sequential Starts")
+	conc := fs.Int("concurrent", 100, "concurrent Starts")
+	base := fs.String("dir", "/var/cache", "claim directory parent")
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	sim, c, stopSim, err := startSimInProcess(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer stopSim()
+	dir, rm, err := claimDir(*base)
+	if err != nil {
+		return nil, err
+	}
+	defer rm()
+	d, err := oduflow.New(c, oduflow.SaltEvents(simEventsAddr(sim), salt.WithEventLogger(discard())),
+		oduflow.WithClaimDir(dir), oduflow.WithLogger(discard()))
+	if err != nil {
+		return nil, err
+	}
+	defer d.Close()
+	addMinion := func() string {
+		m := simminion.New(newMinionID())
+		sim.AddMinion(m.ID(), m.Handle)
+		return m.ID()
+	}
+	var seq []time.Duration
+	for i := 0; i < *n+5; i++ {
+		id, req := addMinion(), uuid.NewString()
+		t0 := time.Now()
+		if _, err := d.Start(ctx, receipt.ProfileConfigure, id, req); err != nil {
+			return nil, err
+		}
+		dt := time.Since(t0)
+		if err := d.Wait(ctx); err != nil {
+			return nil, err
+		}
+		if i >= 5 {
+			seq = append(seq, dt)
+		}
+	}
+	ids := make([]string, *conc)
+	for i := range ids {
+		ids[i] = addMinion()
+	}
+	gate := make(chan struct{})
+	lat := make([]time.Duration, *conc)
+	errs := make(chan error, *conc)
+	var wg sync.WaitGroup
+	for i := range ids {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-gate
+			t0 := time.Now()
+			if _, err := d.Start(ctx, receipt.ProfileConfigure, ids[i], uuid.NewString()); err != nil {
+				errs <- err
+			}
+			lat[i] = time.Since(t0)
+		}()
+	}
+	time.Sleep(10 * time.Millisecond)
+	t0 := time.Now()
+	close(gate)
+	wg.Wait()
+	batch := time.Since(t0)
+	close(errs)
+	if err := <-errs; err != nil {
+		return nil, err
+	}
+	if err := d.Wait(ctx); err != nil {
+		return nil, err
+	}
+	return map[string]any{"start_idle_us": summarize(seq, time.Microsecond),
+		"concurrent": *conc, "concurrent_batch_ms": round3(float64(batch) / 1e6),
+		"concurrent_per_start_us": round3(float64(batch) / float64(*conc) / 1e3),
+		"concurrent_latency_us":   summarize(lat, time.Microsecond)}, nil
+}
+
+// vmHWM is this process's peak resident set size (VmHWM), MiB.
+func vmHWM() (float64, error) {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0, err
+	}
+	var kb float64
+	for _, line := range strings.Split(string(b), "\n") {
+		if _, err := fmt.Sscanf(line, "VmHWM: %f kB", &kb); err == nil {
+			return round3(kb / 1024), nil
+		}
+	}
+	return 0, fmt.Errorf("no VmHWM in /proc/self/status")
+}

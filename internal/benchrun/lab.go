@@ -1,0 +1,245 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/oduflow/oduflow-go/salt"
+)
+
+// labEnv is the lab master as saltlab.sh env describes it.
+type labEnv struct {
+	master, events, keyFile, minion string
+}
+
+func readLab() (labEnv, error) {
+	e := labEnv{master: os.Getenv("ODUFLOW_SALT_MASTER"), events: os.Getenv("ODUFLOW_SALT_EVENTS"),
+		keyFile: os.Getenv("ODUFLOW_SALT_KEY_FILE"), minion: os.Getenv("ODUFLOW_SALT_MINION")}
+	if e.master == "" || e.keyFile == "" || e.minion == "" || e.events == "" {
+		return e, fmt.Errorf("the ODUFLOW_SALT_MASTER/EVENTS/KEY_FILE/MINION variables must be set (saltlab.sh env)")
+	}
+	return e, nil
+}
+
+func (e labEnv) client() (*salt.Client, error) {
+	return salt.NewClient(e.master, salt.WithAuth(salt.UserKey("root", e.keyFile)), salt.WithRequestTimeout(10*time.Second))
+}
+
+// cmdPublishRTT: n sequential publishes of test.ping (list target, root key, a fresh preassigned JID
+// each, as the anchor's run_job and persistent-channel variants do, so the minion gets the same job
+// load), timed from the call to the publish reply. The caller drains the minion afterwards.
+func cmdPublishRTT(ctx context.Context, args []string) (any, error) {
+	fs := flag.NewFlagSet("publish_rtt", flag.ContinueOnError)
+	n := fs.Int("n", 30, "publishes")
+	warmup := fs.Int("warmup", 2, "warm-up publishes")
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	env, err := readLab()
+	if err != nil {
+		return nil, err
+	}
+	c, err := env.client()
+	if err != nil {
+		return nil, err
+	}
+	defer c.Close()
+	gen := salt.NewJIDGenerator()
+	var lat []time.Duration
+	jids := make([]string, 0, *n+*warmup)
+	for i := 0; i < *n+*warmup; i++ {
+		req := salt.PublishRequest{Target: salt.ListTarget(env.minion), Fun: "test.ping", JID: gen.Next()}
+		t0 := time.Now()
+		res, err := c.Publish(ctx, req)
+		dt := time.Since(t0)
+		if err != nil {
+			return nil, err
+		}
+		if res.JID != req.JID || len(res.Minions) != 1 {
+			return nil, fmt.Errorf("unexpected publish reply %+v", res)
+		}
+		jids = append(jids, string(req.JID))
+		if i >= *warmup {
+			lat = append(lat, dt)
+		}
+	}
+	return map[string]any{"ms": summarize(lat, time.Millisecond), "jids": len(jids)}, nil
+}
+
+// cmdThroughput: K goroutines sharing ONE Client publish test.ping sequentially for d, each reusing
+// one preassigned JID (the anchor's "fixed" JID policy: the master does the full publish every time,
+// the minion runs each JID once).
+func cmdThroughput(ctx context.Context, args []string) (any, error) {
+	fs := flag.NewFlagSet("throughput", flag.ContinueOnError)
+	k := fs.Int("publishers", 4, "concurrent publishers")
+	d := fs.Duration("duration", 5*time.Second, "duration")
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	env, err := readLab()
+	if err != nil {
+		return nil, err
+	}
+	c, err := env.client()
+	if err != nil {
+		return nil, err
+	}
+	defer c.Close()
+	gen := salt.NewJIDGenerator()
+	var count, errs atomic.Int64
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var lat []time.Duration
+	start := time.Now()
+	end := start.Add(*d)
+	for range *k {
+		jid := gen.Next()
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var mine []time.Duration
+			for ctx.Err() == nil {
+				t0 := time.Now()
+				_, err := c.Publish(ctx, salt.PublishRequest{Target: salt.ListTarget(env.minion), Fun: "test.ping", JID: jid})
+				now := time.Now()
+				if now.After(end) {
+					break
+				}
+				if err != nil {
+					errs.Add(1)
+					continue
+				}
+				count.Add(1)
+				mine = append(mine, now.Sub(t0))
+			}
+			mu.Lock()
+			lat = append(lat, mine...)
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	return map[string]any{"publishers": *k, "duration_s": d.Seconds(), "publishes": count.Load(), "errors": errs.Load(),
+		"per_s": round3(float64(count.Load()) / d.Seconds()), "latency_ms": summarize(lat, time.Millisecond)}, nil
+}
+
+// jobEvents is what e2e_ping learns of one JID from the event bus.
+type jobEvents struct {
+	newStamp, retStamp time.Time
+	ret                chan time.Time // receives the client-observed arrival of the return
+}
+
+// cmdE2EPing: n sequential test.ping jobs through the library: one persistent event-bus subscription
+// (connected before the first publish), Client.Publish, then the return event. Client-observed time =
+// publish call -> return event received. The master-observed span = the _stamp of salt/job/<jid>/new
+// to the _stamp of its return event; their difference is the library's overhead (the master's own
+// publish work before the new event and the bus delivery of the return are counted in it).
+func cmdE2EPing(ctx context.Context, args []string) (any, error) {
+	fs := flag.NewFlagSet("e2e_ping", flag.ContinueOnError)
+	n := fs.Int("n", 10, "test.ping jobs")
+	warmup := fs.Int("warmup", 2, "warm-up jobs")
+	timeout := fs.Duration("timeout", 20*time.Second, "per job")
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	env, err := readLab()
+	if err != nil {
+		return nil, err
+	}
+	c, err := env.client()
+	if err != nil {
+		return nil, err
+	}
+	defer c.Close()
+	sctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stream, err := salt.SubscribeEvents(sctx, env.events, salt.WithTagPrefixes("salt/job/"))
+	if err != nil {
+		return nil, err
+	}
+	defer stream.Close()
+	var mu sync.Mutex
+	jobs := map[salt.JID]*jobEvents{}
+	go func() {
+		for ev := range stream.Events() {
+			now := time.Now()
+			var jid salt.JID
+			switch {
+			case ev.JobNew != nil:
+				jid = ev.JobNew.JID
+			case ev.JobReturn != nil:
+				jid = ev.JobReturn.JID
+			default:
+				continue
+			}
+			mu.Lock()
+			j := jobs[jid]
+			mu.Unlock()
+			if j == nil {
+				continue
+			}
+			st := stamp(ev.Data)
+			if ev.JobNew != nil {
+				j.newStamp = st
+				continue
+			}
+			j.retStamp = st
+			select {
+			case j.ret <- now:
+			default:
+			}
+		}
+	}()
+	gen := salt.NewJIDGenerator()
+	var total, span, overhead, pubReply []time.Duration
+	for i := 0; i < *n+*warmup; i++ {
+		jid := gen.Next()
+		j := &jobEvents{ret: make(chan time.Time, 1)}
+		mu.Lock()
+		jobs[jid] = j
+		mu.Unlock()
+		t0 := time.Now()
+		if _, err := c.Publish(ctx, salt.PublishRequest{Target: salt.ListTarget(env.minion), Fun: "test.ping", JID: jid}); err != nil {
+			return nil, err
+		}
+		tp := time.Now()
+		var t1 time.Time
+		select {
+		case t1 = <-j.ret:
+		case <-time.After(*timeout):
+			return nil, fmt.Errorf("no return for job %d", i)
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		mu.Lock()
+		delete(jobs, jid)
+		mu.Unlock()
+		if i < *warmup {
+			continue
+		}
+		if j.newStamp.IsZero() || j.retStamp.IsZero() {
+			return nil, fmt.Errorf("job %d: the new or return event had no _stamp", i)
+		}
+		total = append(total, t1.Sub(t0))
+		pubReply = append(pubReply, tp.Sub(t0))
+		span = append(span, j.retStamp.Sub(j.newStamp))
+		overhead = append(overhead, t1.Sub(t0)-j.retStamp.Sub(j.newStamp))
+	}
+	return map[string]any{"total_ms": summarize(total, time.Millisecond), "master_span_ms": summarize(span, time.Millisecond),
+		"overhead_ms": summarize(overhead, time.Millisecond), "publish_reply_ms": summarize(pubReply, time.Millisecond)}, nil
+}
+
+// stamp parses Salt's _stamp (naive UTC isoformat, microseconds).
+func stamp(data map[string]any) time.Time {
+	s, _ := data["_stamp"].(string)
+	for _, layout := range []string{"2006-01-02T15:04:05.999999", "2006-01-02T15:04:05"} {
+		if t, err := time.ParseInLocation(layout, s, time.UTC); err == nil {
+			return t
+		}
+	}
+	return time.Time{}
+}
