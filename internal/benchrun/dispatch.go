@@ -13,8 +13,8 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/oduflow/oduflow-go/internal/simminion"
 	"github.com/oduflow/oduflow-go/oduflow"
+	"github.com/oduflow/oduflow-go/oduflow/oduflowtest/fakeminion"
 	"github.com/oduflow/oduflow-go/receipt"
 	"github.com/oduflow/oduflow-go/salt"
 )
@@ -75,22 +75,24 @@ func cmdStartIdle(ctx context.Context, args []string) (any, error) {
 		return nil, err
 	}
 	defer rm()
-	d, err := oduflow.New(c, oduflow.SaltEvents(simEventsAddr(sim), salt.WithEventLogger(discard())),
-		oduflow.WithClaimDir(dir), oduflow.WithLogger(discard()))
+	d, err := oduflow.New(c, oduflow.SaltEvents(simEventsAddr(sim), salt.WithLogger(discard())),
+		oduflow.WithClaimDir(dir), oduflow.WithPKIDir(sim.PKIDir()), oduflow.WithLogger(discard()))
 	if err != nil {
 		return nil, err
 	}
 	defer d.Close()
 	addMinion := func() string {
-		m := simminion.New(newMinionID())
-		sim.AddMinion(m.ID(), m.Handle)
+		m := fakeminion.NewModel(newMinionID())
+		if err := fakeminion.Add(sim, m); err != nil {
+			panic(err) // a temp pki dir that cannot be written: nothing to measure
+		}
 		return m.ID()
 	}
 	var seq []time.Duration
 	for i := 0; i < *n+5; i++ {
 		id, req := addMinion(), uuid.NewString()
 		t0 := time.Now()
-		if _, err := d.Start(ctx, receipt.ProfileConfigure, id, req); err != nil {
+		if _, err := d.Start(ctx, id, req, receipt.ProfileConfigure); err != nil {
 			return nil, err
 		}
 		dt := time.Since(t0)
@@ -115,7 +117,7 @@ func cmdStartIdle(ctx context.Context, args []string) (any, error) {
 			defer wg.Done()
 			<-gate
 			t0 := time.Now()
-			if _, err := d.Start(ctx, receipt.ProfileConfigure, ids[i], uuid.NewString()); err != nil {
+			if _, err := d.Start(ctx, ids[i], uuid.NewString(), receipt.ProfileConfigure); err != nil {
 				errs <- err
 			}
 			lat[i] = time.Since(t0)

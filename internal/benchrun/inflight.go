@@ -16,8 +16,8 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/oduflow/oduflow-go/internal/simminion"
 	"github.com/oduflow/oduflow-go/oduflow"
+	"github.com/oduflow/oduflow-go/oduflow/oduflowtest/fakeminion"
 	"github.com/oduflow/oduflow-go/receipt"
 	"github.com/oduflow/oduflow-go/salt"
 )
@@ -33,6 +33,7 @@ type simHello struct {
 	Request string `json:"request"`
 	Events  string `json:"events"`
 	KeyFile string `json:"key_file"`
+	PKIDir  string `json:"pki_dir"`
 }
 
 // simStats answers a "stats" line: how many oduflow_job.run publications reached a held minion, and
@@ -63,13 +64,16 @@ func cmdSim(ctx context.Context, args []string) (any, error) {
 		return nil, err
 	}
 	var runs, all, first, last atomic.Int64
-	minions := make([]*simminion.Minion, *n)
+	minions := make([]*fakeminion.Model, *n)
 	for i := range minions {
-		m := simminion.New(simMinionID(i), simminion.WithHold())
+		m := fakeminion.NewModel(simMinionID(i), fakeminion.WithHold())
 		minions[i] = m
+		if err := sim.AcceptMinionKey(m.ID(), m.PublicKeyPEM()); err != nil {
+			return nil, err
+		}
 		sim.AddMinion(m.ID(), func(ctx context.Context, job simJob) (any, int) {
 			all.Add(1)
-			if job.Fun == oduflow.FunRun {
+			if job.Fun == "oduflow_job.run" {
 				now := time.Now().UnixNano()
 				runs.Add(1)
 				first.CompareAndSwap(0, now)
@@ -84,7 +88,8 @@ func cmdSim(ctx context.Context, args []string) (any, error) {
 		})
 	}
 	sim.AddMinion(rateMinionID, simPingHandler())
-	hello, _ := json.Marshal(simHello{Request: simRequestAddr(sim), Events: simEventsAddr(sim), KeyFile: sim.KeyFile()})
+	hello, _ := json.Marshal(simHello{Request: simRequestAddr(sim), Events: simEventsAddr(sim), KeyFile: sim.KeyFile(),
+		PKIDir: sim.PKIDir()})
 	fmt.Println(string(hello))
 	sc := bufio.NewScanner(os.Stdin)
 	for sc.Scan() && sc.Text() != "quit" {
@@ -208,8 +213,8 @@ func cmdInflight(ctx context.Context, args []string) (any, error) {
 	// behind the publish bound, the default 30 s refuses the tail (capability_unverified) on a slow
 	// machine. The benchmark measures how long the tail takes, so it gives the check more time.
 	tm.CallTimeout = *callTimeout
-	d, err := oduflow.New(c, oduflow.SaltEvents(child.hello.Events, salt.WithEventLogger(discard())),
-		oduflow.WithClaimDir(dir), oduflow.WithTimers(tm), oduflow.WithLogger(discard()))
+	d, err := oduflow.New(c, oduflow.SaltEvents(child.hello.Events, salt.WithLogger(discard())),
+		oduflow.WithClaimDir(dir), oduflow.WithPKIDir(child.hello.PKIDir), oduflow.WithTimers(tm), oduflow.WithLogger(discard()))
 	if err != nil {
 		return nil, err
 	}
@@ -233,7 +238,7 @@ func cmdInflight(ctx context.Context, args []string) (any, error) {
 					return
 				}
 				s := time.Now()
-				if _, err := d.Start(ctx, receipt.ProfileConfigure, simMinionID(i), reqs[i]); err != nil {
+				if _, err := d.Start(ctx, simMinionID(i), reqs[i], receipt.ProfileConfigure); err != nil {
 					errc <- err
 					return
 				}
@@ -265,8 +270,8 @@ func cmdInflight(ctx context.Context, args []string) (any, error) {
 		}
 		if time.Now().After(deadline) {
 			codes := map[string]int{}
-			for _, r := range reqs {
-				if c, err := d.Store().Get(ctx, r); err != nil {
+			for i, r := range reqs {
+				if c, err := d.Lookup(ctx, simMinionID(i), r); err != nil {
 					codes["get: "+err.Error()]++
 				} else {
 					codes[string(c.Phase)+"/"+c.ErrorCode]++
@@ -292,7 +297,7 @@ func cmdInflight(ctx context.Context, args []string) (any, error) {
 				}
 				k := rand.IntN(*n)
 				s := time.Now()
-				r, err := d.Status(ctx, receipt.ProfileConfigure, simMinionID(k), reqs[k])
+				r, err := d.Status(ctx, simMinionID(k), reqs[k], receipt.ProfileConfigure)
 				statusLat[i] = time.Since(s)
 				if err != nil || r.Status != receipt.StatusRunning {
 					errc <- fmt.Errorf("status of a held request: %+v %v", r, err)
@@ -320,9 +325,9 @@ func cmdInflight(ctx context.Context, args []string) (any, error) {
 	defer rc.Close()
 	gen := salt.NewJIDGenerator()
 	next.Store(0)
-	errc = make(chan error, oduflow.DefaultMaxConcurrentPublishes)
+	errc = make(chan error, 32)
 	r0 := time.Now()
-	for range oduflow.DefaultMaxConcurrentPublishes {
+	for range 32 {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()

@@ -1,27 +1,27 @@
 package main
 
-// Everything benchrun needs of the master simulator, in one file: when the simulator package moves or
-// renames its API, only this file changes.
+// Everything benchrun needs of the fake master, in one file: when its API moves or renames, only this file
+// changes.
 
 import (
 	"context"
 
-	"github.com/oduflow/oduflow-go/internal/saltsim"
+	"github.com/oduflow/oduflow-go/salt/salttest"
 )
 
 type (
-	simMaster  = saltsim.Sim
-	simJob     = saltsim.Job
-	simHandler = saltsim.MinionHandler
+	simMaster  = salttest.Master
+	simJob     = salttest.Job
+	simHandler = salttest.MinionHandler
 )
 
-// startSimulator starts a simulator whose event socket and root key live in dir.
+// startSimulator starts a fake master whose event socket and root key live in dir.
 func startSimulator(ctx context.Context, dir string) (*simMaster, error) {
-	return saltsim.Start(ctx, saltsim.WithDir(dir), saltsim.WithLogger(discard()))
+	return salttest.Start(ctx, salttest.WithDir(dir), salttest.WithLogger(discard()))
 }
 
-func simRequestAddr(s *simMaster) string { return s.RequestAddr() }
-func simEventsAddr(s *simMaster) string  { return s.EventAddr() }
+func simRequestAddr(s *simMaster) string { return s.Addr() }
+func simEventsAddr(s *simMaster) string  { return s.EventsAddr() }
 
-// simPingHandler answers test.ping at once.
-func simPingHandler() simHandler { return saltsim.TestPing() }
+// simPingHandler answers test.ping at once (the generic minion).
+func simPingHandler() simHandler { return nil }
