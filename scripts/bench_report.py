@@ -153,7 +153,7 @@ rw, rc = reader_series()
 row("event_reader_vs_salt_reader", "event bus reader, live master, replayed test.ping returns", "events/s",
     rw, series("events.anchor", lambda d: d["salt"]["per_s"]["median"]), ("ratio>=", 6.0, ">= 6x"),
     "anchor: Salt's MasterEvent.get_event on the same backlog; ours per CPU second: %s" % cell(rc))
-row("event_decode_vs_salt_unpack", "event decode from memory (captured test.ping return), CPU time", "events/s",
+row("event_decode_vs_salt_unpack", "event stream decode from memory (captured test.ping return through a pipe: framing, queue, typed return), CPU time", "events/s",
     series("decode.ours", lambda d: d["cpu_per_s"]), series("events.anchor", lambda d: d["salt_unpack_only_per_s"]),
     None, "anchor: SaltEvent.unpack of the same event (wall, one thread); ours wall: %s/s"
     % cell(series("decode.ours", lambda d: d["wall_per_s"])))

@@ -73,13 +73,24 @@ func cmdDecode(ctx context.Context, args []string) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	const warmup = 1000
+	const warmup, window = 1000, 128
 	total := *n + warmup
+	// At most window frames in flight, so the stream's bounded queue never overflows (an overflow is a
+	// gap, and dropped frames would be decoded but not counted).
+	tokens := make(chan struct{}, window)
+	for range window {
+		tokens <- struct{}{}
+	}
 	dial := func(ctx context.Context, _, _ string) (net.Conn, error) {
 		client, server := net.Pipe()
 		go func() {
 			defer server.Close()
 			for range total {
+				select {
+				case <-tokens:
+				case <-ctx.Done():
+					return
+				}
 				if _, err := server.Write(frame); err != nil {
 					return
 				}
@@ -101,8 +112,12 @@ func cmdDecode(ctx context.Context, args []string) (any, error) {
 		if !ok {
 			return fmt.Errorf("event stream closed")
 		}
+		tokens <- struct{}{}
 		if ev.JobReturn == nil {
-			return fmt.Errorf("frame is not a job return")
+			if ev.Gap != nil {
+				return fmt.Errorf("event stream gap: %s: %v", ev.Gap.Reason, ev.Gap.Err)
+			}
+			return fmt.Errorf("frame is not a job return (tag %q)", ev.Tag)
 		}
 		return nil
 	}
