@@ -16,7 +16,7 @@ func realMasterEnv(t *testing.T) (env []string, minion string) {
 		t.Skip("no real salt-master: set ODUFLOW_SALT_MASTER, ODUFLOW_SALT_EVENTS, ODUFLOW_SALT_MINION and credentials (examples/harness/README.md)")
 	}
 	for _, k := range []string{"ODUFLOW_SALT_MASTER", "ODUFLOW_SALT_EVENTS", "ODUFLOW_SALT_KEY_FILE",
-		"ODUFLOW_SALT_EAUTH", "ODUFLOW_SALT_USER", "ODUFLOW_SALT_PASSWORD"} {
+		"ODUFLOW_SALT_EAUTH", "ODUFLOW_SALT_USER", "ODUFLOW_SALT_PASSWORD", "ODUFLOW_SALT_PKI_DIR"} {
 		if v := os.Getenv(k); v != "" {
 			env = append(env, k+"="+v)
 		}
