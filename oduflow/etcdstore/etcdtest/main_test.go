@@ -19,6 +19,9 @@ func TestMain(m *testing.M) {
 	if code := runCrashChild(); code >= 0 { // a child dispatcher process of TestKillDispatcherAtEachStep
 		os.Exit(code)
 	}
+	if code := runRaceChild(); code >= 0 { // a child dispatcher process of TestThreeProcessesOneRequest
+		os.Exit(code)
+	}
 	d, err := os.MkdirTemp("", "etcdtest-")
 	if err != nil {
 		panic(err)
