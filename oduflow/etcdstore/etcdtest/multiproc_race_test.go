@@ -32,6 +32,7 @@ type raceJob struct {
 type raceResult struct {
 	OK, Errors, Created int
 	FirstError          string
+	Late                bool // the process was ready only after the start time: no real race
 }
 
 // runRaceChild is the child's whole life: one Dispatcher on its own etcd client fires job.Goroutines
@@ -88,7 +89,9 @@ func runRaceChild() int {
 			res.OK++
 		}()
 	}
-	time.Sleep(time.Until(time.Unix(0, job.StartAtUnixNano)))
+	wait := time.Until(time.Unix(0, job.StartAtUnixNano))
+	res.Late = wait <= 0
+	time.Sleep(wait)
 	close(gate)
 	wg.Wait()
 	if err := d.Wait(ctx); err != nil {
@@ -147,13 +150,13 @@ func TestThreeProcessesOneRequest(t *testing.T) {
 	if t.Failed() {
 		t.FailNow()
 	}
-	if time.Now().UnixNano() < job.StartAtUnixNano {
-		t.Fatal("children finished before the start time")
-	}
 	ok, created := 0, 0
 	for i, r := range results {
 		ok += r.OK
 		created += r.Created
+		if r.Late {
+			t.Errorf("child %d was ready only after the shared start time", i)
+		}
 		if r.Errors != 0 {
 			t.Errorf("child %d: %d Starts failed, first: %s", i, r.Errors, r.FirstError)
 		}

@@ -1,0 +1,194 @@
+package etcdtest
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/rsa"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/oduflow/oduflow-go/oduflow"
+	"github.com/oduflow/oduflow-go/oduflow/etcdstore"
+	"github.com/oduflow/oduflow-go/receipt"
+	"github.com/oduflow/oduflow-go/salt/salttest"
+)
+
+// TestLeaderStoppedMidStarts: 3 Dispatchers on 3 etcd clients (each knowing every member of a 3-member
+// cluster) take 1,000 concurrent Starts of 200 requests (one per minion, 5 Starts each, spread over the
+// dispatchers), and the leader member is stopped once half of them were issued. Once the 2 remaining
+// members serve again, for every request: an acknowledged Start has its claim; oduflow_job.run went out
+// at most once; and it went out if and only if the claim records the dispatch intent (phase dispatching
+// or later, or a final claim with its dispatch time). A Start that returned an error (outcome unknown,
+// store unavailable) need not have a claim.
+func TestLeaderStoppedMidStarts(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a 3-member cluster and 1,000 Starts")
+	}
+	const requests, perRequest, replicas = 200, 5, 3
+	cl := startCluster(t, 3)
+	stores := openStores(t, cl.clients, "/ha-"+uuid.NewString()[:8], replicas,
+		etcdstore.WithDialTimeout(10*time.Second), etcdstore.WithTTL(crashTTL))
+	sim, minions := startManyMinionMaster(t, requests)
+	var ds []*oduflow.Dispatcher
+	for _, st := range stores {
+		d, err := newSaltDispatcher(sim.Addr(), sim.EventsAddr(), sim.KeyFile(), sim.PKIDir(), st)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = d.Close() })
+		ds = append(ds, d)
+	}
+	reqs := make([]string, requests)
+	for i := range reqs {
+		reqs[i] = receipt.NewRequestID()
+	}
+
+	var (
+		mu            sync.Mutex
+		acked         = make(map[string]bool)
+		issued, done  atomic.Int32
+		failed        atomic.Int32
+		firstErr      atomic.Value
+		half          = make(chan struct{})
+		halfOnce      sync.Once
+		wg            sync.WaitGroup
+		gate          = make(chan struct{})
+		total         = requests * perRequest
+		spread        = 600 * time.Millisecond
+		perStartDelay = spread / time.Duration(total)
+	)
+	for k := range perRequest {
+		for i := range requests {
+			slot := k*requests + i // a request's 5 Starts are ~120 ms apart, on different dispatchers
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				<-gate
+				time.Sleep(time.Duration(slot) * perStartDelay)
+				if issued.Add(1) == int32(total/2) {
+					halfOnce.Do(func() { close(half) })
+				}
+				ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+				defer cancel()
+				_, err := ds[(i+k)%replicas].Start(ctx, minions[i].id, reqs[i], receipt.ProfileConfigure)
+				done.Add(1)
+				if err != nil {
+					failed.Add(1)
+					firstErr.CompareAndSwap(nil, err.Error())
+					return
+				}
+				mu.Lock()
+				acked[reqs[i]] = true
+				mu.Unlock()
+			}()
+		}
+	}
+	lead := cl.leader()
+	close(gate)
+	<-half
+	doneAtStop := done.Load()
+	cl.stop(lead)
+	wg.Wait()
+	if doneAtStop >= int32(total) {
+		t.Fatal("every Start had returned before the leader stopped")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	for _, d := range ds {
+		if err := d.Wait(ctx); err != nil {
+			t.Fatalf("workers still running: %v", err)
+		}
+	}
+
+	runs := make(map[string]int)
+	for _, p := range sim.Publications() {
+		if p.Fun == "oduflow_job.run" && len(p.Args) > 0 {
+			r, _ := p.Args[0].(string)
+			runs[r]++
+		}
+	}
+	reader := stores[(lead+1)%replicas]
+	var published, intents, noClaim int
+	phases := make(map[oduflow.Phase]int)
+	for i, req := range reqs {
+		c, err := getAfterRecovery(ctx, reader, req)
+		switch {
+		case errors.Is(err, oduflow.ErrNoClaim):
+			noClaim++
+			if acked[req] {
+				t.Errorf("request %d: its Start was acknowledged but it has no claim", i)
+			}
+			if runs[req] != 0 {
+				t.Errorf("request %d: published %d times without a claim", i, runs[req])
+			}
+			continue
+		case err != nil:
+			t.Fatalf("request %d: read after recovery: %v", i, err)
+		}
+		phases[c.Phase]++
+		if runs[req] > 1 {
+			t.Errorf("request %d: oduflow_job.run published %d times", i, runs[req])
+		}
+		if minions[i].runCount() > 1 {
+			t.Errorf("request %d: minion executed %d times", i, minions[i].runCount())
+		}
+		if runs[req] == 1 {
+			published++
+		}
+		if c.WasDispatched() {
+			intents++
+		}
+		if (runs[req] == 1) != c.WasDispatched() {
+			t.Errorf("request %d: %d publications, claim phase %s, dispatched at %v, code %q", i, runs[req],
+				c.Phase, c.DispatchedAt, c.ErrorCode)
+		}
+	}
+	first, _ := firstErr.Load().(string)
+	t.Logf("leader m%d stopped after %d Starts issued, %d returned; %d Starts failed (first: %q); "+
+		"%d requests acknowledged, %d without claim, %d with the dispatch intent, %d published; phases %v",
+		lead, total/2, doneAtStop, failed.Load(), first, len(acked), noClaim, intents, published, phases)
+	if len(acked) == 0 || published == 0 {
+		t.Fatal("nothing acknowledged or published: the cluster did not recover")
+	}
+}
+
+// getAfterRecovery reads a claim, retrying while the cluster still elects a leader or a client still
+// fails over to a live member.
+func getAfterRecovery(ctx context.Context, st *etcdstore.Store, req string) (*oduflow.Claim, error) {
+	for {
+		c, err := st.Get(ctx, req)
+		if err == nil || errors.Is(err, oduflow.ErrNoClaim) || ctx.Err() != nil {
+			return c, err
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// startManyMinionMaster starts one salttest master serving n protocol-1 minions; they share one key pair
+// (the key is per minion id on the master, so each id's proofs still verify against its accepted key).
+func startManyMinionMaster(t *testing.T, n int) (*salttest.Master, []*protoMinion) {
+	t.Helper()
+	key, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sim, err := salttest.Start(context.Background(), salttest.WithDir(t.TempDir()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = sim.Close() })
+	ms := make([]*protoMinion, n)
+	for i := range ms {
+		ms[i] = &protoMinion{id: newMinion(), key: key, receipts: map[string]receipt.Receipt{}}
+		sim.AddMinion(ms[i].id, ms[i].handle)
+		if err := sim.AcceptMinionKey(ms[i].id, ms[i].publicKeyPEM()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return sim, ms
+}
