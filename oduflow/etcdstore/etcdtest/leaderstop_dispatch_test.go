@@ -34,9 +34,19 @@ func TestLeaderStoppedMidStarts(t *testing.T) {
 	stores := openStores(t, cl.clients, "/ha-"+uuid.NewString()[:8], replicas,
 		etcdstore.WithDialTimeout(10*time.Second), etcdstore.WithTTL(crashTTL))
 	sim, minions := startManyMinionMaster(t, requests)
+	var leased, recorded atomic.Int32 // workers past their client lease, and with their intent recorded
+	step := func(s string) {
+		switch s {
+		case "lease":
+			leased.Add(1)
+		case "dispatch_recorded":
+			recorded.Add(1)
+		}
+	}
 	var ds []*oduflow.Dispatcher
 	for _, st := range stores {
-		d, err := newSaltDispatcher(sim.Addr(), sim.EventsAddr(), sim.KeyFile(), sim.PKIDir(), st)
+		d, err := newSaltDispatcher(sim.Addr(), sim.EventsAddr(), sim.KeyFile(), sim.PKIDir(), st,
+			oduflow.WithHooks(oduflow.Hooks{Step: step}))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -59,12 +69,12 @@ func TestLeaderStoppedMidStarts(t *testing.T) {
 		wg            sync.WaitGroup
 		gate          = make(chan struct{})
 		total         = requests * perRequest
-		spread        = 600 * time.Millisecond
+		spread        = 3 * time.Second
 		perStartDelay = spread / time.Duration(total)
 	)
 	for k := range perRequest {
 		for i := range requests {
-			slot := k*requests + i // a request's 5 Starts are ~120 ms apart, on different dispatchers
+			slot := k*requests + i // a request's 5 Starts are ~600 ms apart, on different dispatchers
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
@@ -91,8 +101,8 @@ func TestLeaderStoppedMidStarts(t *testing.T) {
 	lead := cl.leader()
 	close(gate)
 	<-half
-	doneAtStop := done.Load()
-	cl.stop(lead)
+	doneAtStop, leasedAtStop, recordedAtStop := done.Load(), leased.Load(), recorded.Load()
+	cl.crash(lead)
 	wg.Wait()
 	if doneAtStop >= int32(total) {
 		t.Fatal("every Start had returned before the leader stopped")
@@ -149,11 +159,25 @@ func TestLeaderStoppedMidStarts(t *testing.T) {
 		}
 	}
 	first, _ := firstErr.Load().(string)
+	t.Logf("at the stop %d workers were past their lease, %d had recorded the intent", leasedAtStop, recordedAtStop)
 	t.Logf("leader m%d stopped after %d Starts issued, %d returned; %d Starts failed (first: %q); "+
 		"%d requests acknowledged, %d without claim, %d with the dispatch intent, %d published; phases %v",
 		lead, total/2, doneAtStop, failed.Load(), first, len(acked), noClaim, intents, published, phases)
 	if len(acked) == 0 || published == 0 {
 		t.Fatal("nothing acknowledged or published: the cluster did not recover")
+	}
+}
+
+// crash stops member i the way a dying process does: raft stops at once, with no leadership transfer
+// first (the graceful Close hands leadership over and lets in-flight proposals finish). The member's
+// listeners are closed afterwards.
+func (c *cluster) crash(i int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.stopped[i] {
+		c.stopped[i] = true
+		c.members[i].Server.HardStop()
+		c.members[i].Close()
 	}
 }
 
