@@ -16,7 +16,8 @@
 # Usage (as root, the lab started with `saltlab.sh start multi`):
 #   bash examples/harness/ha/run.sh          # the whole check (stops and restarts master A)
 #   bash examples/harness/ha/run.sh --safe   # only part 1 (never stops anything)
-# Environment: SALTLAB (default /work/shared/lab/saltlab.sh), HA_STARTERS (processes per family, 6).
+# Environment: SALTLAB (default /work/shared/lab/saltlab.sh), HA_STARTERS (processes per family, 6),
+# HA_KEEP_MASTER_A=1 (rehearse part 2 without stopping master A: only controller A is killed).
 # Everything it starts listens on 127.0.0.1 only and is stopped on exit; its files live in one mktemp dir.
 set -u -o pipefail
 
@@ -24,6 +25,7 @@ SAFE=0
 case "${1:-}" in --safe) SAFE=1 ;; "") ;; *) echo "usage: $0 [--safe]" >&2; exit 2 ;; esac
 SALTLAB="${SALTLAB:-/work/shared/lab/saltlab.sh}"
 STARTERS="${HA_STARTERS:-6}"
+KEEP_A="${HA_KEEP_MASTER_A:-0}" # 1: rehearse part 2 without stopping master A
 REPO="$(cd "$(dirname "$0")/../../.." && pwd)"
 TMP="$(mktemp -d /tmp/oduflow-ha.XXXXXX)"
 BIN="$TMP/oduflowctl"
@@ -103,21 +105,27 @@ CLAIMS="etcd://127.0.0.1:$CPORT/oduflow/ha-$$"
 
 # ---- the two families -------------------------------------------------------------------------------
 mkdir -m 0700 "$TMP/host-a" "$TMP/host-b"
-KEY_A="$ODUFLOW_SALT_KEY_FILE"
-famA() {
-  ODUFLOW_SALT_MASTER="$ODUFLOW_SALT_MASTER" ODUFLOW_SALT_EVENTS="$ODUFLOW_SALT_EVENTS" \
-    ODUFLOW_SALT_KEY_FILE="$KEY_A" ODUFLOW_STATE_DIR="$TMP/host-a" ODUFLOW_OUTPUT=json \
-    "$BIN" --claims "$CLAIMS" --pki-dir "$ODUFLOW_SALT_PKI_DIR" "$@"
+# Each family is one dispatcher host: its own master, bus, key, PKI dir and state dir (worker log); the
+# claim store is shared. ENV_A is rebuilt after master A restarts (its key file changes).
+set_env_a() {
+  ENV_A=(ODUFLOW_SALT_MASTER="$ODUFLOW_SALT_MASTER" ODUFLOW_SALT_EVENTS="$ODUFLOW_SALT_EVENTS"
+    ODUFLOW_SALT_KEY_FILE="$ODUFLOW_SALT_KEY_FILE" ODUFLOW_STATE_DIR="$TMP/host-a" ODUFLOW_OUTPUT=json
+    ODUFLOW_DEBUG="$DEBUG")
+  ARGS_A=(--claims "$CLAIMS" --pki-dir "$ODUFLOW_SALT_PKI_DIR")
 }
-famB() {
-  ODUFLOW_SALT_MASTER="$ODUFLOW_SALT_MASTER_B" ODUFLOW_SALT_EVENTS="$ODUFLOW_SALT_EVENTS_B" \
-    ODUFLOW_SALT_KEY_FILE="$ODUFLOW_SALT_KEY_FILE_B" ODUFLOW_STATE_DIR="$TMP/host-b" ODUFLOW_OUTPUT=json \
-    "$BIN" --claims "$CLAIMS" --pki-dir "$ODUFLOW_SALT_PKI_DIR_B" "$@"
+DEBUG="" # part 2 sets it, so that the detached workers' logs say what they did
+set_env_a
+set_env_b() {
+  ENV_B=(ODUFLOW_SALT_MASTER="$ODUFLOW_SALT_MASTER_B" ODUFLOW_SALT_EVENTS="$ODUFLOW_SALT_EVENTS_B"
+    ODUFLOW_SALT_KEY_FILE="$ODUFLOW_SALT_KEY_FILE_B" ODUFLOW_STATE_DIR="$TMP/host-b" ODUFLOW_OUTPUT=json
+    ODUFLOW_DEBUG="$DEBUG")
+  ARGS_B=(--claims "$CLAIMS" --pki-dir "$ODUFLOW_SALT_PKI_DIR_B")
 }
-say "famA = ODUFLOW_SALT_MASTER=$ODUFLOW_SALT_MASTER ODUFLOW_SALT_EVENTS=$ODUFLOW_SALT_EVENTS" \
-  "ODUFLOW_SALT_KEY_FILE=$KEY_A ODUFLOW_STATE_DIR=$TMP/host-a oduflowctl --claims $CLAIMS --pki-dir $ODUFLOW_SALT_PKI_DIR"
-say "famB = ODUFLOW_SALT_MASTER=$ODUFLOW_SALT_MASTER_B ODUFLOW_SALT_EVENTS=$ODUFLOW_SALT_EVENTS_B" \
-  "ODUFLOW_SALT_KEY_FILE=$ODUFLOW_SALT_KEY_FILE_B ODUFLOW_STATE_DIR=$TMP/host-b oduflowctl --claims $CLAIMS --pki-dir $ODUFLOW_SALT_PKI_DIR_B"
+set_env_b
+famA() { env "${ENV_A[@]}" "$BIN" "${ARGS_A[@]}" "$@"; }
+famB() { env "${ENV_B[@]}" "$BIN" "${ARGS_B[@]}" "$@"; }
+say "famA = env ${ENV_A[*]} oduflowctl ${ARGS_A[*]}"
+say "famB = env ${ENV_B[*]} oduflowctl ${ARGS_B[*]}"
 
 # ---- module -----------------------------------------------------------------------------------------
 "$BIN" module >"$TMP/oduflow_job.py"
@@ -132,8 +140,8 @@ run famB ping "$MINION"
 
 # ---- bus readers ------------------------------------------------------------------------------------
 start_reader() { # start_reader A|B FILE
-  local fam=fam$1
-  $fam events --tag salt/job/ >>"$2" 2>>"$2.err" &
+  local -n envs=ENV_$1 args=ARGS_$1
+  env "${envs[@]}" "$BIN" "${args[@]}" events --tag salt/job/ >>"$2" 2>>"$2.err" & # env execs: $! is the reader
   BG_PIDS+=($!)
   eval "READER_$1=$!"
   for _ in $(seq 100); do grep -q 'events: reading' "$2.err" 2>/dev/null && break; sleep 0.1; done
@@ -210,37 +218,57 @@ fi
 # ==== part 2: lose master A and controller A mid-apply; finish through B ================================
 echo
 say "PART 2: start through A; SIGKILL A's worker and stop master A at its salt/job/<jid>/new on bus A"
+DEBUG=1; set_env_a; set_env_b
+say "from here on ODUFLOW_DEBUG=1 in both families (the CLI's and the workers' logs go to stderr / worker.log)"
 REQ2=$(newreq)
+BEFORE_START=$(date +%s.%N)
 run famA start configure "$MINION" "$REQ2"
-CREATED=$(date +%s.%N)
 JID2=$(jq -r .jid "$TMP/last.out" | head -1)
 # The detached worker's argv is exactly <exe> MINION REQUEST (ODUFLOW_DETACHED_WORKER=1 in its environment).
 WPID=""
-for p in $(pgrep -f -- "$REQ2" | sed 's#^#/proc/#'); do
-  if [ "$(tr '\0' ' ' <"$p/cmdline" 2>/dev/null)" = "$BIN $MINION $REQ2 " ] &&
-    tr '\0' '\n' <"$p/environ" 2>/dev/null | grep -qx 'ODUFLOW_DETACHED_WORKER=1'; then WPID=${p#/proc/}; fi
+for p in $(pgrep -f -- "$REQ2"); do
+  mapfile -d '' argv <"/proc/$p/cmdline" 2>/dev/null || continue
+  if [ "${#argv[@]}" = 3 ] && [ "${argv[1]}" = "$MINION" ] && [ "${argv[2]}" = "$REQ2" ] &&
+    tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx 'ODUFLOW_DETACHED_WORKER=1'; then WPID=$p; fi
 done
 say "worker of $REQ2: pid ${WPID:-none} ($(tr '\0' ' ' <"/proc/$WPID/cmdline" 2>/dev/null))"
 [ -n "$WPID" ]; record "part2: controller A's detached worker found by its request id" $?
 for _ in $(seq 3000); do grep -q "\"salt/job/$JID2/new\"" "$BUS_A" && break; sleep 0.01; done
 KILLED=$(date +%s.%N)
-say "seen on bus A: $(grep -c "\"salt/job/$JID2/new\"" "$BUS_A") salt/job/$JID2/new; now: kill -KILL $WPID and saltlab.sh stop master"
-MASTER_A_STOPPED=1
+say "seen on bus A: $(grep -c "\"salt/job/$JID2/new\"" "$BUS_A") salt/job/$JID2/new at $(date -u +%T.%3N) UTC; now: kill -KILL $WPID and saltlab.sh stop master"
+say "\$ kill -KILL $WPID"
 kill -KILL "$WPID"
-say "\$ bash $SALTLAB stop master"
-bash "$SALTLAB" stop master 2>&1 | sed 's/^/    /'
+if [ "$KEEP_A" = 1 ]; then
+  say "HA_KEEP_MASTER_A=1: master A is NOT stopped (rehearsal; only controller A is lost)"
+else
+  MASTER_A_STOPPED=1
+  say "\$ bash $SALTLAB stop master"
+  bash "$SALTLAB" stop master 2>&1 | sed 's/^/    /'
+fi
 say "minion receipt right after the stop: $(cat "$RECEIPTS/req-$REQ2.json" 2>/dev/null || echo none)"
-[ -e "/proc/$WPID" ] && s=1 || s=0; record "part2: the worker is gone" $s
+gone=1
+for _ in $(seq 30); do
+  st=$(awk '{print $3}' "/proc/$WPID/stat" 2>/dev/null)
+  if [ -z "$st" ] || [ "$st" = Z ]; then gone=0; break; fi
+  sleep 0.1
+done
+record "part2: the worker is gone (SIGKILLed)" $gone
 A_RET=$(grep -c "\"salt/job/$JID2/ret/" "$BUS_A")
 say "returns of $JID2 seen on bus A before it went down: $A_RET (0: the minion was still applying)"
+for log in minion master; do
+  say "lab $log.log lines naming $JID2:"
+  grep -F "$JID2" "$ODUFLOW_SALTLAB_DIR/logs/$log.log" 2>/dev/null | tail -8 | cut -c1-300 | sed 's/^/    /'
+done
 run bash "$SALTLAB" status
 
 say "through B: status until it reads unknown (lock TTL 15 s after the kill, launch grace 30 s after creation)"
 UNKNOWN_AT=""
 last=""
+FIRST_B=""
 for _ in $(seq 120); do
   famB status configure "$MINION" "$REQ2" >"$TMP/st.out" 2>"$TMP/st.err"; rc=$?
   cur="$(jq -r .status "$TMP/st.out" 2>/dev/null) exit $rc"
+  [ -n "$FIRST_B" ] || FIRST_B="$cur"
   if [ "$cur" != "$last" ]; then
     echo "$(ts) \$ famB status configure $MINION $REQ2"
     sed 's/^/    /' "$TMP/st.out" "$TMP/st.err"; echo "    (exit $rc)"
@@ -249,17 +277,21 @@ for _ in $(seq 120); do
   if [ "$rc" = 5 ]; then UNKNOWN_AT=$(date +%s.%N); break; fi
   sleep 1
 done
+[ "$FIRST_B" = "running exit 0" ]; record "part2: right after the kill, status through B reads running" $?
 if [ -n "$UNKNOWN_AT" ]; then
-  since_kill=$(echo "$UNKNOWN_AT - $KILLED" | bc); since_created=$(echo "$UNKNOWN_AT - $CREATED" | bc)
-  say "unknown $(printf %.1f "$since_kill") s after the kill, $(printf %.1f "$since_created") s after the start"
+  since_kill=$(echo "$UNKNOWN_AT - $KILLED" | bc); since_start=$(echo "$UNKNOWN_AT - $BEFORE_START" | bc)
+  say "unknown $(printf %.1f "$since_kill") s after the kill, $(printf %.1f "$since_start") s after the start command began"
   record "part2: status through B turns unknown (exit 5)" 0
-  [ "$(echo "$since_created >= 29" | bc)" = 1 ] && [ "$(echo "$since_kill >= 14" | bc)" = 1 ]
-  record "part2: not before the TTL after the kill and the launch grace after the start" $?
+  # The claim was created after BEFORE_START, so its true age is at most since_start: unknown before
+  # 30 s (the launch grace) would show here. The lock TTL (15 s) after the kill ends earlier.
+  [ "$(echo "$since_start > 30" | bc)" = 1 ]
+  record "part2: unknown only after the launch grace (30 s) and the lock TTL (15 s after the kill)" $?
 else
   record "part2: status through B turns unknown (exit 5)" 1
 fi
-run famB start configure "$MINION" "$(newreq)"
-grep -q quarantined "$TMP/last.out" "$TMP/last.err"
+QREQ=$(newreq)
+run famB start configure "$MINION" "$QREQ" --wait --timeout 90s
+[ $? = 1 ] && grep -q "error code quarantined" "$TMP/last.err"
 record "part2: meanwhile a new request for that minion through B is refused as quarantined" $?
 
 run famB resume "$MINION" "$REQ2" --wait --timeout 300s
@@ -281,11 +313,16 @@ again_rc=$?
 record "part2: the same start through B answers the existing claim" $?
 run famB status configure "$MINION" "$REQ2"
 
-say "restoring master A (its root key and AES key rotate)"
-run bash "$SALTLAB" restart master
-MASTER_A_STOPPED=0
+if [ "$KEEP_A" = 1 ]; then
+  say "HA_KEEP_MASTER_A=1: master A was not stopped; not restarting it"
+else
+  say "restoring master A (its root key and AES key rotate)"
+  run bash "$SALTLAB" restart master
+  MASTER_A_STOPPED=0
+fi
 eval "$(bash "$SALTLAB" env)"
-KEY_A="$ODUFLOW_SALT_KEY_FILE"
+set_env_a
+say "master A's key file read again: $ODUFLOW_SALT_KEY_FILE"
 unset ODUFLOW_SALT_EAUTH ODUFLOW_SALT_USER ODUFLOW_SALT_PASSWORD
 kill "$READER_A" 2>/dev/null
 start_reader A "$BUS_A"
@@ -300,6 +337,8 @@ echo
 count_line "$JID2" "$REQ2"
 [ "$COUNT" = 1 ]; record "part2: jid $JID2 published once (bus A + bus B = $COUNT)" $?
 [ "$COUNT_REQ" = 1 ]; record "part2: request $REQ2 published once (bus A + bus B = $COUNT_REQ)" $?
+[ "$(runs_req "$BUS_A" "$QREQ")" = 0 ] && [ "$(runs_req "$BUS_B" "$QREQ")" = 0 ]
+record "part2: the quarantined request $QREQ was never published" $?
 count_line "$JID1" "$REQ1"
 [ "$COUNT" = 1 ] && [ "$COUNT_REQ" = 1 ]; record "part1 still: jid $JID1 / request $REQ1 published once" $?
 say "bus events of jid $JID2 (status polls have their own JIDs):"
@@ -312,7 +351,7 @@ for bus in A B; do
     sort | uniq -c | sed "s/^/    $bus /"
 done
 say "worker logs:"
-for h in a b; do sed "s/^/    host-$h: /" "$TMP/host-$h/worker.log" 2>/dev/null | cut -c1-400; done
+for h in a b; do sed "s/^/    host-$h: /" "$TMP/host-$h/worker.log" 2>/dev/null | grep -v 'msg="salt request done"' | cut -c1-400; done
 
 echo
 run bash "$SALTLAB" status
