@@ -56,9 +56,18 @@ record() { # record NAME CONDITION-STATUS: printed now and again in the summary
   if [ "$2" -eq 0 ]; then RESULTS+=("CHECK $1 ok"); else RESULTS+=("CHECK $1 FAIL"); fi
 }
 
+# mine: PIDs of processes running this build's binary (detached workers included), readers excepted.
+mine() {
+  local p
+  for p in /proc/[0-9]*; do
+    [ "$(readlink "$p/exe" 2>/dev/null)" = "$BIN" ] || continue
+    p=${p#/proc/}
+    [[ " ${BG_PIDS[*]} " == *" $p "* ]] || echo "$p"
+  done
+}
 cleanup() {
   local p
-  for p in "${BG_PIDS[@]}"; do kill "$p" 2>/dev/null; done
+  for p in "${BG_PIDS[@]}" $(mine); do kill "$p" 2>/dev/null; done
   if [ -n "$ETCD_PID" ]; then kill "$ETCD_PID" 2>/dev/null; wait "$ETCD_PID" 2>/dev/null; fi
   if [ "$MASTER_A_STOPPED" = 1 ]; then
     echo "$(ts) cleanup: master A is still stopped; restarting it"
@@ -352,6 +361,11 @@ for bus in A B; do
 done
 say "worker logs:"
 for h in a b; do sed "s/^/    host-$h: /" "$TMP/host-$h/worker.log" 2>/dev/null | grep -v 'msg="salt request done"' | cut -c1-400; done
+
+left=$(mine)
+say "processes of this build still running (readers aside): ${left:-none}"
+for p in $left; do echo "    $p: $(tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null)"; done
+[ -z "$left" ]; record "no worker or command left running" $?
 
 echo
 run bash "$SALTLAB" status
