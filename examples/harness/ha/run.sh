@@ -18,10 +18,11 @@
 #   bash examples/harness/ha/run.sh --safe   # only part 1 (never stops anything)
 # Environment: SALTLAB (default /work/shared/lab/saltlab.sh), HA_STARTERS (processes per family, 6),
 # HA_KEEP_MASTER_A=1 (rehearse part 2 without stopping master A: only controller A is killed),
-# HA_STOP_AT=new|states: stop master A together with the kill, right after salt/job/<jid>/new on bus A
-# (default), or after the kill, once the minion's job process logs its first "Running state" (the state
-# files are fetched from the publishing master at the start of the job: with master A gone before that,
-# Salt's job waits on A's file server, about 3 x 60 s, then raises, and the minion's answer is unknown).
+# HA_STOP_AT=states|new: the worker is always SIGKILLed right after salt/job/<jid>/new on bus A; master A
+# is stopped once the minion's job process logs its first "Running state" (states, the default), or at
+# once with the kill (new). The job fetches its state files from the publishing master at its start: with
+# master A gone before that, Salt's job waits on A's file server (3 x 60 s), then raises, the minion keeps
+# a running record with a free lock and answers unknown, and resume rightly stays unknown (exit 5).
 # Everything it starts listens on 127.0.0.1 only and is stopped on exit; its files live in one mktemp dir.
 set -u -o pipefail
 
@@ -30,7 +31,7 @@ case "${1:-}" in --safe) SAFE=1 ;; "") ;; *) echo "usage: $0 [--safe]" >&2; exit
 SALTLAB="${SALTLAB:-/work/shared/lab/saltlab.sh}"
 STARTERS="${HA_STARTERS:-6}"
 KEEP_A="${HA_KEEP_MASTER_A:-0}" # 1: rehearse part 2 without stopping master A
-STOP_AT="${HA_STOP_AT:-new}"     # new: stop master A at the job's /new on bus A; states: once the minion runs its states
+STOP_AT="${HA_STOP_AT:-states}"  # states: stop master A once the minion runs its states; new: at the job's /new on bus A
 REPO="$(cd "$(dirname "$0")/../../.." && pwd)"
 TMP="$(mktemp -d /tmp/oduflow-ha.XXXXXX)"
 BIN="$TMP/oduflowctl"
@@ -231,7 +232,7 @@ fi
 
 # ==== part 2: lose master A and controller A mid-apply; finish through B ================================
 echo
-say "PART 2: start through A; SIGKILL A's worker and stop master A at its salt/job/<jid>/new on bus A"
+say "PART 2: start through A; SIGKILL A's worker at its salt/job/<jid>/new on bus A; stop master A (HA_STOP_AT=$STOP_AT)"
 DEBUG=1; set_env_a; set_env_b
 say "from here on ODUFLOW_DEBUG=1 in both families (the CLI's and the workers' logs go to stderr / worker.log)"
 REQ2=$(newreq)
@@ -251,7 +252,7 @@ say "worker of $REQ2: pid ${WPID:-none} ($(tr '\0' ' ' <"/proc/$WPID/cmdline" 2>
 [ -n "$WPID" ]; record "part2: controller A's detached worker found by its request id" $?
 for _ in $(seq 3000); do grep -q "\"salt/job/$JID2/new\"" "$BUS_A" && break; sleep 0.01; done
 KILLED=$(date +%s.%N)
-say "seen on bus A: $(grep -c "\"salt/job/$JID2/new\"" "$BUS_A") salt/job/$JID2/new at $(date -u +%T.%3N) UTC; now: kill -KILL $WPID and saltlab.sh stop master"
+say "seen on bus A: $(grep -c "\"salt/job/$JID2/new\"" "$BUS_A") salt/job/$JID2/new at $(date -u +%T.%3N) UTC; now: kill -KILL $WPID"
 say "\$ kill -KILL $WPID"
 kill -KILL "$WPID"
 if [ "$STOP_AT" = states ]; then
@@ -279,7 +280,7 @@ for _ in $(seq 30); do
 done
 record "part2: the worker is gone (SIGKILLed)" $gone
 A_RET=$(grep -c "\"salt/job/$JID2/ret/" "$BUS_A")
-say "returns of $JID2 seen on bus A before it went down: $A_RET (0: the minion was still applying)"
+say "returns of $JID2 seen on bus A before it went down: $A_RET"
 for log in minion master; do
   say "lab $log.log lines naming $JID2:"
   grep -F "$JID2" "$ODUFLOW_SALTLAB_DIR/logs/$log.log" 2>/dev/null | tail -8 | cut -c1-300 | sed 's/^/    /'
