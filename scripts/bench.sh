@@ -37,6 +37,7 @@ while [ $# -gt 0 ]; do
   esac
 done
 OUT="${OUT:-$(mktemp -d /tmp/oduflow-bench.XXXXXX)}"
+rm -rf "$OUT/raw" # a reused -o DIR must not mix an earlier run's rounds into this report
 mkdir -p "$OUT/raw" "$OUT/bin"
 OUT="$(cd "$OUT" && pwd)"
 SHARED="${ODUFLOW_SHARED:-../shared}"
