@@ -1,17 +1,11 @@
 package receipt
 
 import (
-	"bufio"
 	"bytes"
-	"io"
+	"github.com/oduflow/oduflow-go/internal/testproc"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
-	"sync"
-	"syscall"
 	"testing"
-	"time"
 
 	"github.com/cockroachdb/errors"
 
@@ -188,77 +182,10 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-type helper struct {
-	cmd   *exec.Cmd
-	stdin io.WriteCloser
-	lines chan string
-	wg    sync.WaitGroup
-}
+// helper is a copy of the test binary running workerHelper (see TestMain).
+type helper = testproc.Child
 
 func startHelper(t *testing.T, mode, dir, name, stage string) *helper {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), helperEnv+"="+mode, helperDirEnv+"="+dir, helperNameEnv+"="+name, helperStageEnv+"="+stage)
-	cmd.Stderr = os.Stderr
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	h := &helper{cmd: cmd, stdin: stdin, lines: make(chan string, 1024)}
-	h.wg.Add(1)
-	go func() {
-		defer h.wg.Done()
-		defer close(h.lines)
-		sc := bufio.NewScanner(out)
-		for sc.Scan() {
-			h.lines <- sc.Text()
-		}
-	}()
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-	})
-	return h
-}
-
-// expect waits for the helper's next output line and checks its prefix.
-func (h *helper) expect(t *testing.T, prefix string) string {
-	t.Helper()
-	select {
-	case l, ok := <-h.lines:
-		if !ok || !strings.HasPrefix(l, prefix) {
-			t.Fatalf("helper said %q (open=%v), want %s...", l, ok, prefix)
-		}
-		return l
-	case <-time.After(20 * time.Second):
-		t.Fatalf("helper did not say %s", prefix)
-	}
-	return ""
-}
-
-// kill SIGKILLs the helper and reaps it.
-func (h *helper) kill(t *testing.T) {
-	t.Helper()
-	if err := h.cmd.Process.Signal(syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	_ = h.cmd.Wait()
-	h.wg.Wait()
-}
-
-// rest returns all remaining output after the helper exits.
-func (h *helper) rest(t *testing.T) ([]string, error) {
-	t.Helper()
-	var lines []string
-	for l := range h.lines {
-		lines = append(lines, l)
-	}
-	return lines, h.cmd.Wait()
+	return testproc.Start(t, helperEnv+"="+mode, helperDirEnv+"="+dir, helperNameEnv+"="+name, helperStageEnv+"="+stage)
 }

@@ -216,8 +216,8 @@ func TestWorkerCrashPoints(t *testing.T) {
 				t.Fatalf("before: %s", got)
 			}
 			h := startWorker(t, s, req, jid, marker, c.crashAt)
-			_ = h.stdin.Close()
-			h.expect(t, "READY")
+			_ = h.Stdin.Close()
+			h.Expect(t, "READY")
 			want := StatusRunning
 			if c.crashAt == "after-terminal" {
 				want = StatusSucceeded
@@ -225,7 +225,7 @@ func TestWorkerCrashPoints(t *testing.T) {
 			if got := statusOf(t, s, b); got != want {
 				t.Fatalf("while parked: %s, want %s", got, want)
 			}
-			h.kill(t)
+			h.Kill(t)
 			r, err := minionStatus(s, b)
 			if err != nil || r.Status != c.afterKill {
 				t.Fatalf("after kill: %+v, %v; want %s", r, err, c.afterKill)
@@ -235,9 +235,9 @@ func TestWorkerCrashPoints(t *testing.T) {
 			}
 			// A second delivery of the same publication never executes again.
 			h2 := startWorker(t, s, req, jid, marker, "")
-			_ = h2.stdin.Close()
-			h2.expect(t, "DUPLICATE")
-			if _, err := h2.rest(t); err != nil { // wait until it has exited
+			_ = h2.Stdin.Close()
+			h2.Expect(t, "DUPLICATE")
+			if _, err := h2.Rest(t); err != nil { // wait until it has exited
 				t.Fatal(err)
 			}
 			if n := markerCount(t, marker); n != c.executions {
@@ -256,16 +256,16 @@ func TestWorkerStoppedIsRunning(t *testing.T) {
 	req, jid := NewRequestID(), "20261129154606051412"
 	b := workerBinding(req, jid)
 	h := startWorker(t, s, req, jid, marker, "during-work")
-	_ = h.stdin.Close()
-	h.expect(t, "READY")
-	if err := h.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+	_ = h.Stdin.Close()
+	h.Expect(t, "READY")
+	if err := h.Cmd.Process.Signal(syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
 	time.Sleep(50 * time.Millisecond)
 	if got := statusOf(t, s, b); got != StatusRunning {
 		t.Fatalf("stopped worker: %s, want running", got)
 	}
-	h.kill(t)
+	h.Kill(t)
 	if got := statusOf(t, s, b); got != StatusUnknown {
 		t.Fatalf("killed worker: %s, want unknown", got)
 	}
@@ -307,11 +307,11 @@ func TestDuplicateWorkersAndConcurrentPolls(t *testing.T) {
 		}()
 	}
 	for _, h := range hs {
-		_ = h.stdin.Close()
+		_ = h.Stdin.Close()
 	}
 	outcomes := map[string]int{}
 	for _, h := range hs {
-		lines, err := h.rest(t)
+		lines, err := h.Rest(t)
 		if err != nil || len(lines) != 1 {
 			t.Fatalf("worker: %v, %v", lines, err)
 		}

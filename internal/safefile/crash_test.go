@@ -1,11 +1,10 @@
 package safefile
 
 import (
-	"bufio"
 	"fmt"
+	"github.com/oduflow/oduflow-go/internal/testproc"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -128,79 +127,12 @@ func raceHelper(dir, names string) int {
 	return 0
 }
 
-type helper struct {
-	cmd   *exec.Cmd
-	stdin io.WriteCloser
-	lines chan string
-	wg    sync.WaitGroup
-}
+// helper is a copy of the test binary running workerHelper (see TestMain).
+type helper = testproc.Child
 
 func startHelper(t *testing.T, mode, dir, name, stage string) *helper {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), helperEnv+"="+mode, helperDirEnv+"="+dir, helperNameEnv+"="+name, helperStageEnv+"="+stage)
-	cmd.Stderr = os.Stderr
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	h := &helper{cmd: cmd, stdin: stdin, lines: make(chan string, 1024)}
-	h.wg.Add(1)
-	go func() {
-		defer h.wg.Done()
-		defer close(h.lines)
-		sc := bufio.NewScanner(out)
-		for sc.Scan() {
-			h.lines <- sc.Text()
-		}
-	}()
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-	})
-	return h
-}
-
-// expect waits for the helper's next output line and checks its prefix.
-func (h *helper) expect(t *testing.T, prefix string) string {
-	t.Helper()
-	select {
-	case l, ok := <-h.lines:
-		if !ok || !strings.HasPrefix(l, prefix) {
-			t.Fatalf("helper said %q (open=%v), want %s...", l, ok, prefix)
-		}
-		return l
-	case <-time.After(20 * time.Second):
-		t.Fatalf("helper did not say %s", prefix)
-	}
-	return ""
-}
-
-// kill SIGKILLs the helper and reaps it.
-func (h *helper) kill(t *testing.T) {
-	t.Helper()
-	if err := h.cmd.Process.Signal(syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	_ = h.cmd.Wait()
-	h.wg.Wait()
-}
-
-// rest returns all remaining output after the helper exits.
-func (h *helper) rest(t *testing.T) ([]string, error) {
-	t.Helper()
-	var lines []string
-	for l := range h.lines {
-		lines = append(lines, l)
-	}
-	return lines, h.cmd.Wait()
+	return testproc.Start(t, helperEnv+"="+mode, helperDirEnv+"="+dir, helperNameEnv+"="+name, helperStageEnv+"="+stage)
 }
 
 func TestCrashDuringWriteAtomic(t *testing.T) {
@@ -211,11 +143,11 @@ func TestCrashDuringWriteAtomic(t *testing.T) {
 				t.Fatal(err)
 			}
 			h := startHelper(t, "write", s.Dir(), "rec", stage)
-			h.expect(t, "READY")
+			h.Expect(t, "READY")
 			if b, err := s.Read("rec"); err != nil || string(b) != "old content" {
 				t.Fatalf("while writer parked: %q, %v", b, err)
 			}
-			h.kill(t)
+			h.Kill(t)
 			if b, err := s.Read("rec"); err != nil || string(b) != "old content" {
 				t.Fatalf("after kill: %q, %v", b, err)
 			}
@@ -239,7 +171,7 @@ func TestCrashDuringWriteAtomic(t *testing.T) {
 	t.Run("completed write", func(t *testing.T) {
 		s := newStore(t)
 		h := startHelper(t, "write", s.Dir(), "rec", "never")
-		h.expect(t, "DONE")
+		h.Expect(t, "DONE")
 		if b, err := s.Read("rec"); err != nil || len(b) != 12000 {
 			t.Fatalf("Read: %d bytes, %v", len(b), err)
 		}
@@ -249,8 +181,8 @@ func TestCrashDuringWriteAtomic(t *testing.T) {
 func TestCrashDuringCreateExclusive(t *testing.T) {
 	s := newStore(t)
 	h := startHelper(t, "create", s.Dir(), "rec", "before-link")
-	h.expect(t, "READY")
-	h.kill(t)
+	h.Expect(t, "READY")
+	h.Kill(t)
 	if _, err := s.Read("rec"); !errors.Is(err, ErrNotExist) {
 		t.Fatalf("after kill before link: %v", err)
 	}
@@ -262,7 +194,7 @@ func TestCrashDuringCreateExclusive(t *testing.T) {
 func TestLockHolderKilledAndStopped(t *testing.T) {
 	s := newStore(t)
 	h := startHelper(t, "lock", s.Dir(), "req", "")
-	h.expect(t, "READY")
+	h.Expect(t, "READY")
 	if locked, err := s.IsLocked("req"); err != nil || !locked {
 		t.Fatalf("IsLocked with live holder: %v, %v", locked, err)
 	}
@@ -270,7 +202,7 @@ func TestLockHolderKilledAndStopped(t *testing.T) {
 		t.Fatalf("TryLock against live holder: %v", err)
 	}
 	// A stopped (merely slow) holder still holds the lock.
-	if err := h.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+	if err := h.Cmd.Process.Signal(syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
 	time.Sleep(50 * time.Millisecond)
@@ -278,7 +210,7 @@ func TestLockHolderKilledAndStopped(t *testing.T) {
 		t.Fatalf("IsLocked with stopped holder: %v, %v", locked, err)
 	}
 	// SIGKILL works on a stopped process; the kernel releases its flock.
-	h.kill(t)
+	h.Kill(t)
 	if locked, err := s.IsLocked("req"); err != nil || locked {
 		t.Fatalf("IsLocked after holder died: %v, %v", locked, err)
 	}
@@ -297,11 +229,11 @@ func TestConcurrentCreateExclusiveAcrossProcesses(t *testing.T) {
 		hs = append(hs, startHelper(t, "race", s.Dir(), strings.Join(names, ","), ""))
 	}
 	for _, h := range hs { // start barrier: all children are up and waiting
-		_ = h.stdin.Close()
+		_ = h.Stdin.Close()
 	}
 	winners := map[string][]string{}
 	for _, h := range hs {
-		lines, err := h.rest(t)
+		lines, err := h.Rest(t)
 		if err != nil {
 			t.Fatalf("helper: %v (%v)", err, lines)
 		}
