@@ -24,10 +24,7 @@ func (s *FileStore) compileSource(source []byte) (Compiled, error) {
 		// The compiler's error carries a code and a position, never the source.
 		return Compiled{}, errmark.Mark(errors.Wrap(err, "catalog: compile"), errInvalidSource, ErrInvalid)
 	}
-	if len(c.Canonical) == 0 || receipt.Digest(c.Canonical) != c.Digest {
-		return Compiled{}, errors.Wrap(errInvalidSource, "catalog: compiler digest does not match its canonical form")
-	}
-	return c, nil
+	return c, c.Validate()
 }
 
 // CreateDefinition implements Store. A name the company already uses gives ErrExists:

@@ -1,7 +1,6 @@
 package catalog
 
 import (
-	"bytes"
 	"context"
 	"sort"
 	"strings"
@@ -101,46 +100,12 @@ func (s *FileStore) readExecution(minionID, requestID string) (Execution, error)
 	return e, nil
 }
 
-func checkSnapshot(e Execution) error {
-	if err := checkID("request id", e.RequestID); err != nil {
-		return err
-	}
-	if err := checkID("definition id", e.DefinitionID); err != nil {
-		return err
-	}
-	if err := checkMinion(e.MinionID); err != nil {
-		return err
-	}
-	if err := checkCompany(e.Company); err != nil {
-		return err
-	}
-	if !e.Mode.Valid() {
-		return invalidf("catalog: invalid mode %q", errors.Safe(string(e.Mode)))
-	}
-	if e.Revision < 1 || len(e.Source) == 0 || len(e.Canonical) == 0 {
-		return invalidf("catalog: incomplete snapshot")
-	}
-	if len(e.Source) > maxSnapshotBytes || len(e.Canonical) > maxSnapshotBytes {
-		return invalidf("catalog: snapshot source or payload larger than %d bytes", errors.Safe(maxSnapshotBytes))
-	}
-	if receipt.Digest(e.Canonical) != e.Digest {
-		return invalidf("catalog: digest does not match the canonical payload")
-	}
-	return nil
-}
-
-func sameSnapshot(a, b Execution) bool {
-	return a.RequestID == b.RequestID && a.Company == b.Company && a.DefinitionID == b.DefinitionID &&
-		a.Revision == b.Revision && a.Digest == b.Digest && a.MinionID == b.MinionID && a.Mode == b.Mode &&
-		bytes.Equal(a.Source, b.Source) && bytes.Equal(a.Canonical, b.Canonical)
-}
-
 // CreateExecution implements Store.
 func (s *FileStore) CreateExecution(ctx context.Context, e Execution) (Execution, error) {
 	if err := ctxErr(ctx); err != nil {
 		return Execution{}, err
 	}
-	if err := checkSnapshot(e); err != nil {
+	if err := e.Validate(); err != nil {
 		return Execution{}, err
 	}
 	e = e.clone()
@@ -160,7 +125,7 @@ func (s *FileStore) CreateExecution(ctx context.Context, e Execution) (Execution
 		if rerr != nil {
 			return Execution{}, rerr
 		}
-		if !sameSnapshot(cur, e) {
+		if !cur.SameSnapshot(e) {
 			return Execution{}, errors.Wrap(err, "catalog: another snapshot holds this request id")
 		}
 		return cur, nil
@@ -259,10 +224,7 @@ func (s *FileStore) updateExecution(ctx context.Context, minionID, requestID str
 
 // AddPointer implements Store.
 func (s *FileStore) AddPointer(ctx context.Context, executionID, pointerRequestID, reason string) (Execution, error) {
-	if reason != reasonReuseRunning && reason != reasonReuseSucceeded {
-		return Execution{}, invalidf("catalog: invalid pointer reason")
-	}
-	if err := checkID("request id", pointerRequestID); err != nil {
+	if err := (Pointer{RequestID: pointerRequestID, Reason: reason}).Validate(); err != nil {
 		return Execution{}, err
 	}
 	if pointerRequestID == executionID {
@@ -293,43 +255,9 @@ func (s *FileStore) AddPointer(ctx context.Context, executionID, pointerRequestI
 	})
 }
 
-func checkOutcome(o Outcome) error {
-	switch o.Status {
-	case receipt.StatusNotStarted, receipt.StatusRunning, receipt.StatusSucceeded, receipt.StatusFailed,
-		receipt.StatusUnknown:
-	default:
-		return invalidf("catalog: invalid status %q", errors.Safe(string(o.Status)))
-	}
-	if !o.ConfirmedBy.Valid() {
-		return invalidf("catalog: invalid confirmation %q", errors.Safe(string(o.ConfirmedBy)))
-	}
-	if o.Passed < 0 || o.Total < 0 || o.Passed > o.Total {
-		return invalidf("catalog: invalid counts")
-	}
-	if !o.Status.Terminal() && o.ConfirmedBy != confirmedNone {
-		return invalidf("catalog: a non-terminal outcome cannot be confirmed")
-	}
-	if len(o.ErrorCode) > 64 || (o.ErrorCode != "" && !validText(o.ErrorCode, 64)) {
-		return invalidf("catalog: invalid error code")
-	}
-	return nil
-}
-
-// final reports whether an outcome can no longer change: terminal and confirmed by the minion or the
-// master. An asserted outcome may still be replaced by the minion's receipt.
-func (o Outcome) final() bool {
-	return o.Status.Terminal() &&
-		(o.ConfirmedBy == ConfirmedByMinionReceipt || o.ConfirmedBy == ConfirmedByMasterRecord)
-}
-
-func sameOutcome(a, b Outcome) bool {
-	return a.Status == b.Status && a.Passed == b.Passed && a.Total == b.Total && a.ErrorCode == b.ErrorCode &&
-		a.ConfirmedBy == b.ConfirmedBy && a.Dispatched == b.Dispatched
-}
-
 // RecordOutcome implements Store.
 func (s *FileStore) RecordOutcome(ctx context.Context, requestID string, o Outcome) (Execution, error) {
-	if err := checkOutcome(o); err != nil {
+	if err := o.Validate(); err != nil {
 		return Execution{}, err
 	}
 	r, err := s.readRID(ctx, requestID)
@@ -340,10 +268,10 @@ func (s *FileStore) RecordOutcome(ctx context.Context, requestID string, o Outco
 		return Execution{}, &pointerError{RequestID: requestID, ExecutionID: r.ExecutionID}
 	}
 	return s.updateExecution(ctx, r.MinionID, requestID, func(e *Execution) (bool, error) {
-		if sameOutcome(e.Outcome, o) {
+		if e.Outcome.Same(o) {
 			return false, nil
 		}
-		if e.Outcome.final() {
+		if e.Outcome.Final() {
 			return false, errors.Wrapf(errImmutable, "catalog: execution %s is %s",
 				errors.Safe(requestID), errors.Safe(string(e.Outcome.Status)))
 		}
