@@ -157,8 +157,17 @@ func (s *Store) AcquireClientLease(ctx context.Context, minionID string, maxWait
 	if err := receipt.ValidateMinionID(minionID); err != nil {
 		return nil, invalidID(err, "minion id")
 	}
+	l, err := s.acquire(ctx, s.clientLockKey(minionID), maxWait, "client lease")
+	if err != nil {
+		return nil, err
+	}
+	return l, nil
+}
+
+// acquire creates key on a new session's lease and, while another holder has it, watches for its
+// deletion, for at most maxWait (ErrLeaseBusy after that). what names the lock in errors.
+func (s *Store) acquire(ctx context.Context, key string, maxWait time.Duration, what string) (*Lease, error) {
 	deadline := time.Now().Add(maxWait)
-	key := s.clientLockKey(minionID)
 	var sess *concurrency.Session
 	defer func() {
 		if sess != nil {
@@ -186,7 +195,7 @@ func (s *Store) AcquireClientLease(ctx context.Context, minionID string, maxWait
 			return l, nil
 		}
 		if !time.Now().Before(deadline) {
-			return nil, errors.Wrap(oduflow.ErrLeaseBusy, "etcdstore: client lease")
+			return nil, errors.Wrapf(oduflow.ErrLeaseBusy, "etcdstore: %s", errors.Safe(what))
 		}
 		s.waitDeleted(ctx, key, rev, deadline)
 		if err := ctx.Err(); err != nil {
