@@ -112,6 +112,9 @@ func (s *FileStore) readJSON(name string, v any) error {
 		if errors.Is(err, safefile.ErrNotExist) {
 			return errmark.Mark(errors.Wrapf(err, "catalog: %s", errors.Safe(name)), ErrNotFound)
 		}
+		if errors.Is(err, safefile.ErrCorrupt) { // larger than the record cap, or changed while read
+			return errmark.Mark(errors.Wrapf(err, "catalog: read %s", errors.Safe(name)), ErrCorrupt)
+		}
 		return errors.Wrapf(err, "catalog: read %s", errors.Safe(name))
 	}
 	// Duplicate keys (also case-folded ones, which encoding/json merges) and trailing data are refused
