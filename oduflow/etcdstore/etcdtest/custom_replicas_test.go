@@ -28,15 +28,7 @@ type replica struct {
 func customReplicas(t *testing.T, ctx context.Context, n int) ([]replica, *fakeminion.Model) {
 	t.Helper()
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	master, err := salttest.Start(ctx, salttest.WithLogger(quiet))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = master.Close() })
-	m := fakeminion.NewModel(newMinion(), fakeminion.WithDelay(300*time.Millisecond))
-	if err := fakeminion.Add(master, m); err != nil {
-		t.Fatal(err)
-	}
+	master, m := customMaster(t, ctx)
 	var out []replica
 	for _, st := range newStores(t, n) {
 		cat, err := st.Catalog(oduflow.CompileCustomSource)
@@ -59,6 +51,23 @@ func customReplicas(t *testing.T, ctx context.Context, n int) ([]replica, *fakem
 		out = append(out, replica{d: d, cat: cat})
 	}
 	return out, m
+}
+
+// customMaster starts a fake Salt master with one protocol-1 model minion (custom payloads checked as
+// the module checks them); each run takes 300 ms.
+func customMaster(t *testing.T, ctx context.Context) (*salttest.Master, *fakeminion.Model) {
+	t.Helper()
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	master, err := salttest.Start(ctx, salttest.WithLogger(quiet))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = master.Close() })
+	m := fakeminion.NewModel(newMinion(), fakeminion.WithDelay(300*time.Millisecond))
+	if err := fakeminion.Add(master, m); err != nil {
+		t.Fatal(err)
+	}
+	return master, m
 }
 
 // waitCustomTerminal polls CustomStatus until the request's execution is terminal.

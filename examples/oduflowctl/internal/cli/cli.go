@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/oduflow/oduflow-go/oduflow"
+	"github.com/oduflow/oduflow-go/oduflow/etcdstore"
 	"github.com/oduflow/oduflow-go/salt"
 )
 
@@ -57,6 +58,8 @@ type env struct {
 	disp *oduflow.Dispatcher
 	// closers run when the command ends (clients opened on its behalf).
 	closers []func() error
+	// etcd is the command's etcd store once opened (claims and catalog), closed with closers.
+	etcd *etcdstore.Store
 	// worker: this process is a detached worker (it launches none).
 	worker bool
 }

@@ -16,8 +16,8 @@ import (
 // cliCompany is the company (tenant) the CLI files its definitions under.
 const cliCompany = "oduflowctl"
 
-// catalogDir is where custom definitions, assignments and execution snapshots live: beside
-// the claim store, "<state-dir>-catalog", unless ODUFLOW_CATALOG_DIR says otherwise.
+// catalogDir is where the file catalog keeps custom definitions, assignments and execution snapshots:
+// beside the claim store, "<state-dir>-catalog", unless ODUFLOW_CATALOG_DIR says otherwise.
 func (g *globals) catalogDir() string {
 	if g.catalog != "" {
 		return g.catalog
@@ -29,14 +29,33 @@ func (g *globals) catalogDir() string {
 	return filepath.Clean(dir) + "-catalog"
 }
 
-func (e *env) openCatalog() (*catalog.FileStore, error) {
-	return catalog.Open(e.g.catalogDir(), oduflow.CompileCustomSource, catalog.WithCreate())
+// etcdCatalog reports whether the catalog lives in etcd next to the claims: --claims names etcd and
+// ODUFLOW_CATALOG_DIR is unset. An explicit ODUFLOW_CATALOG_DIR keeps the file catalog (one host's
+// definitions, e.g. while moving to etcd); then only that host's replicas share the per-server lock.
+func (g *globals) etcdCatalog() bool { return g.etcdClaims() && g.catalog == "" }
+
+// openCatalog opens the custom catalog: in etcd (the same Store as the claims, see etcdCatalog) or in
+// catalogDir. A catalog that cannot be opened is an exitError with its status (2 for a directory,
+// 3 or 4 for an etcd that does not answer or refuses).
+func (e *env) openCatalog() (catalog.Store, error) {
+	if e.g.etcdCatalog() {
+		st, err := e.etcdStore(e.ctx)
+		if err != nil {
+			return nil, err
+		}
+		return st.Catalog(oduflow.CompileCustomSource)
+	}
+	cat, err := catalog.Open(e.g.catalogDir(), oduflow.CompileCustomSource, catalog.WithCreate())
+	if err != nil {
+		return nil, configf(err, "catalog %s", e.g.catalogDir())
+	}
+	return cat, nil
 }
 
 // definitionFor files FILE's source as the definition named by its absolute path and assigns it to
 // the minion. The catalog's atomic get-or-create makes it one definition per path, however many
 // `custom start` run at once (from any number of processes); changed source becomes a new revision.
-func (e *env) definitionFor(ctx context.Context, cat *catalog.FileStore, path, minion string, src []byte) (catalog.Definition, error) {
+func (e *env) definitionFor(ctx context.Context, cat catalog.Store, path, minion string, src []byte) (catalog.Definition, error) {
 	abs, err := filepath.Abs(path)
 	if err != nil {
 		return catalog.Definition{}, err
@@ -57,10 +76,15 @@ func (e *env) definitionFor(ctx context.Context, cat *catalog.FileStore, path, m
 	return def, nil
 }
 
-// warnDuplicates says (stderr, one line) when the catalog holds several definitions of this path,
-// written before the catalog enforced one per name, and which one is used.
-func (e *env) warnDuplicates(ctx context.Context, cat *catalog.FileStore, name, used string) {
-	ids, _, err := cat.Duplicates(ctx, cliCompany, name)
+// warnDuplicates says (stderr, one line) when the file catalog holds several definitions of this path,
+// written before the catalog enforced one per name, and which one is used. The etcd catalog has
+// always enforced it.
+func (e *env) warnDuplicates(ctx context.Context, cat catalog.Store, name, used string) {
+	fc, ok := cat.(*catalog.FileStore)
+	if !ok {
+		return
+	}
+	ids, _, err := fc.Duplicates(ctx, cliCompany, name)
 	if err != nil || len(ids) < 2 {
 		return
 	}
@@ -85,7 +109,8 @@ func cmdCustomStart(e *env, args []string) error {
 		"its digest, and run once by a detached worker through oduflow_job.run (state.high of exactly that\n"+
 		"payload). Repeating with the same REQUEST_ID never publishes again; applying an identical digest that\n"+
 		"already succeeded reuses that result unless --again. The server needs a succeeded configure first.\n"+
-		"Definitions live in <state-dir>-catalog (or ODUFLOW_CATALOG_DIR).", e.g, e.stderr)
+		"Definitions live in <state-dir>-catalog (or ODUFLOW_CATALOG_DIR); with --claims etcd://... in etcd next\n"+
+		"to the claims (unless ODUFLOW_CATALOG_DIR is set), so that replicas on several hosts apply once.", e.g, e.stderr)
 	again := fs.Bool("again", false, "apply again: an explicit new execution after a known terminal result")
 	var w waitFlags
 	w.register(fs)
@@ -133,14 +158,18 @@ func cmdCustomStart(e *env, args []string) error {
 }
 
 // customSession returns the printer, the catalog and a dispatcher over it of a custom command.
-func (e *env) customSession(cmd string) (*printer, *catalog.FileStore, *oduflow.Dispatcher, error) {
+func (e *env) customSession(cmd string) (*printer, catalog.Store, *oduflow.Dispatcher, error) {
 	p, err := e.printer()
 	if err != nil {
 		return nil, nil, nil, err
 	}
 	cat, err := e.openCatalog()
 	if err != nil {
-		return nil, nil, nil, configf(err, "%s: catalog %s", cmd, e.g.catalogDir())
+		var ee *exitError
+		if errors.As(err, &ee) {
+			ee.msg = cmd + ": " + ee.msg
+		}
+		return nil, nil, nil, err
 	}
 	d, err := e.dispatcher(e.ctx, oduflow.WithCustomCatalog(cat))
 	if err != nil {

@@ -140,11 +140,10 @@ func (e *env) claimStore(ctx context.Context) (oduflow.ClaimStore, string, error
 		if err := openStateDir(e.g.stateDir); err != nil {
 			return nil, "", err
 		}
-		st, err := e.openEtcd(ctx)
+		st, err := e.etcdStore(ctx)
 		if err != nil {
 			return nil, "", err
 		}
-		e.closers = append(e.closers, st.Close)
 		return st, e.g.stateDir, nil
 	}
 	dir, err := e.g.claimDir()
@@ -196,6 +195,15 @@ func (e *env) probeUnlessClaimed(d *oduflow.Dispatcher, cmd, minion, request str
 	return e.probe(e.ctx, cmd)
 }
 
+// workerCatalogDir is ODUFLOW_CATALOG_DIR for a detached worker: the file catalog's directory, or ""
+// when the catalog is in etcd (so that the worker opens the etcd catalog too).
+func (g *globals) workerCatalogDir() string {
+	if g.etcdCatalog() {
+		return ""
+	}
+	return g.catalogDir()
+}
+
 // childEnv passes the effective settings (flags included) to a detached worker.
 func (g *globals) childEnv() []string {
 	env := []string{
@@ -206,7 +214,8 @@ func (g *globals) childEnv() []string {
 		"ODUFLOW_SALT_USER=" + g.user,
 		"ODUFLOW_STATE_DIR=" + g.stateDir,
 		"ODUFLOW_SALT_PKI_DIR=" + g.pkiDir,
-		"ODUFLOW_CATALOG_DIR=" + g.catalogDir(),
+		// The file catalog's directory, unless the catalog is in etcd (then it stays unset).
+		"ODUFLOW_CATALOG_DIR=" + g.workerCatalogDir(),
 		// A claim directory was resolved into ODUFLOW_STATE_DIR; an etcd URL goes as it is, with its
 		// credentials and TLS files (never on the command line).
 		"ODUFLOW_CLAIMS=" + g.claims,
@@ -233,7 +242,14 @@ func RunWorkerIfRequested(ctx context.Context) (handled bool, code int) {
 	}()
 	handled, err := oduflow.RunWorkerIfRequested(ctx, func() (*oduflow.Dispatcher, error) {
 		// The catalog serves the frozen payload of custom claims (custom start created it);
-		// fixed profiles do not need it.
+		// fixed profiles do not need it. In etcd it is the claims' own store.
+		if e.g.etcdCatalog() {
+			cat, err := e.openCatalog()
+			if err != nil {
+				return nil, err
+			}
+			return e.dispatcher(ctx, oduflow.WithCustomCatalog(cat))
+		}
 		if _, err := os.Stat(e.g.catalogDir()); err != nil {
 			return e.dispatcher(ctx)
 		}

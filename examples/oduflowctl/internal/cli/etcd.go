@@ -73,6 +73,21 @@ func (g *globals) etcdOptions() ([]etcdstore.Option, error) {
 	return opts, nil
 }
 
+// etcdStore returns the command's etcd store, opened once (see openEtcd): the claims and the custom
+// catalog share it, and it is closed when the command ends.
+func (e *env) etcdStore(ctx context.Context) (*etcdstore.Store, error) {
+	if e.etcd != nil {
+		return e.etcd, nil
+	}
+	st, err := e.openEtcd(ctx)
+	if err != nil {
+		return nil, err
+	}
+	e.closers = append(e.closers, st.Close)
+	e.etcd = st
+	return st, nil
+}
+
 // openEtcd opens the etcd claim store. Nothing is written yet, so an etcd that does not answer is exit
 // status 3, refused credentials 4, and unreadable TLS files or bad settings 2.
 func (e *env) openEtcd(ctx context.Context) (*etcdstore.Store, error) {
