@@ -1,11 +1,14 @@
-// Package etcdstore is an etcd-backed oduflow.ClaimStore and oduflow.Leases, so that several controller
-// replicas (each a Dispatcher with its own Store) share claims and locks.
+// Package etcdstore is an etcd-backed oduflow.ClaimStore and oduflow.Leases, and the custom catalog
+// (catalog.Store) beside them, so that several controller replicas (each a Dispatcher with its own Store)
+// share claims, locks, custom definitions and executions.
 //
 //	st, err := etcdstore.Open(ctx, etcdstore.WithEndpoints("10.0.0.1:2379", "10.0.0.2:2379"),
 //		etcdstore.WithPrefix("/oduflow/prod"), etcdstore.WithAuth(user, password))
-//	d, err := oduflow.New(client, bus, oduflow.WithClaimStore(st)) // st is its Leases too
+//	cat, err := st.Catalog(oduflow.CompileCustomSource)
+//	d, err := oduflow.New(client, bus, oduflow.WithClaimStore(st), oduflow.WithCustomCatalog(cat)) // st is its Leases too
 //
-// The CLI reads ODUFLOW_CLAIMS=etcd://HOST:PORT[,HOST:PORT...]/PREFIX through ParseURL.
+// The CLI reads ODUFLOW_CLAIMS=etcd://HOST:PORT[,HOST:PORT...]/PREFIX through ParseURL, and then keeps
+// its custom catalog in the same store unless ODUFLOW_CATALOG_DIR names a directory.
 //
 // # Records
 //
@@ -24,6 +27,39 @@
 // refused the request (bad request, permission, quota, authentication) are not outcome-unknown. A read
 // that fails (Get, ListByClient, RequestLockHeld, the probe of Open) matches oduflow.ErrClaimStore: nothing
 // was written. The CLI maps the two to its exit statuses 5 and 3.
+//
+// # Custom catalog
+//
+// Store.Catalog is catalog.Store on the same cluster and prefix, record for record the semantics of
+// catalog.FileStore (both pass oduflowtest.TestCatalogStore), with the checks of the catalog package's
+// Validate methods on what it is given and on what it reads back:
+//
+//	PREFIX/catalog/def/<definition id>                    definition (JSON of catalog.Definition)
+//	PREFIX/catalog/name/<sha256(company)>/<sha256(name)>  name index {company, name, definition_id}
+//	PREFIX/catalog/asg/<minion id>/<definition id>        assignment
+//	PREFIX/catalog/rid/<request id>                       request index {request_id, kind, minion_id, execution_id}
+//	PREFIX/catalog/exe/<minion id>/<request id>           execution snapshot, its pointers and outcome
+//	PREFIX/locks/server/<minion id>                       LockServer, attached to an etcd lease
+//
+// GetOrCreateDefinition and CreateDefinition write the name index and the definition in one transaction
+// If(CreateRevision(name index) == 0, CreateRevision(definition) == 0): replicas racing one company and
+// name create one definition, the others read it (an index whose definition is gone or renamed, which
+// only a hand edit leaves, is replaced fenced on its mod revision). SaveSource, Rename (which moves the
+// index in the same transaction), AddPointer (the pointer's request index and the execution listing it,
+// together) and RecordOutcome are fenced on the mod revision of what they read and retried when another
+// writer won. CreateExecution creates the request index and the snapshot in one transaction: the
+// identical snapshot again returns the stored one, anything else under that request id is
+// catalog.ErrExists. A final outcome (catalog.Outcome.Final) is never rewritten. LockServer is a lock key
+// like the client lease, on its own etcd lease: a holder that dies frees it after the TTL, and a waiter
+// gives up after 10 s with oduflow.ErrLeaseBusy.
+//
+// Every record read is at most 1 MiB (below etcd's default --max-request-bytes of 1.5 MiB; a larger
+// record is refused on write with catalog.ErrInvalid), one JSON object with known fields only, no
+// repeated or case-folded repeated key and no trailing data, the record of its own key and valid by the
+// catalog's rules; anything else is catalog.ErrCorrupt, never a panic or a silent skip. A custom source is
+// at most 64 KiB and a definition record about 1.5 times its source; an execution record holds the source
+// and the canonical payload (base64) plus about 110 bytes per pointer, typically a few KiB. Errors: a
+// write whose acknowledgement was lost matches ErrOutcomeUnknown, a read that failed oduflow.ErrClaimStore.
 //
 // # Locks
 //
