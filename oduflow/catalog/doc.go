@@ -33,6 +33,10 @@
 //	exe.<minion id>.<request id>.json        execution snapshot (+ pointers, outcome; locked per record)
 //	srv.<minion id>                          lock name serializing custom starts per server (LockServer)
 //
+// Several controller replicas on several hosts share one catalog in etcd instead: the Catalog method of
+// package oduflow/etcdstore's Store, next to the claims, with the same semantics (both implementations
+// pass the conformance suite oduflowtest.TestCatalogStore).
+//
 // Keep passwords and tokens out of custom sources: definitions and execution snapshots persist them here,
 // and Salt itself keeps every published load in the master's job directory.
 package catalog

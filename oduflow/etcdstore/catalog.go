@@ -218,19 +218,25 @@ func checkCatalogMinion(id string) error {
 	return nil
 }
 
-// decodeDefinition decodes a definition record and checks that it is the valid record of id.
+// decodeRecord decodes a stored record strictly (catDecode), checks that it is the record of its key
+// (own) and valid by the catalog's rules (valid): anything else is catalog.ErrCorrupt.
+func decodeRecord[T any](data []byte, what string, own func(*T) bool, valid func(*T) error) (T, error) {
+	var v, zero T
+	if err := catDecode(data, what, &v); err != nil {
+		return zero, err
+	}
+	if !own(&v) {
+		return zero, catCorrupt("%s record does not match its key", errors.Safe(what))
+	}
+	if err := valid(&v); err != nil {
+		return zero, errmark.Mark(errors.Wrapf(err, "etcdstore: catalog: %s record", errors.Safe(what)), catalog.ErrCorrupt)
+	}
+	return v, nil
+}
+
 func decodeDefinition(kv *mvccpb.KeyValue, id string) (catalog.Definition, error) {
-	var d catalog.Definition
-	if err := catDecode(kv.Value, "definition", &d); err != nil {
-		return catalog.Definition{}, err
-	}
-	if d.ID != id {
-		return catalog.Definition{}, catCorrupt("definition record holds another id")
-	}
-	if err := d.Validate(); err != nil {
-		return catalog.Definition{}, errmark.Mark(errors.Wrap(err, "etcdstore: catalog: definition record"), catalog.ErrCorrupt)
-	}
-	return d, nil
+	return decodeRecord(kv.Value, "definition", func(d *catalog.Definition) bool { return d.ID == id },
+		func(d *catalog.Definition) error { return d.Validate() })
 }
 
 // definition reads one definition and its mod revision.
@@ -285,17 +291,9 @@ func cmpCreated(a, b time.Time, aID, bID string) int {
 }
 
 func decodeAssignment(kv *mvccpb.KeyValue, defID, minion string) (catalog.Assignment, error) {
-	var a catalog.Assignment
-	if err := catDecode(kv.Value, "assignment", &a); err != nil {
-		return catalog.Assignment{}, err
-	}
-	if a.DefinitionID != defID || a.MinionID != minion {
-		return catalog.Assignment{}, catCorrupt("assignment does not match its key")
-	}
-	if err := a.Validate(); err != nil {
-		return catalog.Assignment{}, errmark.Mark(errors.Wrap(err, "etcdstore: catalog: assignment record"), catalog.ErrCorrupt)
-	}
-	return a, nil
+	return decodeRecord(kv.Value, "assignment",
+		func(a *catalog.Assignment) bool { return a.DefinitionID == defID && a.MinionID == minion },
+		func(a *catalog.Assignment) error { return a.Validate() })
 }
 
 // Assignment implements catalog.Store.

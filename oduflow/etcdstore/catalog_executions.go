@@ -57,17 +57,9 @@ func (c *catalogStore) readRID(ctx context.Context, requestID string) (catRID, i
 }
 
 func decodeExecution(kv *mvccpb.KeyValue, minionID, requestID string) (catalog.Execution, error) {
-	var e catalog.Execution
-	if err := catDecode(kv.Value, "execution", &e); err != nil {
-		return catalog.Execution{}, err
-	}
-	if e.RequestID != requestID || e.MinionID != minionID {
-		return catalog.Execution{}, catCorrupt("execution does not match its key")
-	}
-	if err := e.ValidateStored(); err != nil {
-		return catalog.Execution{}, errmark.Mark(errors.Wrap(err, "etcdstore: catalog: execution record"), catalog.ErrCorrupt)
-	}
-	return e, nil
+	return decodeRecord(kv.Value, "execution",
+		func(e *catalog.Execution) bool { return e.RequestID == requestID && e.MinionID == minionID },
+		func(e *catalog.Execution) error { return e.ValidateStored() })
 }
 
 // execution reads one execution snapshot and its mod revision.

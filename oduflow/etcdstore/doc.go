@@ -57,7 +57,7 @@
 // record is refused on write with catalog.ErrInvalid), one JSON object with known fields only, no
 // repeated or case-folded repeated key and no trailing data, the record of its own key and valid by the
 // catalog's rules; anything else is catalog.ErrCorrupt, never a panic or a silent skip. A custom source is
-// at most 64 KiB and a definition record about 1.5 times its source; an execution record holds the source
+// at most 64 KiB and a definition record about 4/3 of its source (base64); an execution record holds the source
 // and the canonical payload (base64) plus about 110 bytes per pointer, typically a few KiB. Errors: a
 // write whose acknowledgement was lost matches ErrOutcomeUnknown, a read that failed oduflow.ErrClaimStore.
 //

@@ -3,11 +3,8 @@ package etcdtest
 import (
 	"context"
 	"net/url"
-	"strings"
 	"testing"
 	"time"
-
-	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/oduflow/oduflow-go/oduflow/etcdstore"
 	"github.com/oduflow/oduflow-go/oduflow/oduflowtest"
@@ -49,18 +46,7 @@ func etcdFactory() oduflowtest.StoreFactory {
 // corruptAt writes data verbatim at the claim key of requestID under the location's prefix. Its client
 // sends messages larger than the suite's oversized record (the store's own client need not).
 func corruptAt(ctx context.Context, loc, requestID string, data []byte) error {
-	u, err := url.Parse(loc)
-	if err != nil {
-		return err
-	}
-	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{"http://" + u.Host}, DialTimeout: 10 * time.Second,
-		MaxCallSendMsgSize: 4 << 20})
-	if err != nil {
-		return err
-	}
-	defer cli.Close()
-	_, err = cli.Put(ctx, strings.TrimSuffix(u.Path, "/")+"/claims/"+requestID, string(data))
-	return err
+	return putRaw(ctx, loc, "/claims/"+requestID, data)
 }
 
 // TestConformance: the etcd store passes the ClaimStore and Leases conformance suite, child processes and
