@@ -32,8 +32,12 @@ type CatalogFactory struct {
 	// LockTTL is how long a server lock may outlive its holder (an etcd session's TTL).
 	LockTTL time.Duration
 	// KillHolder makes the server locks held through st lapse as if its process had hung or been
-	// partitioned away (an etcd store stops its keep-alives). Nil: the holder-death clause is skipped.
+	// partitioned away (an etcd store stops its keep-alives). Nil: that clause is skipped.
 	KillHolder func(st catalog.Store)
+	// MultiProcess: handles opened in other OS processes share the backend named by a location. The
+	// suite then kills a child process holding a server lock with SIGKILL (the child re-executes the test
+	// binary as TestClaimStore's children do, see the package documentation).
+	MultiProcess bool
 }
 
 // CatalogRecord names one stored record for CatalogFactory.Corrupt: a definition (ID) or an execution
@@ -51,10 +55,17 @@ type CatalogRecord struct {
 // records (catalog.ErrCorrupt, never a panic). Every error is checked with the standard library's
 // errors.Is.
 func TestCatalogStore(t *testing.T, f CatalogFactory) {
+	if job, ok := childJobFromEnv(); ok {
+		if job.Test != t.Name() || job.Role != roleServerLock {
+			t.Skip("oduflowtest: child process of another suite")
+		}
+		holdServerLock(t, f, job)
+		return
+	}
 	if f.New == nil || f.Open == nil {
 		t.Fatal("oduflowtest: CatalogFactory needs New and Open")
 	}
-	s := &catalogSuite{f: f}
+	s := &catalogSuite{f: f, root: t.Name()}
 	t.Run("Definitions", s.testDefinitions)
 	t.Run("GetOrCreateRace", s.testGetOrCreateRace)
 	t.Run("Assignments", s.testAssignments)
@@ -66,7 +77,10 @@ func TestCatalogStore(t *testing.T, f CatalogFactory) {
 	t.Run("Corrupt", s.testCatalogCorrupt)
 }
 
-type catalogSuite struct{ f CatalogFactory }
+type catalogSuite struct {
+	f    CatalogFactory
+	root string // name of the Test function a child process must run
+}
 
 // Custom sources the real compiler accepts; catalogSourceB has another digest.
 const (

@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -196,12 +198,16 @@ func (s *catalogSuite) testLockServer(t *testing.T) {
 	noErr(t, "LockServer after unlock", err)
 	noErr(t, "unlock", u2())
 
+	s.lockHolderProcessDies(t, loc, h[1], minion)
 	if s.f.KillHolder == nil {
-		t.Log("oduflowtest: no KillHolder: holder death not tested here")
+		t.Log("oduflowtest: no KillHolder: a lapsed holder session is not tested")
 		return
 	}
 	holder, err := s.f.Open(ctx, loc)
 	noErr(t, "open holder", err)
+	if c, ok := holder.(io.Closer); ok {
+		t.Cleanup(func() { _ = c.Close() })
+	}
 	if _, err := holder.LockServer(ctx, minion); err != nil {
 		t.Fatal(err)
 	}
@@ -209,19 +215,58 @@ func (s *catalogSuite) testLockServer(t *testing.T) {
 	if !s.lockBlocked(t, h[1], minion) {
 		t.Fatal("the lock of a holder that just died was free at once (its TTL did not run)")
 	}
-	deadline := time.Now().Add(2*s.f.LockTTL + 10*time.Second)
+	s.waitLockFree(t, h[1], minion, "a holder whose session lapsed")
+}
+
+// lockHolderProcessDies (MultiProcess): a child process takes the server lock and is killed with
+// SIGKILL; while it lives the lock is held, once it is dead the lock is free within the TTL.
+func (s *catalogSuite) lockHolderProcessDies(t *testing.T, loc string, st catalog.Store, minion string) {
+	t.Helper()
+	if !s.f.MultiProcess {
+		t.Log("oduflowtest: no MultiProcess: a holder process that dies is not tested")
+		return
+	}
+	k := (&suite{root: s.root}).spawn(t, childJob{Role: roleServerLock, Location: loc, Minion: minion})
+	k.expect(t, lineHeld)
+	if !s.lockBlocked(t, st, minion) {
+		k.fail(t, "holds the server lock, yet another process took it")
+	}
+	k.kill(t)
+	s.waitLockFree(t, st, minion, "a holder process killed with SIGKILL")
+}
+
+// waitLockFree fails unless LockServer through st succeeds within twice the TTL plus slack.
+func (s *catalogSuite) waitLockFree(t *testing.T, st catalog.Store, minion, what string) {
+	t.Helper()
+	grace := 2*s.f.LockTTL + 10*time.Second
+	deadline := time.Now().Add(grace)
 	for {
-		lctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-		u, err := h[1].LockServer(lctx, minion)
+		lctx, cancel := context.WithTimeout(testContext(t), 2*time.Second)
+		u, err := st.LockServer(lctx, minion)
 		cancel()
 		if err == nil {
 			noErr(t, "unlock", u())
-			break
+			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("the server lock of a dead holder is still held after %v: %v", 2*s.f.LockTTL+10*time.Second, err)
+			t.Fatalf("the server lock of %s is still held after %v: %v", what, grace, err)
 		}
 	}
+}
+
+// holdServerLock is the child's role: take the server lock, say so, wait to be killed.
+func holdServerLock(t *testing.T, f CatalogFactory, job childJob) {
+	ctx := testContext(t)
+	st, err := f.Open(ctx, job.Location)
+	if err != nil {
+		t.Fatalf("oduflowtest child: open %q: %v", job.Location, err)
+	}
+	if _, err := st.LockServer(ctx, job.Minion); err != nil {
+		t.Fatalf("oduflowtest child: LockServer: %v", err)
+	}
+	fmt.Println(lineHeld)
+	<-ctx.Done() // the parent kills us long before
+	t.Fatal("oduflowtest child: holder was not killed")
 }
 
 // lockBlocked reports whether LockServer through st fails to get the lock within a short wait.

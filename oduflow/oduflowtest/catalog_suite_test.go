@@ -32,6 +32,7 @@ func fileCatalogFactory() oduflowtest.CatalogFactory {
 			return os.Rename(tmp, filepath.Join(dir, name))
 		},
 		MaxRecordSize: 8 << 20, // the file catalog's record cap
+		MultiProcess:  true,    // a location is a directory path: a child reaches it
 	}
 }
 

@@ -36,6 +36,8 @@ const (
 	roleCreate = "create" // race Create of one claim from many goroutines
 	roleCAS    = "cas"    // race fenced increments of one claim
 	roleHold   = "hold"   // hold a request lock and a client lease until killed
+	// roleServerLock holds a catalog's server lock until killed (TestCatalogStore).
+	roleServerLock = "server-lock"
 )
 
 // childProcs is how many OS processes race; each runs raceGoroutines goroutines.
@@ -53,6 +55,7 @@ type childJob struct {
 	Barrier    string `json:"barrier,omitempty"`
 	Goroutines int    `json:"goroutines"`
 	Rounds     int    `json:"rounds,omitempty"`
+	Minion     string `json:"minion,omitempty"` // server-lock
 }
 
 func childJobFromEnv() (childJob, bool) {

@@ -31,6 +31,16 @@
 // claim is not skipped, which could hide a dispatched request from the quarantine check). A lease of
 // another backend, or of no store at all, is foreign: CompareAndSwapHeld refuses it with ErrLeaseLost.
 //
+// # Running the catalog suite against a catalog
+//
+// TestCatalogStore does the same for catalog.Store (the custom catalog: catalog.FileStore, the etcd
+// catalog of oduflow/etcdstore): definitions and the one-definition-per-name rule under goroutines racing
+// on two handles, assignments, execution snapshots (identical-snapshot idempotence, one snapshot per
+// request id under races), pointers, the final-outcome rule, LockServer exclusivity across handles and
+// its release when the holder's process is killed (MultiProcess) or its session lapses (KillHolder), and
+// malformed records (catalog.ErrCorrupt). A CatalogFactory names its backends by location as a
+// StoreFactory does.
+//
 // # Child processes
 //
 // With Capabilities.MultiProcess the suite re-executes the test binary (os.Args[0]) with -test.run

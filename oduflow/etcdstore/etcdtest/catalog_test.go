@@ -69,6 +69,7 @@ func etcdCatalogFactory() oduflowtest.CatalogFactory {
 		},
 		MaxRecordSize: 1 << 20, // the etcd catalog's record cap
 		LockTTL:       conformanceTTL,
+		MultiProcess:  true, // a location is an etcd:// URL: a child reaches the member
 		// Closing the handle's lessor stops the keepalives without revoking anything: the lock key stays
 		// until the server expires its lease after the TTL, as for a holder that hung or was cut off.
 		KillHolder: func(st catalog.Store) { _ = st.(etcdCatalog).st.Client().Lease.Close() },
