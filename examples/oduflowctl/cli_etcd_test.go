@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -28,6 +29,18 @@ func TestEtcdClaimsUnreachableExit3(t *testing.T) {
 	}
 	if n := l.sim.PublicationCount("oduflow_job.run", ""); n != 0 {
 		t.Fatalf("%d publications", n)
+	}
+	// custom start keeps its catalog in that etcd too: the same exit 3, and no file catalog appears.
+	src := filepath.Join(t.TempDir(), "site.sls")
+	if err := os.WriteFile(src, []byte("site:\n  test.succeed_without_changes:\n    - name: site\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r = run(t, env, "custom", "start", l.minion, src, receipt.NewRequestID())
+	if r.code != ExitUnreachable || !strings.Contains(r.stderr, "custom start: etcd claim store") {
+		t.Fatalf("custom start: want exit 3 naming the etcd claim store: %s", r)
+	}
+	if _, err := os.Stat(stateDir(l.env) + "-catalog"); !os.IsNotExist(err) {
+		t.Fatalf("custom start with etcd claims created a file catalog: %v", err)
 	}
 	// Credentials given through the environment never reach the message.
 	r = run(t, withEnv(env, "ODUFLOW_ETCD_USER=oduflow", "ODUFLOW_ETCD_PASSWORD=s3cret-pw"), "start", "configure",
