@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"os/exec"
+	"runtime/pprof"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -185,6 +186,8 @@ func cmdInflight(ctx context.Context, args []string) (any, error) {
 	base := fs.String("dir", "/var/cache", "claim directory parent")
 	pubWait := fs.Duration("publish-wait", 5*time.Minute, "how long to wait for the last publication")
 	callTimeout := fs.Duration("call-timeout", 5*time.Minute, "the dispatcher's CallTimeout (default timers: 30 s)")
+	heapProfile := fs.String("heap-profile", "", "write a heap profile here while the n requests are held")
+	goroutineProfile := fs.String("goroutine-profile", "", "write a goroutine profile here while the n requests are held")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -312,6 +315,13 @@ func cmdInflight(ctx context.Context, args []string) (any, error) {
 		return nil, err
 	}
 	fds := openFDs()
+	mem := readMem(*n, *heapProfile)
+	if *goroutineProfile != "" {
+		if f, err := os.Create(*goroutineProfile); err == nil {
+			_ = pprof.Lookup("goroutine").WriteTo(f, 1)
+			_ = f.Close()
+		}
+	}
 	rss, err := vmHWM()
 	if err != nil {
 		return nil, err
@@ -349,7 +359,7 @@ func cmdInflight(ctx context.Context, args []string) (any, error) {
 	allPublished := time.Duration(st.Last - t0.UnixNano())
 	return map[string]any{
 		"n": *n, "gomemlimit": os.Getenv("GOMEMLIMIT"), "call_timeout_s": callTimeout.Seconds(),
-		"rss_mb": rss, "open_fds": fds, "rlimit_nofile": nofile(),
+		"rss_mb": rss, "mem": mem, "open_fds": fds, "rlimit_nofile": nofile(),
 		"start_ms":                          summarize(startLat, time.Millisecond),
 		"starts_s":                          round3(startsDone.Seconds()),
 		"status_ms":                         summarize(statusLat, time.Millisecond),
