@@ -30,7 +30,7 @@ func (d *Dispatcher) launch(c *Claim) error {
 	d.wg.Add(1)
 	go func() {
 		defer d.wg.Done()
-		if err := d.runWorker(d.ctx, c.MinionID, c.RequestID); err != nil {
+		if err := d.work(d.ctx, c.MinionID, c.RequestID, true); err != nil {
 			d.claimLog(c).Warn("worker ended with error", slog.String("error", err.Error()))
 		}
 	}()
@@ -63,9 +63,38 @@ func checkRole(c *Claim) error {
 	return nil
 }
 
-// runWorker executes the worker steps (package documentation, Worker) for one claim. It publishes oduflow_job.run at most once, and only
-// from phase claimed while holding the request lock and the client lease.
+// admitPerPublish: how many workers may be between their request lock and their run publish per publish
+// slot (Options' bound on concurrent publishes). The rest wait, holding their request lock (so Status
+// reports them running) but nothing else: a parked goroutine at the top of its worker, no claim read, no
+// event subscription, no call deadline running. The capability round trip leaves the publish slot while
+// it waits for the return, so several admitted workers per slot keep the slots busy.
+const admitPerPublish = 8
+
+// admission is one worker's admission slot; release is idempotent.
+type admission struct {
+	d    *Dispatcher
+	held bool
+}
+
+func (a *admission) release() {
+	if a.held {
+		a.held = false
+		<-a.d.admit
+	}
+}
+
+// runWorker executes the worker steps (package documentation, Worker) for one claim and returns when the
+// request is final or abandoned (a detached worker process).
 func (d *Dispatcher) runWorker(ctx context.Context, minion, request string) error {
+	return d.work(ctx, minion, request, false)
+}
+
+// work executes the worker steps (package documentation, Worker) for one claim. It publishes
+// oduflow_job.run at most once, and only from phase claimed while holding the request lock and the client
+// lease. With handoff (in-process workers), once the run publication is made the wait for its return goes
+// on in a fresh goroutine that owns the leases and the event waiter, and work returns: the deep stack the
+// preflight and publish grew is freed instead of being kept for the hours a request may run.
+func (d *Dispatcher) work(ctx context.Context, minion, request string, handoff bool) error {
 	if err := validateIDs(minion, request); err != nil {
 		return err
 	}
@@ -76,7 +105,21 @@ func (d *Dispatcher) runWorker(ctx context.Context, minion, request string) erro
 		}
 		return err
 	}
-	defer func() { _ = reqLock.Release() }()
+	lockedAt := d.clock.Now() // from here on Status reports the request running (its lock is held)
+	handedOff := false        // set once the await goroutine owns the leases, the waiter and wctx
+	defer func() {
+		if !handedOff {
+			_ = reqLock.Release()
+		}
+	}()
+	adm := &admission{d: d}
+	select {
+	case d.admit <- struct{}{}:
+		adm.held = true
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	defer adm.release()
 	c, err := d.store.Get(ctx, request)
 	if err != nil {
 		return err
@@ -84,19 +127,20 @@ func (d *Dispatcher) runWorker(ctx context.Context, minion, request string) erro
 	if c.MinionID != minion {
 		return &mismatchError{Field: "minion_id", Bound: c.MinionID}
 	}
-	lg := d.claimLog(c)
 	if c.Phase != PhaseClaimed || c.legacy() != notLegacy {
 		if deadline, ok := d.resumeWindow(c); ok {
 			// A detached Resume: poll the unknown dispatched request (never publish it again).
+			adm.release()
 			d.resumePolling(ctx, c, deadline)
 			return nil
 		}
-		lg.Info("worker: claim past phase claimed; never dispatched twice", slog.String("phase", string(c.Phase)))
+		d.claimLog(c).Info("worker: claim past phase claimed; never dispatched twice", slog.String("phase", string(c.Phase)))
 		return nil
 	}
-	if age := d.clock.Now().Sub(c.CreatedAt); age > d.timers.LaunchGrace {
+	// The age when the request lock was taken: a wait for admission since then was reported running.
+	if age := lockedAt.Sub(c.CreatedAt); age > d.timers.LaunchGrace {
 		// Status has been reporting this launch as unknown (worker disappeared): never dispatch it now.
-		lg.Warn("worker: started after the launch grace; not dispatching", slog.Duration("age", age))
+		d.claimLog(c).Warn("worker: started after the launch grace; not dispatching", slog.Duration("age", age))
 		d.finalize(ctx, c, receipt.StatusUnknown, 0, 0, codeWorkerLost, evidenceNone)
 		return nil
 	}
@@ -114,22 +158,26 @@ func (d *Dispatcher) runWorker(ctx context.Context, minion, request string) erro
 		}
 		if !errors.Is(err, ErrLeaseBusy) {
 			// Not a live holder: the lease file itself is unusable (a FIFO, a foreign file, ...).
-			lg.Warn("worker: client lease unusable; preflight failure", slog.String("error", err.Error()))
+			d.claimLog(c).Warn("worker: client lease unusable; preflight failure", slog.String("error", err.Error()))
 			d.finalize(ctx, c, receipt.StatusFailed, 0, 1, codeClaimStore, evidencePreflight)
 			return nil
 		}
-		lg.Warn("worker: client lease busy; preflight failure")
+		d.claimLog(c).Warn("worker: client lease busy; preflight failure")
 		d.finalize(ctx, c, receipt.StatusFailed, 0, 1, codeLeaseBusy, evidencePreflight)
 		return nil
 	}
-	defer func() { _ = lease.Release() }()
+	defer func() {
+		if !handedOff {
+			_ = lease.Release()
+		}
+	}()
 	d.stepHook(stepLease)
 	code, keySHA := d.preflight(ctx, c)
 	if code != "" {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		lg.Warn("worker: preflight failure; nothing published", slog.String("code", code))
+		d.claimLog(c).Warn("worker: preflight failure; nothing published", slog.String("code", code))
 		d.finalize(ctx, c, receipt.StatusFailed, 0, 1, code, evidencePreflight)
 		return nil
 	}
@@ -144,11 +192,15 @@ func (d *Dispatcher) runWorker(ctx context.Context, minion, request string) erro
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		lg.Warn("worker: event bus unavailable; preflight failure, nothing published", slog.String("error", err.Error()))
+		d.claimLog(c).Warn("worker: event bus unavailable; preflight failure, nothing published", slog.String("error", err.Error()))
 		d.finalize(ctx, c, receipt.StatusFailed, 0, 1, codeEventBus, evidencePreflight)
 		return nil
 	}
-	defer w.close()
+	defer func() {
+		if !handedOff {
+			w.close()
+		}
+	}()
 
 	// Record the dispatch intent durably; from here on the request may have been published.
 	dispatchedAt := d.clock.Now()
@@ -165,18 +217,23 @@ func (d *Dispatcher) runWorker(ctx context.Context, minion, request string) erro
 	d.stepHook(stepDispatchRecorded)
 	start := time.Now()
 	wctx, cancel := context.WithDeadline(ctx, start.Add(d.timers.HardDeadline))
-	defer cancel()
+	defer func() {
+		if !handedOff {
+			cancel()
+		}
+	}()
 
 	d.stepHook(stepPublishSending)
 	_, err = d.publish(wctx, minion, funRun, []any{c.RequestID, string(c.Profile), spec.StateDataJSON}, jid)
 	if err != nil {
 		code := publishErrorCode(err)
 		if salt.IsNotPublished(err) && !salt.IsOutcomeUnknown(err) {
-			lg.Warn("worker: publish refused; nothing published", slog.String("code", code))
+			d.claimLog(c).Warn("worker: publish refused; nothing published", slog.String("code", code))
 			d.finalize(ctx, c, receipt.StatusFailed, 0, 1, code, evidenceRefused)
 			return nil
 		}
-		lg.Error("worker: publish outcome unknown; never retried; client quarantined", slog.String("code", code))
+		d.claimLog(c).Error("worker: publish outcome unknown; never retried; client quarantined", slog.String("code", code))
+		adm.release()
 		return d.listenAfterUnknownPublish(ctx, wctx, c, w, lease, start)
 	}
 	next = c.clone()
@@ -187,20 +244,48 @@ func (d *Dispatcher) runWorker(ctx context.Context, minion, request string) erro
 		return nil // someone else committed a final result
 	}
 	d.stepHook(stepPublishReplied)
-	lg.Info("worker: published", slog.String("fun", funRun))
+	d.claimLog(c).Info("worker: published", slog.String("fun", funRun))
+	adm.release() // waiting for the return needs no admission slot
+	if !handoff {
+		return d.awaitDispatched(ctx, wctx, c, w, start)
+	}
+	// The wait goes on without this goroutine (awaitParked): it owns the leases, the waiter and wctx now,
+	// and releases them, in the order of the deferred releases above, once the result is committed.
+	handedOff = true
+	d.wg.Add(1)
+	d.awaitParked(wctx, c, w, start.Add(d.timers.ExecutionWait), func(r *receipt.Receipt) {
+		defer d.wg.Done()
+		defer func() {
+			cancel()
+			w.close()
+			_ = lease.Release()
+			_ = reqLock.Release()
+		}()
+		if err := d.settleDispatched(ctx, c, r, start); err != nil {
+			d.claimLog(c).Warn("worker ended with error", slog.String("error", err.Error()))
+		}
+	})
+	return nil
+}
 
-	r := d.await(wctx, c, w, start.Add(d.timers.ExecutionWait))
+// awaitDispatched waits for the verified return of the published claim c and commits the final result.
+func (d *Dispatcher) awaitDispatched(ctx, wctx context.Context, c *Claim, w *waiter, start time.Time) error {
+	return d.settleDispatched(ctx, c, d.await(wctx, c, w, start.Add(d.timers.ExecutionWait)), start)
+}
+
+// settleDispatched commits the final result of the published claim c from what the wait returned (r).
+func (d *Dispatcher) settleDispatched(ctx context.Context, c *Claim, r *receipt.Receipt, start time.Time) error {
 	if ctx.Err() != nil {
 		return ctx.Err() // dispatcher closed: the claim stays dispatched (unknown once its lock is free)
 	}
 	d.hooks.observe("dispatch_to_final", time.Since(start))
 	if r == nil {
-		lg.Warn("worker: no trustworthy receipt within the window or budget; unknown")
+		d.claimLog(c).Warn("worker: no trustworthy receipt within the window or budget; unknown")
 		d.finalize(ctx, c, receipt.StatusUnknown, 0, 0, codeNoTrustworthyReturn, evidenceNone)
 		return nil
 	}
 	d.stepHook(stepReturned)
-	code = ""
+	code := ""
 	if r.Status == receipt.StatusUnknown {
 		code = codeMinionUnknown
 	}
@@ -238,9 +323,8 @@ func (d *Dispatcher) preflight(ctx context.Context, c *Claim) (string, string) {
 			return codeJIDCollision, ""
 		}
 	}
-	ctx2, cancel := context.WithTimeout(ctx, d.timers.CallTimeout)
-	defer cancel()
-	caps, err := d.capabilities(ctx2, c.MinionID)
+	// CallTimeout bounds the check from its publication on (call), not the wait for a publish slot.
+	caps, err := d.capabilities(ctx, c.MinionID)
 	if err != nil {
 		return callErrorCode(err), "" // names the cause: credentials, event bus, transport, or the minion
 	}

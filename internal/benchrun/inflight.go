@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"os/exec"
+	"runtime"
 	"runtime/pprof"
 	"sync"
 	"sync/atomic"
@@ -185,11 +186,15 @@ func cmdInflight(ctx context.Context, args []string) (any, error) {
 	rateN := fs.Int("rate-publishes", 3000, "publishes of the simulator's own rate anchor")
 	base := fs.String("dir", "/var/cache", "claim directory parent")
 	pubWait := fs.Duration("publish-wait", 5*time.Minute, "how long to wait for the last publication")
-	callTimeout := fs.Duration("call-timeout", 5*time.Minute, "the dispatcher's CallTimeout (default timers: 30 s)")
+	callTimeout := fs.Duration("call-timeout", oduflow.DefaultTimers().CallTimeout, "the dispatcher's CallTimeout")
 	heapProfile := fs.String("heap-profile", "", "write a heap profile here while the n requests are held")
 	goroutineProfile := fs.String("goroutine-profile", "", "write a goroutine profile here while the n requests are held")
+	profileRate := fs.Int("mem-profile-rate", 0, "runtime.MemProfileRate for -heap-profile (0: the default)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
+	}
+	if *profileRate > 0 {
+		runtime.MemProfileRate = *profileRate
 	}
 	child, err := startSimChild(ctx, *n)
 	if err != nil {
@@ -212,9 +217,8 @@ func cmdInflight(ctx context.Context, args []string) (any, error) {
 	defer c.Close()
 	tm := oduflow.DefaultTimers()
 	tm.PollBudget = 1 // hold them running: no status polls while measuring
-	// A worker's capability check waits for a publish slot within CallTimeout: with n workers queued
-	// behind the publish bound, the default 30 s refuses the tail (capability_unverified) on a slow
-	// machine. The benchmark measures how long the tail takes, so it gives the check more time.
+	// The production CallTimeout: a worker's capability check counts it from its publication, not from
+	// the wait for a publish slot behind the n-1 others.
 	tm.CallTimeout = *callTimeout
 	d, err := oduflow.New(c, oduflow.SaltEvents(child.hello.Events, salt.WithLogger(discard())),
 		oduflow.WithClaimDir(dir), oduflow.WithPKIDir(child.hello.PKIDir), oduflow.WithTimers(tm), oduflow.WithLogger(discard()))

@@ -182,6 +182,15 @@ func (p *LockPool) LockWait(ctx context.Context, name string, maxWait time.Durat
 // IsLocked reports whether anyone holds lock name right now, without taking it (F_OFD_GETLK), so it
 // never makes a racing TryLock fail. A missing lock file means not locked.
 func (p *LockPool) IsLocked(name string) (bool, error) {
+	if err := validName(name); err != nil {
+		return false, err
+	}
+	p.mu.Lock()
+	mine := !p.closed && p.held[name] != nil
+	p.mu.Unlock()
+	if mine {
+		return true, nil // held through this pool: no file system walk (Status of a running request)
+	}
 	k, err := p.resolve(name, false)
 	if err != nil {
 		if errors.Is(err, ErrNotExist) {
