@@ -32,7 +32,7 @@ type Dispatcher struct {
 	step   func(string)
 	pubsrc publicationSource
 	pubSem chan struct{}
-	admit  chan struct{} // workers past their request lock and before their run publish (worker.go)
+	admit  *admitter // in-process workers between their request lock and their run publish (worker.go)
 	// workerLog is where detached workers' stdout/stderr go ("" = /dev/null).
 	workerLog     string
 	workerLogFile *os.File
@@ -97,7 +97,7 @@ func New(client Publisher, events EventSource, opts ...Option) (*Dispatcher, err
 	d := &Dispatcher{pub: client, store: cfg.store, leases: cfg.leases, clock: cfg.clock, log: cfg.logger,
 		hooks: hookSet{cfg.hooks}, mode: cfg.mode, timers: cfg.timers, jids: cfg.jids, step: cfg.stepHook,
 		pubsrc: cfg.publishing, pubSem: make(chan struct{}, cfg.maxPublish),
-		admit: make(chan struct{}, admitPerPublish*cfg.maxPublish), workerLog: cfg.workerLog, workerLogFile: cfg.workerLogFile, ownLog: ownLog,
+		admit: newAdmitter(admitPerPublish * cfg.maxPublish), workerLog: cfg.workerLog, workerLogFile: cfg.workerLogFile, ownLog: ownLog,
 		pkiDir: cfg.pkiDir,
 		ctx:    ctx, cancel: cancel}
 	d.hub = newHub(events, func(msg string, args ...any) { d.log.Warn(msg, args...) })

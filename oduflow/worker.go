@@ -3,6 +3,7 @@ package oduflow
 import (
 	"context"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/cockroachdb/errors"
@@ -21,19 +22,30 @@ func (d *Dispatcher) stepHook(s string) {
 	}
 }
 
-// launch starts the worker of a freshly created claim.
+// launch starts the worker of a freshly created claim. In process, it takes the request lock at once (so
+// Status reports the request running from now on) and queues the worker for an admission slot
+// (admitter): a queued worker is a closure, not a goroutine.
 func (d *Dispatcher) launch(c *Claim) error {
 	if d.mode.detached {
 		_, err := d.launchDetached(c)
 		return err
 	}
-	d.wg.Add(1)
-	go func() {
-		defer d.wg.Done()
-		if err := d.work(d.ctx, c.MinionID, c.RequestID, true); err != nil {
+	reqLock, err := d.tryRequestLock(d.ctx, c.RequestID)
+	if err != nil {
+		if !errors.Is(err, ErrLeaseBusy) { // busy: another worker runs this request
 			d.claimLog(c).Warn("worker ended with error", slog.String("error", err.Error()))
 		}
-	}()
+		return nil
+	}
+	lockedAt := d.clock.Now()
+	d.wg.Add(1)
+	d.admit.run(func() {
+		defer d.wg.Done()
+		adm := &admission{a: d.admit, held: true}
+		if err := d.work(d.ctx, c.MinionID, c.RequestID, reqLock, lockedAt, adm); err != nil {
+			d.claimLog(c).Warn("worker ended with error", slog.String("error", err.Error()))
+		}
+	})
 	return nil
 }
 
@@ -63,38 +75,73 @@ func checkRole(c *Claim) error {
 	return nil
 }
 
-// admitPerPublish: how many workers may be between their request lock and their run publish per publish
-// slot (Options' bound on concurrent publishes). The rest wait, holding their request lock (so Status
-// reports them running) but nothing else: a parked goroutine at the top of its worker, no claim read, no
-// event subscription, no call deadline running. The capability round trip leaves the publish slot while
-// it waits for the return, so several admitted workers per slot keep the slots busy.
+// admitPerPublish: how many in-process workers may be between their request lock and their run publish
+// per publish slot (Options' bound on concurrent publishes). The others wait in the admitter's queue,
+// holding their request lock (so Status reports them running) and nothing else: no goroutine, no claim
+// read, no event subscription, no call deadline running. The capability round trip leaves the publish
+// slot while it waits for the return, so several admitted workers per slot keep the slots busy. A worker
+// waiting for its client lease (at most Timers.LeaseWait) keeps its slot.
 const admitPerPublish = 8
 
-// admission is one worker's admission slot; release is idempotent.
+// admitter runs queued workers, at most free+running at a time, in the order they were queued.
+type admitter struct {
+	mu    sync.Mutex
+	free  int
+	queue []func()
+	head  int
+}
+
+func newAdmitter(slots int) *admitter { return &admitter{free: max(1, slots)} }
+
+// run starts f on a new goroutine once a slot is free; f owns the slot until admission.release.
+func (a *admitter) run(f func()) {
+	a.mu.Lock()
+	if a.free > 0 {
+		a.free--
+		a.mu.Unlock()
+		go f()
+		return
+	}
+	a.queue = append(a.queue, f)
+	a.mu.Unlock()
+}
+
+// done hands the slot to the next queued worker, or frees it.
+func (a *admitter) done() {
+	a.mu.Lock()
+	if a.head == len(a.queue) {
+		a.free++
+		a.mu.Unlock()
+		return
+	}
+	f := a.queue[a.head]
+	a.queue[a.head] = nil
+	a.head++
+	if a.head == len(a.queue) {
+		a.queue, a.head = a.queue[:0], 0
+	} else if a.head > 1024 && a.head*2 > len(a.queue) {
+		a.queue, a.head = append(a.queue[:0], a.queue[a.head:]...), 0
+	}
+	a.mu.Unlock()
+	go f()
+}
+
+// admission is one worker's admission slot (nil for a detached worker process: it runs one request).
 type admission struct {
-	d    *Dispatcher
+	a    *admitter
 	held bool
 }
 
-func (a *admission) release() {
-	if a.held {
-		a.held = false
-		<-a.d.admit
+func (m *admission) release() {
+	if m != nil && m.held {
+		m.held = false
+		m.a.done()
 	}
 }
 
-// runWorker executes the worker steps (package documentation, Worker) for one claim and returns when the
-// request is final or abandoned (a detached worker process).
+// runWorker executes the worker steps for one claim (a detached worker process) and returns when the
+// request is final or abandoned.
 func (d *Dispatcher) runWorker(ctx context.Context, minion, request string) error {
-	return d.work(ctx, minion, request, false)
-}
-
-// work executes the worker steps (package documentation, Worker) for one claim. It publishes
-// oduflow_job.run at most once, and only from phase claimed while holding the request lock and the client
-// lease. With handoff (in-process workers), once the run publication is made the wait for its return goes
-// on in a fresh goroutine that owns the leases and the event waiter, and work returns: the deep stack the
-// preflight and publish grew is freed instead of being kept for the hours a request may run.
-func (d *Dispatcher) work(ctx context.Context, minion, request string, handoff bool) error {
 	if err := validateIDs(minion, request); err != nil {
 		return err
 	}
@@ -105,21 +152,25 @@ func (d *Dispatcher) work(ctx context.Context, minion, request string, handoff b
 		}
 		return err
 	}
-	lockedAt := d.clock.Now() // from here on Status reports the request running (its lock is held)
-	handedOff := false        // set once the await goroutine owns the leases, the waiter and wctx
+	return d.work(ctx, minion, request, reqLock, d.clock.Now(), nil)
+}
+
+// work executes the worker steps (package documentation, Worker) for one claim whose request lock the
+// caller took at lockedAt (work releases it). It publishes oduflow_job.run at most once, and only from
+// phase claimed while holding the request lock and the client lease. With an admission (in-process
+// workers), once the run publication is made the slot is freed and the wait for the return goes on
+// parked, without a goroutine (awaitParked), owning the leases and the event waiter; work returns.
+func (d *Dispatcher) work(ctx context.Context, minion, request string, reqLock Lease, lockedAt time.Time, adm *admission) error {
+	handedOff := false // set once the parked wait owns the leases, the waiter and wctx
 	defer func() {
 		if !handedOff {
 			_ = reqLock.Release()
 		}
 	}()
-	adm := &admission{d: d}
-	select {
-	case d.admit <- struct{}{}:
-		adm.held = true
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 	defer adm.release()
+	if err := validateIDs(minion, request); err != nil {
+		return err
+	}
 	c, err := d.store.Get(ctx, request)
 	if err != nil {
 		return err
@@ -246,7 +297,7 @@ func (d *Dispatcher) work(ctx context.Context, minion, request string, handoff b
 	d.stepHook(stepPublishReplied)
 	d.claimLog(c).Info("worker: published", slog.String("fun", funRun))
 	adm.release() // waiting for the return needs no admission slot
-	if !handoff {
+	if adm == nil {
 		return d.awaitDispatched(ctx, wctx, c, w, start)
 	}
 	// The wait goes on without this goroutine (awaitParked): it owns the leases, the waiter and wctx now,
