@@ -300,14 +300,17 @@ func (d *Dispatcher) work(ctx context.Context, minion, request string, reqLock L
 	if adm == nil {
 		return d.awaitDispatched(ctx, wctx, c, w, start)
 	}
-	// The wait goes on without this goroutine (awaitParked): it owns the leases, the waiter and wctx now,
-	// and releases them, in the order of the deferred releases above, once the result is committed.
+	// The wait goes on without this goroutine (awaitParked): it owns the leases and the waiter now, and
+	// releases them, in the order of the deferred releases above, once the result is committed. It needs no
+	// context of its own (a context, its timer and its children cost as much as the rest of the wait): the
+	// hard deadline bounds its window instead, and every call it makes is bounded by that window.
+	cancel()
 	handedOff = true
 	d.wg.Add(1)
-	d.awaitParked(wctx, c, w, start.Add(d.timers.ExecutionWait), func(r *receipt.Receipt) {
+	window := earlier(start.Add(d.timers.ExecutionWait), start.Add(d.timers.HardDeadline))
+	d.awaitParked(ctx, c, w, window, func(r *receipt.Receipt) {
 		defer d.wg.Done()
 		defer func() {
-			cancel()
 			w.close()
 			_ = lease.Release()
 			_ = reqLock.Release()
