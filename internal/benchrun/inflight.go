@@ -329,7 +329,7 @@ func cmdInflight(ctx context.Context, args []string) (any, error) {
 	}
 	runtime.ReadMemStats(&gc1)
 	statusGC := map[string]any{"collections": gc1.NumGC - gc0.NumGC,
-		"pause_total_ms": round3(float64(gc1.PauseTotalNs-gc0.PauseTotalNs) / 1e6),
+		"pause_total_ms":      round3(float64(gc1.PauseTotalNs-gc0.PauseTotalNs) / 1e6),
 		"gc_cpu_fraction_run": round3(gc1.GCCPUFraction)}
 	fds := openFDs()
 	mem := readMem(*n, *heapProfile)
