@@ -38,14 +38,13 @@ type awaitLoop struct {
 
 	// ONE timer per waiting request, armed for the earlier of the end of the window and the next
 	// scheduled poll; it only sets fired and calls wakeup.
-	timer     *time.Timer
-	armed     time.Time
-	fired     atomic.Bool
-	stopCtx   func() bool
-	wakeup    func()
-	running   atomic.Bool // awaitParked: a goroutine runs the steps
-	onDone    func(*receipt.Receipt)
-	finishing bool
+	timer   *time.Timer
+	armed   time.Time
+	fired   atomic.Bool
+	stopCtx func() bool
+	wakeup  func()
+	running atomic.Bool // awaitParked: a goroutine runs the steps
+	onDone  func(*receipt.Receipt)
 }
 
 func (d *Dispatcher) newAwaitLoop(ctx context.Context, c *Claim, w *waiter, deadline time.Time, pollFirst bool) *awaitLoop {
