@@ -25,12 +25,21 @@ var errCallGap = errmark.Mark(errors.New("oduflow: event gap while waiting for a
 
 // publish sends one publication, never retried, and counts it.
 func (d *Dispatcher) publish(ctx context.Context, minion string, fun string, args []any, jid salt.JID) (*salt.PublishResult, error) {
+	return d.publishSlotted(ctx, minion, fun, args, jid, nil)
+}
+
+// publishSlotted is publish; slotted (when not nil) runs once the publication has its publish slot, just
+// before it is sent: the time a call's timeout starts from (queueing behind the bound is not the call).
+func (d *Dispatcher) publishSlotted(ctx context.Context, minion string, fun string, args []any, jid salt.JID, slotted func()) (*salt.PublishResult, error) {
 	select { // bound the wire requests in flight (the master and this host have finite workers)
 	case d.pubSem <- struct{}{}:
 	case <-ctx.Done():
 		return nil, errmark.Mark(errors.Wrap(ctx.Err(), "oduflow: waiting to publish"), salt.ErrNotSent)
 	}
 	defer func() { <-d.pubSem }()
+	if slotted != nil {
+		slotted()
+	}
 	t0 := time.Now()
 	res, err := d.pub.Publish(ctx, salt.PublishRequest{
 		Target:  salt.ListTarget(minion),
@@ -75,8 +84,9 @@ func publishErrorCode(err error) string {
 const callAttempts = 3
 
 // call publishes a read-only function (never oduflow_job.run) to one minion and waits (at most timeout in
-// all) for its return. The event waiter is registered before each publish. When an event-bus gap may have
-// hidden the return, the read-only call is asked again (new JID), at most callAttempts times in all.
+// all, counted from when its first publication leaves the publish queue) for its return. The event waiter
+// is registered before each publish. When an event-bus gap may have hidden the return, the read-only call
+// is asked again (new JID), at most callAttempts times in all.
 func (d *Dispatcher) call(ctx context.Context, minion, fun string, args []any, timeout time.Duration) (*salt.JobReturn, error) {
 	return d.callAccept(ctx, minion, fun, args, timeout, nil)
 }
@@ -89,26 +99,38 @@ func (d *Dispatcher) callAccept(ctx context.Context, minion, fun string, args []
 	if fun == funRun {
 		return nil, errors.AssertionFailedf("oduflow: call never publishes %s", errors.Safe(fun))
 	}
-	deadline := time.Now().Add(timeout)
+	// Zero until the first publication has its publish slot: with thousands of workers queued behind the
+	// publish bound (a burst of Starts), the wait for a slot is not part of the call's timeout.
+	var deadline time.Time
 	for attempt := 1; ; attempt++ {
-		jr, err := d.callOnce(ctx, minion, fun, args, time.Until(deadline), accept)
+		jr, err := d.callOnce(ctx, minion, fun, args, timeout, &deadline, accept)
 		if err == nil || !errors.Is(err, errCallGap) || attempt >= callAttempts || time.Until(deadline) <= 0 {
 			return jr, err
 		}
 	}
 }
 
-func (d *Dispatcher) callOnce(ctx context.Context, minion, fun string, args []any, timeout time.Duration, accept func(*salt.JobReturn) bool) (*salt.JobReturn, error) {
+func (d *Dispatcher) callOnce(ctx context.Context, minion, fun string, args []any, timeout time.Duration, deadline *time.Time, accept func(*salt.JobReturn) bool) (*salt.JobReturn, error) {
 	jid := d.jids.Next()
-	w, err := d.hub.watch(ctx, jid)
+	left := timeout
+	if !deadline.IsZero() {
+		left = time.Until(*deadline)
+	}
+	wctx, cancel := context.WithTimeout(ctx, left) // bounds connecting to the event bus, if it must
+	w, err := d.hub.watch(wctx, jid)
+	cancel()
 	if err != nil {
 		return nil, err
 	}
 	defer w.close()
-	if _, err := d.publish(ctx, minion, fun, args, jid); err != nil {
+	if _, err := d.publishSlotted(ctx, minion, fun, args, jid, func() {
+		if deadline.IsZero() {
+			*deadline = time.Now().Add(timeout)
+		}
+	}); err != nil {
 		return nil, err
 	}
-	tm := time.NewTimer(timeout)
+	tm := time.NewTimer(time.Until(*deadline))
 	defer tm.Stop()
 	for {
 		select {

@@ -32,6 +32,7 @@ type Dispatcher struct {
 	step   func(string)
 	pubsrc publicationSource
 	pubSem chan struct{}
+	admit  *admitter // in-process workers between their request lock and their run publish (worker.go)
 	// workerLog is where detached workers' stdout/stderr go ("" = /dev/null).
 	workerLog     string
 	workerLogFile *os.File
@@ -95,7 +96,8 @@ func New(client Publisher, events EventSource, opts ...Option) (*Dispatcher, err
 	ctx, cancel := context.WithCancel(context.Background())
 	d := &Dispatcher{pub: client, store: cfg.store, leases: cfg.leases, clock: cfg.clock, log: cfg.logger,
 		hooks: hookSet{cfg.hooks}, mode: cfg.mode, timers: cfg.timers, jids: cfg.jids, step: cfg.stepHook,
-		pubsrc: cfg.publishing, pubSem: make(chan struct{}, cfg.maxPublish), workerLog: cfg.workerLog, workerLogFile: cfg.workerLogFile, ownLog: ownLog,
+		pubsrc: cfg.publishing, pubSem: make(chan struct{}, cfg.maxPublish),
+		admit: newAdmitter(admitPerPublish * cfg.maxPublish), workerLog: cfg.workerLog, workerLogFile: cfg.workerLogFile, ownLog: ownLog,
 		pkiDir: cfg.pkiDir,
 		ctx:    ctx, cancel: cancel}
 	d.hub = newHub(events, func(msg string, args ...any) { d.log.Warn(msg, args...) })

@@ -80,21 +80,36 @@ type hub struct {
 	sub    Subscription
 	gen    uint64
 	closed bool
-	byJID  map[salt.JID]map[*waiter]struct{}
-	all    map[*waiter]struct{}
-	done   chan struct{}
+	// byJID: the waiters of each JID, a list through waiter.next (almost always one): one map entry per
+	// waiting request, no per-request map. Every waiter is in it (gaps go to all of them).
+	byJID   map[salt.JID]*waiter
+	waiting int
+	done    chan struct{}
 }
 
 type waiter struct {
 	h    *hub
 	jid  salt.JID
+	next *waiter // the next waiter of the same JID (under hub.mu)
 	rets chan *salt.JobReturn
 	gaps chan struct{}
+	// wake, when set (notify), is called after each return or gap put on the channels: a wait parked
+	// without a goroutine (awaitLoop) learns of them this way. Under hub.mu; it must not block.
+	wake func()
 }
 
+// notify sets (or, with nil, clears) the function called after each return or gap for w.
+func (w *waiter) notify(f func()) {
+	w.h.mu.Lock()
+	w.wake = f
+	w.h.mu.Unlock()
+}
+
+// waiterReturns is how many returns of its JID a waiter buffers; more is a gap (the waiter polls).
+const waiterReturns = 8
+
 func newHub(src EventSource, log func(string, ...any)) *hub {
-	return &hub{src: src, log: log, byJID: make(map[salt.JID]map[*waiter]struct{}),
-		all: make(map[*waiter]struct{}), done: make(chan struct{})}
+	return &hub{src: src, log: log, byJID: make(map[salt.JID]*waiter), done: make(chan struct{})}
 }
 
 // ensure returns once a subscription is connected.
@@ -151,7 +166,7 @@ func (h *hub) loop(sub Subscription, gen uint64) {
 		h.sub = nil
 	}
 	closed := h.closed
-	waiting := len(h.all) > 0
+	waiting := h.waiting > 0
 	h.mu.Unlock()
 	_ = sub.Close()
 	h.gapAll()
@@ -168,7 +183,7 @@ func (h *hub) resubscribe() {
 	bo := backoff.New(100*time.Millisecond, 5*time.Second) // the same backoff as salt's event stream
 	for {
 		h.mu.Lock()
-		stop := h.closed || len(h.all) == 0 || h.sub != nil
+		stop := h.closed || h.waiting == 0 || h.sub != nil
 		h.mu.Unlock()
 		if stop {
 			return
@@ -191,11 +206,14 @@ func (h *hub) resubscribe() {
 func (h *hub) deliver(r *salt.JobReturn) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	for w := range h.byJID[r.JID] {
+	for w := h.byJID[r.JID]; w != nil; w = w.next {
 		select {
 		case w.rets <- r:
 		default:
 			signal(w.gaps) // buffer full: treat as a gap, the waiter polls
+		}
+		if w.wake != nil {
+			w.wake()
 		}
 	}
 }
@@ -203,8 +221,13 @@ func (h *hub) deliver(r *salt.JobReturn) {
 func (h *hub) gapAll() {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	for w := range h.all {
-		signal(w.gaps)
+	for _, first := range h.byJID {
+		for w := first; w != nil; w = w.next {
+			signal(w.gaps)
+			if w.wake != nil {
+				w.wake()
+			}
+		}
 	}
 }
 
@@ -218,19 +241,15 @@ func signal(ch chan struct{}) {
 // watch registers interest in returns of jid. It returns only when the hub is subscribed, so a publish
 // made afterwards cannot be missed without a gap being reported.
 func (h *hub) watch(ctx context.Context, jid salt.JID) (*waiter, error) {
-	w := &waiter{h: h, jid: jid, rets: make(chan *salt.JobReturn, 8), gaps: make(chan struct{}, 1)}
+	w := &waiter{h: h, jid: jid, rets: make(chan *salt.JobReturn, waiterReturns), gaps: make(chan struct{}, 1)}
 	h.mu.Lock()
 	if h.closed {
 		h.mu.Unlock()
 		return nil, errClosed
 	}
-	set := h.byJID[jid]
-	if set == nil {
-		set = make(map[*waiter]struct{})
-		h.byJID[jid] = set
-	}
-	set[w] = struct{}{}
-	h.all[w] = struct{}{}
+	w.next = h.byJID[jid]
+	h.byJID[jid] = w
+	h.waiting++
 	h.mu.Unlock()
 	if err := h.ensure(ctx); err != nil {
 		w.close()
@@ -243,13 +262,21 @@ func (w *waiter) close() {
 	h := w.h
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if set := h.byJID[w.jid]; set != nil {
-		delete(set, w)
-		if len(set) == 0 {
+	for p, cur := (*waiter)(nil), h.byJID[w.jid]; cur != nil; p, cur = cur, cur.next {
+		if cur != w {
+			continue
+		}
+		switch {
+		case p != nil:
+			p.next = cur.next
+		case cur.next != nil:
+			h.byJID[w.jid] = cur.next
+		default:
 			delete(h.byJID, w.jid)
 		}
+		h.waiting--
+		return
 	}
-	delete(h.all, w)
 }
 
 func (h *hub) close() {

@@ -35,7 +35,7 @@ const (
 // ListByClient proportional to the client's own claims. Claims without an index entry (legacy claims
 // copied in by an earlier runner) are indexed by a one-time scan the first time a store lists a client
 // (recorded by the file index-v1.done); call Reindex after adding legacy claims later. It also implements
-// Leases with flock locks, which the kernel releases when a holder dies.
+// Leases with kernel locks, which the kernel releases when a holder dies (filelease.go).
 // Safe for concurrent use by any number of goroutines and processes sharing the directory.
 type FileClaimStore struct {
 	st *safefile.Store
@@ -45,6 +45,8 @@ type FileClaimStore struct {
 	clients  map[string]*safefile.Store // open per-client index stores
 	indexed  bool
 	indexDir string
+
+	leases leasePool // request locks and client leases (filelease.go)
 }
 
 // OpenFileClaimStore opens (creating it 0700 when missing) the claim directory.
@@ -243,7 +245,7 @@ func (s *FileClaimStore) CompareAndSwap(ctx context.Context, next *Claim) (*Clai
 	return s.compareAndSwap(ctx, next, nil)
 }
 
-// CompareAndSwapHeld implements ClaimStore. A flock cannot be lost while its holder lives, so "still held"
+// CompareAndSwapHeld implements ClaimStore. A kernel lock cannot be lost while its holder lives, so "still held"
 // is: the lease is one of this store's, not released, and its lock file is still the one in the directory.
 // The check runs under the record lock, before the write.
 func (s *FileClaimStore) CompareAndSwapHeld(ctx context.Context, next *Claim, held ...Lease) (*Claim, error) {
@@ -340,56 +342,6 @@ func (s *FileClaimStore) ListByClient(ctx context.Context, minionID string) ([]*
 		}
 	}
 	return out, nil
-}
-
-type fileLease struct {
-	st *FileClaimStore
-	lk *safefile.Lock
-}
-
-func (l fileLease) Release() error { return l.lk.Release() }
-func (l fileLease) Held() bool     { return l.lk.Held() }
-
-// TryRequestLock implements Leases.
-func (s *FileClaimStore) TryRequestLock(ctx context.Context, requestID string) (Lease, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	lk, err := s.st.TryLock(requestLockPfx + requestID)
-	if err != nil {
-		if errors.Is(err, safefile.ErrLocked) {
-			return nil, errmark.Mark(err, ErrLeaseBusy)
-		}
-		return nil, errors.Wrap(err, "oduflow: request lock")
-	}
-	return fileLease{s, lk}, nil
-}
-
-// RequestLockHeld implements Leases.
-func (s *FileClaimStore) RequestLockHeld(ctx context.Context, requestID string) (bool, error) {
-	if err := ctx.Err(); err != nil {
-		return false, err
-	}
-	held, err := s.st.IsLocked(requestLockPfx + requestID)
-	if err != nil {
-		if errors.Is(err, safefile.ErrNotExist) {
-			return false, nil
-		}
-		return false, errors.Wrap(err, "oduflow: request lock state")
-	}
-	return held, nil
-}
-
-// AcquireClientLease implements Leases.
-func (s *FileClaimStore) AcquireClientLease(ctx context.Context, minionID string, maxWait time.Duration) (Lease, error) {
-	lk, err := s.st.LockWait(ctx, clientLeasePfx+minionID, maxWait)
-	if err != nil {
-		if errors.Is(err, safefile.ErrLocked) || errors.Is(err, context.DeadlineExceeded) {
-			return nil, errmark.Mark(err, ErrLeaseBusy)
-		}
-		return nil, errors.Wrap(err, "oduflow: client lease")
-	}
-	return fileLease{s, lk}, nil
 }
 
 var (

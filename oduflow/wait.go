@@ -28,101 +28,23 @@ func (d *Dispatcher) await(ctx context.Context, c *Claim, w *waiter, deadline ti
 // interval (proofLimiter), outside the poll budget: a forger flooding the bus can neither spend the
 // budget (and force unknown) nor make the worker flood the minion.
 func (d *Dispatcher) awaitFrom(ctx context.Context, c *Claim, w *waiter, deadline time.Time, pollFirst bool) *receipt.Receipt {
-	defer d.unverifiedSeen.Delete(c.RequestID)
-	lg := d.claimLog(c)
-	budget := d.timers.PollBudget
-	interval := d.timers.PollInterval()
-	early := proofLimiter{interval: interval}
-	// Gap polls (a bus gap, or this waiter's buffer overflowing, which a flood of forged events on the JID
-	// causes at will) are made at once, at most one per poll interval, and outside the budget; further
-	// gaps wait for the next scheduled poll, which comes within one interval.
-	gapPolls := proofLimiter{interval: interval}
-	gapPoll := false
-	// pendingProof: an event asked for a proof while the limiter said no. The next poll then asks for the
-	// signed answer directly instead of oduflow_job.status, whose unsigned answer a forger could race
-	// ahead of the real one (so a real return that came just after a forged one still lands at once).
-	pendingProof := false
-	window := time.NewTimer(time.Until(deadline))
-	defer window.Stop()
-	tick := time.NewTimer(interval)
-	defer tick.Stop()
-	pollNow := pollFirst
-	unknownPolls := 0
+	l := d.newAwaitLoop(ctx, c, w, deadline, pollFirst)
+	wake := make(chan struct{}, 1)
+	l.start(func() { signal(wake) })
 	for {
-		if pollNow {
-			pollNow = false
-			if !gapPoll {
-				if budget <= 0 {
-					lg.Warn("poll budget spent")
-					return nil
-				}
-				budget--
-			}
-			gapPoll = false
-			var r *receipt.Receipt
-			if pendingProof {
-				pendingProof = false
-				r = d.prove(ctx, c, deadline)
-			} else {
-				r = d.pollOnce(ctx, c, deadline)
-			}
-			switch {
-			case r != nil && r.Status.Terminal():
-				return r
-			case r != nil && r.Status == receipt.StatusUnknown:
-				// The minion's record is partial or its worker is gone. Ask once more before believing it:
-				// a poll can land between the minion's two claim writes.
-				unknownPolls++
-				if unknownPolls >= 2 {
-					return r
-				}
-				pollNow = true
-				continue
-			default:
-				unknownPolls = 0
-			}
-			if !tick.Stop() {
-				select {
-				case <-tick.C:
-				default:
-				}
-			}
-			tick.Reset(interval)
-			continue
+		if r, done := l.step(); done {
+			l.stop()
+			return r
 		}
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-window.C:
-			return nil
-		case <-w.gaps:
-			if gapPolls.allow(time.Now()) {
-				lg.Info("event gap; polling at once")
-				pollNow, gapPoll = true, true
-			}
-		case <-tick.C:
-			pollNow = true
-		case jr := <-w.rets:
-			r, reason := d.hint(c, jr)
-			if reason != "" {
-				d.noteUnverified(c, reason)
-			}
-			if reason == "" && !final(r) {
-				continue // running: the minion is still at work; the schedule polls
-			}
-			if !early.allow(time.Now()) {
-				pendingProof = true // the next scheduled poll asks for the proof
-				continue
-			}
-			p := d.prove(ctx, c, deadline)
-			if p != nil && final(p) {
-				return p
-			}
-			if reason == "" {
-				d.noteUnverified(c, unverifiedUnproven) // a final-looking return its minion did not sign
-			}
-		}
+		<-wake // something arrived, the timer fired, or ctx ended; step looks at all of it
 	}
+}
+
+func earlier(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
 }
 
 // final: an answer that ends the wait (a terminal status, or the minion's own definitive unknown).

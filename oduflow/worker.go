@@ -21,24 +21,36 @@ func (d *Dispatcher) stepHook(s string) {
 	}
 }
 
-// launch starts the worker of a freshly created claim.
+// launch starts the worker of a freshly created claim. In process, it takes the request lock at once (so
+// Status reports the request running from now on) and queues the worker for an admission slot
+// (admitter): a queued worker is a closure, not a goroutine.
 func (d *Dispatcher) launch(c *Claim) error {
 	if d.mode.detached {
 		_, err := d.launchDetached(c)
 		return err
 	}
-	d.wg.Add(1)
-	go func() {
-		defer d.wg.Done()
-		if err := d.runWorker(d.ctx, c.MinionID, c.RequestID); err != nil {
+	reqLock, err := d.tryRequestLock(d.ctx, c.RequestID)
+	if err != nil {
+		if !errors.Is(err, ErrLeaseBusy) { // busy: another worker runs this request
 			d.claimLog(c).Warn("worker ended with error", slog.String("error", err.Error()))
 		}
-	}()
+		return nil
+	}
+	lockedAt := d.clock.Now()
+	d.wg.Add(1)
+	d.admit.run(func() {
+		defer d.wg.Done()
+		adm := &admission{a: d.admit, held: true}
+		if err := d.work(d.ctx, c.MinionID, c.RequestID, reqLock, lockedAt, adm); err != nil {
+			d.claimLog(c).Warn("worker ended with error", slog.String("error", err.Error()))
+		}
+	})
 	return nil
 }
 
-// tryRequestLock takes the request lock, trying again for a moment: a Status probe of the lock (an
-// instant shared flock) must not make a starting worker believe another worker runs the request. A real
+// tryRequestLock takes the request lock, trying again for a moment: a Status probe of the lock (with a
+// store whose probe takes it for an instant) must not make a starting worker believe another worker runs
+// the request. A real
 // holder keeps the lock for its whole run, so it is still held after the retries.
 func (d *Dispatcher) tryRequestLock(ctx context.Context, request string) (Lease, error) {
 	for attempt := 0; ; attempt++ {
@@ -63,8 +75,8 @@ func checkRole(c *Claim) error {
 	return nil
 }
 
-// runWorker executes the worker steps (package documentation, Worker) for one claim. It publishes oduflow_job.run at most once, and only
-// from phase claimed while holding the request lock and the client lease.
+// runWorker executes the worker steps for one claim (a detached worker process) and returns when the
+// request is final or abandoned.
 func (d *Dispatcher) runWorker(ctx context.Context, minion, request string) error {
 	if err := validateIDs(minion, request); err != nil {
 		return err
@@ -76,7 +88,25 @@ func (d *Dispatcher) runWorker(ctx context.Context, minion, request string) erro
 		}
 		return err
 	}
-	defer func() { _ = reqLock.Release() }()
+	return d.work(ctx, minion, request, reqLock, d.clock.Now(), nil)
+}
+
+// work executes the worker steps (package documentation, Worker) for one claim whose request lock the
+// caller took at lockedAt (work releases it). It publishes oduflow_job.run at most once, and only from
+// phase claimed while holding the request lock and the client lease. With an admission (in-process
+// workers), once the run publication is made the slot is freed and the wait for the return goes on
+// parked, without a goroutine (awaitParked), owning the leases and the event waiter; work returns.
+func (d *Dispatcher) work(ctx context.Context, minion, request string, reqLock Lease, lockedAt time.Time, adm *admission) error {
+	handedOff := false // set once the parked wait owns the leases, the waiter and wctx
+	defer func() {
+		if !handedOff {
+			_ = reqLock.Release()
+		}
+	}()
+	defer adm.release()
+	if err := validateIDs(minion, request); err != nil {
+		return err
+	}
 	c, err := d.store.Get(ctx, request)
 	if err != nil {
 		return err
@@ -84,19 +114,20 @@ func (d *Dispatcher) runWorker(ctx context.Context, minion, request string) erro
 	if c.MinionID != minion {
 		return &mismatchError{Field: "minion_id", Bound: c.MinionID}
 	}
-	lg := d.claimLog(c)
 	if c.Phase != PhaseClaimed || c.legacy() != notLegacy {
 		if deadline, ok := d.resumeWindow(c); ok {
 			// A detached Resume: poll the unknown dispatched request (never publish it again).
+			adm.release()
 			d.resumePolling(ctx, c, deadline)
 			return nil
 		}
-		lg.Info("worker: claim past phase claimed; never dispatched twice", slog.String("phase", string(c.Phase)))
+		d.claimLog(c).Info("worker: claim past phase claimed; never dispatched twice", slog.String("phase", string(c.Phase)))
 		return nil
 	}
-	if age := d.clock.Now().Sub(c.CreatedAt); age > d.timers.LaunchGrace {
+	// The age when the request lock was taken: a wait for admission since then was reported running.
+	if age := lockedAt.Sub(c.CreatedAt); age > d.timers.LaunchGrace {
 		// Status has been reporting this launch as unknown (worker disappeared): never dispatch it now.
-		lg.Warn("worker: started after the launch grace; not dispatching", slog.Duration("age", age))
+		d.claimLog(c).Warn("worker: started after the launch grace; not dispatching", slog.Duration("age", age))
 		d.finalize(ctx, c, receipt.StatusUnknown, 0, 0, codeWorkerLost, evidenceNone)
 		return nil
 	}
@@ -114,22 +145,26 @@ func (d *Dispatcher) runWorker(ctx context.Context, minion, request string) erro
 		}
 		if !errors.Is(err, ErrLeaseBusy) {
 			// Not a live holder: the lease file itself is unusable (a FIFO, a foreign file, ...).
-			lg.Warn("worker: client lease unusable; preflight failure", slog.String("error", err.Error()))
+			d.claimLog(c).Warn("worker: client lease unusable; preflight failure", slog.String("error", err.Error()))
 			d.finalize(ctx, c, receipt.StatusFailed, 0, 1, codeClaimStore, evidencePreflight)
 			return nil
 		}
-		lg.Warn("worker: client lease busy; preflight failure")
+		d.claimLog(c).Warn("worker: client lease busy; preflight failure")
 		d.finalize(ctx, c, receipt.StatusFailed, 0, 1, codeLeaseBusy, evidencePreflight)
 		return nil
 	}
-	defer func() { _ = lease.Release() }()
+	defer func() {
+		if !handedOff {
+			_ = lease.Release()
+		}
+	}()
 	d.stepHook(stepLease)
 	code, keySHA := d.preflight(ctx, c)
 	if code != "" {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		lg.Warn("worker: preflight failure; nothing published", slog.String("code", code))
+		d.claimLog(c).Warn("worker: preflight failure; nothing published", slog.String("code", code))
 		d.finalize(ctx, c, receipt.StatusFailed, 0, 1, code, evidencePreflight)
 		return nil
 	}
@@ -144,11 +179,15 @@ func (d *Dispatcher) runWorker(ctx context.Context, minion, request string) erro
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		lg.Warn("worker: event bus unavailable; preflight failure, nothing published", slog.String("error", err.Error()))
+		d.claimLog(c).Warn("worker: event bus unavailable; preflight failure, nothing published", slog.String("error", err.Error()))
 		d.finalize(ctx, c, receipt.StatusFailed, 0, 1, codeEventBus, evidencePreflight)
 		return nil
 	}
-	defer w.close()
+	defer func() {
+		if !handedOff {
+			w.close()
+		}
+	}()
 
 	// Record the dispatch intent durably; from here on the request may have been published.
 	dispatchedAt := d.clock.Now()
@@ -165,18 +204,23 @@ func (d *Dispatcher) runWorker(ctx context.Context, minion, request string) erro
 	d.stepHook(stepDispatchRecorded)
 	start := time.Now()
 	wctx, cancel := context.WithDeadline(ctx, start.Add(d.timers.HardDeadline))
-	defer cancel()
+	defer func() {
+		if !handedOff {
+			cancel()
+		}
+	}()
 
 	d.stepHook(stepPublishSending)
 	_, err = d.publish(wctx, minion, funRun, []any{c.RequestID, string(c.Profile), spec.StateDataJSON}, jid)
 	if err != nil {
 		code := publishErrorCode(err)
 		if salt.IsNotPublished(err) && !salt.IsOutcomeUnknown(err) {
-			lg.Warn("worker: publish refused; nothing published", slog.String("code", code))
+			d.claimLog(c).Warn("worker: publish refused; nothing published", slog.String("code", code))
 			d.finalize(ctx, c, receipt.StatusFailed, 0, 1, code, evidenceRefused)
 			return nil
 		}
-		lg.Error("worker: publish outcome unknown; never retried; client quarantined", slog.String("code", code))
+		d.claimLog(c).Error("worker: publish outcome unknown; never retried; client quarantined", slog.String("code", code))
+		adm.release()
 		return d.listenAfterUnknownPublish(ctx, wctx, c, w, lease, start)
 	}
 	next = c.clone()
@@ -187,20 +231,51 @@ func (d *Dispatcher) runWorker(ctx context.Context, minion, request string) erro
 		return nil // someone else committed a final result
 	}
 	d.stepHook(stepPublishReplied)
-	lg.Info("worker: published", slog.String("fun", funRun))
+	d.claimLog(c).Info("worker: published", slog.String("fun", funRun))
+	adm.release() // waiting for the return needs no admission slot
+	if adm == nil {
+		return d.awaitDispatched(ctx, wctx, c, w, start)
+	}
+	// The wait goes on without this goroutine (awaitParked): it owns the leases and the waiter now, and
+	// releases them, in the order of the deferred releases above, once the result is committed. It needs no
+	// context of its own (a context, its timer and its children cost as much as the rest of the wait): the
+	// hard deadline bounds its window instead, and every call it makes is bounded by that window.
+	cancel()
+	handedOff = true
+	d.wg.Add(1)
+	window := earlier(start.Add(d.timers.ExecutionWait), start.Add(d.timers.HardDeadline))
+	d.awaitParked(ctx, c, w, window, func(r *receipt.Receipt) {
+		defer d.wg.Done()
+		defer func() {
+			w.close()
+			_ = lease.Release()
+			_ = reqLock.Release()
+		}()
+		if err := d.settleDispatched(ctx, c, r, start); err != nil {
+			d.claimLog(c).Warn("worker ended with error", slog.String("error", err.Error()))
+		}
+	})
+	return nil
+}
 
-	r := d.await(wctx, c, w, start.Add(d.timers.ExecutionWait))
+// awaitDispatched waits for the verified return of the published claim c and commits the final result.
+func (d *Dispatcher) awaitDispatched(ctx, wctx context.Context, c *Claim, w *waiter, start time.Time) error {
+	return d.settleDispatched(ctx, c, d.await(wctx, c, w, start.Add(d.timers.ExecutionWait)), start)
+}
+
+// settleDispatched commits the final result of the published claim c from what the wait returned (r).
+func (d *Dispatcher) settleDispatched(ctx context.Context, c *Claim, r *receipt.Receipt, start time.Time) error {
 	if ctx.Err() != nil {
 		return ctx.Err() // dispatcher closed: the claim stays dispatched (unknown once its lock is free)
 	}
 	d.hooks.observe("dispatch_to_final", time.Since(start))
 	if r == nil {
-		lg.Warn("worker: no trustworthy receipt within the window or budget; unknown")
+		d.claimLog(c).Warn("worker: no trustworthy receipt within the window or budget; unknown")
 		d.finalize(ctx, c, receipt.StatusUnknown, 0, 0, codeNoTrustworthyReturn, evidenceNone)
 		return nil
 	}
 	d.stepHook(stepReturned)
-	code = ""
+	code := ""
 	if r.Status == receipt.StatusUnknown {
 		code = codeMinionUnknown
 	}
@@ -238,9 +313,8 @@ func (d *Dispatcher) preflight(ctx context.Context, c *Claim) (string, string) {
 			return codeJIDCollision, ""
 		}
 	}
-	ctx2, cancel := context.WithTimeout(ctx, d.timers.CallTimeout)
-	defer cancel()
-	caps, err := d.capabilities(ctx2, c.MinionID)
+	// CallTimeout bounds the check from its publication on (call), not the wait for a publish slot.
+	caps, err := d.capabilities(ctx, c.MinionID)
 	if err != nil {
 		return callErrorCode(err), "" // names the cause: credentials, event bus, transport, or the minion
 	}

@@ -166,15 +166,9 @@ fi
 
 if want inflight; then
   say "inflight: $ROUNDS rounds of $N_INFLIGHT requests in flight (simulator in a child process) ..."
-  # Each in-flight request holds two flock descriptors (request lock, client lease): n is capped
-  # to what RLIMIT_NOFILE allows, and the report says so.
-  nofile="$(ulimit -Hn)"
+  # The request locks and client leases are byte ranges of one open lock file per claim store, so the
+  # in-flight requests hold no descriptor each: n is not capped by RLIMIT_NOFILE any more.
   n="$N_INFLIGHT"
-  if [ "$nofile" != unlimited ] && [ $(( (nofile - 1000) / 2 )) -lt "$n" ]; then
-    n=$(( (nofile - 1000) / 2 ))
-    say "RLIMIT_NOFILE $nofile: holding $n requests, not $N_INFLIGHT"
-    echo "inflight_capped=$N_INFLIGHT->$n by RLIMIT_NOFILE $nofile" >>"$OUT/raw/machine.env"
-  fi
   # This row is the slowest (minutes per round on a loaded machine): a round starts only while the
   # whole run stays within its time budget (BENCH_BUDGET_S), and the report says how many ran.
   est=0

@@ -79,6 +79,22 @@ func runHelper(mode string) int {
 		}
 		fmt.Println("READY")
 		time.Sleep(time.Hour)
+	case "poollock":
+		s, err := OpenStore(dir)
+		if err != nil {
+			return fail(err)
+		}
+		p, err := s.OpenLockPool()
+		if err != nil {
+			return fail(err)
+		}
+		for _, n := range strings.Split(name, ",") {
+			if _, err := p.TryLock(n); err != nil {
+				return fail(err)
+			}
+		}
+		fmt.Println("READY")
+		time.Sleep(time.Hour)
 	case "race":
 		return raceHelper(dir, name)
 	default:

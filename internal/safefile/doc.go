@@ -1,6 +1,7 @@
 // Package safefile is the durable file discipline shared by the master's file
 // claim store, the custom catalog and the receipt tests: a directory of small
-// records with safe opens, atomic and exclusive writes, and flock(2) locks.
+// records with safe opens, atomic and exclusive writes, and kernel locks
+// (flock(2), or OFD byte-range locks through a LockPool).
 //
 // Store keeps records as files directly in one directory, which must be owned
 // by the expected user with mode exactly 0700. Every operation walks the path
@@ -23,4 +24,14 @@
 // apart from an abandoned claim. Lock files are never removed (removing a
 // flock file races with a concurrent locker). flock is not reliable on NFS;
 // the store must live on a local file system.
+//
+// A LockPool (Store.OpenLockPool) takes the same named locks without a
+// descriptor per held lock, for holders of thousands of locks at once: lock
+// "<name>" is a one-byte Linux OFD (open file description) write lock, at the
+// offset of the inode number of "<name>.lock", on the one open file
+// "<dir>/.locks". The kernel drops OFD locks when the holder dies, like flock;
+// the pool's own table keeps the goroutines of one process apart (they share
+// the description). The per-name files are still created and checked by the
+// rules above, opened only for an instant. Pool locks and flock locks of the
+// same name do not exclude each other: one kind per name, in every process.
 package safefile

@@ -11,19 +11,27 @@ import (
 
 const lockSuffix = ".lock"
 
-// Lock is a held flock(2) lock on "<name>.lock" in a Store. The kernel
-// releases it when the holding process exits or is killed.
+// Lock is a held lock on "<name>.lock" in a Store: a flock(2) of that file
+// (Store.TryLock), or a byte range of a LockPool's one open file. Either way
+// the kernel releases it when the holding process exits or is killed.
 type Lock struct {
 	mu   sync.Mutex
-	fd   int
+	fd   int // flock: the open lock file; -1 once released (and always for a pool lock)
 	name string
+	pool *LockPool // a pool lock: held while pool.held[name] is this Lock
+	key  lockKey   // a pool lock: the lock file whose inode numbers its range
 }
 
 // Name returns the lock's name (without the .lock suffix).
 func (l *Lock) Name() string { return l.name }
 
 // Held reports whether the lock has not been released. A flock is never taken away from a living holder.
+// A pool lock also checks that its lock file and the pool's file are still the ones in the directory
+// (a replaced file would let another process take the same name).
 func (l *Lock) Held() bool {
+	if l.pool != nil {
+		return l.pool.stillHeld(l)
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.fd >= 0
@@ -31,6 +39,9 @@ func (l *Lock) Held() bool {
 
 // Release unlocks and closes the lock file. Calling it again is a no-op.
 func (l *Lock) Release() error {
+	if l.pool != nil {
+		return l.pool.release(l)
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.fd < 0 {
@@ -61,7 +72,12 @@ func (s *Store) openLock(name string, create bool) (int, error) {
 		return -1, err
 	}
 	defer unix.Close(dirfd)
-	file := name + lockSuffix
+	return s.openLockAt(dirfd, name+lockSuffix, create)
+}
+
+// openLockAt opens file (a lock file name, already checked) in dirfd under the
+// rules of openLock.
+func (s *Store) openLockAt(dirfd int, file string, create bool) (int, error) {
 	if create {
 		fd, err := unix.Openat(dirfd, file, unix.O_RDWR|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC|unix.O_NONBLOCK, 0o600)
 		if err == nil {
@@ -108,10 +124,15 @@ func (s *Store) TryLock(name string) (*Lock, error) {
 // LockWait polls TryLock until it succeeds, ctx ends, or maxWait has passed
 // (then ErrLocked). maxWait <= 0 means a single attempt.
 func (s *Store) LockWait(ctx context.Context, name string, maxWait time.Duration) (*Lock, error) {
+	return lockWait(ctx, name, maxWait, s.TryLock)
+}
+
+// lockWait polls try (5 ms, doubling to 200 ms) for at most maxWait.
+func lockWait(ctx context.Context, name string, maxWait time.Duration, try func(string) (*Lock, error)) (*Lock, error) {
 	deadline := time.Now().Add(maxWait)
 	interval := 5 * time.Millisecond
 	for {
-		l, err := s.TryLock(name)
+		l, err := try(name)
 		if err == nil || !errors.Is(err, ErrLocked) {
 			return l, err
 		}

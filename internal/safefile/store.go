@@ -14,9 +14,10 @@ const DefaultMaxRecordSize = 1 << 20
 
 // Store is a directory of small records kept under the durable file
 // discipline described in the package documentation. It holds no open file
-// descriptors: every call walks the path again, so a path component swapped
-// for a symlink after OpenStore is still refused. A Store is safe for
-// concurrent use by goroutines and by other processes using the same rules.
+// descriptors (a LockPool of it holds one): every call walks the path again,
+// so a path component swapped for a symlink after OpenStore is still refused.
+// A Store is safe for concurrent use by goroutines and by other processes
+// using the same rules.
 type Store struct {
 	dir     string
 	owner   int

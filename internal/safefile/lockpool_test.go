@@ -1,0 +1,266 @@
+package safefile
+
+import (
+	stderrors "errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+func newPool(t *testing.T, s *Store) *LockPool {
+	t.Helper()
+	p, err := s.OpenLockPool()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = p.Close() })
+	return p
+}
+
+func wantLocked(t *testing.T, what string, p *LockPool, name string, want bool) {
+	t.Helper()
+	if got, err := p.IsLocked(name); err != nil || got != want {
+		t.Fatalf("%s: IsLocked(%s) = %v, %v; want %v", what, name, got, err, want)
+	}
+}
+
+func TestLockPoolExclusiveAcrossGoroutinesAndPools(t *testing.T) {
+	s := newStore(t)
+	a, b := newPool(t, s), newPool(t, s)
+	wantLocked(t, "before", a, "req", false)
+	l, err := a.TryLock("req")
+	if err != nil || !l.Held() {
+		t.Fatalf("TryLock: %v", err)
+	}
+	for i, p := range []*LockPool{a, b} {
+		if _, err := p.TryLock("req"); !stderrors.Is(err, ErrLocked) {
+			t.Fatalf("pool %d: TryLock of a held lock: %v", i, err)
+		}
+		wantLocked(t, fmt.Sprintf("pool %d while held", i), p, "req", true)
+	}
+	other, err := b.TryLock("other")
+	if err != nil {
+		t.Fatalf("another name is independent: %v", err)
+	}
+	if err := l.Release(); err != nil || l.Held() {
+		t.Fatalf("Release: %v, Held %v", err, l.Held())
+	}
+	if err := l.Release(); err != nil {
+		t.Fatalf("second Release: %v", err)
+	}
+	wantLocked(t, "after release", b, "req", false)
+	l2, err := b.TryLock("req")
+	if err != nil {
+		t.Fatalf("TryLock after Release: %v", err)
+	}
+	// The stale handle's Release must not drop the new holder's range.
+	_ = l.Release()
+	wantLocked(t, "stale release", a, "req", true)
+	_ = l2.Release()
+	_ = other.Release()
+	// One descriptor for the pool, however many locks are held.
+	before := countFDs(t)
+	var ls []*Lock
+	for i := range 200 {
+		l, err := a.TryLock(fmt.Sprintf("n-%d", i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ls = append(ls, l)
+	}
+	if after := countFDs(t); after > before {
+		t.Fatalf("open descriptors %d -> %d while holding 200 pool locks", before, after)
+	}
+	for _, l := range ls {
+		_ = l.Release()
+	}
+}
+
+func countFDs(t *testing.T) int {
+	t.Helper()
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(ents)
+}
+
+func TestLockPoolRace(t *testing.T) {
+	s := newStore(t)
+	pools := []*LockPool{newPool(t, s), newPool(t, s)}
+	for round := range 20 {
+		name := fmt.Sprintf("race-%d", round)
+		var wins atomic.Int64
+		var wg sync.WaitGroup
+		start := make(chan struct{})
+		var won sync.Map
+		for g := range 16 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				<-start
+				l, err := pools[g%2].TryLock(name)
+				if err == nil {
+					wins.Add(1)
+					won.Store(l, true)
+				} else if !stderrors.Is(err, ErrLocked) {
+					t.Error(err)
+				}
+			}()
+		}
+		close(start)
+		wg.Wait()
+		if wins.Load() != 1 {
+			t.Fatalf("%s: %d winners of 16", name, wins.Load())
+		}
+	}
+}
+
+func TestLockPoolHolderKilled(t *testing.T) {
+	s := newStore(t)
+	p := newPool(t, s)
+	h := startHelper(t, "poollock", s.Dir(), "req,lease", "")
+	h.Expect(t, "READY")
+	for _, n := range []string{"req", "lease"} {
+		wantLocked(t, "live holder", p, n, true)
+		if _, err := p.TryLock(n); !stderrors.Is(err, ErrLocked) {
+			t.Fatalf("TryLock %s against a live holder: %v", n, err)
+		}
+		// The probe took nothing: the holder still has it, a second probe says so.
+		wantLocked(t, "after probe", p, n, true)
+	}
+	if err := h.Cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(50 * time.Millisecond)
+	wantLocked(t, "stopped holder", p, "req", true)
+	h.Kill(t)
+	for _, n := range []string{"req", "lease"} {
+		wantLocked(t, "after SIGKILL", p, n, false)
+		l, err := p.TryLock(n)
+		if err != nil {
+			t.Fatalf("TryLock %s after the holder died: %v", n, err)
+		}
+		_ = l.Release()
+	}
+}
+
+func TestLockPoolHostileFiles(t *testing.T) {
+	for _, kind := range []string{"fifo", "socket"} {
+		t.Run(kind, func(t *testing.T) {
+			s := newStore(t)
+			p := newPool(t, s)
+			plant(t, kind, filepath.Join(s.Dir(), "req.lock"))
+			wantNotRegular(t, "TryLock", noHang(t, "TryLock", func() error { _, err := p.TryLock("req"); return err }))
+			wantNotRegular(t, "IsLocked", noHang(t, "IsLocked", func() error { _, err := p.IsLocked("req"); return err }))
+			err := noHang(t, "LockWait", func() error { _, err := p.LockWait(t.Context(), "req", time.Second); return err })
+			wantNotRegular(t, "LockWait", err)
+			if stderrors.Is(err, ErrLocked) {
+				t.Fatal("a FIFO lock file reads as busy")
+			}
+		})
+	}
+	t.Run("symlink", func(t *testing.T) {
+		s := newStore(t)
+		p := newPool(t, s)
+		target := filepath.Join(t.TempDir(), "elsewhere")
+		if err := os.WriteFile(target, nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(target, filepath.Join(s.Dir(), "req.lock")); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := p.TryLock("req"); !stderrors.Is(err, ErrUnsafePath) {
+			t.Fatalf("TryLock through a symlink: %v", err)
+		}
+	})
+	t.Run("foreign mode", func(t *testing.T) {
+		s := newStore(t)
+		p := newPool(t, s)
+		if err := os.WriteFile(filepath.Join(s.Dir(), "req.lock"), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(filepath.Join(s.Dir(), "req.lock"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := p.TryLock("req"); !stderrors.Is(err, ErrUnsafePath) {
+			t.Fatalf("TryLock of a 0644 lock file: %v", err)
+		}
+	})
+	t.Run("pool file planted", func(t *testing.T) {
+		s := newStore(t)
+		plant(t, "fifo", filepath.Join(s.Dir(), poolFileName))
+		err := noHang(t, "OpenLockPool", func() error { _, err := s.OpenLockPool(); return err })
+		wantNotRegular(t, "OpenLockPool", err)
+	})
+	t.Run("lock file replaced", func(t *testing.T) {
+		s := newStore(t)
+		p := newPool(t, s)
+		l, err := p.TryLock("req")
+		if err != nil {
+			t.Fatal(err)
+		}
+		path := filepath.Join(s.Dir(), "req.lock")
+		if err := os.Rename(path, path+".old"); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if l.Held() {
+			t.Fatal("Held() true after the lock file was replaced (another process could take the name)")
+		}
+	})
+	t.Run("pool file replaced", func(t *testing.T) {
+		s := newStore(t)
+		p := newPool(t, s)
+		l, err := p.TryLock("req")
+		if err != nil {
+			t.Fatal(err)
+		}
+		path := filepath.Join(s.Dir(), poolFileName)
+		if err := os.Remove(path); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if l.Held() {
+			t.Fatal("Held() true after the pool file was replaced")
+		}
+		if _, err := p.TryLock("other"); !stderrors.Is(err, ErrUnsafePath) {
+			t.Fatalf("TryLock through a replaced pool file: %v", err)
+		}
+	})
+}
+
+func TestLockPoolClose(t *testing.T) {
+	s := newStore(t)
+	p, err := s.OpenLockPool()
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := p.TryLock("req")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Close(); err != nil || l.Held() {
+		t.Fatalf("Close: %v, Held %v", err, l.Held())
+	}
+	q := newPool(t, s)
+	wantLocked(t, "after Close", q, "req", false)
+	if names, err := s.List(""); err != nil || len(names) != 0 {
+		t.Fatalf("List shows lock files: %v, %v", names, err)
+	}
+	var st unix.Stat_t
+	if err := unix.Lstat(filepath.Join(s.Dir(), poolFileName), &st); err != nil || st.Mode&0o777 != 0o600 {
+		t.Fatalf("pool file mode %o, %v", st.Mode&0o777, err)
+	}
+}
