@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"runtime"
+	"runtime/pprof"
 	"strings"
 	"time"
 
@@ -66,8 +67,20 @@ func cmdDecode(ctx context.Context, args []string) (any, error) {
 	fs := flag.NewFlagSet("decode", flag.ContinueOnError)
 	n := fs.Int("n", 200000, "decodes")
 	frameFile := fs.String("frame", "salt/testdata/vectors/eventbus/event_ret_test_ping.frame.bin", "captured frame")
+	prof := fs.String("cpuprofile", "", "write a CPU profile of the measured loop here")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
+	}
+	if *prof != "" {
+		f, err := os.Create(*prof)
+		if err != nil {
+			return nil, err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return nil, err
+		}
+		defer pprof.StopCPUProfile()
 	}
 	frame, err := os.ReadFile(*frameFile)
 	if err != nil {
