@@ -21,15 +21,17 @@ import (
 // nothing is ever resent.
 
 const (
-	// maxIdleConns bounds the idle pool of one Client.
-	maxIdleConns = 4
+	// maxIdleConns bounds the idle pool of one Client: enough for the concurrency at which one
+	// master saturates (its worker_threads, a few dozen callers), so that those callers do not
+	// each pay a new connection (about half a millisecond of the master's CPU too).
+	maxIdleConns = 32
 	// pingTimeout bounds the liveness proof (never beyond the request's own deadline).
 	pingTimeout = time.Second
 	// pingContext is echoed by the PONG (ZMTP 3.1 allows up to 16 bytes).
 	pingContext = "oduflow-alive"
 )
 
-// WithConnectionReuse keeps up to 4 idle connections to the master for later requests (default:
+// WithConnectionReuse keeps up to 32 idle connections to the master for later requests (default:
 // a fresh connection per request). A connection is reused only after a complete exchange and
 // only once a ZMTP PING on it was answered by PONG right before the request; it is discarded on
 // any error, timeout or doubt. Failures keep their meaning: ErrNotSent when nothing was sent,
