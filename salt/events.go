@@ -241,12 +241,18 @@ func (s *EventStream) readConn(conn net.Conn) error {
 	var armedAt time.Time
 	for {
 		if fr.br.Buffered() == 0 {
-			// idle: wait for the next frame's first byte as long as it takes
-			if armed {
-				_ = conn.SetReadDeadline(time.Time{})
-				armed = false
-			}
+			// idle: wait for the next frame's first byte as long as it takes. The
+			// last frame's deadline stays armed while it lasts (clearing it and
+			// arming it again on every catch-up with the publisher were two timer
+			// updates per read): when it expires with no byte buffered, the bus is
+			// merely idle, and the wait goes on without a deadline.
 			if _, err := fr.br.Peek(1); err != nil {
+				var ne net.Error
+				if armed && fr.br.Buffered() == 0 && errors.As(err, &ne) && ne.Timeout() && s.ctx.Err() == nil {
+					_ = conn.SetReadDeadline(time.Time{})
+					armed = false
+					continue
+				}
 				if err == io.EOF {
 					return errors.New("event bus closed the connection")
 				}
@@ -321,6 +327,16 @@ func (s *EventStream) handleFrame(frame []byte, shared bool, framing frameFormat
 	}
 	if !s.match(ev.Tag) {
 		return false
+	}
+	if s.q.idle() {
+		// nothing queued, pending or held by deliver: a consumer already waiting
+		// takes the event from this goroutine directly (one hand-off instead of
+		// two). Only this goroutine adds events and gaps, so the order holds.
+		select {
+		case s.out <- ev:
+			return true
+		default:
+		}
 	}
 	return s.q.push(ev, int64(len(frame))+est)
 }
@@ -462,6 +478,14 @@ func (q *eventQueue) pop() (Event, bool) {
 		return Event{Gap: g}, true
 	}
 	return Event{}, false
+}
+
+// idle reports whether no event is queued or waiting for the consumer and no gap
+// is pending.
+func (q *eventQueue) idle() bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.n == 0 && q.held == 0 && q.gap == nil
 }
 
 // handed releases the budget of the events popped so far: the consumer has them.

@@ -72,6 +72,21 @@ def reader_series():
     return wall, cpu
 
 
+def reader_util():
+    """Our event reader's CPU time / wall time per round (below 1: it waited on the socket)."""
+    out = []
+    for p in sorted(glob.glob(os.path.join(raw, "reader.ours.*.jsonl"))):
+        with open(p) as f:
+            for line in f:
+                try:
+                    d = json.loads(line)
+                except ValueError:
+                    continue
+                if d.get("elapsed_s") and d.get("cpu_s") is not None:
+                    out.append(d["cpu_s"] / d["elapsed_s"])
+    return out
+
+
 def med(xs):
     return statistics.median(xs) if xs else None
 
@@ -198,7 +213,8 @@ row("event_reader_vs_salt_reader", "event bus reader, live master, replayed test
     "anchor: Salt's MasterEvent.get_event on the same backlog; ours per CPU second: %s" % cell(rc))
 row("event_reader_vs_master_delivery", "event bus reader, live master: ours vs what the master's publisher delivers", "events/s",
     rw, series("events.anchor", lambda d: d["recv"]["recv_only_per_s"]["median"]), None,
-    "anchor: the kit's recv reader (receives the backlog without decoding it: the ceiling of any reader)")
+    "anchor: the kit's recv reader (receives the backlog without decoding it: the ceiling of any reader); "
+    "our reader's CPU use while draining: %s of one CPU" % cell(reader_util()))
 row("event_decode_vs_salt_unpack", "event stream decode from memory (captured test.ping return through a pipe: framing, queue, typed return), CPU time", "events/s",
     series("decode.ours", lambda d: d["cpu_per_s"]), series("events.anchor", lambda d: d["salt_unpack_only_per_s"]),
     None, "anchor: SaltEvent.unpack of the same event (wall, one thread); ours wall: %s/s"
