@@ -33,7 +33,10 @@ type authMaterial struct {
 	token    string
 }
 
-type userKeyAuth struct{ user, path string }
+type userKeyAuth struct {
+	user, path string
+	cache      *keyCache // nil: read the file every time
+}
 
 // UserKey authenticates with the master's per-user key file
 // (<cachedir>/.<user>_key, e.g. /var/cache/salt/master/.root_key). The file is
@@ -41,10 +44,12 @@ type userKeyAuth struct{ user, path string }
 // start. The file must be a regular file (no symlink) without group-write or
 // any "other" permission bits. user is sent as the "user" field; "root" (or
 // the master's user) gets full access.
-func UserKey(user, keyFile string) Auth { return userKeyAuth{user: user, path: keyFile} }
+func UserKey(user, keyFile string) Auth {
+	return userKeyAuth{user: user, path: keyFile, cache: &keyCache{}}
+}
 
 func (a userKeyAuth) material(context.Context) (authMaterial, error) {
-	key, err := readKeyFile(a.path)
+	key, err := a.cache.read(a.path)
 	if err != nil {
 		return authMaterial{}, err
 	}
