@@ -40,8 +40,10 @@ type userKeyAuth struct {
 
 // UserKey authenticates with the master's per-user key file
 // (<cachedir>/.<user>_key, e.g. /var/cache/salt/master/.root_key). The file is
-// read again for every request, because the master writes a new key at every
-// start. The file must be a regular file (no symlink) without group-write or
+// checked again for every request, because the master writes a new key at every
+// start: the key read last is reused only while the file is provably the same
+// file (an lstat finds the same inode, mode, size and times), else the file is
+// read again. The file must be a regular file (no symlink) without group-write or
 // any "other" permission bits. user is sent as the "user" field; "root" (or
 // the master's user) gets full access.
 func UserKey(user, keyFile string) Auth {
