@@ -237,6 +237,7 @@ func (s *EventStream) readConn(conn net.Conn) error {
 	stop := context.AfterFunc(s.ctx, func() { _ = conn.Close() })
 	defer stop()
 	fr := &frameReader{br: bufio.NewReaderSize(conn, readBufferBytes), max: s.cfg.maxFrame}
+	bud := new(decodeBudget) // reset for every frame; no event retains it
 	armed := false
 	var armedAt time.Time
 	for {
@@ -279,7 +280,7 @@ func (s *EventStream) readConn(conn net.Conn) error {
 			}
 			return err
 		}
-		if !s.handleFrame(frame, shared, fr.framing) && !shared {
+		if !s.handleFrame(frame, shared, fr.framing, bud) && !shared {
 			fr.recycle(frame)
 		}
 	}
@@ -287,7 +288,7 @@ func (s *EventStream) readConn(conn net.Conn) error {
 
 // handleFrame filters one frame by its tag, then decodes and queues it. It
 // reports whether the queued event references frame (else frame is free).
-func (s *EventStream) handleFrame(frame []byte, shared bool, framing frameFormat) bool {
+func (s *EventStream) handleFrame(frame []byte, shared bool, framing frameFormat, bud *decodeBudget) bool {
 	if len(frame) == 0 {
 		return false // no frame reader returns one; decodeEventFrame would refuse it
 	}
@@ -296,7 +297,7 @@ func (s *EventStream) handleFrame(frame []byte, shared bool, framing frameFormat
 	// owned frame (read into its own slice, never written again) becomes the
 	// event's text itself, so that a frame at the cap is not copied once more.
 	view := unsafe.String(unsafe.SliceData(frame), len(frame))
-	bud := newDecodeBudget(s.cfg.decode)
+	bud.reset(s.cfg.decode)
 	sp, split := (&strDecoder{s: view, bud: bud}).splitEventFrame()
 	if split && !s.match(view[sp.tagLo:sp.tagHi]) {
 		return false // not decoded at all

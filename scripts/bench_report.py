@@ -215,7 +215,7 @@ row("event_reader_vs_master_delivery", "event bus reader, live master: ours vs w
     rw, series("events.anchor", lambda d: d["recv"]["recv_only_per_s"]["median"]), None,
     "anchor: the kit's recv reader (receives the backlog without decoding it: the ceiling of any reader); "
     "our reader's CPU use while draining: %s of one CPU" % cell(reader_util()))
-row("event_decode_vs_salt_unpack", "event stream decode from memory (captured test.ping return through a pipe: framing, queue, typed return), CPU time", "events/s",
+row("event_decode_vs_salt_unpack", "event stream decode from memory (captured test.ping return through a pipe, up to 128 frames per write: framing, queue, typed return), CPU time", "events/s",
     series("decode.ours", lambda d: d["cpu_per_s"]), series("events.anchor", lambda d: d["salt_unpack_only_per_s"]),
     None, "anchor: SaltEvent.unpack of the same event (wall, one thread); ours wall: %s/s"
     % cell(series("decode.ours", lambda d: d["wall_per_s"])))
