@@ -123,7 +123,7 @@ func (c *Client) Close() error {
 
 // envelope wraps a clear load as {enc: clear, load, version}.
 func (c *Client) envelope(load *orderedMap) ([]byte, error) {
-	env := newOrderedMap().Set("enc", "clear").Set("load", load).Set("version", c.cfg.version)
+	env := newOrderedMapCap(3).Set("enc", "clear").Set("load", load).Set("version", c.cfg.version)
 	b, err := encodeSalt(env)
 	if err != nil {
 		return nil, errmark.Mark(err, ErrInvalidRequest)

@@ -100,7 +100,7 @@ func publishLoad(req PublishRequest, am authMaterial, osUser string) (*orderedMa
 	args := make([]any, 0, len(req.Args)+1)
 	args = append(args, req.Args...)
 	if req.Kwargs != nil {
-		kw := newOrderedMap().Set("__kwarg__", true)
+		kw := newOrderedMapCap(len(req.Kwargs)+1).Set("__kwarg__", true)
 		for _, k := range sortedKeys(req.Kwargs) {
 			if k == "__kwarg__" {
 				continue
@@ -113,7 +113,7 @@ func publishLoad(req PublishRequest, am authMaterial, osUser string) (*orderedMa
 	if timeout <= 0 {
 		timeout = 5
 	}
-	load := newOrderedMap().
+	load := newOrderedMapCap(11).
 		Set("cmd", "publish").
 		Set("tgt", req.Target.tgt()).
 		Set("fun", req.Fun).
