@@ -87,6 +87,20 @@ def reader_util():
     return out
 
 
+def reader_bytes_per_read():
+    out = []
+    for p in sorted(glob.glob(os.path.join(raw, "reader.ours.*.jsonl"))):
+        with open(p) as f:
+            for line in f:
+                try:
+                    d = json.loads(line)
+                except ValueError:
+                    continue
+                if d.get("reads"):
+                    out.append(d["read_bytes"] / d["reads"])
+    return out
+
+
 def med(xs):
     return statistics.median(xs) if xs else None
 
@@ -214,7 +228,7 @@ row("event_reader_vs_salt_reader", "event bus reader, live master, replayed test
 row("event_reader_vs_master_delivery", "event bus reader, live master: ours vs what the master's publisher delivers", "events/s",
     rw, series("events.anchor", lambda d: d["recv"]["recv_only_per_s"]["median"]), None,
     "anchor: the kit's recv reader (receives the backlog without decoding it: the ceiling of any reader); "
-    "our reader's CPU use while draining: %s of one CPU" % cell(reader_util()))
+    "our reader's CPU use while draining: %s of one CPU; %s bytes per socket read" % (cell(reader_util()), cell(reader_bytes_per_read())))
 row("event_decode_vs_salt_unpack", "event stream decode from memory (captured test.ping return through a pipe, up to 128 frames per write: framing, queue, typed return), CPU time", "events/s",
     series("decode.ours", lambda d: d["cpu_per_s"]), series("events.anchor", lambda d: d["salt_unpack_only_per_s"]),
     None, "anchor: SaltEvent.unpack of the same event (wall, one thread); ours wall: %s/s"
