@@ -33,18 +33,25 @@ type authMaterial struct {
 	token    string
 }
 
-type userKeyAuth struct{ user, path string }
+type userKeyAuth struct {
+	user, path string
+	cache      *keyCache // nil: read the file every time
+}
 
 // UserKey authenticates with the master's per-user key file
 // (<cachedir>/.<user>_key, e.g. /var/cache/salt/master/.root_key). The file is
-// read again for every request, because the master writes a new key at every
-// start. The file must be a regular file (no symlink) without group-write or
+// checked again for every request, because the master writes a new key at every
+// start: the key read last is reused only while the file is provably the same
+// file (an lstat finds the same inode, mode, size and times), else the file is
+// read again. The file must be a regular file (no symlink) without group-write or
 // any "other" permission bits. user is sent as the "user" field; "root" (or
 // the master's user) gets full access.
-func UserKey(user, keyFile string) Auth { return userKeyAuth{user: user, path: keyFile} }
+func UserKey(user, keyFile string) Auth {
+	return userKeyAuth{user: user, path: keyFile, cache: &keyCache{}}
+}
 
 func (a userKeyAuth) material(context.Context) (authMaterial, error) {
-	key, err := readKeyFile(a.path)
+	key, err := a.cache.read(a.path)
 	if err != nil {
 		return authMaterial{}, err
 	}

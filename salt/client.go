@@ -11,6 +11,7 @@ import (
 	"github.com/cockroachdb/errors"
 
 	"github.com/oduflow/oduflow-go/internal/errmark"
+	"github.com/oduflow/oduflow-go/internal/salttrace"
 )
 
 // Defaults of the Client options.
@@ -122,7 +123,7 @@ func (c *Client) Close() error {
 
 // envelope wraps a clear load as {enc: clear, load, version}.
 func (c *Client) envelope(load *orderedMap) ([]byte, error) {
-	env := newOrderedMap().Set("enc", "clear").Set("load", load).Set("version", c.cfg.version)
+	env := newOrderedMapCap(3).Set("enc", "clear").Set("load", load).Set("version", c.cfg.version)
 	b, err := encodeSalt(env)
 	if err != nil {
 		return nil, errmark.Mark(err, ErrInvalidRequest)
@@ -139,6 +140,8 @@ func (c *Client) do(ctx context.Context, cmd string, load *orderedMap) (any, err
 	if err != nil {
 		return nil, notSent(err, "encoding request")
 	}
+	tr := salttrace.From(ctx)
+	tr.Mark(salttrace.Encoded)
 	rctx, cancel := deadlineFor(ctx, c.cfg.timeout)
 	defer cancel()
 	stop := context.AfterFunc(c.ctx, cancel)
@@ -146,9 +149,9 @@ func (c *Client) do(ctx context.Context, cmd string, load *orderedMap) (any, err
 	start := time.Now()
 	var raw []byte
 	if c.pool != nil {
-		raw, err = pooledRoundTrip(rctx, c.pool, c.ep, body, c.cfg.maxReply)
+		raw, err = pooledRoundTrip(rctx, c.pool, c.ep, body, c.cfg.maxReply, tr)
 	} else {
-		raw, err = roundTrip(rctx, c.ep, body, c.cfg.maxReply)
+		raw, err = roundTrip(rctx, c.ep, body, c.cfg.maxReply, tr)
 	}
 	if err != nil {
 		c.cfg.logger.LogAttrs(ctx, slog.LevelWarn, "salt request failed",
@@ -156,10 +159,12 @@ func (c *Client) do(ctx context.Context, cmd string, load *orderedMap) (any, err
 			slog.Bool("not_sent", errors.Is(err, ErrNotSent)), slog.String("error", errors.Redact(err)))
 		return nil, err
 	}
+	tr.Mark(salttrace.Returned)
 	v, err := decodeValueLimited(raw, c.cfg.decode)
 	if err != nil {
 		return nil, outcomeUnknown(errmark.Mark(err, ErrMalformedReply), "decoding reply")
 	}
+	tr.Mark(salttrace.Decoded)
 	c.cfg.logger.LogAttrs(ctx, slog.LevelDebug, "salt request done",
 		slog.String("cmd", cmd), slog.Duration("elapsed", time.Since(start)), slog.Int("reply_bytes", len(raw)))
 	return v, nil

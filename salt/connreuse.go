@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/cockroachdb/errors"
+
+	"github.com/oduflow/oduflow-go/internal/salttrace"
 )
 
 // Connection reuse (opt-in, WithConnectionReuse). Without it every request has its own
@@ -19,15 +21,17 @@ import (
 // nothing is ever resent.
 
 const (
-	// maxIdleConns bounds the idle pool of one Client.
-	maxIdleConns = 4
+	// maxIdleConns bounds the idle pool of one Client: enough for the concurrency at which one
+	// master saturates (its worker_threads, a few dozen callers), so that those callers do not
+	// each pay a new connection (about half a millisecond of the master's CPU too).
+	maxIdleConns = 32
 	// pingTimeout bounds the liveness proof (never beyond the request's own deadline).
 	pingTimeout = time.Second
 	// pingContext is echoed by the PONG (ZMTP 3.1 allows up to 16 bytes).
 	pingContext = "oduflow-alive"
 )
 
-// WithConnectionReuse keeps up to 4 idle connections to the master for later requests (default:
+// WithConnectionReuse keeps up to 32 idle connections to the master for later requests (default:
 // a fresh connection per request). A connection is reused only after a complete exchange and
 // only once a ZMTP PING on it was answered by PONG right before the request; it is discarded on
 // any error, timeout or doubt. Failures keep their meaning: ErrNotSent when nothing was sent,
@@ -115,7 +119,7 @@ func (c *zmtpConn) proveAlive(ctx context.Context) error {
 
 // exchange sends body on zc and reads the reply, with ctx's deadline and cancellation. reusable
 // reports whether the exchange completed cleanly and zc may be pooled.
-func (zc *zmtpConn) exchange(ctx context.Context, body []byte, maxReply int64) (reply []byte, reusable bool, err error) {
+func (zc *zmtpConn) exchange(ctx context.Context, body []byte, maxReply int64, tr *salttrace.Trace) (reply []byte, reusable bool, err error) {
 	stop := context.AfterFunc(ctx, func() { _ = zc.nc.Close() })
 	defer func() {
 		if !stop() {
@@ -138,16 +142,18 @@ func (zc *zmtpConn) exchange(ctx context.Context, body []byte, maxReply int64) (
 		}
 		return nil, false, outcomeUnknown(err, "send")
 	}
+	tr.Mark(salttrace.Sent)
 	reply, err = zc.readReply(maxReply)
 	if err != nil {
 		return nil, false, outcomeUnknown(withCtxCause(ctx, err), "waiting for reply")
 	}
+	tr.Mark(salttrace.Replied)
 	// a clean exchange leaves nothing unread: bytes already buffered would be a doubt
 	return reply, zc.br.Buffered() == 0, nil
 }
 
 // pooledRoundTrip is roundTrip with connection reuse.
-func pooledRoundTrip(ctx context.Context, pool *connPool, ep reqEndpoint, body []byte, maxReply int64) ([]byte, error) {
+func pooledRoundTrip(ctx context.Context, pool *connPool, ep reqEndpoint, body []byte, maxReply int64, tr *salttrace.Trace) ([]byte, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, notSent(err, "context done before dialing")
 	}
@@ -156,15 +162,17 @@ func pooledRoundTrip(ctx context.Context, pool *connPool, ep reqEndpoint, body [
 		if err := zc.proveAlive(ctx); err != nil {
 			_ = zc.nc.Close() // dead or doubtful; nothing of the request was sent on it
 			zc = nil
+		} else {
+			tr.Mark(salttrace.Proven)
 		}
 	}
 	if zc == nil {
 		var err error
-		if zc, err = dialZMTP(ctx, ep); err != nil {
+		if zc, err = dialZMTP(ctx, ep, tr); err != nil {
 			return nil, err
 		}
 	}
-	reply, reusable, err := zc.exchange(ctx, body, maxReply)
+	reply, reusable, err := zc.exchange(ctx, body, maxReply, tr)
 	if err != nil || !reusable {
 		_ = zc.nc.Close()
 		return reply, err
@@ -174,12 +182,13 @@ func pooledRoundTrip(ctx context.Context, pool *connPool, ep reqEndpoint, body [
 }
 
 // dialZMTP opens a connection and performs the handshake within ctx; every failure is ErrNotSent.
-func dialZMTP(ctx context.Context, ep reqEndpoint) (*zmtpConn, error) {
+func dialZMTP(ctx context.Context, ep reqEndpoint, tr *salttrace.Trace) (*zmtpConn, error) {
 	var d net.Dialer
 	nc, err := d.DialContext(ctx, ep.network, ep.address)
 	if err != nil {
 		return nil, notSent(err, "dial")
 	}
+	tr.Mark(salttrace.Connected)
 	stop := context.AfterFunc(ctx, func() { _ = nc.Close() })
 	dl, _ := ctx.Deadline()
 	_ = nc.SetDeadline(dl)
@@ -191,5 +200,6 @@ func dialZMTP(ctx context.Context, ep reqEndpoint) (*zmtpConn, error) {
 		_ = nc.Close()
 		return nil, notSent(withCtxCause(ctx, err), "ZMTP handshake")
 	}
+	tr.Mark(salttrace.Handshaken)
 	return zc, nil
 }

@@ -77,6 +77,11 @@ func newDecodeBudget(l decodeLimits) *decodeBudget {
 	return &decodeBudget{elems: l.MaxElements, bytes: l.MaxBytes, maxDepth: l.MaxDepth}
 }
 
+// reset makes b a fresh budget of l (a reader reuses one budget for all its frames).
+func (b *decodeBudget) reset(l decodeLimits) {
+	*b = decodeBudget{elems: l.MaxElements, bytes: l.MaxBytes, maxDepth: l.MaxDepth}
+}
+
 // charge takes elems values and bytes estimated bytes, or reports false (and remembers it).
 func (b *decodeBudget) charge(elems, bytes int64) bool {
 	if b.exceeded || elems > b.elems || bytes > b.bytes {

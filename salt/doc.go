@@ -35,8 +35,9 @@
 //
 // # Authentication
 //
-// UserKey reads the master's .<user>_key file for every request (the master
-// writes a new key at every start), refusing symlinks, non-regular files,
+// UserKey checks the master's .<user>_key file for every request (the master
+// writes a new key at every start; the key read last is reused only while an
+// lstat finds the very same, settled file), refusing symlinks, non-regular files,
 // group-write/other permission bits and any content that is not a Salt user
 // key (76 base64 characters of 56 bytes, one optional trailing newline): a
 // wrong path is refused (ErrKeyFile, ErrNotSent) before a byte is sent. Eauth sends backend, username and

@@ -237,16 +237,23 @@ func (s *EventStream) readConn(conn net.Conn) error {
 	stop := context.AfterFunc(s.ctx, func() { _ = conn.Close() })
 	defer stop()
 	fr := &frameReader{br: bufio.NewReaderSize(conn, readBufferBytes), max: s.cfg.maxFrame}
+	bud := new(decodeBudget) // reset for every frame; no event retains it
 	armed := false
 	var armedAt time.Time
 	for {
 		if fr.br.Buffered() == 0 {
-			// idle: wait for the next frame's first byte as long as it takes
-			if armed {
-				_ = conn.SetReadDeadline(time.Time{})
-				armed = false
-			}
+			// idle: wait for the next frame's first byte as long as it takes. The
+			// last frame's deadline stays armed while it lasts (clearing it and
+			// arming it again on every catch-up with the publisher were two timer
+			// updates per read): when it expires with no byte buffered, the bus is
+			// merely idle, and the wait goes on without a deadline.
 			if _, err := fr.br.Peek(1); err != nil {
+				var ne net.Error
+				if armed && fr.br.Buffered() == 0 && errors.As(err, &ne) && ne.Timeout() && s.ctx.Err() == nil {
+					_ = conn.SetReadDeadline(time.Time{})
+					armed = false
+					continue
+				}
 				if err == io.EOF {
 					return errors.New("event bus closed the connection")
 				}
@@ -273,7 +280,7 @@ func (s *EventStream) readConn(conn net.Conn) error {
 			}
 			return err
 		}
-		if !s.handleFrame(frame, shared, fr.framing) && !shared {
+		if !s.handleFrame(frame, shared, fr.framing, bud) && !shared {
 			fr.recycle(frame)
 		}
 	}
@@ -281,7 +288,7 @@ func (s *EventStream) readConn(conn net.Conn) error {
 
 // handleFrame filters one frame by its tag, then decodes and queues it. It
 // reports whether the queued event references frame (else frame is free).
-func (s *EventStream) handleFrame(frame []byte, shared bool, framing frameFormat) bool {
+func (s *EventStream) handleFrame(frame []byte, shared bool, framing frameFormat, bud *decodeBudget) bool {
 	if len(frame) == 0 {
 		return false // no frame reader returns one; decodeEventFrame would refuse it
 	}
@@ -290,7 +297,7 @@ func (s *EventStream) handleFrame(frame []byte, shared bool, framing frameFormat
 	// owned frame (read into its own slice, never written again) becomes the
 	// event's text itself, so that a frame at the cap is not copied once more.
 	view := unsafe.String(unsafe.SliceData(frame), len(frame))
-	bud := newDecodeBudget(s.cfg.decode)
+	bud.reset(s.cfg.decode)
 	sp, split := (&strDecoder{s: view, bud: bud}).splitEventFrame()
 	if split && !s.match(view[sp.tagLo:sp.tagHi]) {
 		return false // not decoded at all
@@ -321,6 +328,16 @@ func (s *EventStream) handleFrame(frame []byte, shared bool, framing frameFormat
 	}
 	if !s.match(ev.Tag) {
 		return false
+	}
+	if s.q.idle() {
+		// nothing queued, pending or held by deliver: a consumer already waiting
+		// takes the event from this goroutine directly (one hand-off instead of
+		// two). Only this goroutine adds events and gaps, so the order holds.
+		select {
+		case s.out <- ev:
+			return true
+		default:
+		}
 	}
 	return s.q.push(ev, int64(len(frame))+est)
 }
@@ -462,6 +479,14 @@ func (q *eventQueue) pop() (Event, bool) {
 		return Event{Gap: g}, true
 	}
 	return Event{}, false
+}
+
+// idle reports whether no event is queued or waiting for the consumer and no gap
+// is pending.
+func (q *eventQueue) idle() bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.n == 0 && q.held == 0 && q.gap == nil
 }
 
 // handed releases the budget of the events popped so far: the consumer has them.

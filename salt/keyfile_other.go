@@ -4,6 +4,10 @@ package salt
 
 import "github.com/cockroachdb/errors"
 
+type keyCache struct{}
+
+func (*keyCache) read(path string) (string, error) { return readKeyFile(path) }
+
 func readKeyFile(path string) (string, error) {
 	return "", errors.Wrap(ErrKeyFile, "user key files are only supported on unix")
 }

@@ -22,6 +22,12 @@ func newOrderedMap() *orderedMap {
 	return &orderedMap{vals: map[string]any{}}
 }
 
+// newOrderedMapCap returns an empty ordered map with room for n keys (a load
+// whose keys are known: no growth of its key list and map while it is built).
+func newOrderedMapCap(n int) *orderedMap {
+	return &orderedMap{keys: make([]string, 0, n), vals: make(map[string]any, n)}
+}
+
 // Set adds or replaces key. A new key goes to the end; an existing key keeps
 // its position (Python dict semantics).
 func (m *orderedMap) Set(key string, v any) *orderedMap {

@@ -8,6 +8,7 @@ import (
 	"github.com/cockroachdb/errors"
 
 	"github.com/oduflow/oduflow-go/internal/errmark"
+	"github.com/oduflow/oduflow-go/internal/salttrace"
 )
 
 // targetType is Salt's tgt_type.
@@ -99,7 +100,7 @@ func publishLoad(req PublishRequest, am authMaterial, osUser string) (*orderedMa
 	args := make([]any, 0, len(req.Args)+1)
 	args = append(args, req.Args...)
 	if req.Kwargs != nil {
-		kw := newOrderedMap().Set("__kwarg__", true)
+		kw := newOrderedMapCap(len(req.Kwargs)+1).Set("__kwarg__", true)
 		for _, k := range sortedKeys(req.Kwargs) {
 			if k == "__kwarg__" {
 				continue
@@ -112,7 +113,7 @@ func publishLoad(req PublishRequest, am authMaterial, osUser string) (*orderedMa
 	if timeout <= 0 {
 		timeout = 5
 	}
-	load := newOrderedMap().
+	load := newOrderedMapCap(11).
 		Set("cmd", "publish").
 		Set("tgt", req.Target.tgt()).
 		Set("fun", req.Fun).
@@ -166,10 +167,13 @@ func sortedKeys(m map[string]any) []string {
 // ErrLimitExceeded, ErrInvalidRequest. IsNotPublished and IsOutcomeUnknown
 // sort them into the two cases that matter.
 func (c *Client) Publish(ctx context.Context, req PublishRequest) (*PublishResult, error) {
+	tr := salttrace.From(ctx)
+	tr.Mark(salttrace.Start)
 	am, err := c.authFor(ctx)
 	if err != nil {
 		return nil, err
 	}
+	tr.Mark(salttrace.Authed)
 	load, err := publishLoad(req, am, c.cfg.osUser)
 	if err != nil {
 		return nil, notSent(err, "building publish")
@@ -190,6 +194,7 @@ func (c *Client) Publish(ctx context.Context, req PublishRequest) (*PublishResul
 	if err != nil {
 		return nil, err
 	}
+	tr.Mark(salttrace.Done)
 	return res, nil
 }
 

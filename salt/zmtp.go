@@ -26,6 +26,8 @@ import (
 	"time"
 
 	"github.com/cockroachdb/errors"
+
+	"github.com/oduflow/oduflow-go/internal/salttrace"
 )
 
 const (
@@ -100,6 +102,9 @@ func zmtpFrame(flags byte, body []byte) []byte {
 	return append(out, body...)
 }
 
+// zmtpOpening is what a REQ peer sends first: its greeting and its READY.
+func zmtpOpening() []byte { return append(zmtpGreeting(), zmtpReady("REQ")...) }
+
 func zmtpReady(socketType string) []byte {
 	var p []byte
 	prop := func(k, v string) {
@@ -120,10 +125,14 @@ type zmtpConn struct {
 }
 
 // zmtpHandshake exchanges greetings and READY, and checks that the peer is a
-// ROUTER or REP socket.
+// ROUTER or REP socket. Our greeting and our READY leave in one write (one
+// round trip instead of two): ZMTP 3 lets a peer that offers only 3.x NULL
+// send its whole greeting at once and its READY right after it, and READY
+// carries nothing of a request. The request itself is sent only after the
+// peer's greeting and READY were checked.
 func zmtpHandshake(nc net.Conn) (*zmtpConn, error) {
 	c := &zmtpConn{nc: nc, br: bufio.NewReaderSize(nc, 4096)}
-	if _, err := nc.Write(zmtpGreeting()); err != nil {
+	if _, err := nc.Write(zmtpOpening()); err != nil {
 		return nil, err
 	}
 	var g [64]byte
@@ -138,9 +147,6 @@ func zmtpHandshake(nc net.Conn) (*zmtpConn, error) {
 	}
 	if mech := string(bytes.TrimRight(g[12:32], "\x00")); mech != "NULL" {
 		return nil, errors.Wrapf(errProtocol, "peer security mechanism %q, want NULL", errors.Safe(mech))
-	}
-	if _, err := nc.Write(zmtpReady("REQ")); err != nil {
-		return nil, err
 	}
 	flags, body, err := c.readFrame(maxCommandBytes)
 	if err != nil {
@@ -299,7 +305,7 @@ func (c *zmtpConn) handleCommand(body []byte) error {
 //
 // The error wraps ErrNotSent when no byte of the request left this process,
 // ErrOutcomeUnknown otherwise.
-func roundTrip(ctx context.Context, ep reqEndpoint, body []byte, maxReply int64) ([]byte, error) {
+func roundTrip(ctx context.Context, ep reqEndpoint, body []byte, maxReply int64, tr *salttrace.Trace) ([]byte, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, notSent(err, "context done before dialing")
 	}
@@ -308,6 +314,7 @@ func roundTrip(ctx context.Context, ep reqEndpoint, body []byte, maxReply int64)
 	if err != nil {
 		return nil, notSent(err, "dial")
 	}
+	tr.Mark(salttrace.Connected)
 	defer nc.Close()
 	stop := context.AfterFunc(ctx, func() { _ = nc.Close() })
 	defer stop()
@@ -319,6 +326,7 @@ func roundTrip(ctx context.Context, ep reqEndpoint, body []byte, maxReply int64)
 		err = withCtxCause(ctx, err)
 		return nil, notSent(err, "ZMTP handshake")
 	}
+	tr.Mark(salttrace.Handshaken)
 	if err := ctx.Err(); err != nil {
 		return nil, notSent(err, "context done before sending")
 	}
@@ -331,11 +339,13 @@ func roundTrip(ctx context.Context, ep reqEndpoint, body []byte, maxReply int64)
 		}
 		return nil, outcomeUnknown(err, "send")
 	}
+	tr.Mark(salttrace.Sent)
 	reply, err := zc.readReply(maxReply)
 	if err != nil {
 		err = withCtxCause(ctx, err)
 		return nil, outcomeUnknown(err, "waiting for reply")
 	}
+	tr.Mark(salttrace.Replied)
 	return reply, nil
 }
 

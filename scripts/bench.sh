@@ -9,10 +9,15 @@
 # reader that joins the anchors' event rounds).
 #
 # Rows (see scripts/bench_report.py for the goals):
-#   publish_rtt   benchrun publish_rtt          vs  anchors_py.py publish_rtt (run_job and channel)
-#   throughput    benchrun throughput (4, 16)   vs  anchors_py.py throughput --procs 4 --jid-policy fixed
+#   publish_rtt   benchrun publish_rtt -reuse   vs  anchors_py.py publish_rtt (run_job and channel);
+#                 benchrun publish_breakdown    (ours only: traced phases, fresh and reused connections)
+#   throughput    benchrun throughput -reuse, 1 2 4 8 16 32 publishers (the saturation curve; 4 and 16
+#                 are the goal rows), and 4 without reuse  vs  anchors_py.py throughput --procs 4 and 8
+#                 --jid-policy fixed; every ours round also reports the master's, the minion's, its own
+#                 and the machine's CPU use
 #   e2e_ping      benchrun e2e_ping             vs  anchors_py.py e2e_ping (LocalClient.cmd)
-#   events        benchrun decode; benchreader  vs  anchors_py.py event_rate (Salt's reader, Salt unpack)
+#   events        benchrun decode; benchreader  vs  anchors_py.py event_rate (Salt's reader, Salt unpack,
+#                 and its "recv" reader: what the master's publisher delivers, the ceiling of any reader)
 #   start         benchrun start_idle           vs  fsyncfloor
 #   custom        benchrun custom               (ours only: the 5 ms CPU goal)
 #   inflight      benchrun inflight             (the simulator in a child process; its own publish
@@ -110,22 +115,34 @@ drain() { [ "$lab_up" = 1 ] && step "drain.$1" 200 "$PY" "$ANCH" drain --timeout
 } >"$OUT/raw/machine.env"
 [ "$lab_up" = 1 ] && step meta 60 "$PY" "$ANCH" meta && drain 0
 
+# --- publish round trip and its breakdown (publish_rtt) ---
+# Ours runs with salt.WithConnectionReuse (a PONG-proven idle connection, else a fresh one): the
+# configuration a long-lived caller uses. publish_breakdown traces the phases of fresh and reused
+# publishes in the same round (one reused JID: the minion runs it once, nothing to drain).
 if [ "$lab_up" = 1 ] && want publish_rtt; then
-  say "publish_rtt: $ROUNDS rounds of $N_RTT publishes (each round's jobs are drained) ..."
+  say "publish_rtt: $ROUNDS rounds of $N_RTT publishes (each round's jobs are drained) + the breakdown ..."
   for r in $(seq 1 "$ROUNDS"); do
-    step "publish_rtt.ours.$r" 120 "$BR" publish_rtt -n "$N_RTT"
+    step "publish_rtt.ours.$r" 120 "$BR" publish_rtt -n "$N_RTT" -reuse
+    step "publish_breakdown.ours.$r" 120 "$BR" publish_breakdown -n "$N_RTT"
     drain "publish_rtt.$r"
     step "publish_rtt.anchor.$r" 300 "$PY" "$ANCH" publish_rtt --n "$N_RTT" --warmup 2 --drain-timeout 180
   done
 fi
 
+# --- publish throughput and the master's saturation curve (throughput) ---
+# One Client with connection reuse at 1..32 publishers (one reused JID each, as the anchor), one
+# round without reuse at 4, then Python's run_job at 4 and 8 processes.
 if [ "$lab_up" = 1 ] && want throughput; then
-  say "throughput: $ROUNDS rounds of ${TP_S}s (ours 4 and 16 publishers, Python 4 processes) ..."
+  say "throughput: $ROUNDS rounds of ${TP_S}s (ours 1-32 publishers, 4 without reuse; Python 4 and 8 processes) ..."
   for r in $(seq 1 "$ROUNDS"); do
-    step "throughput4.ours.$r" 120 "$BR" throughput -publishers 4 -duration "${TP_S}s"
-    step "throughput16.ours.$r" 120 "$BR" throughput -publishers 16 -duration "${TP_S}s"
+    for k in 1 2 4 8 16 32; do
+      step "throughput_curve$k.ours.$r" 120 "$BR" throughput -publishers "$k" -duration "${TP_S}s" -reuse
+    done
+    step "throughput4fresh.ours.$r" 120 "$BR" throughput -publishers 4 -duration "${TP_S}s"
     drain "throughput.$r"
     step "throughput.anchor.$r" 240 "$PY" "$ANCH" throughput --procs 4 --duration "$TP_S" --jid-policy fixed --drain-timeout 120
+    drain "throughput8.$r"
+    step "throughput8.anchor.$r" 240 "$PY" "$ANCH" throughput --procs 8 --duration "$TP_S" --jid-policy fixed --drain-timeout 120
   done
 fi
 
@@ -144,7 +161,7 @@ if want events; then
     step "decode.ours.$r" 120 "$BR" decode -n "$N_DECODE"
     if [ "$lab_up" = 1 ]; then
       BENCHREADER_LOG="$OUT/raw/reader.ours.$r.jsonl" step "events.anchor.$r" 300 "$PY" "$ANCH" event_rate \
-        --n "$N_EV" --reps 1 --event test_ping --readers salt --extra-reader "extra=$OUT/bin/benchreader"
+        --n "$N_EV" --reps 1 --event test_ping --readers recv,salt --extra-reader "extra=$OUT/bin/benchreader"
     fi
   done
 fi

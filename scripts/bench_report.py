@@ -72,6 +72,35 @@ def reader_series():
     return wall, cpu
 
 
+def reader_util():
+    """Our event reader's CPU time / wall time per round (below 1: it waited on the socket)."""
+    out = []
+    for p in sorted(glob.glob(os.path.join(raw, "reader.ours.*.jsonl"))):
+        with open(p) as f:
+            for line in f:
+                try:
+                    d = json.loads(line)
+                except ValueError:
+                    continue
+                if d.get("elapsed_s") and d.get("cpu_s") is not None:
+                    out.append(d["cpu_s"] / d["elapsed_s"])
+    return out
+
+
+def reader_bytes_per_read():
+    out = []
+    for p in sorted(glob.glob(os.path.join(raw, "reader.ours.*.jsonl"))):
+        with open(p) as f:
+            for line in f:
+                try:
+                    d = json.loads(line)
+                except ValueError:
+                    continue
+                if d.get("reads"):
+                    out.append(d["read_bytes"] / d["reads"])
+    return out
+
+
 def med(xs):
     return statistics.median(xs) if xs else None
 
@@ -118,23 +147,66 @@ def row(key, label, unit, ours, anchor=None, goal=None, note=""):
     summary[key] = {"ours": None if mo is None else round(mo, 4), "anchor": None if ma is None else round(ma, 4)}
 
 
-# publish round trip
+# --- publish round trip and its breakdown ---
 pub_ours = series("publish_rtt.ours", lambda d: d["ms"]["median"])
+pub_reuse = "ours: WithConnectionReuse" if any(d.get("reuse") for d in rounds("publish_rtt.ours").values()) else "ours: a fresh connection per publish"
 row("publish_rtt_vs_persistent_channel", "publish round trip, real master (send -> publish reply)", "ms",
     pub_ours, series("publish_rtt.anchor", lambda d: d["channel_ms"]["median"]),
-    ("ratio<=", 0.9, "<= 0.9x"), "anchor: Salt's ReqChannel.send on one persistent channel")
+    ("ratio<=", 0.9, "<= 0.9x"), "anchor: Salt's ReqChannel.send on one persistent channel; " + pub_reuse)
 row("publish_rtt_vs_run_job", "publish round trip, real master (send -> publish reply)", "ms",
     pub_ours, series("publish_rtt.anchor", lambda d: d["run_job_ms"]["median"]),
-    ("ratio<=", 0.6, "<= 0.6x"), "anchor: Salt's LocalClient.run_job (new REQ socket per publish)")
+    ("ratio<=", 0.6, "<= 0.6x"), "anchor: Salt's LocalClient.run_job (new REQ socket per publish); " + pub_reuse)
 
-# throughput
+
+def phases(mode):
+    """'phase a us, phase b us, ...': the median over rounds of each traced phase's round median."""
+    keys = []
+    for d in rounds("publish_breakdown.ours").values():
+        for k in (d.get(mode + "_us") or {}):
+            if k not in keys and k not in ("total", "client_share"):
+                keys.append(k)
+    parts = []
+    for k in keys:
+        v = med(series("publish_breakdown.ours", lambda d, k=k: d[mode + "_us"][k]))
+        parts.append("%s %s" % (k, fmt(v)))
+    return ", ".join(parts)
+
+
+for mode, label in (("reused", "reused connection (WithConnectionReuse)"), ("fresh", "fresh connection per publish")):
+    row("publish_rtt_breakdown" + ("" if mode == "reused" else "_fresh"),
+        "publish round trip traced, %s: the client's own share (total minus send -> reply)" % label, "us",
+        series("publish_breakdown.ours", lambda d, m=mode: d[m + "_us"]["client_share"]), None,
+        ("ours<=", 300.0, "<= 300 us") if mode == "reused" else None,
+        "phases (us, medians): %s; total %s ms" % (phases(mode), cell(series("publish_breakdown.ours", lambda d, m=mode: d[m + "_total_ms"]["median"]))))
+
+# --- publish throughput and the master's saturation curve ---
 tp_anchor = series("throughput.anchor", lambda d: d["per_s"])
-row("publish_throughput_vs_python_4_clients", "publish throughput, one Client, 4 publishers", "publishes/s",
-    series("throughput4.ours", lambda d: d["per_s"]), tp_anchor, ("ratio>=", 2.0, ">= 2x"),
-    "anchor: 4 Python processes of run_job; one reused JID per publisher on both sides")
-row("publish_throughput_16_vs_python_4_clients", "publish throughput, one Client, 16 publishers", "publishes/s",
-    series("throughput16.ours", lambda d: d["per_s"]), tp_anchor, ("ratio>=", 2.0, ">= 2x"),
-    "anchor: the same Python 4-process figure")
+
+
+def cpu_note(prefix):
+    s = lambda k: cell(series(prefix, lambda d, k=k: d["cpu"][k]))
+    return ("master %s cores (%s ms CPU per publish), minion %s, this client %s cores (%s ms per publish), machine busy %s"
+            % (s("master_cores"), s("master_cpu_ms_per_publish"), s("minion_cores"), s("client_cores"),
+               s("client_cpu_ms_per_publish"), s("machine_busy_share")))
+
+
+row("publish_throughput_vs_python_4_clients", "publish throughput, one Client (reuse), 4 publishers", "publishes/s",
+    series("throughput_curve4.ours", lambda d: d["per_s"]), tp_anchor, ("ratio>=", 2.0, ">= 2x"),
+    "anchor: 4 Python processes of run_job; one reused JID per publisher on both sides; " + cpu_note("throughput_curve4.ours"))
+row("publish_throughput_16_vs_python_4_clients", "publish throughput, one Client (reuse), 16 publishers", "publishes/s",
+    series("throughput_curve16.ours", lambda d: d["per_s"]), tp_anchor, ("ratio>=", 2.0, ">= 2x"),
+    "anchor: the same Python 4-process figure; " + cpu_note("throughput_curve16.ours"))
+row("publish_throughput_4_fresh_vs_python_4_clients", "publish throughput, one Client without reuse, 4 publishers", "publishes/s",
+    series("throughput4fresh.ours", lambda d: d["per_s"]), tp_anchor, None,
+    "anchor: the same Python 4-process figure; " + cpu_note("throughput4fresh.ours"))
+row("publish_throughput_python_8_clients", "publish throughput, Python run_job, 8 processes", "publishes/s",
+    series("throughput8.anchor", lambda d: d["per_s"]), tp_anchor, None,
+    "ratio: 8 processes / 4 processes (does Python gain from more processes?)")
+for k in (1, 2, 4, 8, 16, 32):
+    row("publish_throughput_curve_%d" % k, "saturation curve: one Client (reuse), %d publishers" % k, "publishes/s",
+        series("throughput_curve%d.ours" % k, lambda d: d["per_s"]), tp_anchor, None,
+        "latency median %s ms; %s" % (cell(series("throughput_curve%d.ours" % k, lambda d: d["latency_ms"]["median"])),
+                                      cpu_note("throughput_curve%d.ours" % k)))
 
 # end to end
 e2e = rounds("e2e.anchor")
@@ -153,7 +225,11 @@ rw, rc = reader_series()
 row("event_reader_vs_salt_reader", "event bus reader, live master, replayed test.ping returns", "events/s",
     rw, series("events.anchor", lambda d: d["salt"]["per_s"]["median"]), ("ratio>=", 6.0, ">= 6x"),
     "anchor: Salt's MasterEvent.get_event on the same backlog; ours per CPU second: %s" % cell(rc))
-row("event_decode_vs_salt_unpack", "event stream decode from memory (captured test.ping return through a pipe: framing, queue, typed return), CPU time", "events/s",
+row("event_reader_vs_master_delivery", "event bus reader, live master: ours vs what the master's publisher delivers", "events/s",
+    rw, series("events.anchor", lambda d: d["recv"]["recv_only_per_s"]["median"]), None,
+    "anchor: the kit's recv reader (receives the backlog without decoding it: the ceiling of any reader); "
+    "our reader's CPU use while draining: %s of one CPU; %s bytes per socket read" % (cell(reader_util()), cell(reader_bytes_per_read())))
+row("event_decode_vs_salt_unpack", "event stream decode from memory (captured test.ping return through a pipe, up to 128 frames per write: framing, queue, typed return), CPU time", "events/s",
     series("decode.ours", lambda d: d["cpu_per_s"]), series("events.anchor", lambda d: d["salt_unpack_only_per_s"]),
     None, "anchor: SaltEvent.unpack of the same event (wall, one thread); ours wall: %s/s"
     % cell(series("decode.ours", lambda d: d["wall_per_s"])))

@@ -16,6 +16,7 @@ import (
 	"net"
 	"os"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -42,13 +43,14 @@ func run() error {
 	// Like the Python readers, connect before the load is fired but read nothing until "go":
 	// the master queues the whole round for this connection, and the reader drains it.
 	gate := make(chan struct{})
+	var reads, readBytes atomic.Int64
 	dial := func(ctx context.Context, network, address string) (net.Conn, error) {
 		var d net.Dialer
 		c, err := d.DialContext(ctx, network, address)
 		if err != nil {
 			return nil, err
 		}
-		return &gatedConn{Conn: c, gate: gate}, nil
+		return &gatedConn{Conn: c, gate: gate, reads: &reads, bytes: &readBytes}, nil
 	}
 	// A buffer large enough for a whole replayed round: the reader is measured, not the consumer.
 	stream, err := salt.SubscribeEvents(ctx, addr, salt.WithEventDialer(dial),
@@ -69,8 +71,10 @@ func run() error {
 		case ev.Gap != nil:
 			gaps++
 		case ev.Tag == endTag:
+			// reads: the socket reads the stream made (each at most its 64 KiB buffer): few bytes per
+			// read mean the reader kept up with what the master wrote
 			res := map[string]any{"count": count, "elapsed_s": time.Since(start).Seconds(), "gaps": gaps,
-				"cpu_s": (cpuTime() - cpu0).Seconds()}
+				"cpu_s": (cpuTime() - cpu0).Seconds(), "reads": reads.Load(), "read_bytes": readBytes.Load()}
 			out, _ := json.Marshal(res)
 			fmt.Println(string(out))
 			return appendLog(os.Getenv("BENCHREADER_LOG"), out)
@@ -107,13 +111,17 @@ func cpuTime() time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
-// gatedConn blocks reads until gate is closed.
+// gatedConn blocks reads until gate is closed, and counts them.
 type gatedConn struct {
 	net.Conn
-	gate chan struct{}
+	gate         chan struct{}
+	reads, bytes *atomic.Int64
 }
 
 func (c *gatedConn) Read(p []byte) (int, error) {
 	<-c.gate
-	return c.Conn.Read(p)
+	n, err := c.Conn.Read(p)
+	c.reads.Add(1)
+	c.bytes.Add(int64(n))
+	return n, err
 }

@@ -121,7 +121,9 @@ func TestReportSummary(t *testing.T) {
 		write(jsonName("publish_rtt.ours", n), map[string]any{"ms": map[string]any{"median": ms}})
 		write(jsonName("publish_rtt.anchor", n), map[string]any{"run_job_ms": map[string]any{"median": 10.0},
 			"channel_ms": map[string]any{"median": 8.0}})
-		write(jsonName("throughput4.ours", n), map[string]any{"per_s": 300.0})
+		write(jsonName("throughput_curve4.ours", n), map[string]any{"per_s": 300.0})
+		write(jsonName("publish_breakdown.ours", n), map[string]any{"reused_us": map[string]any{"client_share": 200.0 + ms,
+			"ping_pong_proof": 80.0}, "reused_total_ms": map[string]any{"median": 3.0}})
 		write(jsonName("throughput.anchor", n), map[string]any{"per_s": 150.0})
 		write(jsonName("inflight.ours", n), map[string]any{"n": 10000, "rss_mb": 100.0 + ms, "status_ms": map[string]any{"p99": 0.5}})
 	}
@@ -148,6 +150,12 @@ func TestReportSummary(t *testing.T) {
 	p := sum["publish_rtt_vs_run_job"]
 	if p.Ours == nil || *p.Ours != 5 || p.Anchor == nil || *p.Anchor != 10 {
 		t.Fatalf("publish_rtt_vs_run_job %+v", p)
+	}
+	if b := sum["publish_rtt_breakdown"]; b.Ours == nil || *b.Ours != 205 || b.Anchor != nil {
+		t.Fatalf("publish_rtt_breakdown %+v", b)
+	}
+	if !strings.Contains(string(out), "phases (us, medians): ping_pong_proof 80.0") {
+		t.Errorf("report lacks the breakdown's phases:\n%s", out)
 	}
 	if r := sum["inflight_10k_dispatcher_rss_mb"]; r.Ours == nil || *r.Ours != 105 || r.Anchor != nil {
 		t.Fatalf("rss %+v", r)

@@ -37,6 +37,7 @@ func cmdPublishRTT(ctx context.Context, args []string) (any, error) {
 	fs := flag.NewFlagSet("publish_rtt", flag.ContinueOnError)
 	n := fs.Int("n", 30, "publishes")
 	warmup := fs.Int("warmup", 2, "warm-up publishes")
+	reuse := fs.Bool("reuse", false, "salt.WithConnectionReuse (a PONG-proven idle connection per publish)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -44,7 +45,7 @@ func cmdPublishRTT(ctx context.Context, args []string) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	c, err := env.client()
+	c, err := env.clientFor(*reuse)
 	if err != nil {
 		return nil, err
 	}
@@ -68,7 +69,7 @@ func cmdPublishRTT(ctx context.Context, args []string) (any, error) {
 			lat = append(lat, dt)
 		}
 	}
-	return map[string]any{"ms": summarize(lat, time.Millisecond), "jids": len(jids)}, nil
+	return map[string]any{"ms": summarize(lat, time.Millisecond), "jids": len(jids), "reuse": *reuse}, nil
 }
 
 // cmdThroughput: K goroutines sharing ONE Client publish test.ping sequentially for d, each reusing
@@ -78,6 +79,7 @@ func cmdThroughput(ctx context.Context, args []string) (any, error) {
 	fs := flag.NewFlagSet("throughput", flag.ContinueOnError)
 	k := fs.Int("publishers", 4, "concurrent publishers")
 	d := fs.Duration("duration", 5*time.Second, "duration")
+	reuse := fs.Bool("reuse", false, "salt.WithConnectionReuse")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -85,7 +87,7 @@ func cmdThroughput(ctx context.Context, args []string) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	c, err := env.client()
+	c, err := env.clientFor(*reuse)
 	if err != nil {
 		return nil, err
 	}
@@ -95,6 +97,11 @@ func cmdThroughput(ctx context.Context, args []string) (any, error) {
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	var lat []time.Duration
+	labDir := os.Getenv("ODUFLOW_SALTLAB_DIR")
+	if labDir == "" {
+		labDir = "/srv/saltlab"
+	}
+	cpu0 := takeCPUSnapshot(labDir)
 	start := time.Now()
 	end := start.Add(*d)
 	for range *k {
@@ -123,8 +130,16 @@ func cmdThroughput(ctx context.Context, args []string) (any, error) {
 		}()
 	}
 	wg.Wait()
+	// CPU of the window (the master's, the minion's, ours, the machine's): which one bounds the rate
+	use := cpuUse(cpu0, takeCPUSnapshot(labDir))
+	if n := count.Load(); n > 0 && use != nil {
+		// the master's CPU per publish: with the machine's CPUs it bounds the rate whatever the client does
+		use["master_cpu_ms_per_publish"] = round3(use["master_cores"] * d.Seconds() * 1000 / float64(n))
+		use["client_cpu_ms_per_publish"] = round3(use["client_cores"] * d.Seconds() * 1000 / float64(n))
+	}
 	return map[string]any{"publishers": *k, "duration_s": d.Seconds(), "publishes": count.Load(), "errors": errs.Load(),
-		"per_s": round3(float64(count.Load()) / d.Seconds()), "latency_ms": summarize(lat, time.Millisecond)}, nil
+		"per_s": round3(float64(count.Load()) / d.Seconds()), "latency_ms": summarize(lat, time.Millisecond),
+		"reuse": *reuse, "cpu": use}, nil
 }
 
 // jobEvents is what e2e_ping learns of one JID from the event bus.

@@ -5,6 +5,7 @@
 // Sub-commands (all take flags; see each one's flag set):
 //
 //	publish_rtt   sequential publishes of test.ping to the lab master, send -> publish reply
+//	publish_breakdown  the phases of those publishes (fresh and reused connections), traced
 //	throughput    K goroutines on ONE Client, one reused JID each, publishes per second
 //	e2e_ping      test.ping through the library (publish + event-bus return) and its overhead
 //	start_idle    Start of new requests on an idle dispatcher, and 100 concurrent Starts
@@ -28,20 +29,21 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: benchrun <publish_rtt|throughput|e2e_ping|start_idle|inflight|sim|custom|decode> [flags]")
+		fmt.Fprintln(os.Stderr, "usage: benchrun <publish_rtt|publish_breakdown|throughput|e2e_ping|start_idle|inflight|sim|custom|decode> [flags]")
 		os.Exit(2)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	cmds := map[string]func(context.Context, []string) (any, error){
-		"publish_rtt": cmdPublishRTT,
-		"throughput":  cmdThroughput,
-		"e2e_ping":    cmdE2EPing,
-		"start_idle":  cmdStartIdle,
-		"inflight":    cmdInflight,
-		"sim":         cmdSim,
-		"custom":      cmdCustom,
-		"decode":      cmdDecode,
+		"publish_rtt":       cmdPublishRTT,
+		"publish_breakdown": cmdPublishBreakdown,
+		"throughput":        cmdThroughput,
+		"e2e_ping":          cmdE2EPing,
+		"start_idle":        cmdStartIdle,
+		"inflight":          cmdInflight,
+		"sim":               cmdSim,
+		"custom":            cmdCustom,
+		"decode":            cmdDecode,
 	}
 	f, ok := cmds[os.Args[1]]
 	if !ok {
