@@ -148,6 +148,27 @@ row("e2e_test_ping_vs_localclient_cmd", "test.ping end to end (publish -> return
     series("e2e.ours", lambda d: d["total_ms"]["median"]), py_total, None,
     "anchor: LocalClient.cmd; master span (ours) %s ms" % cell(series("e2e.ours", lambda d: d["master_span_ms"]["median"])))
 
+# --- row e2e_configure_overhead_ms (benchrun configure; ours only) ---
+def _cfg(key):
+    return series("configure.ours", lambda d: d[key]["median"])
+
+
+def _cfg_part(group, key):
+    return series("configure.ours", lambda d: d[group][key]["median"])
+
+
+row("e2e_configure_overhead_ms", "dispatched configure, Start -> terminal: the rest beyond the minion's apply, "
+    "the capability check and the receipt proof", "ms", _cfg("rest_ms"), None, ("ours<=", 20.0, "<= 20 ms"),
+    "total %s = apply %s (run job new->ret) + capability check %s + receipt proof %s + rest; rest parts: "
+    "Start to capability call %s, capability to run publish %s, publish to new event %s, return to proof %s, "
+    "proof to commit %s" % (cell(_cfg("total_ms")), cell(_cfg("apply_ms")), cell(_cfg("capability_ms")),
+                            cell(_cfg("proof_ms")), cell(_cfg_part("rest_parts_ms", "to_capability")),
+                            cell(_cfg_part("rest_parts_ms", "cap_to_publish")),
+                            cell(_cfg_part("rest_parts_ms", "publish_to_new")),
+                            cell(_cfg_part("rest_parts_ms", "ret_to_proof")),
+                            cell(_cfg_part("rest_parts_ms", "proof_to_commit"))))
+# --- end of row e2e_configure_overhead_ms ---
+
 # event bus
 rw, rc = reader_series()
 row("event_reader_vs_salt_reader", "event bus reader, live master, replayed test.ping returns", "events/s",
