@@ -54,6 +54,9 @@ type cfgTrace struct {
 	code            string
 	done            chan struct{}
 	unverifiedCount int
+	// durable claim writes (timedStore): Create, the fenced intent, then plain CAS (dispatched, terminal)
+	create, intent time.Duration
+	cas            []time.Duration
 }
 
 func newTrace() *cfgTrace {
@@ -127,6 +130,37 @@ func (h *cfgHooks) hooks() oduflow.Hooks {
 		},
 		UnverifiedEvent: func(string) { with(func(t *cfgTrace, _ time.Time) { t.unverifiedCount++ }) },
 	}
+}
+
+// timedStore times the claim store's durable writes for the current request's trace (the file store's
+// leases pass through: they are its own, as CompareAndSwapHeld requires).
+type timedStore struct {
+	*oduflow.FileClaimStore
+	h *cfgHooks
+}
+
+func (s timedStore) note(f func(t *cfgTrace, d time.Duration), t0 time.Time) {
+	d := time.Since(t0)
+	if t := s.h.trace(); t != nil {
+		t.mu.Lock()
+		f(t, d)
+		t.mu.Unlock()
+	}
+}
+
+func (s timedStore) Create(ctx context.Context, c *oduflow.Claim) error {
+	defer s.note(func(t *cfgTrace, d time.Duration) { t.create = d }, time.Now())
+	return s.FileClaimStore.Create(ctx, c)
+}
+
+func (s timedStore) CompareAndSwapHeld(ctx context.Context, next *oduflow.Claim, held ...oduflow.Lease) (*oduflow.Claim, error) {
+	defer s.note(func(t *cfgTrace, d time.Duration) { t.intent = d }, time.Now())
+	return s.FileClaimStore.CompareAndSwapHeld(ctx, next, held...)
+}
+
+func (s timedStore) CompareAndSwap(ctx context.Context, next *oduflow.Claim) (*oduflow.Claim, error) {
+	defer s.note(func(t *cfgTrace, d time.Duration) { t.cas = append(t.cas, d) }, time.Now())
+	return s.FileClaimStore.CompareAndSwap(ctx, next)
 }
 
 // labJob is what the bench's own subscription saw of one oduflow_job.* job on the lab minion.
@@ -215,8 +249,12 @@ type cfgSample struct {
 	runPublish   time.Duration // oduflow_job.run publish round trip (overlaps apply)
 	retDelivery  time.Duration // retStamp -> this process's own subscription received the return
 	attestMinion time.Duration // the attest job's new -> ret span (the minion's part of the proof)
-	attestVerify time.Duration // attest return seen -> proof verified (transport + verification)
 	capMinion    time.Duration // the capabilities job's new -> ret span
+	// the durable claim writes on the critical path: Create (index entry + claim), the intent, the
+	// terminal commit (the dispatched commit overlaps the apply); and the rest without them
+	create, intent, terminal, restBeyondWrites time.Duration
+	// the worker's steps (Hooks.Step): finer pieces of toCapability and capToPublish
+	toClaimed, claimedToLease, leaseToCap, capToRecorded, recordedToPublish time.Duration
 }
 
 // cmdConfigure: n sequential dispatched configure requests on the lab minion through one long-lived
@@ -264,8 +302,13 @@ func cmdConfigure(ctx context.Context, args []string) (any, error) {
 	go jobs.run(stream, env.minion)
 
 	h := &cfgHooks{}
-	d, err := oduflow.New(c, oduflow.SaltEvents(env.events, salt.WithLogger(discard())), oduflow.WithClaimDir(dir),
-		oduflow.WithPKIDir(pki), oduflow.WithLogger(discard()), oduflow.WithHooks(h.hooks()))
+	store, err := oduflow.OpenFileClaimStore(dir)
+	if err != nil {
+		return nil, err
+	}
+	d, err := oduflow.New(c, oduflow.SaltEvents(env.events, salt.WithLogger(discard())),
+		oduflow.WithClaimStore(timedStore{FileClaimStore: store, h: h}), oduflow.WithPKIDir(pki),
+		oduflow.WithLogger(discard()), oduflow.WithHooks(h.hooks()))
 	if err != nil {
 		return nil, err
 	}
@@ -308,6 +351,13 @@ func cmdConfigure(ctx context.Context, args []string) (any, error) {
 		"capability_ms": pick(func(s cfgSample) time.Duration { return s.capability }),
 		"proof_ms":      pick(func(s cfgSample) time.Duration { return s.proof }),
 		"rest_ms":       pick(func(s cfgSample) time.Duration { return s.rest }),
+		"claim_writes_ms": map[string]summary{
+			"create":   pick(func(s cfgSample) time.Duration { return s.create }),
+			"intent":   pick(func(s cfgSample) time.Duration { return s.intent }),
+			"terminal": pick(func(s cfgSample) time.Duration { return s.terminal }),
+			"sum":      pick(func(s cfgSample) time.Duration { return s.create + s.intent + s.terminal }),
+		},
+		"rest_beyond_writes_ms": pick(func(s cfgSample) time.Duration { return s.restBeyondWrites }),
 		"rest_parts_ms": map[string]summary{
 			"to_capability":   pick(func(s cfgSample) time.Duration { return s.toCapability }),
 			"cap_to_publish":  pick(func(s cfgSample) time.Duration { return s.capToPublish }),
@@ -316,12 +366,16 @@ func cmdConfigure(ctx context.Context, args []string) (any, error) {
 			"proof_to_commit": pick(func(s cfgSample) time.Duration { return s.proofToCommit }),
 		},
 		"reference_ms": map[string]summary{
-			"start_call":        pick(func(s cfgSample) time.Duration { return s.startCall }),
-			"run_publish":       pick(func(s cfgSample) time.Duration { return s.runPublish }),
-			"ret_delivery":      pick(func(s cfgSample) time.Duration { return s.retDelivery }),
-			"attest_minion":     pick(func(s cfgSample) time.Duration { return s.attestMinion }),
-			"attest_verify":     pick(func(s cfgSample) time.Duration { return s.attestVerify }),
-			"capability_minion": pick(func(s cfgSample) time.Duration { return s.capMinion }),
+			"start_call":             pick(func(s cfgSample) time.Duration { return s.startCall }),
+			"run_publish":            pick(func(s cfgSample) time.Duration { return s.runPublish }),
+			"ret_delivery":           pick(func(s cfgSample) time.Duration { return s.retDelivery }),
+			"attest_minion":          pick(func(s cfgSample) time.Duration { return s.attestMinion }),
+			"capability_minion":      pick(func(s cfgSample) time.Duration { return s.capMinion }),
+			"start_to_claimed":       pick(func(s cfgSample) time.Duration { return s.toClaimed }),
+			"claimed_to_lease":       pick(func(s cfgSample) time.Duration { return s.claimedToLease }),
+			"lease_to_capability":    pick(func(s cfgSample) time.Duration { return s.leaseToCap }),
+			"capability_to_recorded": pick(func(s cfgSample) time.Duration { return s.capToRecorded }),
+			"recorded_to_publish":    pick(func(s cfgSample) time.Duration { return s.recordedToPublish }),
 		},
 	}, nil
 }
@@ -361,9 +415,9 @@ func configureOnce(ctx context.Context, d *oduflow.Dispatcher, h *cfgHooks, jobs
 	if t.status != oduflow.StatusSucceeded {
 		return cfgSample{}, false, fmt.Errorf("request %s ended %s (code %q)", req, t.status, t.code)
 	}
-	if t.proofs != 1 || t.polls != 0 || t.capEnd.IsZero() || t.runPubStart.IsZero() {
-		return cfgSample{}, false, fmt.Errorf("unexpected path: %d proofs, %d polls, capability seen %v, run published %v",
-			t.proofs, t.polls, !t.capEnd.IsZero(), !t.runPubStart.IsZero())
+	if t.proofs != 1 || t.polls != 0 || t.capEnd.IsZero() || t.runPubStart.IsZero() || len(t.cas) != 2 {
+		return cfgSample{}, false, fmt.Errorf("unexpected path: %d proofs, %d polls, capability seen %v, run published %v, %d commits",
+			t.proofs, t.polls, !t.capEnd.IsZero(), !t.runPubStart.IsZero(), len(t.cas))
 	}
 	// The return event may reach this process's subscription a moment after the worker's.
 	var job labJob
@@ -395,6 +449,13 @@ func configureOnce(ctx context.Context, d *oduflow.Dispatcher, h *cfgHooks, jobs
 		retDelivery:   job.retSeen.Sub(job.retStamp),
 	}
 	s.rest = s.total - s.apply - s.capability - s.proof
+	s.create, s.intent, s.terminal = t.create, t.intent, t.cas[1]
+	s.restBeyondWrites = s.rest - s.create - s.intent - s.terminal
+	s.toClaimed = t.steps["claimed"].Sub(t.t0)
+	s.claimedToLease = t.steps["lease"].Sub(t.steps["claimed"])
+	s.leaseToCap = capStart.Sub(t.steps["lease"])
+	s.capToRecorded = t.steps["dispatch_recorded"].Sub(t.capEnd)
+	s.recordedToPublish = t.runPubStart.Sub(t.steps["dispatch_recorded"])
 	if a, ok := jobs.jobIn("oduflow_job.attest", req, proofStart, t.proofEnd); ok {
 		s.attestMinion = a.retStamp.Sub(a.newStamp)
 	}
