@@ -141,13 +141,15 @@ fi
 # --- row e2e_configure (ours only) --------------------------------------------------------------------
 # benchrun configure: N_CFG dispatched configure requests on the lab minion per round (one warm-up),
 # Start -> committed terminal result, split into the minion's apply (the run job's new -> ret span), the
-# capability check, the receipt proof and the rest (goal: the rest <= 20 ms). Rounds interleave with drains.
+# capability check, the receipt proof and the rest (goal: the rest <= 20 ms). Rounds interleave with drains
+# and the fsync floor (one durable record write; the critical path makes four: index, claim, intent, terminal).
 if [ "$lab_up" = 1 ] && want e2e_configure; then
   N_CFG=$([ "$QUICK" = 1 ] && echo 3 || echo 10)
   say "e2e_configure: $ROUNDS rounds of $N_CFG dispatched configure requests ..."
   for r in $(seq 1 "$ROUNDS"); do
     drain "configure.$r"
     step "configure.ours.$r" 300 "$BR" configure -n "$N_CFG" -dir /var/cache
+    [ -x "$OUT/bin/fsyncfloor" ] && step "cfgfsync.anchor.$r" 120 "$OUT/bin/fsyncfloor" -dir /var/cache -n 100 -max-seconds 30
   done
 fi
 # --- end of row e2e_configure --------------------------------------------------------------------------
