@@ -432,6 +432,23 @@ func configureOnce(ctx context.Context, d *oduflow.Dispatcher, h *cfgHooks, jobs
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
+	s := t.sample(job, startCall)
+	if err := s.check(); err != nil {
+		return cfgSample{}, false, fmt.Errorf("request %s: %w", req, err)
+	}
+	capStart, proofStart := t.capEnd.Add(-t.capDur), t.proofEnd.Add(-t.proofDur)
+	if a, ok := jobs.jobIn("oduflow_job.attest", req, proofStart, t.proofEnd); ok {
+		s.attestMinion = a.retStamp.Sub(a.newStamp)
+	}
+	if a, ok := jobs.jobIn("oduflow_job.capabilities", "", capStart, t.capEnd); ok {
+		s.capMinion = a.retStamp.Sub(a.newStamp)
+	}
+	return s, false, nil
+}
+
+// sample breaks one traced request down (t holds a complete trace: one capability check, one run
+// publish, one proof, the two plain commits; job is the run job as the bus showed it).
+func (t *cfgTrace) sample(job labJob, startCall time.Duration) cfgSample {
 	capStart := t.capEnd.Add(-t.capDur)
 	proofStart := t.proofEnd.Add(-t.proofDur)
 	s := cfgSample{
@@ -449,18 +466,43 @@ func configureOnce(ctx context.Context, d *oduflow.Dispatcher, h *cfgHooks, jobs
 		retDelivery:   job.retSeen.Sub(job.retStamp),
 	}
 	s.rest = s.total - s.apply - s.capability - s.proof
-	s.create, s.intent, s.terminal = t.create, t.intent, t.cas[1]
+	s.create, s.intent, s.terminal = t.create, t.intent, t.cas[len(t.cas)-1]
 	s.restBeyondWrites = s.rest - s.create - s.intent - s.terminal
 	s.toClaimed = t.steps["claimed"].Sub(t.t0)
 	s.claimedToLease = t.steps["lease"].Sub(t.steps["claimed"])
 	s.leaseToCap = capStart.Sub(t.steps["lease"])
 	s.capToRecorded = t.steps["dispatch_recorded"].Sub(t.capEnd)
 	s.recordedToPublish = t.runPubStart.Sub(t.steps["dispatch_recorded"])
-	if a, ok := jobs.jobIn("oduflow_job.attest", req, proofStart, t.proofEnd); ok {
-		s.attestMinion = a.retStamp.Sub(a.newStamp)
+	return s
+}
+
+// stampSlack: the master's _stamps have microseconds and come from another process's reading of the
+// same clock; a piece bounded by one of them may come out this much below zero.
+const stampSlack = time.Millisecond
+
+// check refuses a breakdown whose phases are out of order: every piece non-negative (up to stampSlack
+// where a master stamp bounds it), each durable write inside its piece, the rest the sum of its pieces.
+func (s cfgSample) check() error {
+	parts := s.toCapability + s.capToPublish + s.publishToNew + s.retToProof + s.proofToCommit
+	if d := parts - s.rest; d > time.Microsecond || d < -time.Microsecond {
+		return fmt.Errorf("the rest's pieces sum to %v, not %v", parts, s.rest)
 	}
-	if a, ok := jobs.jobIn("oduflow_job.capabilities", "", capStart, t.capEnd); ok {
-		s.capMinion = a.retStamp.Sub(a.newStamp)
+	for name, v := range map[string]time.Duration{"to_capability": s.toCapability, "cap_to_publish": s.capToPublish,
+		"proof_to_commit": s.proofToCommit, "apply": s.apply, "capability": s.capability, "proof": s.proof} {
+		if v < 0 {
+			return fmt.Errorf("phase %s negative (%v): out of order", name, v)
+		}
 	}
-	return s, false, nil
+	for name, v := range map[string]time.Duration{"publish_to_new": s.publishToNew, "ret_to_proof": s.retToProof} {
+		if v < -stampSlack {
+			return fmt.Errorf("phase %s negative (%v): the bus stamps disagree with this clock", name, v)
+		}
+	}
+	// Each durable write lies inside its piece: the claim create before the capability call, the intent
+	// between the capability answer and the publish, the terminal commit after the proof.
+	if s.create > s.toCapability || s.intent > s.capToPublish || s.terminal > s.proofToCommit {
+		return fmt.Errorf("a durable write outside its phase: create %v of %v, intent %v of %v, terminal %v of %v",
+			s.create, s.toCapability, s.intent, s.capToPublish, s.terminal, s.proofToCommit)
+	}
+	return nil
 }
