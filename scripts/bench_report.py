@@ -158,7 +158,8 @@ row("e2e_configure_overhead_ms", "dispatched configure, Start -> terminal: the r
     series("configure.ours", lambda d: d["rest_ms"]["median"]), None, ("ours<=", 20.0, "<= 20 ms"),
     "total %s = apply %s (run job new->ret span) + capability check %s + receipt proof %s + rest; "
     "rest = durable claim writes %s (create %s, dispatch intent %s, terminal commit %s) + the remainder %s "
-    "(publish -> master's new event %s, return -> proof %s); the 4 durable record writes vs the fsync floor "
+    "(the master's part of it: publish -> its new event %s, the return's _stamp -> the worker's proof call %s); "
+    "the 4 durable record writes vs the fsync floor "
     "(one such write) in the same rounds: %s ms"
     % (_cfg("total_ms"), _cfg("apply_ms"), _cfg("capability_ms"), _cfg("proof_ms"),
        _cfg("claim_writes_ms", "sum"), _cfg("claim_writes_ms", "create"), _cfg("claim_writes_ms", "intent"),

@@ -255,6 +255,7 @@ type cfgSample struct {
 	create, intent, terminal, restBeyondWrites time.Duration
 	// the worker's steps (Hooks.Step): finer pieces of toCapability and capToPublish
 	toClaimed, claimedToLease, leaseToCap, capToRecorded, recordedToPublish time.Duration
+	unverified                                                              int // Hooks.UnverifiedEvent calls
 }
 
 // cmdConfigure: n sequential dispatched configure requests on the lab minion through one long-lived
@@ -344,8 +345,12 @@ func cmdConfigure(ctx context.Context, args []string) (any, error) {
 		}
 		return summarize(ds, time.Millisecond)
 	}
+	unverified := 0
+	for _, s := range samples {
+		unverified += s.unverified
+	}
 	return map[string]any{
-		"n": len(samples), "refused_busy": refused,
+		"n": len(samples), "refused_busy": refused, "unverified_events": unverified,
 		"total_ms":      pick(func(s cfgSample) time.Duration { return s.total }),
 		"apply_ms":      pick(func(s cfgSample) time.Duration { return s.apply }),
 		"capability_ms": pick(func(s cfgSample) time.Duration { return s.capability }),
@@ -473,6 +478,7 @@ func (t *cfgTrace) sample(job labJob, startCall time.Duration) cfgSample {
 	s.leaseToCap = capStart.Sub(t.steps["lease"])
 	s.capToRecorded = t.steps["dispatch_recorded"].Sub(t.capEnd)
 	s.recordedToPublish = t.runPubStart.Sub(t.steps["dispatch_recorded"])
+	s.unverified = t.unverifiedCount
 	return s
 }
 
