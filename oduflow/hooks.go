@@ -19,7 +19,8 @@ type Hooks struct {
 	Published func(fun string, result string)
 	// Outcome counts final outcomes committed by a worker or by reconciliation (code may be "").
 	Outcome func(profile Profile, status Status, code string)
-	// Observe records durations: "start", "status", "dispatch_to_final", "publish", "poll", "proof".
+	// Observe records durations: "start", "status", "dispatch_to_final", "publish", "poll", "proof",
+	// "capabilities" (one oduflow_job.capabilities call: a worker's preflight check, or Ping's).
 	Observe func(op string, d time.Duration)
 	// UnverifiedEvent counts returns that are never evidence: forged or stray events on the master bus,
 	// and answers whose receipt proof does not verify. reason is one of:

@@ -98,6 +98,8 @@ type minionCaps struct {
 // only make a preflight fail (no protocol, no proof), never make a request succeed, since every final
 // result needs a verified proof.
 func (d *Dispatcher) capabilities(ctx context.Context, minion string) (minionCaps, error) {
+	t0 := time.Now()
+	defer func() { d.hooks.observe("capabilities", time.Since(t0)) }()
 	timeout := d.timers.CallTimeout
 	if dl, ok := ctx.Deadline(); ok && time.Until(dl) < timeout {
 		timeout = time.Until(dl)

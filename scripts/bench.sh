@@ -32,7 +32,7 @@
 # Without a running lab the lab rows are skipped and said to be missing.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-OUT="" QUICK=0 ROWS="publish_rtt,throughput,e2e_ping,events,start,custom,inflight"
+OUT="" QUICK=0 ROWS="publish_rtt,throughput,e2e_ping,e2e_configure,events,start,custom,inflight"
 while [ $# -gt 0 ]; do
   case "$1" in
     -o) OUT="${2:?-o needs a directory}"; shift 2 ;;
@@ -154,6 +154,22 @@ if [ "$lab_up" = 1 ] && want e2e_ping; then
     step "e2e.anchor.$r" 240 "$PY" "$ANCH" e2e_ping --n "$N_E2E" --warmup 2
   done
 fi
+
+# --- row e2e_configure (ours only) --------------------------------------------------------------------
+# benchrun configure: N_CFG dispatched configure requests on the lab minion per round (one warm-up),
+# Start -> committed terminal result, split into the minion's apply (the run job's new -> ret span), the
+# capability check, the receipt proof and the rest (goal: the rest <= 20 ms). Rounds interleave with drains
+# and the fsync floor (one durable record write; the critical path makes four: index, claim, intent, terminal).
+if [ "$lab_up" = 1 ] && want e2e_configure; then
+  N_CFG=$([ "$QUICK" = 1 ] && echo 3 || echo 10)
+  say "e2e_configure: $ROUNDS rounds of $N_CFG dispatched configure requests ..."
+  for r in $(seq 1 "$ROUNDS"); do
+    drain "configure.$r"
+    step "configure.ours.$r" 300 "$BR" configure -n "$N_CFG" -dir /var/cache
+    [ -x "$OUT/bin/fsyncfloor" ] && step "cfgfsync.anchor.$r" 120 "$OUT/bin/fsyncfloor" -dir /var/cache -n 100 -max-seconds 30
+  done
+fi
+# --- end of row e2e_configure --------------------------------------------------------------------------
 
 if want events; then
   say "events: $ROUNDS rounds (decode from memory; live-bus readers on $N_EV replayed events) ..."

@@ -220,6 +220,26 @@ row("e2e_test_ping_vs_localclient_cmd", "test.ping end to end (publish -> return
     series("e2e.ours", lambda d: d["total_ms"]["median"]), py_total, None,
     "anchor: LocalClient.cmd; master span (ours) %s ms" % cell(series("e2e.ours", lambda d: d["master_span_ms"]["median"])))
 
+# --- row e2e_configure_overhead_ms (benchrun configure; ours only) ---
+def _cfg(*path):
+    return cell(series("configure.ours", lambda d: dig(d, *path)["median"]))
+
+
+row("e2e_configure_overhead_ms", "dispatched configure, Start -> terminal: the rest beyond the minion's apply, "
+    "the capability check and the receipt proof", "ms",
+    series("configure.ours", lambda d: d["rest_ms"]["median"]), None, ("ours<=", 20.0, "<= 20 ms"),
+    "total %s = apply %s (run job new->ret span) + capability check %s + receipt proof %s + rest; "
+    "rest = durable claim writes %s (create %s, dispatch intent %s, terminal commit %s) + the remainder %s "
+    "(the master's part of it: publish -> its new event %s, the return's _stamp -> the worker's proof call %s); "
+    "the 4 durable record writes vs the fsync floor "
+    "(one such write) in the same rounds: %s ms"
+    % (_cfg("total_ms"), _cfg("apply_ms"), _cfg("capability_ms"), _cfg("proof_ms"),
+       _cfg("claim_writes_ms", "sum"), _cfg("claim_writes_ms", "create"), _cfg("claim_writes_ms", "intent"),
+       _cfg("claim_writes_ms", "terminal"), _cfg("rest_beyond_writes_ms"),
+       _cfg("rest_parts_ms", "publish_to_new"), _cfg("rest_parts_ms", "ret_to_proof"),
+       cell(series("cfgfsync.anchor", lambda d: d["us"]["median"] / 1000.0))))
+# --- end of row e2e_configure_overhead_ms ---
+
 # event bus
 rw, rc = reader_series()
 row("event_reader_vs_salt_reader", "event bus reader, live master, replayed test.ping returns", "events/s",

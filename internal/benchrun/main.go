@@ -13,6 +13,7 @@
 //	sim           the simulator child of inflight (internal use)
 //	custom        validate + compile + digest of a 64 KiB custom state source: wall and CPU time
 //	decode        decode of a captured return event frame from memory: wall and CPU time
+//	configure     dispatched configure requests on the lab minion, Start -> terminal, broken down
 package main
 
 import (
@@ -29,7 +30,7 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: benchrun <publish_rtt|publish_breakdown|throughput|e2e_ping|start_idle|inflight|sim|custom|decode> [flags]")
+		fmt.Fprintln(os.Stderr, "usage: benchrun <publish_rtt|publish_breakdown|throughput|e2e_ping|start_idle|inflight|sim|custom|decode|configure> [flags]")
 		os.Exit(2)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -44,6 +45,7 @@ func main() {
 		"sim":               cmdSim,
 		"custom":            cmdCustom,
 		"decode":            cmdDecode,
+		"configure":         cmdConfigure,
 	}
 	f, ok := cmds[os.Args[1]]
 	if !ok {
