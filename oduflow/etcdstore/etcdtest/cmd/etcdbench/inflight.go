@@ -15,13 +15,13 @@ import (
 	"github.com/oduflow/oduflow-go/receipt"
 )
 
-// heapInUse is the live heap after two collections, bytes.
-func heapInUse() uint64 {
+// heapInUse is the live heap after two collections and the goroutine stacks in use, bytes.
+func heapInUse() (heap, stacks uint64) {
 	runtime.GC()
 	runtime.GC()
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
-	return ms.HeapAlloc
+	return ms.HeapAlloc, ms.StackInuse
 }
 
 // cmdInflight: n requests held in flight on ONE dispatcher on etcd (the member child, fsync on), against
@@ -59,7 +59,8 @@ func cmdInflight(ctx context.Context, args []string) (any, error) {
 		return nil, err
 	}
 	defer b.close()
-	heap0, rss0 := heapInUse(), procStatus("VmRSS")
+	heap0, stack0 := heapInUse()
+	rss0 := procStatus("VmRSS")
 	g0 := runtime.NumGoroutine()
 
 	var next atomic.Int64
@@ -104,11 +105,12 @@ func cmdInflight(ctx context.Context, args []string) (any, error) {
 	}
 	published := time.Since(t0)
 	time.Sleep(time.Second) // the last workers record dispatched and settle into their wait
-	heap1 := heapInUse()
+	heap1, stack1 := heapInUse()
 	g1 := runtime.NumGoroutine()
-	perReq := (float64(heap1) - float64(heap0)) / float64(*n) / 1024
-	return map[string]any{"n": *n, "heap_per_request_kb": round3(perReq),
-		"heap_idle_mb": round3(float64(heap0) / (1 << 20)), "heap_inflight_mb": round3(float64(heap1) / (1 << 20)),
+	perReq := func(a, b uint64) float64 { return round3((float64(b) - float64(a)) / float64(*n) / 1024) }
+	return map[string]any{"n": *n, "heap_per_request_kb": perReq(heap0, heap1),
+		"stack_per_request_kb": perReq(stack0, stack1),
+		"heap_idle_mb":         round3(float64(heap0) / (1 << 20)), "heap_inflight_mb": round3(float64(heap1) / (1 << 20)),
 		"rss_idle_mb": rss0, "rss_mb": procStatus("VmHWM"), "goroutines_per_request": round3(float64(g1-g0) / float64(*n)),
 		"starts_s": round3(starts.Seconds()), "first_start_to_last_publication_s": round3(published.Seconds())}, nil
 }
