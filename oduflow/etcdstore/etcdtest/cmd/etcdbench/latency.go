@@ -77,12 +77,13 @@ func (b *bench) addMinion(opts ...fakeminion.ModelOption) (*fakeminion.Model, er
 	return m, fakeminion.Add(b.sim, m)
 }
 
-// cmdLatency: n samples of each of four operations, interleaved (the order rotates every sample):
+// cmdLatency: n samples of each of five operations, interleaved (the order rotates every sample):
 // Start of a new request (the worker it launches is waited for outside the timed Start), one etcd
 // transaction of the shape of the claim's create (If(CreateRevision == 0) Then(Put claim, Put index)) on
 // fresh keys, Status of a running request (dispatched, its worker holding the request lock: a claim read
-// and a lock read), and one etcd read of that request's claim. The server is the member child (fsync on)
-// with its data in -dir.
+// and a lock read), one etcd read of that request's claim, and (what Status would cost if it read both
+// keys in one read transaction) one read transaction of the claim and the lock key plus the claim's
+// decode. The server is the member child (fsync on) with its data in -dir.
 func cmdLatency(ctx context.Context, args []string) (any, error) {
 	fs := flag.NewFlagSet("latency", flag.ContinueOnError)
 	n := fs.Int("n", 200, "samples of each operation")
@@ -121,11 +122,12 @@ func cmdLatency(ctx context.Context, args []string) (any, error) {
 	}
 	cli := b.st.Client()
 	claimKey := b.st.Prefix() + "/claims/" + hreq
+	lockKey := b.st.Prefix() + "/locks/run/" + hreq
 	value := strings.Repeat("x", 500) // a claim's size
 	anchorPfx := "/anchor-" + uuid.NewString()[:8] + "/"
 
 	const warmup = 5
-	var start, txn, status, read []time.Duration
+	var start, txn, status, read, oneRead []time.Duration
 	for i := 0; i < *n+warmup; i++ {
 		m, err := b.addMinion()
 		if err != nil {
@@ -171,7 +173,21 @@ func cmdLatency(ctx context.Context, args []string) (any, error) {
 				return dt, err
 			},
 		}
-		out := []*[]time.Duration{&start, &txn, &status, &read}
+		ops = append(ops, func() (time.Duration, error) { // what Status would cost in one read
+			t0 := time.Now()
+			resp, err := cli.Txn(ctx).Then(clientv3.OpGet(claimKey), clientv3.OpGet(lockKey, clientv3.WithCountOnly())).Commit()
+			if err != nil {
+				return 0, err
+			}
+			kvs := resp.Responses[0].GetResponseRange().GetKvs()
+			if len(kvs) != 1 || resp.Responses[1].GetResponseRange().GetCount() != 1 {
+				return 0, fmt.Errorf("claim or lock not found")
+			}
+			var c oduflow.Claim
+			err = c.UnmarshalBinary(kvs[0].Value)
+			return time.Since(t0), err
+		})
+		out := []*[]time.Duration{&start, &txn, &status, &read, &oneRead}
 		for j := range ops {
 			k := (i + j) % len(ops)
 			dt, err := ops[k]()
@@ -185,7 +201,7 @@ func cmdLatency(ctx context.Context, args []string) (any, error) {
 	}
 	return map[string]any{"n": *n, "start_us": summarize(start, time.Microsecond),
 		"txn_us": summarize(txn, time.Microsecond), "status_us": summarize(status, time.Microsecond),
-		"read_us": summarize(read, time.Microsecond)}, nil
+		"read_us": summarize(read, time.Microsecond), "claim_lock_one_read_us": summarize(oneRead, time.Microsecond)}, nil
 }
 
 // openBenchOn opens a second Store and Dispatcher under b's prefix, on b's master.
