@@ -197,11 +197,11 @@ row("etcd_start_new_vs_txn", "Start of a new request on etcd (claim read + creat
     series("etcd.latency", lambda d: d["txn_us"]["median"]), ("ratio<=", 3.0, "<= 3x"),
     "anchor: one etcd transaction of the claim-create shape (If CreateRevision == 0, two Puts), same "
     "server, samples interleaved in each round")
-row("etcd_status_vs_read", "Status of a running request on etcd (claim read + request-lock read)", "us",
+row("etcd_status_vs_read", "Status of a running request on etcd (claim and request lock in one read transaction)", "us",
     series("etcd.latency", lambda d: d["status_us"]["median"]),
     series("etcd.latency", lambda d: d["read_us"]["median"]), ("ratio<=", 2.0, "<= 2x"),
     "anchor: one linearizable etcd read of the same claim key, same server; Status p99 %s us; claim and "
-    "lock in one read transaction plus the claim's decode (what a one-read Status would cost): %s us"
+    "lock in one read transaction plus the claim's decode, raw client: %s us"
     % (cell(series("etcd.latency", lambda d: d["status_us"]["p99"])),
        cell(series("etcd.latency", lambda d: d["claim_lock_one_read_us"]["median"]))))
 einf = rounds("etcd.inflight")

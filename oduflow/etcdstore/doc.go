@@ -33,7 +33,8 @@
 // its own etcd lease that a concurrency.Session keeps alive (TTL WithTTL, default 15 s). A holder that dies
 // or is cut off from the cluster stops its keepalives and the key disappears when the TTL runs out;
 // Release revokes the lease at once. AcquireClientLease watches the key's deletion for at most maxWait.
-// RequestLockHeld is "the key exists". Lease.Held is false once released or once the session is known
+// RequestLockHeld is "the key exists"; GetWithRequestLock reads the claim and that key in one read
+// transaction (the dispatcher's Status: one round trip, one snapshot). Lease.Held is false once released or once the session is known
 // lost.
 //
 // CompareAndSwapHeld is one transaction comparing the claim's mod revision and, for each lease, that its
