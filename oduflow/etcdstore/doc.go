@@ -34,8 +34,8 @@
 // or is cut off from the cluster stops its keepalives and the key disappears when the TTL runs out;
 // Release revokes the lease at once. AcquireClientLease watches the key's deletion for at most maxWait.
 // RequestLockHeld is "the key exists"; GetWithRequestLock reads the claim and that key in one read
-// transaction (the dispatcher's Status: one round trip, one snapshot). Lease.Held is false once released or once the session is known
-// lost.
+// transaction (the dispatcher's Status: one round trip, one snapshot). Lease.Held is false once released
+// or once the session is known lost.
 //
 // CompareAndSwapHeld is one transaction comparing the claim's mod revision and, for each lease, that its
 // key still exists with the create revision recorded when it was taken and this session's lease id. A
