@@ -35,6 +35,7 @@ func cmdInflight(ctx context.Context, args []string) (any, error) {
 	conc := fs.Int("start-concurrency", 64, "concurrent Start callers")
 	base := fs.String("dir", "/var/cache", "parent of the etcd data directory")
 	pubWait := fs.Duration("publish-wait", 5*time.Minute, "how long to wait for the last publication")
+	stall := fs.Duration("stall", 15*time.Second, "stop waiting after this long without a publication")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -63,6 +64,10 @@ func cmdInflight(ctx context.Context, args []string) (any, error) {
 	rss0 := procStatus("VmRSS")
 	g0 := runtime.NumGoroutine()
 
+	reqs := make([]string, *n)
+	for i := range reqs {
+		reqs[i] = uuid.NewString()
+	}
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	errc := make(chan error, *conc)
@@ -76,7 +81,7 @@ func cmdInflight(ctx context.Context, args []string) (any, error) {
 				if i >= *n {
 					return
 				}
-				if _, err := b.d.Start(ctx, simMinionID(i), uuid.NewString(), receipt.ProfileConfigure); err != nil {
+				if _, err := b.d.Start(ctx, simMinionID(i), reqs[i], receipt.ProfileConfigure); err != nil {
 					errc <- err
 					return
 				}
@@ -89,8 +94,11 @@ func cmdInflight(ctx context.Context, args []string) (any, error) {
 	if err := <-errc; err != nil {
 		return nil, err
 	}
+	// Wait until every request is published, or no publication came for stall (some workers ended
+	// without publishing: their claims say why, and the round reports them).
 	deadline := time.Now().Add(*pubWait)
 	var st simStats
+	last, lastAt := int64(-1), time.Now()
 	for {
 		if err := sim.ask("stats", &st); err != nil {
 			return nil, err
@@ -98,17 +106,32 @@ func cmdInflight(ctx context.Context, args []string) (any, error) {
 		if st.Runs >= int64(*n) {
 			break
 		}
-		if time.Now().After(deadline) {
-			return nil, fmt.Errorf("%d of %d published within %s", st.Runs, *n, *pubWait)
+		if st.Runs != last {
+			last, lastAt = st.Runs, time.Now()
+		}
+		if time.Since(lastAt) > *stall || time.Now().After(deadline) {
+			break
 		}
 		time.Sleep(200 * time.Millisecond)
+	}
+	unpublished := map[string]int{}
+	if st.Runs < int64(*n) {
+		for _, req := range reqs {
+			c, err := b.st.Get(ctx, req)
+			switch {
+			case err != nil:
+				unpublished["read error"]++
+			case !c.WasDispatched() || c.Phase.Final():
+				unpublished[string(c.Phase)+" "+c.ErrorCode]++
+			}
+		}
 	}
 	published := time.Since(t0)
 	time.Sleep(time.Second) // the last workers record dispatched and settle into their wait
 	heap1, stack1 := heapInUse()
 	g1 := runtime.NumGoroutine()
 	perReq := func(a, b uint64) float64 { return round3((float64(b) - float64(a)) / float64(*n) / 1024) }
-	return map[string]any{"n": *n, "heap_per_request_kb": perReq(heap0, heap1),
+	return map[string]any{"n": *n, "published": st.Runs, "unpublished": unpublished, "heap_per_request_kb": perReq(heap0, heap1),
 		"stack_per_request_kb": perReq(stack0, stack1),
 		"heap_idle_mb":         round3(float64(heap0) / (1 << 20)), "heap_inflight_mb": round3(float64(heap1) / (1 << 20)),
 		"rss_idle_mb": rss0, "rss_mb": procStatus("VmHWM"), "goroutines_per_request": round3(float64(g1-g0) / float64(*n)),
