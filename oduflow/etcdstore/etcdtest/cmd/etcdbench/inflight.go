@@ -121,7 +121,7 @@ func cmdInflight(ctx context.Context, args []string) (any, error) {
 			switch {
 			case err != nil:
 				unpublished["read error"]++
-			case !c.WasDispatched() || c.Phase.Final():
+			case c.Phase != oduflow.PhaseDispatched: // dispatched: published, its reply recorded
 				unpublished[string(c.Phase)+" "+c.ErrorCode]++
 			}
 		}
