@@ -36,6 +36,10 @@ import (
 //     that is neither nil nor ErrClaimExists/ErrConflict/ErrLeaseLost (etcdstore.ErrOutcomeUnknown): it
 //     may have committed. A Create so failed means "maybe created": the dispatcher returns the error and
 //     launches nothing, so such a claim stays in phase claimed and is never published; the caller re-reads.
+//     An implementation whose writes can end so marks the error with a method OutcomeUnknown() bool
+//     reporting true somewhere in its chain (errors.As): an intent write so failed is re-read and
+//     settled by the worker (published only if the intent is proven to be its own), any other error of
+//     the intent write means nothing was written.
 type ClaimStore interface {
 	Create(ctx context.Context, c *Claim) error
 	Get(ctx context.Context, requestID string) (*Claim, error)

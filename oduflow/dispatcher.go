@@ -44,6 +44,9 @@ type Dispatcher struct {
 	// unverifiedSeen holds the requests whose first unverified event was logged (during their wait).
 	unverifiedSeen sync.Map
 
+	// claimLock is the store when it is also the Leases and reads a claim with its lock state at once.
+	claimLock claimLockReader
+
 	ctx    context.Context // workers run under it; Close cancels it
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
@@ -79,12 +82,14 @@ func New(client Publisher, events EventSource, opts ...Option) (*Dispatcher, err
 		}
 		cfg.store = fs
 	}
+	var claimLock claimLockReader
 	if cfg.leases == nil {
 		l, ok := cfg.store.(Leases)
 		if !ok {
 			return nil, errmark.Mark(errors.New("oduflow: the claim store does not implement Leases"), ErrInvalidInput)
 		}
 		cfg.leases = l
+		claimLock, _ = cfg.store.(claimLockReader)
 	}
 	if cfg.workerLogOpen != "" && cfg.workerLogFile == nil {
 		f, err := openWorkerLogChecked(cfg.workerLogOpen)
@@ -94,7 +99,7 @@ func New(client Publisher, events EventSource, opts ...Option) (*Dispatcher, err
 		cfg.workerLogFile, ownLog = f, true
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	d := &Dispatcher{pub: client, store: cfg.store, leases: cfg.leases, clock: cfg.clock, log: cfg.logger,
+	d := &Dispatcher{pub: client, store: cfg.store, leases: cfg.leases, claimLock: claimLock, clock: cfg.clock, log: cfg.logger,
 		hooks: hookSet{cfg.hooks}, mode: cfg.mode, timers: cfg.timers, jids: cfg.jids, step: cfg.stepHook,
 		pubsrc: cfg.publishing, pubSem: make(chan struct{}, cfg.maxPublish),
 		admit: newAdmitter(admitPerPublish * cfg.maxPublish), workerLog: cfg.workerLog, workerLogFile: cfg.workerLogFile, ownLog: ownLog,
@@ -265,7 +270,7 @@ func (d *Dispatcher) Status(ctx context.Context, minion, request string, profile
 	if err := validateProfile(profile); err != nil {
 		return Response{}, err
 	}
-	c, err := d.store.Get(ctx, request)
+	c, held, err := d.readForStatus(ctx, request)
 	if err != nil {
 		if errors.Is(err, ErrNoClaim) {
 			return notStarted(minion, request), nil
@@ -275,7 +280,11 @@ func (d *Dispatcher) Status(ctx context.Context, minion, request string, profile
 	if err := checkBinding(c, profile, minion); err != nil {
 		return Response{}, err
 	}
-	return d.respond(ctx, c)
+	st, err := d.statusOf(ctx, c, held)
+	if err != nil {
+		return Response{}, err
+	}
+	return responseFor(c, st), nil
 }
 
 func (d *Dispatcher) respond(ctx context.Context, c *Claim) (Response, error) {
@@ -304,6 +313,11 @@ func responseFor(c *Claim, st receipt.Status) Response {
 //   - request lock held: running;
 //   - lock free: running within Timers.LaunchGrace of creation, unknown (worker disappeared) after it.
 func (d *Dispatcher) computeStatus(ctx context.Context, c *Claim) (receipt.Status, error) {
+	return d.statusOf(ctx, c, nil)
+}
+
+// statusOf is computeStatus with the request lock's state already read with the claim (held != nil).
+func (d *Dispatcher) statusOf(ctx context.Context, c *Claim, held *bool) (receipt.Status, error) {
 	if c.Phase.Final() {
 		return c.Status, nil
 	}
@@ -311,11 +325,14 @@ func (d *Dispatcher) computeStatus(ctx context.Context, c *Claim) (receipt.Statu
 	if c.DispatchedAt != nil && now.Sub(*c.DispatchedAt) > d.timers.StatusExpiry {
 		return receipt.StatusUnknown, nil
 	}
-	held, err := d.leases.RequestLockHeld(ctx, c.RequestID)
-	if err != nil {
-		return "", err
+	if held == nil {
+		h, err := d.leases.RequestLockHeld(ctx, c.RequestID)
+		if err != nil {
+			return "", err
+		}
+		held = &h
 	}
-	if held {
+	if *held {
 		return receipt.StatusRunning, nil
 	}
 	if now.Sub(c.CreatedAt) <= d.timers.LaunchGrace {

@@ -199,7 +199,15 @@ func (d *Dispatcher) work(ctx context.Context, minion, request string, reqLock L
 	// lock and the client lease (ClaimStore.CompareAndSwapHeld), so a worker whose leases expired never
 	// records an intent and never publishes.
 	if c, err = d.store.CompareAndSwapHeld(ctx, next, reqLock, lease); err != nil {
-		return errors.Wrap(err, "oduflow: record dispatch") // nothing published
+		if !isOutcomeUnknown(err) {
+			return errors.Wrap(err, "oduflow: record dispatch") // nothing written, nothing published
+		}
+		// The acknowledgement was lost: the intent may be recorded. Publish only once it is proven to be
+		// this worker's (settleIntent); otherwise nothing is published and the request ends unknown.
+		var mine bool
+		if c, mine = d.settleIntent(ctx, next, reqLock, lease); !mine {
+			return errors.Wrap(err, "oduflow: record dispatch (outcome undecided, nothing published)")
+		}
 	}
 	d.stepHook(stepDispatchRecorded)
 	start := time.Now()

@@ -22,6 +22,8 @@
 #   custom        benchrun custom               (ours only: the 5 ms CPU goal)
 #   inflight      benchrun inflight             (the simulator in a child process; its own publish
 #                                                rate, measured in the same round, is the anchor)
+#   etcd          etcdbench latency             vs  one etcd transaction / one etcd read, same server
+#                 etcdbench inflight            (5,000 in flight on etcd: heap per request, RSS)
 #
 # Usage: bash scripts/bench.sh [-o DIR] [--quick] [--rows a,b,...]
 #   -o DIR     keep everything in DIR: raw/ (one JSON per round), report.md, summary.json
@@ -32,7 +34,7 @@
 # Without a running lab the lab rows are skipped and said to be missing.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-OUT="" QUICK=0 ROWS="publish_rtt,throughput,e2e_ping,e2e_configure,events,start,custom,inflight"
+OUT="" QUICK=0 ROWS="publish_rtt,throughput,e2e_ping,e2e_configure,events,start,custom,inflight,etcd"
 while [ $# -gt 0 ]; do
   case "$1" in
     -o) OUT="${2:?-o needs a directory}"; shift 2 ;;
@@ -218,6 +220,45 @@ if want inflight; then
     est=$(( $(date +%s) - t0 ))
   done
 fi
+
+# ---- etcd row group (begin) ---------------------------------------------------------------------
+# etcdbench lives in the nested module oduflow/etcdstore/etcdtest (the embedded etcd server's
+# dependencies stay out of the main module). Each round starts its own etcd member in a child process
+# (fsync on, data in /var/cache). latency: per round, 200 samples each of Start of a new request, one
+# etcd transaction of the claim-create shape, Status of a running request and one etcd read of its claim,
+# interleaved sample by sample, so each ratio compares medians of the same round and run. inflight:
+# 5,000 requests held on one dispatcher on etcd (the simulator in another child process). The block has
+# its own time budget (BENCH_ETCD_BUDGET_S, default 600 s from its start): the in-flight rounds, after
+# all latency rounds, do only the rounds that fit.
+if want etcd; then
+  if [ "$QUICK" = 1 ]; then N_ETCD=50; N_ETCD_INFLIGHT=1000; else N_ETCD=200; N_ETCD_INFLIGHT=5000; fi
+  say "etcd: building etcdbench (nested module) ..."
+  if (cd oduflow/etcdstore/etcdtest && go build -o "$OUT/bin/etcdbench" ./cmd/etcdbench); then
+    EB="$OUT/bin/etcdbench"
+    E_START=$(date +%s)
+    E_BUDGET="${BENCH_ETCD_BUDGET_S:-600}"
+    say "etcd: $ROUNDS rounds of $N_ETCD interleaved Start/txn/Status/read samples ..."
+    for r in $(seq 1 "$ROUNDS"); do
+      step "etcd.latency.$r" 300 "$EB" latency -n "$N_ETCD" -dir /var/cache
+    done
+    say "etcd: up to $ROUNDS rounds of $N_ETCD_INFLIGHT requests in flight ..."
+    est=0
+    for r in $(seq 1 "$ROUNDS"); do
+      left=$(( E_START + E_BUDGET - $(date +%s) ))
+      if [ "$r" -gt 1 ] && [ "$left" -lt "$est" ]; then
+        echo "etcd_inflight_rounds_cut=$(( r - 1 )) of $ROUNDS (time budget ${E_BUDGET}s)" >>"$OUT/raw/machine.env"
+        break
+      fi
+      t0=$(date +%s)
+      step "etcd.inflight.$r" 600 "$EB" inflight -n "$N_ETCD_INFLIGHT" -dir /var/cache
+      est=$(( $(date +%s) - t0 ))
+    done
+  else
+    failed=1
+    say "etcd: etcdbench did not build"
+  fi
+fi
+# ---- etcd row group (end) -----------------------------------------------------------------------
 
 echo "loadavg_end=$(cut -d' ' -f1-3 /proc/loadavg)" >>"$OUT/raw/machine.env"
 echo "ended_utc=$(date -u +%Y-%m-%dT%H:%M:%SZ)" >>"$OUT/raw/machine.env"

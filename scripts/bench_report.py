@@ -290,6 +290,32 @@ row("inflight_10k_publish_rate_vs_simulator", f"{nlabel} in flight: publications
                          cell(series("inflight.ours", lambda d: d["starts_s"])),
                          cell(series("inflight.ours", lambda d: d["start_ms"]["p99"]))))
 
+# ---- etcd row group (begin): etcdbench, one etcd member per round (fsync on) -----------------------
+row("etcd_start_new_vs_txn", "Start of a new request on etcd (claim read + create transaction)", "us",
+    series("etcd.latency", lambda d: d["start_us"]["median"]),
+    series("etcd.latency", lambda d: d["txn_us"]["median"]), ("ratio<=", 3.0, "<= 3x"),
+    "anchor: one etcd transaction of the claim-create shape (If CreateRevision == 0, two Puts), same "
+    "server, samples interleaved in each round")
+row("etcd_status_vs_read", "Status of a running request on etcd (claim and request lock in one read transaction)", "us",
+    series("etcd.latency", lambda d: d["status_us"]["median"]),
+    series("etcd.latency", lambda d: d["read_us"]["median"]), ("ratio<=", 2.0, "<= 2x"),
+    "anchor: one linearizable etcd read of the same claim key, same server; Status p99 %s us; claim and "
+    "lock in one read transaction plus the claim's decode, raw client: %s us"
+    % (cell(series("etcd.latency", lambda d: d["status_us"]["p99"])),
+       cell(series("etcd.latency", lambda d: d["claim_lock_one_read_us"]["median"]))))
+einf = rounds("etcd.inflight")
+en = sorted({d.get("n") for d in einf.values()})
+elabel = "/".join(f"{n:,}" for n in en) if en else "5,000"
+row("etcd_inflight_5k_heap_per_request_kb", f"{elabel} in flight on etcd: live heap per request (after GC)", "KiB",
+    series("etcd.inflight", lambda d: d["heap_per_request_kb"]), None, ("ours<=", 16.0, "<= 16 KiB"),
+    "peak RSS %s MiB (idle %s MiB); goroutine stacks %s KiB and %s goroutines per request; all published %s s "
+    "after the first Start" % (cell(series("etcd.inflight", lambda d: d["rss_mb"])),
+                               cell(series("etcd.inflight", lambda d: d["rss_idle_mb"])),
+                               cell(series("etcd.inflight", lambda d: d["stack_per_request_kb"])),
+                               cell(series("etcd.inflight", lambda d: d["goroutines_per_request"])),
+                               cell(series("etcd.inflight", lambda d: d["first_start_to_last_publication_s"]))))
+# ---- etcd row group (end) -------------------------------------------------------------------------
+
 with open(os.path.join(out, "summary.json"), "w") as f:
     json.dump(summary, f, indent=2, sort_keys=True)
     f.write("\n")
@@ -332,6 +358,8 @@ if any(d.get("call_timeout_s") not in (None, 30) for d in inf.values()):
     cts = sorted({d.get("call_timeout_s") for d in inf.values()})
     print(f"\nIn-flight rows ran with the dispatcher's CallTimeout at {'/'.join(f'{c:g}' for c in cts)} s "
           "(default 30 s), so that the queued tail of capability checks is measured rather than refused.")
+if machine.get("etcd_inflight_rounds_cut"):  # etcd row group
+    print(f"\netcd in-flight row: {machine['etcd_inflight_rounds_cut']}.")
 if machine.get("quick") == "1":
     print("\nThis was a --quick run (short rounds): a smoke test, not numbers to publish.")
 if not meta.get("salt"):

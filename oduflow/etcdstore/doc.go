@@ -23,7 +23,8 @@
 // deleted.
 //
 // A write whose acknowledgement is lost (timeout, leader change, reset connection, cancelled context)
-// returns an error matching ErrOutcomeUnknown: it may have committed. Only errors that prove the server
+// returns an error matching ErrOutcomeUnknown (and, for the dispatcher, carrying OutcomeUnknown() true):
+// it may have committed. Only errors that prove the server
 // refused the request (bad request, permission, quota, authentication) are not outcome-unknown. A read
 // that fails (Get, ListByClient, RequestLockHeld, the probe of Open) matches oduflow.ErrClaimStore: nothing
 // was written. The CLI maps the two to its exit statuses 5 and 3.
@@ -68,8 +69,9 @@
 // its own etcd lease that a concurrency.Session keeps alive (TTL WithTTL, default 15 s). A holder that dies
 // or is cut off from the cluster stops its keepalives and the key disappears when the TTL runs out;
 // Release revokes the lease at once. AcquireClientLease watches the key's deletion for at most maxWait.
-// RequestLockHeld is "the key exists". Lease.Held is false once released or once the session is known
-// lost.
+// RequestLockHeld is "the key exists"; GetWithRequestLock reads the claim and that key in one read
+// transaction (the dispatcher's Status: one round trip, one snapshot). Lease.Held is false once released
+// or once the session is known lost.
 //
 // CompareAndSwapHeld is one transaction comparing the claim's mod revision and, for each lease, that its
 // key still exists with the create revision recorded when it was taken and this session's lease id. A
@@ -89,11 +91,28 @@
 //     second one's mod revision compare fails. A worker cut off from the cluster, or whose session expired
 //     while it was paused, cannot pass it either: its lock key is gone (or belongs to another session with
 //     another create revision), so the compare fails and it writes nothing and publishes nothing. A
-//     transaction whose acknowledgement is lost is outcome-unknown and the worker does not publish (the
-//     claim is then dispatching or claimed with no live worker: Status reports it unknown, never running
-//     forever, and it is never published). Partitions change none of this: etcd commits a transaction
-//     only with a quorum, and a minority member cannot serve the linearizable reads or the writes the
-//     store makes.
+//     transaction whose acknowledgement is lost is settled as below and never leads to a second
+//     publication. Partitions change none of this: etcd commits a transaction only with a quorum, and a
+//     minority member cannot serve the linearizable reads or the writes the store makes.
+//   - A request is published (sent to the master) if and only if its claim reached the intent, lost
+//     acknowledgements included. An intent write that ends ErrOutcomeUnknown may have committed, or may
+//     still commit (a proposal the old leader had replicated). Its worker re-reads the claim with
+//     backoff, for at most half the launch grace and only while it still holds both leases. Still
+//     claimed at the generation it read: it sends the same guarded write again; both are fenced on the
+//     same record, so at most one commits (the first, if it ever commits, is applied before the retry:
+//     raft applies in log order, and an older term's entry missing from the log of a leader that has
+//     committed one of its own never commits). Dispatching with this worker's dispatch time and key: it
+//     confirms the record with one more guarded write, which commits only if the lock keys still carry
+//     the create revisions and lease ids taken before the worker read the claim as claimed; a key with a
+//     given create revision exists without interruption from its creation to its deletion, so the
+//     request lock was this worker's the whole time, only its holder can write the intent, and the
+//     intent is this worker's: it publishes. Anything else (another phase, a lease lost, no answer
+//     within the window) publishes nothing. The residual case is an intent that committed while the
+//     worker cannot prove it is its own (the cluster unreachable for the whole window, or a lease
+//     expiring first): the claim is dispatching with no live worker, Status reports it unknown once the
+//     request lock is gone (never running forever), its client stays quarantined, and it is never
+//     published. TestIntentLostAck and TestLeaderStoppedMidStarts (the leader killed during 1,000
+//     concurrent Starts) check "iff" and "at most once" for every request.
 //   - A second request for the same client cannot be published while a first is unresolved. The preflight
 //     (ListByClient, then the intent) runs while holding the client lease, and the intent transaction
 //     compares that lease too. Every intent for a client is committed while its writer held the client

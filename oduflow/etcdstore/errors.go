@@ -3,6 +3,7 @@ package etcdstore
 import (
 	"context"
 	"errors"
+	"fmt"
 
 	crdb "github.com/cockroachdb/errors"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
@@ -49,8 +50,25 @@ func writeErr(err error, what string) error {
 	if definitelyNotApplied(err) {
 		return w
 	}
-	return errmark.Mark(w, ErrOutcomeUnknown)
+	return errmark.Mark(&unknownOutcome{cause: w}, ErrOutcomeUnknown)
 }
+
+// unknownOutcome carries the behaviour the dispatcher's worker looks for (OutcomeUnknown, through
+// errors.As) to tell a lost acknowledgement from a refusal without importing this package. It adds
+// nothing to the message or to the redacted form.
+type unknownOutcome struct{ cause error }
+
+func (e *unknownOutcome) Error() string { return e.cause.Error() }
+func (e *unknownOutcome) Unwrap() error { return e.cause }
+
+// OutcomeUnknown reports that the write may or may not have committed.
+func (e *unknownOutcome) OutcomeUnknown() bool { return true }
+
+// SafeFormatError prints nothing of its own: the cause's redaction-safe form is the whole message.
+func (e *unknownOutcome) SafeFormatError(crdb.Printer) (next error) { return e.cause }
+
+// Format keeps %+v the cause's (cockroachdb's formatter).
+func (e *unknownOutcome) Format(s fmt.State, verb rune) { crdb.FormatError(e, s, verb) }
 
 // readErr wraps a read error (a read has no outcome to lose). It matches oduflow.ErrClaimStore, so that a
 // caller (the CLI's exit status) can tell "the store could not be read, nothing was written" from a

@@ -173,6 +173,25 @@ func (s *Store) claimFrom(kvs []*mvccpb.KeyValue, requestID string) (*oduflow.Cl
 	return c, kvs[0].ModRevision, nil
 }
 
+// GetWithRequestLock reads the claim and whether its request lock is held in one linearizable read
+// transaction (one snapshot, one round trip): the dispatcher's Status uses it instead of Get then
+// RequestLockHeld.
+func (s *Store) GetWithRequestLock(ctx context.Context, requestID string) (*oduflow.Claim, bool, error) {
+	if err := receipt.ValidateRequestID(requestID); err != nil {
+		return nil, false, invalidID(err, "request id")
+	}
+	resp, err := s.cli.Txn(ctx).Then(clientv3.OpGet(s.claimKey(requestID)),
+		clientv3.OpGet(s.runLockKey(requestID), clientv3.WithCountOnly())).Commit()
+	if err != nil {
+		return nil, false, readErr(err, "read claim and request lock")
+	}
+	c, _, err := s.claimFrom(resp.Responses[0].GetResponseRange().GetKvs(), requestID)
+	if err != nil {
+		return nil, false, err
+	}
+	return c, resp.Responses[1].GetResponseRange().GetCount() > 0, nil
+}
+
 // CompareAndSwap implements oduflow.ClaimStore: the generation check is made on the record read, and the
 // write is fenced on that record's mod revision.
 func (s *Store) CompareAndSwap(ctx context.Context, next *oduflow.Claim) (*oduflow.Claim, error) {

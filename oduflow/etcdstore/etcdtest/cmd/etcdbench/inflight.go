@@ -1,0 +1,139 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/oduflow/oduflow-go/oduflow"
+	"github.com/oduflow/oduflow-go/receipt"
+)
+
+// heapInUse is the live heap after two collections and the goroutine stacks in use, bytes.
+func heapInUse() (heap, stacks uint64) {
+	runtime.GC()
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return ms.HeapAlloc, ms.StackInuse
+}
+
+// cmdInflight: n requests held in flight on ONE dispatcher on etcd (the member child, fsync on), against
+// the sim child's n held minions. Once every request is published (each worker then holds its request
+// lock and client lease, two etcd sessions, and waits for its return), it reports the live heap the
+// requests added (after GC, minus the heap of the idle dispatcher) per request, this process's peak RSS
+// and its goroutines, and how long the Starts and the publications took.
+func cmdInflight(ctx context.Context, args []string) (any, error) {
+	fs := flag.NewFlagSet("inflight", flag.ContinueOnError)
+	n := fs.Int("n", 5000, "requests in flight")
+	conc := fs.Int("start-concurrency", 64, "concurrent Start callers")
+	base := fs.String("dir", "/var/cache", "parent of the etcd data directory")
+	pubWait := fs.Duration("publish-wait", 5*time.Minute, "how long to wait for the last publication")
+	stall := fs.Duration("stall", 15*time.Second, "stop waiting after this long without a publication")
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	srv, endpoint, err := startServer(ctx, *base)
+	if err != nil {
+		return nil, err
+	}
+	defer srv.stop()
+	var hello simHello
+	sim, err := startChild(ctx, &hello, "sim", "-minions", fmt.Sprint(*n))
+	if err != nil {
+		return nil, err
+	}
+	defer sim.stop()
+	tm := oduflow.DefaultTimers()
+	tm.PollBudget = 1                // hold them running: no status polls while measuring
+	tm.CallTimeout = 5 * time.Minute // the queued tail of capability checks is measured, not refused
+	tm.LaunchGrace = 10 * time.Minute
+	b, err := openBench(ctx, endpoint, "/inflight-"+uuid.NewString()[:8], hello.Request, hello.Events,
+		hello.KeyFile, hello.PKIDir, tm)
+	if err != nil {
+		return nil, err
+	}
+	defer b.close()
+	heap0, stack0 := heapInUse()
+	rss0 := procStatus("VmRSS")
+	g0 := runtime.NumGoroutine()
+
+	reqs := make([]string, *n)
+	for i := range reqs {
+		reqs[i] = uuid.NewString()
+	}
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	errc := make(chan error, *conc)
+	t0 := time.Now()
+	for range *conc {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= *n {
+					return
+				}
+				if _, err := b.d.Start(ctx, simMinionID(i), reqs[i], receipt.ProfileConfigure); err != nil {
+					errc <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	starts := time.Since(t0)
+	close(errc)
+	if err := <-errc; err != nil {
+		return nil, err
+	}
+	// Wait until every request is published, or no publication came for stall (some workers ended
+	// without publishing: their claims say why, and the round reports them).
+	deadline := time.Now().Add(*pubWait)
+	var st simStats
+	last, lastAt := int64(-1), time.Now()
+	for {
+		if err := sim.ask("stats", &st); err != nil {
+			return nil, err
+		}
+		if st.Runs >= int64(*n) {
+			break
+		}
+		if st.Runs != last {
+			last, lastAt = st.Runs, time.Now()
+		}
+		if time.Since(lastAt) > *stall || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	unpublished := map[string]int{}
+	if st.Runs < int64(*n) {
+		for _, req := range reqs {
+			c, err := b.st.Get(ctx, req)
+			switch {
+			case err != nil:
+				unpublished["read error"]++
+			case c.Phase != oduflow.PhaseDispatched: // dispatched: published, its reply recorded
+				unpublished[string(c.Phase)+" "+c.ErrorCode]++
+			}
+		}
+	}
+	published := time.Since(t0)
+	time.Sleep(time.Second) // the last workers record dispatched and settle into their wait
+	heap1, stack1 := heapInUse()
+	g1 := runtime.NumGoroutine()
+	perReq := func(a, b uint64) float64 { return round3((float64(b) - float64(a)) / float64(*n) / 1024) }
+	return map[string]any{"n": *n, "published": st.Runs, "unpublished": unpublished, "heap_per_request_kb": perReq(heap0, heap1),
+		"stack_per_request_kb": perReq(stack0, stack1),
+		"heap_idle_mb":         round3(float64(heap0) / (1 << 20)), "heap_inflight_mb": round3(float64(heap1) / (1 << 20)),
+		"rss_idle_mb": rss0, "rss_mb": procStatus("VmHWM"), "goroutines_per_request": round3(float64(g1-g0) / float64(*n)),
+		"starts_s": round3(starts.Seconds()), "first_start_to_last_publication_s": round3(published.Seconds())}, nil
+}
