@@ -39,8 +39,10 @@ func (s *Store) syncDir(dirfd int, st *unix.Stat_t) error {
 	if r := d.next; r != nil {
 		d.mu.Unlock()
 		if r.dev != dev || r.ino != ino {
+			s.at("dir-fsync")
 			return s.fsyncDirErr(unix.Fsync(dirfd))
 		}
+		s.at("dir-sync-queued")
 		<-r.done
 		return r.err
 	}
@@ -53,11 +55,13 @@ func (s *Store) syncDir(dirfd int, st *unix.Stat_t) error {
 	}
 	d.mu.Unlock()
 	if prev != nil {
+		s.at("dir-sync-queued")
 		<-prev.done
 		d.mu.Lock()
 		d.running, d.next = r, nil
 		d.mu.Unlock()
 	}
+	s.at("dir-fsync")
 	r.err = s.fsyncDirErr(unix.Fsync(dirfd))
 	d.mu.Lock()
 	d.running = nil
