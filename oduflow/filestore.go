@@ -90,10 +90,9 @@ func claimName(requestID string) string { return requestID + claimSuffix }
 //
 //  1. the client's index directory (made when missing) and the empty entry clients/<minion>/<request>
 //     are created, not yet synced; the claim is written to an exclusive temporary file;
-//  2. the temporary file's fsync runs concurrently with the index's: the client index directory's (the
-//     entry), then, the first time this store uses the client, clients/'s (the client's directory
-//     entry); Create waits for both. That is one wait, not several in a row (on ext4 one journal commit,
-//     which the later fsyncs find done);
+//  2. three fsyncs run concurrently and Create waits for all of them: the temporary file's, the client
+//     index directory's (the entry) and, the first time this store uses the client, clients/'s (the
+//     client's directory entry). That is one wait, not three in a row (on ext4 one journal commit);
 //  3. only when all succeeded is the temporary file renamed to <request>.json (RENAME_NOREPLACE: the
 //     exclusive create) and the claim directory fsynced, group-committed with concurrent Creates.
 //

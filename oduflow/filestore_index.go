@@ -54,8 +54,8 @@ func (s *FileClaimStore) clientIndex(minionID string, create bool) (*clientIndex
 
 // stageIndex creates the index entry of request (and the client's index directory when missing) without
 // waiting for either to be durable, and returns the work that makes them durable: an fsync of the client's
-// index directory and, until one succeeded, of clients/ (each group-committed with the concurrent Creates
-// of the same directory). An entry already there is checked (a FIFO, socket or symlink holding the name
+// index directory and, until one succeeded, of clients/, concurrently (each group-committed with the
+// concurrent Creates of the same directory). An entry already there is checked (a FIFO, socket or symlink holding the name
 // is refused, typed, rather than trusted) and synced all the same: its creator may not have synced it.
 func (s *FileClaimStore) stageIndex(minionID, requestID string) (*clientIndex, func() error, error) {
 	ci, err := s.clientIndex(minionID, true)
@@ -72,19 +72,28 @@ func (s *FileClaimStore) stageIndex(minionID, requestID string) (*clientIndex, f
 	}
 	s.at("index-staged")
 	return ci, func() error {
-		if err := entry(); err != nil {
-			return errors.Wrap(err, "oduflow: index claim")
-		}
+		var listed chan error
 		if !ci.listed.Load() {
-			// After the entry's fsync this one is cheap: on ext4 the journal commit that made the entry
-			// durable also holds the new directory's entry in clients/.
-			if err := s.idx.SyncDir(); err != nil {
-				return errors.Wrap(err, "oduflow: index client")
-			}
-			ci.listed.Store(true)
+			// Concurrently with the entry's fsync (both join the same journal commit on ext4): one after
+			// the other, the second would still wait for a device cache flush of its own.
+			listed = make(chan error, 1)
+			go func() { listed <- s.idx.SyncDir() }()
 		}
-		s.at("index-synced")
-		return nil
+		err := entry()
+		if err != nil {
+			err = errors.Wrap(err, "oduflow: index claim")
+		}
+		if listed != nil {
+			if lerr := <-listed; lerr != nil && err == nil {
+				err = errors.Wrap(lerr, "oduflow: index client")
+			} else if lerr == nil {
+				ci.listed.Store(true)
+			}
+		}
+		if err == nil {
+			s.at("index-synced")
+		}
+		return err
 	}, nil
 }
 
