@@ -89,7 +89,8 @@ func claimName(requestID string) string { return requestID + claimSuffix }
 // durable itself when Create returns; the steps, and why a crash between any two of them is harmless:
 //
 //  1. the client's index directory (made when missing) and the empty entry clients/<minion>/<request>
-//     are created, not yet synced; the claim is written to an exclusive temporary file;
+//     are created, not yet synced, while (concurrently) the claim is written to an exclusive temporary
+//     file;
 //  2. three fsyncs run concurrently and Create waits for all of them: the temporary file's, the client
 //     index directory's (the entry) and, the first time this store uses the client, clients/'s (the
 //     client's directory entry). That is one wait, not three in a row (on ext4 one journal commit);
@@ -115,11 +116,11 @@ func (s *FileClaimStore) Create(ctx context.Context, c *Claim) error {
 	if err != nil {
 		return err
 	}
-	_, indexDurable, err := s.stageIndex(cp.MinionID, cp.RequestID)
-	if err != nil {
-		return err
+	index := func() (func() error, error) {
+		_, durable, err := s.stageIndex(cp.MinionID, cp.RequestID)
+		return durable, err
 	}
-	if err := s.st.CreateExclusiveAfter(claimName(cp.RequestID), data, indexDurable); err != nil {
+	if err := s.st.CreateExclusiveAfter(claimName(cp.RequestID), data, index); err != nil {
 		if errors.Is(err, safefile.ErrExist) {
 			return errmark.Mark(errors.Wrap(err, "oduflow: create claim"), ErrClaimExists)
 		}

@@ -11,9 +11,9 @@ import (
 )
 
 // The staged create of the claim store, as the claim store runs it: an empty entry in the sub-directory
-// idx (made by this call, its parent fsync left to the prior work), then the record, made visible only
-// after the prior work (the entry's fsync, then the parent's) and the record's own fsync, which run
-// concurrently. The helper is SIGKILLed at each point; "prior-synced" and "temp-synced" lie between the two
+// idx (made by this call, its parent fsync left to the prior work), created while the record's temporary
+// file is written, then the record, made visible only after the prior work (the entry's fsync, then the
+// parent's) and the record's own fsync, which run concurrently. The helper is SIGKILLed at each point; "prior-synced" and "temp-synced" lie between the two
 // concurrent fsyncs (one side done, the other maybe not).
 var stagedCreateStages = []string{"empty-created", "after-temp-write", "prior-synced", "temp-synced",
 	"before-link", "after-link"}
@@ -27,22 +27,26 @@ func stagedCreateHelper(dir, name, stage string) int {
 		fmt.Println("ERR", err)
 		return 1
 	}
-	idx, _, err := s.Sub("idx", true)
-	if err == nil {
-		var entry func() error
-		if entry, err = idx.CreateEmpty(name); err == nil {
-			err = s.CreateExclusiveAfter(name, []byte(stagedContent), func() error {
-				if err := entry(); err != nil {
-					return err
-				}
-				if err := s.SyncDir(); err != nil {
-					return err
-				}
-				park("prior-synced")
-				return nil
-			})
+	err = s.CreateExclusiveAfter(name, []byte(stagedContent), func() (func() error, error) {
+		idx, _, err := s.Sub("idx", true)
+		if err != nil {
+			return nil, err
 		}
-	}
+		entry, err := idx.CreateEmpty(name)
+		if err != nil {
+			return nil, err
+		}
+		return func() error {
+			if err := entry(); err != nil {
+				return err
+			}
+			if err := s.SyncDir(); err != nil {
+				return err
+			}
+			park("prior-synced")
+			return nil
+		}, nil
+	})
 	if err != nil {
 		fmt.Println("ERR", err)
 		return 1
@@ -89,7 +93,9 @@ func TestCrashDuringStagedCreate(t *testing.T) {
 			if !errors.Is(err, ErrExist) || entry != nil {
 				t.Fatalf("entry not kept: %v", err)
 			}
-			err = s.CreateExclusiveAfter("rec", []byte(stagedContent), idx.SyncDir)
+			err = s.CreateExclusiveAfter("rec", []byte(stagedContent), func() (func() error, error) {
+				return idx.SyncDir, nil
+			})
 			if stage == "after-link" {
 				if !errors.Is(err, ErrExist) {
 					t.Fatalf("retry over an existing record: %v", err)

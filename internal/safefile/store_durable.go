@@ -151,44 +151,50 @@ func (s *Store) CreateEmpty(name string) (sync func() error, err error) {
 	}, nil
 }
 
-// CreateExclusiveAfter is CreateExclusive with prior durability work: the record's temporary file is
-// written, then its fsync and prior (when not nil) run concurrently, and only when both succeeded is the
-// record renamed into place (RENAME_NOREPLACE) and the directory fsynced. So what prior makes durable is
-// durable before the record's name can exist, on disk or after any crash, at the cost of one fsync wait
-// instead of two in a row. When prior or the fsync fails, the temporary file is removed and the record
-// never appears; the fsync's error comes first. prior runs exactly once, also when the record cannot be
-// written (its error is then not returned), and has returned when CreateExclusiveAfter returns.
-func (s *Store) CreateExclusiveAfter(name string, data []byte, prior func() error) error {
-	runPrior := func(err error) error { // on an early failure prior still runs, once (it may hold resources)
-		if prior != nil {
-			_ = prior()
-		}
-		return err
-	}
+// Prior is durability work that must be done before a record may appear (CreateExclusiveAfter). It is
+// called concurrently with the writing of the record's temporary file and does the work that waits for no
+// disk (creating names); it returns the work that does wait (fsyncs), which then runs concurrently with the
+// record's own fsync. Both halves run on one goroutine of their own.
+type Prior func() (sync func() error, err error)
+
+// CreateExclusiveAfter is CreateExclusive with prior durability work. prior (when not nil) creates its
+// names while the record's temporary file is written; once both are done, prior's sync and the record's
+// fsync run concurrently, and only when both succeeded is the record renamed into place (RENAME_NOREPLACE)
+// and the directory fsynced. So what prior makes durable is durable before the record's name can exist, on
+// disk or after any crash, and all of it costs one fsync wait instead of two in a row: the names prior
+// created are already in the file system's running journal transaction when the fsyncs begin. When prior
+// or the record fails, the temporary file is removed and the record never appears; the record's error
+// comes first. prior is called exactly once, and its sync, when prior succeeded, exactly once too (also
+// when the record cannot be written; its error is then not returned); both have returned when
+// CreateExclusiveAfter returns.
+func (s *Store) CreateExclusiveAfter(name string, data []byte, prior Prior) error {
+	p := startPrior(prior)
 	if err := validName(name); err != nil {
-		return runPrior(err)
+		p.abandon()
+		return err
 	}
 	dirfd, st, _, err := s.walkStat(false, false)
 	if err != nil {
-		return runPrior(err)
+		p.abandon()
+		return err
 	}
 	defer unix.Close(dirfd)
 	tmp, fd, err := s.createTemp(dirfd, name, data)
 	if err != nil {
-		return runPrior(err)
+		p.abandon()
+		return err
+	}
+	if err := p.staged(); err != nil {
+		_ = unix.Close(fd)
+		_ = unix.Unlinkat(dirfd, tmp, 0)
+		return err
 	}
 	s.at("after-temp-write")
-	var perr chan error
-	if prior != nil {
-		perr = make(chan error, 1)
-		go func() { perr <- prior() }()
-	}
+	p.sync()
 	err = s.closeSynced(fd, name)
 	s.at("temp-synced")
-	if perr != nil {
-		if e := <-perr; err == nil {
-			err = e
-		}
+	if perr := p.wait(); err == nil {
+		err = perr
 	}
 	if err != nil {
 		_ = unix.Unlinkat(dirfd, tmp, 0)
@@ -200,6 +206,72 @@ func (s *Store) CreateExclusiveAfter(name string, data []byte, prior func() erro
 	}
 	s.at("after-link")
 	return s.syncDir(dirfd, &st)
+}
+
+// priorRun runs a Prior on its own goroutine: its names first, then (when told) its sync. A nil *priorRun
+// (no prior) does nothing.
+type priorRun struct {
+	stagedc chan error
+	start   chan bool // true: sync for real; false: only to release what prior holds
+	synced  chan error
+	done    bool // stagedc was read
+	err     error
+}
+
+func startPrior(prior Prior) *priorRun {
+	if prior == nil {
+		return nil
+	}
+	r := &priorRun{stagedc: make(chan error, 1), start: make(chan bool, 1), synced: make(chan error, 1)}
+	go func() {
+		sync, err := prior()
+		r.stagedc <- err
+		if err != nil {
+			return
+		}
+		real := <-r.start
+		err = sync()
+		if !real {
+			err = nil
+		}
+		r.synced <- err
+	}()
+	return r
+}
+
+// staged waits for prior's names; an error is prior's (it then has no sync to run).
+func (r *priorRun) staged() error {
+	if r == nil {
+		return nil
+	}
+	if !r.done {
+		r.err, r.done = <-r.stagedc, true
+	}
+	return r.err
+}
+
+// sync lets prior's sync start (after staged returned nil).
+func (r *priorRun) sync() {
+	if r != nil {
+		r.start <- true
+	}
+}
+
+// wait returns the result of prior's sync (after sync).
+func (r *priorRun) wait() error {
+	if r == nil {
+		return nil
+	}
+	return <-r.synced
+}
+
+// abandon waits for prior when the record will not be written: its sync runs only to release what it holds.
+func (r *priorRun) abandon() {
+	if r == nil || r.staged() != nil {
+		return
+	}
+	r.start <- false
+	<-r.synced
 }
 
 // linkExclusive gives the synced temporary file tmp the name name unless name exists (ErrExist): renameat2

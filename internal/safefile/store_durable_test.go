@@ -104,18 +104,22 @@ func TestCreateExclusiveAfter(t *testing.T) {
 	t.Run("prior runs before the record appears", func(t *testing.T) {
 		s := newStore(t)
 		calls := 0
-		err := s.CreateExclusiveAfter("rec", []byte("data"), func() error {
+		syncs := 0
+		err := s.CreateExclusiveAfter("rec", []byte("data"), func() (func() error, error) {
 			calls++
-			if _, err := s.Read("rec"); !errors.Is(err, ErrNotExist) {
-				t.Errorf("record visible before prior finished: %v", err)
-			}
-			if strays, _ := filepath.Glob(filepath.Join(s.Dir(), tempPrefix+"rec-*")); len(strays) != 1 {
-				t.Errorf("temporary file not written before prior: %v", strays)
-			}
-			return nil
+			return func() error {
+				syncs++
+				if _, err := s.Read("rec"); !errors.Is(err, ErrNotExist) {
+					t.Errorf("record visible before prior finished: %v", err)
+				}
+				if strays, _ := filepath.Glob(filepath.Join(s.Dir(), tempPrefix+"rec-*")); len(strays) != 1 {
+					t.Errorf("temporary file not written before prior's sync: %v", strays)
+				}
+				return nil
+			}, nil
 		})
-		if err != nil || calls != 1 {
-			t.Fatalf("err %v, prior calls %d", err, calls)
+		if err != nil || calls != 1 || syncs != 1 {
+			t.Fatalf("err %v, prior calls %d, syncs %d", err, calls, syncs)
 		}
 		if b, err := s.Read("rec"); err != nil || string(b) != "data" {
 			t.Fatalf("Read: %q, %v", b, err)
@@ -124,14 +128,20 @@ func TestCreateExclusiveAfter(t *testing.T) {
 	t.Run("failed prior: no record, no temporary file", func(t *testing.T) {
 		s := newStore(t)
 		boom := errors.New("boom")
-		if err := s.CreateExclusiveAfter("rec", []byte("data"), func() error { return boom }); !errors.Is(err, boom) {
-			t.Fatalf("err = %v, want the prior's", err)
+		failures := map[string]Prior{
+			"names": func() (func() error, error) { return nil, boom },
+			"sync":  func() (func() error, error) { return func() error { return boom }, nil },
 		}
-		if _, err := s.Read("rec"); !errors.Is(err, ErrNotExist) {
-			t.Fatalf("record after a failed prior: %v", err)
-		}
-		if entries, _ := os.ReadDir(s.Dir()); len(entries) != 0 {
-			t.Fatalf("left behind: %v", entries)
+		for what, prior := range failures {
+			if err := s.CreateExclusiveAfter("rec", []byte("data"), prior); !errors.Is(err, boom) {
+				t.Fatalf("%s: err = %v, want the prior's", what, err)
+			}
+			if _, err := s.Read("rec"); !errors.Is(err, ErrNotExist) {
+				t.Fatalf("%s: record after a failed prior: %v", what, err)
+			}
+			if entries, _ := os.ReadDir(s.Dir()); len(entries) != 0 {
+				t.Fatalf("%s: left behind: %v", what, entries)
+			}
 		}
 		if err := s.CreateExclusiveAfter("rec", []byte("again"), nil); err != nil {
 			t.Fatal(err)
@@ -143,10 +153,13 @@ func TestCreateExclusiveAfter(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, name := range []string{"taken", "../bad", ".hidden"} {
-			calls := 0
-			err := s.CreateExclusiveAfter(name, []byte("new"), func() error { calls++; return nil })
-			if err == nil || calls != 1 {
-				t.Fatalf("%s: err %v, prior calls %d", name, err, calls)
+			calls, syncs := 0, 0
+			err := s.CreateExclusiveAfter(name, []byte("new"), func() (func() error, error) {
+				calls++
+				return func() error { syncs++; return nil }, nil
+			})
+			if err == nil || calls != 1 || syncs != 1 {
+				t.Fatalf("%s: err %v, prior calls %d, syncs %d", name, err, calls, syncs)
 			}
 		}
 		if b, _ := s.Read("taken"); string(b) != "old" {
