@@ -93,7 +93,8 @@ func claimName(requestID string) string { return requestID + claimSuffix }
 //     file;
 //  2. three fsyncs run concurrently and Create waits for all of them: the temporary file's, the client
 //     index directory's (the entry) and, the first time this store uses the client, clients/'s (the
-//     client's directory entry). That is one wait, not three in a row (on ext4 one journal commit);
+//     client's directory entry). That is one wait, not three in a row (with a journal one commit; without
+//     one the block layer merges their device cache flushes);
 //  3. only when all succeeded is the temporary file renamed to <request>.json (RENAME_NOREPLACE: the
 //     exclusive create) and the claim directory fsynced, group-committed with concurrent Creates.
 //

@@ -74,8 +74,9 @@ func (s *FileClaimStore) stageIndex(minionID, requestID string) (*clientIndex, f
 	return ci, func() error {
 		var listed chan error
 		if !ci.listed.Load() {
-			// Concurrently with the entry's fsync (both join the same journal commit on ext4): one after
-			// the other, the second would still wait for a device cache flush of its own.
+			// Concurrently with the entry's fsync: they share one journal commit (or, on a file system
+			// without a journal, one merged device cache flush); one after the other, the second would
+			// wait for a flush of its own.
 			listed = make(chan error, 1)
 			go func() { listed <- s.idx.SyncDir() }()
 		}

@@ -162,7 +162,7 @@ type Prior func() (sync func() error, err error)
 // fsync run concurrently, and only when both succeeded is the record renamed into place (RENAME_NOREPLACE)
 // and the directory fsynced. So what prior makes durable is durable before the record's name can exist, on
 // disk or after any crash, and all of it costs one fsync wait instead of two in a row: the names prior
-// created are already in the file system's running journal transaction when the fsyncs begin. When prior
+// created exist before any of the fsyncs begins (with a journal they share its next commit). When prior
 // or the record fails, the temporary file is removed and the record never appears; the record's error
 // comes first. prior is called exactly once, and its sync, when prior succeeded, exactly once too (also
 // when the record cannot be written; its error is then not returned); both have returned when
