@@ -163,23 +163,98 @@ func BenchmarkDispatcher(b *testing.B) {
 	fmt.Fprintf(os.Stderr, "in-flight=%d nofile=%d\n", n, rl.Cur)
 }
 
-// BenchmarkClaimCreate is the durable part of a new Start (index entry + claim, each an exclusive temp
-// file, fsync, rename/link, directory fsync): compare with ../shared/bench/fsyncfloor.
+// BenchmarkFsyncFloor is the disk's floor for one durable small-file create, in the file system of the
+// claim directories: exclusive temporary file, 300-byte write, fsync, rename, directory fsync. The Start
+// and Create benchmarks compare with it (scripts/bench.sh's start row does the same with its own floor
+// program).
+func BenchmarkFsyncFloor(b *testing.B) {
+	dir := b.TempDir() // the file system of claimDir
+	payload := make([]byte, 300)
+	i := 0
+	for b.Loop() {
+		i++
+		f, err := os.CreateTemp(dir, ".claim-*.tmp")
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := f.Write(payload); err != nil {
+			b.Fatal(err)
+		}
+		if err := f.Sync(); err != nil {
+			b.Fatal(err)
+		}
+		if err := f.Close(); err != nil {
+			b.Fatal(err)
+		}
+		if err := os.Rename(f.Name(), fmt.Sprintf("%s/claim-%06d", dir, i)); err != nil {
+			b.Fatal(err)
+		}
+		d, err := os.Open(dir)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := d.Sync(); err != nil {
+			b.Fatal(err)
+		}
+		_ = d.Close()
+	}
+}
+
+// BenchmarkClaimCreate is the durable part of a new Start (index entry and claim, see FileClaimStore.Create),
+// for a client the store has seen before and for a new client (whose index directory is made too).
 func BenchmarkClaimCreate(b *testing.B) {
+	for _, newClient := range []bool{false, true} {
+		name := "same_client"
+		if newClient {
+			name = "new_client"
+		}
+		b.Run(name, func(b *testing.B) {
+			fs, err := OpenFileClaimStore(claimDir(b))
+			if err != nil {
+				b.Fatal(err)
+			}
+			ctx := context.Background()
+			minion := newMinionID()
+			b.ReportAllocs()
+			for b.Loop() {
+				if newClient {
+					minion = newMinionID()
+				}
+				c := &Claim{Protocol: claimProtocol, MinionID: minion, RequestID: uuid.NewString(), Profile: receipt.ProfileConfigure,
+					Role: "roles.client_stack", JID: "20261129120000000001", Phase: PhaseClaimed, CreatedAt: time.Now().UTC()}
+				if err := fs.Create(ctx, c); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkClaimCreateConcurrent: 100 Creates released at once (new clients); ns/op is per Create.
+func BenchmarkClaimCreateConcurrent(b *testing.B) {
 	fs, err := OpenFileClaimStore(claimDir(b))
 	if err != nil {
 		b.Fatal(err)
 	}
 	ctx := context.Background()
-	minion := newMinionID()
+	const conc = 100
 	b.ReportAllocs()
 	for b.Loop() {
-		c := &Claim{Protocol: claimProtocol, MinionID: minion, RequestID: uuid.NewString(), Profile: receipt.ProfileConfigure,
-			Role: "roles.client_stack", JID: "20261129120000000001", Phase: PhaseClaimed, CreatedAt: time.Now().UTC()}
-		if err := fs.Create(ctx, c); err != nil {
-			b.Fatal(err)
+		var wg sync.WaitGroup
+		for range conc {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				c := &Claim{Protocol: claimProtocol, MinionID: newMinionID(), RequestID: uuid.NewString(), Profile: receipt.ProfileConfigure,
+					Role: "roles.client_stack", JID: "20261129120000000001", Phase: PhaseClaimed, CreatedAt: time.Now().UTC()}
+				if err := fs.Create(ctx, c); err != nil {
+					b.Error(err)
+				}
+			}()
 		}
+		wg.Wait()
 	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*conc), "ns/create")
 }
 
 // BenchmarkStartNewIdle: Start of a new request on an idle dispatcher (claim + worker launch; the worker's

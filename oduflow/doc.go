@@ -31,6 +31,18 @@
 // list by client) and Leases; FileClaimStore is the default: one file per request in a 0700 directory
 // (default /var/cache/salt/oduflow-apply), files 0600, written through the internal safe file store (exclusive temp file,
 // fsync, rename, directory fsync; symlinks, foreign owners, group/other bits and hard links refused).
+// What a new Start waits for on FileClaimStore is two fsync waits in a row, the least a durable exclusive
+// create allows (the claim's content must be durable before its name appears, and its name before the worker
+// starts): first the claim's temporary file, concurrently with the client's index entry
+// (clients/<minion>/<request>, an empty file created directly: nothing to tear, so no temporary file or data
+// fsync) and, for a client new to the store, its index directory; then the rename into place and the claim
+// directory's fsync, which concurrent Starts share (group commit). The index entry is durable before the
+// claim's name can exist, so a crash anywhere leaves no claim (a retried Start creates it) or a claim its
+// client's index lists (the quarantine check, which reads only the client's index, cannot miss it);
+// FileClaimStore.Create lists the crash points. The checks before a claim is written read state the
+// dispatcher already holds (the claim store, the credentials, the live event-bus subscription): no round
+// trip.
+//
 // Legacy claims keep their meaning: claims without profile fields are configuration jobs; claims without a
 // protocol field were published as plain state.apply and can never get a minion receipt. A legacy claim
 // dispatched without a terminal result is unknown and quarantines its client until an operator asserts an

@@ -3,7 +3,6 @@ package oduflow
 import (
 	"context"
 	"path/filepath"
-	"strings"
 	"sync"
 	"time"
 
@@ -30,136 +29,53 @@ const (
 // FileClaimStore keeps one claim file per request (<request id>.json, mode 0600) in a private directory
 // (0700, owned by the service account) through safefile.Store: exclusive temp file, fsync, rename,
 // directory fsync; opens refuse symlinks, foreign owners, group/other bits and multiply linked files.
-// Create uses CreateExclusive; CompareAndSwap runs under a per-request record flock with a generation
-// check. A per-client index (clients/<minion id>/<request id>, empty files, written before the claim) keeps
-// ListByClient proportional to the client's own claims. Claims without an index entry (legacy claims
-// copied in by an earlier runner) are indexed by a one-time scan the first time a store lists a client
-// (recorded by the file index-v1.done); call Reindex after adding legacy claims later. It also implements
-// Leases with kernel locks, which the kernel releases when a holder dies (filelease.go).
+// Create is an exclusive create (RENAME_NOREPLACE) made visible only after the client's index entry is
+// durable (see Create); CompareAndSwap runs under a per-request record flock with a generation check. A
+// per-client index (clients/<minion id>/<request id>, empty files) keeps ListByClient proportional to the
+// client's own claims. Claims without an index entry (legacy claims copied in by an earlier runner) are
+// indexed by a one-time scan the first time a store lists a client (recorded by the file index-v1.done);
+// call Reindex after adding legacy claims later. It also implements Leases with kernel locks, which the
+// kernel releases when a holder dies (filelease.go).
 // Safe for concurrent use by any number of goroutines and processes sharing the directory.
 type FileClaimStore struct {
-	st *safefile.Store
+	st    *safefile.Store
+	idx   *safefile.Store // clients/
+	stage func(string)    // test hook: crash points of Create; nil in production
 
-	mu       sync.Mutex
-	owners   map[string]string          // request id -> minion id (immutable once created)
-	clients  map[string]*safefile.Store // open per-client index stores
-	indexed  bool
-	indexDir string
+	mu      sync.Mutex
+	owners  map[string]string       // request id -> minion id (immutable once created)
+	clients map[string]*clientIndex // open per-client index stores
+	indexed bool
 
 	leases leasePool // request locks and client leases (filelease.go)
 }
 
 // OpenFileClaimStore opens (creating it 0700 when missing) the claim directory.
-func OpenFileClaimStore(dir string) (*FileClaimStore, error) {
-	st, err := safefile.OpenStore(dir, safefile.WithCreate())
+func OpenFileClaimStore(dir string) (*FileClaimStore, error) { return openFileClaimStore(dir, nil) }
+
+// openFileClaimStore is OpenFileClaimStore with a test hook called at the crash points of Create (the
+// store's own and the safe file store's).
+func openFileClaimStore(dir string, stage func(string)) (*FileClaimStore, error) {
+	opts := []safefile.StoreOption{safefile.WithCreate()}
+	if stage != nil {
+		opts = append(opts, safefile.WithStageHook(stage))
+	}
+	st, err := safefile.OpenStore(dir, opts...)
 	if err != nil {
 		return nil, errors.Wrap(err, "oduflow: open claim directory")
 	}
-	idx := filepath.Join(st.Dir(), indexDirName)
-	if _, err := safefile.OpenStore(idx, safefile.WithCreate()); err != nil {
+	idx, err := safefile.OpenStore(filepath.Join(st.Dir(), indexDirName), opts...)
+	if err != nil {
 		return nil, errors.Wrap(err, "oduflow: open claim index directory")
 	}
-	return &FileClaimStore{st: st, owners: make(map[string]string), clients: make(map[string]*safefile.Store),
-		indexDir: idx}, nil
+	return &FileClaimStore{st: st, idx: idx, stage: stage, owners: make(map[string]string),
+		clients: make(map[string]*clientIndex)}, nil
 }
 
-// clientStore opens the index directory of one client (creating it when create is set). It returns nil,
-// nil when the client has no index yet.
-func (s *FileClaimStore) clientStore(minionID string, create bool) (*safefile.Store, error) {
-	s.mu.Lock()
-	cs := s.clients[minionID]
-	s.mu.Unlock()
-	if cs != nil {
-		return cs, nil
+func (s *FileClaimStore) at(stage string) {
+	if s.stage != nil {
+		s.stage(stage)
 	}
-	var opts []safefile.StoreOption
-	if create {
-		opts = append(opts, safefile.WithCreate())
-	}
-	cs, err := safefile.OpenStore(filepath.Join(s.indexDir, minionID), opts...)
-	if err != nil {
-		if !create && errors.Is(err, safefile.ErrNotExist) {
-			return nil, nil
-		}
-		return nil, errors.Wrap(err, "oduflow: open client index")
-	}
-	s.mu.Lock()
-	s.clients[minionID] = cs
-	s.mu.Unlock()
-	return cs, nil
-}
-
-// index records that request belongs to minion (idempotent, durable).
-func (s *FileClaimStore) index(minionID, requestID string) error {
-	cs, err := s.clientStore(minionID, true)
-	if err != nil {
-		return err
-	}
-	err = cs.CreateExclusive(requestID, nil)
-	if errors.Is(err, safefile.ErrExist) {
-		// Already indexed, unless what holds the name is not a safe entry (a FIFO, socket, symlink, ...):
-		// that is refused now, typed, rather than trusted.
-		_, err = cs.Read(requestID)
-	}
-	if err != nil {
-		return errors.Wrap(err, "oduflow: index claim")
-	}
-	return nil
-}
-
-// Reindex scans every claim of the directory and adds missing per-client index entries (legacy claims).
-// A claim it cannot read stops the scan with an error matching ErrCorruptClaim that names it.
-func (s *FileClaimStore) Reindex(ctx context.Context) error {
-	names, err := s.st.List("")
-	if err != nil {
-		return errors.Wrap(err, "oduflow: list claims")
-	}
-	for _, n := range names {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		req, ok := strings.CutSuffix(n, claimSuffix)
-		if !ok || receipt.ValidateRequestID(req) != nil {
-			continue
-		}
-		c, err := s.read(req)
-		if err != nil {
-			if errors.Is(err, ErrNoClaim) {
-				continue
-			}
-			// Its owner is unknown, so no client can be proven clear of it: the scan stops (and is retried
-			// by the next listing), naming the claim.
-			return errors.WithStack(&unreadableClaimError{RequestID: req, Err: err})
-		}
-		if err := s.index(c.MinionID, c.RequestID); err != nil {
-			return err
-		}
-	}
-	if err := s.st.WriteAtomic(indexDoneName, []byte("1\n")); err != nil {
-		return errors.Wrap(err, "oduflow: record index scan")
-	}
-	s.mu.Lock()
-	s.indexed = true
-	s.mu.Unlock()
-	return nil
-}
-
-func (s *FileClaimStore) ensureIndexed(ctx context.Context) error {
-	s.mu.Lock()
-	done := s.indexed
-	s.mu.Unlock()
-	if done {
-		return nil
-	}
-	if _, err := s.st.Read(indexDoneName); err == nil {
-		s.mu.Lock()
-		s.indexed = true
-		s.mu.Unlock()
-		return nil
-	} else if !errors.Is(err, safefile.ErrNotExist) {
-		return errors.Wrap(err, "oduflow: index state")
-	}
-	return s.Reindex(ctx)
 }
 
 // Dir is the claim directory.
@@ -171,7 +87,25 @@ func (s *FileClaimStore) files() *safefile.Store { return s.st }
 
 func claimName(requestID string) string { return requestID + claimSuffix }
 
-// Create implements ClaimStore.
+// Create implements ClaimStore. The claim's name appears only once its index entry is durable, and it is
+// durable itself when Create returns; the steps, and why a crash between any two of them is harmless:
+//
+//  1. the client's index directory (made when missing) and the empty entry clients/<minion>/<request>
+//     are created, not yet synced, while (concurrently) the claim is written to an exclusive temporary
+//     file;
+//  2. three fsyncs run concurrently and Create waits for all of them: the temporary file's, the client
+//     index directory's (the entry) and, the first time this store uses the client, clients/'s (the
+//     client's directory entry). That is one wait, not three in a row (with a journal one commit; without
+//     one the block layer merges their device cache flushes);
+//  3. only when all succeeded is the temporary file renamed to <request>.json (RENAME_NOREPLACE: the
+//     exclusive create) and the claim directory fsynced, group-committed with concurrent Creates.
+//
+// A crash before 3 leaves no claim: at most an index entry without a claim (ListByClient skips it, a new
+// Create of the request reuses it) and a stray temporary file (never listed or read). A claim name can
+// exist, on disk or after power loss, only if step 2 completed, so every claim has its index entry and the
+// quarantine check, which reads only the client's index, cannot miss it. A crash during 3 leaves the claim
+// or not; a claim whose rename was not yet durable can vanish only together with the Start that wrote it,
+// which had not returned (no worker ran). The worker starts after Create returns, so after step 3.
 func (s *FileClaimStore) Create(ctx context.Context, c *Claim) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -185,12 +119,11 @@ func (s *FileClaimStore) Create(ctx context.Context, c *Claim) error {
 	if err != nil {
 		return err
 	}
-	// Index first: an index entry without a claim (or for a claim another minion won) is harmless, a claim
-	// without its index entry would hide it from the quarantine check.
-	if err := s.index(cp.MinionID, cp.RequestID); err != nil {
-		return err
+	index := func() (func() error, error) {
+		_, durable, err := s.stageIndex(cp.MinionID, cp.RequestID)
+		return durable, err
 	}
-	if err := s.st.CreateExclusive(claimName(cp.RequestID), data); err != nil {
+	if err := s.st.CreateExclusiveAfter(claimName(cp.RequestID), data, index); err != nil {
 		if errors.Is(err, safefile.ErrExist) {
 			return errmark.Mark(errors.Wrap(err, "oduflow: create claim"), ErrClaimExists)
 		}
@@ -313,11 +246,11 @@ func (s *FileClaimStore) ListByClient(ctx context.Context, minionID string) ([]*
 	if err := s.ensureIndexed(ctx); err != nil {
 		return nil, err
 	}
-	cs, err := s.clientStore(minionID, false)
-	if err != nil || cs == nil {
+	ci, err := s.clientIndex(minionID, false)
+	if err != nil || ci == nil {
 		return nil, err
 	}
-	names, err := cs.List("")
+	names, err := ci.st.List("")
 	if err != nil {
 		return nil, errors.Wrap(err, "oduflow: list client index")
 	}

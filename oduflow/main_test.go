@@ -44,6 +44,8 @@ func TestMain(m *testing.M) {
 		os.Exit(runStarterChild())
 	case "launcher":
 		os.Exit(runLauncherChild())
+	case "creator":
+		os.Exit(runCreatorChild())
 	}
 	os.Exit(m.Run())
 }

@@ -69,6 +69,8 @@ func runHelper(mode string) int {
 		if err := s.CreateExclusive(name, []byte("created")); err != nil {
 			return fail(err)
 		}
+	case "create-after":
+		return stagedCreateHelper(dir, name, stage)
 	case "lock":
 		s, err := OpenStore(dir)
 		if err != nil {

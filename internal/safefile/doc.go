@@ -14,7 +14,12 @@
 // blocking the caller forever. Writes go to an O_EXCL 0600 temporary file, are
 // fsynced, renamed into place (renameat, or renameat2 RENAME_NOREPLACE for
 // CreateExclusive) and the directory is fsynced. A malformed or unsafe
-// record is an error and is never replaced by these calls.
+// record is an error and is never replaced by these calls. Concurrent writers
+// of one directory share its fsyncs (group commit: each waits for one that
+// started after its own change). CreateEmpty makes an empty record directly
+// (nothing to tear, so no temporary file), durable once its directory is
+// synced; CreateExclusiveAfter makes a record visible only after other
+// durability work that runs concurrently with the record's own data fsync.
 //
 // Locks are flock(2) locks on "<name>.lock" files in the store directory.
 // flock was chosen because the kernel releases it when the holding process

@@ -23,6 +23,7 @@ type Store struct {
 	owner   int
 	maxSize int64
 	hook    func(stage string) // test hook: crash points; nil in production
+	dsync   *dirSyncer         // group commit of this directory's fsyncs
 }
 
 // StoreOption configures OpenStore.
@@ -33,6 +34,9 @@ type storeConfig struct {
 	owner   int
 	maxSize int64
 	hook    func(string)
+	// lazy: a directory this open creates is not fsynced into its parent (Store.Sub reports it, and the
+	// caller syncs the parent, concurrently with its other durability work).
+	lazy bool
 }
 
 // WithCreate makes OpenStore create the directory with mode 0700 (and missing
@@ -43,6 +47,11 @@ func WithCreate() StoreOption { return func(c *storeConfig) { c.create = true } 
 // (default os.Geteuid()). When the process runs as another uid (root), files
 // it creates are chowned to this uid.
 func WithOwner(uid int) StoreOption { return func(c *storeConfig) { c.owner = uid } }
+
+// WithStageHook installs a test hook called at named points of the write
+// paths (crash tests park or kill a process there). Production code never
+// sets it.
+func WithStageHook(h func(stage string)) StoreOption { return func(c *storeConfig) { c.hook = h } }
 
 // WithMaxRecordSize bounds the size of a record Read accepts (default
 // DefaultMaxRecordSize); a larger record is ErrCorrupt.
@@ -63,13 +72,19 @@ func OpenStore(dir string, opts ...StoreOption) (*Store, error) {
 	if err != nil {
 		return nil, errors.Wrap(err, "safefile: resolve directory")
 	}
-	s := &Store{dir: abs, owner: cfg.owner, maxSize: cfg.maxSize, hook: cfg.hook}
-	fd, err := s.walk(cfg.create)
+	s, _, err := openStore(abs, cfg)
+	return s, err
+}
+
+// openStore is OpenStore on an absolute path; created reports that this call made the store directory.
+func openStore(abs string, cfg storeConfig) (*Store, bool, error) {
+	s := &Store{dir: abs, owner: cfg.owner, maxSize: cfg.maxSize, hook: cfg.hook, dsync: &dirSyncer{}}
+	fd, _, created, err := s.walkStat(cfg.create, cfg.lazy)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	_ = unix.Close(fd)
-	return s, nil
+	return s, created, nil
 }
 
 // Dir returns the absolute, cleaned store directory.
@@ -90,15 +105,24 @@ func (s *Store) openDir() (int, error) { return s.walk(false) }
 // refused, optionally creating missing components, then checks the final
 // directory's owner and mode.
 func (s *Store) walk(create bool) (int, error) {
+	fd, _, _, err := s.walkStat(create, false)
+	return fd, err
+}
+
+// walkStat is walk returning the directory's stat too (its device and inode key the group commit of
+// directory fsyncs) and whether it created the final directory; with lazy, a created final directory is
+// not fsynced into its parent (the caller does, see Store.Sub).
+func (s *Store) walkStat(create, lazy bool) (int, unix.Stat_t, bool, error) {
+	var st unix.Stat_t
 	fd, err := unix.Open("/", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return -1, errors.Wrap(err, "safefile: open /")
+		return -1, st, false, errors.Wrap(err, "safefile: open /")
 	}
 	comps := strings.Split(strings.TrimPrefix(s.dir, "/"), "/")
 	if s.dir == "/" {
 		comps = nil
 	}
-	cur := ""
+	cur, made := "", false
 	for i, c := range comps {
 		last := i == len(comps)-1
 		cur += "/" + c
@@ -115,23 +139,26 @@ func (s *Store) walk(create bool) (int, error) {
 			}
 			if merr := unix.Mkdirat(fd, c, mode); merr != nil && merr != unix.EEXIST {
 				_ = unix.Close(fd)
-				return -1, errors.Wrapf(merr, "safefile: create %s", cur)
+				return -1, st, false, errors.Wrapf(merr, "safefile: create %s", cur)
 			}
 			created = true
-			syncDirAt(fd)
+			if !last || !lazy {
+				syncDirAt(fd)
+			}
 			nfd, err = unix.Openat(fd, c, flags, 0)
 		}
 		if err != nil {
 			err = s.classifyOpenErr(fd, c, cur, err, true)
 			_ = unix.Close(fd)
-			return -1, err
+			return -1, st, false, err
 		}
 		_ = unix.Close(fd)
 		fd = nfd
 		if last && created {
+			made = true
 			if err := s.fixCreated(fd, 0o700); err != nil {
 				_ = unix.Close(fd)
-				return -1, errors.Wrapf(err, "safefile: prepare %s", cur)
+				return -1, st, false, errors.Wrapf(err, "safefile: prepare %s", cur)
 			}
 		}
 	}
@@ -139,14 +166,13 @@ func (s *Store) walk(create bool) (int, error) {
 		nfd, err := unix.Open("/", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 		_ = unix.Close(fd)
 		if err != nil {
-			return -1, errors.Wrap(err, "safefile: open /")
+			return -1, st, false, errors.Wrap(err, "safefile: open /")
 		}
 		fd = nfd
 	}
-	var st unix.Stat_t
 	if err := unix.Fstat(fd, &st); err != nil {
 		_ = unix.Close(fd)
-		return -1, errors.Wrap(err, "safefile: stat directory")
+		return -1, st, false, errors.Wrap(err, "safefile: stat directory")
 	}
 	reason := ""
 	switch {
@@ -159,9 +185,9 @@ func (s *Store) walk(create bool) (int, error) {
 	}
 	if reason != "" {
 		_ = unix.Close(fd)
-		return -1, errors.WithStack(&UnsafePathError{Path: s.dir, Reason: reason})
+		return -1, st, false, errors.WithStack(&UnsafePathError{Path: s.dir, Reason: reason})
 	}
-	return fd, nil
+	return fd, st, made, nil
 }
 
 // fixCreated gives a file or directory we just created its exact mode and,

@@ -68,7 +68,7 @@ func (s *Store) WriteAtomic(name string, data []byte) error {
 	if err := validName(name); err != nil {
 		return err
 	}
-	dirfd, err := s.openDir()
+	dirfd, st, _, err := s.walkStat(false, false)
 	if err != nil {
 		return err
 	}
@@ -86,10 +86,7 @@ func (s *Store) WriteAtomic(name string, data []byte) error {
 		return errors.Wrapf(err, "safefile: rename into %s", s.path(name))
 	}
 	s.at("after-rename")
-	if err := unix.Fsync(dirfd); err != nil {
-		return errors.Wrapf(err, "safefile: fsync %s", s.dir)
-	}
-	return nil
+	return s.syncDir(dirfd, &st)
 }
 
 // CreateExclusive creates record name with data only if name does not exist
@@ -98,55 +95,39 @@ func (s *Store) WriteAtomic(name string, data []byte) error {
 // systems without it), then directory fsync. Of any number of concurrent
 // creators, in any processes, exactly one succeeds.
 func (s *Store) CreateExclusive(name string, data []byte) error {
-	if err := validName(name); err != nil {
-		return err
-	}
-	dirfd, err := s.openDir()
-	if err != nil {
-		return err
-	}
-	defer unix.Close(dirfd)
-	tmp, err := s.writeTemp(dirfd, name, data)
-	if err != nil {
-		return err
-	}
-	s.at("before-link")
-	err = unix.Renameat2(dirfd, tmp, dirfd, name, unix.RENAME_NOREPLACE)
-	if err == unix.EINVAL || err == unix.ENOSYS {
-		// No RENAME_NOREPLACE here: link(2) fails with EEXIST atomically.
-		// While both names exist the record has two links, so a concurrent
-		// Read may briefly see multiple_links.
-		err = unix.Linkat(dirfd, tmp, dirfd, name, 0)
-		_ = unix.Unlinkat(dirfd, tmp, 0)
-	}
-	if err != nil {
-		_ = unix.Unlinkat(dirfd, tmp, 0)
-		if err == unix.EEXIST {
-			return errors.Wrapf(ErrExist, "%s", s.path(name))
-		}
-		return errors.Wrapf(err, "safefile: create %s", s.path(name))
-	}
-	if err := unix.Fsync(dirfd); err != nil {
-		return errors.Wrapf(err, "safefile: fsync %s", s.dir)
-	}
-	return nil
+	return s.CreateExclusiveAfter(name, data, nil)
 }
 
 // writeTemp writes data to a fresh O_EXCL temporary file and fsyncs it.
 func (s *Store) writeTemp(dirfd int, name string, data []byte) (string, error) {
+	tmp, fd, err := s.createTemp(dirfd, name, data)
+	if err != nil {
+		return "", err
+	}
+	s.at("after-temp-write")
+	if err := s.closeSynced(fd, name); err != nil {
+		_ = unix.Unlinkat(dirfd, tmp, 0)
+		return "", err
+	}
+	return tmp, nil
+}
+
+// createTemp writes data to a fresh O_EXCL temporary file (mode 0600) and returns its name and open
+// descriptor, not yet fsynced. On error nothing is left behind.
+func (s *Store) createTemp(dirfd int, name string, data []byte) (string, int, error) {
 	var rnd [8]byte
 	if _, err := rand.Read(rnd[:]); err != nil {
-		return "", errors.Wrap(err, "safefile: random temp name")
+		return "", -1, errors.Wrap(err, "safefile: random temp name")
 	}
 	tmp := tempPrefix + name + "-" + hex.EncodeToString(rnd[:])
 	fd, err := unix.Openat(dirfd, tmp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC|unix.O_NONBLOCK, 0o600)
 	if err != nil {
-		return "", errors.Wrapf(err, "safefile: create temporary file in %s", s.dir)
+		return "", -1, errors.Wrapf(err, "safefile: create temporary file in %s", s.dir)
 	}
-	fail := func(err error, what string) (string, error) {
+	fail := func(err error, what string) (string, int, error) {
 		_ = unix.Close(fd)
 		_ = unix.Unlinkat(dirfd, tmp, 0)
-		return "", errors.Wrapf(err, "safefile: %s temporary file for %s", what, s.path(name))
+		return "", -1, errors.Wrapf(err, "safefile: %s temporary file for %s", what, s.path(name))
 	}
 	if err := s.fixCreated(fd, 0o600); err != nil {
 		return fail(err, "prepare")
@@ -161,15 +142,19 @@ func (s *Store) writeTemp(dirfd int, name string, data []byte) (string, error) {
 		}
 		off += n
 	}
-	s.at("after-temp-write")
-	if err := unix.Fsync(fd); err != nil {
-		return fail(err, "fsync")
+	return tmp, fd, nil
+}
+
+// closeSynced fsyncs and closes the temporary file fd (of record name). It does not remove it.
+func (s *Store) closeSynced(fd int, name string) error {
+	err := unix.Fsync(fd)
+	if cerr := unix.Close(fd); err == nil && cerr != nil {
+		return errors.Wrapf(cerr, "safefile: close temporary file for %s", s.path(name))
 	}
-	if err := unix.Close(fd); err != nil {
-		_ = unix.Unlinkat(dirfd, tmp, 0)
-		return "", errors.Wrapf(err, "safefile: close temporary file for %s", s.path(name))
+	if err != nil {
+		return errors.Wrapf(err, "safefile: fsync temporary file for %s", s.path(name))
 	}
-	return tmp, nil
+	return nil
 }
 
 // List returns the sorted names of records starting with prefix. Temporary
@@ -215,7 +200,7 @@ func (s *Store) Remove(name string) error {
 	if err := validName(name); err != nil {
 		return err
 	}
-	dirfd, err := s.openDir()
+	dirfd, st, _, err := s.walkStat(false, false)
 	if err != nil {
 		return err
 	}
@@ -229,8 +214,5 @@ func (s *Store) Remove(name string) error {
 		}
 		return errors.Wrapf(err, "safefile: remove %s", s.path(name))
 	}
-	if err := unix.Fsync(dirfd); err != nil {
-		return errors.Wrapf(err, "safefile: fsync %s", s.dir)
-	}
-	return nil
+	return s.syncDir(dirfd, &st)
 }
