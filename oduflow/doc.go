@@ -54,7 +54,14 @@
 //     lease shared by all profiles (wait <= 60 s). Busy, or quarantined by an unresolved dispatched request
 //     of any profile: terminal failed 0/1 (a preflight receipt), nothing published.
 //  2. oduflow_job.capabilities must report protocol 1, else a preflight failure.
-//  3. the dispatch intent (phase dispatching, dispatch time) is recorded durably; the dispatcher's ONE
+//  3. the dispatch intent (phase dispatching, dispatch time) is recorded durably, fenced on the claim's
+//     revision and on both leases (ClaimStore.CompareAndSwapHeld). If that write's acknowledgement is lost
+//     (a store error with an OutcomeUnknown() method, e.g. etcd's leader dying mid-transaction), the worker
+//     settles it while it still holds both leases: it re-reads the claim, retries the same fenced write if
+//     it did not land, and goes on only once one more guarded write proves a landed intent its own;
+//     undecidable within half the launch grace, nothing is published and the request reads unknown (so a
+//     request is published if and only if its claim reached the intent, save that residual case). The
+//     dispatcher's ONE
 //     shared event-bus subscription registers the JID; oduflow_job.run(request_id, profile,
 //     state_data_json) is published once with the preassigned JID to the minion alone (list target). It
 //     is never retried. An outcome-unknown publish (lost reply, timeout after send) is committed unknown at
