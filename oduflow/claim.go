@@ -275,7 +275,7 @@ func decodeClaim(data []byte) (*Claim, error) {
 			return nil, errmark.Mark(errors.Wrap(err, "oduflow: decode claim: unknown field"), ErrCorruptClaim)
 		}
 	}
-	c := lc.Claim
+	c := &lc.Claim // the claim returned: one allocation with its decoding frame
 	if c.Protocol < claimProtocol {
 		c.Protocol = 0
 		if !c.Status.Terminal() && c.Status != receipt.StatusUnknown {
@@ -298,7 +298,7 @@ func decodeClaim(data []byte) (*Claim, error) {
 	if err := c.Validate(); err != nil {
 		return nil, err
 	}
-	return &c, nil
+	return c, nil
 }
 
 // isClaimField reports whether k is exactly the JSON name of a Claim field (TestClaimFieldNames keeps the
