@@ -249,15 +249,23 @@ type legacyClaim struct {
 func decodeClaim(data []byte) (*Claim, error) {
 	// Strict first: a repeated key (also one differing only in case, which encoding/json merges into one
 	// field) or a second value after the first must not rewrite a committed claim.
-	if err := strictjson.Check(data, strictjson.FoldCase()); err != nil {
+	// Check also reports the top-level keys: when each is, byte for byte, the name of a Claim field,
+	// encoding/json's DisallowUnknownFields could not refuse the record, and the second, strict decode of
+	// a protocol claim is skipped (any other spelling, escaped or case-changed, gets that decode).
+	known := true
+	keys := strictjson.TopLevelKeys(func(k []byte) {
+		if !isClaimField(k) {
+			known = false
+		}
+	})
+	if err := strictjson.Check(data, strictjson.FoldCase(), keys); err != nil {
 		return nil, errmark.Mark(errors.Wrap(err, "oduflow: decode claim"), ErrCorruptClaim)
 	}
 	var lc legacyClaim
-	dec := json.NewDecoder(bytes.NewReader(data))
-	if err := dec.Decode(&lc); err != nil {
+	if err := json.Unmarshal(data, &lc); err != nil { // one value: Check refused anything after it
 		return nil, errmark.Mark(errors.Wrap(err, "oduflow: decode claim"), ErrCorruptClaim)
 	}
-	if lc.Protocol >= claimProtocol {
+	if lc.Protocol >= claimProtocol && !known {
 		// A protocol claim is written only by this package: its schema is closed. Legacy claims keep
 		// whatever extra keys earlier runners wrote.
 		strict := json.NewDecoder(bytes.NewReader(data))
@@ -267,7 +275,7 @@ func decodeClaim(data []byte) (*Claim, error) {
 			return nil, errmark.Mark(errors.Wrap(err, "oduflow: decode claim: unknown field"), ErrCorruptClaim)
 		}
 	}
-	c := lc.Claim
+	c := &lc.Claim // the claim returned: one allocation with its decoding frame
 	if c.Protocol < claimProtocol {
 		c.Protocol = 0
 		if !c.Status.Terminal() && c.Status != receipt.StatusUnknown {
@@ -290,7 +298,19 @@ func decodeClaim(data []byte) (*Claim, error) {
 	if err := c.Validate(); err != nil {
 		return nil, err
 	}
-	return &c, nil
+	return c, nil
+}
+
+// isClaimField reports whether k is exactly the JSON name of a Claim field (TestClaimFieldNames keeps the
+// list equal to the struct tags).
+func isClaimField(k []byte) bool {
+	switch string(k) {
+	case "protocol", "minion_id", "request_id", "profile", "role", "state_digest", "payload_ref", "jid", "phase",
+		"created_at", "dispatched_at", "finished_at", "resumed_at", "status", "passed", "total", "error_code",
+		"evidence", "asserted_by", "asserted_reason", "minion_key_sha256", "generation":
+		return true
+	}
+	return false
 }
 
 func legacyPhase(state string, st receipt.Status) Phase {

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/oduflow/oduflow-go/internal/strictjson"
@@ -77,5 +79,68 @@ func TestStoredClaimWithAppendedKeysIsCorrupt(t *testing.T) {
 	}
 	if _, err := d.Status(ctx, c.MinionID, c.RequestID, receipt.ProfileConfigure); !errors.Is(err, ErrCorruptClaim) {
 		t.Fatalf("Status: %v", err)
+	}
+}
+
+// TestClaimFieldNames: isClaimField, which lets decodeClaim skip the closed-schema decode, knows exactly the
+// JSON names of Claim's fields.
+func TestClaimFieldNames(t *testing.T) {
+	typ := reflect.TypeOf(Claim{})
+	for i := range typ.NumField() {
+		name, _, _ := strings.Cut(typ.Field(i).Tag.Get("json"), ",")
+		if name == "" || name == "-" {
+			t.Fatalf("field %s has no JSON name", typ.Field(i).Name)
+		}
+		if !isClaimField([]byte(name)) {
+			t.Errorf("isClaimField(%q) = false", name)
+		}
+	}
+	for _, k := range []string{"state", "created", "dispatched", "command", "error", "Status", "raw_return", ""} {
+		if isClaimField([]byte(k)) {
+			t.Errorf("isClaimField(%q) = true", k)
+		}
+	}
+}
+
+// A protocol claim whose keys are not, byte for byte, Claim's own still gets the closed-schema decode: a
+// legacy-only key is refused; a field name in another spelling (which encoding/json matches to the field)
+// is accepted exactly as before.
+func TestDecodeProtocolClaimKeySpellings(t *testing.T) {
+	clk := newFakeClock()
+	c := newClaim(clk, receipt.ProfileConfigure)
+	good, err := encodeClaim(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := bytes.TrimSpace(good)
+	body = body[:len(body)-1]
+	for _, extra := range []string{`,"state":"claimed"}`, `,"command":"state.apply"}`, `,"error":"x"}`, `,"r\u0061w":1}`} {
+		if _, err := decodeClaim(append(append([]byte{}, body...), extra...)); !errors.Is(err, ErrCorruptClaim) {
+			t.Errorf("protocol claim with %s: %v", extra, err)
+		}
+	}
+	respelled := bytes.Replace(good, []byte(`"role":`), []byte(`"ROLE":`), 1)
+	respelled = bytes.Replace(respelled, []byte(`"jid":`), []byte(`"j\u0069d":`), 1)
+	got, err := decodeClaim(respelled)
+	if err != nil || got.Role != c.Role || got.JID != c.JID {
+		t.Fatalf("respelled keys: %+v %v", got, err)
+	}
+}
+
+func TestDecodeClaimAllocs(t *testing.T) {
+	clk := newFakeClock()
+	c := newClaim(clk, receipt.ProfileConfigure)
+	data, err := encodeClaim(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := testing.AllocsPerRun(50, func() {
+		if _, err := decodeClaim(data); err != nil {
+			t.Fatal(err)
+		}
+	})
+	t.Logf("decodeClaim: %.0f allocations", a)
+	if a > 25 {
+		t.Fatalf("decodeClaim allocates %.0f times (a token walk or a second decode is back)", a)
 	}
 }

@@ -24,6 +24,7 @@ const (
 	recordLockWait = 30 * time.Second
 	indexDirName   = "clients"       // clients/<minion id>/<request id>: the per-client index
 	indexDoneName  = "index-v1.done" // present once every claim of the directory is indexed
+	claimBufMax    = 16 << 10        // read buffers larger than this are not pooled (claims are < 1 KiB)
 )
 
 // FileClaimStore keeps one claim file per request (<request id>.json, mode 0600) in a private directory
@@ -48,6 +49,8 @@ type FileClaimStore struct {
 	indexed bool
 
 	leases leasePool // request locks and client leases (filelease.go)
+
+	bufs sync.Pool // *[]byte read buffers: a claim read allocates no file buffer (decodeClaim keeps none of it)
 }
 
 // OpenFileClaimStore opens (creating it 0700 when missing) the claim directory.
@@ -146,7 +149,15 @@ func (s *FileClaimStore) Get(ctx context.Context, requestID string) (*Claim, err
 }
 
 func (s *FileClaimStore) read(requestID string) (*Claim, error) {
-	data, err := s.st.Read(claimName(requestID))
+	bp, _ := s.bufs.Get().(*[]byte)
+	if bp == nil {
+		bp = new([]byte)
+	}
+	defer s.bufs.Put(bp)
+	data, err := s.st.ReadInto(claimName(requestID), *bp)
+	if cap(data) <= claimBufMax {
+		*bp = data[:0] // keep a grown buffer for the next read, unless an outsized record grew it
+	}
 	if err != nil {
 		if errors.Is(err, safefile.ErrNotExist) {
 			return nil, errmark.Mark(errors.Wrap(err, "oduflow: read claim"), ErrNoClaim)

@@ -118,14 +118,23 @@ func (s *Store) walkStat(create, lazy bool) (int, unix.Stat_t, bool, error) {
 	if err != nil {
 		return -1, st, false, errors.Wrap(err, "safefile: open /")
 	}
-	comps := strings.Split(strings.TrimPrefix(s.dir, "/"), "/")
+	// The components are substrings of s.dir (absolute and clean), and cur, the path so far, is its
+	// prefix: the walk builds no strings.
+	ncomps := strings.Count(s.dir, "/")
 	if s.dir == "/" {
-		comps = nil
+		ncomps = 0
 	}
-	cur, made := "", false
-	for i, c := range comps {
-		last := i == len(comps)-1
-		cur += "/" + c
+	made := false
+	for i, start := 0, 1; i < ncomps; i++ {
+		end := strings.IndexByte(s.dir[start:], '/')
+		if end < 0 {
+			end = len(s.dir)
+		} else {
+			end += start
+		}
+		c, cur := s.dir[start:end], s.dir[:end]
+		start = end + 1
+		last := i == ncomps-1
 		flags := unix.O_PATH | unix.O_DIRECTORY | unix.O_NOFOLLOW | unix.O_CLOEXEC
 		if last {
 			flags = unix.O_RDONLY | unix.O_DIRECTORY | unix.O_NOFOLLOW | unix.O_CLOEXEC
@@ -162,7 +171,7 @@ func (s *Store) walkStat(create, lazy bool) (int, unix.Stat_t, bool, error) {
 			}
 		}
 	}
-	if len(comps) == 0 { // the store is "/" itself: reopen readable for the checks
+	if ncomps == 0 { // the store is "/" itself: reopen readable for the checks
 		nfd, err := unix.Open("/", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 		_ = unix.Close(fd)
 		if err != nil {
@@ -226,8 +235,8 @@ func (s *Store) classifyOpenErr(dirfd int, name, path string, err error, wantDir
 	return errors.Wrapf(err, "safefile: open %s", path)
 }
 
-// checkFile applies the file rules to a stat result.
-func (s *Store) checkFile(st *unix.Stat_t, path string) error {
+// checkFile applies the file rules to the stat result of record (or lock file) name.
+func (s *Store) checkFile(st *unix.Stat_t, name string) error {
 	reason := ""
 	switch {
 	case st.Mode&unix.S_IFMT == unix.S_IFLNK:
@@ -242,7 +251,7 @@ func (s *Store) checkFile(st *unix.Stat_t, path string) error {
 		reason = "multiple_links"
 	}
 	if reason != "" {
-		return errors.WithStack(&UnsafePathError{Path: path, Reason: reason})
+		return errors.WithStack(&UnsafePathError{Path: s.path(name), Reason: reason})
 	}
 	return nil
 }
@@ -257,7 +266,7 @@ func (s *Store) statName(dirfd int, name string) error {
 	if err != nil {
 		return errors.Wrapf(err, "safefile: stat %s", s.path(name))
 	}
-	return s.checkFile(&st, s.path(name))
+	return s.checkFile(&st, name)
 }
 
 // openFile opens name in dirfd without following symlinks and checks it.
@@ -269,28 +278,34 @@ func (s *Store) statName(dirfd int, name string) error {
 // between the lookup and the fstat: the open is retried so the caller sees
 // the current file, never a spurious error.
 func (s *Store) openFile(dirfd int, name string, flags int, mode uint32) (int, error) {
+	fd, _, err := s.openFileStat(dirfd, name, flags, mode)
+	return fd, err
+}
+
+// openFileStat is openFile also returning the checked file's stat (Read bounds its size with it).
+func (s *Store) openFileStat(dirfd int, name string, flags int, mode uint32) (int, unix.Stat_t, error) {
 	for attempt := 0; ; attempt++ {
+		var st unix.Stat_t
 		fd, err := unix.Openat(dirfd, name, flags|unix.O_NOFOLLOW|unix.O_CLOEXEC|unix.O_NONBLOCK, mode)
 		if err != nil {
-			return -1, s.classifyOpenErr(dirfd, name, s.path(name), err, false)
+			return -1, st, s.classifyOpenErr(dirfd, name, s.path(name), err, false)
 		}
-		var st unix.Stat_t
 		if err := unix.Fstat(fd, &st); err != nil {
 			_ = unix.Close(fd)
-			return -1, errors.Wrapf(err, "safefile: stat %s", s.path(name))
+			return -1, st, errors.Wrapf(err, "safefile: stat %s", s.path(name))
 		}
 		if st.Nlink == 0 && st.Mode&unix.S_IFMT == unix.S_IFREG {
 			_ = unix.Close(fd)
 			if attempt < 100 {
 				continue
 			}
-			return -1, errors.Newf("safefile: %s keeps being replaced", errors.Safe(s.path(name)))
+			return -1, st, errors.Newf("safefile: %s keeps being replaced", errors.Safe(s.path(name)))
 		}
-		if err := s.checkFile(&st, s.path(name)); err != nil {
+		if err := s.checkFile(&st, name); err != nil {
 			_ = unix.Close(fd)
-			return -1, err
+			return -1, st, err
 		}
-		return fd, nil
+		return fd, st, nil
 	}
 }
 

@@ -42,7 +42,10 @@ var (
 // Option configures Check.
 type Option func(*config)
 
-type config struct{ fold bool }
+type config struct {
+	fold bool
+	top  func(key []byte) // TopLevelKeys
+}
 
 // FoldCase makes keys that differ only in letter case duplicates. Use it for records decoded into Go
 // structs, where encoding/json matches field names case-insensitively.
@@ -54,13 +57,32 @@ type frame struct {
 	keys    map[string]struct{}
 }
 
+// TopLevelKeys makes a successful Check call fn with each key of a top-level object, in order, as the raw
+// bytes between its quotes. fn may be called before Check finds a refusal later in the record; use what it
+// saw only when Check returns nil. Keys written with escapes or non-ASCII bytes are passed raw (escapes
+// undecoded), so a caller matching names byte for byte treats them as unknown.
+func TopLevelKeys(fn func(key []byte)) Option { return func(c *config) { c.top = fn } }
+
 // Check returns nil when data is exactly one JSON value, optionally surrounded by whitespace, without
 // duplicate keys at any depth.
+//
+// A record that is valid JSON (json.Valid, which allocates nothing) and whose keys are all plain ASCII is
+// checked by one pass over the bytes without allocating (fastCheck). Anything else, including every
+// record fastCheck would refuse, goes through the token walk (slowCheck), whose answer is the answer: the
+// fast pass only ever saves work, it decides nothing on its own.
 func Check(data []byte, opts ...Option) error {
 	var cfg config
 	for _, o := range opts {
 		o(&cfg)
 	}
+	if utf8.Valid(data) && json.Valid(data) && fastCheck(data, &cfg) {
+		return nil
+	}
+	return slowCheck(data, &cfg)
+}
+
+// slowCheck is the token walk over encoding/json's Decoder; it returns the precise refusal.
+func slowCheck(data []byte, cfg *config) error {
 	if !utf8.Valid(data) {
 		return fail(ErrSyntax, "invalid UTF-8", 0)
 	}
@@ -84,6 +106,9 @@ func Check(data []byte, opts ...Option) error {
 				stack = stack[:top]
 			} else {
 				k := tok.(string) // the decoder guarantees a string in key position
+				if top == 0 && cfg.top != nil {
+					cfg.top(rawKey(data, off))
+				}
 				if cfg.fold {
 					k = fold(k)
 				}
@@ -155,4 +180,18 @@ func fold(s string) string {
 
 func fail(kind error, what string, offset int64) error {
 	return errmark.Mark(errors.Newf("strictjson: %s at byte %d", errors.Safe(what), errors.Safe(offset)), kind, ErrInvalid)
+}
+
+// rawKey returns the bytes between the quotes of the key starting at or after off (whitespace and a ','
+// may precede it).
+func rawKey(data []byte, off int64) []byte {
+	i := int(off)
+	for i < len(data) && data[i] != '"' {
+		i++
+	}
+	if i >= len(data) {
+		return nil
+	}
+	end := stringEnd(data, i)
+	return data[i+1 : end-1]
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 func TestCheck(t *testing.T) {
@@ -96,4 +97,47 @@ func FuzzStrictJSON(f *testing.F) {
 			t.Fatalf("re-encoded %q refused: %v", again, err)
 		}
 	})
+}
+
+// FuzzFastMatchesSlow: the allocation-free pass never accepts a record the token walk refuses, and both
+// report the same top-level keys.
+func FuzzFastMatchesSlow(f *testing.F) {
+	for _, s := range []string{`{"a":1,"b":[{"a":1}]}`, `{"a":1,"A":2}`, `{"a":{"b":1,"b":2}}`, `[1,"x",{"k":null}]`,
+		`{"a":"\"}","b":1}`, `{"ke\u0079":1,"key":2}`, `{}`, `{"a":1} {"a":2}`} {
+		f.Add([]byte(s), false)
+		f.Add([]byte(s), true)
+	}
+	f.Fuzz(func(t *testing.T, data []byte, fold bool) {
+		if !utf8.Valid(data) || !json.Valid(data) { // Check's preconditions for the fast pass
+			return
+		}
+		var fastKeys, slowKeys []string
+		cfg := config{fold: fold, top: func(k []byte) { fastKeys = append(fastKeys, string(k)) }}
+		if !fastCheck(data, &cfg) {
+			return
+		}
+		cfg.top = func(k []byte) { slowKeys = append(slowKeys, string(k)) }
+		if err := slowCheck(data, &cfg); err != nil {
+			t.Fatalf("fast pass accepted %q, token walk refused: %v", data, err)
+		}
+		if strings.Join(fastKeys, "\x00") != strings.Join(slowKeys, "\x00") {
+			t.Fatalf("top-level keys %q vs %q", fastKeys, slowKeys)
+		}
+	})
+}
+
+func TestCheckAllocs(t *testing.T) {
+	rec := []byte(`{"protocol":1,"minion_id":"m1","request_id":"r","jid":"20261129120000000001","phase":"dispatched","passed":0,"total":0,"nested":{"a":[1,2,{"b":true}]}}`)
+	var n int
+	fn := TopLevelKeys(func([]byte) { n++ })
+	if a := testing.AllocsPerRun(100, func() {
+		if err := Check(rec, FoldCase(), fn); err != nil {
+			t.Fatal(err)
+		}
+	}); a > 1 { // the options' config escapes (the option funcs are opaque); nothing else may
+		t.Fatalf("Check allocates %v times per record", a)
+	}
+	if n != 101*8 {
+		t.Fatalf("top-level keys reported %d times, want %d", n, 101*8)
+	}
 }
