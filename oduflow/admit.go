@@ -33,6 +33,18 @@ func (a *admitter) run(f func()) {
 	a.mu.Unlock()
 }
 
+// tryAcquire takes a free slot for the caller's own goroutine; false when none is free (or workers
+// are queued: they come first).
+func (a *admitter) tryAcquire() bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.free > 0 && a.head == len(a.queue) {
+		a.free--
+		return true
+	}
+	return false
+}
+
 // done hands the slot to the next queued worker, or frees it.
 func (a *admitter) done() {
 	a.mu.Lock()

@@ -29,6 +29,30 @@ func (d *Dispatcher) launch(c *Claim) error {
 		_, err := d.launchDetached(c)
 		return err
 	}
+	if d.admit.tryAcquire() {
+		// A free slot: the worker takes its request lock on its own goroutine, off the Start path (on
+		// etcd the lock is a session and a transaction: round trips a Start need not wait for). Until it
+		// holds it, Status reads the claimed claim as running within the launch grace.
+		d.wg.Add(1)
+		go func() {
+			defer d.wg.Done()
+			adm := &admission{a: d.admit, held: true}
+			reqLock, err := d.tryRequestLock(d.ctx, c.RequestID)
+			if err != nil {
+				adm.release()
+				if !errors.Is(err, ErrLeaseBusy) { // busy: another worker runs this request
+					d.claimLog(c).Warn("worker ended with error", slog.String("error", err.Error()))
+				}
+				return
+			}
+			if err := d.work(d.ctx, c.MinionID, c.RequestID, reqLock, d.clock.Now(), adm); err != nil {
+				d.claimLog(c).Warn("worker ended with error", slog.String("error", err.Error()))
+			}
+		}()
+		return nil
+	}
+	// No free slot: take the request lock now, so that the queued worker holds it (Status reads it
+	// running, and its launch-grace age counts from now) while it waits as a closure, not a goroutine.
 	reqLock, err := d.tryRequestLock(d.ctx, c.RequestID)
 	if err != nil {
 		if !errors.Is(err, ErrLeaseBusy) { // busy: another worker runs this request

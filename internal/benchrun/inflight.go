@@ -189,6 +189,7 @@ func cmdInflight(ctx context.Context, args []string) (any, error) {
 	n := fs.Int("n", 10000, "requests in flight")
 	startConc := fs.Int("start-concurrency", 64, "concurrent Start callers")
 	statusN := fs.Int("status", 20000, "Status calls under load")
+	statusCallers := fs.Int("status-callers", 8, "concurrent Status callers")
 	rateN := fs.Int("rate-publishes", 3000, "publishes of the simulator's own rate anchor")
 	base := fs.String("dir", "/var/cache", "claim directory parent")
 	pubWait := fs.Duration("publish-wait", 5*time.Minute, "how long to wait for the last publication")
@@ -301,8 +302,8 @@ func cmdInflight(ctx context.Context, args []string) (any, error) {
 	runtime.ReadMemStats(&gc0)
 	statusLat := make([]time.Duration, *statusN)
 	next.Store(0)
-	errc = make(chan error, 8)
-	for range 8 {
+	errc = make(chan error, *statusCallers)
+	for range *statusCallers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -380,6 +381,7 @@ func cmdInflight(ctx context.Context, args []string) (any, error) {
 		"start_ms":                          summarize(startLat, time.Millisecond),
 		"starts_s":                          round3(startsDone.Seconds()),
 		"status_ms":                         summarize(statusLat, time.Millisecond),
+		"status_callers":                    *statusCallers,
 		"status_phase_gc":                   statusGC,
 		"first_start_to_last_publication_s": round3(allPublished.Seconds()),
 		"last_start_to_last_publication_ms": round3(float64(st.Last-lastStart.Load()) / 1e6),
