@@ -89,39 +89,37 @@ func cmdStartIdle(ctx context.Context, args []string) (any, error) {
 		}
 		return m.ID()
 	}
-	var seq []time.Duration
-	for i := 0; i < *n+5; i++ {
-		id, req := addMinion(), uuid.NewString()
-		t0 := time.Now()
-		if _, err := d.Start(ctx, id, req, receipt.ProfileConfigure); err != nil {
-			return nil, err
+	// timeStarts times n sequential Starts (after 5 warm-up ones) of new requests for minion(); each
+	// waits for the previous request's worker to end, so the client lease is free and nothing
+	// quarantines a reused client.
+	timeStarts := func(minion func() string) ([]time.Duration, error) {
+		var out []time.Duration
+		for i := 0; i < *n+5; i++ {
+			id, req := minion(), uuid.NewString()
+			t0 := time.Now()
+			if _, err := d.Start(ctx, id, req, receipt.ProfileConfigure); err != nil {
+				return nil, err
+			}
+			dt := time.Since(t0)
+			if err := d.Wait(ctx); err != nil {
+				return nil, err
+			}
+			if i >= 5 {
+				out = append(out, dt)
+			}
 		}
-		dt := time.Since(t0)
-		if err := d.Wait(ctx); err != nil {
-			return nil, err
-		}
-		if i >= 5 {
-			seq = append(seq, dt)
-		}
+		return out, nil
+	}
+	seq, err := timeStarts(addMinion)
+	if err != nil {
+		return nil, err
 	}
 	// A new request for a client the store already knows (the common case in a fleet: its index
-	// directory exists, so no directory is created or synced): each Start waits for the previous
-	// request's worker to end, so the client lease is free and nothing quarantines it.
+	// directory exists, so no directory is created or synced).
 	known := addMinion()
-	var seqKnown []time.Duration
-	for i := 0; i < *n+5; i++ {
-		req := uuid.NewString()
-		t0 := time.Now()
-		if _, err := d.Start(ctx, known, req, receipt.ProfileConfigure); err != nil {
-			return nil, err
-		}
-		dt := time.Since(t0)
-		if err := d.Wait(ctx); err != nil {
-			return nil, err
-		}
-		if i >= 5 {
-			seqKnown = append(seqKnown, dt)
-		}
+	seqKnown, err := timeStarts(func() string { return known })
+	if err != nil {
+		return nil, err
 	}
 	ids := make([]string, *conc)
 	for i := range ids {
