@@ -37,39 +37,48 @@ func (d *Dispatcher) launch(c *Claim) error {
 		go func() {
 			defer d.wg.Done()
 			adm := &admission{a: d.admit, held: true}
-			reqLock, err := d.tryRequestLock(d.ctx, c.RequestID)
-			if err != nil {
+			reqLock, ok := d.lockForLaunch(c)
+			if !ok {
 				adm.release()
-				if !errors.Is(err, ErrLeaseBusy) { // busy: another worker runs this request
-					d.claimLog(c).Warn("worker ended with error", slog.String("error", err.Error()))
-				}
 				return
 			}
-			if err := d.work(d.ctx, c.MinionID, c.RequestID, reqLock, d.clock.Now(), adm); err != nil {
-				d.claimLog(c).Warn("worker ended with error", slog.String("error", err.Error()))
-			}
+			d.runWorkerFor(c, reqLock, d.clock.Now(), adm)
 		}()
 		return nil
 	}
 	// No free slot: take the request lock now, so that the queued worker holds it (Status reads it
 	// running, and its launch-grace age counts from now) while it waits as a closure, not a goroutine.
-	reqLock, err := d.tryRequestLock(d.ctx, c.RequestID)
-	if err != nil {
-		if !errors.Is(err, ErrLeaseBusy) { // busy: another worker runs this request
-			d.claimLog(c).Warn("worker ended with error", slog.String("error", err.Error()))
-		}
+	reqLock, ok := d.lockForLaunch(c)
+	if !ok {
 		return nil
 	}
 	lockedAt := d.clock.Now()
 	d.wg.Add(1)
 	d.admit.run(func() {
 		defer d.wg.Done()
-		adm := &admission{a: d.admit, held: true}
-		if err := d.work(d.ctx, c.MinionID, c.RequestID, reqLock, lockedAt, adm); err != nil {
-			d.claimLog(c).Warn("worker ended with error", slog.String("error", err.Error()))
-		}
+		d.runWorkerFor(c, reqLock, lockedAt, &admission{a: d.admit, held: true})
 	})
 	return nil
+}
+
+// lockForLaunch takes c's request lock for an in-process worker; false when another worker holds it
+// (nothing to do) or the lock failed (logged: the claim stays claimed and reads unknown after the grace).
+func (d *Dispatcher) lockForLaunch(c *Claim) (Lease, bool) {
+	reqLock, err := d.tryRequestLock(d.ctx, c.RequestID)
+	if err != nil {
+		if !errors.Is(err, ErrLeaseBusy) { // busy: another worker runs this request
+			d.claimLog(c).Warn("worker ended with error", slog.String("error", err.Error()))
+		}
+		return nil, false
+	}
+	return reqLock, true
+}
+
+// runWorkerFor runs the worker steps of c on the calling goroutine, holding reqLock and an admission slot.
+func (d *Dispatcher) runWorkerFor(c *Claim, reqLock Lease, lockedAt time.Time, adm *admission) {
+	if err := d.work(d.ctx, c.MinionID, c.RequestID, reqLock, lockedAt, adm); err != nil {
+		d.claimLog(c).Warn("worker ended with error", slog.String("error", err.Error()))
+	}
 }
 
 // tryRequestLock takes the request lock, trying again for a moment: a Status probe of the lock (with a
