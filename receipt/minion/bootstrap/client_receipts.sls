@@ -8,7 +8,7 @@ oduflow_job_module:
   file.managed:
     - name: {{ salt['config.get']('extension_modules') }}/modules/oduflow_job.py
     - source: salt://_modules/oduflow_job.py
-    - source_hash: sha256=8ef7debff062b13e310d1c23baea06ddddf5870253b329eafd59642bb7f601ec
+    - source_hash: sha256=7a2a948301c5e5dd1c359de199225639fd96aa079470d8fcf0b3567b55318918
     - user: root
     - group: root
     - mode: '0644'
