@@ -95,6 +95,14 @@ PROTOCOL = 1
 
 _DEFAULT_RECEIPT_DIR = "/var/lib/oduflow/job-receipts"
 
+# Fencing (capability "fencing", version 1). The switch: while False, a run without
+# fence_token is accepted as before (dispatchers that predate fencing); True refuses it.
+# The dispatcher requires the fencing capability for new requests once it sends tokens.
+_FENCING_VERSION = 1
+_REQUIRE_FENCE_TOKEN = False
+_MAX_FENCE_TOKEN = 2 ** 53 - 1  # exact in JSON and in a double, like the counts
+_FENCE_NAME = "fence.json"
+
 _ROLES = {
     "configure": "roles.client_stack",
     "production": "roles.client_production",
@@ -115,6 +123,12 @@ _RECEIPT_KEYS = (
     "total",
 )
 _INT_KEYS = ("protocol", "passed", "total")
+# The one optional receipt key: "code" says why a failed receipt ran nothing. Only "fenced"
+# exists (failed 0/0: a fence token not above the minion's high-water mark, or a fence()
+# call before the run); receipts without it keep the nine keys of every earlier version.
+_CODE_KEY = "code"
+_CODE_FENCED = "fenced"
+_CODES = (_CODE_FENCED,)
 _RECORD_KEYS = ("record", "protocol", "minion_id", "request_id", "jid", "profile", "state_digest")
 
 _UUID_RE = re.compile(r"\A[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\Z")
@@ -371,7 +385,7 @@ def _receipt_from_value(value):
     if not isinstance(value, dict):
         return None, "wrong_type"
     for key in value:
-        if key not in _RECEIPT_KEYS:
+        if key not in _RECEIPT_KEYS and key != _CODE_KEY:
             return None, "unknown_key"
     for key in _RECEIPT_KEYS:
         if key not in value:
@@ -383,7 +397,11 @@ def _receipt_from_value(value):
                 return None, "wrong_type"
         elif not isinstance(val, str):
             return None, "wrong_type"
+    if _CODE_KEY in value and not isinstance(value[_CODE_KEY], str):
+        return None, "wrong_type"
     receipt = {k: value[k] for k in _RECEIPT_KEYS}
+    if _CODE_KEY in value:
+        receipt[_CODE_KEY] = value[_CODE_KEY]
     reason = _receipt_reason(receipt)
     if reason:
         return None, reason
@@ -404,8 +422,11 @@ def _receipt_reason(r):
         return "bad_profile"
     if r["status"] not in _STATUSES:
         return "bad_status"
+    code = r.get(_CODE_KEY)
+    if code is not None and (code not in _CODES or r["status"] != "failed"):
+        return "bad_code"
     if r["profile"] == "custom":
-        evidence_free = r["status"] in ("not_started", "unknown")
+        evidence_free = r["status"] in ("not_started", "unknown") or code == _CODE_FENCED
         if not _is_digest(r["state_digest"]) and not (evidence_free and r["state_digest"] == ""):
             return "bad_digest"
     elif r["state_digest"] != "":
@@ -416,6 +437,8 @@ def _receipt_reason(r):
     ok = passed <= total
     if r["status"] == "succeeded":
         ok = ok and total >= 1 and passed == total
+    elif code == _CODE_FENCED:
+        ok = passed == 0 and total == 0
     elif r["status"] == "failed":
         ok = ok and passed < total
     else:
@@ -1366,6 +1389,8 @@ def capabilities():
         "pillar_ready": bool(pillar_ok),
         "pillar_ready_key_configured": key_configured,
         "proof": _proof_capability(),
+        "fencing": {"version": _FENCING_VERSION, "ready": guard is None,
+                    "token_required": _REQUIRE_FENCE_TOKEN},
     }
 
 
@@ -1381,6 +1406,13 @@ def _summary_receipt(binding, status, passed=0, total=0):
     receipt.update(binding)
     receipt.update({"status": status, "passed": passed, "total": total})
     return {k: receipt[k] for k in _RECEIPT_KEYS}
+
+
+def _fenced_receipt(binding):
+    """The terminal receipt of a request that never ran because it was fenced."""
+    receipt = _summary_receipt(binding, "failed")
+    receipt[_CODE_KEY] = _CODE_FENCED
+    return receipt
 
 
 def _parse_custom(state_data_json):
@@ -1478,18 +1510,78 @@ def _existing_evidence(store, binding):
     return None
 
 
-def _claim(store, binding):
-    """Commit the JID index, then the running record: two atomic writes."""
-    lock = store.lock_blocking("index.lock")
+def _write_jid_index(store, binding):
+    """Commit the JID index (first write of a claim). The caller holds index.lock."""
+    if store.exists(_jid_name(binding["jid"])):
+        index = _read_jid_index(store, binding["jid"])
+        _check_binding(index, binding)
+        raise _BindingConflict("jid")
+    store.write_atomic(_jid_name(binding["jid"]), _canonical_json(_record("jid_index", binding)))
+
+
+# ---------------------------------------------------------------------------------------
+# Fencing: the per-client high-water mark of fence tokens
+# ---------------------------------------------------------------------------------------
+
+
+def _fence_token(value):
+    """A fence token: None when absent, else an integer from 1 to 2^53-1 (or _Refused)."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= _MAX_FENCE_TOKEN:
+        raise _Refused("oduflow_job: invalid fence token (an integer from 1 to 2^53-1)")
+    return value
+
+
+def _read_fence(store, minion_id):
+    """The high-water mark (0 without a fence record). The record is exactly
+    {"record": "fence", "protocol": 1, "minion_id": <this minion>, "token": N}; anything else
+    is unresolved and never replaced."""
+    data = store.read(_FENCE_NAME)
+    if data is None:
+        return 0
     try:
-        if store.exists(_jid_name(binding["jid"])):
-            index = _read_jid_index(store, binding["jid"])
-            _check_binding(index, binding)
-            raise _BindingConflict("jid")
-        store.write_atomic(_jid_name(binding["jid"]), _canonical_json(_record("jid_index", binding)))
-    finally:
-        _release(lock)
-    store.write_atomic(_req_name(binding["request_id"]), _canonical_json(_record("running", binding)))
+        value = _loads_strict(data)
+    except (ValueError, RecursionError):
+        raise _StoreError("malformed fence record", _FENCE_NAME)
+    if not isinstance(value, _Pairs):
+        raise _StoreError("malformed fence record", _FENCE_NAME)
+    rec = dict(value)
+    if len(rec) != len(value) or sorted(rec) != ["minion_id", "protocol", "record", "token"]:
+        raise _StoreError("malformed fence record", _FENCE_NAME)
+    token = rec["token"]
+    if (
+        rec["record"] != "fence"
+        or rec["protocol"] != PROTOCOL
+        or isinstance(rec["protocol"], bool)
+        or isinstance(token, bool)
+        or not isinstance(token, int)
+        or not 1 <= token <= _MAX_FENCE_TOKEN
+    ):
+        raise _StoreError("malformed fence record", _FENCE_NAME)
+    if rec["minion_id"] != minion_id:
+        raise _StoreError("fence record of another minion", _FENCE_NAME)
+    return token
+
+
+def _raise_fence(store, minion_id, token):
+    """Raise the high-water mark to at least token (durable before returning). The caller
+    holds index.lock. Returns the mark."""
+    mark = _read_fence(store, minion_id)
+    if token > mark:
+        record = {"record": "fence", "protocol": PROTOCOL, "minion_id": minion_id, "token": token}
+        store.write_atomic(_FENCE_NAME, _canonical_json(record))
+        mark = token
+    return mark
+
+
+def _commit_fenced(store, binding):
+    """Commit this publication as never-to-run: its JID index, then its terminal fenced
+    receipt. The caller holds the request lock and index.lock and found no evidence."""
+    _write_jid_index(store, binding)
+    receipt = _fenced_receipt(binding)
+    store.write_atomic(_req_name(binding["request_id"]), _encode_receipt(receipt))
+    return receipt
 
 
 def _commit_terminal(store, binding, status, passed, total):
@@ -1513,18 +1605,23 @@ def _execute(binding, high):
         return __salt__["state.apply"](_ROLES[binding["profile"]], **kwargs)  # noqa: F821
 
 
-def run(request_id, profile, state_data_json="", **kwargs):
+def run(request_id, profile, state_data_json="", fence_token=None, **kwargs):
     """
     Run one managed apply for a request, bound to this publication's JID, and return its
-    durable receipt. Published by the Oduflow dispatcher with a preassigned JID.
+    durable receipt. Published by the Oduflow dispatcher with a preassigned JID and a fence
+    token (a positive integer, strictly increasing per client): a token not above this
+    minion's high-water mark is refused with a terminal fenced receipt and nothing runs.
 
     CLI Example:
 
     .. code-block:: bash
 
-        salt client-<uuid> oduflow_job.run <request-uuid> configure
+        salt client-<uuid> oduflow_job.run <request-uuid> configure fence_token=7
     """
     binding, high = _validate_run(request_id, profile, state_data_json, kwargs)
+    token = _fence_token(fence_token)
+    if token is None and _REQUIRE_FENCE_TOKEN:
+        raise _Refused("oduflow_job: a fence token is required")
     guard = _runtime_guard(binding["jid"])
     if guard is not None:
         raise _Refused("oduflow_job: refusing to run unprotected: " + guard)
@@ -1538,24 +1635,12 @@ def run(request_id, profile, state_data_json="", **kwargs):
             if existing is not None:
                 _set_retcode(0)
                 return existing
-            exec_lock = store.try_lock("exec.lock")
-            if exec_lock is None:
-                # Another managed apply runs on this minion: this request fails without any
-                # state work, and says so durably (a preflight receipt, 0 of 1).
-                lock = store.lock_blocking("index.lock")
-                try:
-                    if store.exists(_jid_name(binding["jid"])):
-                        raise _BindingConflict("jid")
-                    store.write_atomic(
-                        _jid_name(binding["jid"]), _canonical_json(_record("jid_index", binding))
-                    )
-                finally:
-                    _release(lock)
-                receipt = _commit_terminal(store, binding, "failed", 0, 1)
+            exec_lock = _claim(store, binding, token)
+            if not isinstance(exec_lock, int):
                 _set_retcode(0)
-                return receipt
+                return exec_lock  # fenced, or refused because another apply runs: nothing ran
             try:
-                _claim(store, binding)
+                store.write_atomic(_req_name(binding["request_id"]), _canonical_json(_record("running", binding)))
                 try:
                     ret = _execute(binding, high)
                     status, passed, total = _reduce(ret)
@@ -1572,6 +1657,89 @@ def run(request_id, profile, state_data_json="", **kwargs):
                 return receipt
             finally:
                 _release(exec_lock)
+        finally:
+            _release(req_lock)
+
+
+def _claim(store, binding, token):
+    """Under index.lock (with the request lock held and no evidence found): a token not above
+    the high-water mark commits a fenced receipt; a busy minion (another apply holds the
+    execution lock) commits a failed 0/1 receipt; otherwise the raised mark and then the JID
+    index are committed, durably, before any state work. Returns the held execution lock's
+    descriptor, or the receipt of a request that will never run."""
+    lock = store.lock_blocking("index.lock")
+    refused = None
+    try:
+        if token is not None and token <= _read_fence(store, binding["minion_id"]):
+            return _commit_fenced(store, binding)
+        exec_lock = store.try_lock("exec.lock")
+        if exec_lock is None:
+            # Another managed apply runs on this minion: this request fails without any
+            # state work, and says so durably (a preflight receipt, 0 of 1).
+            _write_jid_index(store, binding)
+            refused = True
+        else:
+            try:
+                if token is not None:
+                    _raise_fence(store, binding["minion_id"], token)
+                _write_jid_index(store, binding)
+            except BaseException:
+                _release(exec_lock)
+                raise
+    finally:
+        _release(lock)
+    if refused:
+        return _commit_terminal(store, binding, "failed", 0, 1)
+    return exec_lock
+
+
+def fence(request_id, jid, profile, token):
+    """
+    Fence one publication: raise this minion's high-water mark to at least token, and make
+    the publication (request_id, jid) never-to-run: without local evidence of it, commit its
+    terminal fenced receipt (failed 0/0, "code": "fenced"); if its run already started or
+    finished, answer its receipt unchanged (running, unknown or terminal), exactly as
+    status would. Idempotent; serialized with run and status by the same locks.
+
+    CLI Example:
+
+    .. code-block:: bash
+
+        salt client-<uuid> oduflow_job.fence <request-uuid> '"<jid>"' configure 7
+    """
+    minion_id = _opt("id")
+    if not _is_minion_id(minion_id):
+        raise _Refused("oduflow_job: this minion's id is not client-<canonical uuid>")
+    if not _is_uuid(request_id):
+        raise _Refused("oduflow_job: invalid request id")
+    if not _is_jid(jid):
+        raise _Refused("oduflow_job: invalid jid")
+    if not isinstance(profile, str) or profile not in _PROFILES:
+        raise _Refused("oduflow_job: unknown profile")
+    token = _fence_token(token)
+    if token is None:
+        raise _Refused("oduflow_job: invalid fence token (an integer from 1 to 2^53-1)")
+    want = {"minion_id": minion_id, "request_id": request_id, "jid": jid, "profile": profile}
+    with _Store(_receipt_dir(), create=True) as store:
+        lock = store.lock_blocking("index.lock")
+        try:
+            _raise_fence(store, minion_id, token)
+        finally:
+            _release(lock)
+        req_lock = store.try_lock(_req_lock_name(request_id), patience=_REQUEST_LOCK_PATIENCE)
+        if req_lock is None:  # a live worker runs this request: answer as status does
+            return status(request_id, jid, profile)
+        try:
+            phase, value, digest = _status_evidence(store, request_id, jid, want)
+            if phase == "terminal":
+                return value
+            if phase is not None:  # started, and its worker is gone (we hold its lock)
+                return _summary_receipt(dict(want, state_digest=digest), "unknown")
+            lock = store.lock_blocking("index.lock")
+            try:
+                return _commit_fenced(store, dict(want, state_digest=""))
+            finally:
+                _release(lock)
         finally:
             _release(req_lock)
 

@@ -8,7 +8,7 @@ oduflow_job_module:
   file.managed:
     - name: {{ salt['config.get']('extension_modules') }}/modules/oduflow_job.py
     - source: salt://_modules/oduflow_job.py
-    - source_hash: sha256=7a2a948301c5e5dd1c359de199225639fd96aa079470d8fcf0b3567b55318918
+    - source_hash: sha256=3d318a37c9ba8d9f40c15b018d5c74cef8f27df18d80143bb8f8cd45277d09c4
     - user: root
     - group: root
     - mode: '0644'
