@@ -836,7 +836,10 @@ def _read_jid_index(store, jid):
     return _parse_record(data, name, "jid_index")
 
 
-def _check_binding(found, want, fields=("minion_id", "request_id", "jid", "profile", "state_digest")):
+_BINDING_FIELDS = ("minion_id", "request_id", "jid", "profile", "state_digest")
+
+
+def _check_binding(found, want, fields=_BINDING_FIELDS):
     for field in fields:
         if field in want and found.get(field) != want[field]:
             raise _BindingConflict(field)
@@ -1497,10 +1500,13 @@ def _existing_evidence(store, binding):
     Returns None (no evidence) or a receipt dict to return without executing."""
     kind, value = _read_request(store, binding["request_id"])
     index = _read_jid_index(store, binding["jid"])
+    fields = _BINDING_FIELDS
+    if kind == "terminal" and value.get(_CODE_KEY) == _CODE_FENCED and value["state_digest"] == "":
+        fields = _BINDING_FIELDS[:-1]  # fenced by fence(), which never knew the payload
     if index is not None:
-        _check_binding(index, binding)
+        _check_binding(index, binding, fields)
     if kind == "terminal":
-        _check_binding(value, binding)
+        _check_binding(value, binding, fields)
         return value
     if kind == "running":
         _check_binding(value, binding)

@@ -8,7 +8,7 @@ oduflow_job_module:
   file.managed:
     - name: {{ salt['config.get']('extension_modules') }}/modules/oduflow_job.py
     - source: salt://_modules/oduflow_job.py
-    - source_hash: sha256=3d318a37c9ba8d9f40c15b018d5c74cef8f27df18d80143bb8f8cd45277d09c4
+    - source_hash: sha256=793d04fae7a8175ac9e7dcd5ac4c516e0d0bfe0e53c7da2c461cef25738c38d8
     - user: root
     - group: root
     - mode: '0644'

@@ -106,7 +106,11 @@ class Fencing(FenceCase):
         req, jid = new_request(), new_jid()
         self.assertFenced(self.run_fenced(req, jid, 8, "custom", payload)[0], req, jid, "custom", digest)
         req, jid = new_request(), new_jid()
-        self.assertFenced(self.fence(req, jid, 8, "custom")[0], req, jid, "custom", "")
+        fenced = self.fence(req, jid, 8, "custom")[0]
+        self.assertFenced(fenced, req, jid, "custom", "")
+        # its publication arrives late, with its payload: the fenced receipt, nothing runs
+        self.assertEqual(self.run_fenced(req, jid, 9, "custom", payload), (fenced, 0))
+        self.assertEqual(self.status(req, jid, "custom")[0], fenced)
         self.assertEqual(self.executions(), 1)
 
     def test_tokens_are_positive_integers(self):
