@@ -64,10 +64,10 @@ type Model struct {
 	noProof       bool
 	noFencing     bool
 	tokenRequired bool
-	delay       time.Duration
-	hold        chan struct{}
-	protocol    int
-	pillarReady bool
+	delay         time.Duration
+	hold          chan struct{}
+	protocol      int
+	pillarReady   bool
 
 	mu       sync.Mutex
 	results  map[receipt.Profile]Result
