@@ -5,9 +5,10 @@ oduflow_job: protocol 1 of Oduflow's durable minion receipts (Salt execution mod
 Functions (all other names are private):
 
     oduflow_job.capabilities()
-    oduflow_job.run(request_id, profile, state_data_json="")
+    oduflow_job.run(request_id, profile, state_data_json="", fence_token=None)
     oduflow_job.status(request_id, jid, profile)
     oduflow_job.attest(request_id, jid, profile, nonce)
+    oduflow_job.fence(request_id, jid, profile, token)
 
 ``run`` executes one managed apply for one request, bound to the publication's own JID
 (read only from Salt's ``__pub_jid`` metadata), and commits a durable receipt before
@@ -35,6 +36,17 @@ or cryptography). The master verifies it with the key it has accepted for this m
 so a return put on the event bus by anyone else is never evidence. ``nonce`` is 32 to 64
 lowercase hex digits chosen by the master for each request (a proof never replays).
 
+Fencing (capability ``fencing``, version 1): ``fence_token`` is an integer from 1 to 2^53-1,
+strictly increasing per client (this minion), issued by the dispatcher's claim store. The
+module keeps the highest token it has started or fenced in ``fence.json`` (the high-water
+mark) and commits the raised mark, then the JID index, before any state work. A run whose
+token is not above the mark runs nothing and commits a terminal fenced receipt: the nine
+keys plus ``"code": "fenced"``, status ``failed``, 0 of 0. ``fence`` raises the mark to at
+least ``token`` and makes that publication never-to-run (a fenced receipt), or, if its run
+already started or finished, answers its receipt (running, unknown or terminal) unchanged.
+A run without ``fence_token`` is accepted as before while ``_REQUIRE_FENCE_TOKEN`` is False
+(the one switch; dispatchers that send tokens require the ``fencing`` capability).
+
 Receipts live in ``/var/lib/oduflow/job-receipts`` (minion option ``oduflow_receipt_dir``),
 a directory owned by the minion user with mode 0700; files are 0600. Opens refuse
 symlinks in any path component, foreign owners, group/other permission bits and files with
@@ -44,6 +56,7 @@ A malformed or inaccessible record is an error and is never replaced.
 Store layout (plain names in the receipt directory):
 
     jid-<jid>.json          JID index: the request this publication is bound to
+    fence.json              fence high-water mark: {"minion_id", "protocol", "record": "fence", "token"}
     req-<request_id>.json   running record, replaced atomically by the terminal receipt
     req-<request_id>.lock   request lock (flock, held by the live worker)
     exec.lock               execution lock (flock, one managed apply per minion)
@@ -56,8 +69,14 @@ one proves that it is alive. A file that merely exists proves nothing.
 Raw results never reach disk or the event bus from inside ``run``: the state cache files
 (``sls.p``, ``*.cache.p``) are written into memory, reads through that cache path are
 refused, ``State.event`` is silenced and ``State.call_parallel`` refuses to spawn. The
-shims need Salt in a verified version (see ``_VERIFIED_SALT_VERSIONS``), matching function
-signatures and ``multiprocessing: True``; otherwise ``run`` refuses before doing anything.
+runtime guard (``_GUARD_CHECKS``) verifies, on any Salt from 3006.0 on, what the shims rely
+on: the signatures of the patched and called functions, that salt.state reaches the event
+bus only from ``State.event`` and starts processes only from ``State.call_parallel``, that
+the state cache writes go through ``salt.utils.files.fopen`` and the shim turns a probe
+write into memory, that ``load_args_and_kwargs`` injects the publication's ``__pub_jid``,
+that the job runs alone in its process (``multiprocessing: True``), and that the crypto
+backend signs a known-answer probe correctly. Any failure: ``runtime_guard: false`` with
+``<check>: <reason>`` in ``capabilities``, and ``run`` refuses before doing anything.
 There is no bypass.
 
 Compatible with Python 3.6+ and the standard library only (the signature uses the crypto

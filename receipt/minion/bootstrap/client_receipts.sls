@@ -8,7 +8,7 @@ oduflow_job_module:
   file.managed:
     - name: {{ salt['config.get']('extension_modules') }}/modules/oduflow_job.py
     - source: salt://_modules/oduflow_job.py
-    - source_hash: sha256=793d04fae7a8175ac9e7dcd5ac4c516e0d0bfe0e53c7da2c461cef25738c38d8
+    - source_hash: sha256=2ddcf16b2c082b41889d61d137d08d0626559e0806a44737647359e370625870
     - user: root
     - group: root
     - mode: '0644'
