@@ -370,32 +370,6 @@ func (d *Dispatcher) preflight(ctx context.Context, c *Claim) (string, string) {
 	return "", key.SHA256
 }
 
-// finalize commits a final result unless someone else committed one meanwhile (which is kept).
-func (d *Dispatcher) finalize(ctx context.Context, c *Claim, st receipt.Status, passed, total int, code, evidence string) *Claim {
-	lg := d.claimLog(c)
-	out, changed, err := d.updateClaim(ctx, c.RequestID, func(next *Claim) bool {
-		if next.Phase.Final() {
-			return false
-		}
-		now := d.clock.Now()
-		next.Phase, next.Status, next.Passed, next.Total = PhaseTerminal, st, passed, total
-		next.ErrorCode, next.Evidence, next.FinishedAt = code, evidence, &now
-		return true
-	})
-	switch {
-	case err != nil:
-		lg.Error("finalize: commit", slog.String("error", err.Error()))
-		return nil
-	case !changed:
-		lg.Info("finalize: keeping final result committed by someone else", slog.String("status", string(out.Status)))
-		return out
-	}
-	d.hooks.outcome(out.EffectiveProfile(), st, code)
-	lg.Info("final result committed", slog.String("status", string(st)), slog.Int("passed", passed),
-		slog.Int("total", total), slog.String("code", code))
-	return out
-}
-
 // listenAfterUnknownPublish handles a publish whose outcome is unknown: the claim is committed unknown at
 // once (so Status is honest and the client is quarantined), the client lease is released (the quarantine
 // now guards the client), and the worker goes on, exactly as after a normal publish, listening for the
@@ -424,3 +398,31 @@ func (d *Dispatcher) listenAfterUnknownPublish(ctx, wctx context.Context, c *Cla
 	d.stepHook(stepCommitted)
 	return nil
 }
+
+// callErrorCode names the cause of a failed read-only preflight call (capabilities) for the claim: the
+// credentials, the event bus or the master's transport; codeCapability when the minion did not answer
+// protocol 1.
+func callErrorCode(err error) string {
+	switch {
+	case errors.Is(err, errEventBus):
+		return codeEventBus
+	case errors.Is(err, salt.ErrAuthentication):
+		return codeAuthentication
+	case errors.Is(err, salt.ErrAuthorization):
+		return codeAuthorization
+	case errors.Is(err, salt.ErrNotSent):
+		return codeNotSent
+	}
+	return codeCapability
+}
+
+// Worker steps reported to the step hook (tests).
+const (
+	stepClaimed          = "claimed"           // request lock held, claim read
+	stepLease            = "lease"             // client lease held, preflight passed
+	stepDispatchRecorded = "dispatch_recorded" // phase dispatching durable, nothing sent yet
+	stepPublishSending   = "publish_sending"   // about to send the one publish
+	stepPublishReplied   = "publish_replied"   // publish reply received, dispatched recorded
+	stepReturned         = "returned"          // trustworthy terminal receipt in hand, not yet committed
+	stepCommitted        = "committed"         // final result committed, leases still held
+)
