@@ -137,28 +137,42 @@ func (d *Dispatcher) Wait(ctx context.Context) error {
 // changes anything; its Status field is the recorded one, not the status rules' answer (use Status with
 // c.EffectiveProfile() for that). No claim: ErrNoClaim. A claim bound to another minion: ErrMismatch.
 func (d *Dispatcher) Lookup(ctx context.Context, minion, request string) (*Claim, error) {
-	if err := validateIDs(minion, request); err != nil {
-		return nil, err
-	}
-	c, err := d.store.Get(ctx, request)
+	t, err := parseTarget(minion, request)
 	if err != nil {
 		return nil, err
 	}
-	if err := checkBinding(c, "", minion); err != nil {
+	c, err := d.store.Get(ctx, t.request)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkBinding(c, "", t.minion); err != nil {
 		return nil, err
 	}
 	return c.clone(), nil
 }
 
-func validateIDs(minion, request string) error {
+// target names a request the way every call does: the minion it runs on and its request id. It is
+// parsed once, at the API boundary (parseTarget: both ids canonical, else ErrInvalidInput before any
+// I/O), and passed inward as is: a function that holds a target never validates the ids again. Only
+// parseTarget and targetOf build one.
+type target struct {
+	minion  string
+	request string
+}
+
+// parseTarget validates the ids a caller passed: the one place the dispatcher parses them.
+func parseTarget(minion, request string) (target, error) {
 	if err := receipt.ValidateMinionID(minion); err != nil {
-		return invalid(err, "minion id")
+		return target{}, invalid(err, "minion id")
 	}
 	if err := receipt.ValidateRequestID(request); err != nil {
-		return invalid(err, "request id")
+		return target{}, invalid(err, "request id")
 	}
-	return nil
+	return target{minion: minion, request: request}, nil
 }
+
+// targetOf is the target of a claim the claim store read or wrote (Claim.Validate checked its ids).
+func targetOf(c *Claim) target { return target{minion: c.MinionID, request: c.RequestID} }
 
 func validateProfile(p receipt.Profile) error {
 	if _, err := receipt.ParseProfile(string(p)); err != nil {

@@ -45,11 +45,12 @@ const maxAssertText = 512
 // by the minion's exact terminal receipt (evidence reconciled; AssertedBy/AssertedWhy stay for audit), so
 // that the master's record holds the stronger evidence.
 func (d *Dispatcher) Reconcile(ctx context.Context, minion, request string, ev Reconciliation) (Response, error) {
-	if err := validateIDs(minion, request); err != nil {
+	t, err := parseTarget(minion, request)
+	if err != nil {
 		return Response{}, err
 	}
 	_, fromMinion := ev.(FromMinion)
-	c, err := d.reconcilableClaim(ctx, minion, request, fromMinion)
+	c, err := d.reconcilableClaim(ctx, t, fromMinion)
 	if err != nil {
 		return Response{}, err
 	}
@@ -124,18 +125,18 @@ func (a Assert) validate() error {
 }
 
 // unknownClaim reads the claim and requires its current status to be unknown.
-func (d *Dispatcher) unknownClaim(ctx context.Context, minion, request string) (*Claim, error) {
-	return d.reconcilableClaim(ctx, minion, request, false)
+func (d *Dispatcher) unknownClaim(ctx context.Context, t target) (*Claim, error) {
+	return d.reconcilableClaim(ctx, t, false)
 }
 
 // reconcilableClaim reads the claim and requires its current status to be unknown, or (allowAsserted) its
 // phase to be asserted.
-func (d *Dispatcher) reconcilableClaim(ctx context.Context, minion, request string, allowAsserted bool) (*Claim, error) {
-	c, err := d.store.Get(ctx, request)
+func (d *Dispatcher) reconcilableClaim(ctx context.Context, t target, allowAsserted bool) (*Claim, error) {
+	c, err := d.store.Get(ctx, t.request)
 	if err != nil {
 		return nil, err
 	}
-	if err := checkBinding(c, "", minion); err != nil {
+	if err := checkBinding(c, "", t.minion); err != nil {
 		return nil, err
 	}
 	if allowAsserted && c.Phase == PhaseAsserted {
@@ -160,10 +161,11 @@ func (d *Dispatcher) reconcilableClaim(ctx context.Context, minion, request stri
 // returns once that worker holds the request lock (follow it with WorkerActive), so a short-lived tool can
 // exit at once. When a worker already holds the request lock (it is still polling), Resume only answers.
 func (d *Dispatcher) Resume(ctx context.Context, minion, request string) (Response, error) {
-	if err := validateIDs(minion, request); err != nil {
+	t, err := parseTarget(minion, request)
+	if err != nil {
 		return Response{}, err
 	}
-	c, err := d.unknownClaim(ctx, minion, request)
+	c, err := d.unknownClaim(ctx, t)
 	if err != nil {
 		return Response{}, err
 	}
@@ -174,7 +176,7 @@ func (d *Dispatcher) Resume(ctx context.Context, minion, request string) (Respon
 		return Response{}, errors.Wrap(ErrNotUnknown, "oduflow: never dispatched; nothing to resume")
 	}
 	if d.mode.detached {
-		if held, err := d.leases.RequestLockHeld(ctx, request); err != nil {
+		if held, err := d.leases.RequestLockHeld(ctx, t.request); err != nil {
 			return Response{}, err
 		} else if held {
 			return d.respond(ctx, c) // a worker or another Resume is polling
@@ -187,7 +189,7 @@ func (d *Dispatcher) Resume(ctx context.Context, minion, request string) (Respon
 		}
 		return d.resumeDetached(ctx, c)
 	}
-	lk, err := d.tryRequestLock(ctx, request)
+	lk, err := d.tryRequestLock(ctx, t.request)
 	if err != nil {
 		if errors.Is(err, ErrLeaseBusy) {
 			return d.respond(ctx, c) // a worker or another Resume is polling

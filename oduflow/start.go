@@ -26,7 +26,8 @@ import (
 func (d *Dispatcher) Start(ctx context.Context, minion, request string, profile Profile) (Response, error) {
 	t0 := time.Now()
 	defer func() { d.hooks.observe("start", time.Since(t0)) }()
-	if err := validateIDs(minion, request); err != nil {
+	t, err := parseTarget(minion, request)
+	if err != nil {
 		return Response{}, err
 	}
 	if err := validateProfile(profile); err != nil {
@@ -36,8 +37,8 @@ func (d *Dispatcher) Start(ctx context.Context, minion, request string, profile 
 	if err != nil {
 		return Response{}, invalid(err, "profile")
 	}
-	if c, err := d.store.Get(ctx, request); err == nil {
-		return d.existing(ctx, c, profile, minion) // even when the bus or the master is down
+	if c, err := d.store.Get(ctx, t.request); err == nil {
+		return d.existing(ctx, c, profile, t) // even when the bus or the master is down
 	} else if !errors.Is(err, ErrNoClaim) {
 		return Response{}, claimStoreErr(err)
 	}
@@ -46,7 +47,7 @@ func (d *Dispatcher) Start(ctx context.Context, minion, request string, profile 
 	if err := d.ready(ctx); err != nil {
 		return Response{}, err
 	}
-	c := &Claim{Protocol: claimProtocol, MinionID: minion, RequestID: request, Profile: profile,
+	c := &Claim{Protocol: claimProtocol, MinionID: t.minion, RequestID: t.request, Profile: profile,
 		Role: string(role), JID: string(d.jids.Next()), Phase: PhaseClaimed, CreatedAt: d.clock.Now()}
 	return d.create(ctx, c)
 }
@@ -61,7 +62,7 @@ func (d *Dispatcher) create(ctx context.Context, c *Claim) (Response, error) {
 			if gerr != nil {
 				return Response{}, gerr
 			}
-			return d.existing(ctx, cur, c.Profile, c.MinionID)
+			return d.existing(ctx, cur, c.Profile, targetOf(c))
 		}
 		return Response{}, err
 	}
@@ -80,8 +81,8 @@ func (d *Dispatcher) create(ctx context.Context, c *Claim) (Response, error) {
 	return responseFor(c, receipt.StatusRunning), nil
 }
 
-func (d *Dispatcher) existing(ctx context.Context, c *Claim, profile receipt.Profile, minion string) (Response, error) {
-	if err := checkBinding(c, profile, minion); err != nil {
+func (d *Dispatcher) existing(ctx context.Context, c *Claim, profile receipt.Profile, t target) (Response, error) {
+	if err := checkBinding(c, profile, t.minion); err != nil {
 		return Response{}, err
 	}
 	d.hooks.started(c.EffectiveProfile(), false)

@@ -18,28 +18,29 @@ type Response struct {
 	Total     int            `json:"total"`
 }
 
-func notStarted(minion, request string) Response {
-	return Response{MinionID: minion, RequestID: request, Status: receipt.StatusNotStarted}
+func notStarted(t target) Response {
+	return Response{MinionID: t.minion, RequestID: t.request, Status: receipt.StatusNotStarted}
 }
 
 // Status reports the request's status under the response contract.
 func (d *Dispatcher) Status(ctx context.Context, minion, request string, profile Profile) (Response, error) {
 	t0 := time.Now()
 	defer func() { d.hooks.observe("status", time.Since(t0)) }()
-	if err := validateIDs(minion, request); err != nil {
+	t, err := parseTarget(minion, request)
+	if err != nil {
 		return Response{}, err
 	}
 	if err := validateProfile(profile); err != nil {
 		return Response{}, err
 	}
-	c, held, err := d.readForStatus(ctx, request)
+	c, held, err := d.readForStatus(ctx, t.request)
 	if err != nil {
 		if errors.Is(err, ErrNoClaim) {
-			return notStarted(minion, request), nil
+			return notStarted(t), nil
 		}
 		return Response{}, err
 	}
-	if err := checkBinding(c, profile, minion); err != nil {
+	if err := checkBinding(c, profile, t.minion); err != nil {
 		return Response{}, err
 	}
 	st, err := d.statusOf(ctx, c, held)

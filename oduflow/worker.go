@@ -76,7 +76,7 @@ func (d *Dispatcher) lockForLaunch(c *Claim) (Lease, bool) {
 
 // runWorkerFor runs the worker steps of c on the calling goroutine, holding reqLock and an admission slot.
 func (d *Dispatcher) runWorkerFor(c *Claim, reqLock Lease, lockedAt time.Time, adm *admission) {
-	if err := d.work(d.ctx, c.MinionID, c.RequestID, reqLock, lockedAt, adm); err != nil {
+	if err := d.work(d.ctx, targetOf(c), reqLock, lockedAt, adm); err != nil {
 		d.claimLog(c).Warn("worker ended with error", slog.String("error", err.Error()))
 	}
 }
@@ -111,17 +111,18 @@ func checkRole(c *Claim) error {
 // runWorker executes the worker steps for one claim (a detached worker process) and returns when the
 // request is final or abandoned.
 func (d *Dispatcher) runWorker(ctx context.Context, minion, request string) error {
-	if err := validateIDs(minion, request); err != nil {
+	t, err := parseTarget(minion, request)
+	if err != nil {
 		return err
 	}
-	reqLock, err := d.tryRequestLock(ctx, request)
+	reqLock, err := d.tryRequestLock(ctx, t.request)
 	if err != nil {
 		if errors.Is(err, ErrLeaseBusy) {
 			return nil // another worker runs this request
 		}
 		return err
 	}
-	return d.work(ctx, minion, request, reqLock, d.clock.Now(), nil)
+	return d.work(ctx, t, reqLock, d.clock.Now(), nil)
 }
 
 // work executes the worker steps (package documentation, Worker) for one claim whose request lock the
@@ -129,7 +130,7 @@ func (d *Dispatcher) runWorker(ctx context.Context, minion, request string) erro
 // phase claimed while holding the request lock and the client lease. With an admission (in-process
 // workers), once the run publication is made the slot is freed and the wait for the return goes on
 // parked, without a goroutine (awaitParked), owning the leases and the event waiter; work returns.
-func (d *Dispatcher) work(ctx context.Context, minion, request string, reqLock Lease, lockedAt time.Time, adm *admission) error {
+func (d *Dispatcher) work(ctx context.Context, t target, reqLock Lease, lockedAt time.Time, adm *admission) error {
 	handedOff := false // set once the parked wait owns the leases, the waiter and wctx
 	defer func() {
 		if !handedOff {
@@ -137,14 +138,11 @@ func (d *Dispatcher) work(ctx context.Context, minion, request string, reqLock L
 		}
 	}()
 	defer adm.release()
-	if err := validateIDs(minion, request); err != nil {
-		return err
-	}
-	c, err := d.store.Get(ctx, request)
+	c, err := d.store.Get(ctx, t.request)
 	if err != nil {
 		return err
 	}
-	if c.MinionID != minion {
+	if c.MinionID != t.minion {
 		return &mismatchError{Field: "minion_id", Bound: c.MinionID}
 	}
 	if c.Phase != PhaseClaimed || c.legacy() != notLegacy {
@@ -171,7 +169,7 @@ func (d *Dispatcher) work(ctx context.Context, minion, request string, reqLock L
 			return err
 		}
 	}
-	lease, err := d.leases.AcquireClientLease(ctx, minion, d.timers.LeaseWait)
+	lease, err := d.leases.AcquireClientLease(ctx, t.minion, d.timers.LeaseWait)
 	if err != nil {
 		if ctx.Err() != nil {
 			return ctx.Err()
@@ -252,7 +250,7 @@ func (d *Dispatcher) work(ctx context.Context, minion, request string, reqLock L
 	}()
 
 	d.stepHook(stepPublishSending)
-	_, err = d.publish(wctx, minion, funRun, []any{c.RequestID, string(c.Profile), spec.StateDataJSON}, jid)
+	_, err = d.publish(wctx, t.minion, funRun, []any{c.RequestID, string(c.Profile), spec.StateDataJSON}, jid)
 	if err != nil {
 		code := publishErrorCode(err)
 		if salt.IsNotPublished(err) && !salt.IsOutcomeUnknown(err) {
@@ -268,7 +266,7 @@ func (d *Dispatcher) work(ctx context.Context, minion, request string, reqLock L
 	next.Phase = PhaseDispatched
 	if nc, err := d.store.CompareAndSwap(ctx, next); err == nil {
 		c = nc
-	} else if cur, gerr := d.store.Get(ctx, request); gerr == nil && cur.Phase.Final() {
+	} else if cur, gerr := d.store.Get(ctx, t.request); gerr == nil && cur.Phase.Final() {
 		return nil // someone else committed a final result
 	}
 	d.stepHook(stepPublishReplied)
