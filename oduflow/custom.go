@@ -114,7 +114,7 @@ func (d *Dispatcher) CustomStart(ctx context.Context, minion, request, definitio
 	} else if err != nil {
 		return CustomResponse{}, err
 	}
-	compiled, err := CompileCustomSource(def.Source) // the digest bound now is the one frozen below
+	compiled, err := catalog.Compile(def.Source) // the digest bound now is the one frozen below
 	if err != nil {
 		return CustomResponse{}, errmark.Mark(errors.Wrap(err, "oduflow: custom source"), ErrInvalidInput)
 	}

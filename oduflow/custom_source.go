@@ -9,7 +9,6 @@ import (
 	"github.com/cockroachdb/errors"
 
 	"github.com/oduflow/oduflow-go/oduflow/catalog"
-	"github.com/oduflow/oduflow-go/profiles"
 	"github.com/oduflow/oduflow-go/receipt"
 )
 
@@ -18,15 +17,6 @@ var errCustomDisabled = errmark.Mark(errors.New("oduflow: custom executions need
 
 // errDefinitionMismatch: the request id is already bound to a custom execution of another definition.
 var errDefinitionMismatch = errmark.Mark(errors.New("oduflow: request bound to another definition"), ErrMismatch)
-
-// CompileCustomSource adapts profiles.CompileCustom to the compile function catalog.Open takes.
-func CompileCustomSource(source []byte) (catalog.Compiled, error) {
-	c, err := profiles.CompileCustom(source)
-	if err != nil {
-		return catalog.Compiled{}, err
-	}
-	return catalog.Compiled{Canonical: c.Canonical, Digest: c.Digest}, nil
-}
 
 // customPublications serves the fixed profiles like the default source, and custom claims from their
 // frozen snapshot, bound by the digest recorded in the claim.

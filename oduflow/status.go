@@ -23,7 +23,7 @@ func notStarted(t target) Response {
 }
 
 // Status reports the request's status under the response contract.
-func (d *Dispatcher) Status(ctx context.Context, minion, request string, profile Profile) (Response, error) {
+func (d *Dispatcher) Status(ctx context.Context, minion, request string, profile receipt.Profile) (Response, error) {
 	t0 := time.Now()
 	defer func() { d.hooks.observe("status", time.Since(t0)) }()
 	t, err := parseTarget(minion, request)
