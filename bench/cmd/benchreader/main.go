@@ -17,9 +17,9 @@ import (
 	"os"
 	"strings"
 	"sync/atomic"
-	"syscall"
 	"time"
 
+	"github.com/oduflow/oduflow-go/bench/internal/benchkit"
 	"github.com/oduflow/oduflow-go/salt"
 )
 
@@ -63,7 +63,7 @@ func run() error {
 	if _, err := bufio.NewReader(os.Stdin).ReadString('\n'); err != nil {
 		return fmt.Errorf("waiting for go: %w", err)
 	}
-	start, cpu0 := time.Now(), cpuTime()
+	start, cpu0 := time.Now(), benchkit.CPUTime()
 	close(gate)
 	count, gaps := 0, 0
 	for ev := range stream.Events() {
@@ -74,7 +74,7 @@ func run() error {
 			// reads: the socket reads the stream made (each at most its 64 KiB buffer): few bytes per
 			// read mean the reader kept up with what the master wrote
 			res := map[string]any{"count": count, "elapsed_s": time.Since(start).Seconds(), "gaps": gaps,
-				"cpu_s": (cpuTime() - cpu0).Seconds(), "reads": reads.Load(), "read_bytes": readBytes.Load()}
+				"cpu_s": (benchkit.CPUTime() - cpu0).Seconds(), "reads": reads.Load(), "read_bytes": readBytes.Load()}
 			out, _ := json.Marshal(res)
 			fmt.Println(string(out))
 			return appendLog(os.Getenv("BENCHREADER_LOG"), out)
@@ -100,15 +100,6 @@ func appendLog(path string, line []byte) error {
 		return err
 	}
 	return f.Close()
-}
-
-// cpuTime is this process's user + system CPU time, all threads.
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // gatedConn blocks reads until gate is closed, and counts them.

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/oduflow/oduflow-go/bench/internal/benchkit"
 )
 
 // TestMain lets the test binary stand in for the command: cmdInflight re-executes itself as the
@@ -27,11 +29,11 @@ func TestSummarize(t *testing.T) {
 	for i := 100; i >= 1; i-- {
 		d = append(d, time.Duration(i)*time.Millisecond)
 	}
-	s := summarize(d, time.Millisecond)
+	s := benchkit.Summarize(d, time.Millisecond)
 	if s.N != 100 || s.Median != 50.5 || s.P99 != 99 || s.P90 != 90 || s.Min != 1 || s.Max != 100 {
 		t.Fatalf("%+v", s)
 	}
-	if s := summarize([]time.Duration{3 * time.Microsecond}, time.Microsecond); s.Median != 3 || s.P99 != 3 {
+	if s := benchkit.Summarize([]time.Duration{3 * time.Microsecond}, time.Microsecond); s.Median != 3 || s.P99 != 3 {
 		t.Fatalf("%+v", s)
 	}
 }
@@ -56,12 +58,12 @@ func TestCustomAndDecode(t *testing.T) {
 	if m := r.(map[string]any); m["cpu_ms_per_op"].(float64) <= 0 || m["n"].(int) != 3 {
 		t.Fatalf("%v", m)
 	}
-	frame := filepath.Join("..", "..", "salt", "testdata", "vectors", "eventbus", "event_ret_test_ping.frame.bin")
+	frame := filepath.Join("..", "..", "..", "salt", "testdata", "vectors", "eventbus", "event_ret_test_ping.frame.bin")
 	if _, err := cmdDecode(ctx, []string{"-n", "100", "-frame", frame}); err != nil {
 		t.Fatal(err)
 	}
 	// A frame that is not a job return is refused, not counted.
-	frame = filepath.Join("..", "..", "salt", "testdata", "vectors", "eventbus", "event_new.frame.bin")
+	frame = filepath.Join("..", "..", "..", "salt", "testdata", "vectors", "eventbus", "event_new.frame.bin")
 	if _, err := cmdDecode(ctx, []string{"-n", "10", "-frame", frame}); err == nil {
 		t.Fatal("a new-job frame was decoded as a return")
 	}
@@ -73,7 +75,7 @@ func TestStartIdle(t *testing.T) {
 		t.Fatal(err)
 	}
 	m := r.(map[string]any)
-	if s := m["start_idle_us"].(summary); s.N != 5 || s.Median <= 0 {
+	if s := m["start_idle_us"].(benchkit.Summary); s.N != 5 || s.Median <= 0 {
 		t.Fatalf("%+v", s)
 	}
 	if m["concurrent_per_start_us"].(float64) <= 0 {
@@ -91,7 +93,7 @@ func TestInflight(t *testing.T) {
 		t.Fatal(err)
 	}
 	m := r.(map[string]any)
-	if m["rss_mb"].(float64) <= 0 || m["status_ms"].(summary).N != 200 || m["start_ms"].(summary).N != 40 {
+	if m["rss_mb"].(float64) <= 0 || m["status_ms"].(benchkit.Summary).N != 200 || m["start_ms"].(benchkit.Summary).N != 40 {
 		t.Fatalf("%v", m)
 	}
 	if m["sim_publish_per_s"].(float64) <= 0 || m["first_start_to_last_publication_s"].(float64) <= 0 {
@@ -127,7 +129,7 @@ func TestReportSummary(t *testing.T) {
 		write(jsonName("throughput.anchor", n), map[string]any{"per_s": 150.0})
 		write(jsonName("inflight.ours", n), map[string]any{"n": 10000, "rss_mb": 100.0 + ms, "status_ms": map[string]any{"p99": 0.5}})
 	}
-	cmd := exec.Command(py, filepath.Join("..", "..", "scripts", "bench_report.py"), dir)
+	cmd := exec.Command(py, filepath.Join("..", "..", "..", "scripts", "bench_report.py"), dir)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("%v: %s", err, out)
