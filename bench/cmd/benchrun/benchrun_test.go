@@ -14,29 +14,9 @@ import (
 	"github.com/oduflow/oduflow-go/bench/internal/benchkit"
 )
 
-// TestMain lets the test binary stand in for the command: cmdInflight re-executes itself as the
-// simulator child ("sim"), which here is this binary with BENCHRUN_AS_MAIN set.
-func TestMain(m *testing.M) {
-	if os.Getenv("BENCHRUN_AS_MAIN") == "1" {
-		main()
-		os.Exit(0)
-	}
-	os.Exit(m.Run())
-}
-
-func TestSummarize(t *testing.T) {
-	var d []time.Duration
-	for i := 100; i >= 1; i-- {
-		d = append(d, time.Duration(i)*time.Millisecond)
-	}
-	s := benchkit.Summarize(d, time.Millisecond)
-	if s.N != 100 || s.Median != 50.5 || s.P99 != 99 || s.P90 != 90 || s.Min != 1 || s.Max != 100 {
-		t.Fatalf("%+v", s)
-	}
-	if s := benchkit.Summarize([]time.Duration{3 * time.Microsecond}, time.Microsecond); s.Median != 3 || s.P99 != 3 {
-		t.Fatalf("%+v", s)
-	}
-}
+// TestMain lets the test binary stand in for the command: the rows re-execute the command as their
+// child processes, which here is this binary (benchkit.StartChild marks them).
+func TestMain(m *testing.M) { os.Exit(benchkit.TestBinary(m.Run, main)) }
 
 func TestStamp(t *testing.T) {
 	got := stamp(map[string]any{"_stamp": "2026-12-01T13:20:07.123456"})
@@ -86,7 +66,6 @@ func TestStartIdle(t *testing.T) {
 // TestInflight runs the in-flight row small: the simulator is a real child process, every request
 // must be published and held, and Status must see them running.
 func TestInflight(t *testing.T) {
-	t.Setenv("BENCHRUN_AS_MAIN", "1")
 	r, err := cmdInflight(context.Background(), []string{"-n", "40", "-status", "200", "-rate-publishes", "100",
 		"-dir", t.TempDir(), "-publish-wait", "60s"})
 	if err != nil {

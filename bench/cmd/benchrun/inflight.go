@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -12,8 +11,6 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
-
-	"github.com/google/uuid"
 
 	"github.com/oduflow/oduflow-go/bench/internal/benchkit"
 	"github.com/oduflow/oduflow-go/bench/internal/benchsim"
@@ -29,14 +26,10 @@ import (
 // raw Client publishers, measured while the n requests are held) and the time n publications take at
 // that rate.
 func cmdInflight(ctx context.Context, args []string) (any, error) {
-	fs := flag.NewFlagSet("inflight", flag.ContinueOnError)
-	n := fs.Int("n", 10000, "requests in flight")
-	startConc := fs.Int("start-concurrency", 64, "concurrent Start callers")
+	fs, held := benchsim.InflightFlags(10000, "claim directory")
 	statusN := fs.Int("status", 20000, "Status calls under load")
 	statusCallers := fs.Int("status-callers", 8, "concurrent Status callers")
 	rateN := fs.Int("rate-publishes", 3000, "publishes of the simulator's own rate anchor")
-	base := fs.String("dir", "/var/cache", "claim directory parent")
-	pubWait := fs.Duration("publish-wait", 5*time.Minute, "how long to wait for the last publication")
 	callTimeout := fs.Duration("call-timeout", oduflow.DefaultTimers().CallTimeout, "the dispatcher's CallTimeout")
 	heapProfile := fs.String("heap-profile", "", "write a heap profile here while the n requests are held")
 	goroutineProfile := fs.String("goroutine-profile", "", "write a goroutine profile here while the n requests are held")
@@ -47,12 +40,13 @@ func cmdInflight(ctx context.Context, args []string) (any, error) {
 	if *profileRate > 0 {
 		runtime.MemProfileRate = *profileRate
 	}
+	n := &held.N
 	child, err := benchsim.Start(ctx, *n)
 	if err != nil {
 		return nil, err
 	}
 	defer child.Stop()
-	dir, rm, err := claimDir(*base)
+	dir, rm, err := claimDir(held.Dir)
 	if err != nil {
 		return nil, err
 	}
@@ -73,49 +67,15 @@ func cmdInflight(ctx context.Context, args []string) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	reqs := make([]string, *n)
-	for i := range reqs {
-		reqs[i] = uuid.NewString()
-	}
-	startLat := make([]time.Duration, *n)
-	var next atomic.Int64
-	var lastStart atomic.Int64
-	var wg sync.WaitGroup
-	errc := make(chan error, *startConc)
-	t0 := time.Now()
-	for range *startConc {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				i := int(next.Add(1) - 1)
-				if i >= *n {
-					return
-				}
-				s := time.Now()
-				if _, err := d.Start(ctx, benchsim.MinionID(i), reqs[i], receipt.ProfileConfigure); err != nil {
-					errc <- err
-					return
-				}
-				e := time.Now()
-				startLat[i] = e.Sub(s)
-				for {
-					l := lastStart.Load()
-					if e.UnixNano() <= l || lastStart.CompareAndSwap(l, e.UnixNano()) {
-						break
-					}
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	close(errc)
-	if err := <-errc; err != nil {
+	starts, err := benchsim.StartHeld(ctx, d, *n, held.StartConcurrency, true)
+	if err != nil {
 		return nil, err
 	}
-	startsDone := time.Since(t0)
+	reqs := starts.Requests
+	var next atomic.Int64
+	var wg sync.WaitGroup
 	var st benchsim.Stats
-	deadline := time.Now().Add(*pubWait)
+	deadline := time.Now().Add(held.PublishWait)
 	for {
 		if st, err = child.Stats(); err != nil {
 			return nil, err
@@ -133,7 +93,7 @@ func cmdInflight(ctx context.Context, args []string) (any, error) {
 				}
 			}
 			return nil, fmt.Errorf("only %d of %d published after %v (open fds %d of %d); claims: %v",
-				st.Runs, *n, *pubWait, openFDs(), nofile(), codes)
+				st.Runs, *n, held.PublishWait, openFDs(), nofile(), codes)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
@@ -142,8 +102,7 @@ func cmdInflight(ctx context.Context, args []string) (any, error) {
 	var gc0, gc1 runtime.MemStats
 	runtime.ReadMemStats(&gc0)
 	statusLat := make([]time.Duration, *statusN)
-	next.Store(0)
-	errc = make(chan error, *statusCallers)
+	errc := make(chan error, *statusCallers)
 	for range *statusCallers {
 		wg.Add(1)
 		go func() {
@@ -215,17 +174,17 @@ func cmdInflight(ctx context.Context, args []string) (any, error) {
 		return nil, err
 	}
 	simRate := float64(*rateN) / rateDur.Seconds()
-	allPublished := time.Duration(st.Last - t0.UnixNano())
+	allPublished := time.Duration(st.Last - starts.Began.UnixNano())
 	return map[string]any{
 		"n": *n, "gomemlimit": os.Getenv("GOMEMLIMIT"), "call_timeout_s": callTimeout.Seconds(),
 		"rss_mb": rss, "mem": mem, "open_fds": fds, "rlimit_nofile": nofile(),
-		"start_ms":                          benchkit.Summarize(startLat, time.Millisecond),
-		"starts_s":                          benchkit.Round3(startsDone.Seconds()),
+		"start_ms":                          benchkit.Summarize(starts.Latency, time.Millisecond),
+		"starts_s":                          benchkit.Round3(starts.Took.Seconds()),
 		"status_ms":                         benchkit.Summarize(statusLat, time.Millisecond),
 		"status_callers":                    *statusCallers,
 		"status_phase_gc":                   statusGC,
 		"first_start_to_last_publication_s": benchkit.Round3(allPublished.Seconds()),
-		"last_start_to_last_publication_ms": benchkit.Round3(float64(st.Last-lastStart.Load()) / 1e6),
+		"last_start_to_last_publication_ms": benchkit.Round3(float64(st.Last-starts.Last.UnixNano()) / 1e6),
 		"dispatcher_publish_per_s":          benchkit.Round3(float64(*n) / allPublished.Seconds()),
 		"dispatcher_publications":           st.All,
 		"dispatcher_all_publish_per_s":      benchkit.Round3(float64(st.All) / allPublished.Seconds()),

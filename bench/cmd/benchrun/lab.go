@@ -27,6 +27,17 @@ func readLab() (labEnv, error) {
 	return e, nil
 }
 
+// labClient reads the lab's variables and opens a client of its master (with connection reuse when
+// reuse is set).
+func labClient(reuse bool) (labEnv, *salt.Client, error) {
+	env, err := readLab()
+	if err != nil {
+		return env, nil, err
+	}
+	c, err := env.clientFor(reuse)
+	return env, c, err
+}
+
 func (e labEnv) client() (*salt.Client, error) {
 	return salt.NewClient(e.master, salt.WithAuth(salt.UserKey("root", e.keyFile)), salt.WithRequestTimeout(10*time.Second))
 }
@@ -42,11 +53,7 @@ func cmdPublishRTT(ctx context.Context, args []string) (any, error) {
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
-	env, err := readLab()
-	if err != nil {
-		return nil, err
-	}
-	c, err := env.clientFor(*reuse)
+	env, c, err := labClient(*reuse)
 	if err != nil {
 		return nil, err
 	}
@@ -84,11 +91,7 @@ func cmdThroughput(ctx context.Context, args []string) (any, error) {
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
-	env, err := readLab()
-	if err != nil {
-		return nil, err
-	}
-	c, err := env.clientFor(*reuse)
+	env, c, err := labClient(*reuse)
 	if err != nil {
 		return nil, err
 	}

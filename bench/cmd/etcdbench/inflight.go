@@ -2,10 +2,7 @@ package main
 
 import (
 	"context"
-	"flag"
 	"runtime"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -13,7 +10,6 @@ import (
 	"github.com/oduflow/oduflow-go/bench/internal/benchkit"
 	"github.com/oduflow/oduflow-go/bench/internal/benchsim"
 	"github.com/oduflow/oduflow-go/oduflow"
-	"github.com/oduflow/oduflow-go/receipt"
 )
 
 // cmdInflight: n requests held in flight on ONE dispatcher on etcd (the member child, fsync on), against
@@ -22,16 +18,13 @@ import (
 // requests added (after GC, minus the heap of the idle dispatcher) per request, this process's peak RSS
 // and its goroutines, and how long the Starts and the publications took.
 func cmdInflight(ctx context.Context, args []string) (any, error) {
-	fs := flag.NewFlagSet("inflight", flag.ContinueOnError)
-	n := fs.Int("n", 5000, "requests in flight")
-	conc := fs.Int("start-concurrency", 64, "concurrent Start callers")
-	base := fs.String("dir", "/var/cache", "parent of the etcd data directory")
-	pubWait := fs.Duration("publish-wait", 5*time.Minute, "how long to wait for the last publication")
+	fs, held := benchsim.InflightFlags(5000, "etcd data directory")
 	stall := fs.Duration("stall", 15*time.Second, "stop waiting after this long without a publication")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
-	srv, endpoint, err := startServer(ctx, *base)
+	n := &held.N
+	srv, endpoint, err := startServer(ctx, held.Dir)
 	if err != nil {
 		return nil, err
 	}
@@ -55,39 +48,14 @@ func cmdInflight(ctx context.Context, args []string) (any, error) {
 	rss0, _ := benchkit.ProcStatusMiB("VmRSS")
 	g0 := runtime.NumGoroutine()
 
-	reqs := make([]string, *n)
-	for i := range reqs {
-		reqs[i] = uuid.NewString()
-	}
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	errc := make(chan error, *conc)
-	t0 := time.Now()
-	for range *conc {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				i := int(next.Add(1) - 1)
-				if i >= *n {
-					return
-				}
-				if _, err := b.d.Start(ctx, benchsim.MinionID(i), reqs[i], receipt.ProfileConfigure); err != nil {
-					errc <- err
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	starts := time.Since(t0)
-	close(errc)
-	if err := <-errc; err != nil {
+	starts, err := benchsim.StartHeld(ctx, b.d, *n, held.StartConcurrency, false)
+	if err != nil {
 		return nil, err
 	}
+	reqs := starts.Requests
 	// Wait until every request is published, or no publication came for stall (some workers ended
 	// without publishing: their claims say why, and the round reports them).
-	deadline := time.Now().Add(*pubWait)
+	deadline := time.Now().Add(held.PublishWait)
 	var st benchsim.Stats
 	last, lastAt := int64(-1), time.Now()
 	for {
@@ -117,7 +85,7 @@ func cmdInflight(ctx context.Context, args []string) (any, error) {
 			}
 		}
 	}
-	published := time.Since(t0)
+	published := time.Since(starts.Began)
 	time.Sleep(time.Second) // the last workers record dispatched and settle into their wait
 	heap1, stack1 := benchkit.LiveHeap()
 	g1 := runtime.NumGoroutine()
@@ -127,5 +95,5 @@ func cmdInflight(ctx context.Context, args []string) (any, error) {
 		"stack_per_request_kb": perReq(stack0, stack1),
 		"heap_idle_mb":         benchkit.Round3(float64(heap0) / (1 << 20)), "heap_inflight_mb": benchkit.Round3(float64(heap1) / (1 << 20)),
 		"rss_idle_mb": rss0, "rss_mb": rss, "goroutines_per_request": benchkit.Round3(float64(g1-g0) / float64(*n)),
-		"starts_s": benchkit.Round3(starts.Seconds()), "first_start_to_last_publication_s": benchkit.Round3(published.Seconds())}, nil
+		"starts_s": benchkit.Round3(starts.Took.Seconds()), "first_start_to_last_publication_s": benchkit.Round3(published.Seconds())}, nil
 }

@@ -17,6 +17,10 @@ import (
 // lines: the child prints one hello line when ready, then answers each request line on its stdin with one
 // line; "quit" or the end of its stdin ends it.
 
+// childEnv marks a process StartChild started, so that a test binary standing in for the program
+// (TestBinary) runs the program's main, not the tests.
+const childEnv = "BENCHKIT_CHILD"
+
 // stopGrace is how long Stop waits for a child to end after "quit" before it kills it.
 const stopGrace = 20 * time.Second
 
@@ -42,6 +46,7 @@ func StartChild(ctx context.Context, hello any, args ...string) (*Child, error) 
 	}
 	cmd := exec.CommandContext(ctx, exe, args...)
 	cmd.Stderr = os.Stderr
+	cmd.Env = append(os.Environ(), childEnv+"=1")
 	in, err := cmd.StdinPipe()
 	if err != nil {
 		return nil, err
@@ -95,6 +100,19 @@ func (c *Child) Stop() {
 }
 
 // The child's side.
+
+// TestBinary is the body of a TestMain of a program with children: in a child StartChild started (the
+// test binary re-executed) it runs main and returns 0; otherwise it runs the tests (runTests: m.Run) and
+// returns their exit code.
+//
+//	func TestMain(m *testing.M) { os.Exit(benchkit.TestBinary(m.Run, main)) }
+func TestBinary(runTests func() int, main func()) int {
+	if os.Getenv(childEnv) == "1" {
+		main()
+		return 0
+	}
+	return runTests()
+}
 
 // PrintHello prints the child's hello line: v as JSON on stdout.
 func PrintHello(v any) error { return printLine(os.Stdout, v) }
