@@ -1,4 +1,7 @@
-// Package internal holds helpers that are not part of the public API: the Salt master
-// simulator used by tests and the demo, the host that runs the real Python minion module
-// outside Salt, and Go-only simulated minions for benchmarks.
+// Package internal holds leaf helpers that are not part of the public API: the safe file store and its
+// locks (safefile), strict JSON (strictjson), standard-library-visible error marks (errmark), receipt
+// proof signing and verification (receiptproof), retry backoff (backoff), the salt Client's request
+// trace (salttrace), child-process helpers of the tests (testproc) and the exported-name check
+// (apisurface). None of them imports the dispatcher; the benchmark programs live in the nested module
+// bench/.
 package internal

@@ -150,3 +150,63 @@ func TestReportSummary(t *testing.T) {
 }
 
 func jsonName(prefix string, round int) string { return fmt.Sprintf("%s.%d.json", prefix, round) }
+
+// TestReportInto: bench_report.py --into replaces the text between BENCHMARKS.md's markers with the
+// report it prints, keeps every byte around them, and refuses (changing nothing) a file without them.
+func TestReportInto(t *testing.T) {
+	py, err := exec.LookPath("python3")
+	if err != nil {
+		t.Skip("no python3")
+	}
+	dir := t.TempDir()
+	raw := filepath.Join(dir, "raw")
+	if err := os.Mkdir(raw, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	for r, us := range []float64{30, 10, 20} {
+		b, _ := json.Marshal(map[string]any{"wall_ms_per_op": 1.0, "cpu_ms_per_op": us / 10})
+		if err := os.WriteFile(filepath.Join(raw, jsonName("custom.ours", r+1)), b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	script := filepath.Join("..", "..", "..", "scripts", "bench_report.py")
+	const before, after = "# Benchmarks\n\nBy hand.\n\n<!-- bench_report.py: begin -->\n",
+		"<!-- bench_report.py: end -->\n\nAnalysis, by hand.\n"
+	doc := filepath.Join(dir, "BENCHMARKS.md")
+	if err := os.WriteFile(doc, []byte(before+"| an old table |\n"+after), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	report, err := exec.Command(py, script, dir, "--into", doc).Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(report), "| `custom_64k_ms` |") || !strings.Contains(string(report), "| 3 | 2.00 (1.00-3.00) |") {
+		t.Fatalf("report:\n%s", report)
+	}
+	got, err := os.ReadFile(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := before + string(report) + after; string(got) != want {
+		t.Fatalf("BENCHMARKS.md:\n%s\nwant:\n%s", got, want)
+	}
+	// Splicing again gives the same file.
+	if _, err := exec.Command(py, script, dir, "--into", doc).Output(); err != nil {
+		t.Fatal(err)
+	}
+	if again, _ := os.ReadFile(doc); string(again) != string(got) {
+		t.Fatalf("a second splice changed the file:\n%s", again)
+	}
+	for _, bad := range []string{"no markers\n", after + before, before + before + after} {
+		if err := os.WriteFile(doc, []byte(bad), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		out, err := exec.Command(py, script, dir, "--into", doc).CombinedOutput()
+		if err == nil || !strings.Contains(string(out), "must stand once each") {
+			t.Errorf("%q: %v %s", bad, err, out)
+		}
+		if left, _ := os.ReadFile(doc); string(left) != bad {
+			t.Errorf("a refused splice changed the file: %q", left)
+		}
+	}
+}
