@@ -1,7 +1,16 @@
-// Package internal holds leaf helpers that are not part of the public API: the safe file store and its
-// locks (safefile), strict JSON (strictjson), standard-library-visible error marks (errmark), receipt
-// proof signing and verification (receiptproof), retry backoff (backoff), the salt Client's request
-// trace (salttrace), child-process helpers of the tests (testproc) and the exported-name check
-// (apisurface). None of them imports the dispatcher; the benchmark programs live in the nested module
-// bench/.
+// Package internal holds helpers that are not part of the public API. Each is a leaf: it
+// imports no public package of this module (their tests may), so the public packages can
+// use them without an import running back up.
+//
+//   - safefile: the durable file discipline under the file claim store, the custom catalog
+//     and the receipt tests (safe opens, atomic and exclusive writes, flock and OFD locks);
+//   - strictjson: one JSON value, no duplicate keys, before encoding/json decodes a record;
+//   - receiptproof: signing and verifying the receipt proofs of protocol 1;
+//   - errmark: sentinels that both errors.Is of the standard library and cockroachdb see;
+//   - backoff: the one reconnect backoff of the module;
+//   - salttrace: the per-request phase trace the salt client stamps for the benchmarks;
+//   - testproc: the test binary as a child process, for crash and lock tests;
+//   - apisurface: a test that holds every public package to its API budget.
+//
+// The benchmark programs are not here: they are main packages, in the nested module bench/.
 package internal
