@@ -48,13 +48,23 @@ func TestSummarize(t *testing.T) {
 	}
 }
 
+// TestCPUTime: spinning adds CPU time (on a loaded machine a wall-clock slice may get little of it, so
+// the spin runs until 20 ms are counted, within 10 s), and an idle wait adds almost none.
 func TestCPUTime(t *testing.T) {
-	c0 := CPUTime()
-	for x, t0 := 0, time.Now(); time.Since(t0) < 30*time.Millisecond; x++ {
-		_ = x * x
+	c0, t0 := CPUTime(), time.Now()
+	x := 0
+	for CPUTime()-c0 < 20*time.Millisecond {
+		if time.Since(t0) > 10*time.Second {
+			t.Fatalf("10 s of spinning counted %v of CPU time", CPUTime()-c0)
+		}
+		for range 100000 {
+			x++
+		}
 	}
-	if d := CPUTime() - c0; d < 10*time.Millisecond {
-		t.Fatalf("30 ms of spinning counted %v of CPU time", d)
+	c1 := CPUTime()
+	time.Sleep(100 * time.Millisecond)
+	if d := CPUTime() - c1; d > 50*time.Millisecond || x == 0 {
+		t.Fatalf("100 ms of sleep counted %v of CPU time", d)
 	}
 }
 
