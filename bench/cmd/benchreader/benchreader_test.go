@@ -5,19 +5,15 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/oduflow/oduflow-go/bench/internal/benchkit"
 	"github.com/oduflow/oduflow-go/bench/internal/benchsim"
 )
-
-// TestMain: the reader under test is this binary re-executed (BENCHKIT_CHILD=1 runs main).
-func TestMain(m *testing.M) { os.Exit(benchkit.TestBinary(m.Run, main)) }
 
 // TestRound runs one anchors round against the simulated master's real event bus: the reader connects
 // and says ready, the events are fired while it reads nothing, "go" releases it, and it must count the
@@ -30,30 +26,20 @@ func TestRound(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer stop()
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
 	logFile := filepath.Join(t.TempDir(), "reader.jsonl")
-	cmd := exec.CommandContext(ctx, exe)
-	cmd.Env = append(os.Environ(), "BENCHKIT_CHILD=1", "ANCHORS_EVENTS="+sim.EventsAddr(),
-		"ANCHORS_END_TAG=bench/end", "ANCHORS_PREFIX=salt/job/", "BENCHREADER_LOG="+logFile)
-	cmd.Stderr = os.Stderr
-	in, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	outPipe, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
-	out := bufio.NewScanner(outPipe)
+	env := map[string]string{"ANCHORS_EVENTS": sim.EventsAddr(), "ANCHORS_END_TAG": "bench/end",
+		"ANCHORS_PREFIX": "salt/job/", "BENCHREADER_LOG": logFile}
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	errc := make(chan error, 1)
+	go func() {
+		err := run(func(k string) string { return env[k] }, inR, outW)
+		_ = outW.CloseWithError(err)
+		errc <- err
+	}()
+	out := bufio.NewScanner(outR)
 	if !out.Scan() || out.Text() != "ready" {
-		t.Fatalf("first line %q, want ready", out.Text())
+		t.Fatalf("first line %q, want ready (%v)", out.Text(), out.Err())
 	}
 	for sim.EventReaders() < 1 {
 		if ctx.Err() != nil {
@@ -76,7 +62,7 @@ func TestRound(t *testing.T) {
 	if err := sim.FireEvent("bench/end", map[string]any{"done": true}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := in.Write([]byte("go\n")); err != nil {
+	if _, err := inW.Write([]byte("go\n")); err != nil {
 		t.Fatal(err)
 	}
 	if !out.Scan() {
@@ -86,7 +72,6 @@ func TestRound(t *testing.T) {
 	var res struct {
 		Count, Gaps int
 		Elapsed     float64 `json:"elapsed_s"`
-		CPU         float64 `json:"cpu_s"`
 		Reads       int64
 	}
 	if err := json.Unmarshal([]byte(line), &res); err != nil {
@@ -95,8 +80,8 @@ func TestRound(t *testing.T) {
 	if res.Count != n || res.Gaps != 0 || res.Elapsed <= 0 || res.Reads < 1 {
 		t.Fatalf("%s", line)
 	}
-	if err := cmd.Wait(); err != nil {
-		t.Fatalf("reader exit: %v", err)
+	if err := <-errc; err != nil {
+		t.Fatalf("run: %v", err)
 	}
 	logged, err := os.ReadFile(logFile)
 	if err != nil || strings.TrimSpace(string(logged)) != line {
@@ -105,8 +90,8 @@ func TestRound(t *testing.T) {
 }
 
 func TestRunNeedsItsVariables(t *testing.T) {
-	t.Setenv("ANCHORS_EVENTS", "")
-	if err := run(); err == nil || !strings.Contains(err.Error(), "must be set") {
+	err := run(func(string) string { return "" }, strings.NewReader(""), io.Discard)
+	if err == nil || !strings.Contains(err.Error(), "must be set") {
 		t.Fatalf("%v", err)
 	}
 }
