@@ -70,9 +70,15 @@ compose_tools() {
   export ENGINE
 }
 
-compose() { # compose ARGS...: COMPOSE on compose.yaml, project oduflow-harness; its chatter to stderr
+compose_log=${COMPOSE_LOG:-${TMPDIR:-/tmp}/oduflow-harness-compose.log}
+compose() { # compose ARGS...: COMPOSE on compose.yaml, project oduflow-harness; its chatter to compose_log
+  echo "+ $COMPOSE -p $project -f compose.yaml $*" >> "$compose_log"
   # shellcheck disable=SC2086
-  (cd "$here" && $COMPOSE -p "$project" -f compose.yaml "$@") >&2
+  if ! (cd "$here" && $COMPOSE -p "$project" -f compose.yaml "$@") >> "$compose_log" 2>&1; then
+    tail -n 30 "$compose_log" >&2
+    say "$COMPOSE $* failed (the whole output: $compose_log)"
+    return 1
+  fi
 }
 
 harness_env() { # exports harness.env with HARNESS_DIR set
