@@ -143,6 +143,10 @@ compose_up() {
 
 compose_down() {
   compose down -v || true
+  # podman-compose 1.0 leaves the project's network behind (docker compose removes it).
+  if [ "$ENGINE" = podman ] && podman network exists "${project}_default" 2>/dev/null; then
+    podman network rm "${project}_default" >> "$compose_log" 2>&1 || true
+  fi
   rm -rf "$state"
 }
 
