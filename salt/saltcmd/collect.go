@@ -187,17 +187,22 @@ func (f *follower) end(r Result) {
 		r.Fun = f.cmd.Fun
 	}
 	r.Elapsed = time.Since(f.start)
-	f.job.mu.Lock()
+	f.job.emit(r)
+}
+
+// emit counts a minion's final result and streams it.
+func (j *Job) emit(r Result) {
+	j.mu.Lock()
 	if r.State == Returned {
-		f.job.sum.Returned++
+		j.sum.Returned++
 		if !r.Success {
-			f.job.sum.Failed++
+			j.sum.Failed++
 		}
 	} else {
-		f.job.sum.NotReturned = append(f.job.sum.NotReturned, r)
+		j.sum.NotReturned = append(j.sum.NotReturned, r)
 	}
-	f.job.mu.Unlock()
-	f.job.results <- r // capacity is one per expected minion: never blocks
+	j.mu.Unlock()
+	j.results <- r // capacity is one per expected minion: never blocks
 }
 
 func (f *follower) problem(format string, args ...any) {
@@ -254,9 +259,11 @@ func (f *follower) handle(be busEvent) {
 		f.job.sum.Gaps = append(f.job.sum.Gaps, BusGap{Bus: be.bus, Gap: *ev.Gap, At: time.Since(f.start)})
 		f.job.mu.Unlock()
 		f.c.log.Warn("saltcmd event bus gap", "jid", string(f.jid), "bus", be.bus, "reason", ev.Gap.Reason)
-		// Returns may have been lost: ask the minions still out at once.
-		if f.round == "" && time.Now().Before(f.nextPoll) {
-			f.nextPoll = time.Now()
+		// Returns (or find_job answers) may have been lost: ask the minions still out again, at
+		// once, as soon as the bus is back (a "disconnected" gap is followed by a "reconnected"
+		// one; asking while it is down would lose the answers too).
+		if strings.Contains(ev.Gap.Reason, "reconnected") || !strings.Contains(ev.Gap.Reason, "disconnected") {
+			f.repoll()
 		}
 		return
 	}
@@ -295,6 +302,21 @@ func (f *follower) handle(be busEvent) {
 			st.why = "saltutil.find_job failed on the minion"
 		}
 	}
+}
+
+// repoll abandons the current find_job round or grace period and asks every minion still out
+// at once.
+func (f *follower) repoll() {
+	if f.round != "" {
+		for id := range f.roundAsked {
+			if st := f.minions[id]; !st.final {
+				st.fj = fjNotAsked
+			}
+		}
+		f.round, f.roundAsked = "", nil
+	}
+	f.graceEnd = time.Time{}
+	f.nextPoll = time.Now()
 }
 
 func (f *follower) count(fn func(*Summary)) {

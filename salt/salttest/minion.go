@@ -272,7 +272,7 @@ func (s *Master) fireReturn(id string, pub Publication, funArgs []any, metadata 
 	drop := take(s.faults.dropReturn, pub.JID)
 	dup := !drop && take(s.faults.dupReturn, pub.JID)
 	if m, ok := s.minions[id]; ok {
-		drop = drop || m.loseReturns
+		drop = drop || (m.loseReturns && pub.Fun != "saltutil.find_job")
 		dup = dup || (!drop && m.duplicateReturns)
 	}
 	mirrors := append([]*Master(nil), s.mirrors...)
