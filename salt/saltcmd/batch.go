@@ -170,7 +170,7 @@ func (c *Client) runBatch(ctx context.Context, cmd Cmd, size BatchSize, cfg batc
 			}
 			toRun = nil
 		}
-		if active == 0 && subJobs == 0 {
+		if active == 0 && subJobs == 0 && len(toRun) == 0 {
 			break
 		}
 		select {
