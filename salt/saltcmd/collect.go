@@ -132,6 +132,7 @@ type follower struct {
 	roundAsked map[string]bool
 	nextPoll   time.Time
 	graceEnd   time.Time
+	dirty      bool // a gap or a find_job answer: step must look again
 	runnerJIDs map[salt.JID]chan any
 }
 
@@ -217,7 +218,8 @@ func (f *follower) loop() {
 		close(f.job.results)
 		close(f.job.done)
 	}()
-	timer := time.NewTimer(time.Until(f.nextPoll))
+	wake := f.nextPoll
+	timer := time.NewTimer(time.Until(wake))
 	defer timer.Stop()
 	for f.open > 0 {
 		select {
@@ -226,16 +228,22 @@ func (f *follower) loop() {
 			return
 		case be := <-f.bus.events:
 			f.handle(be)
+			// A plain return changes no timing; only a gap or a find_job answer may.
+			if !f.dirty || f.open == 0 {
+				continue
+			}
 		case <-timer.C:
 		}
-		if f.open == 0 {
-			break
-		}
+		f.dirty = false
 		if f.step(time.Now()) {
 			f.finish()
 			return
 		}
-		timer.Reset(time.Until(f.wakeAt()))
+		if w := f.wakeAt(); !w.Equal(wake) {
+			wake = w
+			timer.Stop()
+			timer.Reset(time.Until(wake))
+		}
 	}
 }
 
@@ -286,6 +294,7 @@ func (f *follower) handle(be busEvent) {
 			f.count(func(s *Summary) { s.Duplicates++ })
 		default:
 			f.end(r)
+			f.dirty = f.dirty || f.round != "" // the round may be complete now
 		}
 	case f.round:
 		r, err := ParseReturn(ev.Tag, ev.Data)
@@ -293,6 +302,7 @@ func (f *follower) handle(be busEvent) {
 		if err != nil || st == nil || st.final || !f.roundAsked[jr.MinionID] || st.fj != fjAsked {
 			return
 		}
+		f.dirty = true
 		switch classifyFindJob(r, f.jid) {
 		case findJobRunning:
 			st.fj = fjRunning
@@ -307,6 +317,7 @@ func (f *follower) handle(be busEvent) {
 // repoll abandons the current find_job round or grace period and asks every minion still out
 // at once.
 func (f *follower) repoll() {
+	f.dirty = true
 	if f.round != "" {
 		for id := range f.roundAsked {
 			if st := f.minions[id]; !st.final {

@@ -79,7 +79,7 @@ func (s *Master) SetMinionBehavior(id string, b MinionBehavior) {
 	m, ok := s.minions[id]
 	if ok {
 		m.h = h
-		m.frozen = b.Frozen
+		m.frozen.Store(b.Frozen)
 		m.loseReturns = b.LoseReturns
 		m.duplicateReturns = b.DuplicateReturns
 		m.online = !b.Disconnected
@@ -88,11 +88,7 @@ func (s *Master) SetMinionBehavior(id string, b MinionBehavior) {
 }
 
 // minionFrozen reports whether m answers nothing.
-func (s *Master) minionFrozen(m *minion) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return m.frozen
-}
+func (s *Master) minionFrozen(m *minion) bool { return m.frozen.Load() }
 
 // MirrorReturnsTo fires every minion return of s on other's event bus too, as a minion connected
 // to both masters of a hot multi-master pair whose return reaches both (Salt issue #28785):

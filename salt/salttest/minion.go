@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"sync/atomic"
 )
 
 // Job is one publication as a simulated minion runs it.
@@ -34,7 +35,8 @@ type minion struct {
 	running  map[string]*runningJob
 	// fleet behaviour (fleet.go): frozen answers nothing, find_job included; loseReturns fires no
 	// return; duplicateReturns fires each return twice.
-	frozen, loseReturns, duplicateReturns bool
+	loseReturns, duplicateReturns bool
+	frozen                        atomic.Bool // read by every job without the master's lock
 }
 
 type runningJob struct {
