@@ -78,6 +78,7 @@ func commands() map[string]command {
 		"reconcile": {"resolve an unknown request from the minion's receipt or an asserted outcome", cmdReconcile},
 		"custom":    {"custom states: validate, digest, start, status", cmdCustom},
 		"claims":    {"claim store operations: migrate a file claim store into etcd", cmdClaims},
+		"run":       {"run any function on any target, like salt; name every minion that did not return", cmdRun},
 		"events":    {"watch the master event bus, sanitized (one JSON object per line)", cmdEvents},
 		"module":    {"print the embedded oduflow_job.py, or --install DIR", cmdModule},
 		"demo":      {"run the whole flow against the built-in Salt master simulator", cmdDemo},
