@@ -294,7 +294,7 @@ func (r *report) print(w io.Writer) {
 	slices.Sort(keys)
 	for _, row := range keys {
 		rs := r.Rounds[row]
-		pairs := [][3]string{}
+		var pairs [][3]string
 		if strings.HasPrefix(row, "ping") {
 			pairs = [][3]string{{"publish -> last return vs LocalClient.cmd", "ours_last_ms", "cmd_last_ms"},
 				{"first return vs cmd_iter first", "ours_first_ms", "iter_first_ms"},

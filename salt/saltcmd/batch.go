@@ -113,7 +113,6 @@ func (c *Client) Batch(ctx context.Context, cmd Cmd, size BatchSize, opts ...Bat
 // subDone is the end of one minion of a batch sub-job.
 type subDone struct {
 	r      Result
-	last   bool // the sub-job's last result: its summary follows
 	sum    Summary
 	hasSum bool
 }

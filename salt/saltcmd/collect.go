@@ -353,10 +353,7 @@ func (f *follower) step(now time.Time) bool {
 		f.endRound()
 	}
 	if !f.graceEnd.IsZero() {
-		if now.Before(f.graceEnd) {
-			return false
-		}
-		return true
+		return !now.Before(f.graceEnd)
 	}
 	if now.Before(f.nextPoll) {
 		return false

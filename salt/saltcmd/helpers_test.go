@@ -14,11 +14,10 @@ import (
 
 // lab is one or two simulated masters with a client publishing through the first.
 type lab struct {
-	t       testing.TB
-	a, b    *salttest.Master
-	pub     *salt.Client
-	client  *saltcmd.Client
-	options []saltcmd.Option
+	t      testing.TB
+	a, b   *salttest.Master
+	pub    *salt.Client
+	client *saltcmd.Client
 }
 
 func startMaster(t testing.TB, opts ...salttest.Option) *salttest.Master {

@@ -100,13 +100,8 @@ func pcreMatch(expr string, ids []string) []string {
 	return out
 }
 
-// fnmatch is Python's fnmatch.fnmatchcase: *, ?, [seq], [!seq]; '/' is not special.
-func fnmatch(pattern, name string) bool {
-	re, err := fnmatchRegexp(pattern)
-	return err == nil && re.MatchString(name)
-}
-
-// fnmatchRegexp translates a fnmatch pattern into an anchored regexp.
+// fnmatchRegexp translates a pattern of Python's fnmatch.fnmatchcase (*, ?, [seq], [!seq]; '/' is
+// not special) into an anchored regexp.
 func fnmatchRegexp(pattern string) (*regexp.Regexp, error) {
 	var b strings.Builder
 	b.WriteString("^")
