@@ -37,26 +37,38 @@ func (c *concurrency) handler(delay func(id string) time.Duration) salttest.Mini
 	}
 }
 
-// salt -b 3 on 10 minions: never more than 3 at once, a freed slot goes to the next minion at
-// once (a sliding window, not waves), every minion returns once.
+// salt -b 3 on 10 minions: never more than 3 at once, and a freed slot goes to the next minion
+// at once (a sliding window, not waves): the nine fast minions all start while the slow one of
+// the first window still runs. Every minion returns once.
 func TestBatchSlidingWindow(t *testing.T) {
 	l := newLab(t, false)
 	ids := l.a.AddFleet("b", 10, nil)
 	var cc concurrency
-	l.a.RegisterFunc("cmd.run", cc.handler(func(id string) time.Duration {
-		if id == ids[0] {
-			return 600 * time.Millisecond // one slow minion must not hold its wave
+	var slowEnd time.Time
+	var mu sync.Mutex
+	starts := map[string]time.Time{}
+	l.a.RegisterFunc("cmd.run", func(ctx context.Context, job salttest.Job) (any, int) {
+		mu.Lock()
+		starts[job.MinionID] = time.Now()
+		mu.Unlock()
+		d := 100 * time.Millisecond
+		if job.MinionID == ids[0] {
+			d = 2 * time.Second // one slow minion must not hold its window
 		}
-		return 100 * time.Millisecond
-	}))
-	start := time.Now()
-	job, err := l.client.Batch(ctxFor(t, 20*time.Second), saltcmd.Cmd{Target: salt.GlobTarget("b-*"), Fun: "cmd.run",
+		ret, rc := cc.handler(func(string) time.Duration { return d })(ctx, job)
+		if job.MinionID == ids[0] {
+			mu.Lock()
+			slowEnd = time.Now()
+			mu.Unlock()
+		}
+		return ret, rc
+	})
+	job, err := l.client.Batch(ctxFor(t, 30*time.Second), saltcmd.Cmd{Target: salt.GlobTarget("b-*"), Fun: "cmd.run",
 		Args: []any{"true"}}, saltcmd.BatchSize{Count: 3})
 	if err != nil {
 		t.Fatal(err)
 	}
 	got, _, sum := collect(t, job)
-	elapsed := time.Since(start)
 	for _, id := range ids {
 		if txt, ok := got[id].Text(); !ok || txt != "done" {
 			t.Errorf("%s: %+v", id, got[id])
@@ -65,12 +77,15 @@ func TestBatchSlidingWindow(t *testing.T) {
 	if cc.max > 3 || cc.max < 2 {
 		t.Errorf("at most %d minions ran at once, want 3", cc.max)
 	}
-	// Waves of 3 would take 4 x (slowest of the wave) >= 600 + 3 x 100 ms; the window finishes
-	// the 9 fast minions beside the slow one.
-	if elapsed > 1500*time.Millisecond {
-		t.Errorf("batch took %s: slots were not given as they freed", elapsed)
+	mu.Lock()
+	defer mu.Unlock()
+	for _, id := range ids[1:] {
+		if !starts[id].Before(slowEnd) {
+			t.Errorf("%s started at %s, after the slow minion ended: slots were not given as they freed",
+				id, starts[id].Sub(slowEnd))
+		}
 	}
-	if !sum.AllOK() || len(sum.JIDs) < 5 { // the ping, then one sub-job per freed slot
+	if !sum.AllOK() || len(sum.JIDs) < 5 { // the ping, then one sub-job per freed slot (waves: 4)
 		t.Errorf("summary %+v", sum)
 	}
 	if n := l.a.PublicationCount("cmd.run", ""); n != len(sum.JIDs)-1 {
