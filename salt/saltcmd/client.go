@@ -58,10 +58,6 @@ func WithTimeouts(timeout, gatherJobTimeout time.Duration) Option {
 	return func(c *Client) { c.timeout, c.gather = timeout, gatherJobTimeout }
 }
 
-// WithJIDGenerator shares a JID generator (default: a new one per Client); JIDs must be unique
-// per master, so a process with several clients of one master passes them one generator.
-func WithJIDGenerator(g *salt.JIDGenerator) Option { return func(c *Client) { c.jids = g } }
-
 // WithLogger sets the logger (default: discard). It logs runs, JIDs, counts and gaps, never
 // returned data or event contents.
 func WithLogger(l *slog.Logger) Option { return func(c *Client) { c.log = l } }
@@ -86,9 +82,7 @@ func New(pub *salt.Client, eventsAddr string, opts ...Option) (*Client, error) {
 	if c.timeout <= 0 || c.gather <= 0 {
 		return nil, refuse(ErrInvalidCommand, "timeouts must be positive")
 	}
-	if c.jids == nil {
-		c.jids = salt.NewJIDGenerator()
-	}
+	c.jids = salt.NewJIDGenerator()
 	if c.log == nil {
 		c.log = slog.New(slog.DiscardHandler)
 	}

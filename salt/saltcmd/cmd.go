@@ -95,16 +95,16 @@ func (c Cmd) publishRequest(t salt.Target, fun string, args []any, jid salt.JID)
 
 // Target types (Salt's tgt_type) accepted by ValidateTarget.
 const (
-	Glob       = "glob"
-	List       = "list"
-	Grain      = "grain"
-	GrainPCRE  = "grain_pcre"
-	Pillar     = "pillar"
-	PillarPCRE = "pillar_pcre"
-	PCRE       = "pcre"
-	Compound   = "compound"
-	Nodegroup  = "nodegroup"
-	IPCIDR     = "ipcidr"
+	glob       = "glob"
+	list       = "list"
+	grain      = "grain"
+	grainPCRE  = "grain_pcre"
+	pillar     = "pillar"
+	pillarPCRE = "pillar_pcre"
+	pcre       = "pcre"
+	compound   = "compound"
+	nodegroup  = "nodegroup"
+	ipcidr     = "ipcidr"
 )
 
 var (
@@ -122,7 +122,7 @@ const compoundPrefixes = "GEPLIJSNR"
 // "key:value"; a compound expression has balanced parentheses and known matcher prefixes; a
 // nodegroup is a name; ipcidr is an address or a CIDR network.
 func ValidateTarget(t salt.Target) error {
-	if t.Type == List {
+	if t.Type == list {
 		if len(t.List) == 0 {
 			return refuse(ErrInvalidTarget, "list target without ids")
 		}
@@ -138,23 +138,23 @@ func ValidateTarget(t salt.Target) error {
 		return refuse(ErrInvalidTarget, "empty %s expression", t.Type)
 	}
 	switch t.Type {
-	case Glob, PCRE:
+	case glob, pcre:
 		if strings.ContainsAny(e, " \t\n") {
 			return refuse(ErrInvalidTarget, "%s expression %q contains whitespace (use compound)", t.Type, e)
 		}
-	case Grain, GrainPCRE, Pillar, PillarPCRE:
+	case grain, grainPCRE, pillar, pillarPCRE:
 		if i := strings.Index(e, ":"); i <= 0 || i == len(e)-1 {
 			return refuse(ErrInvalidTarget, "%s expression %q is not key:value", t.Type, e)
 		}
-	case Nodegroup:
+	case nodegroup:
 		if !nodegroupRe.MatchString(e) {
 			return refuse(ErrInvalidTarget, "nodegroup %q is not a name", e)
 		}
-	case IPCIDR:
+	case ipcidr:
 		if _, _, err := net.ParseCIDR(e); err != nil && net.ParseIP(e) == nil {
 			return refuse(ErrInvalidTarget, "ipcidr %q is neither an address nor a network", e)
 		}
-	case Compound:
+	case compound:
 		return validateCompound(e)
 	case "":
 		return refuse(ErrInvalidTarget, "target type is required")

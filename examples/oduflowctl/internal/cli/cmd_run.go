@@ -79,7 +79,7 @@ func cmdRun(e *env, args []string) error {
 		return err
 	}
 	target := salt.Target{Type: *tgtType, Expr: pos[0]}
-	if *tgtType == saltcmd.List {
+	if *tgtType == "list" {
 		target = salt.ListTarget(strings.Split(pos[0], ",")...)
 	}
 	cmd := saltcmd.Cmd{Target: target, Fun: pos[1], Returner: *returner, Timeout: timeout.d,
