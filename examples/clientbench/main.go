@@ -39,7 +39,7 @@ func main() {
 	rows := flag.String("rows", "ping,lost,batch", "rows to measure: ping, lost, batch")
 	rounds := flag.Int("rounds", 7, "interleaved rounds per ping and batch row (at least 5 for a published number)")
 	lostRuns := flag.Int("lost-runs", 200, "runs per client in the lost row")
-	restartEvery := flag.Duration("restart-every", 4*time.Second, "lost row: restart one random fleet minion this often")
+	restartEvery := flag.Duration("restart-every", 8*time.Second, "lost row: restart one random fleet minion this often")
 	out := flag.String("o", "", "also write every round and the summary as JSON to this file")
 	flag.Parse()
 	if err := run(*rows, *rounds, *lostRuns, *restartEvery, *out); err != nil {
@@ -85,15 +85,31 @@ func run(rows string, rounds, lostRuns int, restartEvery time.Duration, outFile 
 	defer py.close()
 	report := &report{Rounds: map[string][]map[string]float64{}}
 	want := func(r string) bool { return slices.Contains(strings.Split(rows, ","), r) }
+	// Each row's table goes to stderr (and the JSON file is rewritten) as soon as it is done, so
+	// that a long lost row does not hold the others back.
+	done := func() error {
+		report.print(os.Stderr)
+		if outFile == "" {
+			return nil
+		}
+		b, _ := json.MarshalIndent(report, "", " ")
+		return os.WriteFile(outFile, b, 0o644)
+	}
 	if want("ping") {
 		for _, n := range []int{10, 20} {
 			if err := pingRow(report, ours, py, cfg.fleet[:n], rounds); err != nil {
 				return err
 			}
 		}
+		if err := done(); err != nil {
+			return err
+		}
 	}
 	if want("batch") {
 		if err := batchRow(report, ours, py, cfg.fleet[:20], rounds); err != nil {
+			return err
+		}
+		if err := done(); err != nil {
 			return err
 		}
 	}
@@ -101,14 +117,11 @@ func run(rows string, rounds, lostRuns int, restartEvery time.Duration, outFile 
 		if err := lostRow(report, ours, py, cfg, lostRuns, restartEvery); err != nil {
 			return err
 		}
-	}
-	report.print(os.Stdout)
-	if outFile != "" {
-		b, _ := json.MarshalIndent(report, "", " ")
-		if err := os.WriteFile(outFile, b, 0o644); err != nil {
+		if err := done(); err != nil {
 			return err
 		}
 	}
+	report.print(os.Stdout)
 	return nil
 }
 

@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/oduflow/oduflow-go/salt"
@@ -164,8 +165,9 @@ type lostTally struct {
 	Seconds     float64        `json:"seconds"`
 }
 
-// lostRow: runs of test.ping on the whole fleet, ours and LocalClient.cmd_iter alternating, while
-// a random fleet minion is restarted every restartEvery.
+// lostRow: runs of test.ping on the whole fleet, ours and LocalClient.cmd_iter started together
+// (the same conditions, the same restarts), while a random fleet minion is restarted every
+// restartEvery.
 func lostRow(rep *report, o *ours, py *anchor, cfg config, runs int, restartEvery time.Duration) error {
 	fmt.Fprintf(stderr, "clientbench: lost, %d runs per client, a restart every %s\n", runs, restartEvery)
 	fl, err := openFleet(cfg)
@@ -175,7 +177,7 @@ func lostRow(rep *report, o *ours, py *anchor, cfg config, runs int, restartEver
 	ids := cfg.fleet
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
-	restarts := 0
+	var restarts atomic.Int64
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
@@ -191,23 +193,36 @@ func lostRow(rep *report, o *ours, py *anchor, cfg config, runs int, restartEver
 					fmt.Fprintf(stderr, "clientbench: restart %s: %v\n", id, err)
 					continue
 				}
-				restarts++
+				restarts.Add(1)
 			}
 		}
 	}()
 	tOurs := &lostTally{States: map[string]int{}}
 	tPy := &lostTally{}
-	cmd := saltcmd.Cmd{Target: salt.ListTarget(ids...), Fun: "test.ping", Timeout: 3 * time.Second,
-		GatherJobTimeout: 3 * time.Second}
+	cmd := saltcmd.Cmd{Target: salt.ListTarget(ids...), Fun: "test.ping", Timeout: 2 * time.Second,
+		GatherJobTimeout: 2 * time.Second}
 	for i := 0; i < runs; i++ {
+		var rs []saltcmd.Result
+		var oursErr error
+		var oursSecs float64
+		var wgRun sync.WaitGroup
+		wgRun.Add(1)
+		go func() {
+			defer wgRun.Done()
+			start := time.Now()
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			_, _, rs, oursErr = o.runOnce(ctx, cmd)
+			cancel()
+			oursSecs = time.Since(start).Seconds()
+		}()
 		start := time.Now()
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		_, _, rs, err := o.runOnce(ctx, cmd)
-		cancel()
-		if err != nil {
-			fmt.Fprintf(stderr, "clientbench: ours run %d: %v\n", i, err)
+		a, err := py.call(map[string]any{"op": "cmd_iter", "tgt": ids, "fun": "test.ping", "timeout": 2, "gather": 2})
+		pySecs := time.Since(start).Seconds()
+		wgRun.Wait()
+		if oursErr != nil {
+			fmt.Fprintf(stderr, "clientbench: ours run %d: %v\n", i, oursErr)
 		}
-		tOurs.Seconds += time.Since(start).Seconds()
+		tOurs.Seconds += oursSecs
 		tOurs.Runs++
 		tOurs.Expected += len(ids)
 		seen := map[string]bool{}
@@ -224,13 +239,10 @@ func lostRow(rep *report, o *ours, py *anchor, cfg config, runs int, restartEver
 		if allReturned(rs, len(ids)) {
 			tOurs.CompleteRun++
 		}
-
-		start = time.Now()
-		a, err := py.call(map[string]any{"op": "cmd_iter", "tgt": ids, "fun": "test.ping", "timeout": 3, "gather": 3})
 		if err != nil {
 			fmt.Fprintf(stderr, "clientbench: cmd_iter run %d: %v\n", i, err)
 		}
-		tPy.Seconds += time.Since(start).Seconds()
+		tPy.Seconds += pySecs
 		tPy.Runs++
 		tPy.Expected += len(ids)
 		tPy.Returned += len(a.Returned)
@@ -239,13 +251,14 @@ func lostRow(rep *report, o *ours, py *anchor, cfg config, runs int, restartEver
 			tPy.CompleteRun++
 		}
 		if (i+1)%20 == 0 {
-			fmt.Fprintf(stderr, "clientbench: lost: %d runs each, %d restarts\n", i+1, restarts)
+			fmt.Fprintf(stderr, "clientbench: lost: %d runs each, %d restarts; ours %d returned %d named %d unaccounted; cmd_iter %d returned %d unaccounted\n",
+				i+1, restarts.Load(), tOurs.Returned, tOurs.Named, tOurs.Unaccounted, tPy.Returned, tPy.Unaccounted)
 		}
 	}
 	close(stop)
 	wg.Wait()
 	rep.Lost = map[string]*lostTally{"ours": tOurs, "cmd_iter": tPy}
-	rep.Notes = append(rep.Notes, fmt.Sprintf("lost row: %d fleet minion restarts during the runs", restarts))
+	rep.Notes = append(rep.Notes, fmt.Sprintf("lost row: %d fleet minion restarts during the runs", restarts.Load()))
 	return fl.waitAllUp(o, ids)
 }
 

@@ -445,7 +445,8 @@ func (f *follower) finish() {
 	presenceKnown := false
 	if f.c.presence && len(silent) > 0 {
 		if v, ok := f.callRunner("manage.present"); ok {
-			if l, isList := v.([]any); isList {
+			// An empty list proves nothing (a master without minion data lists nobody).
+			if l, isList := v.([]any); isList && len(l) > 0 {
 				presenceKnown = true
 				for _, e := range l {
 					if s, isStr := e.(string); isStr {
