@@ -80,12 +80,19 @@ func (f *fleet) restart(id string) error {
 	cmd := exec.Command("/usr/bin/python3", filepath.Join(f.lab, "src", "scripts", "salt-minion"),
 		"-c", filepath.Join(f.lab, "fleet", nn, "etc"))
 	cmd.Dir = "/"
+	cmd.Env = append(os.Environ(), "PYTHONPATH="+f.lab+"/src:"+f.lab+"/pylib")
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	if err := cmd.Start(); err != nil {
 		return err
 	}
-	go func() { _ = cmd.Wait() }()
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	select {
+	case err := <-exited: // a minion that cannot start exits at once (a missing module, a bad config)
+		return fmt.Errorf("the restarted minion exited at once (%v); see logs/fleet-%s.out", err, nn)
+	case <-time.After(2 * time.Second):
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.pid[id] = cmd.Process.Pid
