@@ -114,7 +114,7 @@ func RunEnv(ctx context.Context, args []string, stdout, stderr io.Writer, getenv
 	top.SetOutput(stderr)
 	rest := top.Args()
 	if len(rest) == 0 {
-		fmt.Fprintln(stderr, "oduflowctl: missing command (ping, start, status, resume, reconcile, custom, claims, events, module, demo); see oduflowctl --help")
+		fmt.Fprintln(stderr, "oduflowctl: missing command (ping, start, status, resume, reconcile, custom, claims, run, events, module, demo); see oduflowctl --help")
 		return ExitUsage
 	}
 	if rest[0] == "help" {
