@@ -40,9 +40,10 @@ func main() {
 	rounds := flag.Int("rounds", 7, "interleaved rounds per ping and batch row (at least 5 for a published number)")
 	lostRuns := flag.Int("lost-runs", 200, "runs per client in the lost row")
 	restartEvery := flag.Duration("restart-every", 8*time.Second, "lost row: restart one random fleet minion this often")
+	lostTimeout := flag.Duration("lost-timeout", 5*time.Second, "lost row: timeout and gather_job_timeout of every run, both clients (whole seconds)")
 	out := flag.String("o", "", "also write every round and the summary as JSON to this file")
 	flag.Parse()
-	if err := run(*rows, *rounds, *lostRuns, *restartEvery, *out); err != nil {
+	if err := run(*rows, *rounds, *lostRuns, *restartEvery, *lostTimeout, *out); err != nil {
 		fmt.Fprintln(os.Stderr, "clientbench:", err)
 		os.Exit(1)
 	}
@@ -69,7 +70,7 @@ func configFromEnv() (config, error) {
 	return c, nil
 }
 
-func run(rows string, rounds, lostRuns int, restartEvery time.Duration, outFile string) error {
+func run(rows string, rounds, lostRuns int, restartEvery, lostTimeout time.Duration, outFile string) error {
 	cfg, err := configFromEnv()
 	if err != nil {
 		return err
@@ -114,7 +115,7 @@ func run(rows string, rounds, lostRuns int, restartEvery time.Duration, outFile 
 		}
 	}
 	if want("lost") {
-		if err := lostRow(report, ours, py, cfg, lostRuns, restartEvery); err != nil {
+		if err := lostRow(report, ours, py, cfg, lostRuns, restartEvery, lostTimeout); err != nil {
 			return err
 		}
 		if err := done(); err != nil {

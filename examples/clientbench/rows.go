@@ -168,7 +168,7 @@ type lostTally struct {
 // lostRow: runs of test.ping on the whole fleet, ours and LocalClient.cmd_iter started together
 // (the same conditions, the same restarts), while a random fleet minion is restarted every
 // restartEvery.
-func lostRow(rep *report, o *ours, py *anchor, cfg config, runs int, restartEvery time.Duration) error {
+func lostRow(rep *report, o *ours, py *anchor, cfg config, runs int, restartEvery, timeout time.Duration) error {
 	fmt.Fprintf(stderr, "clientbench: lost, %d runs per client, a restart every %s\n", runs, restartEvery)
 	fl, err := openFleet(cfg)
 	if err != nil {
@@ -199,8 +199,8 @@ func lostRow(rep *report, o *ours, py *anchor, cfg config, runs int, restartEver
 	}()
 	tOurs := &lostTally{States: map[string]int{}}
 	tPy := &lostTally{}
-	cmd := saltcmd.Cmd{Target: salt.ListTarget(ids...), Fun: "test.ping", Timeout: 2 * time.Second,
-		GatherJobTimeout: 2 * time.Second}
+	secs := int(timeout / time.Second)
+	cmd := saltcmd.Cmd{Target: salt.ListTarget(ids...), Fun: "test.ping", Timeout: timeout, GatherJobTimeout: timeout}
 	for i := 0; i < runs; i++ {
 		var rs []saltcmd.Result
 		var oursErr error
@@ -216,7 +216,7 @@ func lostRow(rep *report, o *ours, py *anchor, cfg config, runs int, restartEver
 			oursSecs = time.Since(start).Seconds()
 		}()
 		start := time.Now()
-		a, err := py.call(map[string]any{"op": "cmd_iter", "tgt": ids, "fun": "test.ping", "timeout": 2, "gather": 2})
+		a, err := py.call(map[string]any{"op": "cmd_iter", "tgt": ids, "fun": "test.ping", "timeout": secs, "gather": secs})
 		pySecs := time.Since(start).Seconds()
 		wgRun.Wait()
 		if oursErr != nil {
@@ -258,7 +258,7 @@ func lostRow(rep *report, o *ours, py *anchor, cfg config, runs int, restartEver
 	close(stop)
 	wg.Wait()
 	rep.Lost = map[string]*lostTally{"ours": tOurs, "cmd_iter": tPy}
-	rep.Notes = append(rep.Notes, fmt.Sprintf("lost row: %d fleet minion restarts during the runs", restarts.Load()))
+	rep.Notes = append(rep.Notes, fmt.Sprintf("lost row: both clients ran each test.ping together (timeout and gather_job_timeout %ds); %d fleet minion restarts (one every %s) during the runs", secs, restarts.Load(), restartEvery))
 	return fl.waitAllUp(o, ids)
 }
 
