@@ -41,9 +41,13 @@ func main() {
 	lostRuns := flag.Int("lost-runs", 200, "runs per client in the lost row")
 	restartEvery := flag.Duration("restart-every", 8*time.Second, "lost row: restart one random fleet minion this often")
 	lostTimeout := flag.Duration("lost-timeout", 5*time.Second, "lost row: timeout and gather_job_timeout of every run, both clients (whole seconds)")
+	lostBudget := flag.Duration("lost-budget", 0, "lost row: stop after this long even before -lost-runs (0: no limit); the report says how many ran")
+	lostTogether := flag.Bool("lost-together", false, "lost row: run both clients' test.ping at the same time (default: one after the other)")
 	out := flag.String("o", "", "also write every round and the summary as JSON to this file")
 	flag.Parse()
-	if err := run(*rows, *rounds, *lostRuns, *restartEvery, *lostTimeout, *out); err != nil {
+	lost := lostConfig{runs: *lostRuns, restartEvery: *restartEvery, timeout: *lostTimeout, budget: *lostBudget,
+		together: *lostTogether}
+	if err := run(*rows, *rounds, lost, *out); err != nil {
 		fmt.Fprintln(os.Stderr, "clientbench:", err)
 		os.Exit(1)
 	}
@@ -70,7 +74,14 @@ func configFromEnv() (config, error) {
 	return c, nil
 }
 
-func run(rows string, rounds, lostRuns int, restartEvery, lostTimeout time.Duration, outFile string) error {
+// lostConfig parameterizes the lost row.
+type lostConfig struct {
+	runs                          int
+	restartEvery, timeout, budget time.Duration
+	together                      bool
+}
+
+func run(rows string, rounds int, lost lostConfig, outFile string) error {
 	cfg, err := configFromEnv()
 	if err != nil {
 		return err
@@ -115,7 +126,7 @@ func run(rows string, rounds, lostRuns int, restartEvery, lostTimeout time.Durat
 		}
 	}
 	if want("lost") {
-		if err := lostRow(report, ours, py, cfg, lostRuns, restartEvery, lostTimeout); err != nil {
+		if err := lostRow(report, ours, py, cfg, lost); err != nil {
 			return err
 		}
 		if err := done(); err != nil {

@@ -165,10 +165,11 @@ type lostTally struct {
 	Seconds     float64        `json:"seconds"`
 }
 
-// lostRow: runs of test.ping on the whole fleet, ours and LocalClient.cmd_iter started together
-// (the same conditions, the same restarts), while a random fleet minion is restarted every
-// restartEvery.
-func lostRow(rep *report, o *ours, py *anchor, cfg config, runs int, restartEvery, timeout time.Duration) error {
+// lostRow: runs of test.ping on the whole fleet, ours then LocalClient.cmd_iter (or both at once,
+// -lost-together), while a random fleet minion is restarted every restartEvery.
+func lostRow(rep *report, o *ours, py *anchor, cfg config, lc lostConfig) error {
+	runs, restartEvery, timeout := lc.runs, lc.restartEvery, lc.timeout
+	began := time.Now()
 	fmt.Fprintf(stderr, "clientbench: lost, %d runs per client, a restart every %s\n", runs, restartEvery)
 	fl, err := openFleet(cfg)
 	if err != nil {
@@ -202,6 +203,10 @@ func lostRow(rep *report, o *ours, py *anchor, cfg config, runs int, restartEver
 	secs := int(timeout / time.Second)
 	cmd := saltcmd.Cmd{Target: salt.ListTarget(ids...), Fun: "test.ping", Timeout: timeout, GatherJobTimeout: timeout}
 	for i := 0; i < runs; i++ {
+		if lc.budget > 0 && time.Since(began) > lc.budget {
+			rep.Notes = append(rep.Notes, fmt.Sprintf("lost row: stopped by its time budget (%s) after %d of %d runs per client", lc.budget, i, runs))
+			break
+		}
 		var rs []saltcmd.Result
 		var oursErr error
 		var oursSecs float64
@@ -215,6 +220,9 @@ func lostRow(rep *report, o *ours, py *anchor, cfg config, runs int, restartEver
 			cancel()
 			oursSecs = time.Since(start).Seconds()
 		}()
+		if !lc.together {
+			wgRun.Wait()
+		}
 		start := time.Now()
 		a, err := py.call(map[string]any{"op": "cmd_iter", "tgt": ids, "fun": "test.ping", "timeout": secs, "gather": secs})
 		pySecs := time.Since(start).Seconds()
@@ -258,7 +266,11 @@ func lostRow(rep *report, o *ours, py *anchor, cfg config, runs int, restartEver
 	close(stop)
 	wg.Wait()
 	rep.Lost = map[string]*lostTally{"ours": tOurs, "cmd_iter": tPy}
-	rep.Notes = append(rep.Notes, fmt.Sprintf("lost row: both clients ran each test.ping together (timeout and gather_job_timeout %ds); %d fleet minion restarts (one every %s) during the runs", secs, restarts.Load(), restartEvery))
+	how := "one after the other"
+	if lc.together {
+		how = "together"
+	}
+	rep.Notes = append(rep.Notes, fmt.Sprintf("lost row: the two clients ran each test.ping %s (timeout and gather_job_timeout %ds); %d fleet minion restarts (one every %s) during the runs", how, secs, restarts.Load(), restartEvery))
 	return fl.waitAllUp(o, ids)
 }
 
