@@ -1,4 +1,4 @@
-// Command clientbench measures the general Salt client (package saltcmd) against Salt's own
+// Command clientbench (bench.sh row group client) measures the general Salt client (package saltcmd) against Salt's own
 // Python LocalClient on a live lab master with a fleet of minions, in interleaved rounds of one
 // run (ours, theirs, ours, theirs, ...), and prints medians with their spread (min-max).
 //
