@@ -461,7 +461,7 @@ func (f *follower) finish() {
 		r := Result{Minion: id, Retcode: -1}
 		switch {
 		case st.fj == fjNotRunning:
-			r.State, r.Reason = ReturnLost, "saltutil.find_job found the job finished, but its return never arrived"
+			r.State, r.Reason = ReturnLost, "saltutil.find_job says the minion does not run the job, and no return arrived (finished with its return lost, or never received: a minion restarted since the publish)"
 		case presenceKnown && !present[id]:
 			r.State, r.Reason = NotConnected, "the master does not see the minion connected (manage.present)"
 		default:
@@ -484,7 +484,7 @@ func (f *follower) finishAtDeadline() {
 		case fjRunning:
 			r.State, r.Reason = Running, "saltutil.find_job last found the job running; the run ended first"
 		case fjNotRunning:
-			r.State, r.Reason = ReturnLost, "saltutil.find_job found the job finished, but its return never arrived"
+			r.State, r.Reason = ReturnLost, "saltutil.find_job says the minion does not run the job, and no return arrived (finished with its return lost, or never received: a minion restarted since the publish)"
 		case fjSilent:
 			r.State, r.Reason = NoResponse, "no return and no answer to saltutil.find_job"
 		default:

@@ -25,7 +25,8 @@
 //   - NoResponse: it answered neither the job nor saltutil.find_job;
 //   - NotConnected: no accepted key (the publish reply's missing), or the master does not see it
 //     connected (runner manage.present, WithPresenceCheck);
-//   - ReturnLost: saltutil.find_job says the job is finished but its return never arrived;
+//   - ReturnLost: saltutil.find_job says the minion does not run the job, yet no return arrived
+//     (finished with its return lost, or never received by a minion restarted since the publish);
 //   - NotRun: a batch stopped before its turn.
 //
 // Silence is never success. The waiting follows Salt's LocalClient.get_iter_returns: after

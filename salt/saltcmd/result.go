@@ -27,9 +27,10 @@ const (
 	// missing), or the master's presence list (runner manage.present) lacks it (Salt's
 	// "Minion did not return. [Not connected]").
 	NotConnected
-	// ReturnLost: saltutil.find_job answered that the job is no longer running, yet its return
-	// never arrived (lost on the way, during a bus gap, or fired before Watch subscribed) and
-	// no job cache had it. The job ran; its outcome is unknown.
+	// ReturnLost: saltutil.find_job answered that the minion does not run the job, yet no return
+	// arrived and no job cache had it: the job finished and its return was lost (on the way,
+	// during a bus gap, fired before Watch subscribed), or it never reached the minion (a minion
+	// restarted since the publish answers find_job too). Its outcome is unknown.
 	ReturnLost
 	// NotRun: a batch stopped at its failure threshold before this minion's turn; nothing was
 	// published to it.
