@@ -18,9 +18,10 @@ import (
 // the worker's preflight, Quarantine and Status read only those, whatever the client's history.
 //
 // Claims written before the index existed get their entries once per cluster: the first ListUnresolved
-// that does not find PREFIX/meta/open-index-v1 scans every claim, puts the entry of each unresolved
-// one (fenced on the claim's mod revision, so a concurrent transition is never overwritten with a stale
-// entry) and then writes the marker. Replicas of earlier versions, which do not maintain the index,
+// that does not find PREFIX/meta/open-index-v1 scans the client index, puts the entry of each unresolved
+// claim (fenced on the claim's mod revision, so a concurrent transition is never overwritten with a stale
+// entry) and of each claim it cannot read (its client's listings then report it, never skip it), and
+// then writes the marker. Replicas of earlier versions, which do not maintain the index,
 // must all be stopped before a replica of this version starts.
 const (
 	openDir         = "/open/"
@@ -70,23 +71,24 @@ func (s *Store) ensureOpenIndex(ctx context.Context) error {
 	return nil
 }
 
-// buildOpenIndex puts the open entry of every unresolved claim under the prefix, listBatch claims per
-// read, and then the marker.
+// buildOpenIndex puts the open entry of every indexed claim that is unresolved, or that cannot be read
+// (so that its client's listings keep reporting it instead of skipping it), scanning the client index
+// listBatch entries per read, and then the marker.
 func (s *Store) buildOpenIndex(ctx context.Context) error {
-	dir := s.prefix + claimsDir
+	dir := s.prefix + clientsDir
 	from, end := dir, clientv3.GetPrefixRangeEnd(dir)
 	for {
 		keys, err := s.cli.Get(ctx, from, clientv3.WithRange(end), clientv3.WithKeysOnly(),
 			clientv3.WithLimit(listBatch), clientv3.WithSort(clientv3.SortByKey, clientv3.SortAscend))
 		if err != nil {
-			return readErr(err, "scan claims for the open index")
+			return readErr(err, "scan the client index for the open index")
 		}
 		for _, kv := range keys.Kvs {
-			req, _ := strings.CutPrefix(string(kv.Key), dir)
-			if receipt.ValidateRequestID(req) != nil {
-				return corrupt("claim key is not a request id")
+			minion, req, ok := strings.Cut(strings.TrimPrefix(string(kv.Key), dir), "/")
+			if !ok || receipt.ValidateMinionID(minion) != nil || receipt.ValidateRequestID(req) != nil {
+				return corrupt("client index key is not a minion and request id")
 			}
-			if err := s.openEntryFor(ctx, req); err != nil {
+			if err := s.openEntryFor(ctx, minion, req); err != nil {
 				return err
 			}
 		}
@@ -101,20 +103,25 @@ func (s *Store) buildOpenIndex(ctx context.Context) error {
 	return nil
 }
 
-// openEntryFor puts the open entry of one claim if it is unresolved, fenced on its mod revision (a
-// claim that changed meanwhile is read again).
-func (s *Store) openEntryFor(ctx context.Context, req string) error {
+// openEntryFor puts the open entry of one indexed claim if it is unresolved, fenced on its mod revision
+// (a claim that changed meanwhile is read again), or if it cannot be read (corrupt, oversized, missing).
+func (s *Store) openEntryFor(ctx context.Context, minion, req string) error {
 	for {
 		c, rev, err := s.get(ctx, req)
-		if err != nil {
+		switch {
+		case errors.Is(err, oduflow.ErrCorruptClaim) || errors.Is(err, oduflow.ErrNoClaim):
+			if _, err := s.cli.Put(ctx, s.openKey(minion, req), ""); err != nil {
+				return writeErr(err, "build the open index")
+			}
+			return nil
+		case err != nil:
 			return errors.Wrap(err, "etcdstore: build the open index")
-		}
-		if !c.Unresolved() {
+		case !c.Unresolved():
 			return nil
 		}
 		key := s.claimKey(req)
 		resp, err := s.cli.Txn(ctx).If(clientv3.Compare(clientv3.ModRevision(key), "=", rev)).
-			Then(clientv3.OpPut(s.openKey(c.MinionID, req), "")).Commit()
+			Then(clientv3.OpPut(s.openKey(minion, req), "")).Commit()
 		if err != nil {
 			return writeErr(err, "build the open index")
 		}
