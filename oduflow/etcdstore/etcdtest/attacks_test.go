@@ -79,6 +79,14 @@ func TestDeletedClaimNotRepublished(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitRuns(t, m, req, 1)
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		// The worker ends (unknown: the fake master never returns) and frees the client lease.
+		if c, err := st.Get(ctx, req); err == nil && c.Phase.Final() {
+			break
+		} else if time.Now().After(deadline) {
+			t.Fatalf("first run never final: %v %v", c, err)
+		}
+	}
 	if _, err := st.Client().Delete(ctx, st.Prefix()+"/claims/"+req); err != nil {
 		t.Fatal(err)
 	}
@@ -91,7 +99,7 @@ func TestDeletedClaimNotRepublished(t *testing.T) {
 	if err := st.Create(ctx, c); !errors.Is(err, oduflow.ErrCorruptClaim) || errors.Is(err, oduflow.ErrClaimExists) {
 		t.Errorf("Create of a used request id: %v, want ErrCorruptClaim only", err)
 	}
-	time.Sleep(time.Second) // a worker, had one started, publishes within this
+	time.Sleep(2 * time.Second) // a worker, had one started, publishes within this
 	if n := m.runsOf(req); n != 1 {
 		t.Fatalf("request published %d times", n)
 	}
