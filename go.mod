@@ -1,6 +1,6 @@
 module github.com/oduflow/oduflow-go
 
-go 1.26.8
+go 1.26.0
 
 require (
 	github.com/cockroachdb/errors v1.14.0

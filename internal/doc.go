@@ -1,4 +1,14 @@
-// Package internal holds helpers that are not part of the public API: the Salt master
-// simulator used by tests and the demo, the host that runs the real Python minion module
-// outside Salt, and Go-only simulated minions for benchmarks.
+// Package internal holds helpers that are not part of the public API. Each is a leaf: it
+// imports no public package of this module (their tests may), so the public packages can
+// use them without an import running back up.
+//
+//   - safefile: the durable file discipline under the file claim store, the custom catalog
+//     and the receipt tests (safe opens, atomic and exclusive writes, flock and OFD locks);
+//   - strictjson: one JSON value, no duplicate keys, before encoding/json decodes a record;
+//   - receiptproof: signing and verifying the receipt proofs of protocol 1;
+//   - errmark: sentinels that both errors.Is of the standard library and cockroachdb see;
+//   - backoff: the one reconnect backoff of the module;
+//   - salttrace: the per-request phase trace the salt client stamps for the benchmarks;
+//   - testproc: the test binary as a child process, for crash and lock tests;
+//   - apisurface: a test that holds every public package to its API budget.
 package internal

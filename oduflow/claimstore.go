@@ -3,6 +3,8 @@ package oduflow
 import (
 	"context"
 	"time"
+
+	"github.com/cockroachdb/errors"
 )
 
 // ClaimStore is the durable, shared record of claims. FileClaimStore is the default and only
@@ -69,4 +71,22 @@ type Leases interface {
 	TryRequestLock(ctx context.Context, requestID string) (Lease, error)
 	RequestLockHeld(ctx context.Context, requestID string) (bool, error)
 	AcquireClientLease(ctx context.Context, minionID string, maxWait time.Duration) (Lease, error)
+}
+
+// claimLockReader is an optional method of a ClaimStore that is also the dispatcher's Leases: the claim
+// and whether its request lock is held, read at one instant in one round trip (etcdstore: one read
+// transaction instead of two reads). Status uses it; the answer is that of Get then RequestLockHeld,
+// with both read at the same point in time.
+type claimLockReader interface {
+	GetWithRequestLock(ctx context.Context, requestID string) (*Claim, bool, error)
+}
+
+// outcomeUnknownError is how a ClaimStore marks a write whose acknowledgement was lost (it may have
+// committed): some error in the chain has OutcomeUnknown() reporting true (etcdstore's writes do). The
+// behaviour is matched rather than a sentinel so that this package needs no store's import.
+type outcomeUnknownError interface{ OutcomeUnknown() bool }
+
+func isOutcomeUnknown(err error) bool {
+	var ou outcomeUnknownError
+	return errors.As(err, &ou) && ou.OutcomeUnknown()
 }

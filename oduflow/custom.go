@@ -59,7 +59,7 @@ const (
 // job_cache: False, and fires it on the event bus as salt/job/<jid>/new. The library's own journal and
 // status API keep only identities, digest, status, counts and error codes.
 func (d *Dispatcher) CustomStart(ctx context.Context, minion, request, definitionID string, mode catalog.Mode) (CustomResponse, error) {
-	if err := validateIDs(minion, request); err != nil {
+	if _, err := parseTarget(minion, request); err != nil {
 		return CustomResponse{}, err
 	}
 	if err := receipt.ValidateRequestID(definitionID); err != nil {
@@ -114,7 +114,7 @@ func (d *Dispatcher) CustomStart(ctx context.Context, minion, request, definitio
 	} else if err != nil {
 		return CustomResponse{}, err
 	}
-	compiled, err := CompileCustomSource(def.Source) // the digest bound now is the one frozen below
+	compiled, err := catalog.Compile(def.Source) // the digest bound now is the one frozen below
 	if err != nil {
 		return CustomResponse{}, errmark.Mark(errors.Wrap(err, "oduflow: custom source"), ErrInvalidInput)
 	}
@@ -233,7 +233,7 @@ func (d *Dispatcher) mirror(ctx context.Context, cat catalog.Store, e catalog.Ex
 // CustomStatus reports a custom request: its own execution, or the one it points to. A request id never
 // used is not_started. Only target, request, job identity, status and counts are exposed.
 func (d *Dispatcher) CustomStatus(ctx context.Context, minion, request string) (CustomResponse, error) {
-	if err := validateIDs(minion, request); err != nil {
+	if _, err := parseTarget(minion, request); err != nil {
 		return CustomResponse{}, err
 	}
 	cat, err := d.customCatalog()

@@ -110,7 +110,7 @@ func TestLiveCustomMatchesStateApply(t *testing.T) {
 	}
 	defer func() { _ = client.Close() }()
 	base := t.TempDir()
-	cat, err := catalog.Open(filepath.Join(base, "catalog"), CompileCustomSource, catalog.WithCreate())
+	cat, err := catalog.Open(filepath.Join(base, "catalog"), catalog.WithCreate())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,26 +15,6 @@ import (
 // customMode is how a custom execution is requested: catalog.ModeApply or catalog.ModeApplyAgain.
 type customMode = catalog.Mode
 
-// Custom execution refusals. Test them with errors.Is; the typed errors below carry the request id that
-// needs attention.
-var (
-	// ErrNeedsConfirmation: the latest execution of the definition on the server failed and the failure
-	// is not confirmed yet. A dispatched attempt is confirmed by its minion receipt (read it through
-	// oduflow_job.status: CustomStart does that itself once, or Reconcile FromMinion); a preflight failure
-	// by the master's own terminal record. An operator's assertion does not confirm a failure.
-	ErrNeedsConfirmation = errors.New("oduflow: the previous failure must be confirmed first")
-	// ErrApplyAgainWithoutTerminal: Apply Again was requested but the definition has no known terminal
-	// result on the server.
-	ErrApplyAgainWithoutTerminal = errors.New("oduflow: apply again needs a known terminal result")
-	// ErrInitialConfigurationMissing: the server has no successful initial configuration (a configure
-	// receipt confirmed by the minion, or a legacy configuration claim terminal succeeded; an asserted
-	// outcome does not count).
-	ErrInitialConfigurationMissing = errors.New("oduflow: initial configuration has not succeeded on the server")
-	// ErrUncertain: a custom execution on the server has an unknown outcome; it blocks new custom
-	// executions there until it is reconciled.
-	ErrUncertain = errors.New("oduflow: an uncertain custom execution blocks the server")
-)
-
 // needsConfirmationError names the failed execution that must be confirmed.
 type needsConfirmationError struct {
 	RequestID string

@@ -252,7 +252,7 @@ func newCstEnv(t *testing.T) *cstEnv {
 		t.Fatal(err)
 	}
 	base := t.TempDir()
-	cat, err := catalog.Open(filepath.Join(base, "catalog"), CompileCustomSource, catalog.WithCreate())
+	cat, err := catalog.Open(filepath.Join(base, "catalog"), catalog.WithCreate())
 	if err != nil {
 		t.Fatal(err)
 	}

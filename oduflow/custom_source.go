@@ -9,7 +9,6 @@ import (
 	"github.com/cockroachdb/errors"
 
 	"github.com/oduflow/oduflow-go/oduflow/catalog"
-	"github.com/oduflow/oduflow-go/profiles"
 	"github.com/oduflow/oduflow-go/receipt"
 )
 
@@ -18,26 +17,6 @@ var errCustomDisabled = errmark.Mark(errors.New("oduflow: custom executions need
 
 // errDefinitionMismatch: the request id is already bound to a custom execution of another definition.
 var errDefinitionMismatch = errmark.Mark(errors.New("oduflow: request bound to another definition"), ErrMismatch)
-
-// ErrNotAssigned: the definition is not assigned to the server.
-var ErrNotAssigned = errors.New("oduflow: definition not assigned to the server")
-
-// CompileCustomSource adapts profiles.CompileCustom to the compile function catalog.Open takes.
-func CompileCustomSource(source []byte) (catalog.Compiled, error) {
-	c, err := profiles.CompileCustom(source)
-	if err != nil {
-		return catalog.Compiled{}, err
-	}
-	return catalog.Compiled{Canonical: c.Canonical, Digest: c.Digest}, nil
-}
-
-// WithCustomCatalog enables custom executions (CustomStart, CustomStatus): store holds the definitions,
-// assignments and frozen execution snapshots, and the worker publishes a custom claim's frozen payload
-// from it. It installs the dispatcher's publication source; fixed profiles are served as before. (Do not
-// combine it with withPublicationSource: the later option wins.)
-func WithCustomCatalog(store catalog.Store) Option {
-	return withPublicationSource(&customPublications{store: store})
-}
 
 // customPublications serves the fixed profiles like the default source, and custom claims from their
 // frozen snapshot, bound by the digest recorded in the claim.

@@ -350,7 +350,7 @@ func TestCustomQueuedSnapshotIsDrivenNotDuplicated(t *testing.T) {
 	e.configure()
 	def := e.define("acme", cstOK)
 	// A crash after freezing the snapshot and before writing the claim leaves a queued execution.
-	c, err := CompileCustomSource(def.Source)
+	c, err := catalog.Compile(def.Source)
 	if err != nil {
 		t.Fatal(err)
 	}

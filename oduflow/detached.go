@@ -25,12 +25,6 @@ const workerEnv = "ODUFLOW_DETACHED_WORKER"
 // (filepath.Join(claimDir, workerLogName) suits WithWorkerLog).
 const workerLogName = "worker.log"
 
-// ErrWorkerLaunch: a detached worker process could not be started. Start returns it (naming the
-// request) together with the response: the claim was committed terminal failed with
-// worker_launch_failed, nothing was published. Resume returns it when its worker could not be started or
-// ended at once with an error (the request stays unknown).
-var ErrWorkerLaunch = errors.New("oduflow: worker launch failed")
-
 // workerLaunchError reports a failed detached worker launch for one request.
 type workerLaunchError struct {
 	RequestID string
@@ -47,17 +41,6 @@ func (e *workerLaunchError) Error() string {
 
 // Unwrap makes errors.Is(err, ErrWorkerLaunch) true.
 func (e *workerLaunchError) Unwrap() error { return ErrWorkerLaunch }
-
-// WithWorkerLog sends the stdout and stderr of detached workers to the file path (appended; created
-// 0600). New opens it, so a bad log path is a configuration error reported before any claim is written;
-// Close closes it. The file and its directory follow the claim store's safe-file rules: the directory is
-// owned by this process's user with mode 0700 and no symlink in any path component
-// (filepath.Join(claimDir, "worker.log") qualifies); the file must be a regular, singly linked file owned
-// by this user without group/other permission bits (a FIFO, a device or a symlink is refused before it is
-// opened, so the open never blocks). Without this option a detached worker's output goes to /dev/null: it
-// never inherits the launcher's stdout or stderr, so a pipeline such as `tool start ... 2>&1 | tee log`
-// ends when the tool exits.
-func WithWorkerLog(path string) Option { return func(c *config) { c.workerLogOpen = path } }
 
 // openWorkerLogChecked opens path as WithWorkerLog does. A path that exists and is not a regular file (a
 // FIFO, a device, a symlink) is refused before it is opened, so the open never blocks.

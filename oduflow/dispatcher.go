@@ -5,13 +5,11 @@ import (
 	"log/slog"
 	"os"
 	"sync"
-	"time"
 
 	"github.com/oduflow/oduflow-go/internal/errmark"
 
 	"github.com/cockroachdb/errors"
 
-	"github.com/oduflow/oduflow-go/profiles"
 	"github.com/oduflow/oduflow-go/receipt"
 	"github.com/oduflow/oduflow-go/salt"
 )
@@ -32,7 +30,7 @@ type Dispatcher struct {
 	step   func(string)
 	pubsrc publicationSource
 	pubSem chan struct{}
-	admit  *admitter // in-process workers between their request lock and their run publish (worker.go)
+	admit  *admitter // in-process workers between their request lock and their run publish (publish.go)
 	// workerLog is where detached workers' stdout/stderr go ("" = /dev/null).
 	workerLog     string
 	workerLogFile *os.File
@@ -139,28 +137,42 @@ func (d *Dispatcher) Wait(ctx context.Context) error {
 // changes anything; its Status field is the recorded one, not the status rules' answer (use Status with
 // c.EffectiveProfile() for that). No claim: ErrNoClaim. A claim bound to another minion: ErrMismatch.
 func (d *Dispatcher) Lookup(ctx context.Context, minion, request string) (*Claim, error) {
-	if err := validateIDs(minion, request); err != nil {
-		return nil, err
-	}
-	c, err := d.store.Get(ctx, request)
+	t, err := parseTarget(minion, request)
 	if err != nil {
 		return nil, err
 	}
-	if err := checkBinding(c, "", minion); err != nil {
+	c, err := d.store.Get(ctx, t.request)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkBinding(c, "", t.minion); err != nil {
 		return nil, err
 	}
 	return c.clone(), nil
 }
 
-func validateIDs(minion, request string) error {
+// target names a request the way every call does: the minion it runs on and its request id. It is
+// parsed once, at the API boundary (parseTarget: both ids canonical, else ErrInvalidInput before any
+// I/O), and passed inward as is: a function that holds a target never validates the ids again. Only
+// parseTarget and targetOf build one.
+type target struct {
+	minion  string
+	request string
+}
+
+// parseTarget validates the ids a caller passed: the one place the dispatcher parses them.
+func parseTarget(minion, request string) (target, error) {
 	if err := receipt.ValidateMinionID(minion); err != nil {
-		return invalid(err, "minion id")
+		return target{}, invalid(err, "minion id")
 	}
 	if err := receipt.ValidateRequestID(request); err != nil {
-		return invalid(err, "request id")
+		return target{}, invalid(err, "request id")
 	}
-	return nil
+	return target{minion: minion, request: request}, nil
 }
+
+// targetOf is the target of a claim the claim store read or wrote (Claim.Validate checked its ids).
+func targetOf(c *Claim) target { return target{minion: c.MinionID, request: c.RequestID} }
 
 func validateProfile(p receipt.Profile) error {
 	if _, err := receipt.ParseProfile(string(p)); err != nil {
@@ -183,169 +195,4 @@ func checkBinding(c *Claim, profile receipt.Profile, minion string) error {
 func (d *Dispatcher) claimLog(c *Claim) *slog.Logger {
 	return d.log.With(slog.String("request_id", c.RequestID), slog.String("minion_id", c.MinionID),
 		slog.String("jid", c.JID), slog.String("profile", string(c.EffectiveProfile())))
-}
-
-// Start claims the request for profile on minion and launches its worker; a repeated Start returns the
-// current status and never publishes again (even while the event bus or the master is down). The custom
-// profile needs a custom execution (not Start).
-//
-// Before it writes a new claim, Start checks that it can dispatch, from state it already holds: its
-// credentials load (the key file reads; an eauth token is cached, or obtained once with mk_token) and its
-// event-bus subscription is live. Nothing is published for the check. When it fails, nothing is written
-// and the error matches ErrNotReady and its cause (the event bus or the master unreachable, salt.ErrKeyFile,
-// salt.ErrAuthentication, salt.ErrAuthorization); the same request id can be started once fixed. A claim
-// store that cannot be read gives ErrClaimStore (or ErrCorruptClaim for a damaged claim).
-func (d *Dispatcher) Start(ctx context.Context, minion, request string, profile Profile) (Response, error) {
-	t0 := time.Now()
-	defer func() { d.hooks.observe("start", time.Since(t0)) }()
-	if err := validateIDs(minion, request); err != nil {
-		return Response{}, err
-	}
-	if err := validateProfile(profile); err != nil {
-		return Response{}, err
-	}
-	role, err := profiles.RoleFor(profile)
-	if err != nil {
-		return Response{}, invalid(err, "profile")
-	}
-	if c, err := d.store.Get(ctx, request); err == nil {
-		return d.existing(ctx, c, profile, minion) // even when the bus or the master is down
-	} else if !errors.Is(err, ErrNoClaim) {
-		return Response{}, claimStoreErr(err)
-	}
-	// No claim yet: prove, from state already held, that this dispatcher can dispatch before writing one,
-	// so that a configuration error burns nothing (ErrNotReady).
-	if err := d.ready(ctx); err != nil {
-		return Response{}, err
-	}
-	c := &Claim{Protocol: claimProtocol, MinionID: minion, RequestID: request, Profile: profile,
-		Role: string(role), JID: string(d.jids.Next()), Phase: PhaseClaimed, CreatedAt: d.clock.Now()}
-	return d.create(ctx, c)
-}
-
-// create persists a new claim, then launches its worker. When a detached worker cannot be started, the
-// claim (still in phase claimed: nothing was published) is committed terminal failed with
-// worker_launch_failed, and the response comes with an error matching ErrWorkerLaunch.
-func (d *Dispatcher) create(ctx context.Context, c *Claim) (Response, error) {
-	if err := d.store.Create(ctx, c); err != nil {
-		if errors.Is(err, ErrClaimExists) {
-			cur, gerr := d.store.Get(ctx, c.RequestID)
-			if gerr != nil {
-				return Response{}, gerr
-			}
-			return d.existing(ctx, cur, c.Profile, c.MinionID)
-		}
-		return Response{}, err
-	}
-	d.hooks.started(c.Profile, true)
-	lg := d.claimLog(c)
-	lg.Info("claim created", slog.String("role", c.Role))
-	if err := d.launch(c); err != nil {
-		lg.Error("worker launch failed; nothing published", slog.String("error", err.Error()))
-		out := d.failLaunch(ctx, c)
-		r, rerr := d.respond(ctx, out)
-		if rerr != nil {
-			r = responseFor(out, receipt.StatusUnknown)
-		}
-		return r, &workerLaunchError{RequestID: c.RequestID, Cause: err}
-	}
-	return responseFor(c, receipt.StatusRunning), nil
-}
-
-func (d *Dispatcher) existing(ctx context.Context, c *Claim, profile receipt.Profile, minion string) (Response, error) {
-	if err := checkBinding(c, profile, minion); err != nil {
-		return Response{}, err
-	}
-	d.hooks.started(c.EffectiveProfile(), false)
-	return d.respond(ctx, c)
-}
-
-// Status reports the request's status under the response contract.
-func (d *Dispatcher) Status(ctx context.Context, minion, request string, profile Profile) (Response, error) {
-	t0 := time.Now()
-	defer func() { d.hooks.observe("status", time.Since(t0)) }()
-	if err := validateIDs(minion, request); err != nil {
-		return Response{}, err
-	}
-	if err := validateProfile(profile); err != nil {
-		return Response{}, err
-	}
-	c, held, err := d.readForStatus(ctx, request)
-	if err != nil {
-		if errors.Is(err, ErrNoClaim) {
-			return notStarted(minion, request), nil
-		}
-		return Response{}, err
-	}
-	if err := checkBinding(c, profile, minion); err != nil {
-		return Response{}, err
-	}
-	st, err := d.statusOf(ctx, c, held)
-	if err != nil {
-		return Response{}, err
-	}
-	return responseFor(c, st), nil
-}
-
-func (d *Dispatcher) respond(ctx context.Context, c *Claim) (Response, error) {
-	st, err := d.computeStatus(ctx, c)
-	if err != nil {
-		return Response{}, err
-	}
-	return responseFor(c, st), nil
-}
-
-func responseFor(c *Claim, st receipt.Status) Response {
-	r := Response{MinionID: c.MinionID, RequestID: c.RequestID, Status: st}
-	if c.JID != "" {
-		j := c.JID
-		r.JID = &j
-	}
-	if c.Phase.Final() {
-		r.Passed, r.Total = c.Passed, c.Total
-	}
-	return r
-}
-
-// computeStatus applies the status contract to a claim:
-//   - final (terminal/asserted): its recorded status;
-//   - more than Timers.StatusExpiry after dispatch: unknown, even if a worker holds the lock;
-//   - request lock held: running;
-//   - lock free: running within Timers.LaunchGrace of creation, unknown (worker disappeared) after it.
-func (d *Dispatcher) computeStatus(ctx context.Context, c *Claim) (receipt.Status, error) {
-	return d.statusOf(ctx, c, nil)
-}
-
-// statusOf is computeStatus with the request lock's state already read with the claim (held != nil).
-func (d *Dispatcher) statusOf(ctx context.Context, c *Claim, held *bool) (receipt.Status, error) {
-	if c.Phase.Final() {
-		return c.Status, nil
-	}
-	now := d.clock.Now()
-	if c.DispatchedAt != nil && now.Sub(*c.DispatchedAt) > d.timers.StatusExpiry {
-		return receipt.StatusUnknown, nil
-	}
-	if held == nil {
-		h, err := d.leases.RequestLockHeld(ctx, c.RequestID)
-		if err != nil {
-			return "", err
-		}
-		held = &h
-	}
-	if *held {
-		return receipt.StatusRunning, nil
-	}
-	if now.Sub(c.CreatedAt) <= d.timers.LaunchGrace {
-		return receipt.StatusRunning, nil
-	}
-	return receipt.StatusUnknown, nil
-}
-
-type fixedPublications struct{}
-
-func (fixedPublications) Publication(_ context.Context, c *Claim) (publicationSpec, error) {
-	if c.EffectiveProfile() == receipt.ProfileCustom {
-		return publicationSpec{}, errors.New("oduflow: custom claims need a custom publication source")
-	}
-	return publicationSpec{}, nil
 }

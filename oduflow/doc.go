@@ -8,9 +8,9 @@
 //
 //	d, err := oduflow.New(client, oduflow.SaltEvents(eventAddr), oduflow.WithClaimDir(dir))
 //	ready, err := d.Ping(ctx, minion)                      // test.ping + oduflow_job.capabilities
-//	request := oduflow.NewRequestID()
-//	resp, err := d.Start(ctx, minion, request, oduflow.ProfileConfigure)
-//	resp, err = d.Status(ctx, minion, request, oduflow.ProfileConfigure)
+//	request := receipt.NewRequestID()
+//	resp, err := d.Start(ctx, minion, request, receipt.ProfileConfigure)
+//	resp, err = d.Status(ctx, minion, request, receipt.ProfileConfigure)
 //	resp, err = d.Reconcile(ctx, minion, request, oduflow.FromMinion{})   // or oduflow.Assert{...}
 //	resp, err = d.Resume(ctx, minion, request)              // poll an unknown request again
 //	claim, err := d.Lookup(ctx, minion, request)            // operator read, no profile needed
@@ -18,7 +18,7 @@
 // Every call names its target the same way: ctx, minion, request, then what the call needs (a profile,
 // a definition and mode for CustomStart, a Reconciliation). Every Start/Status answers with Response
 // (JSON: minion_id, request_id, jid, status, passed, total; jid is null for not_started). Status is
-// not_started, running, succeeded, failed or unknown (the Status* constants). A request id is bound to one
+// not_started, running, succeeded, failed or unknown (receipt.Status: the receipt.Status* constants). A request id is bound to one
 // profile and one minion: using it through another is refused with ErrMismatch (the message names the
 // binding). Malformed ids are ErrInvalidInput (wrapping the receipt package's id errors) and are refused
 // before any I/O.

@@ -124,3 +124,44 @@ const (
 	codeJIDCollision        = "jid_collision"
 	codeAsserted            = "asserted"
 )
+
+// Readiness sentinels. A Start (or CustomStart) of a request that has no claim yet first checks that the
+// dispatcher can dispatch at all; when it cannot, it writes nothing and returns an error matching
+// ErrNotReady and its cause: the event bus or the master unreachable, salt.ErrKeyFile, salt.ErrAuthentication
+// or salt.ErrAuthorization (stdlib errors.Is sees them). The same request id can be started once the
+// configuration is fixed.
+var (
+	// ErrNotReady: the dispatcher cannot dispatch now; nothing was written (no claim, no snapshot).
+	ErrNotReady = errors.New("oduflow: not ready to dispatch; nothing written")
+	// ErrClaimStore: the claim store could not be read or written.
+	ErrClaimStore = errors.New("oduflow: claim store unavailable")
+)
+
+// Custom execution refusals. Test them with errors.Is; the typed errors below carry the request id that
+// needs attention.
+var (
+	// ErrNeedsConfirmation: the latest execution of the definition on the server failed and the failure
+	// is not confirmed yet. A dispatched attempt is confirmed by its minion receipt (read it through
+	// oduflow_job.status: CustomStart does that itself once, or Reconcile FromMinion); a preflight failure
+	// by the master's own terminal record. An operator's assertion does not confirm a failure.
+	ErrNeedsConfirmation = errors.New("oduflow: the previous failure must be confirmed first")
+	// ErrApplyAgainWithoutTerminal: Apply Again was requested but the definition has no known terminal
+	// result on the server.
+	ErrApplyAgainWithoutTerminal = errors.New("oduflow: apply again needs a known terminal result")
+	// ErrInitialConfigurationMissing: the server has no successful initial configuration (a configure
+	// receipt confirmed by the minion, or a legacy configuration claim terminal succeeded; an asserted
+	// outcome does not count).
+	ErrInitialConfigurationMissing = errors.New("oduflow: initial configuration has not succeeded on the server")
+	// ErrUncertain: a custom execution on the server has an unknown outcome; it blocks new custom
+	// executions there until it is reconciled.
+	ErrUncertain = errors.New("oduflow: an uncertain custom execution blocks the server")
+)
+
+// ErrNotAssigned: the definition is not assigned to the server.
+var ErrNotAssigned = errors.New("oduflow: definition not assigned to the server")
+
+// ErrWorkerLaunch: a detached worker process could not be started. Start returns it (naming the
+// request) together with the response: the claim was committed terminal failed with
+// worker_launch_failed, nothing was published. Resume returns it when its worker could not be started or
+// ended at once with an error (the request stays unknown).
+var ErrWorkerLaunch = errors.New("oduflow: worker launch failed")

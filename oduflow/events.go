@@ -12,11 +12,6 @@ import (
 	"github.com/oduflow/oduflow-go/salt"
 )
 
-// Publisher is what the dispatcher needs from the wire client (*salt.Client implements it).
-type Publisher interface {
-	Publish(ctx context.Context, req salt.PublishRequest) (*salt.PublishResult, error)
-}
-
 // Subscription is one connected reader of the master event bus.
 type Subscription interface {
 	Events() <-chan salt.Event

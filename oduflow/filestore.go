@@ -36,7 +36,7 @@ const (
 // client's own claims. Claims without an index entry (legacy claims copied in by an earlier runner) are
 // indexed by a one-time scan the first time a store lists a client (recorded by the file index-v1.done);
 // call Reindex after adding legacy claims later. It also implements Leases with kernel locks, which the
-// kernel releases when a holder dies (filelease.go).
+// kernel releases when a holder dies (filestore_lease.go).
 // Safe for concurrent use by any number of goroutines and processes sharing the directory.
 type FileClaimStore struct {
 	st    *safefile.Store
@@ -48,7 +48,7 @@ type FileClaimStore struct {
 	clients map[string]*clientIndex // open per-client index stores
 	indexed bool
 
-	leases leasePool // request locks and client leases (filelease.go)
+	leases leasePool // request locks and client leases (filestore_lease.go)
 
 	bufs sync.Pool // *[]byte read buffers: a claim read allocates no file buffer (decodeClaim keeps none of it)
 }

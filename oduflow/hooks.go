@@ -2,6 +2,8 @@ package oduflow
 
 import (
 	"time"
+
+	"github.com/oduflow/oduflow-go/receipt"
 )
 
 // Hooks receive metrics events; plug Prometheus or OpenTelemetry here without the library importing
@@ -11,14 +13,14 @@ import (
 // statuses, error codes, function names, reasons), never identities.
 type Hooks struct {
 	// Started counts Start calls: created is true when this call created the claim.
-	Started func(profile Profile, created bool)
+	Started func(profile receipt.Profile, created bool)
 	// Published counts publications by function ("test.ping", "oduflow_job.capabilities",
 	// "oduflow_job.run", "oduflow_job.status", "oduflow_job.attest") and result ("ok", or an error code
 	// such as publish_outcome_unknown). A worker reports oduflow_job.capabilities (its preflight) before it
 	// records the dispatch intent and publishes oduflow_job.run.
 	Published func(fun string, result string)
 	// Outcome counts final outcomes committed by a worker or by reconciliation (code may be "").
-	Outcome func(profile Profile, status Status, code string)
+	Outcome func(profile receipt.Profile, status receipt.Status, code string)
 	// Observe records durations: "start", "status", "dispatch_to_final", "publish", "poll", "proof",
 	// "capabilities" (one oduflow_job.capabilities call: a worker's preflight check, or Ping's).
 	Observe func(op string, d time.Duration)
@@ -53,7 +55,7 @@ const (
 // hookSet calls the Hooks that are set.
 type hookSet struct{ h Hooks }
 
-func (s hookSet) started(p Profile, created bool) {
+func (s hookSet) started(p receipt.Profile, created bool) {
 	if s.h.Started != nil {
 		s.h.Started(p, created)
 	}
@@ -65,7 +67,7 @@ func (s hookSet) published(fun, result string) {
 	}
 }
 
-func (s hookSet) outcome(p Profile, st Status, code string) {
+func (s hookSet) outcome(p receipt.Profile, st receipt.Status, code string) {
 	if s.h.Outcome != nil {
 		s.h.Outcome(p, st, code)
 	}

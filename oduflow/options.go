@@ -1,10 +1,10 @@
 package oduflow
 
 import (
-	"context"
 	"log/slog"
 	"os"
 
+	"github.com/oduflow/oduflow-go/oduflow/catalog"
 	"github.com/oduflow/oduflow-go/salt"
 )
 
@@ -71,25 +71,26 @@ func WithTimers(t Timers) Option { return func(c *config) { c.timers = t } }
 // withPublicationSource sets how a claim's publish arguments are obtained (custom executions add theirs).
 func withPublicationSource(p publicationSource) Option { return func(c *config) { c.publishing = p } }
 
-// Worker steps reported to the step hook (tests).
-const (
-	stepClaimed          = "claimed"           // request lock held, claim read
-	stepLease            = "lease"             // client lease held, preflight passed
-	stepDispatchRecorded = "dispatch_recorded" // phase dispatching durable, nothing sent yet
-	stepPublishSending   = "publish_sending"   // about to send the one publish
-	stepPublishReplied   = "publish_replied"   // publish reply received, dispatched recorded
-	stepReturned         = "returned"          // trustworthy terminal receipt in hand, not yet committed
-	stepCommitted        = "committed"         // final result committed, leases still held
-)
+// WithPKIDir sets the Salt master's pki_dir (default /etc/salt/pki/master). The dispatcher reads the key
+// the master accepted for a minion from <dir>/minions/<id> (never through a wheel call) to verify
+// receipt proofs; the key's fingerprint is pinned in the claim at preflight.
+func WithPKIDir(dir string) Option { return func(c *config) { c.pkiDir = dir } }
 
-// publicationSpec is what the worker publishes for one claim: the positional arguments of
-// oduflow_job.run after request_id and profile (state_data_json).
-type publicationSpec struct {
-	StateDataJSON string
-}
+// WithWorkerLog sends the stdout and stderr of detached workers to the file path (appended; created
+// 0600). New opens it, so a bad log path is a configuration error reported before any claim is written;
+// Close closes it. The file and its directory follow the claim store's safe-file rules: the directory is
+// owned by this process's user with mode 0700 and no symlink in any path component
+// (filepath.Join(claimDir, "worker.log") qualifies); the file must be a regular, singly linked file owned
+// by this user without group/other permission bits (a FIFO, a device or a symlink is refused before it is
+// opened, so the open never blocks). Without this option a detached worker's output goes to /dev/null: it
+// never inherits the launcher's stdout or stderr, so a pipeline such as `tool start ... 2>&1 | tee log`
+// ends when the tool exits.
+func WithWorkerLog(path string) Option { return func(c *config) { c.workerLogOpen = path } }
 
-// publicationSource resolves a claim's publication spec. The default serves the fixed profiles (empty
-// state data: the role is fixed on the minion by the profile) and refuses custom claims.
-type publicationSource interface {
-	Publication(ctx context.Context, c *Claim) (publicationSpec, error)
+// WithCustomCatalog enables custom executions (CustomStart, CustomStatus): store holds the definitions,
+// assignments and frozen execution snapshots, and the worker publishes a custom claim's frozen payload
+// from it. It installs the dispatcher's publication source; fixed profiles are served as before. (Do not
+// combine it with withPublicationSource: the later option wins.)
+func WithCustomCatalog(store catalog.Store) Option {
+	return withPublicationSource(&customPublications{store: store})
 }

@@ -2,9 +2,11 @@ package oduflow
 
 import (
 	"context"
+	"time"
 
 	"github.com/cockroachdb/errors"
 
+	"github.com/oduflow/oduflow-go/internal/receiptproof"
 	"github.com/oduflow/oduflow-go/receipt"
 	"github.com/oduflow/oduflow-go/salt"
 )
@@ -46,4 +48,81 @@ func (d *Dispatcher) Ping(ctx context.Context, minion string) (*Readiness, error
 		return nil, errors.Wrap(err, "oduflow: capabilities")
 	}
 	return r, nil
+}
+
+// Readiness is the typed result of Ping.
+type Readiness struct {
+	// KeyAccepted: the master matched the exact minion id (its key is accepted).
+	KeyAccepted bool `json:"key_accepted"`
+	// Reachable: the minion answered test.ping.
+	Reachable bool `json:"reachable"`
+	// Protocol reported by oduflow_job.capabilities (0 when unknown or absent).
+	Protocol int `json:"protocol"`
+	// PillarReady: the minion reports its full pillar ready.
+	PillarReady bool `json:"pillar_ready"`
+	// Proof: the minion advertises receipt proofs (rsa-pkcs1v15-sha256) and the master's pki dir holds
+	// its accepted key, so its receipts can be verified.
+	Proof bool `json:"proof"`
+}
+
+// Ready reports whether a new request can be dispatched to the minion.
+func (r Readiness) Ready() bool {
+	return r.KeyAccepted && r.Reachable && r.Protocol == protocolVersion && r.PillarReady && r.Proof
+}
+
+// protocolVersion is the minion protocol this dispatcher requires.
+const protocolVersion = 1
+
+// minionCaps is what oduflow_job.capabilities reported (all zero when unknown).
+type minionCaps struct {
+	Protocol    int
+	PillarReady bool
+	// Proof: the minion advertises receipt proofs with receiptproof.Alg and can sign (its key loads).
+	Proof bool
+}
+
+// capabilities calls oduflow_job.capabilities on the minion. Its answer is not signed: a forged one can
+// only make a preflight fail (no protocol, no proof), never make a request succeed, since every final
+// result needs a verified proof.
+func (d *Dispatcher) capabilities(ctx context.Context, minion string) (minionCaps, error) {
+	t0 := time.Now()
+	defer func() { d.hooks.observe("capabilities", time.Since(t0)) }()
+	timeout := d.timers.CallTimeout
+	if dl, ok := ctx.Deadline(); ok && time.Until(dl) < timeout {
+		timeout = time.Until(dl)
+	}
+	jr, err := d.call(ctx, minion, funCapabilities, nil, timeout)
+	if err != nil {
+		return minionCaps{}, err
+	}
+	return parseCapabilities(jr.Return), nil
+}
+
+// parseCapabilities reads {"protocol": 1, "pillar_ready": true, "proof": {"alg": ..., "ready": true},
+// ...} tolerantly; anything else is zero. A proof with another algorithm is no proof (no fallback).
+func parseCapabilities(v any) minionCaps {
+	m, ok := v.(map[string]any)
+	if !ok {
+		return minionCaps{}
+	}
+	var caps minionCaps
+	switch p := m["protocol"].(type) {
+	case int64:
+		caps.Protocol = int(p)
+	case int:
+		caps.Protocol = p
+	case uint64:
+		caps.Protocol = int(p)
+	case float64:
+		if p == float64(int(p)) {
+			caps.Protocol = int(p)
+		}
+	}
+	caps.PillarReady, _ = m["pillar_ready"].(bool)
+	if pm, ok := m["proof"].(map[string]any); ok {
+		alg, _ := pm["alg"].(string)
+		ready, _ := pm["ready"].(bool)
+		caps.Proof = alg == receiptproof.Alg && ready
+	}
+	return caps
 }

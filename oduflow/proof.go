@@ -2,9 +2,20 @@ package oduflow
 
 import (
 	"context"
+	"crypto/rsa"
+	"crypto/sha256"
+	"crypto/x509"
+	"encoding/hex"
+	"encoding/pem"
+	"io"
 	"log/slog"
+	"os"
+	"path/filepath"
+	"syscall"
 	"time"
 
+	"github.com/cockroachdb/errors"
+	"github.com/oduflow/oduflow-go/internal/errmark"
 	"github.com/oduflow/oduflow-go/internal/receiptproof"
 	"github.com/oduflow/oduflow-go/receipt"
 	"github.com/oduflow/oduflow-go/salt"
@@ -62,60 +73,121 @@ func (d *Dispatcher) prove(ctx context.Context, c *Claim, deadline time.Time) *r
 	return &proven
 }
 
-// eventReason classifies a return delivered for c's JID: "" when it looks like c's minion's own return
-// (still only a hint), else the Unverified* reason it is never evidence.
-func eventReason(minion string, jr *salt.JobReturn) string {
-	switch {
-	case jr.MinionID != minion:
-		return unverifiedWrongMinion
-	case jr.Cmd == "_minion_event":
-		return unverifiedMinionEvent
-	case jr.ID != jr.MinionID:
-		return unverifiedIDMismatch
-	}
-	return ""
+// defaultPKIDir is the Salt master's default pki_dir.
+const defaultPKIDir = "/etc/salt/pki/master"
+
+// maxMinionKeyBytes bounds an accepted minion key file (a 4096-bit PEM key is about 800 bytes).
+const maxMinionKeyBytes = 16 << 10
+
+// errMinionKey: the key the master accepted for a minion id cannot be read safely or is not an RSA
+// public key; receipt proofs from that minion cannot be verified.
+var errMinionKey = errors.New("oduflow: accepted minion key unavailable")
+
+// errMinionKeyChanged: the accepted key's fingerprint differs from the one pinned in the claim at
+// preflight (the minion was re-keyed, or the pki directory changed); nothing it signs is evidence.
+var errMinionKeyChanged = errors.New("oduflow: accepted minion key changed since preflight")
+
+// minionKey is a minion's accepted Salt public key and its fingerprint.
+type minionKey struct {
+	Public *rsa.PublicKey
+	// SHA256 is the lowercase hex SHA-256 of the key's DER SubjectPublicKeyInfo.
+	SHA256 string
 }
 
-// hint reads a return of c's minion as a receipt bound to c (not yet evidence), or nil with the reason.
-func (d *Dispatcher) hint(c *Claim, jr *salt.JobReturn) (*receipt.Receipt, string) {
-	if jr == nil {
-		return nil, unverifiedNotReceipt
+// loadMinionKey reads <pkiDir>/minions/<minion>: opened with O_NOFOLLOW|O_NONBLOCK (a symlink or a
+// FIFO planted there is refused, never followed or waited on), a regular file of at most 16 KiB,
+// holding one PEM "PUBLIC KEY" (SubjectPublicKeyInfo) or "RSA PUBLIC KEY" (PKCS#1) block of an RSA
+// key of at least 2048 bits: the two forms Salt writes. ctx is checked before the read (a local
+// file read is not otherwise interruptible).
+func loadMinionKey(ctx context.Context, pkiDir, minion string) (minionKey, error) {
+	if err := receipt.ValidateMinionID(minion); err != nil {
+		return minionKey{}, invalid(err, "minion id")
 	}
-	if reason := eventReason(c.MinionID, jr); reason != "" {
-		return nil, reason
+	if err := ctx.Err(); err != nil {
+		return minionKey{}, err
 	}
-	r, err := receipt.FromValue(jr.Return)
+	if pkiDir == "" || !filepath.IsAbs(pkiDir) {
+		return minionKey{}, errors.Wrap(errMinionKey, "pki dir must be an absolute path")
+	}
+	path := filepath.Join(pkiDir, "minions", minion)
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
 	if err != nil {
-		return nil, unverifiedNotReceipt
+		if errors.Is(err, os.ErrNotExist) {
+			return minionKey{}, errors.Wrap(errMinionKey, "no accepted key for the minion")
+		}
+		return minionKey{}, errmark.Mark(errors.Wrap(err, "oduflow: open accepted minion key"), errMinionKey)
 	}
-	if err := c.Binding().Check(r); err != nil {
-		return nil, unverifiedNotReceipt
+	defer func() { _ = f.Close() }()
+	st, err := f.Stat()
+	if err != nil {
+		return minionKey{}, errmark.Mark(errors.Wrap(err, "oduflow: stat accepted minion key"), errMinionKey)
 	}
-	return &r, ""
+	if !st.Mode().IsRegular() || st.Size() > maxMinionKeyBytes {
+		return minionKey{}, errors.Wrap(errMinionKey, "accepted minion key is not a small regular file")
+	}
+	data, err := io.ReadAll(io.LimitReader(f, maxMinionKeyBytes+1))
+	if err != nil {
+		return minionKey{}, errmark.Mark(errors.Wrap(err, "oduflow: read accepted minion key"), errMinionKey)
+	}
+	if len(data) > maxMinionKeyBytes {
+		return minionKey{}, errors.Wrap(errMinionKey, "accepted minion key too large")
+	}
+	return parseMinionKey(data)
 }
 
-// noteUnverified counts an event that is never evidence and logs the first one of each request (the
-// reason and the two validated identities only: the data is untrusted).
-func (d *Dispatcher) noteUnverified(c *Claim, reason string) {
-	d.hooks.unverifiedEvent(reason)
-	if _, seen := d.unverifiedSeen.LoadOrStore(c.RequestID, struct{}{}); !seen {
-		d.claimLog(c).Warn("unverified return ignored (not evidence); later ones are only counted",
-			slog.String("reason", reason))
+// parseMinionKey parses one PEM RSA public key ("PUBLIC KEY" or "RSA PUBLIC KEY") and fingerprints it.
+func parseMinionKey(data []byte) (minionKey, error) {
+	blk, _ := pem.Decode(data)
+	if blk == nil {
+		return minionKey{}, errors.Wrap(errMinionKey, "no PEM block")
 	}
+	var pub *rsa.PublicKey
+	switch blk.Type {
+	case "PUBLIC KEY":
+		k, err := x509.ParsePKIXPublicKey(blk.Bytes)
+		if err != nil {
+			return minionKey{}, errors.Wrap(errMinionKey, "bad SubjectPublicKeyInfo")
+		}
+		rk, ok := k.(*rsa.PublicKey)
+		if !ok {
+			return minionKey{}, errors.Wrap(errMinionKey, "not an RSA key")
+		}
+		pub = rk
+	case "RSA PUBLIC KEY":
+		k, err := x509.ParsePKCS1PublicKey(blk.Bytes)
+		if err != nil {
+			return minionKey{}, errors.Wrap(errMinionKey, "bad PKCS#1 public key")
+		}
+		pub = k
+	default:
+		return minionKey{}, errors.Wrap(errMinionKey, "not a public key PEM block")
+	}
+	if pub.N.BitLen() < receiptproof.MinKeyBits {
+		return minionKey{}, errors.Wrap(errMinionKey, "RSA key shorter than 2048 bits")
+	}
+	return minionKey{Public: pub, SHA256: keyFingerprint(pub)}, nil
 }
 
-// proofLimiter allows at most one early proof request per poll interval for one wait: unverified or
-// unconfirmed events ask for the signed answer early, but a flood of them cannot turn into a flood of
-// calls, and never spends the poll budget.
-type proofLimiter struct {
-	interval time.Duration
-	last     time.Time
+// keyFingerprint is the lowercase hex SHA-256 of pub's DER SubjectPublicKeyInfo.
+func keyFingerprint(pub *rsa.PublicKey) string {
+	der, err := x509.MarshalPKIXPublicKey(pub)
+	if err != nil {
+		return ""
+	}
+	sum := sha256.Sum256(der)
+	return hex.EncodeToString(sum[:])
 }
 
-func (l *proofLimiter) allow(now time.Time) bool {
-	if !l.last.IsZero() && now.Sub(l.last) < l.interval {
-		return false
+// minionKey loads the accepted key of c's minion and checks it against the fingerprint pinned in c at
+// preflight. A claim without a pin (dispatched by a version before receipt proofs) is verified
+// against the currently accepted key.
+func (d *Dispatcher) minionKey(ctx context.Context, c *Claim) (*rsa.PublicKey, error) {
+	k, err := loadMinionKey(ctx, d.pkiDir, c.MinionID)
+	if err != nil {
+		return nil, err
 	}
-	l.last = now
-	return true
+	if c.MinionKeySHA256 != "" && k.SHA256 != c.MinionKeySHA256 {
+		return nil, errMinionKeyChanged
+	}
+	return k.Public, nil
 }

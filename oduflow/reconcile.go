@@ -45,11 +45,12 @@ const maxAssertText = 512
 // by the minion's exact terminal receipt (evidence reconciled; AssertedBy/AssertedWhy stay for audit), so
 // that the master's record holds the stronger evidence.
 func (d *Dispatcher) Reconcile(ctx context.Context, minion, request string, ev Reconciliation) (Response, error) {
-	if err := validateIDs(minion, request); err != nil {
+	t, err := parseTarget(minion, request)
+	if err != nil {
 		return Response{}, err
 	}
 	_, fromMinion := ev.(FromMinion)
-	c, err := d.reconcilableClaim(ctx, minion, request, fromMinion)
+	c, err := d.reconcilableClaim(ctx, t, fromMinion)
 	if err != nil {
 		return Response{}, err
 	}
@@ -124,18 +125,18 @@ func (a Assert) validate() error {
 }
 
 // unknownClaim reads the claim and requires its current status to be unknown.
-func (d *Dispatcher) unknownClaim(ctx context.Context, minion, request string) (*Claim, error) {
-	return d.reconcilableClaim(ctx, minion, request, false)
+func (d *Dispatcher) unknownClaim(ctx context.Context, t target) (*Claim, error) {
+	return d.reconcilableClaim(ctx, t, false)
 }
 
 // reconcilableClaim reads the claim and requires its current status to be unknown, or (allowAsserted) its
 // phase to be asserted.
-func (d *Dispatcher) reconcilableClaim(ctx context.Context, minion, request string, allowAsserted bool) (*Claim, error) {
-	c, err := d.store.Get(ctx, request)
+func (d *Dispatcher) reconcilableClaim(ctx context.Context, t target, allowAsserted bool) (*Claim, error) {
+	c, err := d.store.Get(ctx, t.request)
 	if err != nil {
 		return nil, err
 	}
-	if err := checkBinding(c, "", minion); err != nil {
+	if err := checkBinding(c, "", t.minion); err != nil {
 		return nil, err
 	}
 	if allowAsserted && c.Phase == PhaseAsserted {
@@ -151,79 +152,6 @@ func (d *Dispatcher) reconcilableClaim(ctx context.Context, minion, request stri
 	return c, nil
 }
 
-// commitFromUnknown applies mutate to the current claim if it is still unresolved (not final, or final
-// unknown) or, with overAssertion, asserted, under a fenced update. A result committed meanwhile is kept.
-func (d *Dispatcher) commitFromUnknown(ctx context.Context, c *Claim, overAssertion bool, mutate func(*Claim)) (*Claim, error) {
-	out, _, err := d.updateClaim(ctx, c.RequestID, func(next *Claim) bool {
-		if next.Phase == PhaseAsserted {
-			if !overAssertion {
-				return false
-			}
-		} else if next.Phase.Final() && next.Status != receipt.StatusUnknown {
-			return false // resolved meanwhile; keep it
-		}
-		mutate(next)
-		return true
-	})
-	return out, err
-}
-
-// replaceUnknown is the one way a trustworthy terminal receipt r replaces unknown (a worker after an
-// outcome-unknown publish, a Resume's polling): it commits r's summary (evidence receipt) over the claim
-// if it is still unresolved, keeps a result committed meanwhile, and counts and logs the replacement. who
-// prefixes the log lines ("worker", "resume"). The error is already logged.
-func (d *Dispatcher) replaceUnknown(ctx context.Context, c *Claim, r *receipt.Receipt, who string) error {
-	lg := d.claimLog(c)
-	out, changed, err := d.updateClaim(ctx, c.RequestID, func(next *Claim) bool {
-		if !unresolved(next) {
-			return false // resolved meanwhile (or asserted); keep it
-		}
-		now := d.clock.Now()
-		next.Phase, next.Status, next.Passed, next.Total = PhaseTerminal, r.Status, r.Passed, r.Total
-		next.ErrorCode, next.Evidence, next.FinishedAt = "", evidenceReceipt, &now
-		return true
-	})
-	if err != nil {
-		lg.Error(who+": commit of the minion's receipt over unknown", slog.String("error", err.Error()))
-		return err
-	}
-	if changed {
-		d.hooks.outcome(out.EffectiveProfile(), out.Status, "")
-		lg.Info(who+": unknown replaced by the minion's receipt", slog.String("status", string(out.Status)))
-	}
-	return nil
-}
-
-// maxClaimUpdates bounds the fenced-update retries of one claim change (each retry follows a commit by
-// someone else).
-const maxClaimUpdates = 10
-
-// updateClaim is the claim update of the worker, Reconcile and Resume: it reads the current claim, lets
-// change edit a copy, and commits it under the fenced update (ClaimStore.CompareAndSwap), retrying when
-// the generation moved on meanwhile. change returns false to leave the claim as it is: updateClaim then
-// returns the current claim with changed false. It gives up with ErrConflict after maxClaimUpdates lost
-// races.
-func (d *Dispatcher) updateClaim(ctx context.Context, request string, change func(next *Claim) bool) (out *Claim, changed bool, err error) {
-	for attempt := 0; attempt < maxClaimUpdates; attempt++ {
-		cur, err := d.store.Get(ctx, request)
-		if err != nil {
-			return nil, false, err
-		}
-		next := cur.clone()
-		if !change(next) {
-			return cur, false, nil
-		}
-		out, err := d.store.CompareAndSwap(ctx, next)
-		if err == nil {
-			return out, true, nil
-		}
-		if !errors.Is(err, ErrConflict) {
-			return nil, false, err
-		}
-	}
-	return nil, false, ErrConflict
-}
-
 // Resume continues status polling of an unknown, dispatched protocol-1 request for another window (the
 // timers' execution wait and poll budget). A trustworthy terminal receipt replaces unknown with its final
 // summary (and so releases the quarantine). It never publishes a state run and never creates a request.
@@ -233,10 +161,11 @@ func (d *Dispatcher) updateClaim(ctx context.Context, request string, change fun
 // returns once that worker holds the request lock (follow it with WorkerActive), so a short-lived tool can
 // exit at once. When a worker already holds the request lock (it is still polling), Resume only answers.
 func (d *Dispatcher) Resume(ctx context.Context, minion, request string) (Response, error) {
-	if err := validateIDs(minion, request); err != nil {
+	t, err := parseTarget(minion, request)
+	if err != nil {
 		return Response{}, err
 	}
-	c, err := d.unknownClaim(ctx, minion, request)
+	c, err := d.unknownClaim(ctx, t)
 	if err != nil {
 		return Response{}, err
 	}
@@ -247,7 +176,7 @@ func (d *Dispatcher) Resume(ctx context.Context, minion, request string) (Respon
 		return Response{}, errors.Wrap(ErrNotUnknown, "oduflow: never dispatched; nothing to resume")
 	}
 	if d.mode.detached {
-		if held, err := d.leases.RequestLockHeld(ctx, request); err != nil {
+		if held, err := d.leases.RequestLockHeld(ctx, t.request); err != nil {
 			return Response{}, err
 		} else if held {
 			return d.respond(ctx, c) // a worker or another Resume is polling
@@ -260,7 +189,7 @@ func (d *Dispatcher) Resume(ctx context.Context, minion, request string) (Respon
 		}
 		return d.resumeDetached(ctx, c)
 	}
-	lk, err := d.tryRequestLock(ctx, request)
+	lk, err := d.tryRequestLock(ctx, t.request)
 	if err != nil {
 		if errors.Is(err, ErrLeaseBusy) {
 			return d.respond(ctx, c) // a worker or another Resume is polling

@@ -76,7 +76,7 @@ func (d *Dispatcher) lockForLaunch(c *Claim) (Lease, bool) {
 
 // runWorkerFor runs the worker steps of c on the calling goroutine, holding reqLock and an admission slot.
 func (d *Dispatcher) runWorkerFor(c *Claim, reqLock Lease, lockedAt time.Time, adm *admission) {
-	if err := d.work(d.ctx, c.MinionID, c.RequestID, reqLock, lockedAt, adm); err != nil {
+	if err := d.work(d.ctx, targetOf(c), reqLock, lockedAt, adm); err != nil {
 		d.claimLog(c).Warn("worker ended with error", slog.String("error", err.Error()))
 	}
 }
@@ -111,17 +111,18 @@ func checkRole(c *Claim) error {
 // runWorker executes the worker steps for one claim (a detached worker process) and returns when the
 // request is final or abandoned.
 func (d *Dispatcher) runWorker(ctx context.Context, minion, request string) error {
-	if err := validateIDs(minion, request); err != nil {
+	t, err := parseTarget(minion, request)
+	if err != nil {
 		return err
 	}
-	reqLock, err := d.tryRequestLock(ctx, request)
+	reqLock, err := d.tryRequestLock(ctx, t.request)
 	if err != nil {
 		if errors.Is(err, ErrLeaseBusy) {
 			return nil // another worker runs this request
 		}
 		return err
 	}
-	return d.work(ctx, minion, request, reqLock, d.clock.Now(), nil)
+	return d.work(ctx, t, reqLock, d.clock.Now(), nil)
 }
 
 // work executes the worker steps (package documentation, Worker) for one claim whose request lock the
@@ -129,7 +130,7 @@ func (d *Dispatcher) runWorker(ctx context.Context, minion, request string) erro
 // phase claimed while holding the request lock and the client lease. With an admission (in-process
 // workers), once the run publication is made the slot is freed and the wait for the return goes on
 // parked, without a goroutine (awaitParked), owning the leases and the event waiter; work returns.
-func (d *Dispatcher) work(ctx context.Context, minion, request string, reqLock Lease, lockedAt time.Time, adm *admission) error {
+func (d *Dispatcher) work(ctx context.Context, t target, reqLock Lease, lockedAt time.Time, adm *admission) error {
 	handedOff := false // set once the parked wait owns the leases, the waiter and wctx
 	defer func() {
 		if !handedOff {
@@ -137,14 +138,11 @@ func (d *Dispatcher) work(ctx context.Context, minion, request string, reqLock L
 		}
 	}()
 	defer adm.release()
-	if err := validateIDs(minion, request); err != nil {
-		return err
-	}
-	c, err := d.store.Get(ctx, request)
+	c, err := d.store.Get(ctx, t.request)
 	if err != nil {
 		return err
 	}
-	if c.MinionID != minion {
+	if c.MinionID != t.minion {
 		return &mismatchError{Field: "minion_id", Bound: c.MinionID}
 	}
 	if c.Phase != PhaseClaimed || c.legacy() != notLegacy {
@@ -171,7 +169,7 @@ func (d *Dispatcher) work(ctx context.Context, minion, request string, reqLock L
 			return err
 		}
 	}
-	lease, err := d.leases.AcquireClientLease(ctx, minion, d.timers.LeaseWait)
+	lease, err := d.leases.AcquireClientLease(ctx, t.minion, d.timers.LeaseWait)
 	if err != nil {
 		if ctx.Err() != nil {
 			return ctx.Err()
@@ -252,7 +250,7 @@ func (d *Dispatcher) work(ctx context.Context, minion, request string, reqLock L
 	}()
 
 	d.stepHook(stepPublishSending)
-	_, err = d.publish(wctx, minion, funRun, []any{c.RequestID, string(c.Profile), spec.StateDataJSON}, jid)
+	_, err = d.publish(wctx, t.minion, funRun, []any{c.RequestID, string(c.Profile), spec.StateDataJSON}, jid)
 	if err != nil {
 		code := publishErrorCode(err)
 		if salt.IsNotPublished(err) && !salt.IsOutcomeUnknown(err) {
@@ -268,7 +266,7 @@ func (d *Dispatcher) work(ctx context.Context, minion, request string, reqLock L
 	next.Phase = PhaseDispatched
 	if nc, err := d.store.CompareAndSwap(ctx, next); err == nil {
 		c = nc
-	} else if cur, gerr := d.store.Get(ctx, request); gerr == nil && cur.Phase.Final() {
+	} else if cur, gerr := d.store.Get(ctx, t.request); gerr == nil && cur.Phase.Final() {
 		return nil // someone else committed a final result
 	}
 	d.stepHook(stepPublishReplied)
@@ -370,32 +368,6 @@ func (d *Dispatcher) preflight(ctx context.Context, c *Claim) (string, string) {
 	return "", key.SHA256
 }
 
-// finalize commits a final result unless someone else committed one meanwhile (which is kept).
-func (d *Dispatcher) finalize(ctx context.Context, c *Claim, st receipt.Status, passed, total int, code, evidence string) *Claim {
-	lg := d.claimLog(c)
-	out, changed, err := d.updateClaim(ctx, c.RequestID, func(next *Claim) bool {
-		if next.Phase.Final() {
-			return false
-		}
-		now := d.clock.Now()
-		next.Phase, next.Status, next.Passed, next.Total = PhaseTerminal, st, passed, total
-		next.ErrorCode, next.Evidence, next.FinishedAt = code, evidence, &now
-		return true
-	})
-	switch {
-	case err != nil:
-		lg.Error("finalize: commit", slog.String("error", err.Error()))
-		return nil
-	case !changed:
-		lg.Info("finalize: keeping final result committed by someone else", slog.String("status", string(out.Status)))
-		return out
-	}
-	d.hooks.outcome(out.EffectiveProfile(), st, code)
-	lg.Info("final result committed", slog.String("status", string(st)), slog.Int("passed", passed),
-		slog.Int("total", total), slog.String("code", code))
-	return out
-}
-
 // listenAfterUnknownPublish handles a publish whose outcome is unknown: the claim is committed unknown at
 // once (so Status is honest and the client is quarantined), the client lease is released (the quarantine
 // now guards the client), and the worker goes on, exactly as after a normal publish, listening for the
@@ -424,3 +396,31 @@ func (d *Dispatcher) listenAfterUnknownPublish(ctx, wctx context.Context, c *Cla
 	d.stepHook(stepCommitted)
 	return nil
 }
+
+// callErrorCode names the cause of a failed read-only preflight call (capabilities) for the claim: the
+// credentials, the event bus or the master's transport; codeCapability when the minion did not answer
+// protocol 1.
+func callErrorCode(err error) string {
+	switch {
+	case errors.Is(err, errEventBus):
+		return codeEventBus
+	case errors.Is(err, salt.ErrAuthentication):
+		return codeAuthentication
+	case errors.Is(err, salt.ErrAuthorization):
+		return codeAuthorization
+	case errors.Is(err, salt.ErrNotSent):
+		return codeNotSent
+	}
+	return codeCapability
+}
+
+// Worker steps reported to the step hook (tests).
+const (
+	stepClaimed          = "claimed"           // request lock held, claim read
+	stepLease            = "lease"             // client lease held, preflight passed
+	stepDispatchRecorded = "dispatch_recorded" // phase dispatching durable, nothing sent yet
+	stepPublishSending   = "publish_sending"   // about to send the one publish
+	stepPublishReplied   = "publish_replied"   // publish reply received, dispatched recorded
+	stepReturned         = "returned"          // trustworthy terminal receipt in hand, not yet committed
+	stepCommitted        = "committed"         // final result committed, leases still held
+)

@@ -33,31 +33,6 @@ type authMaterial struct {
 	token    string
 }
 
-type userKeyAuth struct {
-	user, path string
-	cache      *keyCache // nil: read the file every time
-}
-
-// UserKey authenticates with the master's per-user key file
-// (<cachedir>/.<user>_key, e.g. /var/cache/salt/master/.root_key). The file is
-// checked again for every request, because the master writes a new key at every
-// start: the key read last is reused only while the file is provably the same
-// file (an lstat finds the same inode, mode, size and times), else the file is
-// read again. The file must be a regular file (no symlink) without group-write or
-// any "other" permission bits. user is sent as the "user" field; "root" (or
-// the master's user) gets full access.
-func UserKey(user, keyFile string) Auth {
-	return userKeyAuth{user: user, path: keyFile, cache: &keyCache{}}
-}
-
-func (a userKeyAuth) material(context.Context) (authMaterial, error) {
-	key, err := a.cache.read(a.path)
-	if err != nil {
-		return authMaterial{}, err
-	}
-	return authMaterial{kind: authKey, user: a.user, key: key}, nil
-}
-
 type eauthAuth struct{ backend, username, password string }
 
 // Eauth authenticates every request with an external auth backend (pam,
@@ -115,4 +90,38 @@ func (c *Client) authFor(ctx context.Context) (authMaterial, error) {
 		return authMaterial{}, notSent(err, "auth")
 	}
 	return m, nil
+}
+
+// CheckAuth proves the client's credentials usable without publishing anything: a user key file is read
+// and validated (ErrKeyFile); a token source returns its cached token, or logs in once (mk_token:
+// ErrAuthentication for a wrong password, ErrNotSent when the master cannot be reached). It adds no round
+// trip while a token is cached.
+func (c *Client) CheckAuth(ctx context.Context) error {
+	_, err := c.authFor(ctx)
+	return err
+}
+
+// addTopLevelAuth appends runner/wheel auth fields in the order Salt's
+// clients send them. eauthOrder is the order of the three eauth fields.
+func addTopLevelAuth(load *orderedMap, am authMaterial, withUser bool, eauthOrder []string) {
+	switch am.kind {
+	case authEauth:
+		for _, k := range eauthOrder {
+			switch k {
+			case "eauth":
+				load.Set("eauth", am.eauth)
+			case "username":
+				load.Set("username", am.username)
+			case "password":
+				load.Set("password", am.password)
+			}
+		}
+	case authToken:
+		load.Set("token", am.token)
+	case authKey:
+		if withUser {
+			load.Set("user", am.user)
+		}
+		load.Set("key", am.key)
+	}
 }

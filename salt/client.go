@@ -3,6 +3,7 @@ package salt
 import (
 	"context"
 	"log/slog"
+	"os"
 	"os/user"
 	"strconv"
 	"sync"
@@ -20,42 +21,6 @@ const (
 	defaultMaxReplyBytes   = 16 << 20
 	defaultEnvelopeVersion = 3
 )
-
-type clientConfig struct {
-	auth      Auth
-	timeout   time.Duration
-	maxReply  int64
-	decode    decodeLimits
-	reuse     bool
-	version   int
-	logger    *slog.Logger
-	osUser    string
-	osUserSet bool
-}
-
-// WithAuth sets the credentials used by Publish, Runner and Wheel.
-func WithAuth(a Auth) Option { return clientOption(func(c *clientConfig) { c.auth = a }) }
-
-// WithRequestTimeout bounds every request (dial to reply). Default 60 s. The
-// master has no request timeout of its own: a publish that timed out here may
-// still be executed later (ErrOutcomeUnknown).
-func WithRequestTimeout(d time.Duration) Option {
-	return clientOption(func(c *clientConfig) { c.timeout = d })
-}
-
-// WithEnvelopeVersion sets the envelope "version" field. Default 3: Salt
-// 3006.17+ masters reply "bad load" to anything lower, and 3006.0 handles 3
-// like 2. Use 2 only to reproduce old captures byte for byte.
-func WithEnvelopeVersion(v int) Option {
-	return clientOption(func(c *clientConfig) { c.version = v })
-}
-
-// WithOSUser sets the "user" field sent with eauth and token publishes (Salt
-// checks it against publisher_acl_blacklist and then replaces it with the
-// authenticated name). Default: the current OS user.
-func WithOSUser(name string) Option {
-	return clientOption(func(c *clientConfig) { c.osUser, c.osUserSet = name, true })
-}
 
 // Client talks to a Salt master's request port (ret_port, 4506) over the
 // clear channel. It is safe for concurrent use; every request uses a fresh
@@ -106,7 +71,7 @@ func currentOSUser() string {
 	if u, err := user.Current(); err == nil && u.Username != "" {
 		return u.Username
 	}
-	return strconv.Itoa(osGetuid())
+	return strconv.Itoa(os.Getuid())
 }
 
 // Close aborts requests in flight (their outcome is reported as unknown or

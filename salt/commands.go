@@ -3,14 +3,9 @@ package salt
 import (
 	"context"
 	"log/slog"
-	"math"
-	"sort"
-	"time"
 
 	"github.com/cockroachdb/errors"
 )
-
-func sortStrings(s []string) { sort.Strings(s) }
 
 // AsyncResult is the reply to runner: the runner runs in the background and
 // its result is fired on the event bus as <Tag>/ret (salt/run/<jid>/ret).
@@ -27,31 +22,6 @@ type WheelResult struct {
 	Return  any
 	Success bool
 	Data    map[string]any
-}
-
-// addTopLevelAuth appends runner/wheel auth fields in the order Salt's
-// clients send them. eauthOrder is the order of the three eauth fields.
-func addTopLevelAuth(load *orderedMap, am authMaterial, withUser bool, eauthOrder []string) {
-	switch am.kind {
-	case authEauth:
-		for _, k := range eauthOrder {
-			switch k {
-			case "eauth":
-				load.Set("eauth", am.eauth)
-			case "username":
-				load.Set("username", am.username)
-			case "password":
-				load.Set("password", am.password)
-			}
-		}
-	case authToken:
-		load.Set("token", am.token)
-	case authKey:
-		if withUser {
-			load.Set("user", am.user)
-		}
-		load.Set("key", am.key)
-	}
 }
 
 // runnerLoad: fun, kwarg{kwarg, arg}, <auth>, cmd (RunnerClient order).
@@ -162,110 +132,6 @@ func parseWheelReply(v any) (*WheelResult, error) {
 		}
 	}
 	return res, nil
-}
-
-// Token is an eauth token from mk_token/get_token. Its String and LogValue
-// never show the token itself.
-type Token struct {
-	Token  string
-	Name   string
-	Eauth  string
-	Start  time.Time
-	Expire time.Time
-}
-
-// String describes the token without revealing it.
-func (t Token) String() string {
-	return "salt.Token{name=" + t.Name + " eauth=" + t.Eauth + " expire=" + t.Expire.UTC().Format(time.RFC3339) + " token=REDACTED}"
-}
-
-// GoString is like String, for %#v.
-func (t Token) GoString() string { return t.String() }
-
-// LogValue implements slog.LogValuer without the token.
-func (t Token) LogValue() slog.Value {
-	return slog.GroupValue(slog.String("name", t.Name), slog.String("eauth", t.Eauth),
-		slog.Time("expire", t.Expire), slog.String("token", "REDACTED"))
-}
-
-func parseToken(v any) (*Token, bool) {
-	m, ok := v.(map[string]any)
-	if !ok {
-		return nil, false
-	}
-	tok, _ := m["token"].(string)
-	if tok == "" {
-		return nil, false
-	}
-	t := &Token{Token: tok}
-	t.Name, _ = m["name"].(string)
-	t.Eauth, _ = m["eauth"].(string)
-	t.Start = epoch(m["start"])
-	t.Expire = epoch(m["expire"])
-	return t, true
-}
-
-func epoch(v any) time.Time {
-	var f float64
-	switch x := v.(type) {
-	case float64:
-		f = x
-	case int64:
-		f = float64(x)
-	default:
-		return time.Time{}
-	}
-	sec, frac := math.Modf(f)
-	return time.Unix(int64(sec), int64(frac*1e9)).UTC()
-}
-
-// MkToken logs in with eauth and returns a token (default lifetime 12 h).
-// A refused login (the master replies "") is ErrAuthentication.
-func (c *Client) MkToken(ctx context.Context, backend, username, password string) (*Token, error) {
-	if backend == "" || username == "" {
-		return nil, notSent(errors.Wrap(ErrInvalidRequest, "eauth backend and username are required"), "mk_token")
-	}
-	load := newOrderedMap().Set("eauth", backend).Set("username", username).
-		Set("password", password).Set("cmd", "mk_token")
-	v, err := c.do(ctx, "mk_token", load)
-	if err != nil {
-		return nil, err
-	}
-	if s, ok := v.(string); ok && s == "" {
-		return nil, errors.Wrap(ErrAuthentication, "mk_token refused")
-	}
-	if err := replyError(v); err != nil {
-		return nil, err
-	}
-	t, ok := parseToken(v)
-	if !ok {
-		return nil, malformed("mk_token reply is not a token", false)
-	}
-	return t, nil
-}
-
-// GetToken returns the master's data for token. An unknown or expired token
-// is ErrAuthentication.
-func (c *Client) GetToken(ctx context.Context, token string) (*Token, error) {
-	if token == "" {
-		return nil, notSent(errors.Wrap(ErrInvalidRequest, "empty token"), "get_token")
-	}
-	load := newOrderedMap().Set("token", token).Set("cmd", "get_token")
-	v, err := c.do(ctx, "get_token", load)
-	if err != nil {
-		return nil, err
-	}
-	if err := replyError(v); err != nil {
-		return nil, err
-	}
-	if m, ok := v.(map[string]any); ok && len(m) == 0 {
-		return nil, errors.Wrap(ErrAuthentication, "token unknown or expired")
-	}
-	t, ok := parseToken(v)
-	if !ok {
-		return nil, malformed("get_token reply is not a token", false)
-	}
-	return t, nil
 }
 
 // pingLoad is {cmd: ping} plus optional extra fields (echoed by the master).

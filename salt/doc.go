@@ -94,4 +94,44 @@
 // 79 constants, nil and bin values. Ext types are handled per call; nothing is
 // registered globally. JIDGenerator makes 20-digit UTC JIDs that are strictly
 // increasing within one generator.
+//
+// # Structure
+//
+// One package, a file per concept, on three floors and a base. Files call
+// their own floor, the floors below and the base, never a floor above:
+//
+//	API        client.go          Client, NewClient, Close; one request: envelope, send, reply errors
+//	           publish.go         Target, PublishRequest, Publish and the acknowledgement check
+//	           commands.go        Runner, Wheel, Ping
+//	           auth.go            Auth, Eauth, TokenAuth, CheckAuth; how credentials enter a load
+//	           userkey.go         UserKey and the key format (keyfile_unix.go reads and caches
+//	                              the file; keyfile_other.go refuses on other systems)
+//	           token.go           Token, MkToken, GetToken, RenewingTokenSource
+//	           events.go          SubscribeEvents, EventStream: connect, read, filter, reconnect
+//	           options.go         Option and every With... option
+//	           redact.go          how every value holding a secret prints (redacted)
+//	plumbing   transport.go       one request, one reply: a fresh connection or a proven idle one
+//	           eventframe.go      event bus framing: bare or length-prefixed frames, size caps
+//	           eventdecode.go     one frame to one Event: fast single pass, reference fallback
+//	           eventqueue.go      the bounded queue between the bus reader and its consumer
+//	wire       zmtp.go            ZMTP 3.1 REQ peer: greeting, READY, frames, PING/PONG
+//	           msgpack_encode.go  Salt's msgpack dialect for requests (orderedMap keeps key order)
+//	           msgpack_decode.go  the tolerant decoder of replies and event data
+//	           msgpack_strdecode.go  the same decoder over a string (the event fast path)
+//	base       errors.go          every sentinel, MasterError, IsNotPublished, IsOutcomeUnknown
+//	           limits.go          Limits; the decode budget every decoder charges
+//	           jid.go             JID, ParseJID, JIDGenerator
+//	           eventtypes.go      Event, Gap, JobNew, JobReturn
+//
+// A request: Publish (publish.go) builds its load with the credentials
+// (auth.go); Client.do (client.go) wraps it in the envelope and encodes it
+// (msgpack_encode.go); roundTrip or pooledRoundTrip (transport.go) carries it
+// over ZMTP (zmtp.go); the reply is decoded (msgpack_decode.go), classified
+// (client.go, errors.go) and checked against the request (publish.go). An
+// event: the EventStream (events.go) reads a frame (eventframe.go), decodes it
+// (eventdecode.go, msgpack_strdecode.go) into an Event (eventtypes.go) and
+// queues it (eventqueue.go) for the consumer. Of this module, salt
+// imports only the internal leaf helpers backoff, errmark and salttrace;
+// salt/salttest, the master simulator, is imported by this package's tests
+// only.
 package salt

@@ -56,9 +56,6 @@ var (
 	ErrClosed = errors.New("salt: closed")
 )
 
-// errReplyTooLarge: the reply exceeded Limits.MaxMessageBytes.
-var errReplyTooLarge error = &limitError{"salt: reply too large"}
-
 // limitError is one specific limit (reply size, frame size, decode budget);
 // each matches ErrLimitExceeded, and this package's tests tell them apart.
 type limitError struct{ msg string }
@@ -150,3 +147,59 @@ func notSent(cause error, what string) error {
 func outcomeUnknown(cause error, what string) error {
 	return errmark.Mark(errors.Wrapf(cause, "salt: %s (request sent, outcome unknown)", errors.Safe(what)), ErrOutcomeUnknown)
 }
+
+// replyMismatchError is a publish acknowledgement that does not match the request: the JID
+// differs from the preassigned one, or the minions of a list target are not exactly the target.
+// Something was published, perhaps not what was asked (a confused or hostile master, a reply
+// meant for another request): the outcome is unknown (Is(ErrOutcomeUnknown)), never "dispatched".
+type replyMismatchError struct {
+	Field string // "jid" or "minions"
+	Want  string // the request's value (JID, or the target ids)
+	Got   string // the reply's value
+}
+
+func (e *replyMismatchError) Error() string {
+	return fmt.Sprintf("salt: publish reply %s mismatch: want %s, got %s", e.Field, e.Want, e.Got)
+}
+
+// SafeFormatError keeps the field name visible and the master-chosen values redactable.
+func (e *replyMismatchError) SafeFormatError(p errors.Printer) error {
+	p.Printf("salt: publish reply %s mismatch: want %s, got %s", redact.Safe(e.Field), e.Want, e.Got)
+	return nil
+}
+
+// Is reports ErrOutcomeUnknown.
+func (e *replyMismatchError) Is(target error) bool { return target == ErrOutcomeUnknown }
+
+// Unexported causes, each wrapped or matched by an exported sentinel above (the limit errors match
+// ErrLimitExceeded; the others are wrapped into ErrMalformedReply, ErrNotSent, ErrOutcomeUnknown or
+// a Gap's Err by the layer that meets them). The tests tell them apart.
+var (
+	// errReplyTooLarge: the reply exceeded Limits.MaxMessageBytes.
+	errReplyTooLarge error = &limitError{"salt: reply too large"}
+
+	// errMsgpack is the sentinel of every decoding failure of msgpack data.
+	errMsgpack = errors.New("salt: invalid msgpack data")
+
+	// errUnsupportedType is returned by the encoder for Go values that have no
+	// msgpack form in Salt's dialect (channels, functions, time.Time, ...).
+	errUnsupportedType = errors.New("salt: value cannot be encoded as Salt msgpack")
+
+	// errProtocol is the cause of ZMTP protocol violations by the peer.
+	errProtocol = errors.New("salt: ZMTP protocol error")
+
+	// errFrameTimeout: an event frame had started but did not complete within
+	// WithFrameTimeout; the connection is dropped (a Gap whose Err is this).
+	errFrameTimeout = errors.New("salt: event frame not completed in time")
+
+	// errFrameTooLarge: an event frame exceeded Limits.MaxMessageBytes, or a length
+	// prefix was zero or implausible (ErrLimitExceeded). The connection is dropped
+	// and re-opened.
+	errFrameTooLarge error = &limitError{"salt: event frame too large or invalid length"}
+
+	// errDecodeBudget: a msgpack document would cost more to decode than its decodeLimits allow
+	// (values, estimated bytes, nesting). It is ErrLimitExceeded and also errMsgpack; a reply that
+	// exceeds it is also ErrMalformedReply (and ErrOutcomeUnknown for a publish); an event that
+	// exceeds it becomes a Gap.
+	errDecodeBudget error = &limitError{"salt: msgpack document exceeds the decode budget"}
+)

@@ -30,11 +30,6 @@ func (f frameFormat) String() string {
 	return "unknown"
 }
 
-// errFrameTooLarge: an event frame exceeded Limits.MaxMessageBytes, or a length
-// prefix was zero or implausible (ErrLimitExceeded). The connection is dropped
-// and re-opened.
-var errFrameTooLarge error = &limitError{"salt: event frame too large or invalid length"}
-
 // detectFraming looks at the first byte of a frame: a msgpack map header
 // (0x80-0x8f, 0xde, 0xdf) means bare maps; anything else is a length prefix
 // (a prefix starting with a map byte would announce a frame of >= 2 GiB).

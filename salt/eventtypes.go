@@ -1,11 +1,6 @@
 package salt
 
-import (
-	"bytes"
-	"strings"
-
-	"github.com/cockroachdb/errors"
-)
+import "strings"
 
 // Event is one event from the master event bus, or a gap marker. At most one
 // of Gap, JobNew and JobReturn is set; none for any other event (Tag and Data
@@ -17,6 +12,15 @@ type Event struct {
 	JobReturn *JobReturn     // salt/job/<jid>/ret/<minion id>
 	Gap       *Gap           // events may have been missed here
 }
+
+// Gap reasons.
+const (
+	gapReasonDisconnected = "disconnected"
+	gapReasonReconnected  = "reconnected"
+	gapReasonOverflow     = "consumer too slow"
+	gapReasonUndecodable  = "undecodable event"
+	gapReasonFrameTimeout = "event frame not completed in time"
+)
 
 // Gap says that events may have been missed: the connection to the bus was
 // lost or re-established, the consumer was too slow and Dropped events were
@@ -66,103 +70,6 @@ type JobReturn struct {
 	// "_minion_event" (or, in its batched form, whatever the sender wrote): neither proves the sender.
 	Cmd string
 	ID  string
-}
-
-const tagEnd = "\n\n"
-
-// decodeEventFrame decodes one event-bus frame (the msgpack map
-// {head, body}, without any length prefix) into an Event, within
-// defaultEventDecodeLimits.
-//
-// The result does not alias frame: the caller may reuse it.
-func decodeEventFrame(frame []byte) (Event, error) {
-	ev, _, err := decodeEventText(string(frame), frame, defaultEventDecodeLimits())
-	return ev, err
-}
-
-// decodeEventText decodes the frame whose text is s (the event aliases s) and
-// whose bytes are frame (read only, for the reference decoder). est is the
-// estimate of what the decoded values hold beyond s.
-func decodeEventText(s string, frame []byte, lim decodeLimits) (Event, int64, error) {
-	ev, est, ok, over := fastDecodeEvent(s, lim)
-	if ok {
-		return ev, est, nil
-	}
-	if over {
-		return Event{}, 0, budgetError("event frame too costly to decode")
-	}
-	// the reference decoder gives the error (or, should the fast path
-	// ever refuse a valid frame, the event)
-	body, err := frameBody(frame, lim)
-	if err != nil {
-		return Event{}, 0, err
-	}
-	ev, err = decodeEventBody(body, lim)
-	return ev, int64(len(frame)), err
-}
-
-// frameBody returns the body of a {head, body} frame without copying it.
-func frameBody(frame []byte, lim decodeLimits) ([]byte, error) {
-	d := &tolerantDecoder{b: frame, bud: newDecodeBudget(lim)}
-	h, err := d.need(1)
-	if err != nil {
-		return nil, err
-	}
-	var n int
-	switch c := h[0]; {
-	case c&0xf0 == 0x80:
-		n = int(c & 0x0f)
-	case c == 0xde:
-		n, err = d.length(2)
-	case c == 0xdf:
-		n, err = d.length(4)
-	default:
-		return nil, errors.Wrap(errMsgpack, "event frame is not a map")
-	}
-	if err != nil {
-		return nil, err
-	}
-	var body []byte
-	for i := 0; i < n; i++ {
-		k, err := d.value(1)
-		if err != nil {
-			return nil, err
-		}
-		if k == "body" {
-			if body, err = d.rawString(); err != nil {
-				return nil, err
-			}
-			continue
-		}
-		if _, err := d.value(1); err != nil {
-			return nil, err
-		}
-	}
-	if d.off != len(frame) {
-		return nil, errors.Wrap(errMsgpack, "trailing bytes after event frame")
-	}
-	if body == nil {
-		return nil, errors.Wrap(errMsgpack, "event frame without body")
-	}
-	return body, nil
-}
-
-// decodeEventBody splits tag "\n\n" data at the first separator.
-func decodeEventBody(body []byte, lim decodeLimits) (Event, error) {
-	i := bytes.Index(body, []byte(tagEnd))
-	if i < 0 {
-		return Event{}, errors.Wrap(errMsgpack, "event body without tag separator")
-	}
-	tag := string(body[:i])
-	dv, err := decodeValueLimited(body[i+2:], lim)
-	if err != nil {
-		return Event{}, errors.Wrap(err, "event data")
-	}
-	data, ok := dv.(map[string]any)
-	if !ok {
-		return Event{}, errors.Wrap(errMsgpack, "event data is not a map")
-	}
-	return classifyEvent(tag, data), nil
 }
 
 func classifyEvent(tag string, data map[string]any) Event {

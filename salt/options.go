@@ -1,7 +1,9 @@
 package salt
 
 import (
+	"context"
 	"log/slog"
+	"net"
 	"time"
 )
 
@@ -37,31 +39,121 @@ func applyOptions(s *settings, opts []Option) {
 	}
 }
 
-// Limits bound what one message from the master may cost before it is
-// refused: a reply for a Client, one event frame for SubscribeEvents. A zero
-// field keeps its default; a negative one makes the constructor fail with
-// ErrInvalidRequest. A message beyond a limit fails with ErrLimitExceeded (a
-// reply: also ErrOutcomeUnknown; an event frame: a Gap whose Err is it).
-//
-// Wire bytes are a poor bound on memory: an empty array is one byte on the
-// wire and about 40 bytes decoded, so every decoded value is charged an
-// estimate of the Go memory it costs before it is allocated.
-type Limits struct {
-	// MaxMessageBytes caps the wire size of a reply (default 16 MiB) or of
-	// one event frame (default 16 MiB, at least 16; Salt trims events to
-	// 1 MiB by default). A larger event frame drops the connection (a Gap,
-	// then a reconnection).
-	MaxMessageBytes int64
-	// MaxValues caps the decoded values, map keys included (default 2 Mi for
-	// a reply, 1 Mi for an event).
-	MaxValues int64
-	// MaxDecodedBytes caps the estimated memory of the decoded values
-	// (default 32 MiB for a reply, which copies its strings; 8 MiB for an
-	// event, whose strings alias its frame).
-	MaxDecodedBytes int64
-	// MaxDepth caps the nesting of arrays, maps and ext payloads (default 256).
-	MaxDepth int
+// Options of NewClient.
+
+type clientConfig struct {
+	auth      Auth
+	timeout   time.Duration
+	maxReply  int64
+	decode    decodeLimits
+	reuse     bool
+	version   int
+	logger    *slog.Logger
+	osUser    string
+	osUserSet bool
 }
+
+// WithAuth sets the credentials used by Publish, Runner and Wheel.
+func WithAuth(a Auth) Option { return clientOption(func(c *clientConfig) { c.auth = a }) }
+
+// WithRequestTimeout bounds every request (dial to reply). Default 60 s. The
+// master has no request timeout of its own: a publish that timed out here may
+// still be executed later (ErrOutcomeUnknown).
+func WithRequestTimeout(d time.Duration) Option {
+	return clientOption(func(c *clientConfig) { c.timeout = d })
+}
+
+// WithEnvelopeVersion sets the envelope "version" field. Default 3: Salt
+// 3006.17+ masters reply "bad load" to anything lower, and 3006.0 handles 3
+// like 2. Use 2 only to reproduce old captures byte for byte.
+func WithEnvelopeVersion(v int) Option {
+	return clientOption(func(c *clientConfig) { c.version = v })
+}
+
+// WithOSUser sets the "user" field sent with eauth and token publishes (Salt
+// checks it against publisher_acl_blacklist and then replaces it with the
+// authenticated name). Default: the current OS user.
+func WithOSUser(name string) Option {
+	return clientOption(func(c *clientConfig) { c.osUser, c.osUserSet = name, true })
+}
+
+// WithConnectionReuse keeps up to 32 idle connections to the master for later requests (default:
+// a fresh connection per request). A connection is reused only after a complete exchange and
+// only once a ZMTP PING on it was answered by PONG right before the request; it is discarded on
+// any error, timeout or doubt. Failures keep their meaning: ErrNotSent when nothing was sent,
+// ErrOutcomeUnknown when a sent request got no reply; nothing is resent.
+func WithConnectionReuse() Option { return clientOption(func(c *clientConfig) { c.reuse = true }) }
+
+// Options of SubscribeEvents.
+
+type eventConfig struct {
+	prefixes   []string
+	buffer     int
+	bufBytes   int64
+	maxFrame   int
+	frameTime  time.Duration
+	decode     decodeLimits
+	backoffMin time.Duration
+	backoffMax time.Duration
+	logger     *slog.Logger
+	dial       func(ctx context.Context, network, address string) (net.Conn, error)
+}
+
+// WithTagPrefixes delivers only events whose tag starts with one of the
+// prefixes (gaps are always delivered). Match "salt/job/<jid>/" with the
+// trailing slash, not "salt/job/<jid>".
+func WithTagPrefixes(prefixes ...string) Option {
+	return eventOption(func(c *eventConfig) { c.prefixes = append(c.prefixes, prefixes...) })
+}
+
+// WithEventBuffer bounds the events held for a slow consumer of
+// SubscribeEvents: at most events of them (default 1024) and at most bytes of
+// memory (default 24 MiB); zero keeps a default. Beyond either, events are
+// dropped and counted in the next Gap. An event counts its frame's bytes (its
+// strings alias them) plus the decode estimate of its values (see Limits), not
+// its wire size alone: an event of empty arrays is small on the wire and large
+// in memory.
+func WithEventBuffer(events int, bytes int64) Option {
+	return eventOption(func(c *eventConfig) {
+		if events != 0 {
+			c.buffer = events
+		}
+		if bytes != 0 {
+			c.bufBytes = bytes
+		}
+	})
+}
+
+// WithFrameTimeout bounds how long a frame that has started may take to
+// arrive completely (default 5 s; a frame gets at least 3/4 of it). A frame still incomplete then drops the
+// connection (a Gap, then a reconnection): a peer that sends half a frame and
+// stops must not stall the stream silently. An idle bus (no byte at all) is
+// never timed out.
+func WithFrameTimeout(d time.Duration) Option {
+	return eventOption(func(c *eventConfig) { c.frameTime = d })
+}
+
+// WithReconnectBackoff sets the reconnection backoff bounds (default 100 ms
+// to 5 s, exponential with jitter).
+func WithReconnectBackoff(lo, hi time.Duration) Option {
+	return eventOption(func(c *eventConfig) { c.backoffMin, c.backoffMax = lo, hi })
+}
+
+// WithEventDialer replaces the dialer used for the first connection and every reconnection
+// (default: a net.Dialer). Useful to pin a source address, to wrap the connection for
+// accounting, or in benchmarks to open the connection before the load is fired.
+func WithEventDialer(dial func(ctx context.Context, network, address string) (net.Conn, error)) Option {
+	return eventOption(func(c *eventConfig) { c.dial = dial })
+}
+
+// Options of NewTokenSource.
+
+// WithRenewBefore makes NewTokenSource's source renew the token when less
+// than d of its lifetime is left (default 5 minutes, at most half the token's
+// lifetime).
+func WithRenewBefore(d time.Duration) Option { return func(s *settings) { s.renewBefore = d } }
+
+// Options of both NewClient and SubscribeEvents.
 
 // WithLimits sets the limits of a Client's replies or of an event stream's
 // frames (NewClient, SubscribeEvents). Non-zero fields of later WithLimits
@@ -80,22 +172,6 @@ func WithLimits(l Limits) Option {
 		if l.MaxDepth != 0 {
 			s.limits.MaxDepth = l.MaxDepth
 		}
-	}
-}
-
-// applyTo overrides the defaults in *msg and *dec with the non-zero fields.
-func (l Limits) applyTo(msg *int64, dec *decodeLimits) {
-	if l.MaxMessageBytes != 0 {
-		*msg = l.MaxMessageBytes
-	}
-	if l.MaxValues != 0 {
-		dec.MaxElements = l.MaxValues
-	}
-	if l.MaxDecodedBytes != 0 {
-		dec.MaxBytes = l.MaxDecodedBytes
-	}
-	if l.MaxDepth != 0 {
-		dec.MaxDepth = l.MaxDepth
 	}
 }
 

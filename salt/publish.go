@@ -2,7 +2,9 @@ package salt
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
+	"sort"
 	"time"
 
 	"github.com/cockroachdb/errors"
@@ -149,7 +151,7 @@ func sortedKeys(m map[string]any) []string {
 	for k := range m {
 		keys = append(keys, k)
 	}
-	sortStrings(keys)
+	sort.Strings(keys)
 	return keys
 }
 
@@ -239,23 +241,33 @@ func parsePublishReply(v any) (*PublishResult, error) {
 	return &PublishResult{JID: jid, Minions: minions, Missing: missing}, nil
 }
 
-// stringList converts a decoded []any of strings; nil/absent gives an empty
-// list.
-func stringList(v any) ([]string, bool) {
-	if v == nil {
-		return []string{}, true
+// checkPublishAck checks a successful publish reply against the request. Refusals (no minions,
+// errors) were sorted out before: they prove nothing was published whatever they say.
+func checkPublishAck(req PublishRequest, res *PublishResult) error {
+	if req.JID != "" && res.JID != req.JID {
+		return errors.WithStack(&replyMismatchError{Field: "jid", Want: string(req.JID), Got: string(res.JID)})
 	}
-	arr, ok := v.([]any)
-	if !ok {
-		return nil, false
+	if req.Target.Type != targetList {
+		return nil
 	}
-	out := make([]string, 0, len(arr))
-	for _, it := range arr {
-		s, ok := it.(string)
-		if !ok {
-			return nil, false
+	// Salt's list matcher answers minions = the target ids with an accepted key and missing =
+	// the others, each in target order (a repeated id repeated): together exactly the target.
+	want := make(map[string]int, len(req.Target.List))
+	for _, id := range req.Target.List {
+		want[id]++
+	}
+	ok := len(res.Minions)+len(res.Missing) == len(req.Target.List)
+	for _, ids := range [][]string{res.Minions, res.Missing} {
+		for _, id := range ids {
+			if want[id] == 0 {
+				ok = false
+			}
+			want[id]--
 		}
-		out = append(out, s)
 	}
-	return out, true
+	if !ok {
+		return errors.WithStack(&replyMismatchError{Field: "minions", Want: fmt.Sprint(req.Target.List),
+			Got: fmt.Sprintf("minions %v missing %v", res.Minions, res.Missing)})
+	}
+	return nil
 }

@@ -3,6 +3,7 @@ package salt
 import (
 	"fmt"
 	"log/slog"
+	"time"
 )
 
 // The credential holders below print and log without their secrets: fmt
@@ -91,3 +92,17 @@ func (s *RenewingTokenSource) GoString() string { return s.String() }
 
 // LogValue implements slog.LogValuer.
 func (s *RenewingTokenSource) LogValue() slog.Value { return slog.StringValue(s.String()) }
+
+// String describes the token without revealing it.
+func (t Token) String() string {
+	return "salt.Token{name=" + t.Name + " eauth=" + t.Eauth + " expire=" + t.Expire.UTC().Format(time.RFC3339) + " token=REDACTED}"
+}
+
+// GoString is like String, for %#v.
+func (t Token) GoString() string { return t.String() }
+
+// LogValue implements slog.LogValuer without the token.
+func (t Token) LogValue() slog.Value {
+	return slog.GroupValue(slog.String("name", t.Name), slog.String("eauth", t.Eauth),
+		slog.Time("expire", t.Expire), slog.String("token", "REDACTED"))
+}

@@ -1,6 +1,9 @@
 package salt
 
-import "encoding/base64"
+import (
+	"context"
+	"encoding/base64"
+)
 
 // userKeyChars is the length of a Salt user key: salt.crypt.Crypticle.generate_key_string
 // base64-encodes 56 random bytes (32 AES + 24 HMAC key bytes) into 76 characters.
@@ -25,4 +28,29 @@ func parseUserKey(b []byte) (string, bool) {
 		return "", false
 	}
 	return string(b), true
+}
+
+type userKeyAuth struct {
+	user, path string
+	cache      *keyCache // nil: read the file every time
+}
+
+// UserKey authenticates with the master's per-user key file
+// (<cachedir>/.<user>_key, e.g. /var/cache/salt/master/.root_key). The file is
+// checked again for every request, because the master writes a new key at every
+// start: the key read last is reused only while the file is provably the same
+// file (an lstat finds the same inode, mode, size and times), else the file is
+// read again. The file must be a regular file (no symlink) without group-write or
+// any "other" permission bits. user is sent as the "user" field; "root" (or
+// the master's user) gets full access.
+func UserKey(user, keyFile string) Auth {
+	return userKeyAuth{user: user, path: keyFile, cache: &keyCache{}}
+}
+
+func (a userKeyAuth) material(context.Context) (authMaterial, error) {
+	key, err := a.cache.read(a.path)
+	if err != nil {
+		return authMaterial{}, err
+	}
+	return authMaterial{kind: authKey, user: a.user, key: key}, nil
 }

@@ -18,16 +18,12 @@ package salt
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"encoding/binary"
 	"io"
 	"net"
 	"strings"
-	"time"
 
 	"github.com/cockroachdb/errors"
-
-	"github.com/oduflow/oduflow-go/internal/salttrace"
 )
 
 const (
@@ -41,32 +37,6 @@ const (
 	// frames, each costing memory but no reply bytes, until the timeout.
 	maxReplyFrames = 16
 )
-
-// errProtocol is the cause of ZMTP protocol violations by the peer.
-var errProtocol = errors.New("salt: ZMTP protocol error")
-
-// reqEndpoint is a parsed "tcp://host:port" or "ipc:///path" address.
-type reqEndpoint struct {
-	network, address string
-}
-
-func parseEndpoint(addr string) (reqEndpoint, error) {
-	switch {
-	case strings.HasPrefix(addr, "tcp://"):
-		hp := strings.TrimPrefix(addr, "tcp://")
-		if _, _, err := net.SplitHostPort(hp); err != nil {
-			return reqEndpoint{}, errors.Wrapf(ErrInvalidRequest, "bad tcp address %q", addr)
-		}
-		return reqEndpoint{"tcp", hp}, nil
-	case strings.HasPrefix(addr, "ipc://"):
-		p := strings.TrimPrefix(addr, "ipc://")
-		if p == "" {
-			return reqEndpoint{}, errors.Wrapf(ErrInvalidRequest, "bad ipc address %q", addr)
-		}
-		return reqEndpoint{"unix", p}, nil
-	}
-	return reqEndpoint{}, errors.Wrapf(ErrInvalidRequest, "unsupported address %q (want tcp:// or ipc://)", addr)
-}
 
 // zmtpGreeting is our 64-byte ZMTP 3.1 NULL greeting (as-server = 0).
 func zmtpGreeting() []byte {
@@ -296,76 +266,4 @@ func (c *zmtpConn) handleCommand(body []byte) error {
 		return errors.Wrap(errProtocol, "peer sent ERROR")
 	}
 	return nil // PONG, SUBSCRIBE, unknown commands: ignore
-}
-
-// roundTrip performs one request on a fresh connection: dial, handshake,
-// send [delimiter, body], read one reply. The connection is closed on return
-// (Salt's 3006.0 client does the same), so a lost reply or a timeout never
-// poisons a later request. ctx cancellation closes the connection.
-//
-// The error wraps ErrNotSent when no byte of the request left this process,
-// ErrOutcomeUnknown otherwise.
-func roundTrip(ctx context.Context, ep reqEndpoint, body []byte, maxReply int64, tr *salttrace.Trace) ([]byte, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, notSent(err, "context done before dialing")
-	}
-	var d net.Dialer
-	nc, err := d.DialContext(ctx, ep.network, ep.address)
-	if err != nil {
-		return nil, notSent(err, "dial")
-	}
-	tr.Mark(salttrace.Connected)
-	defer nc.Close()
-	stop := context.AfterFunc(ctx, func() { _ = nc.Close() })
-	defer stop()
-	if dl, ok := ctx.Deadline(); ok {
-		_ = nc.SetDeadline(dl)
-	}
-	zc, err := zmtpHandshake(nc)
-	if err != nil {
-		err = withCtxCause(ctx, err)
-		return nil, notSent(err, "ZMTP handshake")
-	}
-	tr.Mark(salttrace.Handshaken)
-	if err := ctx.Err(); err != nil {
-		return nil, notSent(err, "context done before sending")
-	}
-	msg := append([]byte{zmtpFlagMore, 0}, zmtpFrame(0, body)...)
-	n, err := nc.Write(msg)
-	if err != nil {
-		err = withCtxCause(ctx, err)
-		if n == 0 {
-			return nil, notSent(err, "send")
-		}
-		return nil, outcomeUnknown(err, "send")
-	}
-	tr.Mark(salttrace.Sent)
-	reply, err := zc.readReply(maxReply)
-	if err != nil {
-		err = withCtxCause(ctx, err)
-		return nil, outcomeUnknown(err, "waiting for reply")
-	}
-	tr.Mark(salttrace.Replied)
-	return reply, nil
-}
-
-// withCtxCause attaches the context's error (cancellation, or the deadline
-// that the socket deadline mirrors) to a transport error.
-func withCtxCause(ctx context.Context, err error) error {
-	if ctx.Err() != nil {
-		return errors.CombineErrors(ctx.Err(), err)
-	}
-	var ne net.Error
-	if errors.As(err, &ne) && ne.Timeout() {
-		return errors.CombineErrors(context.DeadlineExceeded, err)
-	}
-	return err
-}
-
-// deadlineFor returns the earlier of ctx's deadline and now+timeout.
-func deadlineFor(ctx context.Context, timeout time.Duration) (context.Context, context.CancelFunc) {
-	if timeout <= 0 {
-		return context.WithCancel(ctx)
-	}
-	return context.WithTimeout(ctx, timeout)
 }

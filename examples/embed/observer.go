@@ -6,8 +6,8 @@ import (
 
 	"github.com/cockroachdb/errors"
 
-	"github.com/oduflow/oduflow-go/oduflow"
 	"github.com/oduflow/oduflow-go/oduflow/catalog"
+	"github.com/oduflow/oduflow-go/receipt"
 )
 
 // DefinitionView is what an observer may know about a definition: no source.
@@ -42,7 +42,7 @@ type ExecutionView struct {
 	Mode         catalog.Mode         `json:"mode"`
 	CreatedAt    time.Time            `json:"created_at"`
 	PointedBy    []string             `json:"pointed_by,omitempty"`
-	Status       oduflow.Status       `json:"status"`
+	Status       receipt.Status       `json:"status"`
 	Passed       int                  `json:"passed"`
 	Total        int                  `json:"total"`
 	ErrorCode    string               `json:"error_code,omitempty"`

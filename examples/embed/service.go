@@ -14,6 +14,7 @@ import (
 	"github.com/oduflow/oduflow-go/oduflow"
 	"github.com/oduflow/oduflow-go/oduflow/catalog"
 	"github.com/oduflow/oduflow-go/profiles"
+	"github.com/oduflow/oduflow-go/receipt"
 	"github.com/oduflow/oduflow-go/salt"
 )
 
@@ -159,7 +160,7 @@ func (s *Service) reply(w http.ResponseWriter, r *http.Request, code int, v any,
 // none.
 func requestIDOrNew(id string) string {
 	if id == "" {
-		return oduflow.NewRequestID()
+		return receipt.NewRequestID()
 	}
 	return id
 }
@@ -203,9 +204,9 @@ func (s *Service) fail(ctx context.Context, w http.ResponseWriter, err error) {
 }
 
 // parseProfile accepts the fixed profiles (custom states have their own routes).
-func parseProfile(s string) (oduflow.Profile, bool) {
-	switch p := oduflow.Profile(s); p {
-	case oduflow.ProfileConfigure, oduflow.ProfileProduction, oduflow.ProfileVolumeResize, oduflow.ProfileCredentials:
+func parseProfile(s string) (receipt.Profile, bool) {
+	switch p := receipt.Profile(s); p {
+	case receipt.ProfileConfigure, receipt.ProfileProduction, receipt.ProfileVolumeResize, receipt.ProfileCredentials:
 		return p, true
 	}
 	return "", false

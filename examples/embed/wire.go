@@ -84,7 +84,7 @@ func Wire(ctx context.Context, cfg Config, log *slog.Logger) (svc *Service, clos
 		return nil, nil, err
 	}
 	closers = append(closers, client.Close)
-	cat, err := catalog.Open(cfg.CatalogDir, oduflow.CompileCustomSource, catalog.WithCreate())
+	cat, err := catalog.Open(cfg.CatalogDir, catalog.WithCreate())
 	if err != nil {
 		return nil, nil, errors.Wrap(err, "embed: open the catalog")
 	}

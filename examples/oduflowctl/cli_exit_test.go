@@ -304,7 +304,7 @@ func TestConcurrentCustomStartPublishesOnce(t *testing.T) {
 	if n := l.sim.PublicationCount("oduflow_job.run", "") - before; n != 1 {
 		t.Fatalf("%d concurrent custom starts published %d times", procs, n)
 	}
-	cat, err := catalog.Open(stateDir(l.env)+"-catalog", oduflow.CompileCustomSource)
+	cat, err := catalog.Open(stateDir(l.env) + "-catalog")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -21,6 +21,7 @@ import (
 type pkgInfo struct {
 	names   []string
 	example bool // under examples/: counted and printed, never budgeted
+	command bool // package main elsewhere (a program): nothing can import it, never budgeted
 }
 
 // readSurface maps each package of the module at root (its directory relative
@@ -48,24 +49,25 @@ func readSurface(root string) (map[string]pkgInfo, error) {
 				return filepath.SkipDir
 			}
 		}
-		names, found, err := exportedNames(path)
+		names, pkgName, err := exportedNames(path)
 		if err != nil {
 			return err
 		}
-		if found {
-			out[rel] = pkgInfo{names: names, example: rel == "examples" || strings.HasPrefix(rel, "examples/")}
+		if pkgName != "" {
+			example := rel == "examples" || strings.HasPrefix(rel, "examples/")
+			out[rel] = pkgInfo{names: names, example: example, command: !example && pkgName == "main"}
 		}
 		return nil
 	})
 	return out, err
 }
 
-// exportedNames parses the non-test Go files of dir. found reports whether dir
-// holds at least one such file.
-func exportedNames(dir string) (names []string, found bool, err error) {
+// exportedNames parses the non-test Go files of dir. pkgName is their package
+// name, "" when dir holds no such file.
+func exportedNames(dir string) (names []string, pkgName string, err error) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
-		return nil, false, err
+		return nil, "", err
 	}
 	seen := map[string]bool{}
 	fset := token.NewFileSet()
@@ -76,9 +78,9 @@ func exportedNames(dir string) (names []string, found bool, err error) {
 		}
 		f, err := parser.ParseFile(fset, filepath.Join(dir, n), nil, parser.SkipObjectResolution)
 		if err != nil {
-			return nil, false, err
+			return nil, "", err
 		}
-		found = true
+		pkgName = f.Name.Name
 		for _, decl := range f.Decls {
 			switch d := decl.(type) {
 			case *ast.FuncDecl:
@@ -107,7 +109,7 @@ func exportedNames(dir string) (names []string, found bool, err error) {
 		names = append(names, n)
 	}
 	sort.Strings(names)
-	return names, found, nil
+	return names, pkgName, nil
 }
 
 // usedNames returns, per package of targets (relative directories), the
@@ -304,4 +306,37 @@ func budgetProblems(pkgs map[string]pkgInfo, used map[string]map[string]bool, al
 		}
 	}
 	return problems, notes
+}
+
+// coverageProblems checks that every public package of the module (neither an
+// example nor a command) has a budget, in budgets (the library packages, which
+// budgetProblems also checks) or in support (the other public packages: test
+// helpers and the etcd store), and that each support package exists and stays
+// within its budget. A new public package without a budget is a problem: its
+// surface must be decided, not grown by accident.
+func coverageProblems(pkgs map[string]pkgInfo, budgets, support map[string]int) []string {
+	var problems []string
+	for _, p := range keys(pkgs) {
+		info := pkgs[p]
+		_, lib := budgets[p]
+		b, sup := support[p]
+		switch {
+		case info.example || info.command:
+			if lib || sup {
+				problems = append(problems, fmt.Sprintf("%s is an example or a program, not an API: drop its budget", p))
+			}
+		case lib && sup:
+			problems = append(problems, fmt.Sprintf("%s has two budgets", p))
+		case !lib && !sup:
+			problems = append(problems, fmt.Sprintf("public package %s (%d exported names) has no API budget: add it to budgets or supportBudgets", p, len(info.names)))
+		case sup && len(info.names) > b:
+			problems = append(problems, fmt.Sprintf("%s exports %d names, budget %d", p, len(info.names), b))
+		}
+	}
+	for _, p := range keys(support) {
+		if _, ok := pkgs[p]; !ok {
+			problems = append(problems, fmt.Sprintf("budgeted package %s not found", p))
+		}
+	}
+	return problems
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/oduflow/oduflow-go/oduflow"
+	"github.com/oduflow/oduflow-go/receipt"
 	"github.com/oduflow/oduflow-go/salt"
 )
 
@@ -50,7 +51,7 @@ type cfgTrace struct {
 	proofs, polls   int
 	steps           map[string]time.Time
 	outcome         time.Time
-	status          oduflow.Status
+	status          receipt.Status
 	code            string
 	done            chan struct{}
 	unverifiedCount int
@@ -120,7 +121,7 @@ func (h *cfgHooks) hooks() oduflow.Hooks {
 				}
 			})
 		},
-		Outcome: func(_ oduflow.Profile, st oduflow.Status, code string) {
+		Outcome: func(_ receipt.Profile, st receipt.Status, code string) {
 			with(func(t *cfgTrace, now time.Time) {
 				if t.outcome.IsZero() {
 					t.outcome, t.status, t.code = now, st, code
@@ -392,7 +393,7 @@ func configureOnce(ctx context.Context, d *oduflow.Dispatcher, h *cfgHooks, jobs
 	t := newTrace()
 	h.set(t)
 	defer h.set(nil)
-	resp, err := d.Start(ctx, minion, req, oduflow.ProfileConfigure)
+	resp, err := d.Start(ctx, minion, req, receipt.ProfileConfigure)
 	startCall := time.Since(t.t0)
 	if err != nil {
 		return cfgSample{}, false, err
@@ -412,12 +413,12 @@ func configureOnce(ctx context.Context, d *oduflow.Dispatcher, h *cfgHooks, jobs
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.status == oduflow.StatusFailed && t.proofs > 0 {
-		if r, err := d.Status(ctx, minion, req, oduflow.ProfileConfigure); err == nil && r.Passed == 0 && r.Total == 1 {
+	if t.status == receipt.StatusFailed && t.proofs > 0 {
+		if r, err := d.Status(ctx, minion, req, receipt.ProfileConfigure); err == nil && r.Passed == 0 && r.Total == 1 {
 			return cfgSample{}, true, nil // the minion's exec lock was busy: no apply ran
 		}
 	}
-	if t.status != oduflow.StatusSucceeded {
+	if t.status != receipt.StatusSucceeded {
 		return cfgSample{}, false, fmt.Errorf("request %s ended %s (code %q)", req, t.status, t.code)
 	}
 	if t.proofs != 1 || t.polls != 0 || t.capEnd.IsZero() || t.runPubStart.IsZero() || len(t.cas) != 2 {

@@ -12,6 +12,7 @@ import (
 	"github.com/cockroachdb/errors"
 
 	"github.com/oduflow/oduflow-go/internal/safefile"
+	"github.com/oduflow/oduflow-go/profiles"
 	"github.com/oduflow/oduflow-go/receipt"
 )
 
@@ -56,7 +57,7 @@ func (c *clock) now() time.Time {
 func openTest(t *testing.T) *FileStore {
 	t.Helper()
 	c := &clock{t: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
-	s, err := Open(filepath.Join(t.TempDir(), "catalog"), fakeCompile, WithCreate(), withClock(c.now),
+	s, err := Open(filepath.Join(t.TempDir(), "catalog"), withCompiler(fakeCompile), WithCreate(), withClock(c.now),
 		withLockWait(5*time.Second))
 	if err != nil {
 		t.Fatal(err)
@@ -74,9 +75,33 @@ func snapshot(t *testing.T, d Definition, minion, request string, mode Mode) Exe
 		Source: d.Source, Canonical: c.Canonical, Digest: c.Digest, MinionID: minion, Mode: mode}
 }
 
-func TestOpenRequiresCompiler(t *testing.T) {
-	if _, err := Open(t.TempDir(), nil); !errors.Is(err, ErrInvalid) {
-		t.Fatalf("nil compiler: %v", err)
+// TestOpenCompilesCustomStates: without withCompiler the catalog compiles with Compile (the real custom
+// state compiler): a valid source gets profiles.CompileCustom's digest, an invalid one is refused with
+// ErrInvalid and the compiler's typed error, and nothing is stored.
+func TestOpenCompilesCustomStates(t *testing.T) {
+	ctx := context.Background()
+	s, err := Open(filepath.Join(t.TempDir(), "catalog"), WithCreate())
+	if err != nil {
+		t.Fatal(err)
+	}
+	const source = "hello:\n  test.succeed_without_changes:\n    - name: hello\n"
+	d, err := s.CreateDefinition(ctx, "acme", "web", []byte(source))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := profiles.CompileCustom([]byte(source))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Digest != want.Digest {
+		t.Fatalf("digest %s, want profiles.CompileCustom's %s", d.Digest, want.Digest)
+	}
+	_, err = s.CreateDefinition(ctx, "acme", "bad", []byte("not: [valid"))
+	if !errors.Is(err, ErrInvalid) || !errors.Is(err, profiles.ErrInvalidCustom) {
+		t.Fatalf("invalid source: %v", err)
+	}
+	if defs, err := s.Definitions(ctx); err != nil || len(defs) != 1 {
+		t.Fatalf("refused source stored: %d definitions, %v", len(defs), err)
 	}
 }
 
@@ -103,7 +128,7 @@ func TestDirectoryAndFileModes(t *testing.T) {
 	if err := os.Chmod(dir, 0o750); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Open(dir, fakeCompile); !errors.Is(err, safefile.ErrUnsafePath) {
+	if _, err := Open(dir, withCompiler(fakeCompile)); !errors.Is(err, safefile.ErrUnsafePath) {
 		t.Fatalf("loose dir: %v", err)
 	}
 }

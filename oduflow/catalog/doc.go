@@ -5,7 +5,7 @@
 // can scope readers:
 //
 //   - Definition: a named, revisioned custom state source. Saving changed source increments the revision
-//     and records the digest of the compiled source (profiles.CompileCustom, through the compile function given to Open). The
+//     and records the digest of the compiled source (Compile, which is profiles.CompileCustom). The
 //     source can hold anything an administrator typed, so it is only ever returned by the administrative
 //     API (Store).
 //   - Assignment: a definition assigned to one server (minion id) of a company. Custom executions run

@@ -11,32 +11,20 @@ import (
 	"github.com/oduflow/oduflow-go/receipt"
 )
 
-// compileLines stands in for oduflow.CompileCustomSource: the canonical form of a source is its text.
-func compileLines(source []byte) (catalog.Compiled, error) {
-	if len(source) == 0 {
-		return catalog.Compiled{}, errors.New("empty source")
-	}
-	canon, err := receipt.CanonicalJSON(map[string]any{"source": string(source)})
-	if err != nil {
-		return catalog.Compiled{}, err
-	}
-	return catalog.Compiled{Canonical: canon, Digest: receipt.Digest(canon)}, nil
-}
-
 func ExampleOpen() {
 	ctx := context.Background()
 	dir, _ := os.MkdirTemp("", "catalog-example")
 	defer os.RemoveAll(dir)
 	var create catalog.Option = catalog.WithCreate()
-	cat, err := catalog.Open(filepath.Join(dir, "catalog"), compileLines, create)
+	cat, err := catalog.Open(filepath.Join(dir, "catalog"), create)
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
 	var store catalog.Store = cat
 
-	def, _ := store.CreateDefinition(ctx, "acme", "motd", []byte("motd: hello\n"))
-	_, err = store.CreateDefinition(ctx, "acme", "motd", []byte("motd: again\n"))
+	def, _ := store.CreateDefinition(ctx, "acme", "motd", []byte("motd:\n  test.succeed_without_changes:\n    - name: hello\n"))
+	_, err = store.CreateDefinition(ctx, "acme", "motd", []byte("motd:\n  test.succeed_without_changes:\n    - name: again\n"))
 	fmt.Println(def.Revision, errors.Is(err, catalog.ErrExists))
 
 	const minion = "client-5b2f8c1e-3c4d-4e5f-8a9b-0c1d2e3f4a5b"
@@ -45,7 +33,8 @@ func ExampleOpen() {
 	fmt.Println(asg.Company)
 
 	// The snapshot a custom execution freezes, then a second request id reusing it, then its outcome.
-	c, _ := compileLines(def.Source)
+	var c catalog.Compiled // what both catalogs freeze in a snapshot: canonical payload and digest
+	c, _ = catalog.Compile(def.Source)
 	first, second := receipt.NewRequestID(), receipt.NewRequestID()
 	_, _ = store.CreateExecution(ctx, catalog.Execution{RequestID: first, Company: "acme",
 		DefinitionID: def.ID, Revision: def.Revision, Source: def.Source, Canonical: c.Canonical,

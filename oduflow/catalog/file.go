@@ -50,6 +50,7 @@ type options struct {
 	create   bool
 	now      func() time.Time
 	lockWait time.Duration
+	compile  func(source []byte) (Compiled, error)
 }
 
 // Option configures Open.
@@ -64,14 +65,15 @@ func withClock(now func() time.Time) Option { return func(o *options) { o.now = 
 // withLockWait sets how long an update waits for a record lock (default defaultLockWait).
 func withLockWait(d time.Duration) Option { return func(o *options) { o.lockWait = d } }
 
-// Open opens (or with WithCreate creates) a catalog directory. compile validates and compiles sources
-// (production code passes oduflow.CompileCustomSource, an adapter of profiles.CompileCustom); its error
-// must not echo the source.
-func Open(dir string, compile func(source []byte) (Compiled, error), opts ...Option) (*FileStore, error) {
-	if compile == nil {
-		return nil, invalidf("catalog: nil compile function")
-	}
-	o := options{now: time.Now, lockWait: defaultLockWait}
+// withCompiler replaces Compile (tests whose sources are not custom states).
+func withCompiler(compile func(source []byte) (Compiled, error)) Option {
+	return func(o *options) { o.compile = compile }
+}
+
+// Open opens (or with WithCreate creates) a catalog directory. Sources are validated and compiled with
+// Compile.
+func Open(dir string, opts ...Option) (*FileStore, error) {
+	o := options{now: time.Now, lockWait: defaultLockWait, compile: Compile}
 	for _, opt := range opts {
 		opt(&o)
 	}
@@ -83,7 +85,7 @@ func Open(dir string, compile func(source []byte) (Compiled, error), opts ...Opt
 	if err != nil {
 		return nil, errors.Wrap(err, "catalog: open store")
 	}
-	return &FileStore{st: st, compile: compile, now: o.now, lockWait: o.lockWait}, nil
+	return &FileStore{st: st, compile: o.compile, now: o.now, lockWait: o.lockWait}, nil
 }
 
 // Dir returns the catalog directory.

@@ -33,7 +33,7 @@ func TestMain(m *testing.M) {
 // runGetOrCreateChild waits for the barrier, then calls GetOrCreateDefinition from 8 goroutines and prints
 // one JSON line per call: {"id":..., "created":...}.
 func runGetOrCreateChild() int {
-	s, err := Open(os.Getenv(envDir), fakeCompile, withLockWait(30*time.Second))
+	s, err := Open(os.Getenv(envDir), withCompiler(fakeCompile), withLockWait(30*time.Second))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -138,7 +138,7 @@ func TestGetOrCreateAcrossProcessesCreatesOne(t *testing.T) {
 		t.Skip("spawns processes")
 	}
 	dir := filepath.Join(t.TempDir(), "catalog")
-	if _, err := Open(dir, fakeCompile, WithCreate()); err != nil {
+	if _, err := Open(dir, withCompiler(fakeCompile), WithCreate()); err != nil {
 		t.Fatal(err)
 	}
 	barrier := filepath.Join(t.TempDir(), "go")
@@ -185,7 +185,7 @@ func TestGetOrCreateAcrossProcessesCreatesOne(t *testing.T) {
 	if len(ids) != 1 || created != 1 {
 		t.Fatalf("ids %v, created %d", ids, created)
 	}
-	s, err := Open(dir, fakeCompile)
+	s, err := Open(dir, withCompiler(fakeCompile))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -256,7 +256,7 @@ func TestLegacyDuplicatesOpenAndResolveToTheOneThatRan(t *testing.T) {
 	if _, err := s.CreateExecution(ctx, snapshot(t, ran, minionA, "11111111-1111-4111-8111-111111111111", ModeApply)); err != nil {
 		t.Fatal(err)
 	}
-	s2, err := Open(s.Dir(), fakeCompile)
+	s2, err := Open(s.Dir(), withCompiler(fakeCompile))
 	if err != nil {
 		t.Fatalf("a catalog with duplicates must open: %v", err)
 	}

@@ -12,7 +12,7 @@ import (
 // FileStore and the etcd catalog of package oduflow/etcdstore call the same methods, so that a record
 // one accepts the other accepts too. Each refusal matches ErrInvalid.
 
-// Validate checks what the compile function returned: a canonical form and its digest.
+// Validate checks what the compiler returned: a canonical form and its digest.
 func (c Compiled) Validate() error {
 	if len(c.Canonical) == 0 || receipt.Digest(c.Canonical) != c.Digest {
 		return errors.Wrap(errInvalidSource, "catalog: compiler digest does not match its canonical form")

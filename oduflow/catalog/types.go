@@ -105,7 +105,7 @@ type Execution struct {
 	Outcome      Outcome   `json:"outcome"`
 }
 
-// Compiled is what the compile function given to Open returns for a source: the canonical JSON of its high data and the hex
+// Compiled is what Compile returns for a source: the canonical JSON of its high data and the hex
 // SHA-256 digest of that canonical JSON.
 type Compiled struct {
 	Canonical []byte

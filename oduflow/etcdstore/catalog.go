@@ -55,23 +55,18 @@ const (
 // catalogStore is the etcd catalog.Store: one key per record, creates fenced on create revision 0 and
 // updates on the mod revision read, several records of one operation in one transaction.
 type catalogStore struct {
-	s       *Store
-	compile func([]byte) (catalog.Compiled, error)
+	s *Store
 }
 
 var _ catalog.Store = (*catalogStore)(nil)
 
 // Catalog returns the custom catalog (catalog.Store) kept in this store's cluster under its prefix, next
 // to the claims, so that replicas sharing the claims share definitions, executions and the per-server
-// lock. compile validates and compiles sources as for catalog.Open (production code passes
-// oduflow.CompileCustomSource). Errors match the catalog's sentinels (catalog.ErrNotFound, ErrExists,
+// lock. Sources are validated and compiled with catalog.Compile, as by catalog.Open. Errors match the catalog's sentinels (catalog.ErrNotFound, ErrExists,
 // ErrInvalid, ErrCorrupt); a write whose acknowledgement was lost matches ErrOutcomeUnknown, a failed read
 // oduflow.ErrClaimStore. The catalog lives as long as the Store.
-func (s *Store) Catalog(compile func(source []byte) (catalog.Compiled, error)) (catalog.Store, error) {
-	if compile == nil {
-		return nil, errmark.Mark(errors.New("etcdstore: nil compile function"), catalog.ErrInvalid)
-	}
-	return &catalogStore{s: s, compile: compile}, nil
+func (s *Store) Catalog() (catalog.Store, error) {
+	return &catalogStore{s: s}, nil
 }
 
 func hashHex(s string) string {

@@ -20,7 +20,7 @@ import (
 // index in the transaction that renames the definition.
 
 func (c *catalogStore) compileSource(source []byte) (catalog.Compiled, error) {
-	cp, err := c.compile(source)
+	cp, err := catalog.Compile(source)
 	if err != nil {
 		// The compiler's error carries a code and a position, never the source.
 		return catalog.Compiled{}, errmark.Mark(errors.Wrap(err, "etcdstore: catalog: compile"), catalog.ErrInvalid)

@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/oduflow/oduflow-go/oduflow"
 	"github.com/oduflow/oduflow-go/oduflow/catalog"
 	"github.com/oduflow/oduflow-go/receipt"
 )
@@ -21,7 +20,7 @@ type CatalogFactory struct {
 	// New creates a fresh, empty backend, registers its cleanup with t and returns its location.
 	New func(t testing.TB) (location string)
 	// Open returns a new handle on the backend at location, compiling sources with
-	// oduflow.CompileCustomSource. The suite closes it when it implements io.Closer.
+	// catalog.Compile. The suite closes it when it implements io.Closer.
 	Open func(ctx context.Context, location string) (catalog.Store, error)
 	// Corrupt stores data verbatim as the record r, bypassing every check. Nil: the malformed-record
 	// subtest is skipped.
@@ -122,7 +121,7 @@ func noErr(t *testing.T, what string, err error) {
 // frozen is the snapshot CustomStart would freeze of d for minion under request.
 func frozen(t *testing.T, d catalog.Definition, minion, request string, mode catalog.Mode) catalog.Execution {
 	t.Helper()
-	c, err := oduflow.CompileCustomSource(d.Source)
+	c, err := catalog.Compile(d.Source)
 	noErr(t, "compile", err)
 	return catalog.Execution{RequestID: request, Company: d.Company, DefinitionID: d.ID, Revision: d.Revision,
 		Source: d.Source, Canonical: c.Canonical, Digest: c.Digest, MinionID: minion, Mode: mode,

@@ -6,7 +6,6 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/oduflow/oduflow-go/oduflow"
 	"github.com/oduflow/oduflow-go/oduflow/catalog"
 	"github.com/oduflow/oduflow-go/oduflow/oduflowtest"
 )
@@ -17,7 +16,7 @@ func fileCatalogFactory() oduflowtest.CatalogFactory {
 	return oduflowtest.CatalogFactory{
 		New: func(t testing.TB) string { return filepath.Join(t.TempDir(), "catalog") },
 		Open: func(_ context.Context, dir string) (catalog.Store, error) {
-			return catalog.Open(dir, oduflow.CompileCustomSource, catalog.WithCreate())
+			return catalog.Open(dir, catalog.WithCreate())
 		},
 		Corrupt: func(_ context.Context, dir string, r oduflowtest.CatalogRecord, data []byte) error {
 			name := "def." + r.ID + ".json"

@@ -35,7 +35,7 @@ func openCatalog(ctx context.Context, loc string) (etcdCatalog, error) {
 	if err != nil {
 		return etcdCatalog{}, err
 	}
-	cat, err := st.Catalog(oduflow.CompileCustomSource)
+	cat, err := st.Catalog()
 	if err != nil {
 		_ = st.Close()
 		return etcdCatalog{}, err
@@ -107,7 +107,7 @@ func TestCatalogHostileKeys(t *testing.T) {
 	ctx := context.Background()
 	st := newStore(t)
 	loc := storeLocation(t, st)
-	cat, err := st.Catalog(oduflow.CompileCustomSource)
+	cat, err := st.Catalog()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -150,7 +150,7 @@ func TestCatalogHostileKeys(t *testing.T) {
 func TestCatalogOutcomeUnknown(t *testing.T) {
 	c := startCluster(t, 1)
 	s := openStores(t, c.clients, "/catalog-unknown", 1, etcdstore.WithDialTimeout(2*time.Second))[0]
-	cat, err := s.Catalog(oduflow.CompileCustomSource)
+	cat, err := s.Catalog()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -159,7 +159,7 @@ func TestCatalogOutcomeUnknown(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	comp, err := oduflow.CompileCustomSource(d.Source)
+	comp, err := catalog.Compile(d.Source)
 	if err != nil {
 		t.Fatal(err)
 	}

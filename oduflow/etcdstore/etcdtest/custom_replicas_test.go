@@ -31,7 +31,7 @@ func customReplicas(t *testing.T, ctx context.Context, n int) ([]replica, *fakem
 	master, m := customMaster(t, ctx)
 	var out []replica
 	for _, st := range newStores(t, n) {
-		cat, err := st.Catalog(oduflow.CompileCustomSource)
+		cat, err := st.Catalog()
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -127,11 +127,11 @@ func TestCustomApplyTwoReplicasRunsOnce(t *testing.T) {
 	minion := m.ID()
 	// Custom executions need a succeeded configure first.
 	cfg := receipt.NewRequestID()
-	if _, err := reps[0].d.Start(ctx, minion, cfg, oduflow.ProfileConfigure); err != nil {
+	if _, err := reps[0].d.Start(ctx, minion, cfg, receipt.ProfileConfigure); err != nil {
 		t.Fatal(err)
 	}
 	for {
-		r, err := reps[1].d.Status(ctx, minion, cfg, oduflow.ProfileConfigure)
+		r, err := reps[1].d.Status(ctx, minion, cfg, receipt.ProfileConfigure)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,6 +1,6 @@
 module github.com/oduflow/oduflow-go/oduflow/etcdstore/etcdtest
 
-go 1.26.8
+go 1.26.0
 
 require (
 	github.com/google/uuid v1.6.0

@@ -21,10 +21,10 @@ import (
 type controller struct{ d *oduflow.Dispatcher }
 
 func (c controller) configure(ctx context.Context, minion, request string) (oduflow.Response, error) {
-	r, err := c.d.Start(ctx, minion, request, oduflow.ProfileConfigure)
-	for err == nil && r.Status == oduflow.StatusRunning {
+	r, err := c.d.Start(ctx, minion, request, receipt.ProfileConfigure)
+	for err == nil && r.Status == receipt.StatusRunning {
 		time.Sleep(10 * time.Millisecond)
-		r, err = c.d.Status(ctx, minion, request, oduflow.ProfileConfigure)
+		r, err = c.d.Status(ctx, minion, request, receipt.ProfileConfigure)
 	}
 	return r, err
 }

@@ -43,9 +43,9 @@ func (e *env) openCatalog() (catalog.Store, error) {
 		if err != nil {
 			return nil, err
 		}
-		return st.Catalog(oduflow.CompileCustomSource)
+		return st.Catalog()
 	}
-	cat, err := catalog.Open(e.g.catalogDir(), oduflow.CompileCustomSource, catalog.WithCreate())
+	cat, err := catalog.Open(e.g.catalogDir(), catalog.WithCreate())
 	if err != nil {
 		return nil, configf(err, "catalog %s", e.g.catalogDir())
 	}
@@ -179,7 +179,7 @@ func (e *env) customSession(cmd string) (*printer, catalog.Store, *oduflow.Dispa
 }
 
 func (e *env) validateSource(cmd, file string, src []byte) error {
-	if _, err := oduflow.CompileCustomSource(src); err != nil {
+	if _, err := catalog.Compile(src); err != nil {
 		return e.customInvalid(cmd, file, err)
 	}
 	return nil

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/oduflow/oduflow-go/oduflow"
+	"github.com/oduflow/oduflow-go/receipt"
 )
 
 func cmdPing(e *env, args []string) error {
@@ -163,8 +164,8 @@ func cmdReconcile(e *env, args []string) error {
 	case *fromMinion:
 		ev = oduflow.FromMinion{}
 	case *assert != "":
-		st := oduflow.Status(*assert)
-		if st != oduflow.StatusSucceeded && st != oduflow.StatusFailed {
+		st := receipt.Status(*assert)
+		if st != receipt.StatusSucceeded && st != receipt.StatusFailed {
 			return usagef("reconcile: --assert %q: want succeeded or failed", *assert)
 		}
 		if *reason == "" {

@@ -253,7 +253,7 @@ func RunWorkerIfRequested(ctx context.Context) (handled bool, code int) {
 		if _, err := os.Stat(e.g.catalogDir()); err != nil {
 			return e.dispatcher(ctx)
 		}
-		cat, err := catalog.Open(e.g.catalogDir(), oduflow.CompileCustomSource)
+		cat, err := catalog.Open(e.g.catalogDir())
 		if err != nil {
 			return nil, err
 		}

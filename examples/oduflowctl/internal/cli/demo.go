@@ -14,6 +14,7 @@ import (
 
 	"github.com/oduflow/oduflow-go/oduflow"
 	"github.com/oduflow/oduflow-go/oduflow/catalog"
+	"github.com/oduflow/oduflow-go/receipt"
 	"github.com/oduflow/oduflow-go/salt"
 	"github.com/oduflow/oduflow-go/salt/salttest"
 )
@@ -84,7 +85,7 @@ func (dm *demo) published(fun, _ string) {
 
 // RunDemo runs the demo, writing the story to w. It cleans up after itself.
 func RunDemo(ctx context.Context, w io.Writer) (err error) {
-	dm := &demo{w: w, t0: time.Now(), minion: "client-" + oduflow.NewRequestID()}
+	dm := &demo{w: w, t0: time.Now(), minion: "client-" + receipt.NewRequestID()}
 	dir, err := os.MkdirTemp("", "oduflowctl-demo-")
 	if err != nil {
 		return err
@@ -120,7 +121,7 @@ func RunDemo(ctx context.Context, w io.Writer) (err error) {
 		return err
 	}
 	defer client.Close()
-	cat, err := catalog.Open(filepath.Join(dir, "catalog"), oduflow.CompileCustomSource, catalog.WithCreate())
+	cat, err := catalog.Open(filepath.Join(dir, "catalog"), catalog.WithCreate())
 	if err != nil {
 		return err
 	}

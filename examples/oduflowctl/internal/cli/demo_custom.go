@@ -9,6 +9,7 @@ import (
 	"github.com/oduflow/oduflow-go/oduflow"
 	"github.com/oduflow/oduflow-go/oduflow/catalog"
 	"github.com/oduflow/oduflow-go/profiles"
+	"github.com/oduflow/oduflow-go/receipt"
 )
 
 // demoSource is the custom state of the demo: plain YAML, full function names, lists of
@@ -44,7 +45,7 @@ func (dm *demo) custom(ctx context.Context) error {
 		return err
 	}
 	dm.say("definition %s revision %d assigned to the server (it has a succeeded configure: step 2)", def.ID, def.Revision)
-	request := oduflow.NewRequestID()
+	request := receipt.NewRequestID()
 	r, err := dm.d.CustomStart(ctx, dm.minion, request, def.ID, catalog.ModeApply)
 	if err != nil {
 		return err
@@ -57,7 +58,7 @@ func (dm *demo) custom(ctx context.Context) error {
 		return err
 	}
 	dm.say("custom status -> %s", asJSON(r))
-	if r.Status != oduflow.StatusSucceeded {
+	if r.Status != receipt.StatusSucceeded {
 		return errors.Newf("demo: expected succeeded, got %s", r.Status)
 	}
 	return nil
@@ -68,7 +69,7 @@ func (dm *demo) followCustom(ctx context.Context, request string) (oduflow.Custo
 	defer cancel()
 	for {
 		r, err := dm.d.CustomStatus(ctx, dm.minion, request)
-		if err != nil || r.Status.Terminal() || r.Status == oduflow.StatusUnknown {
+		if err != nil || r.Status.Terminal() || r.Status == receipt.StatusUnknown {
 			return r, err
 		}
 		select {

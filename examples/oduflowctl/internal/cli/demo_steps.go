@@ -8,6 +8,7 @@ import (
 	"github.com/cockroachdb/errors"
 
 	"github.com/oduflow/oduflow-go/oduflow"
+	"github.com/oduflow/oduflow-go/receipt"
 )
 
 func asJSON(v any) string {
@@ -19,7 +20,7 @@ func asJSON(v any) string {
 }
 
 // follow reads the status every 50 ms until it is terminal (or unknown), at most 20 s.
-func (dm *demo) follow(ctx context.Context, profile oduflow.Profile, request string) (oduflow.Response, int, error) {
+func (dm *demo) follow(ctx context.Context, profile receipt.Profile, request string) (oduflow.Response, int, error) {
 	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 	defer cancel()
 	reads := 0
@@ -29,7 +30,7 @@ func (dm *demo) follow(ctx context.Context, profile oduflow.Profile, request str
 			return r, reads, err
 		}
 		reads++
-		if r.Status.Terminal() || r.Status == oduflow.StatusUnknown {
+		if r.Status.Terminal() || r.Status == receipt.StatusUnknown {
 			return r, reads, nil
 		}
 		select {
@@ -41,7 +42,7 @@ func (dm *demo) follow(ctx context.Context, profile oduflow.Profile, request str
 }
 
 // run starts one fixed-profile request and follows it to its end.
-func (dm *demo) run(ctx context.Context, profile oduflow.Profile, request string) (oduflow.Response, error) {
+func (dm *demo) run(ctx context.Context, profile receipt.Profile, request string) (oduflow.Response, error) {
 	r, err := dm.d.Start(ctx, dm.minion, request, profile)
 	if err != nil {
 		return r, err
@@ -70,7 +71,7 @@ func deref(s *string) string {
 	return *s
 }
 
-func expect(r oduflow.Response, st oduflow.Status) error {
+func expect(r oduflow.Response, st receipt.Status) error {
 	if r.Status != st {
 		return errors.Newf("demo: expected %s, got %s", st, r.Status)
 	}
@@ -92,29 +93,29 @@ func (dm *demo) ping(ctx context.Context) error {
 
 func (dm *demo) configure(ctx context.Context) error {
 	dm.step(2, "configure: roles.client_stack, every state result true")
-	dm.configureID = oduflow.NewRequestID()
-	r, err := dm.run(ctx, oduflow.ProfileConfigure, dm.configureID)
+	dm.configureID = receipt.NewRequestID()
+	r, err := dm.run(ctx, receipt.ProfileConfigure, dm.configureID)
 	if err != nil {
 		return err
 	}
 	dm.configureJID = deref(r.JID)
-	return expect(r, oduflow.StatusSucceeded)
+	return expect(r, receipt.StatusSucceeded)
 }
 
 func (dm *demo) production(ctx context.Context) error {
 	dm.step(3, "production: roles.client_production, one state result false")
-	r, err := dm.run(ctx, oduflow.ProfileProduction, oduflow.NewRequestID())
+	r, err := dm.run(ctx, receipt.ProfileProduction, receipt.NewRequestID())
 	if err != nil {
 		return err
 	}
 	dm.say("failed with counts: %d of %d states passed; only status and counts leave the minion", r.Passed, r.Total)
-	return expect(r, oduflow.StatusFailed)
+	return expect(r, receipt.StatusFailed)
 }
 
 func (dm *demo) repeat(ctx context.Context) error {
 	dm.step(4, "repeat: start configure again with the same request id")
 	before := dm.sim.PublicationCount("oduflow_job.run", "")
-	r, err := dm.d.Start(ctx, dm.minion, dm.configureID, oduflow.ProfileConfigure)
+	r, err := dm.d.Start(ctx, dm.minion, dm.configureID, receipt.ProfileConfigure)
 	if err != nil {
 		return err
 	}
@@ -124,7 +125,7 @@ func (dm *demo) repeat(ctx context.Context) error {
 	if deref(r.JID) != dm.configureJID || after != before {
 		return errors.New("demo: a repeated start published again")
 	}
-	return expect(r, oduflow.StatusSucceeded)
+	return expect(r, receipt.StatusSucceeded)
 }
 
 func (dm *demo) lostReturn(ctx context.Context) error {
@@ -133,10 +134,10 @@ func (dm *demo) lostReturn(ctx context.Context) error {
 	dm.mu.Lock()
 	dm.armed, dm.gate = true, gate
 	dm.mu.Unlock()
-	request := oduflow.NewRequestID()
+	request := receipt.NewRequestID()
 	polls := dm.sim.PublicationCount("oduflow_job.status", "")
 	t := time.Now()
-	r, err := dm.d.Start(ctx, dm.minion, request, oduflow.ProfileConfigure)
+	r, err := dm.d.Start(ctx, dm.minion, request, receipt.ProfileConfigure)
 	if err != nil {
 		close(gate)
 		return err
@@ -145,7 +146,7 @@ func (dm *demo) lostReturn(ctx context.Context) error {
 	dm.sim.DropNextReturn(deref(r.JID))
 	close(gate)
 	dm.say("start configure -> %s, jid %s; the simulator will drop that job's return", r.Status, deref(r.JID))
-	r, _, err = dm.follow(ctx, oduflow.ProfileConfigure, request)
+	r, _, err = dm.follow(ctx, receipt.ProfileConfigure, request)
 	if err != nil {
 		return err
 	}
@@ -153,5 +154,5 @@ func (dm *demo) lostReturn(ctx context.Context) error {
 	dm.say("the worker polled oduflow_job.status on the minion (%d %s) and read its durable receipt after %.1fs",
 		n, plural(n, "poll", "polls"), time.Since(t).Seconds())
 	dm.say("status -> %s", asJSON(r))
-	return expect(r, oduflow.StatusSucceeded)
+	return expect(r, receipt.StatusSucceeded)
 }

@@ -84,16 +84,16 @@ func exitFor(err error) int {
 
 // statusCode is the exit status of a response: its status, the recorded error code (a failure the master
 // refused is 4), and whether a --wait ran out while it was still running.
-func statusCode(s oduflow.Status, code string, waitTimedOut bool) int {
+func statusCode(s receipt.Status, code string, waitTimedOut bool) int {
 	switch s {
-	case oduflow.StatusSucceeded:
+	case receipt.StatusSucceeded:
 		return ExitOK
-	case oduflow.StatusFailed:
+	case receipt.StatusFailed:
 		if code == "publish_authentication" || code == "publish_authorization" {
 			return ExitRefused
 		}
 		return ExitFailed
-	case oduflow.StatusUnknown:
+	case receipt.StatusUnknown:
 		return ExitUnknown
 	}
 	if waitTimedOut {

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"github.com/oduflow/oduflow-go/oduflow"
 	"github.com/oduflow/oduflow-go/receipt"
 )
 
@@ -20,7 +19,7 @@ func checkRequest(cmd, s string) error {
 }
 
 // fixedProfile parses a fixed profile (custom has its own commands).
-func fixedProfile(cmd, s string) (oduflow.Profile, error) {
+func fixedProfile(cmd, s string) (receipt.Profile, error) {
 	p, err := receipt.ParseProfile(s)
 	if err != nil {
 		return "", usagef("%s: unknown profile %q: want configure, production, volume_resize or credentials", cmd, s)
@@ -37,5 +36,5 @@ func requestArg(pos []string, i int) string {
 	if len(pos) > i {
 		return pos[i]
 	}
-	return oduflow.NewRequestID()
+	return receipt.NewRequestID()
 }

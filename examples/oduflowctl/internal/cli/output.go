@@ -9,6 +9,7 @@ import (
 	"github.com/cockroachdb/errors"
 
 	"github.com/oduflow/oduflow-go/oduflow"
+	"github.com/oduflow/oduflow-go/receipt"
 )
 
 // printer writes command results as one JSON object per line or as text for people.
@@ -71,8 +72,8 @@ func (p *printer) finishCustom(r oduflow.CustomResponse, waitErr error) error {
 
 // errorCode reads the error code recorded in the claim of a failed or unknown request and prints it on
 // stderr (one line): the response object itself stays exactly its six fields.
-func (p *printer) errorCode(minion, request string, s oduflow.Status) string {
-	if p.e == nil || p.e.disp == nil || (s != oduflow.StatusFailed && s != oduflow.StatusUnknown) {
+func (p *printer) errorCode(minion, request string, s receipt.Status) string {
+	if p.e == nil || p.e.disp == nil || (s != receipt.StatusFailed && s != receipt.StatusUnknown) {
 		return ""
 	}
 	c, err := p.e.disp.Lookup(p.e.ctx, minion, request)
@@ -86,12 +87,12 @@ func (p *printer) errorCode(minion, request string, s oduflow.Status) string {
 // exitAfter is a command's result once its response is printed: the print error if any; else, when
 // waiting ended early (waitErr), 7 while the request still runs or the error's own status; else the
 // status of the response and its error code (statusCode).
-func exitAfter(printErr, waitErr error, s oduflow.Status, code string) error {
+func exitAfter(printErr, waitErr error, s receipt.Status, code string) error {
 	if printErr != nil {
 		return printErr
 	}
 	if waitErr != nil {
-		if !s.Terminal() && s != oduflow.StatusUnknown &&
+		if !s.Terminal() && s != receipt.StatusUnknown &&
 			(errors.Is(waitErr, context.DeadlineExceeded) || errors.Is(waitErr, context.Canceled)) {
 			return silentExit(ExitStillRunning)
 		}

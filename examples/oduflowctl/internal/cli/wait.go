@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/oduflow/oduflow-go/oduflow"
+	"github.com/oduflow/oduflow-go/receipt"
 )
 
 // waitFor polls status until it reports a terminal status (or unknown), ctx ends or timeout
@@ -28,7 +29,7 @@ func (e *env) waitFor(ctx context.Context, first oduflow.Response, interval, tim
 	}
 	ticker := time.NewTicker(interval)
 	defer ticker.Stop()
-	for !r.Status.Terminal() && r.Status != oduflow.StatusUnknown {
+	for !r.Status.Terminal() && r.Status != receipt.StatusUnknown {
 		if live {
 			progress(e.stderr, start, r, polls)
 		}

@@ -6,12 +6,6 @@ import (
 	"github.com/oduflow/oduflow-go/internal/errmark"
 )
 
-// errDecodeBudget: a msgpack document would cost more to decode than its decodeLimits allow
-// (values, estimated bytes, nesting). It is ErrLimitExceeded and also errMsgpack; a reply that
-// exceeds it is also ErrMalformedReply (and ErrOutcomeUnknown for a publish); an event that
-// exceeds it becomes a Gap.
-var errDecodeBudget error = &limitError{"salt: msgpack document exceeds the decode budget"}
-
 // decodeLimits bound what decoding one untrusted msgpack document may allocate. Wire bytes are a
 // poor bound: an empty array is one byte on the wire and about 40 bytes decoded ([]any header
 // plus its interface slot), so every value is charged an estimate of the Go memory it costs
@@ -107,4 +101,46 @@ func (b *decodeBudget) spent(l decodeLimits) int64 { return l.MaxBytes - b.bytes
 
 func budgetError(what string) error {
 	return errmark.Mark(errors.Wrapf(errDecodeBudget, "%s", errors.Safe(what)), errMsgpack)
+}
+
+// Limits bound what one message from the master may cost before it is
+// refused: a reply for a Client, one event frame for SubscribeEvents. A zero
+// field keeps its default; a negative one makes the constructor fail with
+// ErrInvalidRequest. A message beyond a limit fails with ErrLimitExceeded (a
+// reply: also ErrOutcomeUnknown; an event frame: a Gap whose Err is it).
+//
+// Wire bytes are a poor bound on memory: an empty array is one byte on the
+// wire and about 40 bytes decoded, so every decoded value is charged an
+// estimate of the Go memory it costs before it is allocated.
+type Limits struct {
+	// MaxMessageBytes caps the wire size of a reply (default 16 MiB) or of
+	// one event frame (default 16 MiB, at least 16; Salt trims events to
+	// 1 MiB by default). A larger event frame drops the connection (a Gap,
+	// then a reconnection).
+	MaxMessageBytes int64
+	// MaxValues caps the decoded values, map keys included (default 2 Mi for
+	// a reply, 1 Mi for an event).
+	MaxValues int64
+	// MaxDecodedBytes caps the estimated memory of the decoded values
+	// (default 32 MiB for a reply, which copies its strings; 8 MiB for an
+	// event, whose strings alias its frame).
+	MaxDecodedBytes int64
+	// MaxDepth caps the nesting of arrays, maps and ext payloads (default 256).
+	MaxDepth int
+}
+
+// applyTo overrides the defaults in *msg and *dec with the non-zero fields.
+func (l Limits) applyTo(msg *int64, dec *decodeLimits) {
+	if l.MaxMessageBytes != 0 {
+		*msg = l.MaxMessageBytes
+	}
+	if l.MaxValues != 0 {
+		dec.MaxElements = l.MaxValues
+	}
+	if l.MaxDecodedBytes != 0 {
+		dec.MaxBytes = l.MaxDecodedBytes
+	}
+	if l.MaxDepth != 0 {
+		dec.MaxDepth = l.MaxDepth
+	}
 }

@@ -3,6 +3,7 @@ package salt
 import (
 	"context"
 	"net"
+	"strings"
 	"sync"
 	"time"
 
@@ -10,6 +11,108 @@ import (
 
 	"github.com/oduflow/oduflow-go/internal/salttrace"
 )
+
+// The request transport: one request body out, one reply body back, over ZMTP
+// (zmtp.go). By default every request dials its own connection and closes it
+// (roundTrip); with WithConnectionReuse a proven idle connection may carry it
+// (pooledRoundTrip). Either way the error says whether nothing left this
+// process (ErrNotSent) or the request was sent (ErrOutcomeUnknown), and
+// nothing is ever resent.
+
+// reqEndpoint is a parsed "tcp://host:port" or "ipc:///path" address.
+type reqEndpoint struct {
+	network, address string
+}
+
+func parseEndpoint(addr string) (reqEndpoint, error) {
+	switch {
+	case strings.HasPrefix(addr, "tcp://"):
+		hp := strings.TrimPrefix(addr, "tcp://")
+		if _, _, err := net.SplitHostPort(hp); err != nil {
+			return reqEndpoint{}, errors.Wrapf(ErrInvalidRequest, "bad tcp address %q", addr)
+		}
+		return reqEndpoint{"tcp", hp}, nil
+	case strings.HasPrefix(addr, "ipc://"):
+		p := strings.TrimPrefix(addr, "ipc://")
+		if p == "" {
+			return reqEndpoint{}, errors.Wrapf(ErrInvalidRequest, "bad ipc address %q", addr)
+		}
+		return reqEndpoint{"unix", p}, nil
+	}
+	return reqEndpoint{}, errors.Wrapf(ErrInvalidRequest, "unsupported address %q (want tcp:// or ipc://)", addr)
+}
+
+// roundTrip performs one request on a fresh connection: dial, handshake,
+// send [delimiter, body], read one reply. The connection is closed on return
+// (Salt's 3006.0 client does the same), so a lost reply or a timeout never
+// poisons a later request. ctx cancellation closes the connection.
+//
+// The error wraps ErrNotSent when no byte of the request left this process,
+// ErrOutcomeUnknown otherwise.
+func roundTrip(ctx context.Context, ep reqEndpoint, body []byte, maxReply int64, tr *salttrace.Trace) ([]byte, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, notSent(err, "context done before dialing")
+	}
+	var d net.Dialer
+	nc, err := d.DialContext(ctx, ep.network, ep.address)
+	if err != nil {
+		return nil, notSent(err, "dial")
+	}
+	tr.Mark(salttrace.Connected)
+	defer nc.Close()
+	stop := context.AfterFunc(ctx, func() { _ = nc.Close() })
+	defer stop()
+	if dl, ok := ctx.Deadline(); ok {
+		_ = nc.SetDeadline(dl)
+	}
+	zc, err := zmtpHandshake(nc)
+	if err != nil {
+		err = withCtxCause(ctx, err)
+		return nil, notSent(err, "ZMTP handshake")
+	}
+	tr.Mark(salttrace.Handshaken)
+	if err := ctx.Err(); err != nil {
+		return nil, notSent(err, "context done before sending")
+	}
+	msg := append([]byte{zmtpFlagMore, 0}, zmtpFrame(0, body)...)
+	n, err := nc.Write(msg)
+	if err != nil {
+		err = withCtxCause(ctx, err)
+		if n == 0 {
+			return nil, notSent(err, "send")
+		}
+		return nil, outcomeUnknown(err, "send")
+	}
+	tr.Mark(salttrace.Sent)
+	reply, err := zc.readReply(maxReply)
+	if err != nil {
+		err = withCtxCause(ctx, err)
+		return nil, outcomeUnknown(err, "waiting for reply")
+	}
+	tr.Mark(salttrace.Replied)
+	return reply, nil
+}
+
+// withCtxCause attaches the context's error (cancellation, or the deadline
+// that the socket deadline mirrors) to a transport error.
+func withCtxCause(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return errors.CombineErrors(ctx.Err(), err)
+	}
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		return errors.CombineErrors(context.DeadlineExceeded, err)
+	}
+	return err
+}
+
+// deadlineFor returns the earlier of ctx's deadline and now+timeout.
+func deadlineFor(ctx context.Context, timeout time.Duration) (context.Context, context.CancelFunc) {
+	if timeout <= 0 {
+		return context.WithCancel(ctx)
+	}
+	return context.WithTimeout(ctx, timeout)
+}
 
 // Connection reuse (opt-in, WithConnectionReuse). Without it every request has its own
 // connection, as Salt's 3006.0 client does. With it, a connection goes back to an idle pool only
@@ -30,13 +133,6 @@ const (
 	// pingContext is echoed by the PONG (ZMTP 3.1 allows up to 16 bytes).
 	pingContext = "oduflow-alive"
 )
-
-// WithConnectionReuse keeps up to 32 idle connections to the master for later requests (default:
-// a fresh connection per request). A connection is reused only after a complete exchange and
-// only once a ZMTP PING on it was answered by PONG right before the request; it is discarded on
-// any error, timeout or doubt. Failures keep their meaning: ErrNotSent when nothing was sent,
-// ErrOutcomeUnknown when a sent request got no reply; nothing is resent.
-func WithConnectionReuse() Option { return clientOption(func(c *clientConfig) { c.reuse = true }) }
 
 // connPool holds idle connections of one Client.
 type connPool struct {

@@ -6,17 +6,8 @@ import (
 	"time"
 
 	"github.com/cockroachdb/errors"
+	"github.com/oduflow/oduflow-go/receipt"
 )
-
-// outcomeUnknownError is how a ClaimStore marks a write whose acknowledgement was lost (it may have
-// committed): some error in the chain has OutcomeUnknown() reporting true (etcdstore's writes do). The
-// behaviour is matched rather than a sentinel so that this package needs no store's import.
-type outcomeUnknownError interface{ OutcomeUnknown() bool }
-
-func isOutcomeUnknown(err error) bool {
-	var ou outcomeUnknownError
-	return errors.As(err, &ou) && ou.OutcomeUnknown()
-}
 
 // Backoff between the re-reads of a claim whose intent write has an unknown outcome.
 const (
@@ -102,4 +93,103 @@ func ownIntent(cur, next *Claim) bool {
 	return cur.Phase == PhaseDispatching && cur.Generation > next.Generation &&
 		cur.DispatchedAt != nil && next.DispatchedAt != nil && cur.DispatchedAt.Equal(*next.DispatchedAt) &&
 		cur.MinionKeySHA256 == next.MinionKeySHA256 && sameIdentity(cur, next)
+}
+
+// finalize commits a final result unless someone else committed one meanwhile (which is kept).
+func (d *Dispatcher) finalize(ctx context.Context, c *Claim, st receipt.Status, passed, total int, code, evidence string) *Claim {
+	lg := d.claimLog(c)
+	out, changed, err := d.updateClaim(ctx, c.RequestID, func(next *Claim) bool {
+		if next.Phase.Final() {
+			return false
+		}
+		now := d.clock.Now()
+		next.Phase, next.Status, next.Passed, next.Total = PhaseTerminal, st, passed, total
+		next.ErrorCode, next.Evidence, next.FinishedAt = code, evidence, &now
+		return true
+	})
+	switch {
+	case err != nil:
+		lg.Error("finalize: commit", slog.String("error", err.Error()))
+		return nil
+	case !changed:
+		lg.Info("finalize: keeping final result committed by someone else", slog.String("status", string(out.Status)))
+		return out
+	}
+	d.hooks.outcome(out.EffectiveProfile(), st, code)
+	lg.Info("final result committed", slog.String("status", string(st)), slog.Int("passed", passed),
+		slog.Int("total", total), slog.String("code", code))
+	return out
+}
+
+// commitFromUnknown applies mutate to the current claim if it is still unresolved (not final, or final
+// unknown) or, with overAssertion, asserted, under a fenced update. A result committed meanwhile is kept.
+func (d *Dispatcher) commitFromUnknown(ctx context.Context, c *Claim, overAssertion bool, mutate func(*Claim)) (*Claim, error) {
+	out, _, err := d.updateClaim(ctx, c.RequestID, func(next *Claim) bool {
+		if next.Phase == PhaseAsserted {
+			if !overAssertion {
+				return false
+			}
+		} else if next.Phase.Final() && next.Status != receipt.StatusUnknown {
+			return false // resolved meanwhile; keep it
+		}
+		mutate(next)
+		return true
+	})
+	return out, err
+}
+
+// replaceUnknown is the one way a trustworthy terminal receipt r replaces unknown (a worker after an
+// outcome-unknown publish, a Resume's polling): it commits r's summary (evidence receipt) over the claim
+// if it is still unresolved, keeps a result committed meanwhile, and counts and logs the replacement. who
+// prefixes the log lines ("worker", "resume"). The error is already logged.
+func (d *Dispatcher) replaceUnknown(ctx context.Context, c *Claim, r *receipt.Receipt, who string) error {
+	lg := d.claimLog(c)
+	out, changed, err := d.updateClaim(ctx, c.RequestID, func(next *Claim) bool {
+		if !unresolved(next) {
+			return false // resolved meanwhile (or asserted); keep it
+		}
+		now := d.clock.Now()
+		next.Phase, next.Status, next.Passed, next.Total = PhaseTerminal, r.Status, r.Passed, r.Total
+		next.ErrorCode, next.Evidence, next.FinishedAt = "", evidenceReceipt, &now
+		return true
+	})
+	if err != nil {
+		lg.Error(who+": commit of the minion's receipt over unknown", slog.String("error", err.Error()))
+		return err
+	}
+	if changed {
+		d.hooks.outcome(out.EffectiveProfile(), out.Status, "")
+		lg.Info(who+": unknown replaced by the minion's receipt", slog.String("status", string(out.Status)))
+	}
+	return nil
+}
+
+// maxClaimUpdates bounds the fenced-update retries of one claim change (each retry follows a commit by
+// someone else).
+const maxClaimUpdates = 10
+
+// updateClaim is the claim update of the worker, Reconcile and Resume: it reads the current claim, lets
+// change edit a copy, and commits it under the fenced update (ClaimStore.CompareAndSwap), retrying when
+// the generation moved on meanwhile. change returns false to leave the claim as it is: updateClaim then
+// returns the current claim with changed false. It gives up with ErrConflict after maxClaimUpdates lost
+// races.
+func (d *Dispatcher) updateClaim(ctx context.Context, request string, change func(next *Claim) bool) (out *Claim, changed bool, err error) {
+	for attempt := 0; attempt < maxClaimUpdates; attempt++ {
+		cur, err := d.store.Get(ctx, request)
+		if err != nil {
+			return nil, false, err
+		}
+		next := cur.clone()
+		if !change(next) {
+			return cur, false, nil
+		}
+		out, err := d.store.CompareAndSwap(ctx, next)
+		if err == nil {
+			return out, true, nil
+		}
+		if !errors.Is(err, ErrConflict) {
+			return nil, false, err
+		}
+	}
+	return nil, false, ErrConflict
 }

@@ -9,9 +9,6 @@ import (
 	"github.com/cockroachdb/errors"
 )
 
-// errMsgpack is the sentinel of every decoding failure of msgpack data.
-var errMsgpack = errors.New("salt: invalid msgpack data")
-
 // Constant is Salt's ext type 79: a salt.defaults._Constant such as NOT_SET,
 // carried as msgpack [name, value].
 type saltConstant struct {
@@ -453,6 +450,23 @@ func decodeTimestamp(p []byte) (time.Time, bool) {
 	return time.Time{}, false
 }
 
-// encodeValue encodes v in the msgpack dialect of Salt's request channel
-// (see encodeSalt). Use *orderedMap for maps whose key order matters.
-func encodeValue(v any) ([]byte, error) { return encodeSalt(v) }
+// stringList converts a decoded []any of strings; nil/absent gives an empty
+// list.
+func stringList(v any) ([]string, bool) {
+	if v == nil {
+		return []string{}, true
+	}
+	arr, ok := v.([]any)
+	if !ok {
+		return nil, false
+	}
+	out := make([]string, 0, len(arr))
+	for _, it := range arr {
+		s, ok := it.(string)
+		if !ok {
+			return nil, false
+		}
+		out = append(out, s)
+	}
+	return out, true
+}

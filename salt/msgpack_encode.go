@@ -50,10 +50,6 @@ func (m *orderedMap) Keys() []string { return append([]string(nil), m.keys...) }
 // Len returns the number of entries.
 func (m *orderedMap) Len() int { return len(m.keys) }
 
-// errUnsupportedType is returned by the encoder for Go values that have no
-// msgpack form in Salt's dialect (channels, functions, time.Time, ...).
-var errUnsupportedType = errors.New("salt: value cannot be encoded as Salt msgpack")
-
 // maxEncodeDepth bounds nesting so that a cyclic value cannot recurse forever.
 const maxEncodeDepth = 100
 
@@ -298,3 +294,7 @@ func (e *saltEncoder) float(f float64) {
 	e.buf = append(e.buf, 0xcb)
 	e.buf = binary.BigEndian.AppendUint64(e.buf, math.Float64bits(f))
 }
+
+// encodeValue encodes v in the msgpack dialect of Salt's request channel
+// (see encodeSalt). Use *orderedMap for maps whose key order matters.
+func encodeValue(v any) ([]byte, error) { return encodeSalt(v) }

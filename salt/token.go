@@ -2,16 +2,12 @@ package salt
 
 import (
 	"context"
+	"math"
 	"sync"
 	"time"
 
 	"github.com/cockroachdb/errors"
 )
-
-// WithRenewBefore makes NewTokenSource's source renew the token when less
-// than d of its lifetime is left (default 5 minutes, at most half the token's
-// lifetime).
-func WithRenewBefore(d time.Duration) Option { return func(s *settings) { s.renewBefore = d } }
 
 // RenewingTokenSource logs in with mk_token on first use, caches the token
 // and logs in again shortly before it expires. It is safe for concurrent use;
@@ -103,4 +99,94 @@ func (s *RenewingTokenSource) needsRenewal(t *Token) bool {
 		}
 	}
 	return !s.now().Before(t.Expire.Add(-before))
+}
+
+// Token is an eauth token from mk_token/get_token. Its String and LogValue
+// never show the token itself.
+type Token struct {
+	Token  string
+	Name   string
+	Eauth  string
+	Start  time.Time
+	Expire time.Time
+}
+
+func parseToken(v any) (*Token, bool) {
+	m, ok := v.(map[string]any)
+	if !ok {
+		return nil, false
+	}
+	tok, _ := m["token"].(string)
+	if tok == "" {
+		return nil, false
+	}
+	t := &Token{Token: tok}
+	t.Name, _ = m["name"].(string)
+	t.Eauth, _ = m["eauth"].(string)
+	t.Start = epoch(m["start"])
+	t.Expire = epoch(m["expire"])
+	return t, true
+}
+
+func epoch(v any) time.Time {
+	var f float64
+	switch x := v.(type) {
+	case float64:
+		f = x
+	case int64:
+		f = float64(x)
+	default:
+		return time.Time{}
+	}
+	sec, frac := math.Modf(f)
+	return time.Unix(int64(sec), int64(frac*1e9)).UTC()
+}
+
+// MkToken logs in with eauth and returns a token (default lifetime 12 h).
+// A refused login (the master replies "") is ErrAuthentication.
+func (c *Client) MkToken(ctx context.Context, backend, username, password string) (*Token, error) {
+	if backend == "" || username == "" {
+		return nil, notSent(errors.Wrap(ErrInvalidRequest, "eauth backend and username are required"), "mk_token")
+	}
+	load := newOrderedMap().Set("eauth", backend).Set("username", username).
+		Set("password", password).Set("cmd", "mk_token")
+	v, err := c.do(ctx, "mk_token", load)
+	if err != nil {
+		return nil, err
+	}
+	if s, ok := v.(string); ok && s == "" {
+		return nil, errors.Wrap(ErrAuthentication, "mk_token refused")
+	}
+	if err := replyError(v); err != nil {
+		return nil, err
+	}
+	t, ok := parseToken(v)
+	if !ok {
+		return nil, malformed("mk_token reply is not a token", false)
+	}
+	return t, nil
+}
+
+// GetToken returns the master's data for token. An unknown or expired token
+// is ErrAuthentication.
+func (c *Client) GetToken(ctx context.Context, token string) (*Token, error) {
+	if token == "" {
+		return nil, notSent(errors.Wrap(ErrInvalidRequest, "empty token"), "get_token")
+	}
+	load := newOrderedMap().Set("token", token).Set("cmd", "get_token")
+	v, err := c.do(ctx, "get_token", load)
+	if err != nil {
+		return nil, err
+	}
+	if err := replyError(v); err != nil {
+		return nil, err
+	}
+	if m, ok := v.(map[string]any); ok && len(m) == 0 {
+		return nil, errors.Wrap(ErrAuthentication, "token unknown or expired")
+	}
+	t, ok := parseToken(v)
+	if !ok {
+		return nil, malformed("get_token reply is not a token", false)
+	}
+	return t, nil
 }

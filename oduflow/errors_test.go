@@ -164,7 +164,7 @@ func TestStdlibErrorsInvalidCustomSource(t *testing.T) {
 	}
 	// Through the catalog, the way a definition is stored: marked ErrInvalid, the compiler's typed
 	// error still reachable.
-	cat, err := catalog.Open(filepath.Join(t.TempDir(), "catalog"), CompileCustomSource, catalog.WithCreate())
+	cat, err := catalog.Open(filepath.Join(t.TempDir(), "catalog"), catalog.WithCreate())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,158 @@
+package oduflow
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/cockroachdb/errors"
+
+	"github.com/oduflow/oduflow-go/internal/errmark"
+	"github.com/oduflow/oduflow-go/profiles"
+	"github.com/oduflow/oduflow-go/receipt"
+	"github.com/oduflow/oduflow-go/salt"
+)
+
+// Start claims the request for profile on minion and launches its worker; a repeated Start returns the
+// current status and never publishes again (even while the event bus or the master is down). The custom
+// profile needs a custom execution (not Start).
+//
+// Before it writes a new claim, Start checks that it can dispatch, from state it already holds: its
+// credentials load (the key file reads; an eauth token is cached, or obtained once with mk_token) and its
+// event-bus subscription is live. Nothing is published for the check. When it fails, nothing is written
+// and the error matches ErrNotReady and its cause (the event bus or the master unreachable, salt.ErrKeyFile,
+// salt.ErrAuthentication, salt.ErrAuthorization); the same request id can be started once fixed. A claim
+// store that cannot be read gives ErrClaimStore (or ErrCorruptClaim for a damaged claim).
+func (d *Dispatcher) Start(ctx context.Context, minion, request string, profile receipt.Profile) (Response, error) {
+	t0 := time.Now()
+	defer func() { d.hooks.observe("start", time.Since(t0)) }()
+	t, err := parseTarget(minion, request)
+	if err != nil {
+		return Response{}, err
+	}
+	if err := validateProfile(profile); err != nil {
+		return Response{}, err
+	}
+	role, err := profiles.RoleFor(profile)
+	if err != nil {
+		return Response{}, invalid(err, "profile")
+	}
+	if c, err := d.store.Get(ctx, t.request); err == nil {
+		return d.existing(ctx, c, profile, t) // even when the bus or the master is down
+	} else if !errors.Is(err, ErrNoClaim) {
+		return Response{}, claimStoreErr(err)
+	}
+	// No claim yet: prove, from state already held, that this dispatcher can dispatch before writing one,
+	// so that a configuration error burns nothing (ErrNotReady).
+	if err := d.ready(ctx); err != nil {
+		return Response{}, err
+	}
+	c := &Claim{Protocol: claimProtocol, MinionID: t.minion, RequestID: t.request, Profile: profile,
+		Role: string(role), JID: string(d.jids.Next()), Phase: PhaseClaimed, CreatedAt: d.clock.Now()}
+	return d.create(ctx, c)
+}
+
+// create persists a new claim, then launches its worker. When a detached worker cannot be started, the
+// claim (still in phase claimed: nothing was published) is committed terminal failed with
+// worker_launch_failed, and the response comes with an error matching ErrWorkerLaunch.
+func (d *Dispatcher) create(ctx context.Context, c *Claim) (Response, error) {
+	if err := d.store.Create(ctx, c); err != nil {
+		if errors.Is(err, ErrClaimExists) {
+			cur, gerr := d.store.Get(ctx, c.RequestID)
+			if gerr != nil {
+				return Response{}, gerr
+			}
+			return d.existing(ctx, cur, c.Profile, targetOf(c))
+		}
+		return Response{}, err
+	}
+	d.hooks.started(c.Profile, true)
+	lg := d.claimLog(c)
+	lg.Info("claim created", slog.String("role", c.Role))
+	if err := d.launch(c); err != nil {
+		lg.Error("worker launch failed; nothing published", slog.String("error", err.Error()))
+		out := d.failLaunch(ctx, c)
+		r, rerr := d.respond(ctx, out)
+		if rerr != nil {
+			r = responseFor(out, receipt.StatusUnknown)
+		}
+		return r, &workerLaunchError{RequestID: c.RequestID, Cause: err}
+	}
+	return responseFor(c, receipt.StatusRunning), nil
+}
+
+func (d *Dispatcher) existing(ctx context.Context, c *Claim, profile receipt.Profile, t target) (Response, error) {
+	if err := checkBinding(c, profile, t.minion); err != nil {
+		return Response{}, err
+	}
+	d.hooks.started(c.EffectiveProfile(), false)
+	return d.respond(ctx, c)
+}
+
+// The causes of ErrNotReady the dispatcher itself names (each is ErrNotReady for errors.Is).
+var (
+	// errEventBus: the master event bus cannot be subscribed to.
+	errEventBus = errmark.Mark(errors.New("oduflow: event bus unavailable"), ErrNotReady)
+	// errMasterUnreachable: the master did not answer the credential exchange (mk_token).
+	errMasterUnreachable = errmark.Mark(errors.New("oduflow: master unreachable"), ErrNotReady)
+)
+
+// credentialChecker is implemented by a Publisher that can prove its credentials usable without
+// publishing anything (*salt.Client: the user key file is read and validated; an eauth token source
+// returns its cached token, or exchanges the password once with mk_token). A Publisher without it is
+// trusted as is.
+type credentialChecker interface {
+	CheckAuth(ctx context.Context) error
+}
+
+// readyTimeout bounds the readiness check when nothing is held yet (one mk_token, one subscription).
+const readyTimeout = 15 * time.Second
+
+// ready checks, from state the dispatcher holds, that it can dispatch: the credentials load (a cached
+// token or a key file read: no round trip) and the shared event-bus subscription is live (connected once,
+// then held). It never publishes: a test publish would put an eauth password on the bus.
+func (d *Dispatcher) ready(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, readyTimeout)
+	defer cancel()
+	if cc, ok := d.pub.(credentialChecker); ok {
+		if err := cc.CheckAuth(ctx); err != nil {
+			return d.notReady(ctx, err)
+		}
+	}
+	if err := d.hub.ensure(ctx); err != nil {
+		return d.notReady(ctx, errmark.Mark(err, errEventBus))
+	}
+	return nil
+}
+
+// notReady marks err with ErrNotReady and the sentinel naming its cause. A cancelled caller gets its
+// context's error instead (the configuration may be fine).
+func (d *Dispatcher) notReady(ctx context.Context, err error) error {
+	if errors.Is(err, errClosed) {
+		return err
+	}
+	if errors.Is(ctx.Err(), context.Canceled) {
+		return errors.Wrap(ctx.Err(), "oduflow: readiness check")
+	}
+	cause := readinessCause(err)
+	d.log.Warn("not ready to dispatch; nothing written", "cause", cause.Error())
+	return errmark.Mark(errors.Wrap(err, "oduflow: not ready to dispatch (nothing written)"), ErrNotReady, cause)
+}
+
+// readinessCause names what failed (cockroachdb's Is sees both its own marks and errmark's).
+func readinessCause(err error) error {
+	for _, s := range []error{errEventBus, salt.ErrKeyFile, salt.ErrAuthentication, salt.ErrAuthorization} {
+		if errors.Is(err, s) {
+			return s
+		}
+	}
+	return errMasterUnreachable
+}
+
+// claimStoreErr marks a claim-store failure other than a damaged claim with ErrClaimStore.
+func claimStoreErr(err error) error {
+	if err == nil || errors.Is(err, ErrCorruptClaim) || errors.Is(err, context.Canceled) {
+		return err
+	}
+	return errmark.Mark(err, ErrClaimStore)
+}

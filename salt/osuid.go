@@ -1,5 +1,0 @@
-package salt
-
-import "os"
-
-func osGetuid() int { return os.Getuid() }
