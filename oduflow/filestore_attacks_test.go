@@ -13,6 +13,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/oduflow/oduflow-go/oduflow/oduflowtest/fakeminion"
 	"github.com/oduflow/oduflow-go/receipt"
 )
 
@@ -83,7 +84,9 @@ func TestPoolUnusableFailsStart(t *testing.T) {
 	e := startSim(t)
 	m := e.addMinion()
 	d := e.dispatcher()
-	mustStart(t, d, receipt.ProfileConfigure, m.ID(), receipt.NewRequestID()) // the pool is open
+	first := receipt.NewRequestID()
+	mustStart(t, d, receipt.ProfileConfigure, m.ID(), first)
+	waitFinal(t, d, receipt.ProfileConfigure, m.ID(), first) // the pool is open
 	p := filepath.Join(e.dir, poolFile)
 	if err := os.Remove(p); err != nil {
 		t.Fatal(err)
@@ -323,5 +326,51 @@ func TestClaimStoreFullDisk(t *testing.T) {
 	cur2.ResumedAt = &now
 	if _, err := st.CompareAndSwap(ctx, cur2); !errors.Is(err, ErrClaimStore) {
 		t.Fatalf("CompareAndSwap on a read-only file system: %v, want ErrClaimStore", err)
+	}
+}
+
+// TestFinalCommitComparesJID: while a worker waits for its run's return, the claim of its request id is
+// re-created under another JID (a store edited, or restored from an earlier copy). Before the fix the
+// worker's final commit (finalize) compared only the generation it re-read, and committed its old
+// run's success onto the re-created claim: another run's record said succeeded. Now every final commit
+// compares the claim's identity, JID included, and leaves the re-created claim alone.
+func TestFinalCommitComparesJID(t *testing.T) {
+	e := startSim(t)
+	m := e.addMinion(fakeminion.WithHold())
+	committed := make(chan struct{}, 1)
+	d := e.dispatcher(WithHooks(Hooks{Step: func(s string) {
+		if s == stepCommitted {
+			committed <- struct{}{}
+		}
+	}}))
+	req := receipt.NewRequestID()
+	mustStart(t, d, receipt.ProfileConfigure, m.ID(), req)
+	deadline := time.Now().Add(10 * time.Second)
+	for m.Runs() == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("never published")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	st := mustFileStore(t, d)
+	recreated := mustClaim(t, d, req).clone()
+	recreated.JID = string(d.jids.Next())
+	recreated.Phase, recreated.DispatchedAt, recreated.MinionKeySHA256, recreated.Generation = PhaseClaimed, nil, "", 1
+	data, err := encodeClaim(recreated)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.files().WriteAtomic(claimName(req), data); err != nil {
+		t.Fatal(err)
+	}
+	m.Release()
+	select {
+	case <-committed:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the worker never reached its final commit")
+	}
+	got := mustClaim(t, d, req)
+	if got.JID != recreated.JID || got.Phase != PhaseClaimed || got.Status != "" {
+		t.Fatalf("re-created claim after the old run's final commit: %+v", got)
 	}
 }
