@@ -200,7 +200,15 @@ func (s *FileClaimStore) Reindex(ctx context.Context) error {
 			// by the next listing), naming the claim.
 			return errors.WithStack(&unreadableClaimError{RequestID: req, Err: err})
 		}
-		durable, err := s.stageIndex(c.MinionID, c.RequestID, c.Unresolved())
+		var durable func() error
+		switch indexed := s.hasIndexEntry(c); {
+		case !indexed:
+			durable, err = s.stageIndex(c.MinionID, c.RequestID, c.Unresolved())
+		case c.Unresolved():
+			durable, err = s.open.stage(c.MinionID, c.RequestID)
+		default:
+			continue // indexed (durably: by its Create, or an earlier scan) and resolved: nothing to add
+		}
 		if err != nil {
 			return err
 		}
@@ -215,6 +223,16 @@ func (s *FileClaimStore) Reindex(ctx context.Context) error {
 	s.indexed = true
 	s.mu.Unlock()
 	return nil
+}
+
+// hasIndexEntry: c's clients/ entry exists (a regular file).
+func (s *FileClaimStore) hasIndexEntry(c *Claim) bool {
+	ci, err := s.idx.dir(c.MinionID, false)
+	if err != nil || ci == nil {
+		return false
+	}
+	_, err = ci.st.Read(c.RequestID)
+	return err == nil
 }
 
 func (s *FileClaimStore) ensureIndexed(ctx context.Context) error {
