@@ -20,6 +20,7 @@ import (
 func TestCustomStartTenancy(t *testing.T) {
 	ctx := context.Background()
 	e := newCstEnv(t)
+	e.configure() // custom states need a succeeded configuration first
 	defB, err := e.cat.CreateDefinition(ctx, "company-b", "motd", []byte(cstOK))
 	if err != nil {
 		t.Fatal(err)
