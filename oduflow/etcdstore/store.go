@@ -190,6 +190,7 @@ func (s *Store) claimFrom(kvs []*mvccpb.KeyValue, requestID string) (*oduflow.Cl
 	if err != nil {
 		return nil, 0, err
 	}
+	fillFenceToken(c, kvs[0].ModRevision)
 	return c, kvs[0].ModRevision, nil
 }
 
@@ -259,6 +260,11 @@ func (s *Store) compareAndSwap(ctx context.Context, next *oduflow.Claim, held []
 	}
 	out := cloneClaim(next)
 	out.Generation = cur.Generation + 1
+	out.FenceToken = cur.FenceToken // issued once, never changed (read back from the record if unwritten)
+	intent := held != nil && cur.Phase == oduflow.PhaseClaimed && out.Phase == oduflow.PhaseDispatching
+	if intent {
+		out.FenceToken = 0 // the token is this transaction's revision (fence.go)
+	}
 	data, err := out.MarshalBinary()
 	if err != nil {
 		return nil, err
@@ -287,6 +293,9 @@ func (s *Store) compareAndSwap(ctx context.Context, next *oduflow.Claim, held []
 		return nil, err
 	}
 	if resp.Succeeded {
+		if intent {
+			out.FenceToken = uint64(resp.Header.Revision)
+		}
 		return out, nil
 	}
 	now, _, err := s.claimFrom(resp.Responses[0].GetResponseRange().GetKvs(), next.RequestID)
