@@ -61,6 +61,7 @@ const (
 	evidenceNone       = "none"       // unknown: no trustworthy evidence
 	evidenceAsserted   = "asserted"   // an operator's assertion (never a minion receipt)
 	evidenceReconciled = "reconciled" // a minion receipt fetched by an operator's Reconcile
+	evidenceFenced     = "fenced"     // the minion's signed fenced receipt: the publication never ran
 )
 
 // Claim is the durable master record of one request. It holds identities, the fixed role, the preassigned
