@@ -53,9 +53,11 @@
 //  1. request lock (what Status reads as "holds the execution lease"), then the per-client execution
 //     lease shared by all profiles (wait <= 60 s). Busy, or quarantined by an unresolved dispatched request
 //     of any profile: terminal failed 0/1 (a preflight receipt), nothing published.
-//  2. oduflow_job.capabilities must report protocol 1, else a preflight failure.
+//  2. oduflow_job.capabilities must report protocol 1, receipt proofs and fencing (version 1, ready),
+//     else a preflight failure (capability_unverified).
 //  3. the dispatch intent (phase dispatching, dispatch time) is recorded durably, fenced on the claim's
-//     revision and on both leases (ClaimStore.CompareAndSwapHeld). If that write's acknowledgement is lost
+//     revision and on both leases (ClaimStore.CompareAndSwapHeld), and the store issues the claim's
+//     fencing token with it (see Fencing). If that write's acknowledgement is lost
 //     (a store error with an OutcomeUnknown() method, e.g. etcd's leader dying mid-transaction), the worker
 //     settles it while it still holds both leases: it re-reads the claim, retries the same fenced write if
 //     it did not land, and goes on only once one more guarded write proves a landed intent its own;
@@ -63,8 +65,8 @@
 //     request is published if and only if its claim reached the intent, save that residual case). The
 //     dispatcher's ONE
 //     shared event-bus subscription registers the JID; oduflow_job.run(request_id, profile,
-//     state_data_json) is published once with the preassigned JID to the minion alone (list target). It
-//     is never retried. An outcome-unknown publish (lost reply, timeout after send) is committed unknown at
+//     state_data_json, fence_token=<the claim's token>) is published once with the preassigned JID to the
+//     minion alone (list target), the token as Salt's keyword argument. It is never retried. An outcome-unknown publish (lost reply, timeout after send) is committed unknown at
 //     once and quarantines; the worker then releases the client lease and goes on listening and polling
 //     as in step 4, and a trustworthy receipt bound to the claim replaces unknown (releasing the
 //     quarantine; a minion answering not_started never does). A reply proving nothing was published
@@ -75,7 +77,8 @@
 //     most one such poll per poll interval, outside the budget).
 //     Both are hints: a final-looking one (a protocol-1 receipt bound to the claim) makes the worker ask
 //     for the receipt proof, and only a verified proof commits a final result (see Receipt proofs).
-//     Window or budget spent: unknown.
+//     A run the minion refused for its token (a verified fenced receipt: nothing ran) is final at once:
+//     failed 0/0, error code fenced. Window or budget spent: unknown.
 //  5. the final result is committed under the claim's fenced update; a final result committed meanwhile
 //     by someone else is kept. Network I/O never happens under the claim record lock.
 //
@@ -101,12 +104,61 @@
 //
 // An unknown request that was dispatched (the intent was recorded, so the publish may have gone out) blocks
 // every new dispatch to its client, across profiles, until Reconcile: FromMinion fetches the minion's exact
-// receipt through oduflow_job.status (a caller-supplied receipt counts only if it equals the live reply);
-// Assert records an operator's outcome as the terminal phase asserted (who, why), never counted as a minion
-// receipt. FromMinion also replaces an assertion by the minion's exact terminal receipt (evidence
+// receipt through oduflow_job.status (a caller-supplied receipt counts only if it equals the live reply).
+// When the minion answers not_started, that is not "never": a paused worker may still publish. FromMinion
+// then fences the publication first, oduflow_job.fence(request_id, jid, profile, token), and asks for the
+// minion's signed answer: a fenced receipt is recorded as a trustworthy "never ran" (failed 0/1, error
+// code never_ran, evidence fenced), which lifts the quarantine without any assertion, and that
+// publication can never run afterwards; a started or terminal receipt is used as such. Assert records an
+// operator's outcome as the terminal phase asserted (who, why), never counted as a minion receipt; on a
+// request that may still be published (intent recorded, no terminal receipt) it fences first and is
+// refused with ErrNotFenced, nothing written, unless the minion's signed answer confirms the fence (the
+// run started: running or unknown); a terminal answer (never ran included) is recorded instead of the
+// assertion. FromMinion also replaces an assertion by the minion's exact terminal receipt (evidence
 // reconciled; who and why are kept for audit). Resume polls an unknown request again (at once, then on the
 // schedule, for another window; in a detached worker when workers are detached); a trustworthy terminal
 // receipt replaces unknown. Nothing ever creates a new request automatically: a retry is a new request id.
+//
+// # Fencing: a process pause of any length
+//
+// A lease cannot stop a worker that checked it and then paused (a GC pause, a frozen VM, a swapped-out
+// container, SIGSTOP) for longer than the lease: when it goes on, it publishes, and the lease's new
+// holder may have dispatched another request to the client meanwhile. Only the resource can refuse a
+// stale writer. So the one fenced transition, the dispatch intent, issues a fencing token: a positive
+// integer strictly increasing per client (ClaimStore.CompareAndSwapHeld; FileClaimStore: a per-client
+// counter made durable before the claim holding it; etcdstore: the revision of the intent's
+// transaction). The claim records it, oduflow_job.run carries it, and the minion keeps, durably, the
+// highest token it has started or fenced and refuses (a terminal fenced receipt, nothing executed) a run
+// whose token is not higher. The argument, for a worker paused at each step (Hooks.Step) for any length:
+//
+//   - claimed, lease (before the intent): the worker's request lock or client lease expired (etcd) or is
+//     still its own (file store: a stopped process keeps its kernel locks, so no one else takes them). It
+//     goes on to CompareAndSwapHeld, which compares both leases with its write: an expired one fails it,
+//     nothing is recorded or published. A claim that other replicas meanwhile called unknown and an
+//     operator asserted has moved on, so the compare of its revision fails too.
+//   - dispatch_recorded, publish_sending (intent recorded with token t, nothing sent yet): the claim
+//     quarantines its client, so no other request of the client reaches its own intent, until a
+//     reconciliation. FromMinion fences (the minion's mark becomes at least t and the JID is marked
+//     never-to-run) before recording "never ran", and Assert requires that fence: so when the paused
+//     worker publishes, the minion answers the fenced receipt and runs nothing. A second request
+//     dispatched after the reconciliation has a token above t and runs; a late run with t arriving after
+//     it is below the mark. Without a reconciliation the quarantine holds and the late run is the only
+//     run of the client.
+//   - publish_replied, returned, committed (published): the run was started (or refused) by the minion
+//     before the pause ended; what follows only commits a result, and a result committed meanwhile by a
+//     reconciliation is kept. The minion's execution lock and the quarantine keep a second request from
+//     overlapping it: a reconciliation records only the minion's own started or terminal receipt.
+//
+// What the minion must persist: the mark and the JID index, committed (fsynced) before any state work, and
+// fenced receipts like any receipt (receipt package, Fencing). A minion whose receipt directory is lost or
+// replaced forgets both: it answers not_started for a run it made, and a fence then records "never ran"
+// wrongly; the dispatcher pins the minion's key, so a re-provisioned minion with a new key cannot answer.
+// What a store rollback can do: a rewound or replaced claim store issues tokens again from a lower value;
+// the minion refuses every run whose token is not above its mark (fenced, nothing runs) until the store's
+// tokens pass it again, so a rollback can make requests fail, never run a second time or overlap. It
+// cannot undo a fence either: the mark lives on the minion. A client's tokens must come from one store (a
+// client moved to another store gets fenced runs until that store's tokens pass the mark). Two runs on
+// one client are also kept apart by the minion's own execution lock; fencing adds the order.
 //
 // # Receipt proofs and threat model
 //
@@ -165,13 +217,14 @@
 //	none        unknown: no trustworthy evidence
 //	asserted    an operator's assertion (Reconcile with Assert; never a minion receipt)
 //	reconciled  a minion receipt fetched by an operator's Reconcile FromMinion
+//	fenced      the minion's signed fenced receipt after a Reconcile fenced the publication: never ran
 //
 // Its ErrorCode (sanitized; also the code label of Hooks.Outcome) is "" or one of:
 //
 //	lease_busy                the per-client execution lease was busy for Timers.LeaseWait
 //	quarantined               the client has an unresolved dispatched request
 //	claim_store_unreadable    the client's claims or leases cannot be read safely
-//	capability_unverified     oduflow_job.capabilities did not report protocol 1 with receipt proofs
+//	capability_unverified     oduflow_job.capabilities did not report protocol 1 with receipt proofs and fencing
 //	minion_key_unavailable    the master's accepted key for the minion cannot be read
 //	event_bus_unavailable     the master event bus cannot be subscribed to
 //	role_not_allowed          the persisted profile/role pair is not in profiles.Fixed()
@@ -190,5 +243,7 @@
 //	worker_launch_failed      a detached worker could not be started; nothing published
 //	jid_collision             another claim of the client drew the same JID; nothing published
 //	asserted                  an operator asserted the outcome
+//	fenced                    the minion refused the run: its fencing token was not above the minion's mark
+//	never_ran                 a reconciliation fenced the publication before it started: it never runs
 //	legacy_error              a legacy claim recorded an error
 package oduflow

@@ -150,8 +150,8 @@
 //     within the window) publishes nothing. The residual case is an intent that committed while the
 //     worker cannot prove it is its own (the cluster unreachable for the whole window, or a lease
 //     expiring first): the claim is dispatching with no live worker, Status reports it unknown once the
-//     request lock is gone (never running forever), its client stays quarantined, and it is never
-//     published. TestIntentLostAck and TestLeaderStoppedMidStarts (the leader killed during 1,000
+//     request lock is gone (never running forever), its client stays quarantined, and that worker never
+//     publishes it. TestIntentLostAck and TestLeaderStoppedMidStarts (the leader killed during 1,000
 //     concurrent Starts) check "iff" and "at most once" for every request.
 //   - A second request for the same client cannot be published while a first is unresolved. The preflight
 //     (ListUnresolved, then the intent) runs while holding the client lease, and the intent transaction
@@ -165,6 +165,28 @@
 //     compare. A claim past the intent without a trustworthy terminal result (dispatching, dispatched,
 //     terminal unknown) quarantines its client across profiles and replicas, because every replica lists
 //     the same records.
+//
+// # Fencing tokens and process pauses
+//
+// A lease check cannot stop a worker that paused after it: a process stopped (GC, a frozen VM, SIGSTOP)
+// between its intent and its publication for longer than the TTL loses both leases, Status on another
+// replica reads the request unknown, and when it goes on it still publishes. The intent transaction
+// therefore issues a fencing token, the transaction's own revision (fence.go): cluster revisions strictly
+// increase, so a client's tokens do, on every replica, with no extra key or round trip. The minion refuses
+// a run whose token is not above the highest it has started or fenced. A reconciliation of such a
+// request (FromMinion when the minion says not_started, and any Assert) first calls oduflow_job.fence
+// with the claim's token and records "never ran" only from the minion's signed fenced answer; the
+// paused worker's late publication then runs nothing, and a second request, whose intent is a later
+// revision, runs. At every other step a pause is covered by the leases (before the intent: the compare
+// fails) or the request was already published and the quarantine and the minion's execution lock keep
+// a second request from overlapping it (oduflow's package documentation goes through each step;
+// TestPausedDispatcherAtEachStep stops a dispatcher process at each one past the TTL).
+//
+// A store rewound to an earlier revision (see Rewinds and edits) issues revisions again that the minion
+// may have seen: those runs are refused as fenced, nothing runs twice, until the revision passes the
+// minion's mark; a restore cannot lower the mark, which lives on the minion. Revisions of another cluster
+// (a client moved to a new cluster) may be lower still: its runs are fenced until that cluster's revision
+// passes the mark.
 //
 // # Time
 //
