@@ -74,6 +74,7 @@ func TestClaimStore(t *testing.T, f StoreFactory) {
 	t.Run("CompareAndSwap", s.testCompareAndSwap)
 	t.Run("CompareAndSwapHeld", s.testCompareAndSwapHeld)
 	t.Run("ListByClient", s.testListByClient)
+	t.Run("ListUnresolved", s.testListUnresolved)
 	t.Run("Leases", s.testLeases)
 	t.Run("Corrupt", s.testCorrupt)
 }
