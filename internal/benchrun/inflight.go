@@ -197,6 +197,7 @@ func cmdInflight(ctx context.Context, args []string) (any, error) {
 	heapProfile := fs.String("heap-profile", "", "write a heap profile here while the n requests are held")
 	goroutineProfile := fs.String("goroutine-profile", "", "write a goroutine profile here while the n requests are held")
 	profileRate := fs.Int("mem-profile-rate", 0, "runtime.MemProfileRate for -heap-profile (0: the default)")
+	cpuProfile := fs.String("cpu-profile", "", "write a CPU profile of the Start phase (first Start to last publication) here")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -241,6 +242,16 @@ func cmdInflight(ctx context.Context, args []string) (any, error) {
 	var lastStart atomic.Int64
 	var wg sync.WaitGroup
 	errc := make(chan error, *startConc)
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			return nil, err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return nil, err
+		}
+	}
 	t0 := time.Now()
 	for range *startConc {
 		wg.Add(1)
@@ -295,6 +306,9 @@ func cmdInflight(ctx context.Context, args []string) (any, error) {
 				st.Runs, *n, *pubWait, openFDs(), nofile(), codes)
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+	if *cpuProfile != "" {
+		pprof.StopCPUProfile()
 	}
 	// Status under that load: 8 callers, random running requests. The collections during it (their
 	// count, stop-the-world pauses and the CPU fraction the collector took) say how much of the tail is GC.

@@ -84,8 +84,10 @@ func (s *Store) windowLease(ctx context.Context, d time.Duration) (clientv3.Leas
 	at := time.Now()
 	resp, err := s.cli.Grant(ctx, ttl)
 	if err != nil {
-		// Nothing of the claim was written: a grant that did commit only leaves a lease that expires.
-		return 0, readErr(err, "grant a window lease")
+		// Nothing of the claim was written (a grant that did commit only leaves a lease that expires),
+		// but the grant is the first write of Create and of the intent: it is classified like their
+		// transaction, so a caller has one rule (an unknown outcome is re-read, never assumed absent).
+		return 0, writeErr(err, "grant a window lease")
 	}
 	if w.byTTL == nil {
 		w.byTTL = make(map[int64]grantedLease)
