@@ -46,8 +46,10 @@ type grantedLease struct {
 	at time.Time // before the grant was sent: the lease expires no earlier than at + TTL
 }
 
-func (s *Store) launchWindowKey(request string) string   { return s.prefix + launchWindowDir + request }
-func (s *Store) dispatchWindowKey(request string) string { return s.prefix + dispatchWindowDir + request }
+func (s *Store) launchWindowKey(request string) string { return s.prefix + launchWindowDir + request }
+func (s *Store) dispatchWindowKey(request string) string {
+	return s.prefix + dispatchWindowDir + request
+}
 
 // SetStatusWindows sets the launch grace and the status expiry that the store's window keys last
 // (oduflow.New passes its Timers.LaunchGrace and StatusExpiry). Dispatchers sharing one Store must
