@@ -32,7 +32,10 @@ const (
 )
 
 // The production windows, until SetStatusWindows says otherwise (oduflow.DefaultTimers).
-var defaultWindows = [2]time.Duration{30 * time.Second, 7260 * time.Second}
+const (
+	defaultLaunchGrace  = 30 * time.Second
+	defaultStatusExpiry = 7260 * time.Second
+)
 
 // windowLeases caches the granted window lease of each TTL.
 type windowLeases struct {
@@ -63,14 +66,14 @@ func (s *Store) launchGrace() time.Duration {
 	if d := s.windows.grace.Load(); d > 0 {
 		return time.Duration(d)
 	}
-	return defaultWindows[0]
+	return defaultLaunchGrace
 }
 
 func (s *Store) statusExpiry() time.Duration {
 	if d := s.windows.expiry.Load(); d > 0 {
 		return time.Duration(d)
 	}
-	return defaultWindows[1]
+	return defaultStatusExpiry
 }
 
 // windowLease returns a lease that expires no earlier than d from now (and at most d + 2 s later):

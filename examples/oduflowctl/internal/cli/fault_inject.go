@@ -5,6 +5,7 @@ package cli
 import (
 	"fmt"
 	"os"
+	"slices"
 	"syscall"
 
 	"github.com/oduflow/oduflow-go/oduflow"
@@ -16,7 +17,9 @@ import (
 const faultStopEnv = "ODUFLOW_FAULT_STOP_AT"
 
 // faultSteps are the names Hooks.Step reports, in the order a worker reaches them.
-var faultSteps = []string{"claimed", "lease", "dispatch_recorded", "publish_sending", "publish_replied", "returned", "committed"}
+func faultSteps() []string {
+	return []string{"claimed", "lease", "dispatch_recorded", "publish_sending", "publish_replied", "returned", "committed"}
+}
 
 // faultOptions returns the dispatcher options of the fault points: for a detached worker with
 // ODUFLOW_FAULT_STOP_AT set, a step hook that stops this process at that step. The launcher only
@@ -26,12 +29,8 @@ func (e *env) faultOptions() ([]oduflow.Option, error) {
 	if at == "" {
 		return nil, nil
 	}
-	known := false
-	for _, s := range faultSteps {
-		known = known || s == at
-	}
-	if !known {
-		return nil, usagef("%s=%q: want one of %v", faultStopEnv, at, faultSteps)
+	if !slices.Contains(faultSteps(), at) {
+		return nil, usagef("%s=%q: want one of %v", faultStopEnv, at, faultSteps())
 	}
 	if !e.worker {
 		return nil, nil
