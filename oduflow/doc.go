@@ -53,7 +53,10 @@
 //  1. request lock (what Status reads as "holds the execution lease"), then the per-client execution
 //     lease shared by all profiles (wait <= 60 s). Busy, or quarantined by an unresolved dispatched request
 //     of any profile: terminal failed 0/1 (a preflight receipt), nothing published.
-//  2. oduflow_job.capabilities must report protocol 1, else a preflight failure.
+//  2. oduflow_job.capabilities must report protocol 1, else a preflight failure. Checks of several
+//     workers that wait at the same time share one publication (a list target of their minions, at most
+//     64; each minion's own return answers its worker, as a single call's would), so a busy dispatcher
+//     makes about one publication per request instead of two; oduflow_job.run is never shared.
 //  3. the dispatch intent (phase dispatching, dispatch time) is recorded durably, fenced on the claim's
 //     revision and on both leases (ClaimStore.CompareAndSwapHeld). If that write's acknowledgement is lost
 //     (a store error with an OutcomeUnknown() method, e.g. etcd's leader dying mid-transaction), the worker
