@@ -65,7 +65,10 @@
 //     lease shared by all profiles (wait <= 60 s). Busy, or quarantined by an unresolved dispatched request
 //     of any profile: terminal failed 0/1 (a preflight receipt), nothing published.
 //  2. oduflow_job.capabilities must report protocol 1 with receipt proofs and fencing (version 1, ready),
-//     and the master's accepted key for the minion must be readable, else a preflight failure.
+//     and the master's accepted key for the minion must be readable, else a preflight failure. Checks of
+//     several workers that wait at the same time share one publication (a list target of their minions, at
+//     most 64; each minion's own return answers its worker, as a single call's would), so a busy
+//     dispatcher makes about one publication per request instead of two; oduflow_job.run is never shared.
 //  3. the dispatch intent (phase dispatching, dispatch time) is recorded durably, fenced on the claim's
 //     revision and on both leases (ClaimStore.CompareAndSwapHeld), and the store issues the claim's
 //     fencing token with it (see Fencing). If that write's acknowledgement is lost
@@ -109,11 +112,31 @@
 //
 // # Status rules and timers
 //
-// No claim: not_started. Final claim: its recorded status. Otherwise: unknown more than
-// Timers.StatusExpiry (7260 s) after dispatch, even if the lock is held; running while the request lock is
-// held; running within Timers.LaunchGrace (30 s) of creation; unknown afterwards (the worker disappeared).
-// The worker's alarm is Timers.HardDeadline (7250 s) after dispatch. Timers is the one place the timers
-// are expressed: DefaultTimers returns the production values, WithTimers replaces them.
+// No claim: not_started. Final claim: its recorded status. Otherwise: unknown once the dispatch window
+// (Timers.StatusExpiry, 7260 s, from the recorded dispatch intent) has run out, even if the lock is held;
+// running while the request lock is held; running while the launch window (Timers.LaunchGrace, 30 s, from
+// the claim's creation) is open; unknown afterwards (the worker disappeared). The worker's alarm is
+// Timers.HardDeadline (7250 s) after dispatch, on its own monotonic clock. Timers is the one place the
+// timers are expressed: DefaultTimers returns the production values, WithTimers replaces them.
+//
+// No rule compares one host's wall clock with a time another host wrote: the claim store measures both
+// windows itself. etcdstore puts a launching key in the claim's creating transaction and a dispatch-window
+// key in the intent's, each on an etcd lease of the window's TTL that nobody renews, so the cluster expires
+// them; a window is open while its key exists, read with the claim and the request lock at one revision.
+// FileClaimStore (one host's directory) stamps the claim with the host's boot id and CLOCK_BOOTTIME when it
+// creates it and when it records the intent; a window is open while the host is in the same boot and no
+// more than its length has passed since the stamp (another boot id: run out). A worker dispatches only
+// if it took the request lock while the launch window was open (an in-process worker measures that on its
+// process's monotonic clock from before the claim's Create was sent; a detached one reads the window from
+// the store once it holds the lock), so a request Status called unknown for want of a worker is never
+// dispatched later. The wall-clock times in a claim (CreatedAt, DispatchedAt, FinishedAt, ResumedAt;
+// WithClock) are records for people. Consequences, whatever the replicas' clocks: a replica cannot read a
+// live request unknown (its worker holds the lock, or its launch window is open, for every reader alike)
+// nor accept an Assert on it (Reconcile requires unknown), and an abandoned request reads unknown at most
+// the lock's expiry (etcd: the session TTL after the holder died; file: at once) or the launch window after
+// it was created, whichever is later. A store that does not measure the windows (a ClaimStore without
+// them) falls back to this dispatcher's clock against the claim's times, which assumes the replicas'
+// clocks agree within a fraction of LaunchGrace.
 //
 // # Quarantine and reconciliation
 //
@@ -254,7 +277,7 @@
 //	publish_outcome_unknown   the publish may have gone out (lost reply, timeout after send): unknown
 //	no_trustworthy_return     no verified receipt within the window or budget: unknown
 //	minion_reported_unknown   the minion's signed receipt says unknown
-//	worker_lost               the worker started after Timers.LaunchGrace (reported unknown meanwhile)
+//	worker_lost               the worker took its lock after the launch window (reported unknown meanwhile)
 //	worker_launch_failed      a detached worker could not be started; nothing published
 //	jid_collision             another claim of the client drew the same JID; nothing published
 //	asserted                  an operator asserted the outcome

@@ -39,6 +39,15 @@ func (d *Dispatcher) publish(ctx context.Context, minion string, fun string, arg
 // publishSlotted is publish; slotted (when not nil) runs once the publication has its publish slot, just
 // before it is sent: the time a call's timeout starts from (queueing behind the bound is not the call).
 func (d *Dispatcher) publishSlotted(ctx context.Context, minion string, fun string, args []any, kwargs map[string]any, jid salt.JID, slotted func()) (*salt.PublishResult, error) {
+	return d.publishTo(ctx, salt.ListTarget(minion), fun, args, kwargs, jid, slotted)
+}
+
+// publishTo is publishSlotted to a list of minions (a read-only call shared by several workers: the
+// capability checks, capbatch.go). oduflow_job.run is only ever published to its one minion.
+func (d *Dispatcher) publishTo(ctx context.Context, target salt.Target, fun string, args []any, kwargs map[string]any, jid salt.JID, slotted func()) (*salt.PublishResult, error) {
+	if fun == funRun && len(target.List) != 1 {
+		return nil, errors.AssertionFailedf("oduflow: %s is published to its one minion only", errors.Safe(fun))
+	}
 	select { // bound the wire requests in flight (the master and this host have finite workers)
 	case d.pubSem <- struct{}{}:
 	case <-ctx.Done():
@@ -50,7 +59,7 @@ func (d *Dispatcher) publishSlotted(ctx context.Context, minion string, fun stri
 	}
 	t0 := time.Now()
 	res, err := d.pub.Publish(ctx, salt.PublishRequest{
-		Target:  salt.ListTarget(minion),
+		Target:  target,
 		Fun:     fun,
 		Args:    args,
 		Kwargs:  kwargs,
