@@ -31,13 +31,10 @@ const (
 // errCallGap: the event stream had a gap while a call waited for its return.
 var errCallGap = errmark.Mark(errors.New("oduflow: event gap while waiting for a return"), errNoReturn)
 
-// publish sends one publication, never retried, and counts it.
-func (d *Dispatcher) publish(ctx context.Context, minion string, fun string, args []any, jid salt.JID) (*salt.PublishResult, error) {
-	return d.publishSlotted(ctx, minion, fun, args, nil, jid, nil)
-}
-
-// publishSlotted is publish; slotted (when not nil) runs once the publication has its publish slot, just
-// before it is sent: the time a call's timeout starts from (queueing behind the bound is not the call).
+// publishSlotted sends one publication to one minion, never retried, and counts it; kwargs (when not nil)
+// go as Salt's trailing keyword-argument map. slotted (when not nil) runs once the publication has its
+// publish slot, just before it is sent: the time a call's timeout starts from (queueing behind the bound
+// is not the call).
 func (d *Dispatcher) publishSlotted(ctx context.Context, minion string, fun string, args []any, kwargs map[string]any, jid salt.JID, slotted func()) (*salt.PublishResult, error) {
 	return d.publishTo(ctx, salt.ListTarget(minion), fun, args, kwargs, jid, slotted)
 }
