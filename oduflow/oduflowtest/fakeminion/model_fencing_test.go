@@ -50,7 +50,7 @@ func fencingScript(minion string) []fenceStep {
 		{name: "stale token below the mark", job: run(2, "production", tok(int64(4))), status: receipt.StatusFailed, fenced: true},
 		{name: "token above the mark runs", job: run(3, "production", tok(int64(6))), status: receipt.StatusFailed},
 		{name: "fence after the run answers its receipt", job: fence(3, jids[3], "production", int64(6)), status: receipt.StatusFailed},
-		{name: "run without a token (the module requires one)", job: run(4, "configure", nil), code: 1, errHas: "a fence token is required"},
+		{name: "run without a token (before fencing)", job: run(4, "configure", nil), status: receipt.StatusSucceeded},
 		{name: "fence a custom request", job: fence(5, jids[5], "custom", int64(7)), status: receipt.StatusFailed, fenced: true},
 		{name: "string token", job: run(6, "configure", tok("9")), code: 1, errHas: "invalid fence token"},
 		{name: "bool token", job: run(7, "configure", tok(true)), code: 1, errHas: "invalid fence token"},
@@ -94,8 +94,7 @@ func TestModelFencingMatchesModule(t *testing.T) {
 	h := startHost(t)
 	py := h.Handler(minionA)
 	m := NewModel(minionA, WithResult(receipt.ProfileConfigure, Result{Status: receipt.StatusSucceeded, Passed: 3, Total: 3}),
-		WithResult(receipt.ProfileProduction, Result{Status: receipt.StatusFailed, Passed: 2, Total: 3}),
-		WithFenceTokenRequired()) // the module's switch is on
+		WithResult(receipt.ProfileProduction, Result{Status: receipt.StatusFailed, Passed: 2, Total: 3}))
 	ctx := context.Background()
 	for _, st := range fencingScript(minionA) {
 		pr, pc := py(ctx, st.job)
@@ -112,12 +111,12 @@ func TestModelFencingMatchesModule(t *testing.T) {
 		t.Fatalf("model mark %d", got)
 	}
 	lines, _ := h.Marker(minionA)
-	if m.Runs() != 2 || len(lines) != 2 { // the run without a token is refused
+	if m.Runs() != 3 || len(lines) != 3 {
 		t.Fatalf("runs: model %d, module %d (%q)", m.Runs(), len(lines), lines)
 	}
 	caps, _ := py(ctx, salttest.Job{JID: newJID(), Fun: "oduflow_job.capabilities", MinionID: minionA})
 	mcaps, _ := m.Handle(ctx, salttest.Job{JID: newJID(), Fun: "oduflow_job.capabilities", MinionID: minionA})
-	want := map[string]any{"version": int64(1), "ready": true, "token_required": true}
+	want := map[string]any{"version": int64(1), "ready": true, "token_required": false}
 	if got := caps.(map[string]any)["fencing"]; !reflect.DeepEqual(got, want) {
 		t.Fatalf("module fencing capability %#v", got)
 	}

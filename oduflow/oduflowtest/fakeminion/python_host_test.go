@@ -36,31 +36,11 @@ func startHost(t *testing.T, opts ...PythonOption) *PythonHost {
 	return h
 }
 
-// runKwargs is what the dispatcher publishes with oduflow_job.run: the next fence token (the module
-// requires one); nil for any other function.
-func runKwargs(fun string) map[string]any {
-	if fun != "oduflow_job.run" {
-		return nil
-	}
-	return map[string]any{"fence_token": nextToken()}
-}
-
-var tokenMu sync.Mutex
-var tokenLast int64
-
-// nextToken is a fence token above every one this test binary issued before.
-func nextToken() int64 {
-	tokenMu.Lock()
-	defer tokenMu.Unlock()
-	tokenLast = max(tokenLast+1, time.Now().UnixMicro())
-	return tokenLast
-}
-
 func call(t *testing.T, h *PythonHost, minion, fun string, args []any, jid string) (any, int) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	ret, code, err := h.callModule(ctx, minion, fun, args, runKwargs(fun), jid)
+	ret, code, err := h.callModule(ctx, minion, fun, args, nil, jid)
 	if err != nil {
 		t.Fatalf("Call %s: %v", fun, err)
 	}
@@ -203,14 +183,13 @@ func TestCustomPayload(t *testing.T) {
 func TestDuplicateWorkersExecuteOnce(t *testing.T) {
 	h := startHost(t, WithPythonConfig(PythonConfig{Delays: map[string]time.Duration{"roles.client_stack": 300 * time.Millisecond}}))
 	req, jid := receipt.NewRequestID(), newJID()
-	token := runKwargs("oduflow_job.run") // one publication, delivered six times: one token
 	var wg sync.WaitGroup
 	rets := make([]any, 6)
 	for i := range rets {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			ret, _, err := h.callModule(context.Background(), minionA, "oduflow_job.run", []any{req, "configure"}, token, jid)
+			ret, _, err := h.callModule(context.Background(), minionA, "oduflow_job.run", []any{req, "configure"}, nil, jid)
 			if err != nil {
 				t.Error(err)
 			}
@@ -236,7 +215,7 @@ func TestCancelKillsJobAndLeavesUnknown(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	errc := make(chan error, 1)
 	go func() {
-		_, _, err := h.callModule(ctx, minionA, "oduflow_job.run", []any{req, "configure"}, runKwargs("oduflow_job.run"), jid)
+		_, _, err := h.callModule(ctx, minionA, "oduflow_job.run", []any{req, "configure"}, nil, jid)
 		errc <- err
 	}()
 	deadline := time.Now().Add(10 * time.Second)
@@ -284,8 +263,7 @@ func TestHandlerAdapter(t *testing.T) {
 		t.Fatalf("cmd.run: %d", code)
 	}
 	req, jid := receipt.NewRequestID(), newJID()
-	ret, code := handle(ctx, salttest.Job{JID: jid, Fun: "oduflow_job.run", Args: []any{req, "production"},
-		Kwargs: runKwargs("oduflow_job.run"), MinionID: minionA})
+	ret, code := handle(ctx, salttest.Job{JID: jid, Fun: "oduflow_job.run", Args: []any{req, "production"}, MinionID: minionA})
 	if code != 0 {
 		t.Fatalf("run: %d %v", code, ret)
 	}
@@ -293,7 +271,7 @@ func TestHandlerAdapter(t *testing.T) {
 		receipt.StatusFailed, 2, 3)
 	// a caller kwarg travels as a kwarg and is refused
 	ret, code = handle(ctx, salttest.Job{JID: newJID(), Fun: "oduflow_job.run", Args: []any{receipt.NewRequestID(), "configure"},
-		Kwargs: map[string]any{"test": true, "fence_token": nextToken()}, MinionID: minionA})
+		Kwargs: map[string]any{"test": true}, MinionID: minionA})
 	if s, _ := ret.(string); code == 0 || !strings.Contains(s, "caller execution options") {
 		t.Fatalf("kwarg: %d %v", code, ret)
 	}
