@@ -148,10 +148,10 @@
 // capabilities() reports "fencing": {"version": 1, "ready": <runtime guard
 // holds>, "token_required": <switch>}. While token_required is false a run
 // without fence_token is accepted as before (dispatchers that predate fencing)
-// and neither reads nor raises the mark. The dispatcher requires the fencing
-// capability (version 1, ready) for new requests and always sends a token, so
-// the module's single switch _REQUIRE_FENCE_TOKEN is on: a run without one is
-// refused ("a fence token is required", retcode 1, nothing written).
+// and neither reads nor raises the mark. The dispatcher will require the
+// fencing capability (version 1, ready) for new requests and always send a
+// token; the module's single switch _REQUIRE_FENCE_TOKEN then makes a run
+// without one a refusal.
 //
 // # Runtime guard
 //

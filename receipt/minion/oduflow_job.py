@@ -44,8 +44,8 @@ token is not above the mark runs nothing and commits a terminal fenced receipt: 
 keys plus ``"code": "fenced"``, status ``failed``, 0 of 0. ``fence`` raises the mark to at
 least ``token`` and makes that publication never-to-run (a fenced receipt), or, if its run
 already started or finished, answers its receipt (running, unknown or terminal) unchanged.
-A run without ``fence_token`` is refused while ``_REQUIRE_FENCE_TOKEN`` is True (the one
-switch, on: the dispatcher requires the ``fencing`` capability and always sends a token).
+A run without ``fence_token`` is accepted as before while ``_REQUIRE_FENCE_TOKEN`` is False
+(the one switch; dispatchers that send tokens require the ``fencing`` capability).
 
 Receipts live in ``/var/lib/oduflow/job-receipts`` (minion option ``oduflow_receipt_dir``),
 a directory owned by the minion user with mode 0700; files are 0600. Opens refuse
@@ -116,9 +116,9 @@ _DEFAULT_RECEIPT_DIR = "/var/lib/oduflow/job-receipts"
 
 # Fencing (capability "fencing", version 1). The switch: while False, a run without
 # fence_token is accepted as before (dispatchers that predate fencing); True refuses it.
-# On: the dispatcher requires the fencing capability for new requests and sends a token.
+# The dispatcher requires the fencing capability for new requests once it sends tokens.
 _FENCING_VERSION = 1
-_REQUIRE_FENCE_TOKEN = True
+_REQUIRE_FENCE_TOKEN = False
 _MAX_FENCE_TOKEN = 2 ** 53 - 1  # exact in JSON and in a double, like the counts
 _FENCE_NAME = "fence.json"
 

@@ -8,7 +8,7 @@ oduflow_job_module:
   file.managed:
     - name: {{ salt['config.get']('extension_modules') }}/modules/oduflow_job.py
     - source: salt://_modules/oduflow_job.py
-    - source_hash: sha256=6c4c0ef49cbfdf6793f256ef1f6e23883ebf71bff9baf53a2e97d3803e02642f
+    - source_hash: sha256=526ca08b6452ef6817ffda37214c285520ac816ba777766eb6ef6cf5da755cf2
     - user: root
     - group: root
     - mode: '0644'

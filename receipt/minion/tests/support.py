@@ -47,13 +47,6 @@ def new_jid(n=[0]):  # pylint: disable=dangerous-default-value
     return time.strftime("%Y%m%d%H%M%S", time.gmtime()) + "{:06d}".format((os.getpid() * 1000 + n[0]) % 1000000)
 
 
-def next_token(last=[0]):  # pylint: disable=dangerous-default-value
-    """A fence token above every one issued before, also by forked children (the dispatcher's tokens
-    strictly increase per client): microseconds since the epoch (below 2^53), at least one above the last."""
-    last[0] = max(last[0] + 1, time.time_ns() // 1000)
-    return last[0]
-
-
 def new_request():
     return str(uuid.uuid4())
 
@@ -83,11 +76,8 @@ class MinionCase(unittest.TestCase):
         return self.paths["receipts"]
 
     def run_job(self, request_id, profile, state_data_json="", jid=None, kwargs=None, mod=None):
-        """run as the dispatcher publishes it: with the next fence token unless kwargs names one."""
         args = [request_id, profile] + ([state_data_json] if state_data_json else [])
-        kwargs = dict(kwargs or {})
-        kwargs.setdefault("fence_token", next_token())
-        return host.call(mod or self.mod, "run", args, kwargs, jid or new_jid())
+        return host.call(mod or self.mod, "run", args, kwargs or {}, jid or new_jid())
 
     def status(self, request_id, jid, profile, mod=None):
         return host.call(mod or self.mod, "status", [request_id, jid, profile], {}, new_jid())

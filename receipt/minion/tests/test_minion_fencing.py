@@ -117,16 +117,15 @@ class Fencing(FenceCase):
         for token in ("5", True, 0, -1, 2 ** 53, 1.0, None, [5]):
             ret, code = self.run_fenced(new_request(), new_jid(), token)
             if token is None:
-                self.assertEqual(code, 1, ret)  # no token: refused (the switch is on)
-                self.assertIn("a fence token is required", ret)
+                self.assertEqual(code, 0, ret)  # no token: the run before fencing
                 continue
             self.assertEqual(code, 1, token)
             self.assertIn("invalid fence token", ret)
             ret, code = self.fence(new_request(), new_jid(), token)
             self.assertEqual(code, 1, token)
             self.assertIn("invalid fence token", ret)
-        self.assertEqual(self.executions(), 0)
-        self.assertFalse(os.path.exists(os.path.join(self.receipts, "fence.json")))
+        self.assertEqual(self.executions(), 1)
+        self.assertNotIn("fence.json", os.listdir(self.receipts))
         self.assertReceipt(self.run_fenced(new_request(), new_jid(), 2 ** 53 - 1)[0], "succeeded", 3, 3)
 
     def test_fence_binding_conflicts(self):
@@ -143,8 +142,8 @@ class Fencing(FenceCase):
             self.assertIn(needle, ret)
 
     def test_the_switch_requires_a_token(self):
-        self.assertTrue(self.mod._REQUIRE_FENCE_TOKEN)  # the dispatcher always sends a token
-        ret, code = host.call(self.mod, "run", [new_request(), "configure"], {}, new_jid())
+        self.mod._REQUIRE_FENCE_TOKEN = True
+        ret, code = self.run_job(new_request(), "configure")
         self.assertEqual(code, 1)
         self.assertIn("a fence token is required", ret)
         self.assertTrue(host.call(self.mod, "capabilities")[0]["fencing"]["token_required"])
@@ -153,10 +152,10 @@ class Fencing(FenceCase):
 
     def test_capabilities(self):
         caps = host.call(self.mod, "capabilities")[0]
-        self.assertEqual(caps["fencing"], {"version": 1, "ready": True, "token_required": True})
+        self.assertEqual(caps["fencing"], {"version": 1, "ready": True, "token_required": False})
         host.BEHAVIOR["salt_version"] = "3005.1"
         caps = host.call(self.load(), "capabilities")[0]
-        self.assertEqual(caps["fencing"], {"version": 1, "ready": False, "token_required": True})
+        self.assertEqual(caps["fencing"], {"version": 1, "ready": False, "token_required": False})
 
     def test_attested_fenced_receipt(self):
         req, jid = new_request(), new_jid()
@@ -232,10 +231,8 @@ class HostileFenceRecord(FenceCase):
         self.assertRefusedNothingRun("record too large (fence.json)")
 
     def test_run_without_token_does_not_read_the_mark(self):
-        self.mod._REQUIRE_FENCE_TOKEN = False  # the switch off: a run before fencing
         self.write_fence(b"garbage")
-        ret = host.call(self.mod, "run", [new_request(), "configure"], {}, new_jid())[0]
-        self.assertReceipt(ret, "succeeded", 3, 3)
+        self.assertReceipt(self.run_job(new_request(), "configure")[0], "succeeded", 3, 3)
 
 
 class FenceProcesses(FenceCase):

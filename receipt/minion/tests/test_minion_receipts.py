@@ -14,7 +14,7 @@ import unittest
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import support  # noqa: E402
-from support import MinionCase, host, load_cases, new_jid, new_request, next_token  # noqa: E402
+from support import MinionCase, host, load_cases, new_jid, new_request  # noqa: E402
 
 
 def _plain():
@@ -367,8 +367,7 @@ class Restrictions(MinionCase):
     def test_caller_pub_jid_is_replaced(self):
         jid = new_jid()
         req = new_request()
-        ret, code = host.call(self.mod, "run", [req, "configure", {"__kwarg__": True, "__pub_jid": "1" * 20,
-                                                                 "fence_token": next_token()}], {}, jid)
+        ret, code = host.call(self.mod, "run", [req, "configure", {"__kwarg__": True, "__pub_jid": "1" * 20}], {}, jid)
         self.assertReceipt(ret, "succeeded", 3, 3, req, jid)
 
     def test_fixed_roles_and_kwargs(self):
@@ -497,8 +496,7 @@ class Storage(MinionCase):
         self.assertEqual(stat.S_IMODE(st.st_mode), 0o700)
         self.assertEqual(st.st_uid, os.geteuid())
         names = set(os.listdir(self.receipts))
-        self.assertEqual(names, {"exec.lock", "index.lock", "fence.json", "jid-%s.json" % jid, "req-%s.json" % req,
-                                 "req-%s.lock" % req})
+        self.assertEqual(names, {"exec.lock", "index.lock", "jid-%s.json" % jid, "req-%s.json" % req, "req-%s.lock" % req})
         for name in names:
             st = os.lstat(os.path.join(self.receipts, name))
             self.assertEqual(stat.S_IMODE(st.st_mode), 0o600, name)

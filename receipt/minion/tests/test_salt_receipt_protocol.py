@@ -11,18 +11,16 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from support import Child, MinionCase, host, new_jid, new_request, next_token, park  # noqa: E402
+from support import Child, MinionCase, host, new_jid, new_request, park  # noqa: E402
 
 
 class Crashes(MinionCase):
-    def spawn_run(self, req, jid, profile="configure", prepare=None, token=None):
-        token = token or next_token()  # one publication, one token: a redelivery carries the same
-
+    def spawn_run(self, req, jid, profile="configure", prepare=None):
         def body(notify):
             mod = self.load()
             if prepare:
                 prepare(mod, notify)
-            return host.call(mod, "run", [req, profile], {"fence_token": token}, jid)
+            return host.call(mod, "run", [req, profile], {}, jid)
 
         return Child(body)
 
@@ -47,8 +45,7 @@ class Crashes(MinionCase):
         child.kill()
         child.join()
         self.assertEqual(child.killed_by(), signal.SIGKILL)
-        self.assertEqual(sorted(n for n in os.listdir(self.receipts) if n.endswith(".json") and n != "fence.json"),
-                         ["jid-%s.json" % jid])
+        self.assertEqual(sorted(n for n in os.listdir(self.receipts) if n.endswith(".json")), ["jid-%s.json" % jid])
         self.assertReceipt(self.status(req, jid, "configure")[0], "unknown", 0, 0, req, jid)
         # the same publication again (e.g. after a minion restart) must not execute
         before = self.snapshot()
@@ -140,8 +137,7 @@ class Crashes(MinionCase):
     def test_concurrent_polls_and_duplicate_workers(self):
         req, jid = new_request(), new_jid()
         host.BEHAVIOR["delay"] = {"roles.client_stack": 0.5}
-        token = next_token()
-        workers = [self.spawn_run(req, jid, token=token) for _ in range(6)]
+        workers = [self.spawn_run(req, jid) for _ in range(6)]
 
         def poll(notify):
             seen = []
@@ -260,7 +256,7 @@ class Races(MinionCase):
         seen = {}
         for _ in range(200):
             req, jid = new_request(), new_jid()
-            worker = Child(lambda notify, req=req, jid=jid: host.call(self.mod, "run", [req, "configure"], {"fence_token": next_token()}, jid))
+            worker = Child(lambda notify, req=req, jid=jid: host.call(self.mod, "run", [req, "configure"], {}, jid))
             statuses = []
             while True:
                 pid, wstatus = os.waitpid(worker.pid, os.WNOHANG)
