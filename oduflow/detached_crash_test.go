@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cockroachdb/errors"
 	"github.com/google/uuid"
 
 	"github.com/oduflow/oduflow-go/receipt"
@@ -76,7 +75,7 @@ func TestCrashConsistencyDetachedWorker(t *testing.T) {
 				if st := status(t, d, mustClaim(t, d, req)); st != receipt.StatusRunning && st != tc.want.status {
 					t.Fatalf("within grace: %s", st)
 				}
-				clk.Advance(defaultLaunchGrace + time.Second)
+				advanceWindows(d, clk, defaultLaunchGrace+time.Second)
 				got, err := d.Status(ctx, m.ID(), req, receipt.ProfileConfigure)
 				if err != nil || got.Status != tc.want.status || *got.JID != *first.JID {
 					t.Fatalf("status after kill: %+v %v", got, err)
@@ -102,8 +101,13 @@ func TestCrashConsistencyDetachedWorker(t *testing.T) {
 						t.Fatalf("after resume: %+v", r)
 					}
 				} else if tc.want.quarantine {
-					if _, err := d.Reconcile(ctx, m.ID(), req, FromMinion{}); !errors.Is(err, ErrUnresolved) {
-						t.Fatalf("not_started must not resolve: %v", err)
+					// The minion never started it: Reconcile fences the publication and records "never ran".
+					r, err := d.Reconcile(ctx, m.ID(), req, FromMinion{})
+					if err != nil || r.Status != receipt.StatusFailed {
+						t.Fatalf("reconcile of a publication never started: %+v %v", r, err)
+					}
+					if c := mustClaim(t, d, req); c.ErrorCode != codeNeverRan || c.Quarantining() {
+						t.Fatalf("never ran: %+v", c)
 					}
 				}
 				time.Sleep(100 * time.Millisecond)

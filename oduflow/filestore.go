@@ -4,6 +4,7 @@ import (
 	"context"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/cockroachdb/errors"
@@ -40,10 +41,11 @@ const (
 // kernel releases when a holder dies (filestore_lease.go).
 // Safe for concurrent use by any number of goroutines and processes sharing the directory.
 type FileClaimStore struct {
-	st    *safefile.Store
-	idx   *indexTree   // clients/
-	open  *indexTree   // open/
-	stage func(string) // test hook: crash points of Create; nil in production
+	st     *safefile.Store
+	idx    *indexTree      // clients/
+	open   *indexTree      // open/
+	fences *safefile.Store // fences/: the per-client fencing token counters (filestore_fence.go)
+	stage  func(string)    // test hook: crash points of Create; nil in production
 
 	mu      sync.Mutex
 	owners  map[string]string // request id -> minion id (immutable once created)
@@ -52,6 +54,9 @@ type FileClaimStore struct {
 	leases leasePool // request locks and client leases (filestore_lease.go)
 
 	bufs sync.Pool // *[]byte read buffers: a claim read allocates no file buffer (decodeClaim keeps none of it)
+
+	clock   hostClock       // this host's boot id and CLOCK_BOOTTIME: the status windows (filestore_statuswindows.go)
+	windows [2]atomic.Int64 // launch grace, status expiry (nanoseconds; 0: the defaults)
 }
 
 // OpenFileClaimStore opens (creating it 0700 when missing) the claim directory.
@@ -76,7 +81,11 @@ func openFileClaimStore(dir string, stage func(string)) (*FileClaimStore, error)
 	if err != nil {
 		return nil, errors.Wrap(err, "oduflow: open unresolved index directory")
 	}
-	return &FileClaimStore{st: st, idx: newIndexTree(idx), open: newIndexTree(open), stage: stage,
+	fences, err := safefile.OpenStore(filepath.Join(st.Dir(), fenceDirName), opts...)
+	if err != nil {
+		return nil, errors.Wrap(err, "oduflow: open fence token directory")
+	}
+	return &FileClaimStore{st: st, idx: newIndexTree(idx), open: newIndexTree(open), fences: fences, stage: stage,
 		owners: make(map[string]string)}, nil
 }
 
@@ -120,6 +129,20 @@ func (s *FileClaimStore) Create(ctx context.Context, c *Claim) error {
 	}
 	cp := c.clone()
 	cp.Generation = 1
+	if cp.CreatedClock == "" || (cp.DispatchedAt != nil && cp.DispatchedClock == "") {
+		// The launch window opens now, on this host's monotonic clock (and the dispatch window of a claim
+		// created past its intent: one copied in from another store).
+		now, err := s.clock.now()
+		if err != nil {
+			return errmark.Mark(err, ErrClaimStore)
+		}
+		if cp.CreatedClock == "" {
+			cp.CreatedClock = now.String()
+		}
+		if cp.DispatchedAt != nil && cp.DispatchedClock == "" {
+			cp.DispatchedClock = now.String()
+		}
+	}
 	if err := cp.Validate(); err != nil {
 		return err
 	}
@@ -141,7 +164,7 @@ func (s *FileClaimStore) Create(ctx context.Context, c *Claim) error {
 		}
 		return storageErr(errors.Wrap(err, "oduflow: create claim"))
 	}
-	c.Generation = 1
+	c.Generation, c.CreatedClock, c.DispatchedClock = 1, cp.CreatedClock, cp.DispatchedClock
 	s.remember(cp)
 	return nil
 }
@@ -240,6 +263,25 @@ func (s *FileClaimStore) compareAndSwap(ctx context.Context, next *Claim, held [
 	}
 	out := next.clone()
 	out.Generation = cur.Generation + 1
+	if cur.DispatchedAt == nil && out.DispatchedAt != nil {
+		// The dispatch intent: the dispatch window opens now, on this host's monotonic clock.
+		now, err := s.clock.now()
+		if err != nil {
+			return nil, errmark.Mark(err, ErrClaimStore)
+		}
+		out.DispatchedClock = now.String()
+	}
+	out.FenceToken = cur.FenceToken // issued once, never changed
+	var fence *fenceIssue
+	if held != nil && cur.Phase == PhaseClaimed && out.Phase == PhaseDispatching {
+		// The dispatch intent: the client's next fencing token, durable before the claim holding it
+		// (filestore_fence.go).
+		if fence, err = s.stageFenceToken(ctx, out.MinionID); err != nil {
+			return nil, err
+		}
+		defer fence.release()
+		out.FenceToken = fence.token
+	}
 	data, err := encodeClaim(out)
 	if err != nil {
 		return nil, err
@@ -249,8 +291,15 @@ func (s *FileClaimStore) compareAndSwap(ctx context.Context, next *Claim, held [
 			return nil, storageErr(err)
 		}
 	}
-	if err := s.st.WriteAtomic(claimName(out.RequestID), data); err != nil {
+	var prior safefile.Prior
+	if fence != nil {
+		prior = fence.prior
+	}
+	if err := s.st.WriteAtomicAfter(claimName(out.RequestID), data, prior); err != nil {
 		return nil, storageErr(errors.Wrap(err, "oduflow: write claim"))
+	}
+	if fence != nil {
+		fence.done()
 	}
 	if len(held) > 0 {
 		// The leases were checked before the rename; checked again after it, they were held when the
@@ -280,7 +329,7 @@ func storageErr(err error) error {
 func sameIdentity(a, b *Claim) bool {
 	return a.MinionID == b.MinionID && a.RequestID == b.RequestID && a.Profile == b.Profile &&
 		a.Role == b.Role && a.StateDigest == b.StateDigest && a.JID == b.JID && a.PayloadRef == b.PayloadRef &&
-		a.CreatedAt.Equal(b.CreatedAt) && a.Protocol == b.Protocol
+		a.CreatedAt.Equal(b.CreatedAt) && a.Protocol == b.Protocol && a.CreatedClock == b.CreatedClock
 }
 
 // ListByClient implements ClaimStore: it reads the client's index, then each indexed claim. A claim that
