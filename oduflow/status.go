@@ -74,7 +74,9 @@ func responseFor(c *Claim, st receipt.Status) Response {
 //   - final (terminal/asserted): its recorded status;
 //   - more than Timers.StatusExpiry after dispatch: unknown, even if a worker holds the lock;
 //   - request lock held: running;
-//   - lock free: running within Timers.LaunchGrace of creation, unknown (worker disappeared) after it.
+//   - lock free and dispatched (the intent was recorded): unknown (the worker is gone);
+//   - lock free, never dispatched: running within Timers.LaunchGrace of creation, unknown (worker
+//     disappeared) after it.
 func (d *Dispatcher) computeStatus(ctx context.Context, c *Claim) (receipt.Status, error) {
 	return d.statusOf(ctx, c, nil)
 }
@@ -97,6 +99,12 @@ func (d *Dispatcher) statusOf(ctx context.Context, c *Claim, held *bool) (receip
 	}
 	if *held {
 		return receipt.StatusRunning, nil
+	}
+	if c.WasDispatched() {
+		// Its worker took the request lock before recording the intent and holds it until the result is
+		// committed: a free lock means the worker is gone (closed, killed, lease expired), however
+		// recently the request was created.
+		return receipt.StatusUnknown, nil
 	}
 	if now.Sub(c.CreatedAt) <= d.timers.LaunchGrace {
 		return receipt.StatusRunning, nil

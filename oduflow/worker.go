@@ -164,6 +164,7 @@ func (d *Dispatcher) work(ctx context.Context, t target, reqLock Lease, lockedAt
 		}
 	}()
 	defer adm.release()
+	defer d.failClosed(ctx, t, reqLock) // before the lock's release: a claim left claimed by Close
 	c, err := d.store.Get(ctx, t.request)
 	if err != nil {
 		return err
@@ -375,8 +376,19 @@ func (d *Dispatcher) preflight(ctx context.Context, c *Claim) (string, string) {
 			continue
 		}
 		if o.Quarantining() {
-			d.claimLog(c).Warn("worker: client quarantined", slog.String("blocking_request_id", o.RequestID))
-			return codeQuarantined, ""
+			// The one quarantine rule (blocksClient): unknown blocks; a request a live worker, adopter or
+			// Resume holds makes the client busy instead (it may be running on the minion).
+			st, err := d.computeStatus(ctx, o)
+			if err != nil {
+				d.claimLog(c).Warn("worker: client claims unreadable; preflight failure", slog.String("error", err.Error()))
+				return codeClaimStore, ""
+			}
+			if blocksClient(o, st) {
+				d.claimLog(c).Warn("worker: client quarantined", slog.String("blocking_request_id", o.RequestID))
+				return codeQuarantined, ""
+			}
+			d.claimLog(c).Warn("worker: client busy with a request being polled", slog.String("busy_request_id", o.RequestID))
+			return codeLeaseBusy, ""
 		}
 		if o.JID == c.JID {
 			// Two dispatcher processes drew the same JID in the same microsecond for one client: the minion

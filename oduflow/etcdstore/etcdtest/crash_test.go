@@ -167,7 +167,7 @@ func TestKillDispatcherAtEachStep(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				t.Cleanup(func() { _ = d.Close() })
+				t.Cleanup(func() { _ = d.Close(closedContext()) })
 				return d
 			}
 			b, c := replica(sim2), replica(sim1)
