@@ -43,10 +43,13 @@ func (d *Dispatcher) Close(ctx context.Context) error {
 	go func() { d.wg.Wait(); close(done) }()
 	var drainErr error
 	select {
-	case <-done:
-	case <-ctx.Done():
-		drainErr = errors.Wrap(ctx.Err(), "oduflow: close: drain cut short; the rest is released for adoption")
-		d.log.Warn("close: drain deadline reached; releasing the requests in flight for adoption")
+	case <-done: // nothing (left) in flight
+	default:
+		select {
+		case <-done:
+		case <-ctx.Done():
+			drainErr = errors.Wrap(ctx.Err(), "oduflow: close: drain cut short; the rest is released for adoption")
+		}
 	}
 	d.cancel()
 	<-done

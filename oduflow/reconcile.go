@@ -252,15 +252,9 @@ func (d *Dispatcher) Resume(ctx context.Context, minion, request string) (resp R
 
 // resume is Resume once admitted (Close waits for it).
 func (d *Dispatcher) resume(ctx context.Context, t target) (Response, error) {
-	c, err := d.unknownClaim(ctx, t)
+	c, err := d.resumable(ctx, t)
 	if err != nil {
 		return Response{}, err
-	}
-	if c.legacy() != notLegacy {
-		return Response{}, errors.Wrap(errLegacyClaim, "oduflow: resume")
-	}
-	if !c.WasDispatched() {
-		return Response{}, errors.Wrap(ErrNotUnknown, "oduflow: never dispatched; nothing to resume")
 	}
 	if d.mode.detached {
 		if held, err := d.leases.RequestLockHeld(ctx, t.request); err != nil {
@@ -298,6 +292,23 @@ func (d *Dispatcher) resume(ctx context.Context, t target) (Response, error) {
 		d.resumePolling(d.ctx, c, deadline)
 	}()
 	return d.respond(ctx, c)
+}
+
+// resumable reads the claim and requires what Resume polls: a protocol-1 request that blocks its client
+// (blocksClient: dispatched, unknown), so that Resume accepts exactly what Quarantine lists. Unknown but
+// never dispatched is ErrNotUnknown (nothing to poll: nothing was published); legacy is ErrUnresolved.
+func (d *Dispatcher) resumable(ctx context.Context, t target) (*Claim, error) {
+	c, err := d.unknownClaim(ctx, t)
+	if err != nil {
+		return nil, err
+	}
+	if c.legacy() != notLegacy {
+		return nil, errors.Wrap(errLegacyClaim, "oduflow: resume")
+	}
+	if !c.WasDispatched() {
+		return nil, errors.Wrap(ErrNotUnknown, "oduflow: never dispatched; nothing to resume")
+	}
+	return c, nil
 }
 
 // unresolved: the claim has no final result other than unknown (and is not asserted).

@@ -359,7 +359,12 @@ func (d *Dispatcher) settleDispatched(ctx context.Context, c *Claim, r *receipt.
 // preflight runs with the client lease held: quarantine across all profiles, the capability check (the
 // minion must advertise receipt proofs), then the key the master accepted for the minion. It returns an
 // error code, or "" and that key's fingerprint (pinned in the claim) when dispatch may go on.
-func (d *Dispatcher) preflight(ctx context.Context, c *Claim) (string, string) {
+// clientCheck is the preflight's look at the client's other unresolved requests (the unresolved set, not
+// its history): "" when c may be dispatched, else the error code. An unreadable set refuses
+// (claim_store_unreadable, naming the claim); the one quarantine rule (blocksClient) refuses quarantined;
+// another dispatched request a live worker, adopter or Resume holds refuses lease_busy (it may be running
+// on the minion); a JID drawn twice refuses jid_collision.
+func (d *Dispatcher) clientCheck(ctx context.Context, c *Claim) string {
 	others, err := listUnresolved(ctx, d.store, c.MinionID) // not the client's history: its open requests
 	if err != nil {
 		// Cannot prove the client is clear: refuse, but say why and which claim, not "quarantined".
@@ -369,7 +374,7 @@ func (d *Dispatcher) preflight(ctx context.Context, c *Claim) (string, string) {
 			attrs = append(attrs, slog.String("unreadable_request_id", uc.RequestID))
 		}
 		d.claimLog(c).Warn("worker: client claims unreadable; preflight failure", attrs...)
-		return codeClaimStore, ""
+		return codeClaimStore
 	}
 	for _, o := range others {
 		if o.RequestID == c.RequestID {
@@ -381,20 +386,27 @@ func (d *Dispatcher) preflight(ctx context.Context, c *Claim) (string, string) {
 			st, err := d.computeStatus(ctx, o)
 			if err != nil {
 				d.claimLog(c).Warn("worker: client claims unreadable; preflight failure", slog.String("error", err.Error()))
-				return codeClaimStore, ""
+				return codeClaimStore
 			}
 			if blocksClient(o, st) {
 				d.claimLog(c).Warn("worker: client quarantined", slog.String("blocking_request_id", o.RequestID))
-				return codeQuarantined, ""
+				return codeQuarantined
 			}
 			d.claimLog(c).Warn("worker: client busy with a request being polled", slog.String("busy_request_id", o.RequestID))
-			return codeLeaseBusy, ""
+			return codeLeaseBusy
 		}
 		if o.JID == c.JID {
 			// Two dispatcher processes drew the same JID in the same microsecond for one client: the minion
 			// would refuse the second binding. Fail before publishing; a retry is a new request.
-			return codeJIDCollision, ""
+			return codeJIDCollision
 		}
+	}
+	return ""
+}
+
+func (d *Dispatcher) preflight(ctx context.Context, c *Claim) (string, string) {
+	if code := d.clientCheck(ctx, c); code != "" {
+		return code, ""
 	}
 	// CallTimeout bounds the check from its publication on (call), not the wait for a publish slot.
 	caps, err := d.capabilities(ctx, c.MinionID)

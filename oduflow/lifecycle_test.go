@@ -1,0 +1,132 @@
+package oduflow
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/oduflow/oduflow-go/oduflow/oduflowtest/fakeminion"
+	"github.com/oduflow/oduflow-go/receipt"
+)
+
+// Close with time to spare lets every in-flight worker finish; afterwards new requests are refused
+// with ErrClosed and nothing is written.
+func TestCloseDrainsInFlightWorkers(t *testing.T) {
+	e := startSim(t)
+	d := e.dispatcher()
+	ctx := context.Background()
+	type job struct{ minion, req string }
+	var jobs []job
+	for range 4 {
+		m := e.addMinion(fakeminion.WithDelay(300 * time.Millisecond))
+		j := job{m.ID(), uuid.NewString()}
+		mustStart(t, d, receipt.ProfileConfigure, j.minion, j.req)
+		jobs = append(jobs, j)
+	}
+	cctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	if err := d.Close(cctx); err != nil {
+		t.Fatalf("drain with time to spare: %v", err)
+	}
+	for _, j := range jobs {
+		if c := mustClaim(t, d, j.req); c.Phase != PhaseTerminal || c.Status != receipt.StatusSucceeded {
+			t.Fatalf("after the drain: %+v", c)
+		}
+	}
+	m := e.addMinion()
+	req := uuid.NewString()
+	if _, err := d.Start(ctx, m.ID(), req, receipt.ProfileConfigure); !errors.Is(err, ErrClosed) {
+		t.Fatalf("Start after Close: %v, want ErrClosed", err)
+	}
+	if _, err := d.store.Get(ctx, req); !errors.Is(err, ErrNoClaim) {
+		t.Fatalf("a refused Start wrote a claim: %v", err)
+	}
+	if e.runs() != len(jobs) {
+		t.Fatalf("publications %d, want %d", e.runs(), len(jobs))
+	}
+}
+
+// A drain cut short: a worker that has not recorded its intent commits dispatcher_closed (nothing
+// published); one past its intent releases its locks and reads unknown at once; another dispatcher with
+// adoption takes both kinds over: the published one is polled to its minion's result (one publication),
+// the one never sent is fenced and recorded never ran; no quarantine is left.
+func TestCloseMidRunThenAdoption(t *testing.T) {
+	e := startSim(t)
+	ctx := context.Background()
+	held := e.addMinion(fakeminion.WithHold()) // published; its run waits for Release
+	parked := e.addMinion()                    // its worker waits at the lease step until Close
+	fenced := e.addMinion()                    // its worker waits after its intent until Close
+	var d1 *Dispatcher
+	var leases, intents atomic.Int32
+	reached := make(chan string, 4)
+	d1 = e.dispatcher(withStepHook(func(step string) {
+		switch {
+		case step == stepLease && leases.Add(1) == 2, step == stepDispatchRecorded && intents.Add(1) == 2:
+			reached <- step
+			<-d1.ctx.Done() // until Close gives up its drain
+		}
+	}))
+	heldReq, parkedReq, fencedReq := uuid.NewString(), uuid.NewString(), uuid.NewString()
+	mustStart(t, d1, receipt.ProfileConfigure, held.ID(), heldReq)
+	waitClaim(t, d1, heldReq, "dispatched", func(c *Claim) bool { return c.Phase == PhaseDispatched })
+	mustStart(t, d1, receipt.ProfileConfigure, parked.ID(), parkedReq)
+	<-reached
+	mustStart(t, d1, receipt.ProfileConfigure, fenced.ID(), fencedReq)
+	<-reached
+
+	cctx, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+	defer cancel()
+	if err := d1.Close(cctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("drain cut short: %v", err)
+	}
+	// Never dispatched: failed, nothing published, no quarantine.
+	if c := mustClaim(t, d1, parkedReq); c.Phase != PhaseTerminal || c.ErrorCode != codeDispatcherClosed ||
+		c.Status != receipt.StatusFailed || c.Quarantining() {
+		t.Fatalf("claim never dispatched after Close: %+v", c)
+	}
+	// Past the intent: the lock is free, so it reads unknown now (not running until a launch grace ends).
+	for _, req := range []string{heldReq, fencedReq} {
+		c := mustClaim(t, d1, req)
+		if !c.WasDispatched() || c.Phase.Final() {
+			t.Fatalf("claim past its intent after Close: %+v", c)
+		}
+		if st := status(t, d1, c); st != receipt.StatusUnknown {
+			t.Fatalf("a dispatched request without its worker reads %s, want unknown", st)
+		}
+	}
+	d2 := e.dispatcher(WithAdoption(20 * time.Millisecond))
+	held.Release()
+	got := waitFinal(t, d2, receipt.ProfileConfigure, held.ID(), heldReq)
+	if got.Status != receipt.StatusSucceeded {
+		t.Fatalf("adopted request: %+v", got)
+	}
+	if n := e.sim.PublicationCount(funRun, *got.JID); n != 1 {
+		t.Fatalf("publications of the adopted request: %d", n)
+	}
+	never := waitFinal(t, d2, receipt.ProfileConfigure, fenced.ID(), fencedReq)
+	if c := mustClaim(t, d2, fencedReq); never.Status != receipt.StatusFailed || c.ErrorCode != codeNeverRan ||
+		c.Evidence != evidenceFenced {
+		t.Fatalf("adopted request never sent: %+v %+v", never, c)
+	}
+	for _, m := range []string{held.ID(), parked.ID(), fenced.ID()} {
+		if q, err := d2.Quarantine(ctx, m); err != nil || len(q) != 0 {
+			t.Fatalf("quarantine of %s: %+v %v", m, q, err)
+		}
+	}
+	time.Sleep(50 * time.Millisecond)
+	if held.Runs() != 1 || parked.Runs() != 0 || fenced.Runs() != 0 || e.runs() != 1 {
+		t.Fatalf("runs: held %d parked %d fenced %d, publications %d", held.Runs(), parked.Runs(), fenced.Runs(), e.runs())
+	}
+	n := 0
+	for u, err := range d2.Unresolved(ctx) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		n++
+		t.Errorf("left unresolved: %+v", u.Claim)
+	}
+}
