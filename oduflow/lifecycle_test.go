@@ -121,12 +121,62 @@ func TestCloseMidRunThenAdoption(t *testing.T) {
 	if held.Runs() != 1 || parked.Runs() != 0 || fenced.Runs() != 0 || e.runs() != 1 {
 		t.Fatalf("runs: held %d parked %d fenced %d, publications %d", held.Runs(), parked.Runs(), fenced.Runs(), e.runs())
 	}
-	n := 0
 	for u, err := range d2.Unresolved(ctx) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		n++
 		t.Errorf("left unresolved: %+v", u.Claim)
 	}
+}
+
+// Quarantine, a new request's preflight and Resume give one answer for a client at every point of a
+// request's life (blocksClient): before its claim, dispatched with its worker, dispatched after its
+// worker closed (within what used to be the launch grace: Quarantine said clear while the preflight
+// failed quarantined and Resume refused ErrNotUnknown), adopted, and final.
+func TestOneAnswerForAClient(t *testing.T) {
+	e := startSim(t)
+	ctx := context.Background()
+	m := e.addMinion(fakeminion.WithHold())
+	req := uuid.NewString()
+	agree := func(point string, d *Dispatcher, blocked bool, wantCode string) {
+		t.Helper()
+		q, err := d.Quarantine(ctx, m.ID())
+		if err != nil {
+			t.Fatalf("%s: Quarantine: %v", point, err)
+		}
+		listed := len(q) == 1 && q[0].RequestID == req
+		other := &Claim{MinionID: m.ID(), RequestID: uuid.NewString(), JID: string(d.jids.Next())}
+		code := d.clientCheck(ctx, other)
+		_, rerr := d.resumable(ctx, target{minion: m.ID(), request: req})
+		resumable := rerr == nil
+		if listed != blocked || (code == codeQuarantined) != blocked || resumable != blocked || code != wantCode {
+			t.Fatalf("%s: Quarantine lists it %v, preflight %q (want %q), Resume accepts it %v (%v); want blocked %v",
+				point, listed, code, wantCode, resumable, rerr, blocked)
+		}
+	}
+	d1 := e.dispatcher()
+	agree("no claim", d1, false, "")
+	mustStart(t, d1, receipt.ProfileConfigure, m.ID(), req)
+	waitClaim(t, d1, req, "dispatched", func(c *Claim) bool { return c.Phase == PhaseDispatched })
+	agree("dispatched, worker alive", d1, false, codeLeaseBusy)
+	if err := d1.Close(closedContext()); !errors.Is(err, context.Canceled) {
+		t.Fatalf("close cut short: %v", err)
+	}
+	waitLockFree(t, d1, req)
+	d2 := e.dispatcher()
+	agree("dispatched, worker gone", d2, true, codeQuarantined)
+	d3 := e.dispatcher(WithAdoption(time.Hour))
+	deadline := time.Now().Add(10 * time.Second)
+	for held, _ := d3.leases.RequestLockHeld(ctx, req); !held; held, _ = d3.leases.RequestLockHeld(ctx, req) {
+		if time.Now().After(deadline) {
+			t.Fatal("never adopted")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	agree("adopted", d2, false, codeLeaseBusy)
+	m.Release()
+	if r := waitFinal(t, d2, receipt.ProfileConfigure, m.ID(), req); r.Status != receipt.StatusSucceeded {
+		t.Fatalf("final: %+v", r)
+	}
+	agree("final", d2, false, "")
 }
