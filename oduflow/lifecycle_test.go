@@ -3,7 +3,10 @@ package oduflow
 import (
 	"context"
 	"errors"
+	"os"
+	"path/filepath"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -179,4 +182,55 @@ func TestOneAnswerForAClient(t *testing.T) {
 		t.Fatalf("final: %+v", r)
 	}
 	agree("final", d2, false, "")
+}
+
+// A detached worker SIGKILLed after its publication, and one killed after its intent but before
+// sending: a dispatcher with adoption takes both over, at once (no launch grace to wait for): the
+// first ends with its minion's result, the second is fenced and never runs; one publication in all.
+func TestAdoptionAfterKilledDetachedWorker(t *testing.T) {
+	if testing.Short() {
+		t.Skip("spawns processes")
+	}
+	for _, tc := range []struct {
+		name    string
+		pauseAt string
+		runs    int
+		want    receipt.Status
+		code    string
+	}{
+		{"killed after the publish reply", stepPublishReplied, 1, receipt.StatusSucceeded, ""},
+		{"killed after the intent, before sending", stepDispatchRecorded, 0, receipt.StatusFailed, codeNeverRan},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := startSim(t)
+			m := e.addMinion()
+			stepFile := filepath.Join(t.TempDir(), "steps")
+			exe, err := os.Executable()
+			if err != nil {
+				t.Fatal(err)
+			}
+			env := childEnv(e, envStepFile+"="+stepFile, envPauseAt+"="+tc.pauseAt)[len(os.Environ()):]
+			d := e.dispatcher(WithDetachedWorkers(exe, env...))
+			req := uuid.NewString()
+			mustStart(t, d, receipt.ProfileConfigure, m.ID(), req)
+			pid := waitStep(t, stepFile, tc.pauseAt)
+			if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+				t.Fatal(err)
+			}
+			waitLockFree(t, d, req)
+			adopter := e.dispatcher(WithAdoption(20 * time.Millisecond))
+			got := waitFinal(t, adopter, receipt.ProfileConfigure, m.ID(), req)
+			c := mustClaim(t, adopter, req)
+			if got.Status != tc.want || c.ErrorCode != tc.code {
+				t.Fatalf("adopted: %+v %+v", got, c)
+			}
+			if q, err := adopter.Quarantine(context.Background(), m.ID()); err != nil || len(q) != 0 {
+				t.Fatalf("quarantine: %+v %v", q, err)
+			}
+			time.Sleep(100 * time.Millisecond)
+			if e.runs() != tc.runs || m.Runs() != tc.runs {
+				t.Fatalf("publications %d, runs %d, want %d", e.runs(), m.Runs(), tc.runs)
+			}
+		})
+	}
 }
