@@ -24,6 +24,9 @@ const defaultMaxAdoptions = 16
 // the adopter tries again next round instead of keeping the request lock meanwhile.
 const adoptLeaseWait = time.Second
 
+// adoptRecheck is how often a worker whose client waits for an adoption looks again (leaseAndClear).
+const adoptRecheck = 25 * time.Millisecond
+
 // WithAdoption makes the Dispatcher adopt requests whose worker is gone (a replica closed or killed
 // mid-run, a killed detached worker): at New and then every interval (<= 0: Timers.PollInterval()),
 // it lists the unresolved requests of every client (the store must implement UnresolvedScanner, as
@@ -67,9 +70,24 @@ func (d *Dispatcher) adoptLoop() {
 		case <-d.ctx.Done():
 			return
 		case <-t.C:
+		case <-d.adoptNow:
+			if !t.Stop() {
+				select {
+				case <-t.C:
+				default:
+				}
+			}
 		}
 		d.adoptRound(d.ctx)
 		t.Reset(d.adoption.every)
+	}
+}
+
+// kickAdoption asks the adoption loop for a round now (a worker waits for its client's orphan).
+func (d *Dispatcher) kickAdoption() {
+	select {
+	case d.adoptNow <- struct{}{}:
+	default:
 	}
 }
 

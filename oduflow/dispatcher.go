@@ -56,6 +56,7 @@ type Dispatcher struct {
 	draining chan struct{} // closed when Close begins
 	adoption adoptionConfig
 	adoptSem chan struct{} // one token per adoption in flight (WithMaxAdoptions)
+	adoptNow chan struct{} // wakes the adoption loop (kickAdoption)
 }
 
 // New builds a Dispatcher. client publishes (a *salt.Client), events reads the master event bus
@@ -110,7 +111,8 @@ func New(client Publisher, events EventSource, opts ...Option) (*Dispatcher, err
 		pubsrc: cfg.publishing, pubSem: make(chan struct{}, cfg.maxPublish),
 		admit: newAdmitter(admitPerPublish * cfg.maxPublish), workerLog: cfg.workerLog, workerLogFile: cfg.workerLogFile, ownLog: ownLog,
 		pkiDir: cfg.pkiDir,
-		ctx:    ctx, cancel: cancel, draining: make(chan struct{}), adoption: cfg.adoption}
+		ctx:    ctx, cancel: cancel, draining: make(chan struct{}), adoption: cfg.adoption,
+		adoptNow: make(chan struct{}, 1)}
 	d.hub = newHub(events, func(msg string, args ...any) { d.log.Warn(msg, args...) })
 	d.startAdoption()
 	return d, nil

@@ -149,7 +149,7 @@ func TestOneAnswerForAClient(t *testing.T) {
 		}
 		listed := len(q) == 1 && q[0].RequestID == req
 		other := &Claim{MinionID: m.ID(), RequestID: uuid.NewString(), JID: string(d.jids.Next())}
-		code := d.clientCheck(ctx, other)
+		code, _ := d.clientCheck(ctx, other)
 		_, rerr := d.resumable(ctx, target{minion: m.ID(), request: req})
 		resumable := rerr == nil
 		if listed != blocked || (code == codeQuarantined) != blocked || resumable != blocked || code != wantCode {
