@@ -126,7 +126,8 @@ func (d *Dispatcher) adoptRound(ctx context.Context) int {
 
 // adoptable: c is unresolved, a protocol-1 claim, and reads unknown (no worker holds its lock: a
 // dispatched one at once, one never dispatched after its launch grace), and, dispatched, its polling
-// window is still open. Without the lock held the answer can change; adopt checks again under it.
+// window is still open; a final unknown only when its worker would still be listening
+// (publish_outcome_unknown). Without the lock held the answer can change; adopt checks again under it.
 func (d *Dispatcher) adoptable(ctx context.Context, c *Claim) bool {
 	if !unresolved(c) || c.legacy() != notLegacy {
 		return false
@@ -139,7 +140,10 @@ func (d *Dispatcher) adoptable(ctx context.Context, c *Claim) bool {
 		return false
 	}
 	if c.Phase.Final() {
-		return true // unknown already (a worker still listening holds the lock: adopt sees it)
+		// Final unknown: only after an outcome-unknown publish does its worker go on listening; gone, it
+		// is adopted (adopt sees a worker still holding the lock). Any other unknown is its worker's own
+		// last word (window spent, the minion's own unknown): an operator's Resume or Reconcile.
+		return c.ErrorCode == codeOutcomeUnknown
 	}
 	held, err := d.leases.RequestLockHeld(ctx, c.RequestID)
 	return err == nil && !held
@@ -176,7 +180,7 @@ func (d *Dispatcher) adopt(ctx context.Context, c *Claim) {
 		return
 	}
 	deadline, open := d.resumeWindow(cur)
-	if !open {
+	if !open || (cur.Phase.Final() && cur.ErrorCode != codeOutcomeUnknown) {
 		return
 	}
 	lease, err := d.leases.AcquireClientLease(ctx, cur.MinionID, adoptLeaseWait)

@@ -163,7 +163,9 @@
 //     (its return on the event bus, polls on the schedule) and commits it, or unknown
 //     (no_trustworthy_return) when the window is spent. It is never published again and no new request is
 //     created. While the adopter holds it, the request reads running and its client is busy, not
-//     quarantined. A request whose window is over is left to an operator (Reconcile, Resume);
+//     quarantined. A request whose window is over, or that its worker itself committed unknown (window
+//     or budget spent, the minion's own unknown; not an outcome-unknown publish, after which the worker
+//     goes on listening and an adopter does so in its place), is left to an operator (Reconcile, Resume);
 //   - a request never dispatched (phase claimed) past its launch grace is committed unknown with
 //     worker_lost, as its own worker would if it started now; an adopter never publishes it. Publishing it
 //     would be safe for at-most-once (the adopter holds its lock, and the intent is fenced on it), but not
