@@ -234,3 +234,35 @@ func TestAdoptionAfterKilledDetachedWorker(t *testing.T) {
 		})
 	}
 }
+
+// A claim whose worker vanished before its intent (phase claimed) is never published by an adopter:
+// within its launch grace it is left alone (its worker may not hold the lock yet); past it, it is
+// committed unknown (worker_lost), which never quarantines its client.
+func TestAdoptionNeverPublishesAClaimedRequest(t *testing.T) {
+	e := startSim(t)
+	ctx := context.Background()
+	m := e.addMinion()
+	clk := newFakeClock()
+	d := e.dispatcher(withClock(clk))
+	young := &Claim{Protocol: claimProtocol, MinionID: m.ID(), RequestID: uuid.NewString(), Profile: receipt.ProfileConfigure,
+		Role: "configure", JID: string(d.jids.Next()), Phase: PhaseClaimed, CreatedAt: clk.Now()}
+	old := *young
+	old.RequestID, old.JID, old.CreatedAt = uuid.NewString(), string(d.jids.Next()), clk.Now().Add(-time.Minute)
+	for _, c := range []*Claim{young, &old} {
+		if err := d.store.Create(ctx, c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	adopter := e.dispatcher(withClock(clk), WithAdoption(20*time.Millisecond))
+	got := waitFinal(t, adopter, receipt.ProfileConfigure, m.ID(), old.RequestID)
+	if c := mustClaim(t, adopter, old.RequestID); got.Status != receipt.StatusUnknown || c.ErrorCode != codeWorkerLost || c.Quarantining() {
+		t.Fatalf("claimed past its grace: %+v %+v", got, c)
+	}
+	time.Sleep(100 * time.Millisecond)
+	if c := mustClaim(t, adopter, young.RequestID); c.Phase != PhaseClaimed {
+		t.Fatalf("claimed within its grace was touched: %+v", c)
+	}
+	if q, err := adopter.Quarantine(ctx, m.ID()); err != nil || len(q) != 0 || e.runs() != 0 {
+		t.Fatalf("quarantine %+v %v, publications %d", q, err, e.runs())
+	}
+}
