@@ -4,6 +4,7 @@ import (
 	"context"
 	"math"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -51,6 +52,7 @@ type Store struct {
 	kv         pb.KVClient   // the client's KV service, for reads with a bounded answer (read.go)
 	rev        revisionGuard // high-water mark of the cluster revision (revision.go)
 	openIndex  atomic.Bool   // the open-index migration marker was seen (unresolved.go)
+	openMu     sync.Mutex    // one open-index scan at a time
 
 	ctx    context.Context // lifetime of the Store: the keepalives of its etcd leases
 	cancel context.CancelFunc
@@ -99,6 +101,10 @@ func Open(ctx context.Context, opts ...Option) (*Store, error) {
 		return nil, readErr(err, "probe cluster")
 	}
 	_ = s.rev.observe(resp.Header, 0)
+	if err := s.markFreshOpenIndex(pctx); err != nil {
+		_ = s.Close()
+		return nil, err
+	}
 	return s, nil
 }
 
@@ -143,10 +149,14 @@ func (s *Store) Create(ctx context.Context, c *oduflow.Claim) error {
 		return err
 	}
 	key, idx := s.claimKey(cp.RequestID), s.indexPrefix(cp.MinionID)+cp.RequestID
+	puts := []clientv3.Op{clientv3.OpPut(key, string(data)), clientv3.OpPut(idx, "")}
+	if cp.Unresolved() { // a claim migrated in final is not
+		puts = append(puts, clientv3.OpPut(s.openKey(cp.MinionID, cp.RequestID), ""))
+	}
 	floor := s.rev.floor()
 	resp, err := s.cli.Txn(ctx).
 		If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0), clientv3.Compare(clientv3.CreateRevision(idx), "=", 0)).
-		Then(clientv3.OpPut(key, string(data)), clientv3.OpPut(idx, ""), clientv3.OpPut(s.openKey(cp.MinionID, cp.RequestID), "")).
+		Then(puts...).
 		Else(clientv3.OpGet(key, clientv3.WithCountOnly())).
 		Commit()
 	if err != nil {
