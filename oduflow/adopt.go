@@ -136,7 +136,7 @@ func (d *Dispatcher) adoptable(ctx context.Context, c *Claim) bool {
 		if _, open := d.resumeWindow(c); !open {
 			return false // its window is over: an operator's Reconcile or Resume
 		}
-	} else if c.Phase != PhaseClaimed || !d.launchOver(c) {
+	} else if c.Phase != PhaseClaimed {
 		return false
 	}
 	if c.Phase.Final() {
@@ -145,13 +145,15 @@ func (d *Dispatcher) adoptable(ctx context.Context, c *Claim) bool {
 		// last word (window spent, the minion's own unknown): an operator's Resume or Reconcile.
 		return c.ErrorCode == codeOutcomeUnknown
 	}
-	held, err := d.leases.RequestLockHeld(ctx, c.RequestID)
-	return err == nil && !held
+	lv, err := d.liveness(ctx, c)
+	return err == nil && !lv.RequestLockHeld && (c.WasDispatched() || !lv.LaunchOpen)
 }
 
-// launchOver: c's launch grace has passed (a claim whose lock is free reads unknown).
-func (d *Dispatcher) launchOver(c *Claim) bool {
-	return d.clock.Now().Sub(c.CreatedAt) > d.timers.LaunchGrace
+// launchOver: c's launch window (measured by the store) has closed: a claim never dispatched whose lock
+// is free reads unknown.
+func (d *Dispatcher) launchOver(ctx context.Context, c *Claim) bool {
+	lv, err := d.liveness(ctx, c)
+	return err == nil && !lv.LaunchOpen
 }
 
 // adopt takes over one request whose worker is gone, under its request lock:
@@ -173,7 +175,7 @@ func (d *Dispatcher) adopt(ctx context.Context, c *Claim) {
 	}
 	lg := d.claimLog(cur)
 	if !cur.WasDispatched() {
-		if cur.Phase == PhaseClaimed && d.launchOver(cur) {
+		if cur.Phase == PhaseClaimed && d.launchOver(ctx, cur) {
 			lg.Warn("adoption: the worker of a request never dispatched is gone; not publishing it")
 			d.finalize(ctx, cur, receipt.StatusUnknown, 0, 0, codeWorkerLost, evidenceNone)
 		}

@@ -277,3 +277,64 @@ func BenchmarkStartNewIdle(b *testing.B) {
 		b.StartTimer()
 	}
 }
+
+// BenchmarkStartToFinal: Start of a new request and its worker to the final result on an idle dispatcher
+// (claim, launch, request lock, client lease, preflight, the dispatch intent with its fencing token, the
+// one publication, the verified return and the final commit), all timed.
+func BenchmarkStartToFinal(b *testing.B) {
+	e := startSim(b)
+	d := e.dispatcher()
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		b.StopTimer()
+		m := e.addMinion()
+		req := uuid.NewString()
+		b.StartTimer()
+		if _, err := d.Start(ctx, m.ID(), req, receipt.ProfileConfigure); err != nil {
+			b.Fatal(err)
+		}
+		if err := d.Wait(ctx); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkIntentWrite: the worker's fenced transition on FileClaimStore alone: a claimed claim moved to
+// the dispatch intent under both leases (CompareAndSwapHeld; since fencing, with the client's token made
+// durable first). The claim's creation and the leases are outside the timer.
+func BenchmarkIntentWrite(b *testing.B) {
+	fs, err := OpenFileClaimStore(claimDir(b))
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	minion := newMinionID()
+	for b.Loop() {
+		b.StopTimer()
+		c := &Claim{Protocol: claimProtocol, MinionID: minion, RequestID: uuid.NewString(), Profile: receipt.ProfileConfigure,
+			Role: "roles.client_stack", JID: "20261129120000000001", Phase: PhaseClaimed, CreatedAt: time.Now().UTC()}
+		if err := fs.Create(ctx, c); err != nil {
+			b.Fatal(err)
+		}
+		rl, err := fs.TryRequestLock(ctx, c.RequestID)
+		if err != nil {
+			b.Fatal(err)
+		}
+		cl, err := fs.AcquireClientLease(ctx, minion, time.Second)
+		if err != nil {
+			b.Fatal(err)
+		}
+		next := c.clone()
+		now := time.Now().UTC()
+		next.Phase, next.DispatchedAt = PhaseDispatching, &now
+		b.StartTimer()
+		if _, err := fs.CompareAndSwapHeld(ctx, next, rl, cl); err != nil {
+			b.Fatal(err)
+		}
+		b.StopTimer()
+		_ = cl.Release()
+		_ = rl.Release()
+		b.StartTimer()
+	}
+}

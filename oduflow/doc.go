@@ -64,10 +64,14 @@
 //  1. request lock (what Status reads as "holds the execution lease"), then the per-client execution
 //     lease shared by all profiles (wait <= 60 s). Busy, or quarantined by an unresolved dispatched request
 //     of any profile: terminal failed 0/1 (a preflight receipt), nothing published.
-//  2. oduflow_job.capabilities must report protocol 1 with receipt proofs, and the master's accepted key
-//     for the minion must be readable, else a preflight failure.
+//  2. oduflow_job.capabilities must report protocol 1 with receipt proofs and fencing (version 1, ready),
+//     and the master's accepted key for the minion must be readable, else a preflight failure. Checks of
+//     several workers that wait at the same time share one publication (a list target of their minions, at
+//     most 64; each minion's own return answers its worker, as a single call's would), so a busy
+//     dispatcher makes about one publication per request instead of two; oduflow_job.run is never shared.
 //  3. the dispatch intent (phase dispatching, dispatch time) is recorded durably, fenced on the claim's
-//     revision and on both leases (ClaimStore.CompareAndSwapHeld). If that write's acknowledgement is lost
+//     revision and on both leases (ClaimStore.CompareAndSwapHeld), and the store issues the claim's
+//     fencing token with it (see Fencing). If that write's acknowledgement is lost
 //     (a store error with an OutcomeUnknown() method, e.g. etcd's leader dying mid-transaction), the worker
 //     settles it while it still holds both leases: it re-reads the claim, retries the same fenced write if
 //     it did not land, and goes on only once one more guarded write proves a landed intent its own;
@@ -75,9 +79,10 @@
 //     request is published if and only if its claim reached the intent, save that residual case). The
 //     dispatcher's ONE
 //     shared event-bus subscription registers the JID; oduflow_job.run(request_id, profile,
-//     state_data_json) is published once with the preassigned JID to the minion alone (list target). It
-//     is never retried. An outcome-unknown publish (lost reply, timeout after send) is committed unknown at
-//     once and quarantines; the worker then releases the client lease and goes on listening and polling
+//     state_data_json, fence_token=<the claim's token>) is published once with the preassigned JID to the
+//     minion alone (list target), the token as Salt's keyword argument. It is never retried. An
+//     outcome-unknown publish (lost reply, timeout after send) is committed unknown at once and
+//     quarantines; the worker then releases the client lease and goes on listening and polling
 //     as in step 4, and a trustworthy receipt bound to the claim replaces unknown (releasing the
 //     quarantine; a minion answering not_started never does). A reply proving nothing was published
 //     (authentication, authorization, no minion, bad load, master exception) is failed with an error code
@@ -87,7 +92,8 @@
 //     most one such poll per poll interval, outside the budget).
 //     Both are hints: a final-looking one (a protocol-1 receipt bound to the claim) makes the worker ask
 //     for the receipt proof, and only a verified proof commits a final result (see Receipt proofs).
-//     Window or budget spent: unknown.
+//     A run the minion refused for its token (a verified fenced receipt: nothing ran) is final at once:
+//     failed 0/0, error code fenced. Window or budget spent: unknown.
 //  5. the final result is committed under the claim's fenced update, only onto the claim this worker
 //     read (the same JID); a final result committed meanwhile by someone else is kept. Network I/O never
 //     happens under the claim record lock. A worker that cannot take its request lock at all (the lease
@@ -106,22 +112,50 @@
 //
 // # Status rules and timers
 //
-// No claim: not_started. Final claim: its recorded status. Otherwise: unknown more than
-// Timers.StatusExpiry (7260 s) after dispatch, even if the lock is held; running while the request lock is
-// held; with the lock free, unknown at once for a dispatched request (its worker took the lock before
-// recording the intent and holds it until the result is committed, so a free lock means the worker is
-// gone), and, for one never dispatched, running within Timers.LaunchGrace (30 s) of creation (its worker
-// may not hold the lock yet) and unknown afterwards (the worker disappeared).
-// The worker's alarm is Timers.HardDeadline (7250 s) after dispatch. Timers is the one place the timers
-// are expressed: DefaultTimers returns the production values, WithTimers replaces them.
+// No claim: not_started. Final claim: its recorded status. Otherwise: unknown once the dispatch window
+// (Timers.StatusExpiry, 7260 s, from the recorded dispatch intent) has run out, even if the lock is held;
+// running while the request lock is held; with the lock free, unknown at once for a dispatched request
+// (its worker took the lock before recording the intent and holds it until the result is committed, so a
+// free lock means the worker is gone), and, for one never dispatched, running while the launch window
+// (Timers.LaunchGrace, 30 s, from the claim's creation) is open (its worker may not hold the lock yet) and
+// unknown afterwards (the worker disappeared). The worker's alarm is
+// Timers.HardDeadline (7250 s) after dispatch, on its own monotonic clock. Timers is the one place the
+// timers are expressed: DefaultTimers returns the production values, WithTimers replaces them.
+//
+// No rule compares one host's wall clock with a time another host wrote: the claim store measures both
+// windows itself. etcdstore puts a launching key in the claim's creating transaction and a dispatch-window
+// key in the intent's, each on an etcd lease of the window's TTL that nobody renews, so the cluster expires
+// them; a window is open while its key exists, read with the claim and the request lock at one revision.
+// FileClaimStore (one host's directory) stamps the claim with the host's boot id and CLOCK_BOOTTIME when it
+// creates it and when it records the intent; a window is open while the host is in the same boot and no
+// more than its length has passed since the stamp (another boot id: run out). A worker dispatches only
+// if it took the request lock while the launch window was open (an in-process worker measures that on its
+// process's monotonic clock from before the claim's Create was sent; a detached one reads the window from
+// the store once it holds the lock), so a request Status called unknown for want of a worker is never
+// dispatched later. The wall-clock times in a claim (CreatedAt, DispatchedAt, FinishedAt, ResumedAt;
+// WithClock) are records for people. Consequences, whatever the replicas' clocks: a replica cannot read a
+// live request unknown (its worker holds the lock, or its launch window is open, for every reader alike)
+// nor accept an Assert on it (Reconcile requires unknown), and an abandoned request reads unknown at most
+// the lock's expiry (etcd: the session TTL after the holder died; file: at once) or the launch window after
+// it was created, whichever is later. A store that does not measure the windows (a ClaimStore without
+// them) falls back to this dispatcher's clock against the claim's times, which assumes the replicas'
+// clocks agree within a fraction of LaunchGrace.
 //
 // # Quarantine and reconciliation
 //
 // An unknown request that was dispatched (the intent was recorded, so the publish may have gone out) blocks
 // every new dispatch to its client, across profiles, until Reconcile: FromMinion fetches the minion's exact
-// receipt through oduflow_job.status (a caller-supplied receipt counts only if it equals the live reply);
-// Assert records an operator's outcome as the terminal phase asserted (who, why), never counted as a minion
-// receipt. FromMinion also replaces an assertion by the minion's exact terminal receipt (evidence
+// receipt through oduflow_job.status (a caller-supplied receipt counts only if it equals the live reply).
+// When the minion answers not_started, that is not "never": a paused worker may still publish. FromMinion
+// then fences the publication first, oduflow_job.fence(request_id, jid, profile, token), and asks for the
+// minion's signed answer: a fenced receipt is recorded as a trustworthy "never ran" (failed 0/1, error
+// code never_ran, evidence fenced), which lifts the quarantine without any assertion, and that
+// publication can never run afterwards; a started or terminal receipt is used as such. Assert records an
+// operator's outcome as the terminal phase asserted (who, why), never counted as a minion receipt; on a
+// request that may still be published (intent recorded, no terminal receipt) it fences first and is
+// refused with ErrNotFenced, nothing written, unless the minion's signed answer confirms the fence (the
+// run started: running or unknown); a terminal answer (never ran included) is recorded instead of the
+// assertion. FromMinion also replaces an assertion by the minion's exact terminal receipt (evidence
 // reconciled; who and why are kept for audit). Resume polls an unknown request again (at once, then on the
 // schedule, for another window; in a detached worker when workers are detached); a trustworthy terminal
 // receipt replaces unknown. Nothing ever creates a new request automatically: a retry is a new request id.
@@ -187,6 +221,47 @@
 // should not adopt; a service should. Dispatcher.Unresolved lists the unresolved requests of every
 // client with their status and whether they quarantine their client, for dashboards and operators.
 //
+// # Fencing: a process pause of any length
+//
+// A lease cannot stop a worker that checked it and then paused (a GC pause, a frozen VM, a swapped-out
+// container, SIGSTOP) for longer than the lease: when it goes on, it publishes, and the lease's new
+// holder may have dispatched another request to the client meanwhile. Only the resource can refuse a
+// stale writer. So the one fenced transition, the dispatch intent, issues a fencing token: a positive
+// integer strictly increasing per client (ClaimStore.CompareAndSwapHeld; FileClaimStore: a per-client
+// counter made durable before the claim holding it; etcdstore: the revision of the intent's
+// transaction). The claim records it, oduflow_job.run carries it, and the minion keeps, durably, the
+// highest token it has started or fenced and refuses (a terminal fenced receipt, nothing executed) a run
+// whose token is not higher. The argument, for a worker paused at each step (Hooks.Step) for any length:
+//
+//   - claimed, lease (before the intent): the worker's request lock or client lease expired (etcd) or is
+//     still its own (file store: a stopped process keeps its kernel locks, so no one else takes them). It
+//     goes on to CompareAndSwapHeld, which compares both leases with its write: an expired one fails it,
+//     nothing is recorded or published. A claim that other replicas meanwhile called unknown and an
+//     operator asserted has moved on, so the compare of its revision fails too.
+//   - dispatch_recorded, publish_sending (intent recorded with token t, nothing sent yet): the claim
+//     quarantines its client, so no other request of the client reaches its own intent, until a
+//     reconciliation. FromMinion fences (the minion's mark becomes at least t and the JID is marked
+//     never-to-run) before recording "never ran", and Assert requires that fence: so when the paused
+//     worker publishes, the minion answers the fenced receipt and runs nothing. A second request
+//     dispatched after the reconciliation has a token above t and runs; a late run with t arriving after
+//     it is below the mark. Without a reconciliation the quarantine holds and the late run is the only
+//     run of the client.
+//   - publish_replied, returned, committed (published): the run was started (or refused) by the minion
+//     before the pause ended; what follows only commits a result, and a result committed meanwhile by a
+//     reconciliation is kept. The minion's execution lock and the quarantine keep a second request from
+//     overlapping it: a reconciliation records only the minion's own started or terminal receipt.
+//
+// What the minion must persist: the mark and the JID index, committed (fsynced) before any state work, and
+// fenced receipts like any receipt (receipt package, Fencing). A minion whose receipt directory is lost or
+// replaced forgets both: it answers not_started for a run it made, and a fence then records "never ran"
+// wrongly; the dispatcher pins the minion's key, so a re-provisioned minion with a new key cannot answer.
+// What a store rollback can do: a rewound or replaced claim store issues tokens again from a lower value;
+// the minion refuses every run whose token is not above its mark (fenced, nothing runs) until the store's
+// tokens pass it again, so a rollback can make requests fail, never run a second time or overlap. It
+// cannot undo a fence either: the mark lives on the minion. A client's tokens must come from one store (a
+// client moved to another store gets fenced runs until that store's tokens pass the mark). Two runs on
+// one client are also kept apart by the minion's own execution lock; fencing adds the order.
+//
 // # Receipt proofs and threat model
 //
 // The master event bus does not say who put an event on it. Any authenticated minion can fire an event
@@ -244,13 +319,14 @@
 //	none        unknown: no trustworthy evidence
 //	asserted    an operator's assertion (Reconcile with Assert; never a minion receipt)
 //	reconciled  a minion receipt fetched by an operator's Reconcile FromMinion
+//	fenced      the minion's signed fenced receipt after a Reconcile fenced the publication: never ran
 //
 // Its ErrorCode (sanitized; also the code label of Hooks.Outcome) is "" or one of:
 //
 //	lease_busy                the per-client execution lease was busy for Timers.LeaseWait
 //	quarantined               the client has an unresolved dispatched request
 //	claim_store_unreadable    the client's claims or leases cannot be read safely
-//	capability_unverified     oduflow_job.capabilities did not report protocol 1 with receipt proofs
+//	capability_unverified     oduflow_job.capabilities did not report protocol 1 with receipt proofs and fencing
 //	minion_key_unavailable    the master's accepted key for the minion cannot be read
 //	event_bus_unavailable     the master event bus cannot be subscribed to
 //	role_not_allowed          the persisted profile/role pair is not in profiles.Fixed()
@@ -265,10 +341,12 @@
 //	publish_outcome_unknown   the publish may have gone out (lost reply, timeout after send): unknown
 //	no_trustworthy_return     no verified receipt within the window or budget: unknown
 //	minion_reported_unknown   the minion's signed receipt says unknown
-//	worker_lost               the worker started after Timers.LaunchGrace (reported unknown meanwhile)
+//	worker_lost               the worker took its lock after the launch window (reported unknown meanwhile)
 //	worker_launch_failed      a detached worker could not be started; nothing published
 //	jid_collision             another claim of the client drew the same JID; nothing published
 //	asserted                  an operator asserted the outcome
+//	fenced                    the minion refused the run: its fencing token was not above the minion's mark
+//	never_ran                 a reconciliation fenced the publication before it started: it never runs
 //	legacy_error              a legacy claim recorded an error
 //	dispatcher_closed         Close cancelled the worker before its dispatch intent; nothing published
 //
@@ -294,7 +372,8 @@
 //	filestore*.go   ... by FileClaimStore: claim files, the client index, kernel-lock leases
 //	worker.go       launch (in process; detached.go: a process of its own), locks, preflight (ping.go's
 //	                capabilities, proof.go's accepted key), then publish and wait
-//	commit.go       the fenced claim updates: the dispatch intent, the final result, unknown replaced
+//	commit.go       the fenced claim updates: the dispatch intent (and its fencing token), the final result,
+//	                unknown replaced
 //	publish.go      the one publish of oduflow_job.run (Publisher, publish slots, worker admission) and the
 //	                read-only calls
 //	wait.go         the wait for the return: events.go's shared event-bus subscription, scheduled and gap

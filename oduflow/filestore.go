@@ -5,6 +5,7 @@ import (
 	"iter"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/cockroachdb/errors"
@@ -53,6 +54,9 @@ type FileClaimStore struct {
 	leases leasePool // request locks and client leases (filestore_lease.go)
 
 	bufs sync.Pool // *[]byte read buffers: a claim read allocates no file buffer (decodeClaim keeps none of it)
+
+	clock   hostClock       // this host's boot id and CLOCK_BOOTTIME: the status windows (filestore_statuswindows.go)
+	windows [2]atomic.Int64 // launch grace, status expiry (nanoseconds; 0: the defaults)
 }
 
 // OpenFileClaimStore opens (creating it 0700 when missing) the claim directory.
@@ -121,6 +125,20 @@ func (s *FileClaimStore) Create(ctx context.Context, c *Claim) error {
 	}
 	cp := c.clone()
 	cp.Generation = 1
+	if cp.CreatedClock == "" || (cp.DispatchedAt != nil && cp.DispatchedClock == "") {
+		// The launch window opens now, on this host's monotonic clock (and the dispatch window of a claim
+		// created past its intent: one copied in from another store).
+		now, err := s.clock.now()
+		if err != nil {
+			return errmark.Mark(err, ErrClaimStore)
+		}
+		if cp.CreatedClock == "" {
+			cp.CreatedClock = now.String()
+		}
+		if cp.DispatchedAt != nil && cp.DispatchedClock == "" {
+			cp.DispatchedClock = now.String()
+		}
+	}
 	if err := cp.Validate(); err != nil {
 		return err
 	}
@@ -142,7 +160,7 @@ func (s *FileClaimStore) Create(ctx context.Context, c *Claim) error {
 		}
 		return storageErr(errors.Wrap(err, "oduflow: create claim"))
 	}
-	c.Generation = 1
+	c.Generation, c.CreatedClock, c.DispatchedClock = 1, cp.CreatedClock, cp.DispatchedClock
 	s.remember(cp)
 	return nil
 }
@@ -241,6 +259,14 @@ func (s *FileClaimStore) compareAndSwap(ctx context.Context, next *Claim, held [
 	}
 	out := next.clone()
 	out.Generation = cur.Generation + 1
+	if cur.DispatchedAt == nil && out.DispatchedAt != nil {
+		// The dispatch intent: the dispatch window opens now, on this host's monotonic clock.
+		now, err := s.clock.now()
+		if err != nil {
+			return nil, errmark.Mark(err, ErrClaimStore)
+		}
+		out.DispatchedClock = now.String()
+	}
 	out.FenceToken = cur.FenceToken // issued once, never changed
 	if held != nil && cur.Phase == PhaseClaimed && out.Phase == PhaseDispatching {
 		// The dispatch intent: issue the client's next fencing token, durable before the claim holding it.
@@ -290,7 +316,7 @@ func storageErr(err error) error {
 func sameIdentity(a, b *Claim) bool {
 	return a.MinionID == b.MinionID && a.RequestID == b.RequestID && a.Profile == b.Profile &&
 		a.Role == b.Role && a.StateDigest == b.StateDigest && a.JID == b.JID && a.PayloadRef == b.PayloadRef &&
-		a.CreatedAt.Equal(b.CreatedAt) && a.Protocol == b.Protocol
+		a.CreatedAt.Equal(b.CreatedAt) && a.Protocol == b.Protocol && a.CreatedClock == b.CreatedClock
 }
 
 // ListByClient implements ClaimStore: it reads the client's index, then each indexed claim. A claim that

@@ -18,7 +18,7 @@ func TestLateWorkerNeverDispatches(t *testing.T) {
 	d := e.dispatcher(WithDetachedWorkers(noopWorker(t)), withClock(clk))
 	req := uuid.NewString()
 	mustStart(t, d, receipt.ProfileConfigure, m.ID(), req)
-	clk.Advance(defaultLaunchGrace + time.Second)
+	advanceWindows(d, clk, defaultLaunchGrace+time.Second)
 	if st := status(t, d, mustClaim(t, d, req)); st != receipt.StatusUnknown {
 		t.Fatalf("before: %s", st)
 	}
