@@ -242,23 +242,25 @@ func TestAdoptionNeverPublishesAClaimedRequest(t *testing.T) {
 	e := startSim(t)
 	ctx := context.Background()
 	m := e.addMinion()
-	clk := newFakeClock()
-	d := e.dispatcher(withClock(clk))
-	young := &Claim{Protocol: claimProtocol, MinionID: m.ID(), RequestID: uuid.NewString(), Profile: receipt.ProfileConfigure,
-		Role: "configure", JID: string(d.jids.Next()), Phase: PhaseClaimed, CreatedAt: clk.Now()}
-	old := *young
-	old.RequestID, old.JID, old.CreatedAt = uuid.NewString(), string(d.jids.Next()), clk.Now().Add(-time.Minute)
-	for _, c := range []*Claim{young, &old} {
+	tm := testTimers()
+	tm.LaunchGrace = 700 * time.Millisecond
+	d := e.dispatcher(WithTimers(tm))
+	claimed := func() *Claim {
+		c := &Claim{Protocol: claimProtocol, MinionID: m.ID(), RequestID: uuid.NewString(), Profile: receipt.ProfileConfigure,
+			Role: "configure", JID: string(d.jids.Next()), Phase: PhaseClaimed, CreatedAt: time.Now().UTC()}
 		if err := d.store.Create(ctx, c); err != nil {
 			t.Fatal(err)
 		}
+		return c
 	}
-	adopter := e.dispatcher(withClock(clk), WithAdoption(20*time.Millisecond))
+	old := claimed()
+	time.Sleep(tm.LaunchGrace + 100*time.Millisecond)
+	young := claimed()
+	adopter := e.dispatcher(WithTimers(tm), WithAdoption(20*time.Millisecond))
 	got := waitFinal(t, adopter, receipt.ProfileConfigure, m.ID(), old.RequestID)
 	if c := mustClaim(t, adopter, old.RequestID); got.Status != receipt.StatusUnknown || c.ErrorCode != codeWorkerLost || c.Quarantining() {
 		t.Fatalf("claimed past its grace: %+v %+v", got, c)
 	}
-	time.Sleep(100 * time.Millisecond)
 	if c := mustClaim(t, adopter, young.RequestID); c.Phase != PhaseClaimed {
 		t.Fatalf("claimed within its grace was touched: %+v", c)
 	}
