@@ -21,6 +21,13 @@ import (
 // apply_left_ms (the minions' own remaining apply time: their runs' end after the Close), overhead_ms (the
 // difference: what adoption adds) and poll_interval_ms (the goal: overhead <= one poll interval).
 func BenchmarkDrainAdoption(b *testing.B) {
+	// new_replica: the adopter starts after the Close (a restarted replica: its first round runs at New);
+	// running_replica: it was running all along (its next round comes up to one interval after the Close).
+	b.Run("new_replica", func(b *testing.B) { benchDrainAdoption(b, false) })
+	b.Run("running_replica", func(b *testing.B) { benchDrainAdoption(b, true) })
+}
+
+func benchDrainAdoption(b *testing.B, running bool) {
 	const (
 		perRound   = 8
 		benchApply = 1500 * time.Millisecond
@@ -43,20 +50,31 @@ func BenchmarkDrainAdoption(b *testing.B) {
 		}}))
 		type job struct{ minion, req string }
 		var jobs []job
-		for range perRound {
-			m := e.addMinion(fakeminion.WithDelay(benchApply))
-			j := job{m.ID(), uuid.NewString()}
+		for range perRound { // minions first: a minion's key takes a moment to make
+			jobs = append(jobs, job{e.addMinion(fakeminion.WithDelay(benchApply)).ID(), uuid.NewString()})
+		}
+		for _, j := range jobs {
 			mustStart(b, a, receipt.ProfileConfigure, j.minion, j.req)
-			jobs = append(jobs, j)
 		}
 		for _, j := range jobs {
 			waitClaimB(b, a, j.req, func(c *Claim) bool { return c.Phase == PhaseDispatched })
 		}
 		time.Sleep(cutAfter)
+		for _, j := range jobs {
+			if c := mustClaim(b, a, j.req); c.Phase.Final() {
+				b.Fatalf("request final before the Close: %+v", c)
+			}
+		}
+		var adopter *Dispatcher
+		if running {
+			adopter = e.dispatcher(WithTimers(tm), WithAdoption(0))
+		}
 		b.StartTimer()
 		t0 := time.Now()
 		_ = a.Close(closedContext())
-		adopter := e.dispatcher(WithTimers(tm), WithAdoption(0))
+		if !running {
+			adopter = e.dispatcher(WithTimers(tm), WithAdoption(0))
+		}
 		for _, j := range jobs {
 			waitClaimB(b, adopter, j.req, func(c *Claim) bool { return c.Phase.Final() })
 		}
