@@ -33,7 +33,10 @@ import (
 //     recorded dispatch intent, so that a worker whose leases expired never records an intent and never
 //     publishes. Final commits use plain CompareAndSwap, so that a late trustworthy result still lands.
 //   - ListByClient returns every claim of one minion, legacy claims included, each as committed at some
-//     point during the call.
+//     point during the call. A store may also keep the client's unresolved set (UnresolvedLister), which
+//     the preflight and Quarantine then read instead.
+//   - Errors that say the store itself failed (it cannot be read, a disk is full or read-only, a lease
+//     store cannot be used) match ErrClaimStore; a damaged record matches ErrCorruptClaim.
 //   - A write whose acknowledgement is lost (a distributed store: timeout, leader change) returns an error
 //     that is neither nil nor ErrClaimExists/ErrConflict/ErrLeaseLost (etcdstore.ErrOutcomeUnknown): it
 //     may have committed. A Create so failed means "maybe created": the dispatcher returns the error and

@@ -33,15 +33,22 @@
 // fsync, rename, directory fsync; symlinks, foreign owners, group/other bits and hard links refused).
 // What a new Start waits for on FileClaimStore is two fsync waits in a row, the least a durable exclusive
 // create allows (the claim's content must be durable before its name appears, and its name before the worker
-// starts): first the claim's temporary file, concurrently with the client's index entry
-// (clients/<minion>/<request>, an empty file created directly: nothing to tear, so no temporary file or data
-// fsync) and, for a client new to the store, its index directory; then the rename into place and the claim
-// directory's fsync, which concurrent Starts share (group commit). The index entry is durable before the
-// claim's name can exist, so a crash anywhere leaves no claim (a retried Start creates it) or a claim its
-// client's index lists (the quarantine check, which reads only the client's index, cannot miss it);
-// FileClaimStore.Create lists the crash points. The checks before a claim is written read state the
-// dispatcher already holds (the claim store, the credentials, the live event-bus subscription): no round
-// trip.
+// starts): first the claim's temporary file, concurrently with the client's index entries
+// (clients/<minion>/<request> and open/<minion>/<request>, empty files created directly: nothing to tear,
+// so no temporary file or data fsync) and, for a client new to the store, its index directories; then the
+// rename into place and the claim directory's fsync, which concurrent Starts share (group commit). The
+// index entries are durable before the claim's name can exist, so a crash anywhere leaves no claim (a
+// retried Start creates it) or a claim its client's indexes list; FileClaimStore.Create lists the crash
+// points. The checks before a claim is written read state the dispatcher already holds (the claim store,
+// the credentials, the live event-bus subscription): no round trip.
+//
+// The quarantine check reads only the client's unresolved set (UnresolvedLister: claims not final, or
+// quarantining), an index both stores keep exact with every transition (file store: open/, made durable
+// before a write that enters the set and removed after one that leaves it; etcd: keys written in the
+// claim's own transactions), so Start and Status cost what the client's open requests cost, not its
+// history. A request id is used once: etcd keeps the client index entry of a deleted claim as a
+// tombstone (the id is never created again), and every final commit compares the claim's JID, so no run's
+// result is ever committed onto a claim re-created under another JID (ErrCorruptClaim).
 //
 // Legacy claims keep their meaning: claims without profile fields are configuration jobs; claims without a
 // protocol field were published as plain state.apply and can never get a minion receipt. A legacy claim
@@ -79,8 +86,11 @@
 //     Both are hints: a final-looking one (a protocol-1 receipt bound to the claim) makes the worker ask
 //     for the receipt proof, and only a verified proof commits a final result (see Receipt proofs).
 //     Window or budget spent: unknown.
-//  5. the final result is committed under the claim's fenced update; a final result committed meanwhile
-//     by someone else is kept. Network I/O never happens under the claim record lock.
+//  5. the final result is committed under the claim's fenced update, only onto the claim this worker
+//     read (the same JID); a final result committed meanwhile by someone else is kept. Network I/O never
+//     happens under the claim record lock. A worker that cannot take its request lock at all (the lease
+//     store unusable, not busy) commits its still-claimed claim failed (claim_store_unreadable): nothing
+//     was published, and Status never reads it running.
 //
 // Workers run in-process by default. WithDetachedWorkers(exe) starts each worker as a separate
 // process of the same binary whose command line is exactly the two identities; the binary calls

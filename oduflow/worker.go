@@ -71,16 +71,42 @@ func (d *Dispatcher) lockedInGrace(created time.Time) *bool {
 }
 
 // lockForLaunch takes c's request lock for an in-process worker; false when another worker holds it
-// (nothing to do) or the lock failed (logged: the claim stays claimed and reads unknown after the grace).
+// (nothing to do) or the lock failed. A lock that fails (not busy: the lease store cannot be used) would
+// leave the claim claimed, reading running for the launch grace and unknown after it, for a request that
+// can never have been published: it is committed failed (claim_store_unreadable) instead, while still
+// claimed.
 func (d *Dispatcher) lockForLaunch(c *Claim) (Lease, bool) {
 	reqLock, err := d.tryRequestLock(d.ctx, c.RequestID)
 	if err != nil {
 		if !errors.Is(err, ErrLeaseBusy) { // busy: another worker runs this request
-			d.claimLog(c).Warn("worker ended with error", slog.String("error", err.Error()))
+			d.claimLog(c).Warn("worker: request lock unusable; nothing published", slog.String("error", err.Error()))
+			d.failUnlocked(d.ctx, c)
 		}
 		return nil, false
 	}
 	return reqLock, true
+}
+
+// failUnlocked commits c failed (claim_store_unreadable, evidence preflight) if it is still in phase
+// claimed: without its request lock no worker can have recorded its intent, and the fenced update loses to
+// any worker that did meanwhile.
+func (d *Dispatcher) failUnlocked(ctx context.Context, c *Claim) {
+	out, changed, err := d.updateClaim(ctx, c, func(next *Claim) bool {
+		if next.Phase != PhaseClaimed {
+			return false
+		}
+		now := d.clock.Now()
+		next.Phase, next.Status, next.Passed, next.Total = PhaseTerminal, receipt.StatusFailed, 0, 1
+		next.ErrorCode, next.Evidence, next.FinishedAt = codeClaimStore, evidencePreflight, &now
+		return true
+	})
+	if err != nil {
+		d.claimLog(c).Error("worker: commit of the lock failure", slog.String("error", err.Error()))
+		return
+	}
+	if changed {
+		d.hooks.outcome(out.EffectiveProfile(), out.Status, codeClaimStore)
+	}
 }
 
 // runWorkerFor runs the worker steps of c on the calling goroutine, holding reqLock and an admission slot.
@@ -356,7 +382,7 @@ func (d *Dispatcher) settleDispatched(ctx context.Context, c *Claim, r *receipt.
 // minion must advertise receipt proofs), then the key the master accepted for the minion. It returns an
 // error code, or "" and that key's fingerprint (pinned in the claim) when dispatch may go on.
 func (d *Dispatcher) preflight(ctx context.Context, c *Claim) (string, string) {
-	others, err := d.store.ListByClient(ctx, c.MinionID)
+	others, err := listUnresolved(ctx, d.store, c.MinionID) // not the client's history: its open requests
 	if err != nil {
 		// Cannot prove the client is clear: refuse, but say why and which claim, not "quarantined".
 		attrs := []any{slog.String("error", err.Error())}

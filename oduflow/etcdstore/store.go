@@ -151,11 +151,15 @@ func (s *Store) Create(ctx context.Context, c *oduflow.Claim) error {
 	if err != nil {
 		return err
 	}
+	puts := []clientv3.Op{clientv3.OpPut(key, string(data)), clientv3.OpPut(idx, ""),
+		clientv3.OpPut(s.launchWindowKey(cp.RequestID), "", clientv3.WithLease(launch))}
+	if cp.Unresolved() { // a claim migrated in final is not
+		puts = append(puts, clientv3.OpPut(s.openKey(cp.MinionID, cp.RequestID), ""))
+	}
 	floor := s.rev.floor()
 	resp, err := s.cli.Txn(ctx).
 		If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0), clientv3.Compare(clientv3.CreateRevision(idx), "=", 0)).
-		Then(clientv3.OpPut(key, string(data)), clientv3.OpPut(idx, ""), clientv3.OpPut(s.openKey(cp.MinionID, cp.RequestID), ""),
-			clientv3.OpPut(s.launchWindowKey(cp.RequestID), "", clientv3.WithLease(launch))).
+		Then(puts...).
 		Else(clientv3.OpGet(key, clientv3.WithCountOnly())).
 		Commit()
 	if err != nil {
