@@ -27,9 +27,13 @@ func writeLostClaim(t *testing.T, stateDir, minion string) string {
 		t.Fatal(err)
 	}
 	then := time.Now().UTC().Add(-time.Hour)
+	// The file store measures a claim's windows on the host's monotonic clock: a claim written during an
+	// earlier boot (another boot id) has both windows run out, as a crash an hour ago would leave them.
+	const earlierBoot = "00000000-0000-4000-8000-000000000000/1"
 	c := &oduflow.Claim{Protocol: 1, MinionID: minion, RequestID: receipt.NewRequestID(),
 		Profile: receipt.ProfileConfigure, Role: string(role), JID: string(salt.NewJIDGenerator().Next()),
-		Phase: oduflow.PhaseDispatched, CreatedAt: then, DispatchedAt: &then}
+		Phase: oduflow.PhaseDispatched, CreatedAt: then, DispatchedAt: &then,
+		CreatedClock: earlierBoot, DispatchedClock: earlierBoot}
 	if err := st.Create(context.Background(), c); err != nil {
 		t.Fatal(err)
 	}
