@@ -11,4 +11,6 @@
 //   - salttrace: the per-request phase trace the salt client stamps for the benchmarks;
 //   - testproc: the test binary as a child process, for crash and lock tests;
 //   - apisurface: a test that holds every public package to its API budget.
+//
+// The benchmark programs are not here: they are main packages, in the nested module bench/.
 package internal

@@ -7,9 +7,9 @@ import (
 	"github.com/cockroachdb/errors"
 )
 
-// ClaimStore is the durable, shared record of claims. FileClaimStore is the default and only
-// implementation; the interface is small so that a distributed store (etcd) can back several controller
-// replicas sharing claims later.
+// ClaimStore is the durable, shared record of claims. Two implementations ship: FileClaimStore (the
+// default: the processes of one host share a directory) and oduflow/etcdstore (controller replicas share
+// an etcd cluster); oduflowtest.TestClaimStore checks an implementation against this contract.
 //
 // The contract an implementation must meet:
 //

@@ -4,7 +4,8 @@
 //
 // # API
 //
-// The basic flow imports only oduflow and salt (the client):
+// The basic flow imports oduflow, salt (the client) and receipt (request ids, profiles, statuses: the names
+// the minion module shares):
 //
 //	d, err := oduflow.New(client, oduflow.SaltEvents(eventAddr), oduflow.WithClaimDir(dir))
 //	ready, err := d.Ping(ctx, minion)                      // test.ping + oduflow_job.capabilities
@@ -18,17 +19,20 @@
 // Every call names its target the same way: ctx, minion, request, then what the call needs (a profile,
 // a definition and mode for CustomStart, a Reconciliation). Every Start/Status answers with Response
 // (JSON: minion_id, request_id, jid, status, passed, total; jid is null for not_started). Status is
-// not_started, running, succeeded, failed or unknown (receipt.Status: the receipt.Status* constants). A request id is bound to one
-// profile and one minion: using it through another is refused with ErrMismatch (the message names the
-// binding). Malformed ids are ErrInvalidInput (wrapping the receipt package's id errors) and are refused
-// before any I/O.
+// a receipt.Status: not_started, running, succeeded, failed or unknown (the receipt.Status* constants). A
+// request id is bound to one profile and one minion: using it through another is refused with ErrMismatch
+// (the message names the binding). Malformed ids are ErrInvalidInput (wrapping the receipt package's id
+// errors) and are refused before any I/O: every call parses its minion and request id once, at the API
+// boundary, and passes the parsed pair inward.
 //
 // # Claims
 //
 // Start writes a claim (phase claimed, JID preassigned, profile and its fixed role) durably with
 // create-if-absent semantics before the worker starts; a repeated Start returns the current status and never
 // publishes again. Claims live behind ClaimStore (create-if-absent, fenced compare-and-swap update, get,
-// list by client) and Leases; FileClaimStore is the default: one file per request in a 0700 directory
+// list by client) and Leases. Two implementations ship: FileClaimStore, the default, for the processes of
+// one host, and oduflow/etcdstore for controller replicas sharing an etcd cluster (a nested module);
+// oduflowtest.TestClaimStore is the contract's conformance suite. FileClaimStore: one file per request in a 0700 directory
 // (default /var/cache/salt/oduflow-apply), files 0600, written through the internal safe file store (exclusive temp file,
 // fsync, rename, directory fsync; symlinks, foreign owners, group/other bits and hard links refused).
 // What a new Start waits for on FileClaimStore is two fsync waits in a row, the least a durable exclusive
@@ -60,10 +64,11 @@
 //  1. request lock (what Status reads as "holds the execution lease"), then the per-client execution
 //     lease shared by all profiles (wait <= 60 s). Busy, or quarantined by an unresolved dispatched request
 //     of any profile: terminal failed 0/1 (a preflight receipt), nothing published.
-//  2. oduflow_job.capabilities must report protocol 1, else a preflight failure. Checks of several
-//     workers that wait at the same time share one publication (a list target of their minions, at most
-//     64; each minion's own return answers its worker, as a single call's would), so a busy dispatcher
-//     makes about one publication per request instead of two; oduflow_job.run is never shared.
+//  2. oduflow_job.capabilities must report protocol 1 with receipt proofs, and the master's accepted key
+//     for the minion must be readable, else a preflight failure. Checks of several workers that wait at
+//     the same time share one publication (a list target of their minions, at most 64; each minion's own
+//     return answers its worker, as a single call's would), so a busy dispatcher makes about one
+//     publication per request instead of two; oduflow_job.run is never shared.
 //  3. the dispatch intent (phase dispatching, dispatch time) is recorded durably, fenced on the claim's
 //     revision and on both leases (ClaimStore.CompareAndSwapHeld). If that write's acknowledgement is lost
 //     (a store error with an OutcomeUnknown() method, e.g. etcd's leader dying mid-transaction), the worker
@@ -224,4 +229,38 @@
 //	jid_collision             another claim of the client drew the same JID; nothing published
 //	asserted                  an operator asserted the outcome
 //	legacy_error              a legacy claim recorded an error
+//
+// # Structure
+//
+// Packages are floors, imports are arrows, and every arrow points down: nothing imports a floor above
+// it (internal/ holds leaf helpers and imports only receipt):
+//
+//	floor 5  examples/oduflowctl   examples/embed                      callers
+//	floor 4  oduflow/etcdstore   oduflow/oduflowtest   oduflowtest/fakeminion
+//	                                                   stores and test kits built on the floors below
+//	floor 3  oduflow                                                   this package: the dispatcher
+//	floor 2  oduflow/catalog   salt   salt/salttest                    custom definitions; the Salt client; the simulator
+//	floor 1  profiles   internal/...                                   roles and custom states; leaf helpers
+//	floor 0  receipt                                                   the protocol shared with the minion module
+//
+// This package's files are its rooms, one per concept. One request walks them in this order:
+//
+//	start.go        Start: the ids parsed once (dispatcher.go's target), the claim read, the readiness
+//	                check, the claim created
+//	claim.go        the Claim record (phases, validation, encoding) ...
+//	claimstore.go   ... kept behind ClaimStore and Leases ...
+//	filestore*.go   ... by FileClaimStore: claim files, the client index, kernel-lock leases
+//	worker.go       launch (in process; detached.go: a process of its own), locks, preflight (ping.go's
+//	                capabilities, proof.go's accepted key), then publish and wait
+//	commit.go       the fenced claim updates: the dispatch intent, the final result, unknown replaced
+//	publish.go      the one publish of oduflow_job.run (Publisher, publish slots, worker admission) and the
+//	                read-only calls
+//	wait.go         the wait for the return: events.go's shared event-bus subscription, scheduled and gap
+//	                polls, the limiter of unverified events ...
+//	proof.go        ... and oduflow_job.attest: only a verified proof commits (commit.go)
+//	status.go       Status and Response: the status rules
+//
+// Beside the walk: reconcile.go (Reconcile, Resume, Quarantine), ping.go (Ping), custom*.go (CustomStart,
+// CustomStatus and their rules), dispatcher.go (New, Close, Wait, Lookup), options.go (every With*),
+// timers.go, hooks.go, and errors.go (every exported sentinel).
 package oduflow

@@ -13,6 +13,11 @@ import (
 	"github.com/oduflow/oduflow-go/salt"
 )
 
+// Publisher is what the dispatcher needs from the wire client (*salt.Client implements it).
+type Publisher interface {
+	Publish(ctx context.Context, req salt.PublishRequest) (*salt.PublishResult, error)
+}
+
 // Read-only functions the dispatcher publishes (always to one minion, list target).
 const (
 	funRun          = "oduflow_job.run"
@@ -163,11 +168,6 @@ func (d *Dispatcher) callOnce(ctx context.Context, minion, fun string, args []an
 			return r, nil
 		}
 	}
-}
-
-// Publisher is what the dispatcher needs from the wire client (*salt.Client implements it).
-type Publisher interface {
-	Publish(ctx context.Context, req salt.PublishRequest) (*salt.PublishResult, error)
 }
 
 // admitPerPublish: how many in-process workers may be between their request lock and their run publish

@@ -5,8 +5,9 @@
 # medians. The anchors are Salt's own Python client against the live lab master, the lab minion, and
 # this disk's fsync floor, taken from the shared anchors kit ($ODUFLOW_SHARED/bench, default
 # ../shared/bench: its anchors_py.py sub-commands, one round each, and its fsyncfloor program).
-# Ours is internal/benchrun (one round of one row per call) and internal/benchreader (the Go event
-# reader that joins the anchors' event rounds).
+# Ours is bench/cmd/benchrun (one round of one row per call), bench/cmd/benchreader (the Go event
+# reader that joins the anchors' event rounds) and bench/cmd/etcdbench (the etcd rows), all in the
+# nested module bench/ (its own go.mod: the embedded etcd server stays out of the main module's graph).
 #
 # Rows (see scripts/bench_report.py for the goals):
 #   publish_rtt   benchrun publish_rtt -reuse   vs  anchors_py.py publish_rtt (run_job and channel);
@@ -25,24 +26,31 @@
 #   etcd          etcdbench latency             vs  one etcd transaction / one etcd read, same server
 #                 etcdbench inflight            (5,000 in flight on etcd: heap per request, RSS)
 #
-# Usage: bash scripts/bench.sh [-o DIR] [--quick] [--rows a,b,...]
+# Usage: bash scripts/bench.sh [-o DIR] [--quick] [--rows a,b,...] [--publish]
 #   -o DIR     keep everything in DIR: raw/ (one JSON per round), report.md, summary.json
 #   --quick    2 short rounds (a smoke test of the command, not numbers to publish)
 #   --rows     only these rows (default: all)
+#   --publish  also write the table into BENCHMARKS.md, between its bench_report.py markers (the
+#              analysis around it is written by hand); refused with --quick or --rows
 # BENCH_ROUNDS overrides the number of rounds; BENCH_BUDGET_S (default 870 s, quick 600 s) bounds the
 # whole run: the in-flight row, run last, does only the rounds that fit.
 # Without a running lab the lab rows are skipped and said to be missing.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-OUT="" QUICK=0 ROWS="publish_rtt,throughput,e2e_ping,e2e_configure,events,start,custom,inflight,etcd"
+OUT="" QUICK=0 PUBLISH=0 ROWS_SET=0 ROWS="publish_rtt,throughput,e2e_ping,e2e_configure,events,start,custom,inflight,etcd"
 while [ $# -gt 0 ]; do
   case "$1" in
     -o) OUT="${2:?-o needs a directory}"; shift 2 ;;
     --quick) QUICK=1; shift ;;
-    --rows) ROWS="${2:?--rows needs a list}"; shift 2 ;;
-    *) echo "usage: bash scripts/bench.sh [-o DIR] [--quick] [--rows a,b,...]" >&2; exit 2 ;;
+    --rows) ROWS="${2:?--rows needs a list}"; ROWS_SET=1; shift 2 ;;
+    --publish) PUBLISH=1; shift ;;
+    *) echo "usage: bash scripts/bench.sh [-o DIR] [--quick] [--rows a,b,...] [--publish]" >&2; exit 2 ;;
   esac
 done
+if [ "$PUBLISH" = 1 ] && { [ "$QUICK" = 1 ] || [ "$ROWS_SET" = 1 ]; }; then
+  echo "bench.sh: --publish writes the whole table: a full run only (no --quick, no --rows)" >&2
+  exit 2
+fi
 OUT="${OUT:-$(mktemp -d /tmp/oduflow-bench.XXXXXX)}"
 rm -rf "$OUT/raw" # a reused -o DIR must not mix an earlier run's rounds into this report
 mkdir -p "$OUT/raw" "$OUT/bin"
@@ -68,8 +76,8 @@ BUDGET="${BENCH_BUDGET_S:-$([ "$QUICK" = 1 ] && echo 600 || echo 870)}"
 unset GOMEMLIMIT GOGC
 
 say "building benchrun, benchreader, fsyncfloor ..."
-go build -o "$OUT/bin/benchrun" ./internal/benchrun || exit 1
-go build -o "$OUT/bin/benchreader" ./internal/benchreader || exit 1
+(cd bench && go build -o "$OUT/bin/benchrun" ./cmd/benchrun) || exit 1
+(cd bench && go build -o "$OUT/bin/benchreader" ./cmd/benchreader) || exit 1
 if [ -f "$SHARED/bench/fsyncfloor/main.go" ]; then
   (cd "$SHARED/bench/fsyncfloor" && go build -o "$OUT/bin/fsyncfloor" main.go) || say "fsyncfloor did not build"
 fi
@@ -222,8 +230,8 @@ if want inflight; then
 fi
 
 # ---- etcd row group (begin) ---------------------------------------------------------------------
-# etcdbench lives in the nested module oduflow/etcdstore/etcdtest (the embedded etcd server's
-# dependencies stay out of the main module). Each round starts its own etcd member in a child process
+# etcdbench lives in the nested module bench/ (the embedded etcd server's dependencies stay out of
+# the main module). Each round starts its own etcd member in a child process
 # (fsync on, data in /var/cache). latency: per round, 200 samples each of Start of a new request, one
 # etcd transaction of the claim-create shape, Status of a running request and one etcd read of its claim,
 # interleaved sample by sample, so each ratio compares medians of the same round and run. inflight:
@@ -232,8 +240,8 @@ fi
 # all latency rounds, do only the rounds that fit.
 if want etcd; then
   if [ "$QUICK" = 1 ]; then N_ETCD=50; N_ETCD_INFLIGHT=1000; else N_ETCD=200; N_ETCD_INFLIGHT=5000; fi
-  say "etcd: building etcdbench (nested module) ..."
-  if (cd oduflow/etcdstore/etcdtest && go build -o "$OUT/bin/etcdbench" ./cmd/etcdbench); then
+  say "etcd: building etcdbench (nested module bench/) ..."
+  if (cd bench && go build -o "$OUT/bin/etcdbench" ./cmd/etcdbench); then
     EB="$OUT/bin/etcdbench"
     E_START=$(date +%s)
     E_BUDGET="${BENCH_ETCD_BUDGET_S:-600}"
@@ -262,7 +270,12 @@ fi
 
 echo "loadavg_end=$(cut -d' ' -f1-3 /proc/loadavg)" >>"$OUT/raw/machine.env"
 echo "ended_utc=$(date -u +%Y-%m-%dT%H:%M:%SZ)" >>"$OUT/raw/machine.env"
-"$PY" scripts/bench_report.py "$OUT" >"$OUT/report.md" || { say "report failed"; exit 1; }
+if [ "$PUBLISH" = 1 ]; then
+  "$PY" scripts/bench_report.py "$OUT" --into BENCHMARKS.md >"$OUT/report.md" || { say "report failed"; exit 1; }
+  say "the table is in BENCHMARKS.md: bring its analysis up to date by hand"
+else
+  "$PY" scripts/bench_report.py "$OUT" >"$OUT/report.md" || { say "report failed"; exit 1; }
+fi
 cat "$OUT/report.md"
 say "raw results, report.md and summary.json in $OUT"
 [ "$failed" = 0 ] || say "some steps failed (raw/*.err)"

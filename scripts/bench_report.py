@@ -1,6 +1,11 @@
 #!/usr/bin/env python3
 """Turn one bench.sh run (DIR/raw/<row>.<ours|anchor>.<round>.json) into DIR/summary.json and a
-Markdown table on stdout (report.md, ready for the README).
+Markdown table on stdout (report.md).
+
+Usage: bench_report.py DIR [--into FILE]
+  --into FILE  also put the table in FILE (BENCHMARKS.md), replacing what stands between the lines
+               <!-- bench_report.py: begin --> and <!-- bench_report.py: end --> (both must be there
+               once, in that order; FILE is left as it was otherwise)
 
 Per row: the figure of each round (a round's own median, rate or peak), the median of those
 figures and their spread (min-max over the rounds), for ours and for the anchor measured in the
@@ -15,7 +20,14 @@ import re
 import statistics
 import sys
 
-out = sys.argv[1]
+args = sys.argv[1:]
+into = None
+if len(args) == 3 and args[1] == "--into":
+    into = args[2]
+elif len(args) != 1:
+    sys.exit("usage: bench_report.py DIR [--into FILE]")
+out = args[0]
+BEGIN, END = "<!-- bench_report.py: begin -->", "<!-- bench_report.py: end -->"
 raw = os.path.join(out, "raw")
 
 
@@ -338,37 +350,57 @@ try:
 except (OSError, ValueError, IndexError):
     pass
 
-print("| row | measurement | unit | rounds | ours: median (min-max) | anchor: median (min-max) | ratio | goal | met | notes |")
-print("|---|---|---|---|---|---|---|---|---|---|")
+report = []
+
+
+def emit(line=""):
+    report.append(line)
+
+
+emit("| row | measurement | unit | rounds | ours: median (min-max) | anchor: median (min-max) | ratio | goal | met | notes |")
+emit("|---|---|---|---|---|---|---|---|---|---|")
 for key, label, unit, ours, anchor, ratio, goal, met, note in rows:
     a = "—" if anchor is None else cell(anchor)
     r = "—" if ratio is None else f"{ratio:.2f}x"
     g = goal[2] if goal else "—"
     m = "—" if goal is None else ("n/a" if met is None else ("met" if met else "**not met**"))
-    print(f"| `{key}` | {label} | {unit} | {len(ours)} | {cell(ours)} | {a} | {r} | {g} | {m} | {note} |")
-print()
-print(f"Rounds: {machine.get('rounds', '?')} per row, interleaved (ours, anchor, ours, anchor, ...); "
+    emit(f"| `{key}` | {label} | {unit} | {len(ours)} | {cell(ours)} | {a} | {r} | {g} | {m} | {note} |")
+emit()
+emit(f"Rounds: {machine.get('rounds', '?')} per row, interleaved (ours, anchor, ours, anchor, ...); "
       "a cell is the median of the per-round figures and (min-max) their spread.")
-print(f"Run: {machine.get('started_utc', '?')} to {machine.get('ended_utc', '?')}, "
+emit(f"Run: {machine.get('started_utc', '?')} to {machine.get('ended_utc', '?')}, "
       f"{machine.get('cpus', '?')} CPUs ({machine.get('cpu_model', '?')}), {machine.get('mem_total_mb', '?')} MiB, "
       f"kernel {machine.get('kernel', '?')}, {machine.get('go', '?')}"
       + (f", Salt {meta.get('salt')} (Python {meta.get('python')}, libzmq {meta.get('libzmq')})" if meta.get("salt") else "")
       + f"; load average {machine.get('loadavg_start', '?')} at start, {machine.get('loadavg_end', '?')} at end"
       + (f"; commit {machine['commit']}" if machine.get("commit") else "") + ".")
 if machine.get("inflight_rounds_cut"):
-    print(f"\nIn-flight rows: {machine['inflight_rounds_cut']}.")
+    emit(f"\nIn-flight rows: {machine['inflight_rounds_cut']}.")
 if any(d.get("call_timeout_s") not in (None, 30) for d in inf.values()):
     cts = sorted({d.get("call_timeout_s") for d in inf.values()})
-    print(f"\nIn-flight rows ran with the dispatcher's CallTimeout at {'/'.join(f'{c:g}' for c in cts)} s "
+    emit(f"\nIn-flight rows ran with the dispatcher's CallTimeout at {'/'.join(f'{c:g}' for c in cts)} s "
           "(default 30 s), so that the queued tail of capability checks is measured rather than refused.")
 if machine.get("etcd_inflight_rounds_cut"):  # etcd row group
-    print(f"\netcd in-flight row: {machine['etcd_inflight_rounds_cut']}.")
+    emit(f"\netcd in-flight row: {machine['etcd_inflight_rounds_cut']}.")
 if machine.get("quick") == "1":
-    print("\nThis was a --quick run (short rounds): a smoke test, not numbers to publish.")
+    emit("\nThis was a --quick run (short rounds): a smoke test, not numbers to publish.")
 if not meta.get("salt"):
-    print("\nNo Salt lab in this run: the lab rows and their anchors are missing.")
+    emit("\nNo Salt lab in this run: the lab rows and their anchors are missing.")
 if machine.get("inflight_capped"):
-    print(f"\nIn-flight rows held {nlabel} requests, not 10,000 ({machine['inflight_capped']}): every "
+    emit(f"\nIn-flight rows held {nlabel} requests, not 10,000 ({machine['inflight_capped']}): every "
           "in-flight request holds two flock descriptors (request lock and client lease).")
 elif n_in and n_in != [10000]:
-    print(f"\nIn-flight rows held {nlabel} requests, not 10,000.")
+    emit(f"\nIn-flight rows held {nlabel} requests, not 10,000.")
+
+text = "\n".join(report) + "\n"
+sys.stdout.write(text)
+if into:
+    with open(into) as f:
+        doc = f.read()
+    b, e = doc.find(BEGIN), doc.find(END)
+    if b < 0 or e < b or doc.count(BEGIN) != 1 or doc.count(END) != 1:
+        sys.exit(f"{into}: the lines {BEGIN} and {END} must stand once each, in that order")
+    b += len(BEGIN)
+    with open(into + ".tmp", "w") as f:
+        f.write(doc[:b] + "\n" + text + doc[e:])
+    os.replace(into + ".tmp", into)

@@ -1,5 +1,5 @@
 // Package salttrace is the salt package's internal request trace: the benchmark program
-// puts a *Trace in a request's context and the salt Client stamps the phases
+// (bench/cmd/benchrun) puts a *Trace in a request's context and the salt Client stamps the phases
 // of that request into it (auth, encode, dial, ZMTP handshake or liveness proof, send, reply,
 // decode). It is internal so that it adds nothing to the public API; a request without a Trace
 // pays one context lookup.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"math"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -54,6 +55,7 @@ type Store struct {
 	rev        revisionGuard // high-water mark of the cluster revision (revision.go)
 	openIndex  atomic.Bool   // the open-index migration marker was seen (unresolved.go)
 	windows    windowLeases  // the leases of the status windows' keys (statuswindows.go)
+	openMu     sync.Mutex    // one open-index scan at a time
 
 	ctx    context.Context // lifetime of the Store: the keepalives of its etcd leases
 	cancel context.CancelFunc
@@ -102,6 +104,10 @@ func Open(ctx context.Context, opts ...Option) (*Store, error) {
 		return nil, readErr(err, "probe cluster")
 	}
 	_ = s.rev.observe(resp.Header, 0)
+	if err := s.markFreshOpenIndex(pctx); err != nil {
+		_ = s.Close()
+		return nil, err
+	}
 	return s, nil
 }
 

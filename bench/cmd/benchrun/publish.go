@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/oduflow/oduflow-go/bench/internal/benchkit"
 	"github.com/oduflow/oduflow-go/internal/salttrace"
 	"github.com/oduflow/oduflow-go/salt"
 )
@@ -105,10 +106,10 @@ func cmdPublishBreakdown(ctx context.Context, args []string) (any, error) {
 	for name, m := range modes {
 		med := map[string]float64{}
 		for k, v := range m.by {
-			med[k] = summarize(v, time.Microsecond).Median
+			med[k] = benchkit.Summarize(v, time.Microsecond).Median
 		}
 		out[name+"_us"] = med
-		out[name+"_total_ms"] = summarize(m.by["total"], time.Millisecond)
+		out[name+"_total_ms"] = benchkit.Summarize(m.by["total"], time.Millisecond)
 	}
 	return out, nil
 }

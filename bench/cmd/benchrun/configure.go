@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/oduflow/oduflow-go/bench/internal/benchkit"
 	"github.com/oduflow/oduflow-go/oduflow"
 	"github.com/oduflow/oduflow-go/receipt"
 	"github.com/oduflow/oduflow-go/salt"
@@ -295,7 +296,7 @@ func cmdConfigure(ctx context.Context, args []string) (any, error) {
 
 	sctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	stream, err := salt.SubscribeEvents(sctx, env.events, salt.WithTagPrefixes("salt/job/"), salt.WithLogger(discard()))
+	stream, err := salt.SubscribeEvents(sctx, env.events, salt.WithTagPrefixes("salt/job/"), salt.WithLogger(benchkit.Discard()))
 	if err != nil {
 		return nil, err
 	}
@@ -308,9 +309,9 @@ func cmdConfigure(ctx context.Context, args []string) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	d, err := oduflow.New(c, oduflow.SaltEvents(env.events, salt.WithLogger(discard())),
+	d, err := oduflow.New(c, oduflow.SaltEvents(env.events, salt.WithLogger(benchkit.Discard())),
 		oduflow.WithClaimStore(timedStore{FileClaimStore: store, h: h}), oduflow.WithPKIDir(pki),
-		oduflow.WithLogger(discard()), oduflow.WithHooks(h.hooks()))
+		oduflow.WithLogger(benchkit.Discard()), oduflow.WithHooks(h.hooks()))
 	if err != nil {
 		return nil, err
 	}
@@ -339,12 +340,12 @@ func cmdConfigure(ctx context.Context, args []string) (any, error) {
 		}
 		i++
 	}
-	pick := func(f func(cfgSample) time.Duration) summary {
+	pick := func(f func(cfgSample) time.Duration) benchkit.Summary {
 		ds := make([]time.Duration, len(samples))
 		for i, s := range samples {
 			ds[i] = f(s)
 		}
-		return summarize(ds, time.Millisecond)
+		return benchkit.Summarize(ds, time.Millisecond)
 	}
 	unverified := 0
 	for _, s := range samples {
@@ -357,21 +358,21 @@ func cmdConfigure(ctx context.Context, args []string) (any, error) {
 		"capability_ms": pick(func(s cfgSample) time.Duration { return s.capability }),
 		"proof_ms":      pick(func(s cfgSample) time.Duration { return s.proof }),
 		"rest_ms":       pick(func(s cfgSample) time.Duration { return s.rest }),
-		"claim_writes_ms": map[string]summary{
+		"claim_writes_ms": map[string]benchkit.Summary{
 			"create":   pick(func(s cfgSample) time.Duration { return s.create }),
 			"intent":   pick(func(s cfgSample) time.Duration { return s.intent }),
 			"terminal": pick(func(s cfgSample) time.Duration { return s.terminal }),
 			"sum":      pick(func(s cfgSample) time.Duration { return s.create + s.intent + s.terminal }),
 		},
 		"rest_beyond_writes_ms": pick(func(s cfgSample) time.Duration { return s.restBeyondWrites }),
-		"rest_parts_ms": map[string]summary{
+		"rest_parts_ms": map[string]benchkit.Summary{
 			"to_capability":   pick(func(s cfgSample) time.Duration { return s.toCapability }),
 			"cap_to_publish":  pick(func(s cfgSample) time.Duration { return s.capToPublish }),
 			"publish_to_new":  pick(func(s cfgSample) time.Duration { return s.publishToNew }),
 			"ret_to_proof":    pick(func(s cfgSample) time.Duration { return s.retToProof }),
 			"proof_to_commit": pick(func(s cfgSample) time.Duration { return s.proofToCommit }),
 		},
-		"reference_ms": map[string]summary{
+		"reference_ms": map[string]benchkit.Summary{
 			"start_call":             pick(func(s cfgSample) time.Duration { return s.startCall }),
 			"run_publish":            pick(func(s cfgSample) time.Duration { return s.runPublish }),
 			"ret_delivery":           pick(func(s cfgSample) time.Duration { return s.retDelivery }),

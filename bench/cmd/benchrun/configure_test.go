@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/oduflow/oduflow-go/bench/internal/benchkit"
 )
 
 // synthTrace is a complete request on a made-up timeline (milliseconds after t0).
@@ -79,15 +81,15 @@ func TestConfigureLab(t *testing.T) {
 		t.Fatal(err)
 	}
 	m := r.(map[string]any)
-	total, apply, rest := m["total_ms"].(summary), m["apply_ms"].(summary), m["rest_ms"].(summary)
+	total, apply, rest := m["total_ms"].(benchkit.Summary), m["apply_ms"].(benchkit.Summary), m["rest_ms"].(benchkit.Summary)
 	if total.N != 2 || apply.Median <= 0 || rest.Median <= 0 || rest.Max >= total.Min {
 		t.Fatalf("total %+v apply %+v rest %+v", total, apply, rest)
 	}
-	if c, p := m["capability_ms"].(summary), m["proof_ms"].(summary); c.Median <= 0 || p.Median <= 0 {
+	if c, p := m["capability_ms"].(benchkit.Summary), m["proof_ms"].(benchkit.Summary); c.Median <= 0 || p.Median <= 0 {
 		t.Fatalf("capability %+v proof %+v", c, p)
 	}
 	t.Logf("total %.1f ms = apply %.1f + capability %.1f + proof %.1f + rest %.1f (medians)", total.Median,
-		apply.Median, m["capability_ms"].(summary).Median, m["proof_ms"].(summary).Median, rest.Median)
+		apply.Median, m["capability_ms"].(benchkit.Summary).Median, m["proof_ms"].(benchkit.Summary).Median, rest.Median)
 }
 
 // TestReportConfigureRow: bench_report.py turns configure rounds into the row, its goal and its note.
@@ -115,7 +117,7 @@ func TestReportConfigureRow(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	out, err := exec.Command(py, filepath.Join("..", "..", "scripts", "bench_report.py"), dir).CombinedOutput()
+	out, err := exec.Command(py, filepath.Join("..", "..", "..", "scripts", "bench_report.py"), dir).CombinedOutput()
 	if err != nil {
 		t.Fatalf("%v: %s", err, out)
 	}

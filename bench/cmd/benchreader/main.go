@@ -13,25 +13,28 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"strings"
 	"sync/atomic"
-	"syscall"
 	"time"
 
+	"github.com/oduflow/oduflow-go/bench/internal/benchkit"
 	"github.com/oduflow/oduflow-go/salt"
 )
 
 func main() {
-	if err := run(); err != nil {
+	if err := run(os.Getenv, os.Stdin, os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "benchreader:", err)
 		os.Exit(1)
 	}
 }
 
-func run() error {
-	addr, endTag, prefix := os.Getenv("ANCHORS_EVENTS"), os.Getenv("ANCHORS_END_TAG"), os.Getenv("ANCHORS_PREFIX")
+// run is one round: the round's settings from getenv, "go" read from stdin, "ready" and the result
+// written to stdout.
+func run(getenv func(string) string, stdin io.Reader, stdout io.Writer) error {
+	addr, endTag, prefix := getenv("ANCHORS_EVENTS"), getenv("ANCHORS_END_TAG"), getenv("ANCHORS_PREFIX")
 	if addr == "" || endTag == "" {
 		return fmt.Errorf("ANCHORS_EVENTS and ANCHORS_END_TAG must be set")
 	}
@@ -59,11 +62,11 @@ func run() error {
 		return err
 	}
 	defer stream.Close()
-	fmt.Println("ready")
-	if _, err := bufio.NewReader(os.Stdin).ReadString('\n'); err != nil {
+	fmt.Fprintln(stdout, "ready")
+	if _, err := bufio.NewReader(stdin).ReadString('\n'); err != nil {
 		return fmt.Errorf("waiting for go: %w", err)
 	}
-	start, cpu0 := time.Now(), cpuTime()
+	start, cpu0 := time.Now(), benchkit.CPUTime()
 	close(gate)
 	count, gaps := 0, 0
 	for ev := range stream.Events() {
@@ -74,10 +77,10 @@ func run() error {
 			// reads: the socket reads the stream made (each at most its 64 KiB buffer): few bytes per
 			// read mean the reader kept up with what the master wrote
 			res := map[string]any{"count": count, "elapsed_s": time.Since(start).Seconds(), "gaps": gaps,
-				"cpu_s": (cpuTime() - cpu0).Seconds(), "reads": reads.Load(), "read_bytes": readBytes.Load()}
+				"cpu_s": (benchkit.CPUTime() - cpu0).Seconds(), "reads": reads.Load(), "read_bytes": readBytes.Load()}
 			out, _ := json.Marshal(res)
-			fmt.Println(string(out))
-			return appendLog(os.Getenv("BENCHREADER_LOG"), out)
+			fmt.Fprintln(stdout, string(out))
+			return appendLog(getenv("BENCHREADER_LOG"), out)
 		case strings.HasPrefix(ev.Tag, prefix) && len(ev.Data) > 0:
 			count++
 		}
@@ -100,15 +103,6 @@ func appendLog(path string, line []byte) error {
 		return err
 	}
 	return f.Close()
-}
-
-// cpuTime is this process's user + system CPU time, all threads.
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // gatedConn blocks reads until gate is closed, and counts them.

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/oduflow/oduflow-go/bench/internal/benchkit"
 	"github.com/oduflow/oduflow-go/salt"
 )
 
@@ -26,6 +27,17 @@ func readLab() (labEnv, error) {
 	return e, nil
 }
 
+// labClient reads the lab's variables and opens a client of its master (with connection reuse when
+// reuse is set).
+func labClient(reuse bool) (labEnv, *salt.Client, error) {
+	env, err := readLab()
+	if err != nil {
+		return env, nil, err
+	}
+	c, err := env.clientFor(reuse)
+	return env, c, err
+}
+
 func (e labEnv) client() (*salt.Client, error) {
 	return salt.NewClient(e.master, salt.WithAuth(salt.UserKey("root", e.keyFile)), salt.WithRequestTimeout(10*time.Second))
 }
@@ -41,11 +53,7 @@ func cmdPublishRTT(ctx context.Context, args []string) (any, error) {
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
-	env, err := readLab()
-	if err != nil {
-		return nil, err
-	}
-	c, err := env.clientFor(*reuse)
+	env, c, err := labClient(*reuse)
 	if err != nil {
 		return nil, err
 	}
@@ -69,7 +77,7 @@ func cmdPublishRTT(ctx context.Context, args []string) (any, error) {
 			lat = append(lat, dt)
 		}
 	}
-	return map[string]any{"ms": summarize(lat, time.Millisecond), "jids": len(jids), "reuse": *reuse}, nil
+	return map[string]any{"ms": benchkit.Summarize(lat, time.Millisecond), "jids": len(jids), "reuse": *reuse}, nil
 }
 
 // cmdThroughput: K goroutines sharing ONE Client publish test.ping sequentially for d, each reusing
@@ -83,11 +91,7 @@ func cmdThroughput(ctx context.Context, args []string) (any, error) {
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
-	env, err := readLab()
-	if err != nil {
-		return nil, err
-	}
-	c, err := env.clientFor(*reuse)
+	env, c, err := labClient(*reuse)
 	if err != nil {
 		return nil, err
 	}
@@ -134,11 +138,11 @@ func cmdThroughput(ctx context.Context, args []string) (any, error) {
 	use := cpuUse(cpu0, takeCPUSnapshot(labDir))
 	if n := count.Load(); n > 0 && use != nil {
 		// the master's CPU per publish: with the machine's CPUs it bounds the rate whatever the client does
-		use["master_cpu_ms_per_publish"] = round3(use["master_cores"] * d.Seconds() * 1000 / float64(n))
-		use["client_cpu_ms_per_publish"] = round3(use["client_cores"] * d.Seconds() * 1000 / float64(n))
+		use["master_cpu_ms_per_publish"] = benchkit.Round3(use["master_cores"] * d.Seconds() * 1000 / float64(n))
+		use["client_cpu_ms_per_publish"] = benchkit.Round3(use["client_cores"] * d.Seconds() * 1000 / float64(n))
 	}
 	return map[string]any{"publishers": *k, "duration_s": d.Seconds(), "publishes": count.Load(), "errors": errs.Load(),
-		"per_s": round3(float64(count.Load()) / d.Seconds()), "latency_ms": summarize(lat, time.Millisecond),
+		"per_s": benchkit.Round3(float64(count.Load()) / d.Seconds()), "latency_ms": benchkit.Summarize(lat, time.Millisecond),
 		"reuse": *reuse, "cpu": use}, nil
 }
 
@@ -244,8 +248,8 @@ func cmdE2EPing(ctx context.Context, args []string) (any, error) {
 		span = append(span, j.retStamp.Sub(j.newStamp))
 		overhead = append(overhead, t1.Sub(t0)-j.retStamp.Sub(j.newStamp))
 	}
-	return map[string]any{"total_ms": summarize(total, time.Millisecond), "master_span_ms": summarize(span, time.Millisecond),
-		"overhead_ms": summarize(overhead, time.Millisecond), "publish_reply_ms": summarize(pubReply, time.Millisecond)}, nil
+	return map[string]any{"total_ms": benchkit.Summarize(total, time.Millisecond), "master_span_ms": benchkit.Summarize(span, time.Millisecond),
+		"overhead_ms": benchkit.Summarize(overhead, time.Millisecond), "publish_reply_ms": benchkit.Summarize(pubReply, time.Millisecond)}, nil
 }
 
 // stamp parses Salt's _stamp (naive UTC isoformat, microseconds).

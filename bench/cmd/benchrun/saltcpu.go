@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/oduflow/oduflow-go/bench/internal/benchkit"
 )
 
 // cpuSnapshot is the CPU time so far of the lab's Salt processes, this process and the whole
@@ -25,7 +27,7 @@ const clockTick = 10 * time.Millisecond
 // takeCPUSnapshot reads /proc. labDir is the lab's directory: the master is the salt-master
 // whose config is <labDir>/etc, the minion the salt-minion with the same config.
 func takeCPUSnapshot(labDir string) cpuSnapshot {
-	s := cpuSnapshot{at: time.Now(), self: cpuTime()}
+	s := cpuSnapshot{at: time.Now(), self: benchkit.CPUTime()}
 	cfg := filepath.Join(labDir, "etc")
 	ents, _ := os.ReadDir("/proc")
 	for _, e := range ents {
@@ -96,11 +98,11 @@ func cpuUse(a, b cpuSnapshot) map[string]float64 {
 	if wall <= 0 {
 		return nil
 	}
-	cores := func(d time.Duration) float64 { return round3(d.Seconds() / wall) }
+	cores := func(d time.Duration) float64 { return benchkit.Round3(d.Seconds() / wall) }
 	out := map[string]float64{"master_cores": cores(b.master - a.master), "minion_cores": cores(b.minion - a.minion),
 		"client_cores": cores(b.self - a.self), "cpus": float64(runtime.NumCPU())}
 	if t := b.total - a.total; t > 0 {
-		out["machine_busy_share"] = round3(float64(b.busy-a.busy) / float64(t))
+		out["machine_busy_share"] = benchkit.Round3(float64(b.busy-a.busy) / float64(t))
 	}
 	return out
 }

@@ -4,13 +4,14 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"os"
 	"strings"
 	"time"
 
 	"github.com/google/uuid"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/oduflow/oduflow-go/bench/internal/benchkit"
+	"github.com/oduflow/oduflow-go/bench/internal/benchsim"
 	"github.com/oduflow/oduflow-go/oduflow"
 	"github.com/oduflow/oduflow-go/oduflow/etcdstore"
 	"github.com/oduflow/oduflow-go/oduflow/oduflowtest/fakeminion"
@@ -28,24 +29,18 @@ type bench struct {
 }
 
 func newBench(ctx context.Context, endpoint string, tm oduflow.Timers) (*bench, error) {
-	dir, err := os.MkdirTemp("", "ebsim")
+	sim, stopSim, err := benchsim.StartInProcess(ctx)
 	if err != nil {
-		return nil, err
-	}
-	sim, err := salttest.Start(ctx, salttest.WithDir(dir), salttest.WithLogger(discard()))
-	if err != nil {
-		_ = os.RemoveAll(dir)
 		return nil, err
 	}
 	b, err := openBench(ctx, endpoint, "/bench-"+uuid.NewString()[:8], sim.Addr(), sim.EventsAddr(), sim.KeyFile(), sim.PKIDir(), tm)
 	if err != nil {
-		_ = sim.Close()
-		_ = os.RemoveAll(dir)
+		stopSim()
 		return nil, err
 	}
 	b.sim = sim
 	inner := b.close
-	b.close = func() { inner(); _ = sim.Close(); _ = os.RemoveAll(dir) }
+	b.close = func() { inner(); stopSim() }
 	return b, nil
 }
 
@@ -56,14 +51,13 @@ func openBench(ctx context.Context, endpoint, prefix, master, events, keyFile, p
 	if err != nil {
 		return nil, err
 	}
-	c, err := salt.NewClient(master, salt.WithAuth(salt.UserKey("root", keyFile)),
-		salt.WithRequestTimeout(60*time.Second), salt.WithLogger(discard()))
+	c, err := benchsim.NewClient(master, keyFile)
 	if err != nil {
 		_ = st.Close()
 		return nil, err
 	}
-	d, err := oduflow.New(c, oduflow.SaltEvents(events, salt.WithLogger(discard())), oduflow.WithClaimStore(st),
-		oduflow.WithPKIDir(pkiDir), oduflow.WithTimers(tm), oduflow.WithLogger(discard()))
+	d, err := oduflow.New(c, oduflow.SaltEvents(events, salt.WithLogger(benchkit.Discard())), oduflow.WithClaimStore(st),
+		oduflow.WithPKIDir(pkiDir), oduflow.WithTimers(tm), oduflow.WithLogger(benchkit.Discard()))
 	if err != nil {
 		_ = c.Close()
 		_ = st.Close()
@@ -95,7 +89,7 @@ func cmdLatency(ctx context.Context, args []string) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer srv.stop()
+	defer srv.Stop()
 	b, err := newBench(ctx, endpoint, oduflow.DefaultTimers())
 	if err != nil {
 		return nil, err
@@ -199,9 +193,9 @@ func cmdLatency(ctx context.Context, args []string) (any, error) {
 			}
 		}
 	}
-	return map[string]any{"n": *n, "start_us": summarize(start, time.Microsecond),
-		"txn_us": summarize(txn, time.Microsecond), "status_us": summarize(status, time.Microsecond),
-		"read_us": summarize(read, time.Microsecond), "claim_lock_one_read_us": summarize(oneRead, time.Microsecond)}, nil
+	return map[string]any{"n": *n, "start_us": benchkit.Summarize(start, time.Microsecond),
+		"txn_us": benchkit.Summarize(txn, time.Microsecond), "status_us": benchkit.Summarize(status, time.Microsecond),
+		"read_us": benchkit.Summarize(read, time.Microsecond), "claim_lock_one_read_us": benchkit.Summarize(oneRead, time.Microsecond)}, nil
 }
 
 // openBenchOn opens a second Store and Dispatcher under b's prefix, on b's master.

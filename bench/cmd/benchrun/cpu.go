@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/oduflow/oduflow-go/bench/internal/benchkit"
 	"github.com/oduflow/oduflow-go/profiles"
 	"github.com/oduflow/oduflow-go/salt"
 )
@@ -24,16 +25,16 @@ func cpuLoop(n, warmup int, f func() error) (map[string]any, error) {
 		}
 	}
 	runtime.GC()
-	c0, t0 := cpuTime(), time.Now()
+	c0, t0 := benchkit.CPUTime(), time.Now()
 	for range n {
 		if err := f(); err != nil {
 			return nil, err
 		}
 	}
-	wall, cpu := time.Since(t0), cpuTime()-c0
-	return map[string]any{"n": n, "wall_ms_per_op": round3(float64(wall) / float64(n) / 1e6),
-		"cpu_ms_per_op": round3(float64(cpu) / float64(n) / 1e6), "wall_per_s": round3(float64(n) / wall.Seconds()),
-		"cpu_per_s": round3(float64(n) / cpu.Seconds())}, nil
+	wall, cpu := time.Since(t0), benchkit.CPUTime()-c0
+	return map[string]any{"n": n, "wall_ms_per_op": benchkit.Round3(float64(wall) / float64(n) / 1e6),
+		"cpu_ms_per_op": benchkit.Round3(float64(cpu) / float64(n) / 1e6), "wall_per_s": benchkit.Round3(float64(n) / wall.Seconds()),
+		"cpu_per_s": benchkit.Round3(float64(n) / cpu.Seconds())}, nil
 }
 
 // cmdCustom: profiles.CompileCustom (validation, compilation, canonical JSON, SHA-256) of a 64 KiB,
@@ -131,7 +132,7 @@ func cmdDecode(ctx context.Context, args []string) (any, error) {
 	sctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	stream, err := salt.SubscribeEvents(sctx, "unix:///benchrun-pipe", salt.WithEventDialer(dial),
-		salt.WithLogger(discard()))
+		salt.WithLogger(benchkit.Discard()))
 	if err != nil {
 		return nil, err
 	}

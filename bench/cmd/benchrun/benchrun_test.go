@@ -10,31 +10,13 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/oduflow/oduflow-go/bench/internal/benchkit"
 )
 
-// TestMain lets the test binary stand in for the command: cmdInflight re-executes itself as the
-// simulator child ("sim"), which here is this binary with BENCHRUN_AS_MAIN set.
-func TestMain(m *testing.M) {
-	if os.Getenv("BENCHRUN_AS_MAIN") == "1" {
-		main()
-		os.Exit(0)
-	}
-	os.Exit(m.Run())
-}
-
-func TestSummarize(t *testing.T) {
-	var d []time.Duration
-	for i := 100; i >= 1; i-- {
-		d = append(d, time.Duration(i)*time.Millisecond)
-	}
-	s := summarize(d, time.Millisecond)
-	if s.N != 100 || s.Median != 50.5 || s.P99 != 99 || s.P90 != 90 || s.Min != 1 || s.Max != 100 {
-		t.Fatalf("%+v", s)
-	}
-	if s := summarize([]time.Duration{3 * time.Microsecond}, time.Microsecond); s.Median != 3 || s.P99 != 3 {
-		t.Fatalf("%+v", s)
-	}
-}
+// TestMain lets the test binary stand in for the command: the rows re-execute the command as their
+// child processes, which here is this binary (benchkit.StartChild marks them).
+func TestMain(m *testing.M) { os.Exit(benchkit.TestBinary(m.Run, main)) }
 
 func TestStamp(t *testing.T) {
 	got := stamp(map[string]any{"_stamp": "2026-12-01T13:20:07.123456"})
@@ -56,12 +38,12 @@ func TestCustomAndDecode(t *testing.T) {
 	if m := r.(map[string]any); m["cpu_ms_per_op"].(float64) <= 0 || m["n"].(int) != 3 {
 		t.Fatalf("%v", m)
 	}
-	frame := filepath.Join("..", "..", "salt", "testdata", "vectors", "eventbus", "event_ret_test_ping.frame.bin")
+	frame := filepath.Join("..", "..", "..", "salt", "testdata", "vectors", "eventbus", "event_ret_test_ping.frame.bin")
 	if _, err := cmdDecode(ctx, []string{"-n", "100", "-frame", frame}); err != nil {
 		t.Fatal(err)
 	}
 	// A frame that is not a job return is refused, not counted.
-	frame = filepath.Join("..", "..", "salt", "testdata", "vectors", "eventbus", "event_new.frame.bin")
+	frame = filepath.Join("..", "..", "..", "salt", "testdata", "vectors", "eventbus", "event_new.frame.bin")
 	if _, err := cmdDecode(ctx, []string{"-n", "10", "-frame", frame}); err == nil {
 		t.Fatal("a new-job frame was decoded as a return")
 	}
@@ -73,7 +55,7 @@ func TestStartIdle(t *testing.T) {
 		t.Fatal(err)
 	}
 	m := r.(map[string]any)
-	if s := m["start_idle_us"].(summary); s.N != 5 || s.Median <= 0 {
+	if s := m["start_idle_us"].(benchkit.Summary); s.N != 5 || s.Median <= 0 {
 		t.Fatalf("%+v", s)
 	}
 	if m["concurrent_per_start_us"].(float64) <= 0 {
@@ -84,14 +66,13 @@ func TestStartIdle(t *testing.T) {
 // TestInflight runs the in-flight row small: the simulator is a real child process, every request
 // must be published and held, and Status must see them running.
 func TestInflight(t *testing.T) {
-	t.Setenv("BENCHRUN_AS_MAIN", "1")
 	r, err := cmdInflight(context.Background(), []string{"-n", "40", "-status", "200", "-rate-publishes", "100",
 		"-dir", t.TempDir(), "-publish-wait", "60s"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	m := r.(map[string]any)
-	if m["rss_mb"].(float64) <= 0 || m["status_ms"].(summary).N != 200 || m["start_ms"].(summary).N != 40 {
+	if m["rss_mb"].(float64) <= 0 || m["status_ms"].(benchkit.Summary).N != 200 || m["start_ms"].(benchkit.Summary).N != 40 {
 		t.Fatalf("%v", m)
 	}
 	if m["sim_publish_per_s"].(float64) <= 0 || m["first_start_to_last_publication_s"].(float64) <= 0 {
@@ -127,7 +108,7 @@ func TestReportSummary(t *testing.T) {
 		write(jsonName("throughput.anchor", n), map[string]any{"per_s": 150.0})
 		write(jsonName("inflight.ours", n), map[string]any{"n": 10000, "rss_mb": 100.0 + ms, "status_ms": map[string]any{"p99": 0.5}})
 	}
-	cmd := exec.Command(py, filepath.Join("..", "..", "scripts", "bench_report.py"), dir)
+	cmd := exec.Command(py, filepath.Join("..", "..", "..", "scripts", "bench_report.py"), dir)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("%v: %s", err, out)
@@ -169,3 +150,63 @@ func TestReportSummary(t *testing.T) {
 }
 
 func jsonName(prefix string, round int) string { return fmt.Sprintf("%s.%d.json", prefix, round) }
+
+// TestReportInto: bench_report.py --into replaces the text between BENCHMARKS.md's markers with the
+// report it prints, keeps every byte around them, and refuses (changing nothing) a file without them.
+func TestReportInto(t *testing.T) {
+	py, err := exec.LookPath("python3")
+	if err != nil {
+		t.Skip("no python3")
+	}
+	dir := t.TempDir()
+	raw := filepath.Join(dir, "raw")
+	if err := os.Mkdir(raw, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	for r, us := range []float64{30, 10, 20} {
+		b, _ := json.Marshal(map[string]any{"wall_ms_per_op": 1.0, "cpu_ms_per_op": us / 10})
+		if err := os.WriteFile(filepath.Join(raw, jsonName("custom.ours", r+1)), b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	script := filepath.Join("..", "..", "..", "scripts", "bench_report.py")
+	const before, after = "# Benchmarks\n\nBy hand.\n\n<!-- bench_report.py: begin -->\n",
+		"<!-- bench_report.py: end -->\n\nAnalysis, by hand.\n"
+	doc := filepath.Join(dir, "BENCHMARKS.md")
+	if err := os.WriteFile(doc, []byte(before+"| an old table |\n"+after), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	report, err := exec.Command(py, script, dir, "--into", doc).Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(report), "| `custom_64k_ms` |") || !strings.Contains(string(report), "| 3 | 2.00 (1.00-3.00) |") {
+		t.Fatalf("report:\n%s", report)
+	}
+	got, err := os.ReadFile(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := before + string(report) + after; string(got) != want {
+		t.Fatalf("BENCHMARKS.md:\n%s\nwant:\n%s", got, want)
+	}
+	// Splicing again gives the same file.
+	if _, err := exec.Command(py, script, dir, "--into", doc).Output(); err != nil {
+		t.Fatal(err)
+	}
+	if again, _ := os.ReadFile(doc); string(again) != string(got) {
+		t.Fatalf("a second splice changed the file:\n%s", again)
+	}
+	for _, bad := range []string{"no markers\n", after + before, before + before + after} {
+		if err := os.WriteFile(doc, []byte(bad), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		out, err := exec.Command(py, script, dir, "--into", doc).CombinedOutput()
+		if err == nil || !strings.Contains(string(out), "must stand once each") {
+			t.Errorf("%q: %v %s", bad, err, out)
+		}
+		if left, _ := os.ReadFile(doc); string(left) != bad {
+			t.Errorf("a refused splice changed the file: %q", left)
+		}
+	}
+}

@@ -3,23 +3,19 @@ package main
 import (
 	"context"
 	"flag"
-	"fmt"
-	"io"
-	"log/slog"
 	"os"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/google/uuid"
 
+	"github.com/oduflow/oduflow-go/bench/internal/benchkit"
+	"github.com/oduflow/oduflow-go/bench/internal/benchsim"
 	"github.com/oduflow/oduflow-go/oduflow"
 	"github.com/oduflow/oduflow-go/oduflow/oduflowtest/fakeminion"
 	"github.com/oduflow/oduflow-go/receipt"
 	"github.com/oduflow/oduflow-go/salt"
 )
-
-func discard() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
 // claimDir makes a fresh claim directory (mode 0700) inside base: the file system whose fsync floor
 // the anchor measures.
@@ -29,27 +25,6 @@ func claimDir(base string) (string, func(), error) {
 		return "", nil, err
 	}
 	return dir, func() { _ = os.RemoveAll(dir) }, nil
-}
-
-// startSimInProcess starts the simulator in this process (short socket path) and a client for it.
-func startSimInProcess(ctx context.Context) (*simMaster, *salt.Client, func(), error) {
-	dir, err := os.MkdirTemp("", "bsim")
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	sim, err := startSimulator(ctx, dir)
-	if err != nil {
-		_ = os.RemoveAll(dir)
-		return nil, nil, nil, err
-	}
-	c, err := salt.NewClient(simRequestAddr(sim), salt.WithAuth(salt.UserKey("root", sim.KeyFile())),
-		salt.WithRequestTimeout(60*time.Second), salt.WithLogger(discard()))
-	if err != nil {
-		_ = sim.Close()
-		_ = os.RemoveAll(dir)
-		return nil, nil, nil, err
-	}
-	return sim, c, func() { _ = c.Close(); _ = sim.Close(); _ = os.RemoveAll(dir) }, nil
 }
 
 func newMinionID() string { return "client-" + uuid.NewString() }
@@ -66,18 +41,23 @@ func cmdStartIdle(ctx context.Context, args []string) (any, error) {
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
-	sim, c, stopSim, err := startSimInProcess(ctx)
+	sim, stopSim, err := benchsim.StartInProcess(ctx)
 	if err != nil {
 		return nil, err
 	}
 	defer stopSim()
+	c, err := benchsim.NewClient(sim.Addr(), sim.KeyFile())
+	if err != nil {
+		return nil, err
+	}
+	defer c.Close()
 	dir, rm, err := claimDir(*base)
 	if err != nil {
 		return nil, err
 	}
 	defer rm()
-	d, err := oduflow.New(c, oduflow.SaltEvents(simEventsAddr(sim), salt.WithLogger(discard())),
-		oduflow.WithClaimDir(dir), oduflow.WithPKIDir(sim.PKIDir()), oduflow.WithLogger(discard()))
+	d, err := oduflow.New(c, oduflow.SaltEvents(sim.EventsAddr(), salt.WithLogger(benchkit.Discard())),
+		oduflow.WithClaimDir(dir), oduflow.WithPKIDir(sim.PKIDir()), oduflow.WithLogger(benchkit.Discard()))
 	if err != nil {
 		return nil, err
 	}
@@ -153,24 +133,9 @@ func cmdStartIdle(ctx context.Context, args []string) (any, error) {
 	if err := d.Wait(ctx); err != nil {
 		return nil, err
 	}
-	return map[string]any{"start_idle_us": summarize(seq, time.Microsecond),
-		"start_known_client_us": summarize(seqKnown, time.Microsecond),
-		"concurrent":            *conc, "concurrent_batch_ms": round3(float64(batch) / 1e6),
-		"concurrent_per_start_us": round3(float64(batch) / float64(*conc) / 1e3),
-		"concurrent_latency_us":   summarize(lat, time.Microsecond)}, nil
-}
-
-// vmHWM is this process's peak resident set size (VmHWM), MiB.
-func vmHWM() (float64, error) {
-	b, err := os.ReadFile("/proc/self/status")
-	if err != nil {
-		return 0, err
-	}
-	var kb float64
-	for _, line := range strings.Split(string(b), "\n") {
-		if _, err := fmt.Sscanf(line, "VmHWM: %f kB", &kb); err == nil {
-			return round3(kb / 1024), nil
-		}
-	}
-	return 0, fmt.Errorf("no VmHWM in /proc/self/status")
+	return map[string]any{"start_idle_us": benchkit.Summarize(seq, time.Microsecond),
+		"start_known_client_us": benchkit.Summarize(seqKnown, time.Microsecond),
+		"concurrent":            *conc, "concurrent_batch_ms": benchkit.Round3(float64(batch) / 1e6),
+		"concurrent_per_start_us": benchkit.Round3(float64(batch) / float64(*conc) / 1e3),
+		"concurrent_latency_us":   benchkit.Summarize(lat, time.Microsecond)}, nil
 }

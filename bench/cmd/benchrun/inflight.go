@@ -1,0 +1,210 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"runtime"
+	"runtime/pprof"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/oduflow/oduflow-go/bench/internal/benchkit"
+	"github.com/oduflow/oduflow-go/bench/internal/benchsim"
+	"github.com/oduflow/oduflow-go/oduflow"
+	"github.com/oduflow/oduflow-go/receipt"
+	"github.com/oduflow/oduflow-go/salt"
+)
+
+// cmdInflight: n requests held in flight on ONE dispatcher (this process) against the simulator in a
+// child process. Reports this process's peak RSS (VmHWM), Start latency, Status latency under that
+// load, the time from the first Start to the last publication and from the last Start to the last
+// publication, and, as the anchor, the simulator's own publish rate (test.ping from `rate` concurrent
+// raw Client publishers, measured while the n requests are held) and the time n publications take at
+// that rate.
+func cmdInflight(ctx context.Context, args []string) (any, error) {
+	fs, held := benchsim.InflightFlags(10000, "claim directory")
+	statusN := fs.Int("status", 20000, "Status calls under load")
+	statusCallers := fs.Int("status-callers", 8, "concurrent Status callers")
+	rateN := fs.Int("rate-publishes", 3000, "publishes of the simulator's own rate anchor")
+	callTimeout := fs.Duration("call-timeout", oduflow.DefaultTimers().CallTimeout, "the dispatcher's CallTimeout")
+	heapProfile := fs.String("heap-profile", "", "write a heap profile here while the n requests are held")
+	goroutineProfile := fs.String("goroutine-profile", "", "write a goroutine profile here while the n requests are held")
+	profileRate := fs.Int("mem-profile-rate", 0, "runtime.MemProfileRate for -heap-profile (0: the default)")
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if *profileRate > 0 {
+		runtime.MemProfileRate = *profileRate
+	}
+	n := &held.N
+	child, err := benchsim.Start(ctx, *n)
+	if err != nil {
+		return nil, err
+	}
+	defer child.Stop()
+	dir, rm, err := claimDir(held.Dir)
+	if err != nil {
+		return nil, err
+	}
+	defer rm()
+	newClient := func() (*salt.Client, error) { return benchsim.NewClient(child.Hello.Request, child.Hello.KeyFile) }
+	c, err := newClient()
+	if err != nil {
+		return nil, err
+	}
+	defer c.Close()
+	tm := oduflow.DefaultTimers()
+	tm.PollBudget = 1 // hold them running: no status polls while measuring
+	// The production CallTimeout: a worker's capability check counts it from its publication, not from
+	// the wait for a publish slot behind the n-1 others.
+	tm.CallTimeout = *callTimeout
+	d, err := oduflow.New(c, oduflow.SaltEvents(child.Hello.Events, salt.WithLogger(benchkit.Discard())),
+		oduflow.WithClaimDir(dir), oduflow.WithPKIDir(child.Hello.PKIDir), oduflow.WithTimers(tm), oduflow.WithLogger(benchkit.Discard()))
+	if err != nil {
+		return nil, err
+	}
+	starts, err := benchsim.StartHeld(ctx, d, *n, held.StartConcurrency, true)
+	if err != nil {
+		return nil, err
+	}
+	reqs := starts.Requests
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	var st benchsim.Stats
+	deadline := time.Now().Add(held.PublishWait)
+	for {
+		if st, err = child.Stats(); err != nil {
+			return nil, err
+		}
+		if st.Runs >= int64(*n) {
+			break
+		}
+		if time.Now().After(deadline) {
+			codes := map[string]int{}
+			for i, r := range reqs {
+				if c, err := d.Lookup(ctx, benchsim.MinionID(i), r); err != nil {
+					codes["get: "+err.Error()]++
+				} else {
+					codes[string(c.Phase)+"/"+c.ErrorCode]++
+				}
+			}
+			return nil, fmt.Errorf("only %d of %d published after %v (open fds %d of %d); claims: %v",
+				st.Runs, *n, held.PublishWait, openFDs(), nofile(), codes)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	// Status under that load: 8 callers, random running requests. The collections during it (their
+	// count, stop-the-world pauses and the CPU fraction the collector took) say how much of the tail is GC.
+	var gc0, gc1 runtime.MemStats
+	runtime.ReadMemStats(&gc0)
+	statusLat := make([]time.Duration, *statusN)
+	errc := make(chan error, *statusCallers)
+	for range *statusCallers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= *statusN {
+					return
+				}
+				k := rand.IntN(*n)
+				s := time.Now()
+				r, err := d.Status(ctx, benchsim.MinionID(k), reqs[k], receipt.ProfileConfigure)
+				statusLat[i] = time.Since(s)
+				if err != nil || r.Status != receipt.StatusRunning {
+					errc <- fmt.Errorf("status of a held request: %+v %v", r, err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errc)
+	if err := <-errc; err != nil {
+		return nil, err
+	}
+	runtime.ReadMemStats(&gc1)
+	statusGC := map[string]any{"collections": gc1.NumGC - gc0.NumGC,
+		"pause_total_ms":      benchkit.Round3(float64(gc1.PauseTotalNs-gc0.PauseTotalNs) / 1e6),
+		"gc_cpu_fraction_run": benchkit.Round3(gc1.GCCPUFraction)}
+	fds := openFDs()
+	mem := benchkit.ReadMem(*n, *heapProfile)
+	if *goroutineProfile != "" {
+		if f, err := os.Create(*goroutineProfile); err == nil {
+			_ = pprof.Lookup("goroutine").WriteTo(f, 1)
+			_ = f.Close()
+		}
+	}
+	rss, err := benchkit.ProcStatusMiB("VmHWM")
+	if err != nil {
+		return nil, err
+	}
+	// The anchor: the simulator's own publish rate, raw publishes with as many callers as the
+	// dispatcher's publish bound, in the same state (n requests held).
+	rc, err := newClient()
+	if err != nil {
+		return nil, err
+	}
+	defer rc.Close()
+	gen := salt.NewJIDGenerator()
+	next.Store(0)
+	errc = make(chan error, 32)
+	r0 := time.Now()
+	for range 32 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for next.Add(1) <= int64(*rateN) {
+				if _, err := rc.Publish(ctx, salt.PublishRequest{Target: salt.ListTarget(benchsim.RateMinionID), Fun: "test.ping", JID: gen.Next()}); err != nil {
+					errc <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	rateDur := time.Since(r0)
+	close(errc)
+	if err := <-errc; err != nil {
+		return nil, err
+	}
+	simRate := float64(*rateN) / rateDur.Seconds()
+	allPublished := time.Duration(st.Last - starts.Began.UnixNano())
+	return map[string]any{
+		"n": *n, "gomemlimit": os.Getenv("GOMEMLIMIT"), "call_timeout_s": callTimeout.Seconds(),
+		"rss_mb": rss, "mem": mem, "open_fds": fds, "rlimit_nofile": nofile(),
+		"start_ms":                          benchkit.Summarize(starts.Latency, time.Millisecond),
+		"starts_s":                          benchkit.Round3(starts.Took.Seconds()),
+		"status_ms":                         benchkit.Summarize(statusLat, time.Millisecond),
+		"status_callers":                    *statusCallers,
+		"status_phase_gc":                   statusGC,
+		"first_start_to_last_publication_s": benchkit.Round3(allPublished.Seconds()),
+		"last_start_to_last_publication_ms": benchkit.Round3(float64(st.Last-starts.Last.UnixNano()) / 1e6),
+		"dispatcher_publish_per_s":          benchkit.Round3(float64(*n) / allPublished.Seconds()),
+		"dispatcher_publications":           st.All,
+		"dispatcher_all_publish_per_s":      benchkit.Round3(float64(st.All) / allPublished.Seconds()),
+		"sim_publish_per_s":                 benchkit.Round3(simRate),
+		"sim_time_for_n_s":                  benchkit.Round3(float64(*n) / simRate),
+	}, nil
+}
+
+// openFDs counts this process's open file descriptors.
+func openFDs() int {
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		return -1
+	}
+	return len(ents)
+}
+
+// nofile is the soft RLIMIT_NOFILE (Go raises it to the hard limit at start).
+func nofile() uint64 {
+	var rl syscall.Rlimit
+	_ = syscall.Getrlimit(syscall.RLIMIT_NOFILE, &rl)
+	return rl.Cur
+}
