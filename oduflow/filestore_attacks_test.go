@@ -356,6 +356,7 @@ func TestFinalCommitComparesJID(t *testing.T) {
 	recreated := mustClaim(t, d, req).clone()
 	recreated.JID = string(d.jids.Next())
 	recreated.Phase, recreated.DispatchedAt, recreated.MinionKeySHA256, recreated.Generation = PhaseClaimed, nil, "", 1
+	recreated.DispatchedClock = ""
 	data, err := encodeClaim(recreated)
 	if err != nil {
 		t.Fatal(err)
