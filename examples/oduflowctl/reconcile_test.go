@@ -34,11 +34,15 @@ func writeLostClaimIn(t *testing.T, stateDir, minion string, phase oduflow.Phase
 		t.Fatal(err)
 	}
 	then := time.Now().UTC().Add(-time.Hour)
+	// The file store measures a claim's windows on the host's monotonic clock: a claim written during an
+	// earlier boot (another boot id) has both windows run out, as a crash an hour ago would leave them.
+	const earlierBoot = "00000000-0000-4000-8000-000000000000/1"
 	c := &oduflow.Claim{Protocol: 1, MinionID: minion, RequestID: receipt.NewRequestID(),
 		Profile: receipt.ProfileConfigure, Role: string(role), JID: string(salt.NewJIDGenerator().Next()),
-		Phase: phase, CreatedAt: then}
+		Phase: phase, CreatedAt: then, CreatedClock: earlierBoot}
 	if phase != oduflow.PhaseClaimed {
 		c.DispatchedAt = &then
+		c.DispatchedClock = earlierBoot
 	}
 	if err := st.Create(context.Background(), c); err != nil {
 		t.Fatal(err)

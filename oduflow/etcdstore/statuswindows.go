@@ -37,16 +37,23 @@ const (
 	defaultStatusExpiry = 7260 * time.Second
 )
 
-// windowLeases caches the granted window lease of each TTL.
+// windowLeases caches the granted window lease of each TTL, and the grant in flight for each.
 type windowLeases struct {
 	grace, expiry atomic.Int64 // nanoseconds; 0 = the default
-	mu            sync.Mutex   // held across a grant: concurrent openers share one
+	mu            sync.Mutex
 	byTTL         map[int64]grantedLease
+	granting      map[int64]*pendingGrant // concurrent openers wait for one grant, not the mutex
 }
 
 type grantedLease struct {
 	id clientv3.LeaseID
 	at time.Time // before the grant was sent: the lease expires no earlier than at + TTL
+}
+
+type pendingGrant struct {
+	done chan struct{} // closed when id/err are set
+	id   clientv3.LeaseID
+	err  error
 }
 
 func (s *Store) launchWindowKey(request string) string { return s.prefix + launchWindowDir + request }
@@ -77,28 +84,55 @@ func (s *Store) statusExpiry() time.Duration {
 }
 
 // windowLease returns a lease that expires no earlier than d from now (and at most d + 2 s later):
-// granted now, or granted for the same TTL less than windowReuse ago.
+// granted now, or granted for the same TTL less than windowReuse ago. Concurrent callers share one
+// grant; each waits for it at most as long as its own context allows, and the grant itself is bounded by
+// the Store's request timeout (a grant stuck on a member that died does not hold up the others).
 func (s *Store) windowLease(ctx context.Context, d time.Duration) (clientv3.LeaseID, error) {
 	ttl := int64((d+time.Second-1)/time.Second) + int64(windowReuse/time.Second)
 	w := &s.windows
 	w.mu.Lock()
-	defer w.mu.Unlock()
 	if g, ok := w.byTTL[ttl]; ok && time.Since(g.at) < windowReuse {
+		w.mu.Unlock()
 		return g.id, nil
 	}
-	at := time.Now()
-	resp, err := s.cli.Grant(ctx, ttl)
-	if err != nil {
-		// Nothing of the claim was written (a grant that did commit only leaves a lease that expires),
-		// but the grant is the first write of Create and of the intent: it is classified like their
-		// transaction, so a caller has one rule (an unknown outcome is re-read, never assumed absent).
-		return 0, writeErr(err, "grant a window lease")
+	p, inFlight := w.granting[ttl]
+	if !inFlight {
+		if w.granting == nil {
+			w.granting = make(map[int64]*pendingGrant)
+		}
+		p = &pendingGrant{done: make(chan struct{})}
+		w.granting[ttl] = p
 	}
-	if w.byTTL == nil {
-		w.byTTL = make(map[int64]grantedLease)
+	w.mu.Unlock()
+	if !inFlight {
+		at := time.Now()
+		gctx, cancel := context.WithTimeout(s.ctx, s.reqTimeout)
+		resp, err := s.cli.Grant(gctx, ttl)
+		cancel()
+		w.mu.Lock()
+		delete(w.granting, ttl)
+		if err == nil {
+			if w.byTTL == nil {
+				w.byTTL = make(map[int64]grantedLease)
+			}
+			w.byTTL[ttl] = grantedLease{id: resp.ID, at: at}
+			p.id = resp.ID
+		} else {
+			// Nothing of the claim was written (a grant that did commit only leaves a lease that
+			// expires), but the grant is the first write of Create and of the intent: it is classified
+			// like their transaction, so a caller has one rule (an unknown outcome is re-read, never
+			// assumed absent).
+			p.err = writeErr(err, "grant a window lease")
+		}
+		w.mu.Unlock()
+		close(p.done)
 	}
-	w.byTTL[ttl] = grantedLease{id: resp.ID, at: at}
-	return resp.ID, nil
+	select {
+	case <-p.done:
+		return p.id, p.err
+	case <-ctx.Done():
+		return 0, writeErr(ctx.Err(), "grant a window lease")
+	}
 }
 
 // forgetWindowLease drops a cached lease the cluster no longer has (a Put on it failed).

@@ -7,6 +7,7 @@ import (
 	"os"
 	"slices"
 	"syscall"
+	"time"
 
 	"github.com/oduflow/oduflow-go/oduflow"
 )
@@ -40,7 +41,10 @@ func (e *env) faultOptions() ([]oduflow.Option, error) {
 			return
 		}
 		fmt.Fprintf(e.stderr, "oduflowctl worker %d: fault point %s: stopping (SIGCONT continues)\n", os.Getpid(), step)
-		// The whole process stops here, on the worker's goroutine, until SIGCONT.
+		// The whole process stops here, on the worker's goroutine, until SIGCONT. A process-directed
+		// signal may stop the process a moment after kill returns: the sleep keeps this goroutine from
+		// taking the next step in that moment.
 		_ = syscall.Kill(os.Getpid(), syscall.SIGSTOP)
+		time.Sleep(100 * time.Millisecond)
 	}})}, nil
 }
