@@ -61,6 +61,7 @@ const (
 	evidenceNone       = "none"       // unknown: no trustworthy evidence
 	evidenceAsserted   = "asserted"   // an operator's assertion (never a minion receipt)
 	evidenceReconciled = "reconciled" // a minion receipt fetched by an operator's Reconcile
+	evidenceFenced     = "fenced"     // the minion's signed fenced receipt: the publication never ran
 )
 
 // Claim is the durable master record of one request. It holds identities, the fixed role, the preassigned
@@ -92,9 +93,19 @@ type Claim struct {
 	// of the key the master accepted for MinionID: only proofs signed by that key are evidence. Claims
 	// written before receipt proofs have none.
 	MinionKeySHA256 string `json:"minion_key_sha256,omitempty"`
+	// FenceToken is the fencing token the claim store issued with the dispatch intent
+	// (ClaimStore.CompareAndSwapHeld from phase claimed to dispatching): strictly greater than every token
+	// issued before for the same client, published with oduflow_job.run and enforced by the minion,
+	// which never starts a run whose token is not above the highest it has started or fenced. 0: never
+	// dispatched, or dispatched before fencing existed. Once issued it never changes.
+	FenceToken uint64 `json:"fence_token,omitempty"`
 	// Generation is the fencing token: every successful update increments it.
 	Generation uint64 `json:"generation"`
 }
+
+// MaxFenceToken is the largest fencing token (2^53-1: exact in JSON and in a msgpack double, as the
+// minion module requires).
+const MaxFenceToken = 1<<53 - 1
 
 // Legacy reports whether the claim was written by an earlier version of the master runner (no protocol
 // field): such a claim can never get a minion receipt; one without profile fields is a configuration job.
@@ -198,6 +209,12 @@ func (c *Claim) Validate() error {
 	}
 	if c.Passed < 0 || c.Total < 0 || c.Passed > c.Total {
 		return errors.Wrap(ErrCorruptClaim, "counts")
+	}
+	if c.FenceToken > MaxFenceToken {
+		return errors.Wrap(ErrCorruptClaim, "fence token beyond 2^53-1")
+	}
+	if c.FenceToken != 0 && c.Phase == PhaseClaimed {
+		return errors.Wrap(ErrCorruptClaim, "fence token on a claim never dispatched")
 	}
 	if c.MinionKeySHA256 != "" && !isHex64(c.MinionKeySHA256) {
 		return errors.Wrap(ErrCorruptClaim, "minion key fingerprint")
@@ -307,7 +324,7 @@ func isClaimField(k []byte) bool {
 	switch string(k) {
 	case "protocol", "minion_id", "request_id", "profile", "role", "state_digest", "payload_ref", "jid", "phase",
 		"created_at", "dispatched_at", "finished_at", "resumed_at", "status", "passed", "total", "error_code",
-		"evidence", "asserted_by", "asserted_reason", "minion_key_sha256", "generation":
+		"evidence", "asserted_by", "asserted_reason", "minion_key_sha256", "fence_token", "generation":
 		return true
 	}
 	return false

@@ -150,7 +150,7 @@ func (d *Dispatcher) replaceUnknown(ctx context.Context, c *Claim, r *receipt.Re
 		}
 		now := d.clock.Now()
 		next.Phase, next.Status, next.Passed, next.Total = PhaseTerminal, r.Status, r.Passed, r.Total
-		next.ErrorCode, next.Evidence, next.FinishedAt = "", evidenceReceipt, &now
+		next.ErrorCode, next.Evidence, next.FinishedAt = receiptCode(r), evidenceReceipt, &now
 		return true
 	})
 	if err != nil {

@@ -42,6 +42,7 @@ type cstMinion struct {
 	running  map[string]receipt.Receipt
 	refused  int
 	payloads []string
+	mark     int64 // fencing: the highest token started or fenced
 }
 
 func newCstMinion(id string) *cstMinion {
@@ -73,9 +74,52 @@ func cstArg(args []any, i int) string {
 }
 
 func cstValue(r receipt.Receipt) map[string]any {
-	return map[string]any{"protocol": int64(1), "minion_id": r.MinionID, "request_id": r.RequestID, "jid": r.JID,
+	v := map[string]any{"protocol": int64(1), "minion_id": r.MinionID, "request_id": r.RequestID, "jid": r.JID,
 		"profile": string(r.Profile), "state_digest": r.StateDigest, "status": string(r.Status),
 		"passed": int64(r.Passed), "total": int64(r.Total)}
+	if r.Code != "" {
+		v["code"] = string(r.Code)
+	}
+	return v
+}
+
+// cstToken reads a fence token argument (an integer of the decoded publication).
+func cstToken(v any) int64 {
+	switch x := v.(type) {
+	case int64:
+		return x
+	case uint64:
+		return int64(x)
+	case int:
+		return int64(x)
+	}
+	return 0
+}
+
+// fence is oduflow_job.fence as the module answers it: raise the mark; a started or finished run's
+// receipt, else a terminal fenced receipt for that publication.
+func (m *cstMinion) fence(job salttest.Job) (any, int) {
+	request, jid, profile := cstArg(job.Args, 0), cstArg(job.Args, 1), cstArg(job.Args, 2)
+	var tok int64
+	if len(job.Args) > 3 {
+		tok = cstToken(job.Args[3])
+	}
+	if tok < 1 {
+		return "oduflow_job: invalid fence token", 1
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.mark = max(m.mark, tok)
+	if r, ok := m.terminal[request]; ok {
+		return cstValue(r), 0
+	}
+	if r, ok := m.running[request]; ok {
+		return cstValue(r), 0
+	}
+	r := receipt.Receipt{Protocol: 1, MinionID: m.id, RequestID: request, JID: jid,
+		Profile: receipt.Profile(profile), Status: receipt.StatusFailed, Code: receipt.CodeFenced}
+	m.terminal[request] = r
+	return cstValue(r), 0
 }
 
 // cstVerifyPayload returns the digest and the number of states, or ok false.
@@ -116,7 +160,10 @@ func (m *cstMinion) handle(ctx context.Context, job salttest.Job) (any, int) {
 		return true, 0
 	case funCapabilities:
 		return map[string]any{"protocol": int64(1), "module": "oduflow_job", "pillar_ready": true,
-			"runtime_guard": true, "proof": map[string]any{"alg": receiptproof.Alg, "ready": true}}, 0
+			"runtime_guard": true, "proof": map[string]any{"alg": receiptproof.Alg, "ready": true},
+			"fencing": map[string]any{"version": int64(1), "ready": true, "token_required": true}}, 0
+	case funFence:
+		return m.fence(job)
 	case funAttest:
 		ans, code := m.handle(ctx, salttest.Job{Fun: funStatus, Args: job.Args, JID: job.JID})
 		r, err := receipt.FromValue(ans)
@@ -145,6 +192,24 @@ func (m *cstMinion) handle(ctx context.Context, job salttest.Job) (any, int) {
 		return "'" + job.Fun + "' is not available.", 254
 	}
 	request, profile, data := cstArg(job.Args, 0), cstArg(job.Args, 1), cstArg(job.Args, 2)
+	tok := cstToken(job.Kwargs["fence_token"])
+	if tok < 1 {
+		return "oduflow_job: a fence token is required", 1
+	}
+	m.mu.Lock()
+	if r, ok := m.terminal[request]; ok {
+		m.mu.Unlock()
+		return cstValue(r), 0 // this publication's evidence first (a fenced one included)
+	}
+	if tok <= m.mark {
+		r := receipt.Receipt{Protocol: 1, MinionID: m.id, RequestID: request, JID: job.JID,
+			Profile: receipt.Profile(profile), Status: receipt.StatusFailed, Code: receipt.CodeFenced}
+		m.terminal[request] = r
+		m.mu.Unlock()
+		return cstValue(r), 0
+	}
+	m.mark = tok
+	m.mu.Unlock()
 	r := receipt.Receipt{Protocol: 1, MinionID: m.id, RequestID: request, JID: job.JID,
 		Profile: receipt.Profile(profile), Status: receipt.StatusSucceeded, Passed: 2, Total: 2}
 	if profile == string(receipt.ProfileCustom) {

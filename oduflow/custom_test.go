@@ -65,8 +65,8 @@ func TestCustomNeedsInitialConfiguration(t *testing.T) {
 			pub = p.Args
 		}
 	}
-	if len(pub) != 3 || pub[1] != "custom" || pub[2] != stateDataJSON(exe.Digest, exe.Canonical) ||
-		exe.Digest != def.Digest {
+	if len(pub) != 4 || pub[1] != "custom" || pub[2] != stateDataJSON(exe.Digest, exe.Canonical) ||
+		!isFenceKwarg(pub[3], mustClaim(t, e.d, req).FenceToken) || exe.Digest != def.Digest {
 		t.Fatalf("publication %v", pub)
 	}
 	if exe.Outcome.Status != receipt.StatusSucceeded || exe.Outcome.ConfirmedBy != catalog.ConfirmedByMinionReceipt {

@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cockroachdb/errors"
 	"github.com/google/uuid"
 
 	"github.com/oduflow/oduflow-go/receipt"
@@ -102,8 +101,13 @@ func TestCrashConsistencyDetachedWorker(t *testing.T) {
 						t.Fatalf("after resume: %+v", r)
 					}
 				} else if tc.want.quarantine {
-					if _, err := d.Reconcile(ctx, m.ID(), req, FromMinion{}); !errors.Is(err, ErrUnresolved) {
-						t.Fatalf("not_started must not resolve: %v", err)
+					// The minion never started it: Reconcile fences the publication and records "never ran".
+					r, err := d.Reconcile(ctx, m.ID(), req, FromMinion{})
+					if err != nil || r.Status != receipt.StatusFailed {
+						t.Fatalf("reconcile of a publication never started: %+v %v", r, err)
+					}
+					if c := mustClaim(t, d, req); c.ErrorCode != codeNeverRan || c.Quarantining() {
+						t.Fatalf("never ran: %+v", c)
 					}
 				}
 				time.Sleep(100 * time.Millisecond)

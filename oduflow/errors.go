@@ -31,6 +31,12 @@ var (
 	// ErrUnresolved: the minion's live reply is not a terminal receipt bound to the claim, or (a legacy
 	// claim) no minion receipt can exist for the request: only an operator's Assert resolves it.
 	ErrUnresolved = errors.New("oduflow: minion has no terminal receipt for the request")
+	// ErrNotFenced: Reconcile with Assert of a request that may still be published (its dispatch intent
+	// is recorded and there is no terminal receipt) whose fence the minion did not confirm: its signed
+	// answer after oduflow_job.fence was missing or did not say the publication can no longer start.
+	// Nothing was recorded.
+	// Reconcile FromMinion, or Assert again once the minion answers.
+	ErrNotFenced = errors.New("oduflow: the request may still be published; the minion did not confirm its fence")
 	// ErrCorruptClaim: a stored claim fails validation.
 	ErrCorruptClaim = errors.New("oduflow: corrupt claim")
 )
@@ -123,6 +129,8 @@ const (
 	codeWorkerLaunch        = "worker_launch_failed"
 	codeJIDCollision        = "jid_collision"
 	codeAsserted            = "asserted"
+	codeFenced              = "fenced"
+	codeNeverRan            = "never_ran"
 )
 
 // Readiness sentinels. A Start (or CustomStart) of a request that has no claim yet first checks that the

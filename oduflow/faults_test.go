@@ -123,8 +123,10 @@ func (p lostRun) Publish(ctx context.Context, req salt.PublishRequest) (*salt.Pu
 	return p.Publisher.Publish(ctx, req)
 }
 
-// A minion that never ran the job answers not_started: that never resolves an unknown publish.
-func TestLostPublishNeverRunStaysUnknown(t *testing.T) {
+// A minion that never ran the job answers not_started: that alone never resolves an unknown publish (the
+// worker's polls leave it unknown); Reconcile FromMinion fences the publication first and records "never
+// ran" from the minion's signed fenced receipt, and a late delivery of that publication runs nothing.
+func TestLostPublishNeverRunIsFencedByReconcile(t *testing.T) {
 	e := startSim(t)
 	m := e.addMinion()
 	tm := testTimers()
@@ -145,18 +147,40 @@ func TestLostPublishNeverRunStaysUnknown(t *testing.T) {
 		m.Calls(funStatus) == 0 || m.Runs() != 0 {
 		t.Fatalf("after the window: %+v status calls %d runs %d", c, m.Calls(funStatus), m.Runs())
 	}
-	if _, err := d.Reconcile(ctx, m.ID(), req, FromMinion{}); !errors.Is(err, ErrUnresolved) {
-		t.Fatalf("not_started must not resolve: %v", err)
+	r, err := d.Reconcile(ctx, m.ID(), req, FromMinion{})
+	if err != nil || r.Status != receipt.StatusFailed || r.Passed != 0 || r.Total != 1 {
+		t.Fatalf("reconcile of a publication the minion never started: %+v %v", r, err)
 	}
-	if q, _ := d.Quarantine(ctx, m.ID()); len(q) != 1 {
+	c = mustClaim(t, d, req)
+	if c.ErrorCode != codeNeverRan || c.Evidence != evidenceFenced || c.Quarantining() || m.Calls(funFence) != 1 {
+		t.Fatalf("never ran: %+v (fence calls %d)", c, m.Calls(funFence))
+	}
+	if q, _ := d.Quarantine(ctx, m.ID()); len(q) != 0 {
 		t.Fatalf("quarantine %v", q)
+	}
+	// The lost publication arrives late: the minion answers its fenced receipt and runs nothing.
+	if _, err := e.client.Publish(ctx, salt.PublishRequest{Target: salt.ListTarget(m.ID()), Fun: funRun,
+		Args: []any{req, string(receipt.ProfileConfigure), ""}, Kwargs: map[string]any{"fence_token": int64(c.FenceToken)},
+		JID: salt.JID(c.JID), Timeout: publishTimeout}); err != nil {
+		t.Fatal(err)
+	}
+	waitRuns(t, e, 1)
+	time.Sleep(100 * time.Millisecond)
+	if rc, ok := m.Receipt(req); m.Runs() != 0 || !ok || !rc.Fenced() {
+		t.Fatalf("late publication: runs %d receipt %+v", m.Runs(), rc)
+	}
+	if got := mustClaim(t, d, req); got.ErrorCode != codeNeverRan || got.Status != receipt.StatusFailed {
+		t.Fatalf("after the late publication: %+v", got)
 	}
 }
 
+// Assert releases the quarantine of a request whose run started and whose outcome the minion cannot
+// tell (unknown): the fence is confirmed (the publication can never start again), so the operator's
+// outcome is recorded.
 func TestAssertReleasesQuarantine(t *testing.T) {
 	e := startSim(t)
-	m := e.addMinion()
-	d := e.dispatcherWith(lostRun{e.client})
+	m := e.addMinion(fakeminion.WithResult(receipt.ProfileProduction, fakeminion.Result{Status: receipt.StatusUnknown}))
+	d := e.dispatcher()
 	ctx := context.Background()
 	req := uuid.NewString()
 	mustStart(t, d, receipt.ProfileProduction, m.ID(), req)
@@ -170,6 +194,9 @@ func TestAssertReleasesQuarantine(t *testing.T) {
 			t.Fatalf("%+v: %v", bad, err)
 		}
 	}
+	if c := mustClaim(t, d, req); c.Status != receipt.StatusUnknown || !c.Quarantining() {
+		t.Fatalf("before the assertion: %+v", c)
+	}
 	r, err := d.Reconcile(ctx, m.ID(), req, Assert{Outcome: receipt.StatusFailed, Who: "alice", Why: "checked host by hand"})
 	if err != nil || r.Status != receipt.StatusFailed {
 		t.Fatalf("%+v %v", r, err)
@@ -181,7 +208,7 @@ func TestAssertReleasesQuarantine(t *testing.T) {
 	if _, err := d.Reconcile(ctx, m.ID(), req, Assert{Outcome: receipt.StatusSucceeded, Who: "bob", Why: "x"}); !errors.Is(err, ErrNotUnknown) {
 		t.Fatalf("second reconcile: %v", err)
 	}
-	// The minion never ran it: FromMinion cannot replace the assertion.
+	// The minion has no terminal receipt: FromMinion cannot replace the assertion.
 	if _, err := d.Reconcile(ctx, m.ID(), req, FromMinion{}); !errors.Is(err, ErrUnresolved) {
 		t.Fatalf("from minion without a receipt: %v", err)
 	}
@@ -370,5 +397,34 @@ func TestUserKeyReadAgainAfterAuthError(t *testing.T) {
 	mustStart(t, d, receipt.ProfileConfigure, m.ID(), req2)
 	if got := waitFinal(t, d, receipt.ProfileConfigure, m.ID(), req2); got.Status != receipt.StatusSucceeded || e.runs() != 1 {
 		t.Fatalf("%+v runs %d", got, e.runs())
+	}
+}
+
+// Assert of a request whose publication may still reach the minion is recorded only once the minion
+// confirms the fence: a minion that cannot answer leaves it refused (ErrNotFenced, nothing written); one
+// that answers records the stronger evidence, "never ran", instead of the assertion.
+func TestAssertNeedsConfirmedFence(t *testing.T) {
+	e := startSim(t)
+	m := e.addMinion()
+	d := e.dispatcherWith(lostRun{e.client})
+	ctx := context.Background()
+	req := uuid.NewString()
+	mustStart(t, d, receipt.ProfileProduction, m.ID(), req)
+	waitFinal(t, d, receipt.ProfileProduction, m.ID(), req)
+	e.sim.SetMinionOnline(m.ID(), false)
+	_, err := d.Reconcile(ctx, m.ID(), req, Assert{Outcome: receipt.StatusFailed, Who: "alice", Why: "host looked idle"})
+	if !errors.Is(err, ErrNotFenced) {
+		t.Fatalf("assert without the minion: %v", err)
+	}
+	if c := mustClaim(t, d, req); c.Phase != PhaseTerminal || c.Status != receipt.StatusUnknown || !c.Quarantining() {
+		t.Fatalf("after the refused assertion: %+v", c)
+	}
+	e.sim.SetMinionOnline(m.ID(), true)
+	r, err := d.Reconcile(ctx, m.ID(), req, Assert{Outcome: receipt.StatusSucceeded, Passed: 1, Total: 1, Who: "alice", Why: "x"})
+	if err != nil || r.Status != receipt.StatusFailed {
+		t.Fatalf("assert with the minion answering: %+v %v", r, err)
+	}
+	if c := mustClaim(t, d, req); c.ErrorCode != codeNeverRan || c.Evidence != evidenceFenced || c.Quarantining() {
+		t.Fatalf("never ran: %+v", c)
 	}
 }

@@ -231,6 +231,15 @@ func (s *FileClaimStore) compareAndSwap(ctx context.Context, next *Claim, held [
 	}
 	out := next.clone()
 	out.Generation = cur.Generation + 1
+	out.FenceToken = cur.FenceToken // issued once, never changed
+	if held != nil && cur.Phase == PhaseClaimed && out.Phase == PhaseDispatching {
+		// The dispatch intent: issue the client's next fencing token, durable before the claim holding it.
+		tok, err := s.issueFenceToken(ctx, out.MinionID)
+		if err != nil {
+			return nil, err
+		}
+		out.FenceToken = tok
+	}
 	data, err := encodeClaim(out)
 	if err != nil {
 		return nil, err

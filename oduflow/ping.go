@@ -38,7 +38,7 @@ func (d *Dispatcher) Ping(ctx context.Context, minion string) (*Readiness, error
 	caps, err := d.capabilities(ctx, minion)
 	switch {
 	case err == nil:
-		r.Protocol, r.PillarReady = caps.Protocol, caps.PillarReady
+		r.Protocol, r.PillarReady, r.Fencing = caps.Protocol, caps.PillarReady, caps.Fencing
 		if caps.Proof {
 			_, kerr := loadMinionKey(ctx, d.pkiDir, minion)
 			r.Proof = kerr == nil
@@ -63,11 +63,14 @@ type Readiness struct {
 	// Proof: the minion advertises receipt proofs (rsa-pkcs1v15-sha256) and the master's pki dir holds
 	// its accepted key, so its receipts can be verified.
 	Proof bool `json:"proof"`
+	// Fencing: the minion advertises fencing tokens (version 1, ready): it refuses a run whose token is
+	// not above the highest it has started or fenced, and answers oduflow_job.fence.
+	Fencing bool `json:"fencing"`
 }
 
 // Ready reports whether a new request can be dispatched to the minion.
 func (r Readiness) Ready() bool {
-	return r.KeyAccepted && r.Reachable && r.Protocol == protocolVersion && r.PillarReady && r.Proof
+	return r.KeyAccepted && r.Reachable && r.Protocol == protocolVersion && r.PillarReady && r.Proof && r.Fencing
 }
 
 // protocolVersion is the minion protocol this dispatcher requires.
@@ -79,7 +82,12 @@ type minionCaps struct {
 	PillarReady bool
 	// Proof: the minion advertises receipt proofs with receiptproof.Alg and can sign (its key loads).
 	Proof bool
+	// Fencing: the minion advertises fencing (version fencingVersion, ready).
+	Fencing bool
 }
+
+// fencingVersion is the version of the minion's fencing capability this dispatcher requires.
+const fencingVersion = 1
 
 // capabilities calls oduflow_job.capabilities on the minion. Its answer is not signed: a forged one can
 // only make a preflight fail (no protocol, no proof), never make a request succeed, since every final
@@ -106,23 +114,35 @@ func parseCapabilities(v any) minionCaps {
 		return minionCaps{}
 	}
 	var caps minionCaps
-	switch p := m["protocol"].(type) {
-	case int64:
-		caps.Protocol = int(p)
-	case int:
-		caps.Protocol = p
-	case uint64:
-		caps.Protocol = int(p)
-	case float64:
-		if p == float64(int(p)) {
-			caps.Protocol = int(p)
-		}
-	}
+	caps.Protocol = intValue(m["protocol"])
 	caps.PillarReady, _ = m["pillar_ready"].(bool)
 	if pm, ok := m["proof"].(map[string]any); ok {
 		alg, _ := pm["alg"].(string)
 		ready, _ := pm["ready"].(bool)
 		caps.Proof = alg == receiptproof.Alg && ready
 	}
+	if fm, ok := m["fencing"].(map[string]any); ok {
+		ready, _ := fm["ready"].(bool)
+		caps.Fencing = ready && intValue(fm["version"]) == fencingVersion
+	}
 	return caps
+}
+
+// intValue reads a small integer of a decoded return (msgpack or JSON numbers); 0 for anything else.
+func intValue(v any) int {
+	switch p := v.(type) {
+	case int64:
+		return int(p)
+	case int:
+		return p
+	case uint64:
+		if p <= 1<<31 {
+			return int(p)
+		}
+	case float64:
+		if p == float64(int(p)) {
+			return int(p)
+		}
+	}
+	return 0
 }

@@ -19,6 +19,7 @@ const (
 	funStatus       = "oduflow_job.status"
 	funCapabilities = "oduflow_job.capabilities"
 	funPing         = "test.ping"
+	funFence        = "oduflow_job.fence"
 	// funAttest (oduflow_job.attest) is declared with the receipt proofs.
 )
 
@@ -27,12 +28,12 @@ var errCallGap = errmark.Mark(errors.New("oduflow: event gap while waiting for a
 
 // publish sends one publication, never retried, and counts it.
 func (d *Dispatcher) publish(ctx context.Context, minion string, fun string, args []any, jid salt.JID) (*salt.PublishResult, error) {
-	return d.publishSlotted(ctx, minion, fun, args, jid, nil)
+	return d.publishSlotted(ctx, minion, fun, args, nil, jid, nil)
 }
 
 // publishSlotted is publish; slotted (when not nil) runs once the publication has its publish slot, just
 // before it is sent: the time a call's timeout starts from (queueing behind the bound is not the call).
-func (d *Dispatcher) publishSlotted(ctx context.Context, minion string, fun string, args []any, jid salt.JID, slotted func()) (*salt.PublishResult, error) {
+func (d *Dispatcher) publishSlotted(ctx context.Context, minion string, fun string, args []any, kwargs map[string]any, jid salt.JID, slotted func()) (*salt.PublishResult, error) {
 	select { // bound the wire requests in flight (the master and this host have finite workers)
 	case d.pubSem <- struct{}{}:
 	case <-ctx.Done():
@@ -47,6 +48,7 @@ func (d *Dispatcher) publishSlotted(ctx context.Context, minion string, fun stri
 		Target:  salt.ListTarget(minion),
 		Fun:     fun,
 		Args:    args,
+		Kwargs:  kwargs,
 		JID:     jid,
 		Timeout: publishTimeout,
 	})
@@ -125,7 +127,7 @@ func (d *Dispatcher) callOnce(ctx context.Context, minion, fun string, args []an
 		return nil, err
 	}
 	defer w.close()
-	if _, err := d.publishSlotted(ctx, minion, fun, args, jid, func() {
+	if _, err := d.publishSlotted(ctx, minion, fun, args, nil, jid, func() {
 		if deadline.IsZero() {
 			*deadline = time.Now().Add(timeout)
 		}

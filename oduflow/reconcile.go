@@ -60,6 +60,23 @@ func (d *Dispatcher) Reconcile(ctx context.Context, minion, request string, ev R
 		if err := e.validate(); err != nil {
 			return Response{}, err
 		}
+		if c.legacy() == notLegacy && c.WasDispatched() {
+			// The publication may still reach the minion (a paused worker): an assertion that lifts the
+			// quarantine is recorded only once the minion confirms the fence, so it can never run later.
+			r := d.fence(ctx, c)
+			switch {
+			case r == nil:
+				return Response{}, errors.Wrap(ErrNotFenced, "oduflow: reconcile by assertion")
+			case r.Status.Terminal():
+				// The minion's signed receipt (fenced: never ran) is stronger than an assertion.
+				return d.recordMinionReceipt(ctx, c, r)
+			case r.Status != receipt.StatusUnknown && r.Status != receipt.StatusRunning:
+				return Response{}, errors.Wrapf(ErrNotFenced, "oduflow: reconcile by assertion: minion reports %s",
+					errors.Safe(string(r.Status)))
+			}
+			// running or unknown: the run started (and may still go on, or its worker is gone); the fence
+			// is recorded, so the publication can never start again.
+		}
 		out, err := d.commitFromUnknown(ctx, c, false, func(n *Claim) {
 			now := d.clock.Now()
 			n.Phase, n.Status, n.Passed, n.Total = PhaseAsserted, e.Outcome, e.Passed, e.Total
@@ -83,29 +100,71 @@ func (d *Dispatcher) Reconcile(ctx context.Context, minion, request string, ev R
 			}
 		}
 		live := d.pollOnce(ctx, c, time.Now().Add(d.timers.CallTimeout)) // network I/O outside any lock
+		if live != nil && live.Status == receipt.StatusNotStarted && c.WasDispatched() {
+			// Not started yet is not "never": a paused worker may still publish. Fence the publication
+			// first; the minion's signed answer afterwards is final (fenced: it never runs).
+			live = d.fence(ctx, c)
+		}
 		if live == nil || !live.Status.Terminal() {
 			return Response{}, ErrUnresolved
 		}
 		if e.Receipt != nil && *e.Receipt != *live {
 			return Response{}, errEvidenceMismatch
 		}
-		wasAsserted := c.Phase == PhaseAsserted
-		out, err := d.commitFromUnknown(ctx, c, true, func(n *Claim) {
-			now := d.clock.Now()
-			// AssertedBy/AssertedWhy of a replaced assertion are kept for audit.
-			n.Phase, n.Status, n.Passed, n.Total = PhaseTerminal, live.Status, live.Passed, live.Total
-			n.ErrorCode, n.Evidence, n.FinishedAt = "", evidenceReconciled, &now
-		})
-		if err != nil {
-			return Response{}, err
-		}
-		lg.Info("reconciled from the minion's receipt", slog.String("status", string(live.Status)),
-			slog.Bool("replaced_assertion", wasAsserted))
-		d.hooks.outcome(out.EffectiveProfile(), out.Status, "")
-		return d.respond(ctx, out)
+		return d.recordMinionReceipt(ctx, c, live)
 	default:
 		return Response{}, errmark.Mark(errors.New("oduflow: evidence must be FromMinion or Assert"), ErrInvalidInput)
 	}
+}
+
+// recordMinionReceipt commits the minion's verified terminal receipt live over the unresolved (or
+// asserted) claim c: a fenced receipt as "never ran" (failed 0/1, never_ran, evidence fenced), any other
+// as reconciled. A result committed meanwhile is kept.
+func (d *Dispatcher) recordMinionReceipt(ctx context.Context, c *Claim, live *receipt.Receipt) (Response, error) {
+	wasAsserted := c.Phase == PhaseAsserted
+	out, err := d.commitFromUnknown(ctx, c, true, func(n *Claim) {
+		now := d.clock.Now()
+		// AssertedBy/AssertedWhy of a replaced assertion are kept for audit.
+		if live.Fenced() {
+			n.Phase, n.Status, n.Passed, n.Total = PhaseTerminal, receipt.StatusFailed, 0, 1
+			n.ErrorCode, n.Evidence, n.FinishedAt = codeNeverRan, evidenceFenced, &now
+			return
+		}
+		n.Phase, n.Status, n.Passed, n.Total = PhaseTerminal, live.Status, live.Passed, live.Total
+		n.ErrorCode, n.Evidence, n.FinishedAt = "", evidenceReconciled, &now
+	})
+	if err != nil {
+		return Response{}, err
+	}
+	code := ""
+	if live.Fenced() {
+		code = codeNeverRan
+	}
+	d.claimLog(c).Info("reconciled from the minion's receipt", slog.String("status", string(out.Status)),
+		slog.String("code", code), slog.Bool("replaced_assertion", wasAsserted))
+	d.hooks.outcome(out.EffectiveProfile(), out.Status, code)
+	return d.respond(ctx, out)
+}
+
+// fence asks c's minion to fence the claim's publication, oduflow_job.fence(request_id, jid, profile,
+// token) with the claim's fencing token (1 for a claim dispatched before fencing: the JID is fenced all
+// the same), and returns the minion's verified signed answer afterwards (prove), or nil when either
+// call got no answer that counts. The fence's own answer is a hint like any return: only the proof
+// decides. Fenced, the publication never runs (a late run of it answers the fenced receipt), and the
+// minion's mark is at least the token, so no publication with an earlier token starts either.
+func (d *Dispatcher) fence(ctx context.Context, c *Claim) *receipt.Receipt {
+	token := max(c.FenceToken, 1)
+	args := []any{c.RequestID, c.JID, string(c.EffectiveProfile()), int64(token)}
+	jr, err := d.call(ctx, c.MinionID, funFence, args, d.timers.CallTimeout)
+	if err != nil {
+		d.claimLog(c).Info("fence without answer", slog.String("error", err.Error()))
+		return nil
+	}
+	if _, reason := d.hint(c, jr); reason != "" {
+		d.noteUnverified(c, reason)
+		return nil // not a receipt of this publication (e.g. a minion without fencing)
+	}
+	return d.prove(ctx, c, time.Now().Add(d.timers.CallTimeout))
 }
 
 func (a Assert) validate() error {

@@ -49,13 +49,14 @@ func TestStartSucceededAndFailed(t *testing.T) {
 	if q, err := d.Quarantine(ctx, m.ID()); err != nil || len(q) != 0 {
 		t.Fatalf("quarantine: %v %v", q, err)
 	}
-	// Published exactly: list target to that minion, [request_id, profile, ""] with the claim's JID.
+	// Published exactly: list target to that minion, [request_id, profile, "", {"__kwarg__": true,
+	// "fence_token": the claim's token}] with the claim's JID.
 	for _, p := range e.sim.Publications() {
 		if p.Fun != funRun || p.JID != c.JID {
 			continue
 		}
-		if len(p.Target) != 1 || p.Target[0] != m.ID() || len(p.Args) != 3 || p.Args[0] != req2 ||
-			p.Args[1] != "production" || p.Args[2] != "" {
+		if len(p.Target) != 1 || p.Target[0] != m.ID() || len(p.Args) != 4 || p.Args[0] != req2 ||
+			p.Args[1] != "production" || p.Args[2] != "" || !isFenceKwarg(p.Args[3], c.FenceToken) || c.FenceToken < 1 {
 			t.Fatalf("publication: %+v", p)
 		}
 	}
@@ -194,4 +195,20 @@ func TestWindowSpentThenResume(t *testing.T) {
 	if _, err := d.Resume(ctx, m.ID(), req); !errors.Is(err, ErrNotUnknown) {
 		t.Fatalf("resume resolved: %v", err)
 	}
+}
+
+// isFenceKwarg reports whether v is exactly Salt's keyword-argument map {"__kwarg__": true, "fence_token":
+// token}, as published.
+func isFenceKwarg(v any, token uint64) bool {
+	m, ok := v.(map[string]any)
+	if !ok || len(m) != 2 || m["__kwarg__"] != true {
+		return false
+	}
+	switch n := m["fence_token"].(type) {
+	case int64:
+		return n > 0 && uint64(n) == token
+	case uint64:
+		return n == token
+	}
+	return false
 }

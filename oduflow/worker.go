@@ -240,6 +240,13 @@ func (d *Dispatcher) work(ctx context.Context, t target, reqLock Lease, lockedAt
 			return errors.Wrap(err, "oduflow: record dispatch (outcome undecided, nothing published)")
 		}
 	}
+	if c.FenceToken < 1 || c.FenceToken > MaxFenceToken {
+		// A claim store that issues no fencing token breaks the ClaimStore contract: never publish
+		// unfenced. Nothing was sent.
+		d.claimLog(c).Error("worker: the claim store issued no fencing token; nothing published")
+		d.finalize(ctx, c, receipt.StatusFailed, 0, 1, codeClaimStore, evidencePreflight)
+		return nil
+	}
 	d.stepHook(stepDispatchRecorded)
 	start := time.Now()
 	wctx, cancel := context.WithDeadline(ctx, start.Add(d.timers.HardDeadline))
@@ -250,7 +257,10 @@ func (d *Dispatcher) work(ctx context.Context, t target, reqLock Lease, lockedAt
 	}()
 
 	d.stepHook(stepPublishSending)
-	_, err = d.publish(wctx, t.minion, funRun, []any{c.RequestID, string(c.Profile), spec.StateDataJSON}, jid)
+	// The fencing token goes as Salt's keyword argument (a trailing {"__kwarg__": true, ...} map): the
+	// minion starts the run only if the token is above every token it has started or fenced.
+	_, err = d.publishSlotted(wctx, t.minion, funRun, []any{c.RequestID, string(c.Profile), spec.StateDataJSON},
+		map[string]any{"fence_token": int64(c.FenceToken)}, jid, nil)
 	if err != nil {
 		code := publishErrorCode(err)
 		if salt.IsNotPublished(err) && !salt.IsOutcomeUnknown(err) {
@@ -314,11 +324,7 @@ func (d *Dispatcher) settleDispatched(ctx context.Context, c *Claim, r *receipt.
 		return nil
 	}
 	d.stepHook(stepReturned)
-	code := ""
-	if r.Status == receipt.StatusUnknown {
-		code = codeMinionUnknown
-	}
-	d.finalize(ctx, c, r.Status, r.Passed, r.Total, code, evidenceReceipt)
+	d.finalize(ctx, c, r.Status, r.Passed, r.Total, receiptCode(r), evidenceReceipt)
 	d.stepHook(stepCommitted)
 	return nil
 }
@@ -357,8 +363,8 @@ func (d *Dispatcher) preflight(ctx context.Context, c *Claim) (string, string) {
 	if err != nil {
 		return callErrorCode(err), "" // names the cause: credentials, event bus, transport, or the minion
 	}
-	if caps.Protocol != protocolVersion || !caps.Proof {
-		return codeCapability, "" // no silent fallback to unproven receipts
+	if caps.Protocol != protocolVersion || !caps.Proof || !caps.Fencing {
+		return codeCapability, "" // no silent fallback to unproven receipts or unfenced runs
 	}
 	key, err := loadMinionKey(ctx, d.pkiDir, c.MinionID)
 	if err != nil {
@@ -424,3 +430,15 @@ const (
 	stepReturned         = "returned"          // trustworthy terminal receipt in hand, not yet committed
 	stepCommitted        = "committed"         // final result committed, leases still held
 )
+
+// receiptCode is the error code recorded with a verified receipt r: fenced when the minion refused the
+// run for its fencing token (nothing ran), minion_reported_unknown for its own unknown, "" otherwise.
+func receiptCode(r *receipt.Receipt) string {
+	switch {
+	case r.Fenced():
+		return codeFenced
+	case r.Status == receipt.StatusUnknown:
+		return codeMinionUnknown
+	}
+	return ""
+}

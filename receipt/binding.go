@@ -22,10 +22,10 @@ func (r Receipt) Binding() Binding {
 // an *InvalidReceiptError with Reason "binding" and the first differing Field (errors.Is ErrInvalidReceipt). An invalid receipt returns
 // its *InvalidReceiptError instead.
 //
-// One exception: a custom not_started or unknown answer with an empty
+// One exception: a custom not_started, unknown or fenced answer with an empty
 // state_digest (the minion has no evidence of the payload, see Receipt)
 // matches any digest; such an answer carries no result, so it cannot
-// confirm anything about which payload ran.
+// confirm anything about which payload ran (a fenced one says none ran).
 func (b Binding) Check(r Receipt) error {
 	if err := r.Validate(); err != nil {
 		return err
@@ -41,7 +41,7 @@ func (b Binding) Check(r Receipt) error {
 	case r.Profile != b.Profile:
 		field = "profile"
 	case r.StateDigest != b.StateDigest:
-		evidenceFree := r.StateDigest == "" && (r.Status == StatusNotStarted || r.Status == StatusUnknown)
+		evidenceFree := r.StateDigest == "" && (r.Status == StatusNotStarted || r.Status == StatusUnknown || r.Fenced())
 		if !evidenceFree {
 			field = "state_digest"
 		}

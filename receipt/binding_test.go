@@ -52,6 +52,22 @@ func TestBindingCheck(t *testing.T) {
 			t.Errorf("%s answer: %v", st, err)
 		}
 	}
+	// So does a fenced receipt committed by fence() (nothing ran, no payload known), but a
+	// failed receipt without the code does not, and a fenced one that names a digest must match.
+	fenced := rc
+	fenced.Status, fenced.StateDigest, fenced.Passed, fenced.Total, fenced.Code = StatusFailed, "", 0, 0, CodeFenced
+	if err := bc.Check(fenced); err != nil {
+		t.Errorf("fenced answer: %v", err)
+	}
+	fenced.StateDigest = testDigest
+	if err := bc.Check(fenced); !errors.As(err, &be) || be.Field != "state_digest" {
+		t.Errorf("fenced answer with another digest: %v", err)
+	}
+	failed := rc
+	failed.Status, failed.StateDigest, failed.Passed, failed.Total = StatusFailed, "", 0, 1
+	if err := bc.Check(failed); !errors.As(err, &be) || be.Reason != reasonBadDigest {
+		t.Errorf("failed custom answer without digest: %v", err)
+	}
 	// An invalid receipt is rejected as invalid, not as a mismatch.
 	bad := r
 	bad.Passed = 61

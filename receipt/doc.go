@@ -8,7 +8,8 @@
 //     ValidateRequestID, NewRequestID, ValidateJID (exactly 20 ASCII digits),
 //     all refusing with ErrInvalidID;
 //   - the receipt schema (exactly nine keys: protocol, minion_id, request_id,
-//     jid, profile, state_digest, status, passed, total), its strict decoding
+//     jid, profile, state_digest, status, passed, total; plus the optional
+//     code of a fenced receipt, see Fencing below), its strict decoding
 //     (Decode for JSON text, FromValue for a decoded Salt return) and its
 //     canonical encoding (Receipt.Encode);
 //   - Reduce: a Salt state return -> status/passed/total, nothing else;
@@ -29,7 +30,7 @@
 //	--------------  -----------  ----------------------------------------------------------
 //	bad_json        -            not parseable JSON, trailing data, invalid UTF-8
 //	duplicate_key   the key      the same key twice in one JSON object
-//	unknown_key     -            a key outside the nine
+//	unknown_key     -            a key outside the nine and the optional code
 //	missing_key     the key      one of the nine keys absent
 //	wrong_type      the key      not an object, a string for an int, true or 1.0 for an int
 //	bad_protocol    protocol     an integer other than 1
@@ -38,8 +39,10 @@
 //	bad_jid         jid          not exactly 20 ASCII digits
 //	bad_profile     profile      not one of the five profiles
 //	bad_status      status       not one of the five statuses
+//	bad_code        code         present but not "fenced", or on a status other than failed
 //	bad_digest      state_digest custom without a 64-hex digest, or a fixed profile with one
 //	counts          passed/total negative, beyond 2^53-2, passed > total, or inconsistent with status
+//	                             (failed 0/0 only with code fenced)
 //	binding         the field    a valid receipt for another claim (Binding.Check)
 //
 // Receipt proofs (below) are refused by the dispatcher with its own reasons:
@@ -74,7 +77,11 @@
 //	terminal   *          any           no      a terminal receipt is immutable
 //	*          (none)     any           no      evidence is never deleted by a transition
 //
-// Any pair not listed as legal is illegal.
+// Any pair not listed as legal is illegal. The table is that of a publication
+// that does state work. One that never does (a fenced publication, or one
+// refused because another apply holds the execution lock) goes from claimed
+// straight to a terminal receipt that says nothing ran (fenced 0/0, or failed
+// 0/1) with no running record, since no state work follows.
 //
 // How a status answer is derived from evidence (no record -> not_started;
 // JID index or running record with the request lock held -> running; with
@@ -89,9 +96,86 @@
 // keeps moving belongs to a live worker (running). The Go model of the minion
 // worker in worker_test.go does exactly this under concurrent polls.
 //
+// # Fencing (capability "fencing", version 1)
+//
+// A lease cannot stop a dispatcher process that pauses after its check and
+// publishes later; the minion can. The contract between dispatcher and
+// oduflow_job:
+//
+//	oduflow_job.run(request_id, profile, state_data_json="", fence_token=N)
+//	oduflow_job.fence(request_id, jid, profile, token)
+//
+// A fence token is an integer from 1 to 2^53-1 (exact in JSON and msgpack
+// doubles), strictly increasing per client (the minion), issued by the claim
+// store at the dispatch intent and published as the keyword argument
+// fence_token ({"__kwarg__": true, "fence_token": N} in the publication's
+// arguments). A bool, a float or a string is refused.
+//
+// The minion keeps, per client, the highest token it has started or fenced:
+// fence.json in its receipt directory, exactly {"minion_id": <its id>,
+// "protocol": 1, "record": "fence", "token": N} in canonical JSON, under the
+// receipt store's rules (exclusive temporary file, fsync, rename, directory
+// fsync, mode 0600, owner-only, no symlinks, one link, at most 64 KiB). A
+// malformed record, one of another minion or an unsafe file is a store error
+// ("receipt store unresolved: malformed fence record (fence.json)", retcode
+// 1): nothing is written, nothing runs, and it is never replaced.
+//
+// run with a token, in order: the request lock; evidence of this same
+// publication answers first (a redelivery gets its receipt, never a fenced
+// one); then, under the index lock, a token not above the mark commits the
+// JID index and a terminal fenced receipt and returns it (no state work);
+// otherwise the execution lock is taken, the raised mark and then the JID
+// index are committed (both fsynced) before the running record and any state
+// work. A minion busy with another apply answers failed 0/1 as before and does
+// not raise the mark (nothing started).
+//
+// fence raises the mark to at least token first, always. Then, with the
+// request lock: a terminal receipt of that publication is answered unchanged;
+// evidence of a started run answers unknown (its worker is gone); a live worker
+// holding the request lock is answered as status answers (running, or its
+// terminal receipt if it finishes meanwhile); no evidence commits the JID
+// index and a terminal fenced receipt, so that publication never runs.
+// Idempotent, serialized with run and status by the same locks. profile is
+// part of the call because the receipt binds it (as in status and attest).
+//
+// A fenced receipt is the nine keys plus "code": "fenced" (Receipt.Code,
+// CodeFenced), status failed, passed = total = 0; state_digest is the
+// payload's digest when run refused a custom payload, "" when fence() fenced
+// it (which then matches any digest in Binding.Check: it says nothing ran).
+// attest signs it like any receipt; the proof covers the code. Receipts without
+// a code keep exactly the nine keys, so earlier receipts decode unchanged.
+//
+// capabilities() reports "fencing": {"version": 1, "ready": <runtime guard
+// holds>, "token_required": <switch>}. While token_required is false a run
+// without fence_token is accepted as before (dispatchers that predate fencing)
+// and neither reads nor raises the mark. The dispatcher will require the
+// fencing capability (version 1, ready) for new requests and always send a
+// token; the module's single switch _REQUIRE_FENCE_TOKEN then makes a run
+// without one a refusal.
+//
+// # Runtime guard
+//
+// run refuses ("refusing to run unprotected: <check>: <reason>", retcode 1,
+// nothing written) unless every check holds, on any Salt from 3006.0 on; the
+// checks test what Salt does, not which version it reports: salt_version
+// (3006.0 or later, agreeing with the grains), multiprocessing (the job runs
+// alone in its process: ProcessPayload(jid=<its JID>) or salt-call, main
+// thread), state_functions (state.sls/apply/high parameters; state.apply and
+// state.high reach salt.utils.files through the patched module), state_event
+// (State.event's parameters; the only code in salt.state that reaches the
+// event bus is inside State.event; no subclass overrides it), call_parallel
+// (likewise for process creation), state_cache_writes (sls writes its caches
+// only through salt.utils.files.fopen, and the shim turns a probe write into
+// memory), pub_jid (load_args_and_kwargs gives run the publication's JID as
+// __pub_jid over a caller's) and crypto (salt.crypt's backend signs a
+// known-answer RSA PKCS#1 v1.5 SHA-256 probe that verifies by integer
+// arithmetic). capabilities() lists them (runtime_guard_checks) and reports
+// runtime_guard and runtime_guard_error.
+//
 // # Receipt statuses
 //
-// A committed receipt carries succeeded or failed. The same nine-key shape is
+// A committed receipt carries succeeded or failed (a fenced receipt is failed
+// with code fenced). The same nine-key shape is
 // the answer of status(), which may also carry running, unknown or
 // not_started; those carry passed = total = 0. See Receipt for the count and
 // digest rules and Decode for the precedence of reasons.

@@ -39,7 +39,7 @@ var (
 const (
 	reasonBadJSON      = "bad_json"      // not parseable JSON, trailing data, invalid UTF-8, not an object
 	reasonDuplicateKey = "duplicate_key" // the same key twice in one JSON object
-	reasonUnknownKey   = "unknown_key"   // a key outside the nine
+	reasonUnknownKey   = "unknown_key"   // a key outside the nine and the optional code
 	reasonMissingKey   = "missing_key"   // one of the nine keys absent
 	reasonWrongType    = "wrong_type"    // e.g. a string for an int, true or 1.0 for an int
 	reasonBadProtocol  = "bad_protocol"  // protocol is an integer other than 1
@@ -49,7 +49,8 @@ const (
 	reasonBadProfile   = "bad_profile"
 	reasonBadStatus    = "bad_status"
 	reasonBadDigest    = "bad_digest"
-	reasonCounts       = "counts" // negative, too large, passed > total, or inconsistent with status
+	reasonBadCode      = "bad_code" // a code other than fenced, or a code on a status other than failed
+	reasonCounts       = "counts"   // negative, too large, passed > total, or inconsistent with status
 	// reasonBinding: a valid receipt whose Field differs from the claim (Binding.Check).
 	reasonBinding = "binding"
 )

@@ -16,7 +16,8 @@ import (
 var knownReasons = map[string]bool{
 	reasonBadJSON: true, reasonDuplicateKey: true, reasonUnknownKey: true, reasonMissingKey: true,
 	reasonWrongType: true, reasonBadProtocol: true, reasonBadMinionID: true, reasonBadRequestID: true,
-	reasonBadJID: true, reasonBadProfile: true, reasonBadStatus: true, reasonBadDigest: true, reasonCounts: true,
+	reasonBadJID: true, reasonBadProfile: true, reasonBadStatus: true, reasonBadCode: true, reasonBadDigest: true,
+	reasonCounts: true,
 }
 
 func FuzzDecode(f *testing.F) {

@@ -12,6 +12,9 @@ import (
 // largest integer both Go and a JSON double hold exactly).
 const maxCount = maxSafeInteger - 1
 
+// codeKey is the one optional receipt key (see Receipt.Code).
+const codeKey = "code"
+
 // receiptKeys lists the nine receipt keys in schema order (also the order in which
 // Decode checks them, so the first failing key decides the reason).
 var receiptKeys = [...]string{
@@ -35,8 +38,16 @@ var receiptKeys = [...]string{
 //
 // state_digest (reason "bad_digest"): "" for the four fixed profiles; for
 // custom, 64 lowercase hex digits when the status is running, succeeded or
-// failed; for a custom not_started or unknown answer either "" (the minion
-// has no evidence of the payload) or 64 lowercase hex.
+// failed; for a custom not_started or unknown answer, or a fenced receipt,
+// either "" (the minion has no evidence of the payload) or 64 lowercase hex.
+//
+// Code (the optional tenth key "code", reason "bad_code") says why a failed
+// receipt ran nothing. The only code is CodeFenced: status failed with
+// passed = total = 0 (the one failed receipt allowed 0 of 0), committed by the
+// minion when the publication's fence token was not above its high-water mark
+// or when oduflow_job.fence marked the publication never-to-run. A receipt
+// without Code has exactly the nine keys of every earlier version, so receipts
+// committed before fencing decode unchanged.
 type Receipt struct {
 	Protocol    int     `json:"protocol"`
 	MinionID    string  `json:"minion_id"`
@@ -47,11 +58,23 @@ type Receipt struct {
 	Status      Status  `json:"status"`
 	Passed      int     `json:"passed"`
 	Total       int     `json:"total"`
+	Code        Code    `json:"code,omitempty"`
 }
+
+// Code is the reason a failed receipt ran nothing (the receipt's optional "code" key).
+type Code string
+
+// CodeFenced: the publication never ran and never will: its fence token was not above the
+// minion's high-water mark, or oduflow_job.fence reached it first. Status failed, 0 of 0.
+const CodeFenced Code = "fenced"
+
+// Fenced reports whether r is a fenced receipt (nothing ran).
+func (r Receipt) Fenced() bool { return r.Code == CodeFenced }
 
 // Validate checks the values of r (types are already right in Go). Checks run
 // in this order, the first failure decides the reason: bad_protocol,
-// bad_minion_id, bad_request_id, bad_jid, bad_profile, bad_status, bad_digest,
+// bad_minion_id, bad_request_id, bad_jid, bad_profile, bad_status, bad_code
+// (a code other than fenced, or on a status other than failed), bad_digest,
 // counts.
 func (r Receipt) Validate() error {
 	switch {
@@ -67,9 +90,11 @@ func (r Receipt) Validate() error {
 		return invalid(reasonBadProfile, "profile")
 	case !r.Status.Valid():
 		return invalid(reasonBadStatus, "status")
+	case r.Code != "" && (r.Code != CodeFenced || r.Status != StatusFailed):
+		return invalid(reasonBadCode, codeKey)
 	}
 	if r.Profile == ProfileCustom {
-		evidenceFree := r.Status == StatusNotStarted || r.Status == StatusUnknown
+		evidenceFree := r.Status == StatusNotStarted || r.Status == StatusUnknown || r.Fenced()
 		if !isDigestHex(r.StateDigest) && !(evidenceFree && r.StateDigest == "") {
 			return invalid(reasonBadDigest, "state_digest")
 		}
@@ -84,6 +109,10 @@ func (r Receipt) Validate() error {
 	case StatusSucceeded:
 		ok = ok && r.Total >= 1 && r.Passed == r.Total
 	case StatusFailed:
+		if r.Fenced() {
+			ok = r.Passed == 0 && r.Total == 0
+			break
+		}
 		ok = ok && r.Passed < r.Total
 	default:
 		ok = r.Passed == 0 && r.Total == 0
@@ -94,13 +123,17 @@ func (r Receipt) Validate() error {
 	return nil
 }
 
-// Map returns r as a map with the nine keys (the JSON shape).
+// Map returns r as a map with the nine keys, and "code" when r has one (the JSON shape).
 func (r Receipt) Map() map[string]any {
-	return map[string]any{
+	m := map[string]any{
 		"protocol": r.Protocol, "minion_id": r.MinionID, "request_id": r.RequestID,
 		"jid": r.JID, "profile": string(r.Profile), "state_digest": r.StateDigest,
 		"status": string(r.Status), "passed": r.Passed, "total": r.Total,
 	}
+	if r.Code != "" {
+		m[codeKey] = string(r.Code)
+	}
+	return m
 }
 
 // Encode validates r and returns its canonical JSON (RFC 8785) form.
@@ -115,8 +148,8 @@ func (r Receipt) Encode() ([]byte, error) {
 // *InvalidReceiptError (errors.Is ErrInvalidReceipt) whose Reason is, in order
 // of precedence: bad_json (not one JSON value, invalid UTF-8, NaN/Infinity
 // literals, trailing data), wrong_type (not an object), duplicate_key,
-// unknown_key, missing_key, wrong_type (per key, in schema order), then the
-// value reasons of Validate.
+// unknown_key, missing_key, wrong_type (per key, in schema order, then the
+// optional code), then the value reasons of Validate.
 func Decode(data []byte) (Receipt, error) {
 	if !utf8.Valid(data) || !json.Valid(data) {
 		return Receipt{}, invalid(reasonBadJSON, "")
@@ -149,13 +182,16 @@ func Decode(data []byte) (Receipt, error) {
 	return FromValue(m)
 }
 
-// safeKey returns k when it is one of the nine keys, else "" (an unknown key
-// is untrusted text and is not put into errors).
+// safeKey returns k when it is one of the nine keys or the optional code, else
+// "" (an unknown key is untrusted text and is not put into errors).
 func safeKey(k string) string {
 	for _, rk := range receiptKeys {
 		if k == rk {
 			return k
 		}
+	}
+	if k == codeKey {
+		return k
 	}
 	return ""
 }
@@ -214,6 +250,16 @@ func FromValue(v any) (Receipt, error) {
 	r := Receipt{
 		MinionID: strs["minion_id"], RequestID: strs["request_id"], JID: strs["jid"],
 		Profile: Profile(strs["profile"]), StateDigest: strs["state_digest"], Status: Status(strs["status"]),
+	}
+	if v, ok := m[codeKey]; ok {
+		s, isStr := v.(string)
+		if !isStr {
+			return Receipt{}, invalid(reasonWrongType, codeKey)
+		}
+		if s == "" {
+			return Receipt{}, invalid(reasonBadCode, codeKey) // present but empty is not "no code"
+		}
+		r.Code = Code(s)
 	}
 	if p := ints["protocol"]; p != protocolVersion {
 		return Receipt{}, invalid(reasonBadProtocol, "protocol")

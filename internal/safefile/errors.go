@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/cockroachdb/errors"
+	"golang.org/x/sys/unix"
 )
 
 // Sentinel errors. Test them with errors.Is (the standard library's or cockroachdb's).
@@ -29,7 +30,21 @@ var (
 	// what it must be (too large, or changed while reading). It stays an
 	// error: it is never replaced.
 	ErrCorrupt = errors.New("safefile: corrupt record")
+	// ErrLockPoolReplaced: the pool file of a LockPool is no longer the one
+	// in the directory (deleted, renamed over, recreated): its locks no
+	// longer exclude a process that opened the new file. Every lock
+	// operation of the pool fails with it (an *UnsafePathError with the
+	// reason lock_pool_replaced); the caller opens a new pool.
+	ErrLockPoolReplaced = errors.New("safefile: lock pool file replaced")
 )
+
+// StorageRefused reports whether err is the file system refusing to store
+// more: no space left (ENOSPC), a disk quota exceeded (EDQUOT), or a
+// read-only file system (EROFS). Writes that fail so leave nothing behind:
+// the temporary file is removed and the record keeps its old content.
+func StorageRefused(err error) bool {
+	return errors.Is(err, unix.ENOSPC) || errors.Is(err, unix.EDQUOT) || errors.Is(err, unix.EROFS)
+}
 
 // UnsafePathError says which path failed a store safety rule and why. The
 // path is a local file system path, not a secret.
@@ -42,11 +57,15 @@ func (e *UnsafePathError) Error() string {
 	return fmt.Sprintf("safefile: unsafe path %q: %s", e.Path, e.Reason)
 }
 
-// Unwrap makes errors.Is(err, ErrUnsafePath) true, and errors.Is(err,
-// ErrNotRegular) true for the reason not_regular.
+// Unwrap makes errors.Is(err, ErrUnsafePath) true, errors.Is(err,
+// ErrNotRegular) true for the reason not_regular, and errors.Is(err,
+// ErrLockPoolReplaced) true for the reason lock_pool_replaced.
 func (e *UnsafePathError) Unwrap() []error {
-	if e.Reason == "not_regular" {
+	switch e.Reason {
+	case "not_regular":
 		return []error{ErrUnsafePath, ErrNotRegular}
+	case reasonPoolReplaced:
+		return []error{ErrUnsafePath, ErrLockPoolReplaced}
 	}
 	return []error{ErrUnsafePath}
 }

@@ -11,6 +11,9 @@ import (
 	"golang.org/x/sys/unix"
 )
 
+// reasonPoolReplaced is the UnsafePathError reason of ErrLockPoolReplaced.
+const reasonPoolReplaced = "lock_pool_replaced"
+
 // poolFileName is the one file a LockPool keeps open. It starts with a dot, which no record or lock
 // name may, so it never collides with one and List never shows it.
 const poolFileName = ".locks"
@@ -112,12 +115,22 @@ func (p *LockPool) resolve(name string, create bool) (lockKey, error) {
 	return k, nil
 }
 
+// checkPool is checkSelf on a fresh walk of the directory.
+func (p *LockPool) checkPool() error {
+	dirfd, err := p.s.openDir()
+	if err != nil {
+		return err
+	}
+	defer unix.Close(dirfd)
+	return p.checkSelf(dirfd)
+}
+
 // checkSelf: the pool file in the directory is still the one this pool holds open.
 func (p *LockPool) checkSelf(dirfd int) error {
 	var st unix.Stat_t
 	if err := unix.Fstatat(dirfd, poolFileName, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil ||
 		(lockKey{st.Dev, st.Ino}) != p.self {
-		return errors.WithStack(&UnsafePathError{Path: p.s.path(poolFileName), Reason: "lock_pool_replaced"})
+		return errors.WithStack(&UnsafePathError{Path: p.s.path(poolFileName), Reason: reasonPoolReplaced})
 	}
 	return nil
 }
@@ -189,7 +202,12 @@ func (p *LockPool) IsLocked(name string) (bool, error) {
 	mine := !p.closed && p.held[name] != nil
 	p.mu.Unlock()
 	if mine {
-		return true, nil // held through this pool: no file system walk (Status of a running request)
+		// Held through this pool: only the pool file's identity is checked (one fstatat, no lock file
+		// walk), since a replaced pool no longer excludes anybody.
+		if err := p.checkPool(); err != nil {
+			return false, err
+		}
+		return true, nil
 	}
 	k, err := p.resolve(name, false)
 	if err != nil {

@@ -235,9 +235,23 @@ func TestLockPoolHostileFiles(t *testing.T) {
 		if l.Held() {
 			t.Fatal("Held() true after the pool file was replaced")
 		}
-		if _, err := p.TryLock("other"); !stderrors.Is(err, ErrUnsafePath) {
+		if _, err := p.TryLock("other"); !stderrors.Is(err, ErrUnsafePath) || !stderrors.Is(err, ErrLockPoolReplaced) {
 			t.Fatalf("TryLock through a replaced pool file: %v", err)
 		}
+		// Every lock operation checks the pool's identity: a held name is not reported held through a
+		// pool that no longer excludes anybody (before: true, from the pool's own table).
+		if held, err := p.IsLocked("req"); !stderrors.Is(err, ErrLockPoolReplaced) {
+			t.Fatalf("IsLocked of a name held through a replaced pool: %v %v", held, err)
+		}
+		if _, err := p.LockWait(t.Context(), "other", 0); !stderrors.Is(err, ErrLockPoolReplaced) {
+			t.Fatalf("LockWait through a replaced pool file: %v", err)
+		}
+		// A new pool on the new file works, and excludes others again.
+		q := newPool(t, s)
+		if _, err := q.TryLock("req"); err != nil {
+			t.Fatalf("TryLock through a reopened pool: %v", err)
+		}
+		wantLocked(t, "reopened pool", newPool(t, s), "req", true)
 	})
 }
 

@@ -227,8 +227,8 @@ func TestAssignments(t *testing.T) {
 	if again, err := s.Assign(ctx, d.ID, minionA, "acme"); err != nil || !again.CreatedAt.Equal(a.CreatedAt) {
 		t.Fatalf("assign again: %+v %v", again, err)
 	}
-	if _, err := s.Assign(ctx, d.ID, minionA, "other"); !errors.Is(err, ErrExists) {
-		t.Fatalf("assign other company: %v", err)
+	if _, err := s.Assign(ctx, d.ID, minionA, "other"); !errors.Is(err, ErrInvalid) {
+		t.Fatalf("assign for a company that does not own the definition: %v", err)
 	}
 	if _, err := s.Assign(ctx, d.ID, "minion-1", "acme"); !errors.Is(err, ErrInvalid) {
 		t.Fatalf("bad minion: %v", err)
@@ -236,7 +236,10 @@ func TestAssignments(t *testing.T) {
 	if _, err := s.Assign(ctx, receipt.NewRequestID(), minionA, "acme"); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("missing definition: %v", err)
 	}
-	if _, err := s.Assign(ctx, d.ID, minionB, "beta"); err != nil {
+	if _, err := s.Assign(ctx, d.ID, minionB, "beta"); !errors.Is(err, ErrInvalid) {
+		t.Fatalf("acme's definition assigned to beta: %v", err)
+	}
+	if _, err := s.Assign(ctx, d.ID, minionB, "acme"); err != nil {
 		t.Fatal(err)
 	}
 	list, err := s.Assignments(ctx, minionA)

@@ -212,11 +212,15 @@ func (s *FileStore) Assign(ctx context.Context, definitionID, minionID, company 
 	if err := checkCompany(company); err != nil {
 		return Assignment{}, err
 	}
-	if _, err := s.Definition(ctx, definitionID); err != nil {
+	d, err := s.Definition(ctx, definitionID)
+	if err != nil {
+		return Assignment{}, err
+	}
+	if err := CheckTenancy(d, company); err != nil {
 		return Assignment{}, err
 	}
 	a := Assignment{DefinitionID: definitionID, MinionID: minionID, Company: company, CreatedAt: s.stamp()}
-	err := s.createJSON(asgName(definitionID, minionID), &a)
+	err = s.createJSON(asgName(definitionID, minionID), &a)
 	if errors.Is(err, ErrExists) {
 		cur, rerr := s.Assignment(ctx, definitionID, minionID)
 		if rerr != nil {
@@ -235,7 +239,8 @@ func (s *FileStore) Assign(ctx context.Context, definitionID, minionID, company 
 
 // Unassign implements Store.
 func (s *FileStore) Unassign(ctx context.Context, definitionID, minionID string) error {
-	if _, err := s.Assignment(ctx, definitionID, minionID); err != nil {
+	// A corrupt or crossed record is removed too: removing an assignment only takes a right away.
+	if _, err := s.Assignment(ctx, definitionID, minionID); err != nil && !errors.Is(err, ErrCorrupt) {
 		return err
 	}
 	if err := s.st.Remove(asgName(definitionID, minionID)); err != nil && !errors.Is(err, safefile.ErrNotExist) {
@@ -261,6 +266,13 @@ func (s *FileStore) Assignment(ctx context.Context, definitionID, minionID strin
 	}
 	if a.DefinitionID != definitionID || a.MinionID != minionID {
 		return Assignment{}, errors.Wrap(ErrCorrupt, "catalog: assignment does not match its name")
+	}
+	d, err := s.Definition(ctx, definitionID)
+	if err != nil {
+		return Assignment{}, assignedDefinitionErr(err)
+	}
+	if err := CheckAssignment(a, d); err != nil {
+		return Assignment{}, err
 	}
 	return a, nil
 }

@@ -11,7 +11,9 @@ type Store interface {
 	Definition(ctx context.Context, id string) (Definition, error)
 	// Definitions returns every definition, ordered by creation time then id.
 	Definitions(ctx context.Context) ([]Definition, error)
-	// Assignment returns the assignment of a definition to a server (ErrNotFound).
+	// Assignment returns the assignment of a definition to a server (ErrNotFound). A stored assignment
+	// whose company is not its definition's (CheckAssignment), or whose definition is missing, is
+	// ErrCorrupt; Assignments checks every record the same way.
 	Assignment(ctx context.Context, definitionID, minionID string) (Assignment, error)
 	// Assignments returns the assignments of one server, or of every server when minionID is "".
 	Assignments(ctx context.Context, minionID string) ([]Assignment, error)
@@ -33,10 +35,11 @@ type Store interface {
 	SaveSource(ctx context.Context, id string, source []byte) (Definition, error)
 	// Rename changes the display name; the revision stays. The new name must be free within the company.
 	Rename(ctx context.Context, id, name string) (Definition, error)
-	// Assign assigns a definition to a server of a company. Assigning again with the same company is a
-	// no-op; another company gives ErrExists.
+	// Assign assigns a definition to a server of its own company (Definition.Company): any other company
+	// gives ErrInvalid (see CheckTenancy). Assigning again is a no-op; an existing assignment for another
+	// company gives ErrExists.
 	Assign(ctx context.Context, definitionID, minionID, company string) (Assignment, error)
-	// Unassign removes an assignment. Executions stay intact.
+	// Unassign removes an assignment, a corrupt or crossed one too. Executions stay intact.
 	Unassign(ctx context.Context, definitionID, minionID string) error
 	// LockServer serializes custom starts on one server (across processes). Call the returned function
 	// to release it.

@@ -306,7 +306,31 @@ func (c *catalogStore) Assignment(ctx context.Context, definitionID, minionID st
 	if !found {
 		return catalog.Assignment{}, errors.Wrap(catalog.ErrNotFound, "etcdstore: catalog: assignment")
 	}
-	return decodeAssignment(kv, definitionID, minionID)
+	a, err := decodeAssignment(kv, definitionID, minionID)
+	if err != nil {
+		return catalog.Assignment{}, err
+	}
+	return a, c.checkTenancy(ctx, a, nil)
+}
+
+// checkTenancy checks a stored assignment against its definition (catalog.CheckAssignment): a crossed
+// record, or one whose definition is missing, is catalog.ErrCorrupt. seen caches definitions by id.
+func (c *catalogStore) checkTenancy(ctx context.Context, a catalog.Assignment, seen map[string]catalog.Definition) error {
+	d, ok := seen[a.DefinitionID]
+	if !ok {
+		var err error
+		d, _, err = c.definition(ctx, a.DefinitionID)
+		if errors.Is(err, catalog.ErrNotFound) {
+			return errors.Wrap(catalog.ErrCorrupt, "etcdstore: catalog: assignment of a missing definition")
+		}
+		if err != nil {
+			return err
+		}
+		if seen != nil {
+			seen[a.DefinitionID] = d
+		}
+	}
+	return catalog.CheckAssignment(a, d)
 }
 
 // Assignments implements catalog.Store.
@@ -323,6 +347,7 @@ func (c *catalogStore) Assignments(ctx context.Context, minionID string) ([]cata
 		return nil, err
 	}
 	out := make([]catalog.Assignment, 0, len(kvs))
+	defs := make(map[string]catalog.Definition)
 	for _, kv := range kvs {
 		minion, defID, ok := strings.Cut(strings.TrimPrefix(string(kv.Key), c.s.prefix+catAsgDir), "/")
 		if !ok {
@@ -330,6 +355,9 @@ func (c *catalogStore) Assignments(ctx context.Context, minionID string) ([]cata
 		}
 		a, err := decodeAssignment(kv, defID, minion)
 		if err != nil {
+			return nil, err
+		}
+		if err := c.checkTenancy(ctx, a, defs); err != nil {
 			return nil, err
 		}
 		out = append(out, a)

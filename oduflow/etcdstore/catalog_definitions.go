@@ -229,7 +229,11 @@ func (c *catalogStore) Assign(ctx context.Context, definitionID, minionID, compa
 	if err := a.Validate(); err != nil {
 		return catalog.Assignment{}, err
 	}
-	if _, err := c.Definition(ctx, definitionID); err != nil {
+	d, err := c.Definition(ctx, definitionID)
+	if err != nil {
+		return catalog.Assignment{}, err
+	}
+	if err := catalog.CheckTenancy(d, company); err != nil {
 		return catalog.Assignment{}, err
 	}
 	data, err := catEncode(a)
@@ -259,7 +263,8 @@ func (c *catalogStore) Assign(ctx context.Context, definitionID, minionID, compa
 
 // Unassign implements catalog.Store.
 func (c *catalogStore) Unassign(ctx context.Context, definitionID, minionID string) error {
-	if _, err := c.Assignment(ctx, definitionID, minionID); err != nil {
+	// A corrupt or crossed record is removed too: removing an assignment only takes a right away.
+	if _, err := c.Assignment(ctx, definitionID, minionID); err != nil && !errors.Is(err, catalog.ErrCorrupt) {
 		return err
 	}
 	if _, err := c.s.cli.Delete(ctx, c.asgKey(definitionID, minionID)); err != nil {

@@ -15,12 +15,31 @@
 // A claim is one key, PREFIX/claims/<request id>, holding (*oduflow.Claim).MarshalBinary's JSON; it is read back with
 // a strict decoder (one object, known fields only, no repeated field, no trailing data, at most
 // MaxClaimSize bytes, the request id of its key) and anything else under the prefix is ErrCorruptClaim,
-// never a panic. Create is one transaction If(CreateRevision(claim) == 0) Then(Put claim, Put
-// PREFIX/clients/<minion id>/<request id>): the per-client index entry exists exactly when the claim does.
+// never a panic. Create is one transaction If(CreateRevision(claim) == 0, CreateRevision(index entry) ==
+// 0) Then(Put claim, Put PREFIX/clients/<minion id>/<request id>, Put PREFIX/open/<minion id>/<request
+// id>): the per-client index entry is created exactly with the claim and never deleted, so it is also a
+// tombstone: a request id whose claim was deleted (by hand or by a tool) is never created again, and
+// Create fails with ErrCorruptClaim instead of starting the request a second time under a new JID.
 // CompareAndSwap checks the generation of the record it read and writes If(ModRevision == the revision
-// read), storing Generation+1. ListByClient reads the client's index entries (one prefix read, which fixes
-// a revision) and then every claim at that revision, so it is one consistent snapshot. Claims are never
-// deleted.
+// read), storing Generation+1. Claims are never deleted.
+//
+// The open entries are the client's unresolved set ((*oduflow.Claim).Unresolved: not final, or
+// quarantining): Create puts one, and the CompareAndSwap transaction that moves a claim out of (or back
+// into) the set deletes (or puts) it, so at every revision a client's open entries are exactly its
+// unresolved claims. ListUnresolved (oduflow.UnresolvedLister) reads them (one prefix read, which fixes a
+// revision) and their claims at that revision: the worker's preflight and Quarantine cost what the
+// client's open requests cost, not its history. Claims written before the open index existed get their
+// entries once, from the first ListUnresolved that finds no PREFIX/meta/open-index-v1 (a scan of the
+// client index; replicas of earlier versions must be stopped before one of this version starts).
+// ListByClient reads every index entry of the client the same way.
+//
+// Reads are bounded: a claim read, and each listing batch of 64 claims, states the largest answer its
+// records can make (claimAnswerCap: about 17 KiB a claim) and gRPC refuses a larger answer from its
+// length prefix, before allocating it, with ErrCorruptClaim. 64 hostile 1.4 MiB records under one client
+// cost a listing about 0.1 MiB instead of hundreds (TestHostileClaimsAllocationBounded). A listing batch
+// whose snapshot revision was compacted meanwhile is read again at the latest revision, as are the
+// batches after it: each claim is then as committed at some point during the call, which is what the
+// quarantine argument below needs (TestListUnderCompaction: 3,000 claims, a compaction every 20 ms).
 //
 // A write whose acknowledgement is lost (timeout, leader change, reset connection, cancelled context)
 // returns an error matching ErrOutcomeUnknown (and, for the dispatcher, carrying OutcomeUnknown() true):
@@ -71,7 +90,28 @@
 // Release revokes the lease at once. AcquireClientLease watches the key's deletion for at most maxWait.
 // RequestLockHeld is "the key exists"; GetWithRequestLock reads the claim and that key in one read
 // transaction (the dispatcher's Status: one round trip, one snapshot). Lease.Held is false once released
-// or once the session is known lost.
+// or once the session is known lost. A lock key that exists without an etcd lease was not written by a
+// Store: no keepalive will ever let it expire, so it is not a lock but ErrCorruptClaim, for
+// RequestLockHeld, GetWithRequestLock (so Status, Quarantine, Resume and Reconcile agree), TryRequestLock
+// and AcquireClientLease (at once, instead of lease_busy for ever), until an operator deletes it.
+//
+// # Rewinds and edits
+//
+// etcd restarted from an earlier copy of its data (a data directory, a snapshot) answers from a past in
+// which a published request may not exist yet or may still be claimed: reading it, a dispatcher would
+// create or dispatch the request again. Every Store keeps the highest revision the cluster answered it
+// with, and the cluster id; every read and write of the claim store records the mark when it is sent
+// and refuses an answer below it, or from another cluster, with ErrRevisionRegressed (which matches
+// oduflow.ErrClaimStore: the CLI exits 3) before anything read from it can lead to a publication. Reads
+// are linearizable, so a request sent after an answer at revision r is always answered at r or later; the
+// mark a request compares with is the one from before it was sent, never one raised by a concurrent
+// request. What this cannot see: a Store opened after the rewind (a restarted replica, a detached worker's
+// process) has no mark, and a rewound cluster whose revision has climbed past the mark again looks
+// current; restoring a claim store from a backup is an operator's act that must be followed by a
+// reconciliation of every request that was in flight. Edits are handled where they matter: a deleted
+// claim is a tombstone (above), a lock key without a lease is ErrCorruptClaim, and the dispatcher's final
+// commits compare the claim's JID, so a worker never commits its result onto a claim that was re-created
+// under another JID.
 //
 // CompareAndSwapHeld is one transaction comparing the claim's mod revision and, for each lease, that its
 // key still exists with the create revision recorded when it was taken and this session's lease id. A
@@ -114,14 +154,17 @@
 //     published. TestIntentLostAck and TestLeaderStoppedMidStarts (the leader killed during 1,000
 //     concurrent Starts) check "iff" and "at most once" for every request.
 //   - A second request for the same client cannot be published while a first is unresolved. The preflight
-//     (ListByClient, then the intent) runs while holding the client lease, and the intent transaction
+//     (ListUnresolved, then the intent) runs while holding the client lease, and the intent transaction
 //     compares that lease too. Every intent for a client is committed while its writer held the client
 //     lease; leases of one key do not overlap in etcd's revision order (a new one is created only after
 //     the old key was deleted). So an intent committed by anyone before this worker took the lease is in
-//     the snapshot its ListByClient reads, and no intent can be committed between that read and this
-//     worker's own intent without breaking this worker's lease compare. A claim past the intent without a
-//     trustworthy terminal result (dispatching, dispatched, terminal unknown) quarantines its client across
-//     profiles and replicas, because every replica lists the same records.
+//     the snapshot its ListUnresolved reads (the claim is unresolved from its creation, in the same
+//     transaction as its open entry, until a transaction that resolves it deletes that entry; a batch
+//     re-read after a compaction reads a later state, never an earlier one), and no intent can be
+//     committed between that read and this worker's own intent without breaking this worker's lease
+//     compare. A claim past the intent without a trustworthy terminal result (dispatching, dispatched,
+//     terminal unknown) quarantines its client across profiles and replicas, because every replica lists
+//     the same records.
 //
 // # Time
 //

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/cockroachdb/errors"
+	"go.etcd.io/etcd/api/v3/mvccpb"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/client/v3/concurrency"
@@ -99,15 +100,41 @@ func (s *Store) revoke(id clientv3.LeaseID) error {
 	return nil
 }
 
+// lockHeld reads a lock key (read whole: etcd 3.6+ answers keys-only reads without the lease): held when it exists attached to an etcd lease. A lock key without
+// a lease was not written by a Store (every lock is Put WithLease): nobody's keepalive will ever let it
+// expire, so reading it as "held" would make its request read running forever and block its client for
+// ever. It is ErrCorruptClaim instead, for Status, Quarantine and a worker alike, until an operator
+// deletes it.
+func lockHeld(kvs []*mvccpb.KeyValue) (bool, error) {
+	if len(kvs) == 0 {
+		return false, nil
+	}
+	if kvs[0].Lease == 0 {
+		return false, corrupt("lock key without an etcd lease")
+	}
+	return true, nil
+}
+
 // tryLock creates key attached to the session's lease unless it exists. It returns whether it got it and
-// the revision of the transaction (the key's create revision when it did).
+// the revision of the transaction (the key's create revision when it did). A lock key that exists
+// without a lease is ErrCorruptClaim (lockHeld).
 func (s *Store) tryLock(ctx context.Context, key string, sess *concurrency.Session) (bool, int64, error) {
+	floor := s.rev.floor()
 	resp, err := s.cli.Txn(ctx).
 		If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0)).
 		Then(clientv3.OpPut(key, s.holder, clientv3.WithLease(sess.Lease()))).
+		Else(clientv3.OpGet(key)). // not keys only: etcd 3.6+ leaves the lease out of those
 		Commit()
 	if err != nil {
 		return false, 0, writeErr(err, "take lock")
+	}
+	if err := s.rev.observe(resp.Header, floor); err != nil {
+		return false, 0, err
+	}
+	if !resp.Succeeded {
+		if _, err := lockHeld(resp.Responses[0].GetResponseRange().GetKvs()); err != nil {
+			return false, 0, err
+		}
 	}
 	return resp.Succeeded, resp.Header.Revision, nil
 }
@@ -139,16 +166,17 @@ func (s *Store) TryRequestLock(ctx context.Context, requestID string) (oduflow.L
 	return &Lease{s: s, key: key, sess: sess, createRev: rev}, nil
 }
 
-// RequestLockHeld implements oduflow.Leases: the lock key exists (a linearizable read).
+// RequestLockHeld implements oduflow.Leases: the lock key exists (a linearizable read); a lock key
+// without an etcd lease is ErrCorruptClaim.
 func (s *Store) RequestLockHeld(ctx context.Context, requestID string) (bool, error) {
 	if err := receipt.ValidateRequestID(requestID); err != nil {
 		return false, invalidID(err, "request id")
 	}
-	resp, err := s.cli.Get(ctx, s.runLockKey(requestID), clientv3.WithCountOnly())
+	resp, err := s.readTxn(ctx, "request lock state", claimAnswerCap(1), rangeOp(s.runLockKey(requestID), 0, false))
 	if err != nil {
-		return false, readErr(err, "request lock state")
+		return false, err
 	}
-	return resp.Count > 0, nil
+	return lockHeld(rangeKVs(resp, 0))
 }
 
 // AcquireClientLease implements oduflow.Leases: it tries to create the client's lock key and, while

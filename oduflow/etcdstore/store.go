@@ -4,10 +4,12 @@ import (
 	"context"
 	"math"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/cockroachdb/errors"
 	"github.com/google/uuid"
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -21,7 +23,10 @@ import (
 // Key layout under the prefix (request and minion ids are canonical UUID forms, so no id holds a "/"):
 //
 //	PREFIX/claims/<request id>            the claim ((*oduflow.Claim).MarshalBinary JSON)
-//	PREFIX/clients/<minion id>/<request>  empty index entry, written in the claim's creating transaction
+//	PREFIX/clients/<minion id>/<request>  empty index entry, written in the claim's creating transaction;
+//	                                      never deleted: it is the tombstone that keeps a request id used
+//	PREFIX/open/<minion id>/<request>     empty entry while the claim is unresolved (unresolved.go)
+//	PREFIX/meta/open-index-v1             present once every claim's open entry exists (unresolved.go)
 //	PREFIX/locks/run/<request id>         the request lock, attached to an etcd lease
 //	PREFIX/locks/client/<minion id>       the per-client execution lease, attached to an etcd lease
 const (
@@ -29,11 +34,9 @@ const (
 	clientsDir     = "/clients/"
 	runLocksDir    = "/locks/run/"
 	clientLocksDir = "/locks/client/"
-	// listBatch is how many claims one read transaction of ListByClient fetches (etcd's default
-	// --max-txn-ops is 128).
+	// listBatch is how many claims one read transaction of a listing fetches (etcd's default
+	// --max-txn-ops is 128); its answer is at most claimAnswerCap(listBatch), about 1 MiB.
 	listBatch = 64
-	// listAttempts bounds the restarts of ListByClient when its snapshot revision was compacted away.
-	listAttempts = 3
 )
 
 // Store is an etcd-backed oduflow.ClaimStore and oduflow.Leases. Several Stores (controller replicas,
@@ -44,7 +47,10 @@ type Store struct {
 	prefix     string
 	ttl        int64 // seconds
 	reqTimeout time.Duration
-	holder     string // informational value of the lock keys: which Store holds them
+	holder     string        // informational value of the lock keys: which Store holds them
+	kv         pb.KVClient   // the client's KV service, for reads with a bounded answer (read.go)
+	rev        revisionGuard // high-water mark of the cluster revision (revision.go)
+	openIndex  atomic.Bool   // the open-index migration marker was seen (unresolved.go)
 
 	ctx    context.Context // lifetime of the Store: the keepalives of its etcd leases
 	cancel context.CancelFunc
@@ -83,13 +89,16 @@ func Open(ctx context.Context, opts ...Option) (*Store, error) {
 		return nil, errors.Wrap(err, "etcdstore: connect") // the client's error never holds the password
 	}
 	s := &Store{cli: cli, prefix: cfg.prefix, ttl: int64(math.Ceil(cfg.ttl.Seconds())), reqTimeout: cfg.reqTimeout,
-		holder: "oduflow-etcdstore/" + uuid.NewString(), ctx: sctx, cancel: cancel}
+		holder: "oduflow-etcdstore/" + uuid.NewString(), kv: pb.NewKVClient(cli.ActiveConnection()), ctx: sctx,
+		cancel: cancel}
 	pctx, pcancel := context.WithTimeout(ctx, cfg.dialTimeout)
 	defer pcancel()
-	if _, err := cli.Get(pctx, s.prefix+"/", clientv3.WithCountOnly()); err != nil {
+	resp, err := cli.Get(pctx, s.prefix+"/", clientv3.WithCountOnly())
+	if err != nil {
 		_ = s.Close()
 		return nil, readErr(err, "probe cluster")
 	}
+	_ = s.rev.observe(resp.Header, 0)
 	return s, nil
 }
 
@@ -115,8 +124,11 @@ func invalidID(err error, what string) error {
 	return errmark.Mark(errors.Wrapf(err, "etcdstore: invalid %s", errors.Safe(what)), oduflow.ErrInvalidInput)
 }
 
-// Create implements oduflow.ClaimStore: one transaction If(CreateRevision(claim) == 0) Then(Put claim,
-// Put index entry). Its error matches ErrOutcomeUnknown when the acknowledgement was lost.
+// Create implements oduflow.ClaimStore: one transaction If(CreateRevision(claim) == 0,
+// CreateRevision(index entry) == 0) Then(Put claim, Put index entry, Put open entry). The index entry is
+// never deleted, so a request id whose claim was deleted (by hand, or by a tool) is never created again:
+// that Create fails with ErrCorruptClaim instead of starting the request a second time under a new JID.
+// Its error matches ErrOutcomeUnknown when the acknowledgement was lost.
 func (s *Store) Create(ctx context.Context, c *oduflow.Claim) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -130,15 +142,23 @@ func (s *Store) Create(ctx context.Context, c *oduflow.Claim) error {
 	if err != nil {
 		return err
 	}
-	key := s.claimKey(cp.RequestID)
+	key, idx := s.claimKey(cp.RequestID), s.indexPrefix(cp.MinionID)+cp.RequestID
+	floor := s.rev.floor()
 	resp, err := s.cli.Txn(ctx).
-		If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0)).
-		Then(clientv3.OpPut(key, string(data)), clientv3.OpPut(s.indexPrefix(cp.MinionID)+cp.RequestID, "")).
+		If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0), clientv3.Compare(clientv3.CreateRevision(idx), "=", 0)).
+		Then(clientv3.OpPut(key, string(data)), clientv3.OpPut(idx, ""), clientv3.OpPut(s.openKey(cp.MinionID, cp.RequestID), "")).
+		Else(clientv3.OpGet(key, clientv3.WithCountOnly())).
 		Commit()
 	if err != nil {
 		return writeErr(err, "create claim")
 	}
+	if err := s.rev.observe(resp.Header, floor); err != nil {
+		return err
+	}
 	if !resp.Succeeded {
+		if resp.Responses[0].GetResponseRange().GetCount() == 0 {
+			return corrupt("claim deleted while its index entry remains: the request id was used")
+		}
 		return errors.Wrap(oduflow.ErrClaimExists, "etcdstore: create claim")
 	}
 	c.Generation = 1
@@ -155,11 +175,11 @@ func (s *Store) get(ctx context.Context, requestID string) (*oduflow.Claim, int6
 	if err := receipt.ValidateRequestID(requestID); err != nil {
 		return nil, 0, invalidID(err, "request id")
 	}
-	resp, err := s.cli.Get(ctx, s.claimKey(requestID))
+	resp, err := s.readTxn(ctx, "read claim", claimAnswerCap(1), rangeOp(s.claimKey(requestID), 0, false))
 	if err != nil {
-		return nil, 0, readErr(err, "read claim")
+		return nil, 0, err
 	}
-	return s.claimFrom(resp.Kvs, requestID)
+	return s.claimFrom(rangeKVs(resp, 0), requestID)
 }
 
 func (s *Store) claimFrom(kvs []*mvccpb.KeyValue, requestID string) (*oduflow.Claim, int64, error) {
@@ -170,6 +190,7 @@ func (s *Store) claimFrom(kvs []*mvccpb.KeyValue, requestID string) (*oduflow.Cl
 	if err != nil {
 		return nil, 0, err
 	}
+	fillFenceToken(c, kvs[0].ModRevision)
 	return c, kvs[0].ModRevision, nil
 }
 
@@ -180,16 +201,20 @@ func (s *Store) GetWithRequestLock(ctx context.Context, requestID string) (*oduf
 	if err := receipt.ValidateRequestID(requestID); err != nil {
 		return nil, false, invalidID(err, "request id")
 	}
-	resp, err := s.cli.Txn(ctx).Then(clientv3.OpGet(s.claimKey(requestID)),
-		clientv3.OpGet(s.runLockKey(requestID), clientv3.WithCountOnly())).Commit()
-	if err != nil {
-		return nil, false, readErr(err, "read claim and request lock")
-	}
-	c, _, err := s.claimFrom(resp.Responses[0].GetResponseRange().GetKvs(), requestID)
+	resp, err := s.readTxn(ctx, "read claim and request lock", claimAnswerCap(1),
+		rangeOp(s.claimKey(requestID), 0, false), rangeOp(s.runLockKey(requestID), 0, false))
 	if err != nil {
 		return nil, false, err
 	}
-	return c, resp.Responses[1].GetResponseRange().GetCount() > 0, nil
+	c, _, err := s.claimFrom(rangeKVs(resp, 0), requestID)
+	if err != nil {
+		return nil, false, err
+	}
+	held, err := lockHeld(rangeKVs(resp, 1))
+	if err != nil {
+		return nil, false, err
+	}
+	return c, held, nil
 }
 
 // CompareAndSwap implements oduflow.ClaimStore: the generation check is made on the record read, and the
@@ -235,23 +260,42 @@ func (s *Store) compareAndSwap(ctx context.Context, next *oduflow.Claim, held []
 	}
 	out := cloneClaim(next)
 	out.Generation = cur.Generation + 1
+	out.FenceToken = cur.FenceToken // issued once, never changed (read back from the record if unwritten)
+	intent := held != nil && cur.Phase == oduflow.PhaseClaimed && out.Phase == oduflow.PhaseDispatching
+	if intent {
+		out.FenceToken = 0 // the token is this transaction's revision (fence.go)
+	}
 	data, err := out.MarshalBinary()
 	if err != nil {
 		return nil, err
 	}
 	key := s.claimKey(next.RequestID)
 	cmps := []clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(key), "=", rev)}
+	thens := []clientv3.Op{clientv3.OpPut(key, string(data))}
+	switch open := s.openKey(out.MinionID, out.RequestID); {
+	case out.Unresolved() && !cur.Unresolved():
+		thens = append(thens, clientv3.OpPut(open, ""))
+	case !out.Unresolved() && cur.Unresolved():
+		thens = append(thens, clientv3.OpDelete(open))
+	}
 	elses := []clientv3.Op{clientv3.OpGet(key)}
 	for _, l := range held {
 		cmps = append(cmps, clientv3.Compare(clientv3.CreateRevision(l.key), "=", l.createRev),
 			clientv3.Compare(clientv3.LeaseValue(l.key), "=", l.sess.Lease()))
 		elses = append(elses, clientv3.OpGet(l.key))
 	}
-	resp, err := s.cli.Txn(ctx).If(cmps...).Then(clientv3.OpPut(key, string(data))).Else(elses...).Commit()
+	floor := s.rev.floor()
+	resp, err := s.cli.Txn(ctx).If(cmps...).Then(thens...).Else(elses...).Commit()
 	if err != nil {
 		return nil, writeErr(err, "update claim")
 	}
+	if err := s.rev.observe(resp.Header, floor); err != nil {
+		return nil, err
+	}
 	if resp.Succeeded {
+		if intent {
+			out.FenceToken = uint64(resp.Header.Revision)
+		}
 		return out, nil
 	}
 	now, _, err := s.claimFrom(resp.Responses[0].GetResponseRange().GetKvs(), next.RequestID)
@@ -267,51 +311,72 @@ func (s *Store) compareAndSwap(ctx context.Context, next *oduflow.Claim, held []
 	return now, errors.Wrap(oduflow.ErrConflict, "etcdstore: claim changed meanwhile")
 }
 
-// ListByClient implements oduflow.ClaimStore: one read of the client's index entries fixes a revision,
-// and every claim is read at that same revision, so the list is one consistent snapshot.
+// ListByClient implements oduflow.ClaimStore: one read of the client's index entries, then its claims in
+// bounded batches (readClaims).
 func (s *Store) ListByClient(ctx context.Context, minionID string) ([]*oduflow.Claim, error) {
 	if err := receipt.ValidateMinionID(minionID); err != nil {
 		return nil, invalidID(err, "minion id")
 	}
-	for attempt := 1; ; attempt++ {
-		out, err := s.listOnce(ctx, minionID)
-		if err == nil || attempt >= listAttempts || !errors.Is(err, rpctypes.ErrCompacted) {
-			return out, err
-		}
+	reqs, rev, err := s.listIndex(ctx, s.indexPrefix(minionID), "list client index")
+	if err != nil {
+		return nil, err
 	}
+	return s.readClaims(ctx, minionID, reqs, rev)
 }
 
-func (s *Store) listOnce(ctx context.Context, minionID string) ([]*oduflow.Claim, error) {
-	pfx := s.indexPrefix(minionID)
+// listIndex reads the request ids of the index entries under pfx (keys only) and the revision of that
+// read.
+func (s *Store) listIndex(ctx context.Context, pfx, what string) ([]string, int64, error) {
+	floor := s.rev.floor()
 	resp, err := s.cli.Get(ctx, pfx, clientv3.WithPrefix(), clientv3.WithKeysOnly())
 	if err != nil {
-		return nil, readErr(err, "list client index")
+		return nil, 0, readErr(err, what)
 	}
-	rev := resp.Header.Revision
+	if err := s.rev.observe(resp.Header, floor); err != nil {
+		return nil, 0, err
+	}
 	reqs := make([]string, 0, len(resp.Kvs))
 	for _, kv := range resp.Kvs {
 		if len(kv.Key) > MaxKeySize {
-			return nil, corrupt("index key of %d bytes exceeds the cap", errors.Safe(len(kv.Key)))
+			return nil, 0, corrupt("index key of %d bytes exceeds the cap", errors.Safe(len(kv.Key)))
 		}
 		req, _ := strings.CutPrefix(string(kv.Key), pfx)
 		if receipt.ValidateRequestID(req) != nil {
-			return nil, corrupt("index entry is not a request id")
+			return nil, 0, corrupt("index entry is not a request id")
 		}
 		reqs = append(reqs, req)
 	}
+	return reqs, resp.Header.Revision, nil
+}
+
+// readClaims reads the claims of reqs (index entries of minionID) at revision rev, listBatch per read
+// transaction, each answer bounded by claimAnswerCap (so hostile oversized records cost a bounded amount
+// of memory and end the listing with ErrCorruptClaim). A batch whose revision was compacted meanwhile is
+// read again at the latest revision, and so is every later batch: each claim is then as committed at some
+// point during the call, which is all a listing promises (the quarantine argument needs only that every
+// claim indexed before the index read is read at or after it). An entry without its claim is
+// ErrCorruptClaim: claims are never deleted, and skipping a deleted one could lift a quarantine.
+func (s *Store) readClaims(ctx context.Context, minionID string, reqs []string, rev int64) ([]*oduflow.Claim, error) {
 	out := make([]*oduflow.Claim, 0, len(reqs))
 	for start := 0; start < len(reqs); start += listBatch {
 		batch := reqs[start:min(start+listBatch, len(reqs))]
-		ops := make([]clientv3.Op, len(batch))
+		ops := make([]*pb.RequestOp, len(batch))
 		for i, req := range batch {
-			ops[i] = clientv3.OpGet(s.claimKey(req), clientv3.WithRev(rev))
+			ops[i] = rangeOp(s.claimKey(req), rev, false)
 		}
-		tr, err := s.cli.Txn(ctx).Then(ops...).Commit()
+		tr, err := s.readTxn(ctx, "read client claims", claimAnswerCap(len(batch)), ops...)
+		if errors.Is(err, rpctypes.ErrCompacted) {
+			rev = 0 // from here on at the latest revision, which cannot be compacted away
+			for i := range ops {
+				ops[i] = rangeOp(s.claimKey(batch[i]), 0, false)
+			}
+			tr, err = s.readTxn(ctx, "read client claims", claimAnswerCap(len(batch)), ops...)
+		}
 		if err != nil {
-			return nil, readErr(err, "read client claims")
+			return nil, err
 		}
 		for i, req := range batch {
-			c, _, err := s.claimFrom(tr.Responses[i].GetResponseRange().GetKvs(), req)
+			c, _, err := s.claimFrom(rangeKVs(tr, i), req)
 			if errors.Is(err, oduflow.ErrNoClaim) {
 				return nil, corrupt("index entry without a claim")
 			}
@@ -331,4 +396,6 @@ var (
 	_ oduflow.ClaimStore = (*Store)(nil)
 	_ oduflow.Leases     = (*Store)(nil)
 	_ oduflow.Lease      = (*Lease)(nil)
+
+	_ oduflow.UnresolvedLister = (*Store)(nil)
 )

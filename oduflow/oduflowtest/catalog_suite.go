@@ -39,17 +39,20 @@ type CatalogFactory struct {
 	MultiProcess bool
 }
 
-// CatalogRecord names one stored record for CatalogFactory.Corrupt: a definition (ID) or an execution
-// snapshot (MinionID and ID, its request id).
+// CatalogRecord names one stored record for CatalogFactory.Corrupt: a definition (ID), an execution
+// snapshot (Execution, MinionID and ID, its request id) or an assignment (Assignment, MinionID and ID,
+// the definition id).
 type CatalogRecord struct {
-	Execution bool
-	MinionID  string
-	ID        string
+	Execution  bool
+	Assignment bool
+	MinionID   string
+	ID         string
 }
 
 // TestCatalogStore runs the conformance suite of catalog.Store against the catalogs f makes: definitions
 // (one per company and name, also under goroutines racing on two handles), assignments, executions
-// (identical-snapshot idempotence, one snapshot per request id under races), pointers, the final-outcome
+// (identical-snapshot idempotence, one snapshot per request id under races), tenancy (an assignment's
+// company is its definition's, on write and on every read), pointers, the final-outcome
 // rule, LockServer exclusivity across handles and its release when the holder dies, and malformed
 // records (catalog.ErrCorrupt, never a panic). Every error is checked with the standard library's
 // errors.Is.
@@ -74,6 +77,7 @@ func TestCatalogStore(t *testing.T, f CatalogFactory) {
 	t.Run("Outcomes", s.testOutcomes)
 	t.Run("LockServer", s.testLockServer)
 	t.Run("Corrupt", s.testCatalogCorrupt)
+	t.Run("Tenancy", s.testTenancy)
 }
 
 type catalogSuite struct {
@@ -250,7 +254,7 @@ func (s *catalogSuite) testAssignments(t *testing.T) {
 		t.Fatalf("Assign again: %+v %v", again, err)
 	}
 	_, err = b.Assign(ctx, d.ID, m1, "other-co")
-	wantErr(t, "Assign for another company", err, catalog.ErrExists)
+	wantErr(t, "Assign for a company that does not own the definition", err, catalog.ErrInvalid)
 	_, err = b.Assign(ctx, receipt.NewRequestID(), m1, "acme")
 	wantErr(t, "Assign of an unknown definition", err, catalog.ErrNotFound)
 	_, err = b.Assign(ctx, d.ID, "bad minion", "acme")

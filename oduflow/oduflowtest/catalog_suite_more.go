@@ -349,3 +349,48 @@ func (s *catalogSuite) testCatalogCorrupt(t *testing.T) {
 		t.Fatalf("Execution restored: %v", err)
 	}
 }
+
+// testTenancy: Assign refuses a definition of another company (catalog.ErrInvalid), on any handle; a
+// crossed assignment record stored around Assign (company A on company B's definition) reads back as
+// catalog.ErrCorrupt through Assignment and Assignments, never as A's right to run B's source; Unassign
+// removes it.
+func (s *catalogSuite) testTenancy(t *testing.T) {
+	ctx := testContext(t)
+	loc, h := s.handles(t, 2)
+	a, b := h[0], h[1]
+	dA, err := a.CreateDefinition(ctx, "company-a", "web", []byte(catalogSourceA))
+	noErr(t, "CreateDefinition A", err)
+	dB, err := b.CreateDefinition(ctx, "company-b", "web", []byte(catalogSourceB))
+	noErr(t, "CreateDefinition B", err)
+	minion := newCatalogMinion()
+	for i, st := range h {
+		_, err := st.Assign(ctx, dB.ID, minion, "company-a")
+		wantErr(t, "Assign of company B's definition to company A", err, catalog.ErrInvalid)
+		_, err = st.Assignment(ctx, dB.ID, minion)
+		wantErr(t, "Assignment after the refused Assign", err, catalog.ErrNotFound)
+		if i == 0 {
+			noErr(t, "Assign A", func() error { _, err := st.Assign(ctx, dA.ID, minion, "company-a"); return err }())
+		}
+	}
+	if s.f.Corrupt == nil {
+		return
+	}
+	crossed, _ := json.Marshal(catalog.Assignment{DefinitionID: dB.ID, MinionID: minion, Company: "company-a",
+		CreatedAt: time.Now().UTC()})
+	noErr(t, "Corrupt", s.f.Corrupt(ctx, loc, CatalogRecord{Assignment: true, MinionID: minion, ID: dB.ID}, crossed))
+	for _, st := range h {
+		_, err := st.Assignment(ctx, dB.ID, minion)
+		wantErr(t, "Assignment of a crossed record", err, catalog.ErrCorrupt)
+		if errors.Is(err, catalog.ErrNotFound) || errors.Is(err, catalog.ErrInvalid) {
+			t.Errorf("a crossed record matches another sentinel too: %v", err)
+		}
+		_, err = st.Assignments(ctx, minion)
+		wantErr(t, "Assignments with a crossed record", err, catalog.ErrCorrupt)
+		_, err = st.Assignments(ctx, "")
+		wantErr(t, "Assignments of every server with a crossed record", err, catalog.ErrCorrupt)
+	}
+	noErr(t, "Unassign the crossed record", a.Unassign(ctx, dB.ID, minion))
+	if l, err := b.Assignments(ctx, minion); err != nil || len(l) != 1 || l[0].DefinitionID != dA.ID {
+		t.Fatalf("Assignments after removing the crossed record: %v %v", l, err)
+	}
+}

@@ -20,8 +20,11 @@ func fileCatalogFactory() oduflowtest.CatalogFactory {
 		},
 		Corrupt: func(_ context.Context, dir string, r oduflowtest.CatalogRecord, data []byte) error {
 			name := "def." + r.ID + ".json"
-			if r.Execution {
+			switch {
+			case r.Execution:
 				name = "exe." + r.MinionID + "." + r.ID + ".json"
+			case r.Assignment:
+				name = "asg." + r.ID + "." + r.MinionID + ".json"
 			}
 			// Through a temporary file and a rename, as the store writes: the record is whole or absent.
 			tmp := filepath.Join(dir, ".corrupt-"+name)

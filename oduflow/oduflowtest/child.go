@@ -55,7 +55,8 @@ type childJob struct {
 	Barrier    string `json:"barrier,omitempty"`
 	Goroutines int    `json:"goroutines"`
 	Rounds     int    `json:"rounds,omitempty"`
-	Minion     string `json:"minion,omitempty"` // server-lock
+	Minion     string `json:"minion,omitempty"` // server-lock, fence
+	Shared     string `json:"shared,omitempty"` // fence: the file holding the last token recorded
 }
 
 func childJobFromEnv() (childJob, bool) {
@@ -95,6 +96,27 @@ func runChild(t *testing.T, f StoreFactory, job childJob) {
 		fmt.Println(lineHeld)
 		<-ctx.Done() // the parent kills us long before
 		t.Fatal("oduflowtest child: holder was not killed")
+	case roleFence:
+		fmt.Println(lineReady)
+		if err := waitBarrier(ctx, job.Barrier); err != nil {
+			t.Fatal(err)
+		}
+		var ok, other atomic.Int64
+		var wg sync.WaitGroup
+		for range job.Goroutines {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if err := recordIntents(ctx, st, job.Minion, job.Shared, job.Rounds); err != nil {
+					other.Add(1)
+					t.Errorf("oduflowtest child: %v", err)
+					return
+				}
+				ok.Add(int64(job.Rounds))
+			}()
+		}
+		wg.Wait()
+		fmt.Printf("%sok=%d exists=0 other=%d\n", lineResult, ok.Load(), other.Load())
 	case roleCreate, roleCAS:
 		fmt.Println(lineReady)
 		if err := waitBarrier(ctx, job.Barrier); err != nil {

@@ -29,6 +29,7 @@ var mutants = map[string]string{ // mutant -> subtest that must catch it
 	"cockroach-only sentinels": "Get/no_claim",
 	"lock not exclusive":       "Leases/request_lock_exclusive",
 	"session never expires":    "CompareAndSwapHeld/after_session_death",
+	"fence token repeats":      "FenceTokens/recorded_and_kept",
 }
 
 func TestSuiteCatchesBrokenStores(t *testing.T) {
@@ -126,7 +127,16 @@ func (m mutant) CompareAndSwapHeld(ctx context.Context, next *oduflow.Claim, hel
 	if m.name == "held ignores leases" {
 		return m.Store.CompareAndSwap(ctx, next)
 	}
-	return m.Store.CompareAndSwapHeld(ctx, next, held...)
+	out, err := m.Store.CompareAndSwapHeld(ctx, next, held...)
+	if m.name == "fence token repeats" && err == nil && out.FenceToken > 1 {
+		out.FenceToken = 1 // every intent gets the same token
+		data, merr := out.MarshalBinary()
+		if merr != nil {
+			return nil, merr
+		}
+		m.Store.(*oduflowtest.MemoryStore).Corrupt(out.RequestID, data)
+	}
+	return out, err
 }
 
 func (m mutant) ListByClient(ctx context.Context, minionID string) ([]*oduflow.Claim, error) {

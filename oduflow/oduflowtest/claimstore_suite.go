@@ -73,7 +73,9 @@ func TestClaimStore(t *testing.T, f StoreFactory) {
 	t.Run("Get", s.testGet)
 	t.Run("CompareAndSwap", s.testCompareAndSwap)
 	t.Run("CompareAndSwapHeld", s.testCompareAndSwapHeld)
+	t.Run("FenceTokens", s.testFenceTokens)
 	t.Run("ListByClient", s.testListByClient)
+	t.Run("ListUnresolved", s.testListUnresolved)
 	t.Run("Leases", s.testLeases)
 	t.Run("Corrupt", s.testCorrupt)
 }

@@ -79,6 +79,10 @@ func (s *suite) testCompareAndSwapHeld(t *testing.T) {
 			t.Fatalf("CompareAndSwapHeld with both leases held: %v", err)
 		}
 		next.Generation = 2
+		if out.FenceToken == 0 {
+			t.Fatal("the dispatch intent issued no fence token")
+		}
+		next.FenceToken = out.FenceToken // issued by the store (FenceTokens)
 		sameClaim(t, "CompareAndSwapHeld result", out, next)
 		sameClaim(t, "stored after CompareAndSwapHeld", mustGet(t, st, cur.RequestID), next)
 	})

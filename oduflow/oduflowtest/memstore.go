@@ -23,6 +23,7 @@ type MemoryStore struct {
 	records map[string][]byte   // request id -> encoded claim
 	clients map[string][]string // minion id -> request ids in creation order
 	locks   map[string]*memHold // lock name -> current holder
+	fences  map[string]uint64   // minion id -> last fencing token issued
 	nextID  uint64
 }
 
@@ -34,7 +35,7 @@ type memHold struct {
 // NewMemoryStore returns an empty store.
 func NewMemoryStore() *MemoryStore {
 	return &MemoryStore{records: map[string][]byte{}, clients: map[string][]string{},
-		locks: map[string]*memHold{}}
+		locks: map[string]*memHold{}, fences: map[string]uint64{}}
 }
 
 // Corrupt stores data verbatim as the record of requestID (tests of corrupt-record handling).
@@ -107,12 +108,17 @@ func (s *MemoryStore) Get(ctx context.Context, requestID string) (*oduflow.Claim
 
 // CompareAndSwap implements oduflow.ClaimStore.
 func (s *MemoryStore) CompareAndSwap(ctx context.Context, next *oduflow.Claim) (*oduflow.Claim, error) {
-	return s.CompareAndSwapHeld(ctx, next)
+	return s.compareAndSwap(ctx, next, nil, false)
 }
 
 // CompareAndSwapHeld implements oduflow.ClaimStore: the generation, identity and lease checks and the write
-// happen under one mutex.
+// happen under one mutex. The intent (claimed to dispatching) gets the client's next fencing token, a
+// per-client counter kept under the same mutex.
 func (s *MemoryStore) CompareAndSwapHeld(ctx context.Context, next *oduflow.Claim, held ...oduflow.Lease) (*oduflow.Claim, error) {
+	return s.compareAndSwap(ctx, next, held, true)
+}
+
+func (s *MemoryStore) compareAndSwap(ctx context.Context, next *oduflow.Claim, held []oduflow.Lease, guarded bool) (*oduflow.Claim, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -140,11 +146,18 @@ func (s *MemoryStore) CompareAndSwapHeld(ctx context.Context, next *oduflow.Clai
 	}
 	out := *next
 	out.Generation = cur.Generation + 1
+	out.FenceToken = cur.FenceToken // issued once, never changed
+	if guarded && cur.Phase == oduflow.PhaseClaimed && out.Phase == oduflow.PhaseDispatching {
+		out.FenceToken = s.fences[out.MinionID] + 1
+	}
 	data, err := out.MarshalBinary()
 	if err != nil {
 		return nil, err
 	}
 	s.records[out.RequestID] = data
+	if out.FenceToken > s.fences[out.MinionID] {
+		s.fences[out.MinionID] = out.FenceToken
+	}
 	return unmarshalClaim(data) // a copy the caller cannot share with next
 }
 

@@ -35,7 +35,10 @@ Config (JSON): {"salt_version": "3006.0", "multiprocessing": true,
   "opts": {...extra minion options}, "crypto_backend": "auto"}
 """
 
+import inspect
 import json
+import linecache
+import multiprocessing
 import os
 import re
 import selectors
@@ -113,8 +116,18 @@ def fake_fopen(*args, **kwargs):
     return open(*args, **kwargs)  # noqa: the real fopen wraps open() as well
 
 
-class FakeState(object):
-    """salt.state.State stand-in with the verified method signatures."""
+# The fake salt.state module, as source text (registered with linecache under a pseudo file
+# name, so inspect.getsource works on it as on Salt's own salt/state.py): the module's runtime
+# guard scans it and finds the event bus reached only from State.event and processes started
+# only from State.call_parallel, as in Salt 3006 and later.
+FAKE_STATE_FILE = "<oduflow fake salt/state.py>"
+FAKE_STATE_SOURCE = """
+import json
+import os
+
+
+class State(object):
+    \"\"\"salt.state.State stand-in with the verified method signatures.\"\"\"
 
     def __init__(self, opts, pillar_override=None, jid=None, **kwargs):
         self.opts = opts
@@ -122,16 +135,50 @@ class FakeState(object):
 
     def event(self, chunk_ret, length, fire_event=False):
         # The real one publishes the raw chunk result on the event bus.
-        with open(CURRENT["events"], "a") as handle:
-            handle.write(json.dumps({"jid": self.jid, "len": length, "ret": chunk_ret}) + "\n")
+        _bus.fire_event({"jid": self.jid, "len": length, "ret": chunk_ret})
 
-    def call_parallel(self, cdata, low):
-        # The real one spawns a process that writes the raw result below cachedir/<jid>/.
-        troot = os.path.join(self.opts["cachedir"], str(self.jid))
+    @classmethod
+    def _call_parallel_target(cls, instance, cdata, low):
+        # The real one runs in a new process and writes the raw result below cachedir/<jid>/.
+        troot = os.path.join(instance.opts["cachedir"], str(instance.jid))
         os.makedirs(troot, exist_ok=True)
         with open(os.path.join(troot, "parallel"), "w") as handle:
             handle.write(json.dumps(low))
+
+    def call_parallel(self, cdata, low):
+        self._call_parallel_target(self, cdata, low)
         return {"name": low.get("name"), "result": None, "changes": {}, "comment": "Started"}
+"""
+
+
+class _FakeBus(object):
+    """Where the fake State.event publishes: the minion's events file."""
+
+    @staticmethod
+    def fire_event(data):
+        with open(CURRENT["events"], "a") as handle:
+            handle.write(json.dumps(data) + "\n")
+
+
+def fake_state_module(source=FAKE_STATE_SOURCE, filename=FAKE_STATE_FILE):
+    """A fresh fake salt.state module built from source (tests pass altered sources)."""
+    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+    m = types.ModuleType("salt.state")
+    m.__file__ = filename
+    m._bus = _FakeBus
+    exec(compile(source, filename, "exec"), m.__dict__)  # pylint: disable=exec-used
+    return m
+
+
+def fake_load_args_and_kwargs(func, args, data=None, ignore_invalid=False):
+    """salt.minion.load_args_and_kwargs: __kwarg__ dicts and name=value strings become keyword
+    arguments, and a function with **kwargs receives the publication data as __pub_<key>."""
+    out_args, out_kwargs = split_args(args, {})
+    params = inspect.signature(func).parameters.values()
+    if any(p.kind == p.VAR_KEYWORD for p in params) and isinstance(data, dict):
+        for key, val in data.items():
+            out_kwargs["__pub_" + key] = val
+    return out_args, out_kwargs
 
 
 def _side_effect(fun, target):
@@ -171,8 +218,6 @@ def _run_chunks(ret, key):
 
 
 def fake_sls(mods, test=None, exclude=None, queue=None, sync_mods=None, state_events=None, **kwargs):
-    import salt.utils.files  # pylint: disable=import-outside-toplevel
-
     _side_effect("state.apply", mods)
     _behave(mods, "state.apply", {"mods": mods, "test": test, "queue": queue,
                                   "state_events": state_events, "kwargs": kwargs})
@@ -291,15 +336,14 @@ def install_fake_salt(version=None):
             return self.string
 
     salt = mod("salt", __path__=[])
+    globals()["salt"] = salt  # the fake state functions reach salt.utils.files as Salt's do
     salt.version = mod("salt.version", __saltstack_version__=_Version())
     salt.exceptions = mod("salt.exceptions", CommandExecutionError=CommandExecutionError)
     salt.utils = mod("salt.utils", __path__=[])
     salt.utils.files = mod("salt.utils.files", fopen=fake_fopen)
-    state_cls = type("State", (FakeState,), {
-        "event": FakeState.__dict__["event"],
-        "call_parallel": FakeState.__dict__["call_parallel"],
-    })
-    salt.state = mod("salt.state", State=state_cls)
+    salt.state = fake_state_module()
+    sys.modules["salt.state"] = salt.state
+    salt.minion = mod("salt.minion", load_args_and_kwargs=fake_load_args_and_kwargs)
     salt.crypt = fake_crypt(BEHAVIOR.get("crypto_backend", "auto"))
     sys.modules["salt.crypt"] = salt.crypt
     salt.modules = mod("salt.modules", __path__=[])
@@ -374,16 +418,19 @@ def split_args(args, kwargs):
 def call(module, fun, args=None, kwargs=None, jid=None):
     """Call module function `fun` (short name) like a minion job. Returns (return, retcode)."""
     CURRENT["jid"] = jid
-    out_args, out_kwargs = split_args(args, kwargs)
     func = getattr(module, fun, None)
     if fun.startswith("_") or not callable(func):
         return "'oduflow_job.{}' is not available.".format(fun), 254
-    if fun == "run":  # a function with **kwargs receives the publication metadata
-        pub = {"jid": jid, "fun": "oduflow_job." + fun, "arg": list(args or []),
-               "tgt": module.__opts__["id"], "tgt_type": "list", "ret": "", "user": "root"}
-        for key, val in pub.items():
-            out_kwargs["__pub_" + key] = val
+    # As the minion does: a function with **kwargs receives the publication metadata.
+    pub = {"jid": jid, "fun": "oduflow_job." + fun, "arg": list(args or []),
+           "tgt": module.__opts__["id"], "tgt_type": "list", "ret": "", "user": "root"}
+    call_args = list(args or []) + ([dict(kwargs, __kwarg__=True)] if kwargs else [])
+    out_args, out_kwargs = fake_load_args_and_kwargs(func, call_args, pub)
     module.__context__.pop("retcode", None)
+    # A minion with multiprocessing: True runs each job in its own process with this name.
+    process = multiprocessing.current_process()
+    saved_name = process.name
+    process.name = "ProcessPayload(jid={})".format(jid if jid else "0" * 20)
     try:
         ret = func(*out_args, **out_kwargs)
     except CommandExecutionError as exc:
@@ -392,6 +439,8 @@ def call(module, fun, args=None, kwargs=None, jid=None):
         return "Passed invalid arguments: {}".format(exc), 1
     except Exception as exc:  # pylint: disable=broad-except
         return "The minion function caused an exception: {}".format(type(exc).__name__), 1
+    finally:
+        process.name = saved_name
     return ret, module.__context__.get("retcode", 0)
 
 

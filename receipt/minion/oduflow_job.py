@@ -5,9 +5,10 @@ oduflow_job: protocol 1 of Oduflow's durable minion receipts (Salt execution mod
 Functions (all other names are private):
 
     oduflow_job.capabilities()
-    oduflow_job.run(request_id, profile, state_data_json="")
+    oduflow_job.run(request_id, profile, state_data_json="", fence_token=None)
     oduflow_job.status(request_id, jid, profile)
     oduflow_job.attest(request_id, jid, profile, nonce)
+    oduflow_job.fence(request_id, jid, profile, token)
 
 ``run`` executes one managed apply for one request, bound to the publication's own JID
 (read only from Salt's ``__pub_jid`` metadata), and commits a durable receipt before
@@ -35,6 +36,17 @@ or cryptography). The master verifies it with the key it has accepted for this m
 so a return put on the event bus by anyone else is never evidence. ``nonce`` is 32 to 64
 lowercase hex digits chosen by the master for each request (a proof never replays).
 
+Fencing (capability ``fencing``, version 1): ``fence_token`` is an integer from 1 to 2^53-1,
+strictly increasing per client (this minion), issued by the dispatcher's claim store. The
+module keeps the highest token it has started or fenced in ``fence.json`` (the high-water
+mark) and commits the raised mark, then the JID index, before any state work. A run whose
+token is not above the mark runs nothing and commits a terminal fenced receipt: the nine
+keys plus ``"code": "fenced"``, status ``failed``, 0 of 0. ``fence`` raises the mark to at
+least ``token`` and makes that publication never-to-run (a fenced receipt), or, if its run
+already started or finished, answers its receipt (running, unknown or terminal) unchanged.
+A run without ``fence_token`` is accepted as before while ``_REQUIRE_FENCE_TOKEN`` is False
+(the one switch; dispatchers that send tokens require the ``fencing`` capability).
+
 Receipts live in ``/var/lib/oduflow/job-receipts`` (minion option ``oduflow_receipt_dir``),
 a directory owned by the minion user with mode 0700; files are 0600. Opens refuse
 symlinks in any path component, foreign owners, group/other permission bits and files with
@@ -44,6 +56,7 @@ A malformed or inaccessible record is an error and is never replaced.
 Store layout (plain names in the receipt directory):
 
     jid-<jid>.json          JID index: the request this publication is bound to
+    fence.json              fence high-water mark: {"minion_id", "protocol", "record": "fence", "token"}
     req-<request_id>.json   running record, replaced atomically by the terminal receipt
     req-<request_id>.lock   request lock (flock, held by the live worker)
     exec.lock               execution lock (flock, one managed apply per minion)
@@ -56,8 +69,14 @@ one proves that it is alive. A file that merely exists proves nothing.
 Raw results never reach disk or the event bus from inside ``run``: the state cache files
 (``sls.p``, ``*.cache.p``) are written into memory, reads through that cache path are
 refused, ``State.event`` is silenced and ``State.call_parallel`` refuses to spawn. The
-shims need Salt in a verified version (see ``_VERIFIED_SALT_VERSIONS``), matching function
-signatures and ``multiprocessing: True``; otherwise ``run`` refuses before doing anything.
+runtime guard (``_GUARD_CHECKS``) verifies, on any Salt from 3006.0 on, what the shims rely
+on: the signatures of the patched and called functions, that salt.state reaches the event
+bus only from ``State.event`` and starts processes only from ``State.call_parallel``, that
+the state cache writes go through ``salt.utils.files.fopen`` and the shim turns a probe
+write into memory, that ``load_args_and_kwargs`` injects the publication's ``__pub_jid``,
+that the job runs alone in its process (``multiprocessing: True``), and that the crypto
+backend signs a known-answer probe correctly. Any failure: ``runtime_guard: false`` with
+``<check>: <reason>`` in ``capabilities``, and ``run`` refuses before doing anything.
 There is no bypass.
 
 Compatible with Python 3.6+ and the standard library only (the signature uses the crypto
@@ -93,9 +112,15 @@ __virtualname__ = "oduflow_job"
 
 PROTOCOL = 1
 
-_VERIFIED_SALT_VERSIONS = ("3006.0", "3006.27")
-
 _DEFAULT_RECEIPT_DIR = "/var/lib/oduflow/job-receipts"
+
+# Fencing (capability "fencing", version 1). The switch: while False, a run without
+# fence_token is accepted as before (dispatchers that predate fencing); True refuses it.
+# The dispatcher requires the fencing capability for new requests once it sends tokens.
+_FENCING_VERSION = 1
+_REQUIRE_FENCE_TOKEN = False
+_MAX_FENCE_TOKEN = 2 ** 53 - 1  # exact in JSON and in a double, like the counts
+_FENCE_NAME = "fence.json"
 
 _ROLES = {
     "configure": "roles.client_stack",
@@ -117,6 +142,12 @@ _RECEIPT_KEYS = (
     "total",
 )
 _INT_KEYS = ("protocol", "passed", "total")
+# The one optional receipt key: "code" says why a failed receipt ran nothing. Only "fenced"
+# exists (failed 0/0: a fence token not above the minion's high-water mark, or a fence()
+# call before the run); receipts without it keep the nine keys of every earlier version.
+_CODE_KEY = "code"
+_CODE_FENCED = "fenced"
+_CODES = (_CODE_FENCED,)
 _RECORD_KEYS = ("record", "protocol", "minion_id", "request_id", "jid", "profile", "state_digest")
 
 _UUID_RE = re.compile(r"\A[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\Z")
@@ -138,23 +169,6 @@ _STATUS_READS = 5  # read-probe-read rounds before moving evidence is called run
 _PROOF_ALG = "rsa-pkcs1v15-sha256"
 _PROOF_PREFIX = b"oduflow-receipt-proof-v1\n"  # domain separation: this key signs nothing else like it
 _NONCE_RE = re.compile(r"\A[0-9a-f]{32,64}\Z")
-
-# The Salt functions the shims replace or rely on, with their parameter names as of the
-# verified versions. Anything else refuses to run.
-_EXPECTED_SIGNATURES = (
-    ("salt.utils.files", None, "fopen", ["args", "kwargs"]),
-    ("salt.state", "State", "event", ["self", "chunk_ret", "length", "fire_event"]),
-    ("salt.state", "State", "call_parallel", ["self", "cdata", "low"]),
-    (
-        "salt.modules.state",
-        None,
-        "sls",
-        ["mods", "test", "exclude", "queue", "sync_mods", "state_events", "kwargs"],
-    ),
-    ("salt.modules.state", None, "apply_", ["mods", "kwargs"]),
-    ("salt.modules.state", None, "high", ["data", "test", "queue", "kwargs"]),
-)
-
 
 def __virtual__():
     return __virtualname__
@@ -390,7 +404,7 @@ def _receipt_from_value(value):
     if not isinstance(value, dict):
         return None, "wrong_type"
     for key in value:
-        if key not in _RECEIPT_KEYS:
+        if key not in _RECEIPT_KEYS and key != _CODE_KEY:
             return None, "unknown_key"
     for key in _RECEIPT_KEYS:
         if key not in value:
@@ -402,7 +416,11 @@ def _receipt_from_value(value):
                 return None, "wrong_type"
         elif not isinstance(val, str):
             return None, "wrong_type"
+    if _CODE_KEY in value and not isinstance(value[_CODE_KEY], str):
+        return None, "wrong_type"
     receipt = {k: value[k] for k in _RECEIPT_KEYS}
+    if _CODE_KEY in value:
+        receipt[_CODE_KEY] = value[_CODE_KEY]
     reason = _receipt_reason(receipt)
     if reason:
         return None, reason
@@ -423,8 +441,11 @@ def _receipt_reason(r):
         return "bad_profile"
     if r["status"] not in _STATUSES:
         return "bad_status"
+    code = r.get(_CODE_KEY)
+    if code is not None and (code not in _CODES or r["status"] != "failed"):
+        return "bad_code"
     if r["profile"] == "custom":
-        evidence_free = r["status"] in ("not_started", "unknown")
+        evidence_free = r["status"] in ("not_started", "unknown") or code == _CODE_FENCED
         if not _is_digest(r["state_digest"]) and not (evidence_free and r["state_digest"] == ""):
             return "bad_digest"
     elif r["state_digest"] != "":
@@ -435,6 +456,8 @@ def _receipt_reason(r):
     ok = passed <= total
     if r["status"] == "succeeded":
         ok = ok and total >= 1 and passed == total
+    elif code == _CODE_FENCED:
+        ok = passed == 0 and total == 0
     elif r["status"] == "failed":
         ok = ok and passed < total
     else:
@@ -832,7 +855,10 @@ def _read_jid_index(store, jid):
     return _parse_record(data, name, "jid_index")
 
 
-def _check_binding(found, want, fields=("minion_id", "request_id", "jid", "profile", "state_digest")):
+_BINDING_FIELDS = ("minion_id", "request_id", "jid", "profile", "state_digest")
+
+
+def _check_binding(found, want, fields=_BINDING_FIELDS):
     for field in fields:
         if field in want and found.get(field) != want[field]:
             raise _BindingConflict(field)
@@ -878,9 +904,11 @@ def _grains_version():
     return value if isinstance(value, str) else None
 
 
-def _resolve(module_name, class_name, attr):
-    import importlib  # pylint: disable=import-outside-toplevel
+class _GuardFailure(Exception):
+    """One runtime guard check did not hold; str() is the short reason."""
 
+
+def _resolve(module_name, class_name, attr):
     module = importlib.import_module(module_name)
     owner = getattr(module, class_name) if class_name else module
     return owner, owner.__dict__[attr] if class_name else getattr(owner, attr)
@@ -890,45 +918,348 @@ def _param_names(func):
     return [p.name for p in inspect.signature(func).parameters.values()]
 
 
-def _runtime_guard():
-    """Every precondition of the shims. Returns None when all hold, else a short reason."""
+def _expect_signature(module_name, class_name, attr, expected):
+    where = ".".join(p for p in (module_name, class_name, attr) if p)
+    try:
+        _, func = _resolve(module_name, class_name, attr)
+        names = _param_names(func)
+    except Exception:  # pylint: disable=broad-except
+        raise _GuardFailure("missing Salt function {}".format(where))
+    if names != expected:
+        raise _GuardFailure("unexpected signature of {}".format(where))
+    return func
+
+
+def _code_tree(code, path=()):
+    """(path, code) for code and every code object nested in it (functions, classes,
+    lambdas, comprehensions); path is the chain of enclosing names."""
+    here = path + (code.co_name,)
+    yield here, code
+    for const in code.co_consts:
+        if inspect.iscode(const):
+            for item in _code_tree(const, here):
+                yield item
+
+
+def _module_code(module):
+    """The module's own source, compiled: every function, method and closure it defines,
+    decorated or not (a decorator hides the function object, not its code)."""
+    try:
+        source = inspect.getsource(module)
+    except Exception:  # pylint: disable=broad-except
+        raise _GuardFailure("cannot read the source of {}".format(module.__name__))
+    return compile(source, getattr(module, "__file__", None) or "<salt>", "exec", dont_inherit=True)
+
+
+def _only_inside(module, names, owner_path, what):
+    """Every code object of module that uses one of names (as a global or attribute) lies
+    inside the function at owner_path (e.g. ("State", "event")): that function is the only
+    way to reach them, so replacing it cuts them off."""
+    found = False
+    for path, code in _code_tree(_module_code(module)):
+        if not code.co_flags & inspect.CO_NEWLOCALS:
+            continue  # module and class bodies only bind names; functions use them
+        if not set(code.co_names) & set(names):
+            continue
+        if path[1:1 + len(owner_path)] != owner_path:
+            raise _GuardFailure("{} is reachable outside {}.{} ({})".format(
+                what, module.__name__, ".".join(owner_path), ".".join(path[1:])))
+        found = True
+    return found
+
+
+# The Salt internals the shims replace or rely on, with the parameter names the shims need.
+_STATE_FUNCTIONS = (
+    ("salt.utils.files", None, "fopen", ["args", "kwargs"]),
+    ("salt.modules.state", None, "sls", ["mods", "test", "exclude", "queue", "sync_mods", "state_events", "kwargs"]),
+    ("salt.modules.state", None, "apply_", ["mods", "kwargs"]),
+    ("salt.modules.state", None, "high", ["data", "test", "queue", "kwargs"]),
+)
+_EVENT_NAMES = ("fire_event", "fire_master", "get_master_event", "get_event", "SaltEvent", "MinionEvent")
+_SPAWN_NAMES = ("_call_parallel_target", "Process", "SignalHandlingProcess", "Popen", "fork", "Thread")
+_PROCESS_NAME_RE = re.compile(r"\AProcessPayload\(jid=([0-9]{20})\)\Z")
+
+
+def _check_salt_version(_pub_jid):
+    """Salt 3006.0 or later, and salt.version agrees with the grains."""
     version = _salt_version()
     if version is None:
-        return "cannot determine the Salt version"
-    if version not in _VERIFIED_SALT_VERSIONS:
-        return "unsupported Salt version {} (verified: {})".format(
-            version, ", ".join(_VERIFIED_SALT_VERSIONS)
-        )
+        raise _GuardFailure("cannot determine the Salt version")
+    match = re.match(r"\A([0-9]+)(?:\.([0-9]+))?", version)
+    if not match or int(match.group(1)) < 3006:
+        raise _GuardFailure("Salt {} is older than 3006.0".format(version or '""'))
     grains_version = _grains_version()
     if grains_version is not None and grains_version != version:
-        return "Salt version mismatch between salt.version and grains"
+        raise _GuardFailure("Salt version mismatch between salt.version and grains")
+
+
+def _check_multiprocessing(pub_jid):
+    """The shims patch process-wide objects, so this job must be alone in its process: a
+    minion with multiprocessing: True runs every job in its own process named
+    ProcessPayload(jid=<jid>) (its main thread); salt-call runs one job per process. A
+    threaded minion (multiprocessing: False) runs jobs as threads of one process."""
+    import multiprocessing  # pylint: disable=import-outside-toplevel
+    import threading  # pylint: disable=import-outside-toplevel
+
     if _opt("multiprocessing") is not True:
-        return "multiprocessing must be True (isolated job processes are required)"
-    if not isinstance(_opt("cachedir"), str) or not _opt("cachedir"):
-        return "minion cachedir is not set"
-    for module_name, class_name, attr, expected in _EXPECTED_SIGNATURES:
-        where = ".".join(p for p in (module_name, class_name, attr) if p)
-        try:
-            _, func = _resolve(module_name, class_name, attr)
-            names = _param_names(func)
-        except Exception:  # pylint: disable=broad-except
-            return "missing Salt function {}".format(where)
-        if names != expected:
-            return "unexpected signature of {}".format(where)
-    # The state cache writes must go through salt.utils.files.fopen, which the shim wraps.
+        raise _GuardFailure("multiprocessing must be True (isolated job processes are required)")
+    if threading.current_thread() is not threading.main_thread():
+        raise _GuardFailure("this job runs in a thread of a shared process")
+    if _opt("__cli") == "salt-call":
+        return
+    name = multiprocessing.current_process().name
+    match = _PROCESS_NAME_RE.match(name) if isinstance(name, str) else None
+    if not match:
+        raise _GuardFailure("this job does not run in its own Salt job process")
+    if pub_jid is not None and match.group(1) != pub_jid:
+        raise _GuardFailure("this job's process belongs to another JID")
+
+
+def _state_function(fun):
+    """The function __salt__[fun] runs, unwrapped from the loader."""
     try:
-        _, sls = _resolve("salt.modules.state", None, "sls")
+        func = __salt__[fun]  # noqa: F821
+    except NameError:
+        raise _GuardFailure("Salt loader globals are missing")
+    except Exception:  # pylint: disable=broad-except
+        raise _GuardFailure("{} is not available".format(fun))
+    return inspect.unwrap(func)
+
+
+def _check_state_functions(_pub_jid):
+    """state.apply/state.high exist with the parameters run passes, and resolve
+    salt.utils.files (the module the cache shim patches) through the very module object."""
+    import sys  # pylint: disable=import-outside-toplevel
+
+    for module_name, class_name, attr, expected in _STATE_FUNCTIONS:
+        _expect_signature(module_name, class_name, attr, expected)
+    files = sys.modules.get("salt.utils.files")
+    for fun in ("state.apply", "state.high"):
+        func = _state_function(fun)
+        salt_pkg = getattr(func, "__globals__", {}).get("salt")
+        if files is None or getattr(getattr(salt_pkg, "utils", None), "files", None) is not files:
+            raise _GuardFailure("{} does not reach salt.utils.files through the patched module".format(fun))
+
+
+def _check_state_cache_writes(_pub_jid):
+    """salt.modules.state.sls writes sls.p and <name>.cache.p only through
+    salt.utils.files.fopen, and the shim really turns such a write into memory."""
+    import salt.utils.files  # pylint: disable=import-outside-toplevel
+
+    _, sls = _resolve("salt.modules.state", None, "sls")
+    try:
         source = inspect.getsource(sls)
     except Exception:  # pylint: disable=broad-except
-        return "cannot inspect salt.modules.state.sls"
+        raise _GuardFailure("cannot inspect salt.modules.state.sls")
     if source.count("open(") != source.count("salt.utils.files.fopen(") or "sls.p" not in source:
-        return "salt.modules.state.sls writes its caches in an unverified way"
+        raise _GuardFailure("salt.modules.state.sls writes its caches in an unverified way")
+    cachedir = _opt("cachedir")
+    if not isinstance(cachedir, str) or not cachedir:
+        raise _GuardFailure("minion cachedir is not set")
+    probe = os.path.join(cachedir, "sls.p")
+    before = _lstat_key(probe)
+    original = salt.utils.files.fopen
+    with _Shield(cachedir):
+        handle = salt.utils.files.fopen(probe, "w+b")
+        try:
+            sunk = isinstance(handle, _Sink)
+            handle.write(b"oduflow-guard-probe")
+        finally:
+            handle.close()
+    if not sunk or _lstat_key(probe) != before:
+        raise _GuardFailure("a state cache write escaped the shim")
+    if salt.utils.files.fopen is not original:
+        raise _GuardFailure("salt.utils.files.fopen was not restored")
+
+
+def _lstat_key(path):
     try:
-        for fun in ("state.apply", "state.high"):
-            if fun not in __salt__:  # noqa: F821
-                return "{} is not available".format(fun)
-    except NameError:
-        return "Salt loader globals are missing"
+        st = os.lstat(path)
+    except OSError:
+        return None
+    return (st.st_ino, st.st_size, st.st_mtime_ns)
+
+
+def _state_class_overrides(cls, attrs):
+    seen, stack = set(), list(cls.__subclasses__())
+    while stack:
+        sub = stack.pop()
+        if sub in seen:
+            continue
+        seen.add(sub)
+        for attr in attrs:
+            if attr in sub.__dict__:
+                return "{}.{}".format(sub.__name__, attr)
+        stack.extend(sub.__subclasses__())
+    return None
+
+
+def _check_state_event(_pub_jid):
+    """State.event(self, chunk_ret, length, fire_event) is the only code in salt.state that
+    reaches the event bus, and no loaded subclass of State overrides it."""
+    import salt.state  # pylint: disable=import-outside-toplevel
+
+    _expect_signature("salt.state", "State", "event", ["self", "chunk_ret", "length", "fire_event"])
+    _only_inside(salt.state, _EVENT_NAMES, ("State", "event"), "the event bus")
+    override = _state_class_overrides(salt.state.State, ("event", "call_parallel"))
+    if override:
+        raise _GuardFailure("{} overrides the shimmed method".format(override))
+
+
+def _check_call_parallel(_pub_jid):
+    """State.call_parallel(self, cdata, low) is the only code in salt.state that starts a
+    process or thread (the parallel target writes raw results below cachedir/<jid>)."""
+    import salt.state  # pylint: disable=import-outside-toplevel
+
+    _expect_signature("salt.state", "State", "call_parallel", ["self", "cdata", "low"])
+    _only_inside(salt.state, _SPAWN_NAMES, ("State", "call_parallel"), "process creation")
+
+
+def _check_pub_jid(_pub_jid):
+    """salt.minion.load_args_and_kwargs gives run the publication's own JID as __pub_jid,
+    over any __pub_jid a caller put into the arguments."""
+    func = _expect_signature("salt.minion", None, "load_args_and_kwargs",
+                             ["func", "args", "data", "ignore_invalid"])
+    request = "00000000-0000-4000-8000-000000000000"
+    jid = "20000101000000000001"
+    args = [request, "configure", {"__kwarg__": True, "__pub_jid": "1" * 20}]
+    out_args, out_kwargs = func(run, args, {"jid": jid, "fun": "oduflow_job.run"})
+    if list(out_args) != [request, "configure"] or out_kwargs.get("__pub_jid") != jid:
+        raise _GuardFailure("load_args_and_kwargs does not inject the publication JID as __pub_jid")
+
+
+# A public RSA test key (a known-answer test of the signing backend, never a secret): the
+# backend salt.crypt imported signs a probe with it, and the signature is checked here with
+# integer arithmetic against the key's own modulus.
+_KAT_KEY_PEM = (
+    b"-----BEGIN RSA PRIVATE KEY-----\n"
+    b"MIIEpQIBAAKCAQEA5T6S9nVw4T0Kn1SJiAM3nS5ODMVrtAAiq2JcUVFeYYjc/2SW\n"
+    b"sGIeuxF8QY4q12VbfSmJmuYIsdvu0LULvYzvK4UQuq1wIFuslJW6tuZgSG31FI4t\n"
+    b"pvQvIiyJd6plpE/p57iXrTMgbp2l+cyzZhTQJmww7UzNJBhCCjEIE5ll4LMHLEdy\n"
+    b"Sup26YopkeP+ax0Vcsu0T7viKEAXZYMfyag17yeX8qp9ONS1ZGjp/fkLUJrk67NR\n"
+    b"XNZZTq/dIwFHouZiB/LvT6QaMOSxMf30NlVJ+I5ZSLyOhL1VRKCxhFp4Dn/aioAV\n"
+    b"3HkYwZUhsv2QFxFOyPGLhdvPgn7ANLnNU/yEwwIDAQABAoIBAFqYvCPCjfW11fjZ\n"
+    b"w/CItPXdUuMhMktUsl7g5HMOoSoSmKQl8JeMb3CmnGCb+rpdSCbSv5sDxfPkYyEA\n"
+    b"K7+hbvPYBqB/4ownLrEZ60xVB0AYlH6nIcuVPPtYdotgQAMLwfjdrrO4PNz6WJm8\n"
+    b"GDoDh69nmn5tl7ToEVFNx09XlDeUSWgVwKyeqeu8dUx0VkTPrGaAP8pIuUDkbyvo\n"
+    b"qlzAxsYmT/ckYfAGJTc3Gg+F1ubZencasSQKVsKW/WRvC6VCNJTH2vtP83R95+LF\n"
+    b"/nqgob/RuQph6XeIx8hcgxJVhhzh6mcpMMcr7DfEl6xk3YnE5Czwkjiu4Vx24p1Q\n"
+    b"931JdYECgYEA+5J+2rQ53+KbWTBY7+vQmlgFqm/ILsy7fH1nNGQ3GvvzMY7RFUnb\n"
+    b"Rv1eZrGFH5sQf/ZnggNmsCY0AFSmx/eqg0gkyL3uENKdIpWYwFyAJsTCJOrY20s+\n"
+    b"Jn4Ud45K+zkPmUQxZqRshuHhB9kmc4YHBy8XCpU9ROfbKOaRW+RsaZECgYEA6Ud5\n"
+    b"/FgcGsdz9pqeNHsMk99iETQe1vbNJ37nUDNlmtJ/QvNnSt65VH4Wetn0oNHieBaT\n"
+    b"F5hsWf8cde/0koZeDRijzylsgrO0b/aZdSjLzZnY2Qk2VU+JO1ZCu7th1o7nn48Z\n"
+    b"MSIFLrgKS+UGGgKa4rmN+A0xhMJU19PBreeWPxMCgYEAr2YDVf7EPymigDuqNpTm\n"
+    b"m0X1pVBMdPy/V1ujoi6hEQpLE+lsM3iMDuHGeLkahN+7UEx+/HHcncH1Dan3ooI1\n"
+    b"+1RIeUGbA1WkwyEkIDIeE2mpps2qprK+QV40bOrjsmalTonyG4tWM3C3UZ6AJZlz\n"
+    b"uvmFChblYe55qfmfrT8Eq1ECgYEA42fxK6R86UIL8pcxqDlXvoMhp2GmuqlmvpzA\n"
+    b"Q3eHEdEnjA2ZYOwTwKEVqvbzuR5BZg2joHnPDkBZ70JWqcvgvWWKsnVQOW2TdR3w\n"
+    b"5Lw7SJc0RAbt92YMglKJxVZafv1aIDowNaxTXwK7ztZZB1wIvwJhujCqWB/U83yT\n"
+    b"LsM2vQ8CgYEA9dWBMCM/GpUL4J5dtd7XQCCWfeYFnACHdezmBl8hG89MWj+BVtFt\n"
+    b"4STzY682s+59c9QY0LRNcrpF5dVswp6J3tFO0hfo6YYk3It3gEQZa+cfeMPF/vEw\n"
+    b"cswoCGcP/1rLZ+SnT65+pV+s7QJQq9VjO1fANQu61Buu/+KxTNyzyn4=\n"
+    b"-----END RSA PRIVATE KEY-----\n"
+)
+_SHA256_DIGEST_INFO = bytes.fromhex("3031300d060960864801650304020105000420")
+
+
+def _der_integers(pem):
+    """The leading INTEGERs of a PKCS#1 RSAPrivateKey (version, n, e, ...)."""
+    body = b"".join(line for line in pem.splitlines() if line and not line.startswith(b"-----"))
+    der = base64.b64decode(body)
+
+    def header(pos):
+        tag, length = der[pos], der[pos + 1]
+        pos += 2
+        if length & 0x80:
+            size = length & 0x7F
+            length = int.from_bytes(der[pos:pos + size], "big")
+            pos += size
+        return tag, length, pos
+
+    tag, _, pos = header(0)
+    if tag != 0x30:
+        raise ValueError("not a DER sequence")
+    out = []
+    for _ in range(3):
+        tag, length, pos = header(pos)
+        if tag != 0x02:
+            raise ValueError("not a DER integer")
+        out.append(int.from_bytes(der[pos:pos + length], "big"))
+        pos += length
+    return out
+
+
+def _rsa_pkcs1v15_sha256_ok(n, e, message, signature):
+    size = (n.bit_length() + 7) // 8
+    sig = int.from_bytes(bytes(signature), "big")
+    if len(bytes(signature)) != size or sig >= n:
+        return False
+    encoded = pow(sig, e, n).to_bytes(size, "big")
+    digest = _SHA256_DIGEST_INFO + hashlib.sha256(message).digest()
+    expected = b"\x00\x01" + b"\xff" * (size - len(digest) - 3) + b"\x00" + digest
+    return encoded == expected
+
+
+def _kat_key(crypt, backend):
+    if backend == "m2crypto":
+        return crypt.RSA.load_key_string(_KAT_KEY_PEM)
+    if backend in ("cryptodome", "crypto"):
+        return crypt.RSA.importKey(_KAT_KEY_PEM)
+    serialization = getattr(crypt, "serialization", None) or importlib.import_module(
+        "cryptography.hazmat.primitives.serialization")
+    try:  # the key's own consistency check costs ~70 ms; the signature is verified below anyway
+        return serialization.load_pem_private_key(_KAT_KEY_PEM, password=None, unsafe_skip_rsa_key_validation=True)
+    except TypeError:  # cryptography before 39
+        return serialization.load_pem_private_key(_KAT_KEY_PEM, password=None)
+
+
+def _check_crypto(_pub_jid):
+    """The backend salt.crypt imported is one the signer knows, salt.crypt.get_rsa_key(path,
+    passphrase) loads the minion key, and the backend's RSA PKCS#1 v1.5 SHA-256 signature of
+    a probe verifies (a known-answer test)."""
+    try:
+        crypt = _salt_crypt()
+    except Exception:  # pylint: disable=broad-except
+        raise _GuardFailure("salt.crypt does not import")
+    backend = _proof_backend(crypt)
+    if backend is None:
+        raise _GuardFailure("no known crypto backend in salt.crypt")
+    _expect_signature("salt.crypt", None, "get_rsa_key", ["path", "passphrase"])
+    message = _PROOF_PREFIX + b"guard\n" + b"{}"
+    try:
+        _, n, e = _der_integers(_KAT_KEY_PEM)
+        signature = _sign(crypt, backend, _kat_key(crypt, backend), message)
+    except Exception as exc:  # pylint: disable=broad-except
+        raise _GuardFailure("the {} backend cannot sign ({})".format(backend, type(exc).__name__))
+    if not _rsa_pkcs1v15_sha256_ok(n, e, message, signature):
+        raise _GuardFailure("the {} backend's signature does not verify".format(backend))
+
+
+# The runtime guard, in order; capabilities() lists the names. A check raises _GuardFailure
+# (or anything else, which counts as a failure too).
+_GUARD_CHECKS = (
+    ("salt_version", _check_salt_version),
+    ("multiprocessing", _check_multiprocessing),
+    ("state_functions", _check_state_functions),
+    ("state_event", _check_state_event),
+    ("call_parallel", _check_call_parallel),
+    ("state_cache_writes", _check_state_cache_writes),
+    ("pub_jid", _check_pub_jid),
+    ("crypto", _check_crypto),
+)
+
+
+def _runtime_guard(pub_jid=None):
+    """Every precondition of the shims, checked by what Salt does rather than by its
+    version. Returns None when all hold, else "<check>: <reason>" for the first failure."""
+    for name, check in _GUARD_CHECKS:
+        try:
+            check(pub_jid)
+        except _GuardFailure as exc:
+            return "{}: {}".format(name, exc)
+        except Exception as exc:  # pylint: disable=broad-except
+            return "{}: check failed ({})".format(name, type(exc).__name__)
     return None
 
 
@@ -1073,13 +1404,15 @@ def capabilities():
         "module_sha256": _module_sha256(),
         "profiles": list(_PROFILES),
         "salt_version": _salt_version() or "",
-        "verified_salt_versions": list(_VERIFIED_SALT_VERSIONS),
+        "runtime_guard_checks": [name for name, _ in _GUARD_CHECKS],
         "runtime_guard": guard is None,
         "runtime_guard_error": guard or "",
         "multiprocessing": _opt("multiprocessing") is True,
         "pillar_ready": bool(pillar_ok),
         "pillar_ready_key_configured": key_configured,
         "proof": _proof_capability(),
+        "fencing": {"version": _FENCING_VERSION, "ready": guard is None,
+                    "token_required": _REQUIRE_FENCE_TOKEN},
     }
 
 
@@ -1095,6 +1428,13 @@ def _summary_receipt(binding, status, passed=0, total=0):
     receipt.update(binding)
     receipt.update({"status": status, "passed": passed, "total": total})
     return {k: receipt[k] for k in _RECEIPT_KEYS}
+
+
+def _fenced_receipt(binding):
+    """The terminal receipt of a request that never ran because it was fenced."""
+    receipt = _summary_receipt(binding, "failed")
+    receipt[_CODE_KEY] = _CODE_FENCED
+    return receipt
 
 
 def _parse_custom(state_data_json):
@@ -1179,10 +1519,13 @@ def _existing_evidence(store, binding):
     Returns None (no evidence) or a receipt dict to return without executing."""
     kind, value = _read_request(store, binding["request_id"])
     index = _read_jid_index(store, binding["jid"])
+    fields = _BINDING_FIELDS
+    if kind == "terminal" and value.get(_CODE_KEY) == _CODE_FENCED and value["state_digest"] == "":
+        fields = _BINDING_FIELDS[:-1]  # fenced by fence(), which never knew the payload
     if index is not None:
-        _check_binding(index, binding)
+        _check_binding(index, binding, fields)
     if kind == "terminal":
-        _check_binding(value, binding)
+        _check_binding(value, binding, fields)
         return value
     if kind == "running":
         _check_binding(value, binding)
@@ -1192,18 +1535,78 @@ def _existing_evidence(store, binding):
     return None
 
 
-def _claim(store, binding):
-    """Commit the JID index, then the running record: two atomic writes."""
-    lock = store.lock_blocking("index.lock")
+def _write_jid_index(store, binding):
+    """Commit the JID index (first write of a claim). The caller holds index.lock."""
+    if store.exists(_jid_name(binding["jid"])):
+        index = _read_jid_index(store, binding["jid"])
+        _check_binding(index, binding)
+        raise _BindingConflict("jid")
+    store.write_atomic(_jid_name(binding["jid"]), _canonical_json(_record("jid_index", binding)))
+
+
+# ---------------------------------------------------------------------------------------
+# Fencing: the per-client high-water mark of fence tokens
+# ---------------------------------------------------------------------------------------
+
+
+def _fence_token(value):
+    """A fence token: None when absent, else an integer from 1 to 2^53-1 (or _Refused)."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= _MAX_FENCE_TOKEN:
+        raise _Refused("oduflow_job: invalid fence token (an integer from 1 to 2^53-1)")
+    return value
+
+
+def _read_fence(store, minion_id):
+    """The high-water mark (0 without a fence record). The record is exactly
+    {"record": "fence", "protocol": 1, "minion_id": <this minion>, "token": N}; anything else
+    is unresolved and never replaced."""
+    data = store.read(_FENCE_NAME)
+    if data is None:
+        return 0
     try:
-        if store.exists(_jid_name(binding["jid"])):
-            index = _read_jid_index(store, binding["jid"])
-            _check_binding(index, binding)
-            raise _BindingConflict("jid")
-        store.write_atomic(_jid_name(binding["jid"]), _canonical_json(_record("jid_index", binding)))
-    finally:
-        _release(lock)
-    store.write_atomic(_req_name(binding["request_id"]), _canonical_json(_record("running", binding)))
+        value = _loads_strict(data)
+    except (ValueError, RecursionError):
+        raise _StoreError("malformed fence record", _FENCE_NAME)
+    if not isinstance(value, _Pairs):
+        raise _StoreError("malformed fence record", _FENCE_NAME)
+    rec = dict(value)
+    if len(rec) != len(value) or sorted(rec) != ["minion_id", "protocol", "record", "token"]:
+        raise _StoreError("malformed fence record", _FENCE_NAME)
+    token = rec["token"]
+    if (
+        rec["record"] != "fence"
+        or rec["protocol"] != PROTOCOL
+        or isinstance(rec["protocol"], bool)
+        or isinstance(token, bool)
+        or not isinstance(token, int)
+        or not 1 <= token <= _MAX_FENCE_TOKEN
+    ):
+        raise _StoreError("malformed fence record", _FENCE_NAME)
+    if rec["minion_id"] != minion_id:
+        raise _StoreError("fence record of another minion", _FENCE_NAME)
+    return token
+
+
+def _raise_fence(store, minion_id, token):
+    """Raise the high-water mark to at least token (durable before returning). The caller
+    holds index.lock. Returns the mark."""
+    mark = _read_fence(store, minion_id)
+    if token > mark:
+        record = {"record": "fence", "protocol": PROTOCOL, "minion_id": minion_id, "token": token}
+        store.write_atomic(_FENCE_NAME, _canonical_json(record))
+        mark = token
+    return mark
+
+
+def _commit_fenced(store, binding):
+    """Commit this publication as never-to-run: its JID index, then its terminal fenced
+    receipt. The caller holds the request lock and index.lock and found no evidence."""
+    _write_jid_index(store, binding)
+    receipt = _fenced_receipt(binding)
+    store.write_atomic(_req_name(binding["request_id"]), _encode_receipt(receipt))
+    return receipt
 
 
 def _commit_terminal(store, binding, status, passed, total):
@@ -1227,19 +1630,24 @@ def _execute(binding, high):
         return __salt__["state.apply"](_ROLES[binding["profile"]], **kwargs)  # noqa: F821
 
 
-def run(request_id, profile, state_data_json="", **kwargs):
+def run(request_id, profile, state_data_json="", fence_token=None, **kwargs):
     """
     Run one managed apply for a request, bound to this publication's JID, and return its
-    durable receipt. Published by the Oduflow dispatcher with a preassigned JID.
+    durable receipt. Published by the Oduflow dispatcher with a preassigned JID and a fence
+    token (a positive integer, strictly increasing per client): a token not above this
+    minion's high-water mark is refused with a terminal fenced receipt and nothing runs.
 
     CLI Example:
 
     .. code-block:: bash
 
-        salt client-<uuid> oduflow_job.run <request-uuid> configure
+        salt client-<uuid> oduflow_job.run <request-uuid> configure fence_token=7
     """
     binding, high = _validate_run(request_id, profile, state_data_json, kwargs)
-    guard = _runtime_guard()
+    token = _fence_token(fence_token)
+    if token is None and _REQUIRE_FENCE_TOKEN:
+        raise _Refused("oduflow_job: a fence token is required")
+    guard = _runtime_guard(binding["jid"])
     if guard is not None:
         raise _Refused("oduflow_job: refusing to run unprotected: " + guard)
     with _Store(_receipt_dir(), create=True) as store:
@@ -1252,24 +1660,12 @@ def run(request_id, profile, state_data_json="", **kwargs):
             if existing is not None:
                 _set_retcode(0)
                 return existing
-            exec_lock = store.try_lock("exec.lock")
-            if exec_lock is None:
-                # Another managed apply runs on this minion: this request fails without any
-                # state work, and says so durably (a preflight receipt, 0 of 1).
-                lock = store.lock_blocking("index.lock")
-                try:
-                    if store.exists(_jid_name(binding["jid"])):
-                        raise _BindingConflict("jid")
-                    store.write_atomic(
-                        _jid_name(binding["jid"]), _canonical_json(_record("jid_index", binding))
-                    )
-                finally:
-                    _release(lock)
-                receipt = _commit_terminal(store, binding, "failed", 0, 1)
+            exec_lock = _claim(store, binding, token)
+            if not isinstance(exec_lock, int):
                 _set_retcode(0)
-                return receipt
+                return exec_lock  # fenced, or refused because another apply runs: nothing ran
             try:
-                _claim(store, binding)
+                store.write_atomic(_req_name(binding["request_id"]), _canonical_json(_record("running", binding)))
                 try:
                     ret = _execute(binding, high)
                     status, passed, total = _reduce(ret)
@@ -1286,6 +1682,89 @@ def run(request_id, profile, state_data_json="", **kwargs):
                 return receipt
             finally:
                 _release(exec_lock)
+        finally:
+            _release(req_lock)
+
+
+def _claim(store, binding, token):
+    """Under index.lock (with the request lock held and no evidence found): a token not above
+    the high-water mark commits a fenced receipt; a busy minion (another apply holds the
+    execution lock) commits a failed 0/1 receipt; otherwise the raised mark and then the JID
+    index are committed, durably, before any state work. Returns the held execution lock's
+    descriptor, or the receipt of a request that will never run."""
+    lock = store.lock_blocking("index.lock")
+    refused = None
+    try:
+        if token is not None and token <= _read_fence(store, binding["minion_id"]):
+            return _commit_fenced(store, binding)
+        exec_lock = store.try_lock("exec.lock")
+        if exec_lock is None:
+            # Another managed apply runs on this minion: this request fails without any
+            # state work, and says so durably (a preflight receipt, 0 of 1).
+            _write_jid_index(store, binding)
+            refused = True
+        else:
+            try:
+                if token is not None:
+                    _raise_fence(store, binding["minion_id"], token)
+                _write_jid_index(store, binding)
+            except BaseException:
+                _release(exec_lock)
+                raise
+    finally:
+        _release(lock)
+    if refused:
+        return _commit_terminal(store, binding, "failed", 0, 1)
+    return exec_lock
+
+
+def fence(request_id, jid, profile, token):
+    """
+    Fence one publication: raise this minion's high-water mark to at least token, and make
+    the publication (request_id, jid) never-to-run: without local evidence of it, commit its
+    terminal fenced receipt (failed 0/0, "code": "fenced"); if its run already started or
+    finished, answer its receipt unchanged (running, unknown or terminal), exactly as
+    status would. Idempotent; serialized with run and status by the same locks.
+
+    CLI Example:
+
+    .. code-block:: bash
+
+        salt client-<uuid> oduflow_job.fence <request-uuid> '"<jid>"' configure 7
+    """
+    minion_id = _opt("id")
+    if not _is_minion_id(minion_id):
+        raise _Refused("oduflow_job: this minion's id is not client-<canonical uuid>")
+    if not _is_uuid(request_id):
+        raise _Refused("oduflow_job: invalid request id")
+    if not _is_jid(jid):
+        raise _Refused("oduflow_job: invalid jid")
+    if not isinstance(profile, str) or profile not in _PROFILES:
+        raise _Refused("oduflow_job: unknown profile")
+    token = _fence_token(token)
+    if token is None:
+        raise _Refused("oduflow_job: invalid fence token (an integer from 1 to 2^53-1)")
+    want = {"minion_id": minion_id, "request_id": request_id, "jid": jid, "profile": profile}
+    with _Store(_receipt_dir(), create=True) as store:
+        lock = store.lock_blocking("index.lock")
+        try:
+            _raise_fence(store, minion_id, token)
+        finally:
+            _release(lock)
+        req_lock = store.try_lock(_req_lock_name(request_id), patience=_REQUEST_LOCK_PATIENCE)
+        if req_lock is None:  # a live worker runs this request: answer as status does
+            return status(request_id, jid, profile)
+        try:
+            phase, value, digest = _status_evidence(store, request_id, jid, want)
+            if phase == "terminal":
+                return value
+            if phase is not None:  # started, and its worker is gone (we hold its lock)
+                return _summary_receipt(dict(want, state_digest=digest), "unknown")
+            lock = store.lock_blocking("index.lock")
+            try:
+                return _commit_fenced(store, dict(want, state_digest=""))
+            finally:
+                _release(lock)
         finally:
             _release(req_lock)
 

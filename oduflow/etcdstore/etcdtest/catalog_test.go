@@ -62,8 +62,11 @@ func etcdCatalogFactory() oduflowtest.CatalogFactory {
 		},
 		Corrupt: func(ctx context.Context, loc string, r oduflowtest.CatalogRecord, data []byte) error {
 			key := "/catalog/def/" + r.ID
-			if r.Execution {
+			switch {
+			case r.Execution:
 				key = "/catalog/exe/" + r.MinionID + "/" + r.ID
+			case r.Assignment:
+				key = "/catalog/asg/" + r.MinionID + "/" + r.ID
 			}
 			return putRaw(ctx, loc, key, data)
 		},

@@ -51,7 +51,8 @@ func (m *fakeMaster) Publish(_ context.Context, req salt.PublishRequest) (*salt.
 	case "oduflow_job.capabilities":
 		jr := &salt.JobReturn{JID: req.JID, MinionID: minion, ID: minion, Fun: req.Fun, Success: true,
 			Return: map[string]any{"protocol": int64(1), "pillar_ready": true,
-				"proof": map[string]any{"alg": receiptproof.Alg, "ready": true}}}
+				"proof":   map[string]any{"alg": receiptproof.Alg, "ready": true},
+				"fencing": map[string]any{"version": int64(1), "ready": true}}}
 		for _, s := range m.subs {
 			func() {
 				defer func() { _ = recover() }() // a closed subscription

@@ -19,6 +19,12 @@ func TestMain(m *testing.M) {
 	if code := runCrashChild(); code >= 0 { // a child dispatcher process of TestKillDispatcherAtEachStep
 		os.Exit(code)
 	}
+	if code := runPauseChild(); code >= 0 { // a child dispatcher process of TestPausedDispatcherAtEachStep
+		os.Exit(code)
+	}
+	if code := runMemberChild(); code >= 0 { // an etcd member of its own (startMemberProcess)
+		os.Exit(code)
+	}
 	if code := runRaceChild(); code >= 0 { // a child dispatcher process of TestThreeProcessesOneRequest
 		os.Exit(code)
 	}

@@ -25,6 +25,7 @@ type protoMinion struct {
 	mu       sync.Mutex
 	receipts map[string]receipt.Receipt // request id -> terminal receipt
 	runs     int
+	mark     int64 // fencing: the highest token started or fenced
 }
 
 func newProtoMinion(id string) *protoMinion {
@@ -61,9 +62,15 @@ func (m *protoMinion) handle(_ context.Context, job salttest.Job) (any, int) {
 	case "oduflow_job.capabilities":
 		return map[string]any{"protocol": int64(1), "module": "oduflow_job", "pillar_ready": true,
 			"runtime_guard": true, "proof": map[string]any{"alg": receiptproof.Alg, "ready": true, "backend": "go",
-				"error": ""}}, 0
+				"error": ""}, "fencing": map[string]any{"version": int64(1), "ready": true, "token_required": true}}, 0
 	case "oduflow_job.run":
-		return m.run(arg(0), job.JID, arg(1))
+		return m.run(arg(0), job.JID, arg(1), tokenArg(job.Kwargs["fence_token"]))
+	case "oduflow_job.fence":
+		var tok int64
+		if len(job.Args) > 3 {
+			tok = tokenArg(job.Args[3])
+		}
+		return m.fence(arg(0), arg(1), arg(2), tok)
 	case "oduflow_job.status":
 		r, refusal := m.status(arg(0), arg(1), arg(2))
 		if refusal != "" {
@@ -87,9 +94,23 @@ func (m *protoMinion) handle(_ context.Context, job salttest.Job) (any, int) {
 	return "'" + job.Fun + "' is not available.", 254
 }
 
-func (m *protoMinion) run(request, jid, profile string) (any, int) {
+// tokenArg reads a fence token of a decoded publication (0: none or not an integer).
+func tokenArg(v any) int64 {
+	switch x := v.(type) {
+	case int64:
+		return x
+	case uint64:
+		return int64(x)
+	}
+	return 0
+}
+
+func (m *protoMinion) run(request, jid, profile string, token int64) (any, int) {
 	if receipt.ValidateRequestID(request) != nil || receipt.ValidateJID(jid) != nil {
 		return "oduflow_job: invalid request id or jid", 1
+	}
+	if token < 1 {
+		return "oduflow_job: a fence token is required", 1
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -99,9 +120,33 @@ func (m *protoMinion) run(request, jid, profile string) (any, int) {
 		}
 		return receiptValue(r), 0
 	}
+	if token <= m.mark {
+		r := receipt.Receipt{Protocol: 1, MinionID: m.id, RequestID: request, JID: jid, Profile: receipt.Profile(profile),
+			Status: receipt.StatusFailed, Code: receipt.CodeFenced}
+		m.receipts[request] = r
+		return receiptValue(r), 0
+	}
+	m.mark = token
 	m.runs++
 	r := receipt.Receipt{Protocol: 1, MinionID: m.id, RequestID: request, JID: jid, Profile: receipt.Profile(profile),
 		Status: receipt.StatusSucceeded, Passed: 1, Total: 1}
+	m.receipts[request] = r
+	return receiptValue(r), 0
+}
+
+// fence raises the mark and fences the publication unless it has a receipt (then answered unchanged).
+func (m *protoMinion) fence(request, jid, profile string, token int64) (any, int) {
+	if receipt.ValidateRequestID(request) != nil || receipt.ValidateJID(jid) != nil || token < 1 {
+		return "oduflow_job: invalid request id, jid or fence token", 1
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.mark = max(m.mark, token)
+	if r, ok := m.receipts[request]; ok {
+		return receiptValue(r), 0
+	}
+	r := receipt.Receipt{Protocol: 1, MinionID: m.id, RequestID: request, JID: jid, Profile: receipt.Profile(profile),
+		Status: receipt.StatusFailed, Code: receipt.CodeFenced}
 	m.receipts[request] = r
 	return receiptValue(r), 0
 }
@@ -120,11 +165,15 @@ func (m *protoMinion) status(request, jid, profile string) (receipt.Receipt, str
 		Profile: receipt.Profile(profile), Status: receipt.StatusNotStarted}, ""
 }
 
-// receiptValue renders a receipt as the module returns it (the nine keys).
+// receiptValue renders a receipt as the module returns it (the nine keys, and "code" for a fenced one).
 func receiptValue(r receipt.Receipt) map[string]any {
-	return map[string]any{"protocol": int64(r.Protocol), "minion_id": r.MinionID, "request_id": r.RequestID,
+	v := map[string]any{"protocol": int64(r.Protocol), "minion_id": r.MinionID, "request_id": r.RequestID,
 		"jid": r.JID, "profile": string(r.Profile), "state_digest": r.StateDigest, "status": string(r.Status),
 		"passed": int64(r.Passed), "total": int64(r.Total)}
+	if r.Code != "" {
+		v["code"] = string(r.Code)
+	}
+	return v
 }
 
 // startMaster starts a salttest master serving m, with m's key accepted (in the master's PKIDir).

@@ -47,16 +47,27 @@ func WithPillarReady(b bool) ModelOption { return func(m *Model) { m.pillarReady
 // oduflow_job.attest is not available.
 func WithoutProof() ModelOption { return func(m *Model) { m.noProof = true } }
 
+// WithoutFencing makes the minion a module from before fencing: capabilities advertise no
+// fencing, oduflow_job.fence is not available, and a fence_token is refused as a caller
+// option (that module refuses every keyword it does not know).
+func WithoutFencing() ModelOption { return func(m *Model) { m.noFencing = true } }
+
+// WithFenceTokenRequired is the module's switch flipped: a run without fence_token is refused
+// (capabilities report fencing.token_required true).
+func WithFenceTokenRequired() ModelOption { return func(m *Model) { m.tokenRequired = true } }
+
 // Model is one simulated minion running the Go model of oduflow_job, with a fresh 2048-bit RSA Salt key
 // (PublicKeyPEM is what the master must accept: Add does it). Safe for concurrent use.
 type Model struct {
-	id          string
-	key         *rsa.PrivateKey
-	noProof     bool
-	delay       time.Duration
-	hold        chan struct{}
-	protocol    int
-	pillarReady bool
+	id            string
+	key           *rsa.PrivateKey
+	noProof       bool
+	noFencing     bool
+	tokenRequired bool
+	delay         time.Duration
+	hold          chan struct{}
+	protocol      int
+	pillarReady   bool
 
 	mu       sync.Mutex
 	results  map[receipt.Profile]Result
@@ -68,6 +79,11 @@ type Model struct {
 	runs     int
 	calls    map[string]int
 	released bool
+
+	fenceMark     int64 // the highest fence token started or fenced (0: none yet)
+	admitted      int   // runs past the evidence and fence checks, not yet returned
+	maxAdmitted   int
+	fencedRefusal int // runs refused with a fenced receipt (by token or by an earlier fence call)
 }
 
 // NewModel builds a model minion with the given Salt minion id (e.g. "client-" + a UUID).
@@ -115,6 +131,30 @@ func (m *Model) Runs() int {
 	return m.runs
 }
 
+// FenceMark is the minion's fence high-water mark: the highest token it has started or fenced
+// (0 before any).
+func (m *Model) FenceMark() int64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.fenceMark
+}
+
+// MaxConcurrentRuns is the largest number of runs this minion had in flight at once past the
+// evidence and fence checks (a second one is what the execution lock then refuses with failed
+// 0/1). A dispatcher that never lets two runs overlap on one client keeps it at most 1.
+func (m *Model) MaxConcurrentRuns() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.maxAdmitted
+}
+
+// FencedRuns counts publications of run answered with a fenced receipt (nothing ran).
+func (m *Model) FencedRuns() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.fencedRefusal
+}
+
 // Calls counts handled calls by function.
 func (m *Model) Calls(fun string) int {
 	m.mu.Lock()
@@ -147,9 +187,17 @@ func (m *Model) Handle(ctx context.Context, job salttest.Job) (any, int) {
 		if !m.noProof {
 			caps["proof"] = map[string]any{"alg": receiptproof.Alg, "ready": true, "backend": "go", "error": ""}
 		}
+		if !m.noFencing {
+			caps["fencing"] = map[string]any{"version": int64(FencingVersion), "ready": true,
+				"token_required": m.tokenRequired}
+		}
 		return caps, 0
 	case "oduflow_job.run":
 		return m.run(ctx, job)
+	case "oduflow_job.fence":
+		if !m.noFencing {
+			return m.fence(job)
+		}
 	case "oduflow_job.status":
 		return m.status(job)
 	case "oduflow_job.attest":
@@ -173,11 +221,80 @@ func (m *Model) binding(request, jid, profile string) receipt.Receipt {
 		Profile: receipt.Profile(profile)}
 }
 
-// ReceiptValue renders a receipt as the module returns it (a mapping of the nine keys).
+// ReceiptValue renders a receipt as the module returns it (a mapping of the nine keys, and
+// "code" for a fenced receipt).
 func ReceiptValue(r receipt.Receipt) map[string]any {
-	return map[string]any{"protocol": int64(r.Protocol), "minion_id": r.MinionID, "request_id": r.RequestID,
+	v := map[string]any{"protocol": int64(r.Protocol), "minion_id": r.MinionID, "request_id": r.RequestID,
 		"jid": r.JID, "profile": string(r.Profile), "state_digest": r.StateDigest, "status": string(r.Status),
 		"passed": int64(r.Passed), "total": int64(r.Total)}
+	if r.Code != "" {
+		v["code"] = string(r.Code)
+	}
+	return v
+}
+
+// FencingVersion is the version of the fencing capability the model implements (the module's
+// capabilities()["fencing"]["version"]).
+const FencingVersion = 1
+
+// maxFenceToken is the largest fence token (2^53-1: exact in JSON and in a double).
+const maxFenceToken = 1<<53 - 1
+
+const invalidFenceToken = "oduflow_job: invalid fence token (an integer from 1 to 2^53-1)"
+
+// fenceToken reads a fence token as the module does: an integer (never a bool, float or
+// string) from 1 to 2^53-1. ok is false for anything else.
+func fenceToken(v any) (int64, bool) {
+	var n int64
+	switch x := v.(type) {
+	case int:
+		n = int64(x)
+	case int8:
+		n = int64(x)
+	case int16:
+		n = int64(x)
+	case int32:
+		n = int64(x)
+	case int64:
+		n = x
+	case uint8:
+		n = int64(x)
+	case uint16:
+		n = int64(x)
+	case uint32:
+		n = int64(x)
+	case uint64:
+		if x > maxFenceToken {
+			return 0, false
+		}
+		n = int64(x)
+	case uint:
+		if x > maxFenceToken {
+			return 0, false
+		}
+		n = int64(x)
+	default:
+		return 0, false
+	}
+	return n, n >= 1 && n <= maxFenceToken
+}
+
+// runFenceToken is run's fence_token: a keyword argument, or the fourth positional argument
+// (the module's signature is run(request_id, profile, state_data_json="", fence_token=None)).
+// present is false when there is none; a refusal is the error text to return.
+func runFenceToken(job salttest.Job) (token int64, present bool, refusal string) {
+	v, ok := job.Kwargs["fence_token"]
+	if !ok && len(job.Args) > 3 {
+		v, ok = job.Args[3], true
+	}
+	if !ok || v == nil {
+		return 0, false, ""
+	}
+	t, valid := fenceToken(v)
+	if !valid {
+		return 0, false, invalidFenceToken
+	}
+	return t, true, ""
 }
 
 func (m *Model) run(ctx context.Context, job salttest.Job) (any, int) {
@@ -192,12 +309,28 @@ func (m *Model) run(ctx context.Context, job salttest.Job) (any, int) {
 	if refusal != "" {
 		return refusal, 1 // refused before any record, like the module: status stays not_started
 	}
+	var token int64
+	hasToken := false
+	if m.noFencing {
+		if _, ok := job.Kwargs["fence_token"]; ok {
+			return "oduflow_job: caller execution options are refused", 1
+		}
+	} else {
+		token, hasToken, refusal = runFenceToken(job)
+		if refusal != "" {
+			return refusal, 1
+		}
+		if !hasToken && m.tokenRequired {
+			return "oduflow_job: a fence token is required", 1
+		}
+	}
 	b := m.binding(request, job.JID, profile)
 	b.StateDigest = digest
 	m.mu.Lock()
 	if r, ok := m.terminal[request]; ok {
 		m.mu.Unlock()
-		if r.JID != job.JID || r.StateDigest != digest {
+		fencedBlind := r.Fenced() && r.StateDigest == "" // fenced by fence(), which never knew the payload
+		if r.JID != job.JID || (r.StateDigest != digest && !fencedBlind) {
 			return "oduflow_job: binding conflict", 1
 		}
 		return ReceiptValue(r), 0
@@ -207,17 +340,35 @@ func (m *Model) run(ctx context.Context, job salttest.Job) (any, int) {
 		b.Status = receipt.StatusRunning
 		return ReceiptValue(b), 0
 	}
-	if _, ok := m.jids[job.JID]; ok {
+	if other, ok := m.jids[job.JID]; ok {
 		m.mu.Unlock()
+		if other == request {
+			b.Status = receipt.StatusUnknown // a partial claim of this publication
+			return ReceiptValue(b), 0
+		}
 		return "oduflow_job: binding conflict (jid)", 1
 	}
 	m.jids[job.JID] = request
 	m.digests[job.JID] = digest
+	if hasToken && token <= m.fenceMark {
+		// Not above the high-water mark: a terminal fenced receipt, nothing runs.
+		b.Status, b.Code = receipt.StatusFailed, receipt.CodeFenced
+		m.terminal[request] = b
+		m.fencedRefusal++
+		m.mu.Unlock()
+		return ReceiptValue(b), 0
+	}
+	m.admitted++
+	m.maxAdmitted = max(m.maxAdmitted, m.admitted)
 	if m.execBusy {
 		b.Status, b.Total = receipt.StatusFailed, 1
 		m.terminal[request] = b
+		m.admitted--
 		m.mu.Unlock()
 		return ReceiptValue(b), 0
+	}
+	if hasToken {
+		m.fenceMark = token // committed with the JID index, before any state work
 	}
 	m.execBusy = true
 	m.runs++
@@ -253,7 +404,58 @@ func (m *Model) run(ctx context.Context, job salttest.Job) (any, int) {
 		m.terminal[request] = b
 	}
 	m.execBusy = false
+	m.admitted--
 	m.mu.Unlock()
+	return ReceiptValue(b), 0
+}
+
+// fence is oduflow_job.fence(request_id, jid, profile, token): raise the high-water mark to at
+// least token; answer the receipt of a run that already started or finished (running, unknown or
+// terminal) unchanged; otherwise commit a terminal fenced receipt for that publication so it never
+// runs. Idempotent; under the same lock as run and status.
+func (m *Model) fence(job salttest.Job) (any, int) {
+	request, jid, profile := strArg(job.Args, 0), strArg(job.Args, 1), strArg(job.Args, 2)
+	if receipt.ValidateRequestID(request) != nil || receipt.ValidateJID(jid) != nil {
+		return "oduflow_job: invalid request id or jid", 1
+	}
+	if _, err := receipt.ParseProfile(profile); err != nil {
+		return "oduflow_job: unknown profile", 1
+	}
+	var raw any
+	if len(job.Args) > 3 {
+		raw = job.Args[3]
+	}
+	token, ok := fenceToken(raw)
+	if !ok {
+		return invalidFenceToken, 1
+	}
+	b := m.binding(request, jid, profile)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.fenceMark = max(m.fenceMark, token)
+	if other, bound := m.jids[jid]; bound && other != request {
+		return "oduflow_job: binding conflict on request_id", 1
+	}
+	for _, r := range []receipt.Receipt{m.terminal[request], m.running[request]} {
+		if r.RequestID == "" {
+			continue
+		}
+		if r.JID != jid {
+			return "oduflow_job: binding conflict on jid", 1
+		}
+		if r.Profile != b.Profile {
+			return "oduflow_job: binding conflict on profile", 1
+		}
+		return ReceiptValue(r), 0 // started or finished: its receipt, unchanged
+	}
+	if _, bound := m.jids[jid]; bound {
+		b.Status, b.StateDigest = receipt.StatusUnknown, m.digests[jid] // a partial claim
+		return ReceiptValue(b), 0
+	}
+	m.jids[jid] = request
+	m.digests[jid] = ""
+	b.Status, b.Code = receipt.StatusFailed, receipt.CodeFenced
+	m.terminal[request] = b
 	return ReceiptValue(b), 0
 }
 

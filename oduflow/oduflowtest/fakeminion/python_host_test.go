@@ -278,9 +278,9 @@ func TestHandlerAdapter(t *testing.T) {
 }
 
 func TestUnverifiedSaltRefuses(t *testing.T) {
-	h := startHost(t, WithPythonConfig(PythonConfig{SaltVersion: "3007.1"}))
+	h := startHost(t, WithPythonConfig(PythonConfig{SaltVersion: "3005.1"}))
 	ret, code := call(t, h, minionA, "oduflow_job.run", []any{receipt.NewRequestID(), "configure"}, newJID())
-	if s, _ := ret.(string); code == 0 || !strings.Contains(s, "unsupported Salt version") {
+	if s, _ := ret.(string); code == 0 || !strings.Contains(s, "salt_version: Salt 3005.1 is older than 3006.0") {
 		t.Fatalf("%d %v", code, ret)
 	}
 	caps, _ := call(t, h, minionA, "oduflow_job.capabilities", nil, newJID())

@@ -8,7 +8,7 @@ oduflow_job_module:
   file.managed:
     - name: {{ salt['config.get']('extension_modules') }}/modules/oduflow_job.py
     - source: salt://_modules/oduflow_job.py
-    - source_hash: sha256=8ef7debff062b13e310d1c23baea06ddddf5870253b329eafd59642bb7f601ec
+    - source_hash: sha256=2ddcf16b2c082b41889d61d137d08d0626559e0806a44737647359e370625870
     - user: root
     - group: root
     - mode: '0644'

@@ -134,36 +134,97 @@ class Capabilities(MinionCase):
             self.assertTrue(ret["pillar_ready_key_configured"])
 
     def test_guard_failures_reported(self):
-        host.BEHAVIOR["salt_version"] = "3007.1"
+        host.BEHAVIOR["salt_version"] = "2019.2.8"
         ret = host.call(self.load(), "capabilities")[0]
         self.assertFalse(ret["runtime_guard"])
-        self.assertIn("unsupported Salt version", ret["runtime_guard_error"])
+        self.assertEqual(ret["runtime_guard_error"], "salt_version: Salt 2019.2.8 is older than 3006.0")
+        self.assertEqual(ret["runtime_guard_checks"], ["salt_version", "multiprocessing", "state_functions",
+                                                       "state_event", "call_parallel", "state_cache_writes",
+                                                       "pub_jid", "crypto"])
+
+
+# A fake salt.state whose event bus or process creation is reachable outside the shimmed
+# methods (as a Salt release that fired events from a new method would be).
+ROGUE_EVENT = host.FAKE_STATE_SOURCE + """
+
+    def call_chunk(self, low, running, chunks):
+        _bus.fire_event({"raw": running})
+"""
+ROGUE_SPAWN = host.FAKE_STATE_SOURCE + """
+
+    def call_chunk(self, low, running, chunks):
+        import multiprocessing
+        multiprocessing.Process(target=print).start()
+"""
 
 
 class RuntimeGuard(MinionCase):
-    """run refuses before writing anything when the shims cannot be trusted."""
+    """run refuses before writing anything when the shims cannot be trusted: the guard checks
+    what Salt does, not which version it reports."""
 
     def assertRefusedUntouched(self, mod, needle):
         req, jid = new_request(), new_jid()
         ret, code = self.run_job(req, "configure", jid=jid, mod=mod)
-        self.assertEqual(code, 1)
+        self.assertEqual(code, 1, ret)
+        self.assertIn("refusing to run unprotected", ret)
         self.assertIn(needle, ret)
+        caps = host.call(mod, "capabilities")[0]
+        self.assertFalse(caps["runtime_guard"])
+        self.assertIn(needle, caps["runtime_guard_error"])
         self.assertEqual(self.marker_lines(), [])
         self.assertEqual(self.snapshot(), {})
 
-    def test_unlisted_version(self):
-        for version in ("3006.1", "3007.0", "3006.27rc1", ""):
-            host.BEHAVIOR["salt_version"] = version
-            self.assertRefusedUntouched(self.load(), "refusing to run unprotected")
-
-    def test_listed_versions_run(self):
-        for version in ("3006.0", "3006.27"):
+    def test_any_version_from_3006_runs_when_the_behaviour_holds(self):
+        for version in ("3006.0", "3006.1", "3006.27", "3007.1", "3008.4", "3009.0"):
             host.BEHAVIOR["salt_version"] = version
             ret, code = self.run_job(new_request(), "configure", mod=self.load())
-            self.assertEqual(ret["status"], "succeeded", ret)
+            self.assertEqual(ret["status"], "succeeded", (version, ret))
+
+    def test_older_or_unknown_versions(self):
+        for version in ("3005.1", "2019.2.8", "", "nightly"):
+            host.BEHAVIOR["salt_version"] = version
+            self.assertRefusedUntouched(self.load(), "salt_version: ")
 
     def test_multiprocessing_false(self):
-        self.assertRefusedUntouched(self.load(config={"multiprocessing": False}), "multiprocessing")
+        self.assertRefusedUntouched(self.load(config={"multiprocessing": False}), "multiprocessing must be True")
+
+    def test_job_in_a_thread_or_a_shared_process(self):
+        import threading
+
+        mod = self.load()
+        out = []
+        thread = threading.Thread(target=lambda: out.append(self.run_job(new_request(), "configure", mod=mod)))
+        thread.start()
+        thread.join()
+        self.assertEqual(out[0][1], 1, out)
+        self.assertIn("multiprocessing: this job runs in a thread of a shared process", out[0][0])
+        # a minion process that is not this job's own ProcessPayload(jid=...) process
+        real_call = host.call
+
+        def call_in(name):
+            def call(module, fun, args=None, kwargs=None, jid=None):
+                import multiprocessing
+
+                proc = multiprocessing.current_process()
+                orig = proc.name
+                try:
+                    setattr(type(proc), "name", property(lambda _self: name, lambda _self, _v: None))
+                    return real_call(module, fun, args, kwargs, jid)
+                finally:
+                    del type(proc).name
+                    proc.name = orig
+            return call
+
+        for name, needle in (("MainProcess", "does not run in its own Salt job process"),
+                             ("ProcessPayload(jid={})".format("9" * 20), "belongs to another JID")):
+            host.call = call_in(name)
+            try:
+                ret, code = self.run_job(new_request(), "configure", mod=mod)
+            finally:
+                host.call = real_call
+            self.assertEqual(code, 1, ret)
+            self.assertIn(needle, ret)
+        self.assertEqual(self.marker_lines(), [])
 
     def test_grains_version_mismatch(self):
         mod = self.load()
@@ -185,9 +246,61 @@ class RuntimeGuard(MinionCase):
         del salt.state.State.call_parallel
         self.assertRefusedUntouched(self.load(), "missing Salt function salt.state.State.call_parallel")
         host.install_fake_salt("3006.0")
-        salt.modules.state.sls = lambda mods, **kwargs: None
         sys.modules["salt.modules.state"].sls = lambda mods, **kwargs: None
         self.assertRefusedUntouched(self.load(), "unexpected signature of salt.modules.state.sls")
+        host.install_fake_salt("3006.0")
+        sys.modules["salt.minion"].load_args_and_kwargs = lambda func, args, data=None: (args, {})
+        self.assertRefusedUntouched(self.load(), "unexpected signature of salt.minion.load_args_and_kwargs")
+
+    def test_event_bus_reached_outside_state_event(self):
+        host.install_fake_salt("3006.0")
+        sys.modules["salt.state"] = host.fake_state_module(ROGUE_EVENT, "<rogue event>")
+        sys.modules["salt"].state = sys.modules["salt.state"]
+        self.assertRefusedUntouched(self.load(), "state_event: the event bus is reachable outside "
+                                                 "salt.state.State.event (State.call_chunk)")
+
+    def test_process_started_outside_call_parallel(self):
+        host.install_fake_salt("3006.0")
+        sys.modules["salt.state"] = host.fake_state_module(ROGUE_SPAWN, "<rogue spawn>")
+        sys.modules["salt"].state = sys.modules["salt.state"]
+        self.assertRefusedUntouched(self.load(), "call_parallel: process creation is reachable outside "
+                                                 "salt.state.State.call_parallel (State.call_chunk)")
+
+    def test_subclass_overriding_a_shimmed_method(self):
+        salt = host.install_fake_salt("3006.0")
+        salt.state.HighStateState = type("HighStateState", (salt.state.State,),
+                                         {"event": lambda self, chunk_ret, length, fire_event=False: None})
+        self.assertRefusedUntouched(self.load(), "HighStateState.event overrides the shimmed method")
+
+    def test_state_function_outside_the_patched_module(self):
+        import types
+
+        mod = self.load()
+        lone = types.FunctionType(host.fake_apply.__code__, {"salt": types.SimpleNamespace()}, "apply_")
+        mod.__salt__["state.apply"] = lone
+        self.assertRefusedUntouched(mod, "state.apply does not reach salt.utils.files through the patched module")
+
+    def test_pub_jid_not_injected(self):
+        host.install_fake_salt("3006.0")
+
+        def load_args_and_kwargs(func, args, data=None, ignore_invalid=False):
+            return host.split_args(args, {})  # the caller's __pub_jid would win
+
+        sys.modules["salt.minion"].load_args_and_kwargs = load_args_and_kwargs
+        self.assertRefusedUntouched(self.load(), "pub_jid: load_args_and_kwargs does not inject the publication JID")
+
+    def test_crypto_backend(self):
+        host.install_fake_salt("3006.0")
+        sys.modules["salt.crypt"] = host.fake_crypt("none")
+        self.assertRefusedUntouched(self.load(), "crypto: no known crypto backend in salt.crypt")
+        crypt = host.install_fake_salt("3006.0").crypt
+        if crypt.BACKEND == "none":
+            self.skipTest("no crypto library installed")
+        mod = self.load()
+        real_sign = mod._sign
+        mod._sign = lambda c, b, k, message: real_sign(c, b, k, message + b"x")  # signs something else
+        self.assertRefusedUntouched(mod, "crypto: the {} backend's signature does not verify".format(
+            mod._proof_backend(crypt)))
 
     def test_unverified_cache_write_path(self):
         host.install_fake_salt("3006.0")
@@ -201,10 +314,11 @@ class RuntimeGuard(MinionCase):
 
     def test_no_bypass_option(self):
         # the only minion options the module reads; none of them weakens the guard (pki_dir and
-        # key_pass only locate and open the minion's own Salt key, for attest)
+        # key_pass only locate and open the minion's own Salt key, for attest; __cli is the
+        # program name Salt itself sets, "salt-call" for a one-job process)
         source = open(support.MODULE_FILE).read()
         read = set(re.findall(r"_opt\(\s*\"([^\"]+)\"", source))
-        self.assertEqual(read, {"id", "multiprocessing", "cachedir", "oduflow_receipt_dir",
+        self.assertEqual(read, {"id", "multiprocessing", "cachedir", "oduflow_receipt_dir", "__cli",
                                 "oduflow_pillar_ready_key", "pki_dir", "key_pass"})
         self.assertNotIn("__opts__[", source)
         self.assertEqual(source.count("__opts__"), 1)  # only through _opts()

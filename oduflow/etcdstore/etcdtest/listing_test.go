@@ -1,0 +1,153 @@
+package etcdtest
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/oduflow/oduflow-go/oduflow"
+	"github.com/oduflow/oduflow-go/receipt"
+)
+
+// TestHostileClaimsAllocationBounded: 64 hostile 1.4 MiB claims under one client (claim, index and
+// open entries written around the store, at the size etcd accepts by default). Listing the client ends
+// with ErrCorruptClaim and allocates a bounded amount in the client: the member runs in a process of
+// its own, so runtime.MemStats counts this process (the dispatcher's side) only. Before the fix
+// ListByClient received and decoded every record (about 450 MiB allocated with the member in-process,
+// over 200 MiB in the client alone) before the size cap rejected them; Quarantine read them all too.
+func TestHostileClaimsAllocationBounded(t *testing.T) {
+	if testing.Short() {
+		t.Skip("writes 90 MiB to a member")
+	}
+	ctx := context.Background()
+	endpoint := startMemberProcess(t)
+	st := openStores(t, []string{endpoint}, "/hostile", 1)[0]
+	minion := newMinion()
+	big := bytes.Repeat([]byte("x"), 1400<<10)
+	g := newLimited(8)
+	for range 64 {
+		req := receipt.NewRequestID()
+		g.Go(func() error {
+			cli := st.Client()
+			for _, k := range []string{"/clients/" + minion + "/" + req, "/open/" + minion + "/" + req} {
+				if _, err := cli.Put(ctx, st.Prefix()+k, ""); err != nil {
+					return err
+				}
+			}
+			_, err := cli.Put(ctx, st.Prefix()+"/claims/"+req, string(big))
+			return err
+		})
+	}
+	if err := g.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	big = nil
+	m := newMinion()
+	d := fakeDispatcher(t, st, &fakeMaster{runs: make(map[string]int)}, m)
+	const budget = 24 << 20
+	for name, list := range map[string]func() error{
+		"ListByClient":   func() error { _, err := st.ListByClient(ctx, minion); return err },
+		"ListUnresolved": func() error { _, err := st.ListUnresolved(ctx, minion); return err },
+		"Quarantine":     func() error { _, err := d.Quarantine(ctx, minion); return err },
+	} {
+		_ = list() // warm up connections and caches
+		runtime.GC()
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		err := list()
+		runtime.ReadMemStats(&after)
+		alloc := after.TotalAlloc - before.TotalAlloc
+		t.Logf("%s over 64 x 1.4 MiB hostile claims: %.1f MiB allocated (%v)", name, float64(alloc)/(1<<20), err)
+		if !errors.Is(err, oduflow.ErrCorruptClaim) {
+			t.Errorf("%s: %v, want ErrCorruptClaim", name, err)
+		}
+		if alloc > budget {
+			t.Errorf("%s allocated %d MiB, budget %d MiB", name, alloc>>20, budget>>20)
+		}
+	}
+}
+
+// TestListUnderCompaction: a client with a 3,000-claim history is listed while the cluster is compacted
+// at its current revision every 20 ms. Before the fix every attempt of ListByClient read its batches at
+// the index read's revision, which the compaction removed before the 47 batches were read: three
+// attempts in a row failed and every Start of that client ended claim_store_unreadable. Now a batch
+// whose revision was compacted is read at the latest one, and the listing completes.
+func TestListUnderCompaction(t *testing.T) {
+	if testing.Short() {
+		t.Skip("3,000 claims")
+	}
+	ctx := context.Background()
+	st := newStore(t)
+	minion := newMinion()
+	const n = 3000
+	g := newLimited(32)
+	for range n {
+		g.Go(func() error { return st.Create(ctx, newClaim(minion)) })
+	}
+	if err := g.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	cctx, stop := context.WithCancel(ctx)
+	var compactions atomic.Int64
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		tick := time.NewTicker(20 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-cctx.Done():
+				return
+			case <-tick.C:
+			}
+			// A write first, so that every compaction removes the revision a listing may have fixed.
+			r, err := st.Client().Put(cctx, st.Prefix()+"/churn", time.Now().String())
+			if err != nil {
+				continue
+			}
+			if _, err := st.Client().Compact(cctx, r.Header.Revision); err == nil {
+				compactions.Add(1)
+			}
+		}
+	}()
+	defer func() { stop(); wg.Wait() }()
+	for i := range 5 {
+		list, err := st.ListByClient(ctx, minion)
+		if err != nil || len(list) != n {
+			t.Fatalf("listing %d under compaction: %d claims, %v", i, len(list), err)
+		}
+	}
+	if compactions.Load() < 3 {
+		t.Fatalf("only %d compactions during the listings", compactions.Load())
+	}
+	t.Logf("%d compactions during 5 listings of %d claims", compactions.Load(), n)
+}
+
+// limited runs functions on at most n goroutines at once and keeps the first error.
+type limited struct {
+	sem  chan struct{}
+	wg   sync.WaitGroup
+	once sync.Once
+	err  error
+}
+
+func newLimited(n int) *limited { return &limited{sem: make(chan struct{}, n)} }
+
+func (l *limited) Go(f func() error) {
+	l.sem <- struct{}{}
+	l.wg.Add(1)
+	go func() {
+		defer func() { <-l.sem; l.wg.Done() }()
+		if err := f(); err != nil {
+			l.once.Do(func() { l.err = err })
+		}
+	}()
+}
+
+func (l *limited) Wait() error { l.wg.Wait(); return l.err }

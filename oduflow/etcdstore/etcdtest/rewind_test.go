@@ -1,0 +1,151 @@
+package etcdtest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"os/exec"
+	"testing"
+	"time"
+
+	"go.etcd.io/etcd/server/v3/embed"
+
+	"github.com/oduflow/oduflow-go/oduflow"
+	"github.com/oduflow/oduflow-go/oduflow/etcdstore"
+	"github.com/oduflow/oduflow-go/receipt"
+)
+
+// restartableMember is one embedded member whose data directory can be swapped between runs, on fixed
+// loopback ports (a member restarted from an earlier copy of its data).
+type restartableMember struct {
+	t            testing.TB
+	dir          string
+	peer, client string
+	e            *embed.Etcd
+}
+
+func newRestartableMember(t testing.TB) *restartableMember {
+	m := &restartableMember{t: t, dir: t.TempDir() + "/member",
+		peer: fmt.Sprintf("http://127.0.0.1:%d", freePort(t)), client: fmt.Sprintf("http://127.0.0.1:%d", freePort(t))}
+	m.start()
+	t.Cleanup(m.stop)
+	return m
+}
+
+func (m *restartableMember) start() {
+	m.t.Helper()
+	cfg := embed.NewConfig()
+	cfg.Name, cfg.Dir = "m0", m.dir
+	cfg.ListenPeerUrls = []url.URL{mustURL(m.t, m.peer)}
+	cfg.AdvertisePeerUrls = cfg.ListenPeerUrls
+	cfg.ListenClientUrls = []url.URL{mustURL(m.t, m.client)}
+	cfg.AdvertiseClientUrls = cfg.ListenClientUrls
+	cfg.InitialCluster = "m0=" + m.peer
+	cfg.InitialClusterToken = "oduflow-rewind"
+	cfg.LogLevel = "error"
+	cfg.UnsafeNoFsync = true
+	e, err := embed.StartEtcd(cfg)
+	if err != nil {
+		m.t.Fatal(err)
+	}
+	select {
+	case <-e.Server.ReadyNotify():
+	case <-time.After(60 * time.Second):
+		m.t.Fatal("member not ready")
+	}
+	m.e = e
+}
+
+func (m *restartableMember) stop() {
+	if m.e != nil {
+		m.e.Close()
+		m.e = nil
+	}
+}
+
+// copyData copies the (stopped) member's data directory to dst.
+func (m *restartableMember) copyData(dst string) {
+	m.t.Helper()
+	if out, err := exec.Command("cp", "-a", m.dir, dst).CombinedOutput(); err != nil {
+		m.t.Fatalf("cp: %v %s", err, out)
+	}
+}
+
+// restoreData replaces the (stopped) member's data directory by the copy src.
+func (m *restartableMember) restoreData(src string) {
+	m.t.Helper()
+	if err := os.RemoveAll(m.dir); err != nil {
+		m.t.Fatal(err)
+	}
+	if out, err := exec.Command("cp", "-a", src, m.dir).CombinedOutput(); err != nil {
+		m.t.Fatalf("cp: %v %s", err, out)
+	}
+}
+
+// TestRewoundClusterRefused: etcd restarted from an earlier copy of its data directory, taken before a
+// request existed. The request was published once; the client (as clients do) repeats its Start with
+// the same request id. Before the fix the rewound cluster had no claim, so Start created it again under
+// a new JID and published the request a second time. Now the Store that has seen the later revision
+// refuses every read of the rewound cluster with ErrRevisionRegressed (also ErrClaimStore: the CLI's
+// exit 3) and nothing is published again; a second request for the client is refused the same way.
+func TestRewoundClusterRefused(t *testing.T) {
+	ctx := context.Background()
+	mem := newRestartableMember(t)
+	st := openStores(t, []string{mem.client}, "/rewind", 1, etcdstore.WithTTL(2*time.Second))[0]
+	master := &fakeMaster{runs: make(map[string]int)}
+	minion := newMinion()
+	d := fakeDispatcher(t, st, master, minion)
+	warm := newClaim(newMinion()) // some history before the copy
+	if err := st.Create(ctx, warm); err != nil {
+		t.Fatal(err)
+	}
+	mem.stop()
+	earlier := t.TempDir() + "/earlier"
+	mem.copyData(earlier)
+	mem.start()
+
+	req := receipt.NewRequestID()
+	if _, err := startRetrying(ctx, d, minion, req); err != nil {
+		t.Fatal(err)
+	}
+	waitRuns(t, master, req, 1)
+	before := st.Revision()
+
+	mem.stop()
+	mem.restoreData(earlier)
+	mem.start()
+
+	_, err := startRetrying(ctx, d, minion, req)
+	if !errors.Is(err, etcdstore.ErrRevisionRegressed) || !errors.Is(err, oduflow.ErrClaimStore) {
+		t.Errorf("Start of the same request on the rewound cluster: %v, want ErrRevisionRegressed", err)
+	}
+	_, err = startRetrying(ctx, d, minion, receipt.NewRequestID())
+	if !errors.Is(err, etcdstore.ErrRevisionRegressed) {
+		t.Errorf("Start of another request on the rewound cluster: %v, want ErrRevisionRegressed", err)
+	}
+	if _, err := st.Get(ctx, req); !errors.Is(err, etcdstore.ErrRevisionRegressed) {
+		t.Errorf("Get: %v", err)
+	}
+	time.Sleep(1500 * time.Millisecond) // a worker, had one started, publishes within this
+	if n := master.runsOf(req); n != 1 {
+		t.Fatalf("request published %d times", n)
+	}
+	t.Logf("high-water revision %d; the rewound cluster answers below it", before)
+}
+
+// startRetrying is Start, repeated while the member is still coming back (the client reconnects).
+func startRetrying(ctx context.Context, d *oduflow.Dispatcher, minion, req string) (oduflow.Response, error) {
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		r, err := d.Start(cctx, minion, req, receipt.ProfileConfigure)
+		cancel()
+		if err == nil || errors.Is(err, etcdstore.ErrRevisionRegressed) || !errors.Is(err, oduflow.ErrClaimStore) ||
+			time.Now().After(deadline) {
+			return r, err
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}

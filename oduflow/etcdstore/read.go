@@ -1,0 +1,58 @@
+package etcdstore
+
+import (
+	"context"
+
+	"github.com/cockroachdb/errors"
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
+	"go.etcd.io/etcd/api/v3/mvccpb"
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+// Bounded reads. A record under the prefix may have been written by anyone with access to the cluster,
+// at up to etcd's request limit (1.5 MiB by default) per key. A claim is at most MaxClaimSize, so every
+// read of claims states how large its answer may be (the records it asks for at their cap, their keys,
+// and answerOverhead) and gRPC refuses a larger answer from its length prefix, before allocating it:
+// a read of hostile records costs the client a bounded amount of memory, however large they are, and
+// ends in ErrCorruptClaim (some record of the answer is larger than a claim can be).
+
+// answerOverhead is what an answer holds besides its records' keys and values: headers, per-record
+// revisions and protobuf framing (about 40 bytes a record), with room to spare.
+const answerOverhead = 4 << 10
+
+// claimAnswerCap is the largest answer to a read of n claims (and of up to n lock keys).
+func claimAnswerCap(n int) int { return answerOverhead + n*(MaxClaimSize+2*MaxKeySize+64) }
+
+// rangeOp is one read of a transaction: key at revision rev (0: the latest), keys only when keysOnly.
+func rangeOp(key string, rev int64, keysOnly bool) *pb.RequestOp {
+	return &pb.RequestOp{Request: &pb.RequestOp_RequestRange{RequestRange: &pb.RangeRequest{
+		Key: []byte(key), Revision: rev, KeysOnly: keysOnly}}}
+}
+
+// readTxn runs ops in one read transaction (linearizable, one snapshot) whose answer may be at most
+// maxBytes, checking its revision against the Store's high-water mark. An answer over maxBytes is
+// ErrCorruptClaim; other failures match oduflow.ErrClaimStore (or rpctypes.ErrCompacted for a read at a
+// compacted revision).
+func (s *Store) readTxn(ctx context.Context, what string, maxBytes int, ops ...*pb.RequestOp) (*pb.TxnResponse, error) {
+	floor := s.rev.floor()
+	resp, err := s.kv.Txn(ctx, &pb.TxnRequest{Success: ops}, grpc.MaxCallRecvMsgSize(maxBytes))
+	if err != nil {
+		if status.Code(err) == codes.ResourceExhausted && ctx.Err() == nil {
+			return nil, corrupt("%s: answer larger than its records can be (%d bytes allowed)", errors.Safe(what),
+				errors.Safe(maxBytes))
+		}
+		return nil, readErr(rpctypes.Error(err), what)
+	}
+	if err := s.rev.observe(resp.Header, floor); err != nil {
+		return nil, err
+	}
+	return resp, nil
+}
+
+// rangeKVs is the records the i-th read of a transaction answered.
+func rangeKVs(resp *pb.TxnResponse, i int) []*mvccpb.KeyValue {
+	return resp.Responses[i].GetResponseRange().GetKvs()
+}

@@ -1,0 +1,132 @@
+package etcdstore
+
+import (
+	"context"
+	"strings"
+
+	"github.com/cockroachdb/errors"
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/oduflow/oduflow-go/oduflow"
+	"github.com/oduflow/oduflow-go/receipt"
+)
+
+// The open index: PREFIX/open/<minion id>/<request id> exists exactly while the claim is unresolved
+// ((*oduflow.Claim).Unresolved: not final, or quarantining). Create puts it in the claim's creating
+// transaction; CompareAndSwap puts or deletes it in the transaction that moves the claim into or out of
+// the unresolved set. So at every revision the open entries of a client are its unresolved claims, and
+// the worker's preflight, Quarantine and Status read only those, whatever the client's history.
+//
+// Claims written before the index existed get their entries once per cluster: the first ListUnresolved
+// that does not find PREFIX/meta/open-index-v1 scans the client index, puts the entry of each unresolved
+// claim (fenced on the claim's mod revision, so a concurrent transition is never overwritten with a stale
+// entry) and of each claim it cannot read (its client's listings then report it, never skip it), and
+// then writes the marker. Replicas of earlier versions, which do not maintain the index,
+// must all be stopped before a replica of this version starts.
+const (
+	openDir         = "/open/"
+	openIndexMarker = "/meta/open-index-v1"
+)
+
+func (s *Store) openPrefix(minion string) string       { return s.prefix + openDir + minion + "/" }
+func (s *Store) openKey(minion, request string) string { return s.openPrefix(minion) + request }
+
+// ListUnresolved implements oduflow.UnresolvedLister: the client's open entries (one read, which fixes
+// a revision) and their claims at that revision, in bounded batches. The claims it returns are
+// unresolved at that revision; a claim resolved meanwhile may be returned as it was at a fresher one
+// (callers filter with Unresolved).
+func (s *Store) ListUnresolved(ctx context.Context, minionID string) ([]*oduflow.Claim, error) {
+	if err := receipt.ValidateMinionID(minionID); err != nil {
+		return nil, invalidID(err, "minion id")
+	}
+	if err := s.ensureOpenIndex(ctx); err != nil {
+		return nil, err
+	}
+	reqs, rev, err := s.listIndex(ctx, s.openPrefix(minionID), "list unresolved claims")
+	if err != nil {
+		return nil, err
+	}
+	return s.readClaims(ctx, minionID, reqs, rev)
+}
+
+// ensureOpenIndex builds the open index of claims written before it existed, once per cluster.
+func (s *Store) ensureOpenIndex(ctx context.Context) error {
+	if s.openIndex.Load() {
+		return nil
+	}
+	floor := s.rev.floor()
+	resp, err := s.cli.Get(ctx, s.prefix+openIndexMarker, clientv3.WithCountOnly())
+	if err != nil {
+		return readErr(err, "read open index marker")
+	}
+	if err := s.rev.observe(resp.Header, floor); err != nil {
+		return err
+	}
+	if resp.Count == 0 {
+		if err := s.buildOpenIndex(ctx); err != nil {
+			return err
+		}
+	}
+	s.openIndex.Store(true)
+	return nil
+}
+
+// buildOpenIndex puts the open entry of every indexed claim that is unresolved, or that cannot be read
+// (so that its client's listings keep reporting it instead of skipping it), scanning the client index
+// listBatch entries per read, and then the marker.
+func (s *Store) buildOpenIndex(ctx context.Context) error {
+	dir := s.prefix + clientsDir
+	from, end := dir, clientv3.GetPrefixRangeEnd(dir)
+	for {
+		keys, err := s.cli.Get(ctx, from, clientv3.WithRange(end), clientv3.WithKeysOnly(),
+			clientv3.WithLimit(listBatch), clientv3.WithSort(clientv3.SortByKey, clientv3.SortAscend))
+		if err != nil {
+			return readErr(err, "scan the client index for the open index")
+		}
+		for _, kv := range keys.Kvs {
+			minion, req, ok := strings.Cut(strings.TrimPrefix(string(kv.Key), dir), "/")
+			if !ok || receipt.ValidateMinionID(minion) != nil || receipt.ValidateRequestID(req) != nil {
+				return corrupt("client index key is not a minion and request id")
+			}
+			if err := s.openEntryFor(ctx, minion, req); err != nil {
+				return err
+			}
+		}
+		if !keys.More || len(keys.Kvs) == 0 {
+			break
+		}
+		from = string(keys.Kvs[len(keys.Kvs)-1].Key) + "\x00"
+	}
+	if _, err := s.cli.Put(ctx, s.prefix+openIndexMarker, "1"); err != nil {
+		return writeErr(err, "write open index marker")
+	}
+	return nil
+}
+
+// openEntryFor puts the open entry of one indexed claim if it is unresolved, fenced on its mod revision
+// (a claim that changed meanwhile is read again), or if it cannot be read (corrupt, oversized, missing).
+func (s *Store) openEntryFor(ctx context.Context, minion, req string) error {
+	for {
+		c, rev, err := s.get(ctx, req)
+		switch {
+		case errors.Is(err, oduflow.ErrCorruptClaim) || errors.Is(err, oduflow.ErrNoClaim):
+			if _, err := s.cli.Put(ctx, s.openKey(minion, req), ""); err != nil {
+				return writeErr(err, "build the open index")
+			}
+			return nil
+		case err != nil:
+			return errors.Wrap(err, "etcdstore: build the open index")
+		case !c.Unresolved():
+			return nil
+		}
+		key := s.claimKey(req)
+		resp, err := s.cli.Txn(ctx).If(clientv3.Compare(clientv3.ModRevision(key), "=", rev)).
+			Then(clientv3.OpPut(s.openKey(minion, req), "")).Commit()
+		if err != nil {
+			return writeErr(err, "build the open index")
+		}
+		if resp.Succeeded {
+			return nil
+		}
+	}
+}

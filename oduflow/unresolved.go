@@ -1,0 +1,48 @@
+package oduflow
+
+import "context"
+
+// Unresolved reports whether the claim belongs to its client's unresolved set: it has no final phase yet
+// (claimed, dispatching, dispatched), or it quarantines its client (Quarantining: dispatched, with no
+// final result other than unknown). Every claim that can block, or collide with, a new dispatch to its
+// client is unresolved; a claim that is resolved never becomes unresolved again except through a
+// transition the store records like any other (both stores keep the set exact at every transition).
+func (c *Claim) Unresolved() bool { return !c.Phase.Final() || c.Quarantining() }
+
+// UnresolvedLister is the optional index of a ClaimStore that keeps each client's unresolved claims
+// apart from its history. The worker's preflight and Quarantine read only this set when the store has
+// it, so their cost follows the client's open requests, not every request it ever had; without it they
+// read ListByClient.
+//
+// The contract: ListUnresolved returns every claim of the client that is Unresolved, each as committed
+// at some point during the call, and may return resolved ones too (callers filter). The set is
+// maintained with the claim's own writes: an entry exists before (or atomically with) the claim's
+// first unresolved state becoming visible, and is removed only after (or atomically with) a resolved
+// state becoming durable. FileClaimStore and etcdstore.Store implement it.
+type UnresolvedLister interface {
+	ListUnresolved(ctx context.Context, minionID string) ([]*Claim, error)
+}
+
+// listUnresolved reads the client's unresolved claims through the store's index when it has one, its
+// whole history otherwise, and keeps only the unresolved ones.
+func listUnresolved(ctx context.Context, st ClaimStore, minionID string) ([]*Claim, error) {
+	var (
+		cs  []*Claim
+		err error
+	)
+	if ul, ok := st.(UnresolvedLister); ok {
+		cs, err = ul.ListUnresolved(ctx, minionID)
+	} else {
+		cs, err = st.ListByClient(ctx, minionID)
+	}
+	if err != nil {
+		return nil, err
+	}
+	out := cs[:0]
+	for _, c := range cs {
+		if c.Unresolved() {
+			out = append(out, c)
+		}
+	}
+	return out, nil
+}
