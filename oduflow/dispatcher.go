@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"os"
 	"sync"
+	"sync/atomic"
 
 	"github.com/oduflow/oduflow-go/internal/errmark"
 
@@ -41,6 +42,11 @@ type Dispatcher struct {
 	pkiDir string
 	// unverifiedSeen holds the requests whose first unverified event was logged (during their wait).
 	unverifiedSeen sync.Map
+
+	// masterProvedAt: when the master last answered the readiness ping (unix ns; 0 never), and the lock
+	// concurrent Starts share one ping under (start.go).
+	masterProvedAt atomic.Int64
+	masterPingMu   sync.Mutex
 
 	// claimLock is the store when it is also the Leases and reads a claim with its lock state at once.
 	claimLock claimLockReader

@@ -39,9 +39,11 @@
 // directory's fsync, which concurrent Starts share (group commit). The index entry is durable before the
 // claim's name can exist, so a crash anywhere leaves no claim (a retried Start creates it) or a claim its
 // client's index lists (the quarantine check, which reads only the client's index, cannot miss it);
-// FileClaimStore.Create lists the crash points. The checks before a claim is written read state the
-// dispatcher already holds (the claim store, the credentials, the live event-bus subscription): no round
-// trip.
+// FileClaimStore.Create lists the crash points. The checks before a claim is written are the claim store,
+// the credentials, the event-bus subscription (connected now) and one proof that the master answers its
+// request channel (an unauthenticated clear-channel ping, shared by every Start for a few seconds: about
+// 0.4 ms against the simulated master, 70 ns when cached); when one fails, Start returns ErrNotReady and
+// nothing is written.
 //
 // Legacy claims keep their meaning: claims without profile fields are configuration jobs; claims without a
 // protocol field were published as plain state.apply and can never get a minion receipt. A legacy claim

@@ -144,6 +144,31 @@ func (h *hub) ensure(ctx context.Context) error {
 	return nil
 }
 
+// connectionReporter is implemented by a Subscription that knows whether its connection is open now
+// (*salt.EventStream: Connected). One without it is live while it exists.
+type connectionReporter interface {
+	Connected() bool
+}
+
+// live reports whether the subscription is connected now: subscribed (ensure) and, when the
+// subscription can tell, its connection open rather than being re-established. A readiness check: a
+// worker's watch does not need it (a reconnection is a gap, and the worker polls).
+func (h *hub) live(ctx context.Context) error {
+	if err := h.ensure(ctx); err != nil {
+		return err
+	}
+	h.mu.Lock()
+	sub := h.sub
+	h.mu.Unlock()
+	if cr, ok := sub.(connectionReporter); ok && !cr.Connected() {
+		return errmark.Mark(errors.New("oduflow: event bus disconnected (reconnecting)"), errEventBus)
+	}
+	if sub == nil {
+		return errmark.Mark(errors.New("oduflow: event bus subscription ended"), errEventBus)
+	}
+	return nil
+}
+
 func (h *hub) loop(sub Subscription, gen uint64) {
 	for ev := range sub.Events() {
 		switch {

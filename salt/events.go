@@ -9,6 +9,7 @@ import (
 	"net"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unsafe"
 
@@ -40,6 +41,8 @@ type EventStream struct {
 	cancel  context.CancelFunc
 	wg      sync.WaitGroup
 	once    sync.Once
+	// connected: a connection to the bus is open (cleared when it fails, set again on reconnection).
+	connected atomic.Bool
 }
 
 func parseEventAddr(addr string) (network, address string, err error) {
@@ -102,6 +105,7 @@ func SubscribeEvents(ctx context.Context, addr string, opts ...Option) (*EventSt
 	sctx, cancel := context.WithCancel(ctx)
 	s := &EventStream{cfg: cfg, network: network, address: address, out: make(chan Event),
 		q: newEventQueue(cfg.buffer, cfg.bufBytes), ctx: sctx, cancel: cancel}
+	s.connected.Store(true)
 	s.wg.Add(2)
 	go s.run(conn)
 	go s.deliver()
@@ -116,6 +120,12 @@ func SubscribeEvents(ctx context.Context, addr string, opts ...Option) (*EventSt
 // context given to SubscribeEvents is done).
 func (s *EventStream) Events() <-chan Event { return s.out }
 
+// Connected reports whether the stream holds an open connection to the bus now: false from a
+// disconnection (reported as a Gap) until the reconnection, and after Close. It reads one atomic flag:
+// a readiness check costs nothing. An open connection proves the socket, not that the master's
+// publisher is writing to it (see the "bus stalled" Gap).
+func (s *EventStream) Connected() bool { return s.connected.Load() && s.ctx.Err() == nil }
+
 // Close stops the stream and waits for its goroutines.
 func (s *EventStream) Close() error {
 	s.once.Do(s.cancel)
@@ -129,6 +139,7 @@ func (s *EventStream) run(conn net.Conn) {
 	bo := backoff.New(s.cfg.backoffMin, s.cfg.backoffMax)
 	for {
 		err := s.readConn(conn)
+		s.connected.Store(false)
 		if s.ctx.Err() != nil {
 			return
 		}
@@ -150,6 +161,7 @@ func (s *EventStream) run(conn net.Conn) {
 			s.cfg.logger.Debug("salt event bus reconnect failed", slog.String("error", errors.Redact(err)))
 		}
 		bo.Reset()
+		s.connected.Store(true)
 		s.cfg.logger.Info("salt event bus reconnected")
 		s.q.addGapErr(gapReasonReconnected, 0, nil)
 	}
