@@ -23,6 +23,8 @@ type CustomResponse struct {
 	Status      receipt.Status `json:"status"`
 	Passed      int            `json:"passed"`
 	Total       int            `json:"total"`
+	// ErrorCode is the execution's sanitized error code, "" when none (Response.ErrorCode).
+	ErrorCode string `json:"error_code"`
 	// Reused is "", "reuse_running" (reuseRunning) or "reuse_succeeded" (reuseSucceeded).
 	Reused string `json:"reused,omitempty"`
 }
@@ -205,12 +207,12 @@ func (d *Dispatcher) customRespond(ctx context.Context, cat catalog.Store, e cat
 	}
 	r := responseFor(c, st)
 	out := CustomResponse{MinionID: r.MinionID, RequestID: request, ExecutionID: e.RequestID, JID: r.JID,
-		Status: r.Status, Passed: r.Passed, Total: r.Total, Reused: reason}
+		Status: r.Status, Passed: r.Passed, Total: r.Total, ErrorCode: r.ErrorCode, Reused: reason}
 	o := outcomeOf(c, st)
 	if e.Outcome.ConfirmedBy == catalog.ConfirmedByMinionReceipt && claimConfirmation(c) == catalog.ConfirmedByOperatorAssertion {
 		// The catalog holds the minion's receipt read after an assertion: the stronger evidence.
 		o = e.Outcome
-		out.Status, out.Passed, out.Total = o.Status, o.Passed, o.Total
+		out.Status, out.Passed, out.Total, out.ErrorCode = o.Status, o.Passed, o.Total, o.ErrorCode
 	}
 	d.mirror(ctx, cat, e, o)
 	return out, nil

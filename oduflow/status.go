@@ -16,6 +16,11 @@ type Response struct {
 	Status    receipt.Status `json:"status"`
 	Passed    int            `json:"passed"`
 	Total     int            `json:"total"`
+	// ErrorCode is the sanitized reason the claim records (one of the codes in the package doc's table,
+	// e.g. "quarantined", "publish_no_minions", "minion_refused"), "" when none: a succeeded request, a
+	// running one, not_started. Always present in JSON (an empty string, never omitted), so that a
+	// client reads one schema.
+	ErrorCode string `json:"error_code"`
 }
 
 func notStarted(t target) Response {
@@ -66,6 +71,9 @@ func responseFor(c *Claim, st receipt.Status) Response {
 	}
 	if c.Phase.Final() {
 		r.Passed, r.Total = c.Passed, c.Total
+	}
+	if st == receipt.StatusFailed || st == receipt.StatusUnknown || c.Phase.Final() {
+		r.ErrorCode = c.ErrorCode
 	}
 	return r
 }

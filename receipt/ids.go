@@ -1,7 +1,6 @@
 package receipt
 
 import (
-	"github.com/cockroachdb/errors"
 	"github.com/google/uuid"
 )
 
@@ -37,7 +36,7 @@ func isCanonicalUUID(s string) bool {
 func ValidateMinionID(s string) error {
 	if len(s) != len(minionIDPrefix)+36 || s[:len(minionIDPrefix)] != minionIDPrefix ||
 		!isCanonicalUUID(s[len(minionIDPrefix):]) {
-		return errors.WithStack(&idError{"minion id"})
+		return &idError{kind: "minion id", want: "client-<lowercase UUID>, e.g. client-" + exampleUUID}
 	}
 	return nil
 }
@@ -45,7 +44,7 @@ func ValidateMinionID(s string) error {
 // ValidateRequestID accepts exactly a canonical lowercase UUID.
 func ValidateRequestID(s string) error {
 	if !isCanonicalUUID(s) {
-		return errors.WithStack(&idError{"request id"})
+		return &idError{kind: "request id", want: "a lowercase UUID (8-4-4-4-12 hex digits), e.g. " + exampleUUID}
 	}
 	return nil
 }
@@ -58,11 +57,11 @@ func NewRequestID() string {
 // ValidateJID accepts exactly 20 ASCII digits (Salt's %Y%m%d%H%M%S%f).
 func ValidateJID(s string) error {
 	if len(s) != 20 {
-		return errors.WithStack(&idError{"jid"})
+		return &idError{kind: "jid", want: "exactly 20 ASCII digits"}
 	}
 	for i := 0; i < len(s); i++ {
 		if s[i] < '0' || s[i] > '9' {
-			return errors.WithStack(&idError{"jid"})
+			return &idError{kind: "jid", want: "exactly 20 ASCII digits"}
 		}
 	}
 	return nil
@@ -82,11 +81,15 @@ func isDigestHex(s string) bool {
 	return true
 }
 
-// idError names which identifier was malformed (never its value, which is
-// untrusted) and unwraps to ErrInvalidID.
-type idError struct{ kind string }
+// idError names which identifier was malformed and the form it must have
+// (never its value, which is untrusted) and unwraps to ErrInvalidID. It is
+// one line in any formatting (%v, %+v: no stack).
+type idError struct{ kind, want string }
 
-func (e *idError) Error() string { return "receipt: invalid " + e.kind }
+func (e *idError) Error() string { return "receipt: invalid " + e.kind + " (want " + e.want + ")" }
+
+// exampleUUID shows the canonical form in id errors.
+const exampleUUID = "0f8fad5b-d9cb-469f-a165-70867728950e"
 
 // Unwrap makes errors.Is(err, ErrInvalidID) true.
 func (e *idError) Unwrap() error { return ErrInvalidID }
