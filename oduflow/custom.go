@@ -4,10 +4,9 @@ import (
 	"context"
 	"log/slog"
 
-	"github.com/oduflow/oduflow-go/internal/errmark"
-
 	"github.com/cockroachdb/errors"
 
+	"github.com/oduflow/oduflow-go/internal/errmark"
 	"github.com/oduflow/oduflow-go/oduflow/catalog"
 	"github.com/oduflow/oduflow-go/receipt"
 )
@@ -60,7 +59,8 @@ const (
 // (and the eauth credentials when eauth is used to publish), in the master's job directory even with
 // job_cache: False, and fires it on the event bus as salt/job/<jid>/new. The library's own journal and
 // status API keep only identities, digest, status, counts and error codes.
-func (d *Dispatcher) CustomStart(ctx context.Context, minion, request, definitionID string, mode catalog.Mode) (CustomResponse, error) {
+func (d *Dispatcher) CustomStart(ctx context.Context, minion, request, definitionID string, mode catalog.Mode) (_ CustomResponse, err error) {
+	defer errmark.Boundary(&err)
 	if _, err := parseTarget(minion, request); err != nil {
 		return CustomResponse{}, err
 	}
@@ -234,7 +234,8 @@ func (d *Dispatcher) mirror(ctx context.Context, cat catalog.Store, e catalog.Ex
 
 // CustomStatus reports a custom request: its own execution, or the one it points to. A request id never
 // used is not_started. Only target, request, job identity, status and counts are exposed.
-func (d *Dispatcher) CustomStatus(ctx context.Context, minion, request string) (CustomResponse, error) {
+func (d *Dispatcher) CustomStatus(ctx context.Context, minion, request string) (_ CustomResponse, err error) {
+	defer errmark.Boundary(&err)
 	if _, err := parseTarget(minion, request); err != nil {
 		return CustomResponse{}, err
 	}

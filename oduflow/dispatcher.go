@@ -7,10 +7,9 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/oduflow/oduflow-go/internal/errmark"
-
 	"github.com/cockroachdb/errors"
 
+	"github.com/oduflow/oduflow-go/internal/errmark"
 	"github.com/oduflow/oduflow-go/receipt"
 	"github.com/oduflow/oduflow-go/salt"
 )
@@ -58,7 +57,8 @@ type Dispatcher struct {
 
 // New builds a Dispatcher. client publishes (a *salt.Client), events reads the master event bus
 // (SaltEvents(addr) for a real master). The claim directory is opened (created 0700 when missing) now.
-func New(client Publisher, events EventSource, opts ...Option) (*Dispatcher, error) {
+func New(client Publisher, events EventSource, opts ...Option) (_ *Dispatcher, err error) {
+	defer errmark.Boundary(&err)
 	cfg := config{claimDir: defaultClaimDir, pkiDir: defaultPKIDir, clock: systemClockSource(), timers: DefaultTimers()}
 	for _, o := range opts {
 		o(&cfg)
@@ -127,7 +127,8 @@ func (d *Dispatcher) Close() error {
 }
 
 // Wait blocks until every in-process worker started by this Dispatcher has finished, or ctx ends.
-func (d *Dispatcher) Wait(ctx context.Context) error {
+func (d *Dispatcher) Wait(ctx context.Context) (err error) {
+	defer errmark.Boundary(&err)
 	done := make(chan struct{})
 	go func() { d.wg.Wait(); close(done) }()
 	select {
@@ -142,7 +143,8 @@ func (d *Dispatcher) Wait(ctx context.Context) error {
 // last committed (identities, profile, phase, recorded status, counts, error code, evidence). It never
 // changes anything; its Status field is the recorded one, not the status rules' answer (use Status with
 // c.EffectiveProfile() for that). No claim: ErrNoClaim. A claim bound to another minion: ErrMismatch.
-func (d *Dispatcher) Lookup(ctx context.Context, minion, request string) (*Claim, error) {
+func (d *Dispatcher) Lookup(ctx context.Context, minion, request string) (_ *Claim, err error) {
+	defer errmark.Boundary(&err)
 	t, err := parseTarget(minion, request)
 	if err != nil {
 		return nil, err

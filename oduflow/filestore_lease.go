@@ -40,7 +40,8 @@ func (l fileLease) Release() error { return l.lk.Release() }
 func (l fileLease) Held() bool     { return l.lk.Held() }
 
 // TryRequestLock implements Leases.
-func (s *FileClaimStore) TryRequestLock(ctx context.Context, requestID string) (Lease, error) {
+func (s *FileClaimStore) TryRequestLock(ctx context.Context, requestID string) (_ Lease, err error) {
+	defer errmark.Boundary(&err)
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -60,7 +61,8 @@ func (s *FileClaimStore) TryRequestLock(ctx context.Context, requestID string) (
 
 // RequestLockHeld implements Leases. The probe takes nothing (F_OFD_GETLK), so it never makes a starting
 // worker's TryRequestLock fail.
-func (s *FileClaimStore) RequestLockHeld(ctx context.Context, requestID string) (bool, error) {
+func (s *FileClaimStore) RequestLockHeld(ctx context.Context, requestID string) (_ bool, err error) {
+	defer errmark.Boundary(&err)
 	if err := ctx.Err(); err != nil {
 		return false, err
 	}
@@ -79,7 +81,8 @@ func (s *FileClaimStore) RequestLockHeld(ctx context.Context, requestID string) 
 }
 
 // AcquireClientLease implements Leases.
-func (s *FileClaimStore) AcquireClientLease(ctx context.Context, minionID string, maxWait time.Duration) (Lease, error) {
+func (s *FileClaimStore) AcquireClientLease(ctx context.Context, minionID string, maxWait time.Duration) (_ Lease, err error) {
+	defer errmark.Boundary(&err)
 	p, err := s.pool()
 	if err != nil {
 		return nil, err

@@ -6,6 +6,7 @@ import (
 
 	"github.com/cockroachdb/errors"
 
+	"github.com/oduflow/oduflow-go/internal/errmark"
 	"github.com/oduflow/oduflow-go/internal/receiptproof"
 	"github.com/oduflow/oduflow-go/receipt"
 	"github.com/oduflow/oduflow-go/salt"
@@ -14,7 +15,8 @@ import (
 // Ping checks that the exact accepted client is reachable: test.ping to that minion alone (list target),
 // then oduflow_job.capabilities (Proof also needs the key the master accepted, read from the pki dir). A minion the master does not match (key not accepted, or unknown) is
 // reported as KeyAccepted=false, not as an error; transport and authentication failures are errors.
-func (d *Dispatcher) Ping(ctx context.Context, minion string) (*Readiness, error) {
+func (d *Dispatcher) Ping(ctx context.Context, minion string) (_ *Readiness, err error) {
+	defer errmark.Boundary(&err)
 	if err := receipt.ValidateMinionID(minion); err != nil {
 		return nil, invalid(err, "minion id")
 	}

@@ -25,7 +25,8 @@ import (
 // and the error matches ErrNotReady and its cause (the event bus or the master unreachable, salt.ErrKeyFile,
 // salt.ErrAuthentication, salt.ErrAuthorization); the same request id can be started once fixed. A claim
 // store that cannot be read gives ErrClaimStore (or ErrCorruptClaim for a damaged claim).
-func (d *Dispatcher) Start(ctx context.Context, minion, request string, profile receipt.Profile) (Response, error) {
+func (d *Dispatcher) Start(ctx context.Context, minion, request string, profile receipt.Profile) (_ Response, err error) {
+	defer errmark.Boundary(&err)
 	t0 := time.Now()
 	defer func() { d.hooks.observe("start", time.Since(t0)) }()
 	t, err := parseTarget(minion, request)

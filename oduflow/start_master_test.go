@@ -56,6 +56,7 @@ func TestStartNotReadyMasterPortClosed(t *testing.T) {
 	if !errors.Is(err, ErrNotReady) || !errors.Is(err, errMasterUnreachable) || !errors.Is(err, salt.ErrNotSent) {
 		t.Fatalf("closed request port: %v", err)
 	}
+	wantOneLine(t, "ErrNotReady", err)
 	noClaim(t, d, req)
 	if n := len(e.sim.Publications()); n != 0 {
 		t.Fatalf("published %d", n)

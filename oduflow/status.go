@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/cockroachdb/errors"
+	"github.com/oduflow/oduflow-go/internal/errmark"
 	"github.com/oduflow/oduflow-go/receipt"
 )
 
@@ -28,7 +29,8 @@ func notStarted(t target) Response {
 }
 
 // Status reports the request's status under the response contract.
-func (d *Dispatcher) Status(ctx context.Context, minion, request string, profile receipt.Profile) (Response, error) {
+func (d *Dispatcher) Status(ctx context.Context, minion, request string, profile receipt.Profile) (_ Response, err error) {
+	defer errmark.Boundary(&err)
 	t0 := time.Now()
 	defer func() { d.hooks.observe("status", time.Since(t0)) }()
 	t, err := parseTarget(minion, request)

@@ -2,6 +2,8 @@ package receipt
 
 import (
 	"github.com/google/uuid"
+
+	"github.com/oduflow/oduflow-go/internal/errmark"
 )
 
 // minionIDPrefix is the fixed prefix of every managed minion id.
@@ -33,7 +35,8 @@ func isCanonicalUUID(s string) bool {
 // ValidateMinionID accepts exactly "client-" + canonical lowercase UUID.
 // Anything else (upper case, braces, missing dashes, surrounding space) is
 // ErrInvalidID. The offending value is not echoed in the error.
-func ValidateMinionID(s string) error {
+func ValidateMinionID(s string) (err error) {
+	defer errmark.Boundary(&err)
 	if len(s) != len(minionIDPrefix)+36 || s[:len(minionIDPrefix)] != minionIDPrefix ||
 		!isCanonicalUUID(s[len(minionIDPrefix):]) {
 		return &idError{kind: "minion id", want: "client-<lowercase UUID>, e.g. client-" + exampleUUID}
@@ -42,7 +45,8 @@ func ValidateMinionID(s string) error {
 }
 
 // ValidateRequestID accepts exactly a canonical lowercase UUID.
-func ValidateRequestID(s string) error {
+func ValidateRequestID(s string) (err error) {
+	defer errmark.Boundary(&err)
 	if !isCanonicalUUID(s) {
 		return &idError{kind: "request id", want: "a lowercase UUID (8-4-4-4-12 hex digits), e.g. " + exampleUUID}
 	}
@@ -55,7 +59,8 @@ func NewRequestID() string {
 }
 
 // ValidateJID accepts exactly 20 ASCII digits (Salt's %Y%m%d%H%M%S%f).
-func ValidateJID(s string) error {
+func ValidateJID(s string) (err error) {
+	defer errmark.Boundary(&err)
 	if len(s) != 20 {
 		return &idError{kind: "jid", want: "exactly 20 ASCII digits"}
 	}

@@ -72,7 +72,8 @@ func parseEventAddr(addr string) (network, address string, err error) {
 // failing (missing socket, permission denied) is returned as an error; later
 // disconnections are retried with backoff, each reported as a Gap. The stream
 // ends when ctx is done or Close is called; Events is then closed.
-func SubscribeEvents(ctx context.Context, addr string, opts ...Option) (*EventStream, error) {
+func SubscribeEvents(ctx context.Context, addr string, opts ...Option) (_ *EventStream, err error) {
+	defer errmark.Boundary(&err)
 	set := settings{event: eventConfig{buffer: defaultEventBuffer, bufBytes: defaultEventBufferBytes, maxFrame: defaultMaxFrameBytes,
 		frameTime: defaultFrameTimeout, decode: defaultEventDecodeLimits(),
 		backoffMin: defaultBackoffMin, backoffMax: defaultBackoffMax}}
@@ -127,7 +128,8 @@ func (s *EventStream) Events() <-chan Event { return s.out }
 func (s *EventStream) Connected() bool { return s.connected.Load() && s.ctx.Err() == nil }
 
 // Close stops the stream and waits for its goroutines.
-func (s *EventStream) Close() error {
+func (s *EventStream) Close() (err error) {
+	defer errmark.Boundary(&err)
 	s.once.Do(s.cancel)
 	s.wg.Wait()
 	return nil
