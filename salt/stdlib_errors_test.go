@@ -13,10 +13,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"strings"
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
