@@ -54,6 +54,13 @@ var (
 	ErrKeyFile = errors.New("salt: cannot use key file")
 	// ErrClosed: the Client or EventStream was closed.
 	ErrClosed = errors.New("salt: closed")
+	// ErrBusStalled: the Err of a "bus stalled" Gap: the connection to the
+	// event bus is open, but no event at all arrived within the time a caller
+	// expected one (EventStream.ExpectEvents, e.g. after a publish the master
+	// acknowledged: the master fires salt/job/<jid>/new for each). On Salt
+	// 3007+ one subscriber that stops reading blocks the master's event
+	// publisher for every reader: returns and status replies stop arriving.
+	ErrBusStalled = errors.New("salt: event bus stalled: nothing arrived while events were expected")
 )
 
 // limitError is one specific limit (reply size, frame size, decode budget);
