@@ -41,6 +41,9 @@ type Dispatcher struct {
 	pkiDir string
 	// unverifiedSeen holds the requests whose first unverified event was logged (during their wait).
 	unverifiedSeen sync.Map
+	// refusals: request id -> the refusal code of a run its minion refused and then fenced (wait.go), for
+	// the worker's commit.
+	refusals sync.Map
 
 	// masterProvedAt: when the master last answered the readiness ping (unix ns; 0 never), and the lock
 	// concurrent Starts share one ping under (start.go).
@@ -110,6 +113,7 @@ func New(client Publisher, events EventSource, opts ...Option) (_ *Dispatcher, e
 		pkiDir: cfg.pkiDir,
 		ctx:    ctx, cancel: cancel}
 	d.hub = newHub(events, func(msg string, args ...any) { d.log.Warn(msg, args...) })
+	d.hub.onGap = d.hooks.busGap
 	return d, nil
 }
 

@@ -131,6 +131,8 @@ const (
 	codeAsserted            = "asserted"
 	codeFenced              = "fenced"
 	codeNeverRan            = "never_ran"
+	codeRuntimeGuard        = "runtime_guard_failed" // the module's runtime guard does not hold (it refuses every run)
+	codeMinionRefused       = "minion_refused"       // the module refused the run before any state work
 )
 
 // Readiness sentinels. A Start (or CustomStart) of a request that has no claim yet first checks that the

@@ -325,6 +325,7 @@ func (d *Dispatcher) resumePolling(ctx context.Context, c *Claim, deadline time.
 	}
 	defer w.close()
 	r := d.awaitFrom(ctx, c, w, deadline, true) // an operator asked: poll at once, then on the schedule
+	d.refusals.Delete(c.RequestID)              // a fenced refusal commits as fenced here (replaceUnknown)
 	if r == nil || !r.Status.Terminal() {
 		lg.Info("resume: no terminal receipt; still unknown")
 		return
