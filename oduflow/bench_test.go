@@ -277,3 +277,25 @@ func BenchmarkStartNewIdle(b *testing.B) {
 		b.StartTimer()
 	}
 }
+
+// BenchmarkStartToFinal: Start of a new request and its worker to the final result on an idle dispatcher
+// (claim, launch, request lock, client lease, preflight, the dispatch intent with its fencing token, the
+// one publication, the verified return and the final commit), all timed.
+func BenchmarkStartToFinal(b *testing.B) {
+	e := startSim(b)
+	d := e.dispatcher()
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		b.StopTimer()
+		m := e.addMinion()
+		req := uuid.NewString()
+		b.StartTimer()
+		if _, err := d.Start(ctx, m.ID(), req, receipt.ProfileConfigure); err != nil {
+			b.Fatal(err)
+		}
+		if err := d.Wait(ctx); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -99,6 +99,12 @@ type Claim struct {
 	// which never starts a run whose token is not above the highest it has started or fenced. 0: never
 	// dispatched, or dispatched before fencing existed. Once issued it never changes.
 	FenceToken uint64 `json:"fence_token,omitempty"`
+	// CreatedClock and DispatchedClock are the host's monotonic clock (boot id and CLOCK_BOOTTIME) when a
+	// FileClaimStore created the claim and recorded its dispatch intent: that store measures the launch
+	// and dispatch windows of the status rules with them, never with a wall clock (statuswindows.go). Empty in
+	// other stores and in claims written before them.
+	CreatedClock    string `json:"created_clock,omitempty"`
+	DispatchedClock string `json:"dispatched_clock,omitempty"`
 	// Generation is the fencing token: every successful update increments it.
 	Generation uint64 `json:"generation"`
 }
@@ -220,6 +226,13 @@ func (c *Claim) Validate() (err error) {
 	if c.MinionKeySHA256 != "" && !isHex64(c.MinionKeySHA256) {
 		return errors.Wrap(ErrCorruptClaim, "minion key fingerprint")
 	}
+	for _, st := range []string{c.CreatedClock, c.DispatchedClock} {
+		if st != "" {
+			if _, err := parseHostStamp(st); err != nil {
+				return err
+			}
+		}
+	}
 	return nil
 }
 
@@ -329,7 +342,8 @@ func isClaimField(k []byte) bool {
 	switch string(k) {
 	case "protocol", "minion_id", "request_id", "profile", "role", "state_digest", "payload_ref", "jid", "phase",
 		"created_at", "dispatched_at", "finished_at", "resumed_at", "status", "passed", "total", "error_code",
-		"evidence", "asserted_by", "asserted_reason", "minion_key_sha256", "fence_token", "generation":
+		"evidence", "asserted_by", "asserted_reason", "minion_key_sha256", "fence_token", "created_clock",
+		"dispatched_clock", "generation":
 		return true
 	}
 	return false

@@ -7,9 +7,9 @@ import (
 	"github.com/cockroachdb/errors"
 )
 
-// ClaimStore is the durable, shared record of claims. FileClaimStore is the default and only
-// implementation; the interface is small so that a distributed store (etcd) can back several controller
-// replicas sharing claims later.
+// ClaimStore is the durable, shared record of claims. Two implementations ship: FileClaimStore (the
+// default: the processes of one host share a directory) and oduflow/etcdstore (controller replicas share
+// an etcd cluster); oduflowtest.TestClaimStore checks an implementation against this contract.
 //
 // The contract an implementation must meet:
 //
@@ -32,8 +32,22 @@ import (
 //     refuses foreign leases with ErrLeaseLost). The dispatcher uses it for exactly one transition: to the
 //     recorded dispatch intent, so that a worker whose leases expired never records an intent and never
 //     publishes. Final commits use plain CompareAndSwap, so that a late trustworthy result still lands.
+//   - Fencing tokens: the CompareAndSwapHeld that moves a claim from phase claimed to dispatching issues
+//     a fencing token and returns (and stores) it in Claim.FenceToken: an integer from 1 to MaxFenceToken,
+//     strictly greater than every token issued before for the same client (minion id), by any process or
+//     replica, whichever leases the callers hold. Once issued it never changes: every later write keeps
+//     it whatever next carries, and Get returns it. The token must be durable no later than the intent
+//     it belongs to, and never issued twice, also across a crash between the two (a gap is fine).
+//     (etcd: the revision of the intent's transaction; FileClaimStore: a per-client counter file made
+//     durable before the claim.) The minion refuses a run whose token is not above the highest it has
+//     started or fenced, so a store that issued a token again would only get runs refused, never run
+//     twice; tokens that go backwards (a store restored from a backup) do the same until they pass the
+//     minion's mark again.
 //   - ListByClient returns every claim of one minion, legacy claims included, each as committed at some
-//     point during the call.
+//     point during the call. A store may also keep the client's unresolved set (UnresolvedLister), which
+//     the preflight and Quarantine then read instead.
+//   - Errors that say the store itself failed (it cannot be read, a disk is full or read-only, a lease
+//     store cannot be used) match ErrClaimStore; a damaged record matches ErrCorruptClaim.
 //   - A write whose acknowledgement is lost (a distributed store: timeout, leader change) returns an error
 //     that is neither nil nor ErrClaimExists/ErrConflict/ErrLeaseLost (etcdstore.ErrOutcomeUnknown): it
 //     may have committed. A Create so failed means "maybe created": the dispatcher returns the error and

@@ -98,7 +98,7 @@ func ownIntent(cur, next *Claim) bool {
 // finalize commits a final result unless someone else committed one meanwhile (which is kept).
 func (d *Dispatcher) finalize(ctx context.Context, c *Claim, st receipt.Status, passed, total int, code, evidence string) *Claim {
 	lg := d.claimLog(c)
-	out, changed, err := d.updateClaim(ctx, c.RequestID, func(next *Claim) bool {
+	out, changed, err := d.updateClaim(ctx, c, func(next *Claim) bool {
 		if next.Phase.Final() {
 			return false
 		}
@@ -124,7 +124,7 @@ func (d *Dispatcher) finalize(ctx context.Context, c *Claim, st receipt.Status, 
 // commitFromUnknown applies mutate to the current claim if it is still unresolved (not final, or final
 // unknown) or, with overAssertion, asserted, under a fenced update. A result committed meanwhile is kept.
 func (d *Dispatcher) commitFromUnknown(ctx context.Context, c *Claim, overAssertion bool, mutate func(*Claim)) (*Claim, error) {
-	out, _, err := d.updateClaim(ctx, c.RequestID, func(next *Claim) bool {
+	out, _, err := d.updateClaim(ctx, c, func(next *Claim) bool {
 		if next.Phase == PhaseAsserted {
 			if !overAssertion {
 				return false
@@ -144,7 +144,7 @@ func (d *Dispatcher) commitFromUnknown(ctx context.Context, c *Claim, overAssert
 // prefixes the log lines ("worker", "resume"). The error is already logged.
 func (d *Dispatcher) replaceUnknown(ctx context.Context, c *Claim, r *receipt.Receipt, who string) error {
 	lg := d.claimLog(c)
-	out, changed, err := d.updateClaim(ctx, c.RequestID, func(next *Claim) bool {
+	out, changed, err := d.updateClaim(ctx, c, func(next *Claim) bool {
 		if !unresolved(next) {
 			return false // resolved meanwhile (or asserted); keep it
 		}
@@ -173,11 +173,19 @@ const maxClaimUpdates = 10
 // the generation moved on meanwhile. change returns false to leave the claim as it is: updateClaim then
 // returns the current claim with changed false. It gives up with ErrConflict after maxClaimUpdates lost
 // races.
-func (d *Dispatcher) updateClaim(ctx context.Context, request string, change func(next *Claim) bool) (out *Claim, changed bool, err error) {
+//
+// The stored claim must still be c's: the same identity, JID included (sameIdentity). A claim of that
+// request id under another JID was re-created (a store edited or restored from an earlier copy) and is
+// another run's record: no result of c's run is ever committed onto it (errClaimReplaced, matching
+// ErrCorruptClaim).
+func (d *Dispatcher) updateClaim(ctx context.Context, c *Claim, change func(next *Claim) bool) (out *Claim, changed bool, err error) {
 	for attempt := 0; attempt < maxClaimUpdates; attempt++ {
-		cur, err := d.store.Get(ctx, request)
+		cur, err := d.store.Get(ctx, c.RequestID)
 		if err != nil {
 			return nil, false, err
+		}
+		if !sameIdentity(cur, c) {
+			return nil, false, errors.Wrapf(errClaimReplaced, "stored JID %s, this run's %s", errors.Safe(cur.JID), errors.Safe(c.JID))
 		}
 		next := cur.clone()
 		if !change(next) {

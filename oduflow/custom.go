@@ -116,6 +116,11 @@ func (d *Dispatcher) CustomStart(ctx context.Context, minion, request, definitio
 	} else if err != nil {
 		return CustomResponse{}, err
 	}
+	// Checked again here, whatever the catalog implementation: one company's source never runs as
+	// another company's execution (a crossed record is catalog.ErrCorrupt).
+	if err := catalog.CheckAssignment(asg, def); err != nil {
+		return CustomResponse{}, err
+	}
 	compiled, err := catalog.Compile(def.Source) // the digest bound now is the one frozen below
 	if err != nil {
 		return CustomResponse{}, errmark.Mark(errors.Wrap(err, "oduflow: custom source"), ErrInvalidInput)

@@ -74,7 +74,7 @@ func claimConfirmation(c *Claim) catalog.Confirmation {
 		return ""
 	}
 	switch c.Evidence {
-	case evidenceReceipt, evidenceReconciled:
+	case evidenceReceipt, evidenceReconciled, evidenceFenced: // fenced: the minion signed that it never ran
 		return catalog.ConfirmedByMinionReceipt
 	case evidencePreflight, evidenceRefused:
 		return catalog.ConfirmedByMasterRecord

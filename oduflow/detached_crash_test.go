@@ -75,7 +75,7 @@ func TestCrashConsistencyDetachedWorker(t *testing.T) {
 				if st := status(t, d, mustClaim(t, d, req)); st != receipt.StatusRunning && st != tc.want.status {
 					t.Fatalf("within grace: %s", st)
 				}
-				clk.Advance(defaultLaunchGrace + time.Second)
+				advanceWindows(d, clk, defaultLaunchGrace+time.Second)
 				got, err := d.Status(ctx, m.ID(), req, receipt.ProfileConfigure)
 				if err != nil || got.Status != tc.want.status || *got.JID != *first.JID {
 					t.Fatalf("status after kill: %+v %v", got, err)

@@ -30,7 +30,8 @@ type Dispatcher struct {
 	step   func(string)
 	pubsrc publicationSource
 	pubSem chan struct{}
-	admit  *admitter // in-process workers between their request lock and their run publish (publish.go)
+	admit  *admitter  // in-process workers between their request lock and their run publish (publish.go)
+	caps   capBatcher // capability checks sharing publications (capbatch.go)
 	// workerLog is where detached workers' stdout/stderr go ("" = /dev/null).
 	workerLog     string
 	workerLogFile *os.File
@@ -52,6 +53,9 @@ type Dispatcher struct {
 
 	// claimLock is the store when it is also the Leases and reads a claim with its lock state at once.
 	claimLock claimLockReader
+	// windows is the store when it is also the Leases and measures the status windows itself (nil: this
+	// dispatcher's clock measures them against the claims' timestamps).
+	windows windowedStore
 
 	ctx    context.Context // workers run under it; Close cancels it
 	cancel context.CancelFunc
@@ -90,6 +94,7 @@ func New(client Publisher, events EventSource, opts ...Option) (_ *Dispatcher, e
 		cfg.store = fs
 	}
 	var claimLock claimLockReader
+	var windows windowedStore
 	if cfg.leases == nil {
 		l, ok := cfg.store.(Leases)
 		if !ok {
@@ -97,6 +102,9 @@ func New(client Publisher, events EventSource, opts ...Option) (_ *Dispatcher, e
 		}
 		cfg.leases = l
 		claimLock, _ = cfg.store.(claimLockReader)
+		if windows, _ = cfg.store.(windowedStore); windows != nil {
+			windows.SetStatusWindows(cfg.timers.LaunchGrace, cfg.timers.StatusExpiry)
+		}
 	}
 	if cfg.workerLogOpen != "" && cfg.workerLogFile == nil {
 		f, err := openWorkerLogChecked(cfg.workerLogOpen)
@@ -106,7 +114,7 @@ func New(client Publisher, events EventSource, opts ...Option) (_ *Dispatcher, e
 		cfg.workerLogFile, ownLog = f, true
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	d := &Dispatcher{pub: client, store: cfg.store, leases: cfg.leases, claimLock: claimLock, clock: cfg.clock, log: cfg.logger,
+	d := &Dispatcher{pub: client, store: cfg.store, leases: cfg.leases, claimLock: claimLock, windows: windows, clock: cfg.clock, log: cfg.logger,
 		hooks: hookSet{cfg.hooks}, mode: cfg.mode, timers: cfg.timers, jids: cfg.jids, step: cfg.stepHook,
 		pubsrc: cfg.publishing, pubSem: make(chan struct{}, cfg.maxPublish),
 		admit: newAdmitter(admitPerPublish * cfg.maxPublish), workerLog: cfg.workerLog, workerLogFile: cfg.workerLogFile, ownLog: ownLog,

@@ -4,7 +4,8 @@
 //
 // # API
 //
-// The basic flow imports only oduflow and salt (the client):
+// The basic flow imports oduflow, salt (the client) and receipt (request ids, profiles, statuses: the names
+// the minion module shares):
 //
 //	d, err := oduflow.New(client, oduflow.SaltEvents(eventAddr), oduflow.WithClaimDir(dir))
 //	ready, err := d.Ping(ctx, minion)                      // test.ping + oduflow_job.capabilities
@@ -18,32 +19,42 @@
 // Every call names its target the same way: ctx, minion, request, then what the call needs (a profile,
 // a definition and mode for CustomStart, a Reconciliation). Every Start/Status answers with Response
 // (JSON: minion_id, request_id, jid, status, passed, total; jid is null for not_started). Status is
-// not_started, running, succeeded, failed or unknown (receipt.Status: the receipt.Status* constants). A request id is bound to one
-// profile and one minion: using it through another is refused with ErrMismatch (the message names the
-// binding). Malformed ids are ErrInvalidInput (wrapping the receipt package's id errors) and are refused
-// before any I/O.
+// a receipt.Status: not_started, running, succeeded, failed or unknown (the receipt.Status* constants). A
+// request id is bound to one profile and one minion: using it through another is refused with ErrMismatch
+// (the message names the binding). Malformed ids are ErrInvalidInput (wrapping the receipt package's id
+// errors) and are refused before any I/O: every call parses its minion and request id once, at the API
+// boundary, and passes the parsed pair inward.
 //
 // # Claims
 //
 // Start writes a claim (phase claimed, JID preassigned, profile and its fixed role) durably with
 // create-if-absent semantics before the worker starts; a repeated Start returns the current status and never
 // publishes again. Claims live behind ClaimStore (create-if-absent, fenced compare-and-swap update, get,
-// list by client) and Leases; FileClaimStore is the default: one file per request in a 0700 directory
+// list by client) and Leases. Two implementations ship: FileClaimStore, the default, for the processes of
+// one host, and oduflow/etcdstore for controller replicas sharing an etcd cluster (a nested module);
+// oduflowtest.TestClaimStore is the contract's conformance suite. FileClaimStore: one file per request in a 0700 directory
 // (default /var/cache/salt/oduflow-apply), files 0600, written through the internal safe file store (exclusive temp file,
 // fsync, rename, directory fsync; symlinks, foreign owners, group/other bits and hard links refused).
 // What a new Start waits for on FileClaimStore is two fsync waits in a row, the least a durable exclusive
 // create allows (the claim's content must be durable before its name appears, and its name before the worker
-// starts): first the claim's temporary file, concurrently with the client's index entry
-// (clients/<minion>/<request>, an empty file created directly: nothing to tear, so no temporary file or data
-// fsync) and, for a client new to the store, its index directory; then the rename into place and the claim
-// directory's fsync, which concurrent Starts share (group commit). The index entry is durable before the
-// claim's name can exist, so a crash anywhere leaves no claim (a retried Start creates it) or a claim its
-// client's index lists (the quarantine check, which reads only the client's index, cannot miss it);
-// FileClaimStore.Create lists the crash points. The checks before a claim is written are the claim store,
-// the credentials, the event-bus subscription (connected now) and one proof that the master answers its
-// request channel (an unauthenticated clear-channel ping, shared by every Start for a few seconds: about
-// 0.4 ms against the simulated master, 70 ns when cached); when one fails, Start returns ErrNotReady and
-// nothing is written.
+// starts): first the claim's temporary file, concurrently with the client's index entries
+// (clients/<minion>/<request> and open/<minion>/<request>, empty files created directly: nothing to tear,
+// so no temporary file or data fsync) and, for a client new to the store, its index directories; then the
+// rename into place and the claim directory's fsync, which concurrent Starts share (group commit). The
+// index entries are durable before the claim's name can exist, so a crash anywhere leaves no claim (a
+// retried Start creates it) or a claim its client's indexes list; FileClaimStore.Create lists the crash
+// points. The checks before a claim is written are the claim store, the credentials, the event-bus
+// subscription (connected now, and delivering) and one proof that the master answers its request channel
+// (an unauthenticated clear-channel ping, shared by every Start for a few seconds: about 0.4 ms against the
+// simulated master, 70 ns when cached); when one fails, Start returns ErrNotReady and nothing is written.
+//
+// The quarantine check reads only the client's unresolved set (UnresolvedLister: claims not final, or
+// quarantining), an index both stores keep exact with every transition (file store: open/, made durable
+// before a write that enters the set and removed after one that leaves it; etcd: keys written in the
+// claim's own transactions), so Start and Status cost what the client's open requests cost, not its
+// history. A request id is used once: etcd keeps the client index entry of a deleted claim as a
+// tombstone (the id is never created again), and every final commit compares the claim's JID, so no run's
+// result is ever committed onto a claim re-created under another JID (ErrCorruptClaim).
 //
 // Legacy claims keep their meaning: claims without profile fields are configuration jobs; claims without a
 // protocol field were published as plain state.apply and can never get a minion receipt. A legacy claim
@@ -55,9 +66,14 @@
 //  1. request lock (what Status reads as "holds the execution lease"), then the per-client execution
 //     lease shared by all profiles (wait <= 60 s). Busy, or quarantined by an unresolved dispatched request
 //     of any profile: terminal failed 0/1 (a preflight receipt), nothing published.
-//  2. oduflow_job.capabilities must report protocol 1, else a preflight failure.
+//  2. oduflow_job.capabilities must report protocol 1 with receipt proofs and fencing (version 1, ready),
+//     and the master's accepted key for the minion must be readable, else a preflight failure. Checks of
+//     several workers that wait at the same time share one publication (a list target of their minions, at
+//     most 64; each minion's own return answers its worker, as a single call's would), so a busy
+//     dispatcher makes about one publication per request instead of two; oduflow_job.run is never shared.
 //  3. the dispatch intent (phase dispatching, dispatch time) is recorded durably, fenced on the claim's
-//     revision and on both leases (ClaimStore.CompareAndSwapHeld). If that write's acknowledgement is lost
+//     revision and on both leases (ClaimStore.CompareAndSwapHeld), and the store issues the claim's
+//     fencing token with it (see Fencing). If that write's acknowledgement is lost
 //     (a store error with an OutcomeUnknown() method, e.g. etcd's leader dying mid-transaction), the worker
 //     settles it while it still holds both leases: it re-reads the claim, retries the same fenced write if
 //     it did not land, and goes on only once one more guarded write proves a landed intent its own;
@@ -65,9 +81,10 @@
 //     request is published if and only if its claim reached the intent, save that residual case). The
 //     dispatcher's ONE
 //     shared event-bus subscription registers the JID; oduflow_job.run(request_id, profile,
-//     state_data_json) is published once with the preassigned JID to the minion alone (list target). It
-//     is never retried. An outcome-unknown publish (lost reply, timeout after send) is committed unknown at
-//     once and quarantines; the worker then releases the client lease and goes on listening and polling
+//     state_data_json, fence_token=<the claim's token>) is published once with the preassigned JID to the
+//     minion alone (list target), the token as Salt's keyword argument. It is never retried. An
+//     outcome-unknown publish (lost reply, timeout after send) is committed unknown at once and
+//     quarantines; the worker then releases the client lease and goes on listening and polling
 //     as in step 4, and a trustworthy receipt bound to the claim replaces unknown (releasing the
 //     quarantine; a minion answering not_started never does). A reply proving nothing was published
 //     (authentication, authorization, no minion, bad load, master exception) is failed with an error code
@@ -77,16 +94,20 @@
 //     most one such poll per poll interval, outside the budget).
 //     Both are hints: a final-looking one (a protocol-1 receipt bound to the claim) makes the worker ask
 //     for the receipt proof, and only a verified proof commits a final result (see Receipt proofs).
-//     Window or budget spent: unknown. A return of the expected minion that is the module's refusal (an
+//     A run the minion refused for its token (a verified fenced receipt: nothing ran) is final at once:
+//     failed 0/0, error code fenced. A return of the expected minion that is the module's refusal (an
 //     error answer, retcode not 0, "oduflow_job: ..."; e.g. "refusing to run unprotected" when its
 //     runtime guard fails) makes the worker fence the publication (oduflow_job.fence) and ask for the
 //     signed answer: a verified fenced receipt proves the run never started and never will, and the request
 //     is final at once, failed 0/1 with runtime_guard_failed or minion_refused (evidence fenced). After each
 //     publish the master acknowledged, nothing at all arriving on the bus within Timers.BusStall is a
 //     "bus stalled" gap (salt.ErrBusStalled; Hooks.BusGap("bus_stalled")): the waiters poll, and new Starts
-//     are refused (ErrNotReady) until an event arrives or 30 s pass.
-//  5. the final result is committed under the claim's fenced update; a final result committed meanwhile
-//     by someone else is kept. Network I/O never happens under the claim record lock.
+//     are refused (ErrNotReady) until an event arrives or 30 s pass. Window or budget spent: unknown.
+//  5. the final result is committed under the claim's fenced update, only onto the claim this worker
+//     read (the same JID); a final result committed meanwhile by someone else is kept. Network I/O never
+//     happens under the claim record lock. A worker that cannot take its request lock at all (the lease
+//     store unusable, not busy) commits its still-claimed claim failed (claim_store_unreadable): nothing
+//     was published, and Status never reads it running.
 //
 // Workers run in-process by default. WithDetachedWorkers(exe) starts each worker as a separate
 // process of the same binary whose command line is exactly the two identities; the binary calls
@@ -100,22 +121,91 @@
 //
 // # Status rules and timers
 //
-// No claim: not_started. Final claim: its recorded status. Otherwise: unknown more than
-// Timers.StatusExpiry (7260 s) after dispatch, even if the lock is held; running while the request lock is
-// held; running within Timers.LaunchGrace (30 s) of creation; unknown afterwards (the worker disappeared).
-// The worker's alarm is Timers.HardDeadline (7250 s) after dispatch. Timers is the one place the timers
-// are expressed: DefaultTimers returns the production values, WithTimers replaces them.
+// No claim: not_started. Final claim: its recorded status. Otherwise: unknown once the dispatch window
+// (Timers.StatusExpiry, 7260 s, from the recorded dispatch intent) has run out, even if the lock is held;
+// running while the request lock is held; running while the launch window (Timers.LaunchGrace, 30 s, from
+// the claim's creation) is open; unknown afterwards (the worker disappeared). The worker's alarm is
+// Timers.HardDeadline (7250 s) after dispatch, on its own monotonic clock. Timers is the one place the
+// timers are expressed: DefaultTimers returns the production values, WithTimers replaces them.
+//
+// No rule compares one host's wall clock with a time another host wrote: the claim store measures both
+// windows itself. etcdstore puts a launching key in the claim's creating transaction and a dispatch-window
+// key in the intent's, each on an etcd lease of the window's TTL that nobody renews, so the cluster expires
+// them; a window is open while its key exists, read with the claim and the request lock at one revision.
+// FileClaimStore (one host's directory) stamps the claim with the host's boot id and CLOCK_BOOTTIME when it
+// creates it and when it records the intent; a window is open while the host is in the same boot and no
+// more than its length has passed since the stamp (another boot id: run out). A worker dispatches only
+// if it took the request lock while the launch window was open (an in-process worker measures that on its
+// process's monotonic clock from before the claim's Create was sent; a detached one reads the window from
+// the store once it holds the lock), so a request Status called unknown for want of a worker is never
+// dispatched later. The wall-clock times in a claim (CreatedAt, DispatchedAt, FinishedAt, ResumedAt;
+// WithClock) are records for people. Consequences, whatever the replicas' clocks: a replica cannot read a
+// live request unknown (its worker holds the lock, or its launch window is open, for every reader alike)
+// nor accept an Assert on it (Reconcile requires unknown), and an abandoned request reads unknown at most
+// the lock's expiry (etcd: the session TTL after the holder died; file: at once) or the launch window after
+// it was created, whichever is later. A store that does not measure the windows (a ClaimStore without
+// them) falls back to this dispatcher's clock against the claim's times, which assumes the replicas'
+// clocks agree within a fraction of LaunchGrace.
 //
 // # Quarantine and reconciliation
 //
 // An unknown request that was dispatched (the intent was recorded, so the publish may have gone out) blocks
 // every new dispatch to its client, across profiles, until Reconcile: FromMinion fetches the minion's exact
-// receipt through oduflow_job.status (a caller-supplied receipt counts only if it equals the live reply);
-// Assert records an operator's outcome as the terminal phase asserted (who, why), never counted as a minion
-// receipt. FromMinion also replaces an assertion by the minion's exact terminal receipt (evidence
+// receipt through oduflow_job.status (a caller-supplied receipt counts only if it equals the live reply).
+// When the minion answers not_started, that is not "never": a paused worker may still publish. FromMinion
+// then fences the publication first, oduflow_job.fence(request_id, jid, profile, token), and asks for the
+// minion's signed answer: a fenced receipt is recorded as a trustworthy "never ran" (failed 0/1, error
+// code never_ran, evidence fenced), which lifts the quarantine without any assertion, and that
+// publication can never run afterwards; a started or terminal receipt is used as such. Assert records an
+// operator's outcome as the terminal phase asserted (who, why), never counted as a minion receipt; on a
+// request that may still be published (intent recorded, no terminal receipt) it fences first and is
+// refused with ErrNotFenced, nothing written, unless the minion's signed answer confirms the fence (the
+// run started: running or unknown); a terminal answer (never ran included) is recorded instead of the
+// assertion. FromMinion also replaces an assertion by the minion's exact terminal receipt (evidence
 // reconciled; who and why are kept for audit). Resume polls an unknown request again (at once, then on the
 // schedule, for another window; in a detached worker when workers are detached); a trustworthy terminal
 // receipt replaces unknown. Nothing ever creates a new request automatically: a retry is a new request id.
+//
+// # Fencing: a process pause of any length
+//
+// A lease cannot stop a worker that checked it and then paused (a GC pause, a frozen VM, a swapped-out
+// container, SIGSTOP) for longer than the lease: when it goes on, it publishes, and the lease's new
+// holder may have dispatched another request to the client meanwhile. Only the resource can refuse a
+// stale writer. So the one fenced transition, the dispatch intent, issues a fencing token: a positive
+// integer strictly increasing per client (ClaimStore.CompareAndSwapHeld; FileClaimStore: a per-client
+// counter made durable before the claim holding it; etcdstore: the revision of the intent's
+// transaction). The claim records it, oduflow_job.run carries it, and the minion keeps, durably, the
+// highest token it has started or fenced and refuses (a terminal fenced receipt, nothing executed) a run
+// whose token is not higher. The argument, for a worker paused at each step (Hooks.Step) for any length:
+//
+//   - claimed, lease (before the intent): the worker's request lock or client lease expired (etcd) or is
+//     still its own (file store: a stopped process keeps its kernel locks, so no one else takes them). It
+//     goes on to CompareAndSwapHeld, which compares both leases with its write: an expired one fails it,
+//     nothing is recorded or published. A claim that other replicas meanwhile called unknown and an
+//     operator asserted has moved on, so the compare of its revision fails too.
+//   - dispatch_recorded, publish_sending (intent recorded with token t, nothing sent yet): the claim
+//     quarantines its client, so no other request of the client reaches its own intent, until a
+//     reconciliation. FromMinion fences (the minion's mark becomes at least t and the JID is marked
+//     never-to-run) before recording "never ran", and Assert requires that fence: so when the paused
+//     worker publishes, the minion answers the fenced receipt and runs nothing. A second request
+//     dispatched after the reconciliation has a token above t and runs; a late run with t arriving after
+//     it is below the mark. Without a reconciliation the quarantine holds and the late run is the only
+//     run of the client.
+//   - publish_replied, returned, committed (published): the run was started (or refused) by the minion
+//     before the pause ended; what follows only commits a result, and a result committed meanwhile by a
+//     reconciliation is kept. The minion's execution lock and the quarantine keep a second request from
+//     overlapping it: a reconciliation records only the minion's own started or terminal receipt.
+//
+// What the minion must persist: the mark and the JID index, committed (fsynced) before any state work, and
+// fenced receipts like any receipt (receipt package, Fencing). A minion whose receipt directory is lost or
+// replaced forgets both: it answers not_started for a run it made, and a fence then records "never ran"
+// wrongly; the dispatcher pins the minion's key, so a re-provisioned minion with a new key cannot answer.
+// What a store rollback can do: a rewound or replaced claim store issues tokens again from a lower value;
+// the minion refuses every run whose token is not above its mark (fenced, nothing runs) until the store's
+// tokens pass it again, so a rollback can make requests fail, never run a second time or overlap. It
+// cannot undo a fence either: the mark lives on the minion. A client's tokens must come from one store (a
+// client moved to another store gets fenced runs until that store's tokens pass the mark). Two runs on
+// one client are also kept apart by the minion's own execution lock; fencing adds the order.
 //
 // # Receipt proofs and threat model
 //
@@ -176,6 +266,7 @@
 //	none        unknown: no trustworthy evidence
 //	asserted    an operator's assertion (Reconcile with Assert; never a minion receipt)
 //	reconciled  a minion receipt fetched by an operator's Reconcile FromMinion
+//	fenced      the minion's signed fenced receipt after a Reconcile fenced the publication: never ran
 //
 // Its ErrorCode (sanitized; also the code label of Hooks.Outcome, and Response.ErrorCode: "error_code" in
 // JSON) is "" or one of (this table is the source of the README's):
@@ -200,11 +291,46 @@
 //	no_trustworthy_return     no verified receipt within the window or budget: unknown
 //	minion_reported_unknown   the minion's signed receipt says unknown
 //	minion_refused            the module refused the run before any state work; fenced: it never runs
-//	fenced                    the minion refused the run for its fencing token (a later token started first)
-//	never_ran                 Reconcile fenced a publication that had not started: it never runs
-//	worker_lost               the worker started after Timers.LaunchGrace (reported unknown meanwhile)
+//	worker_lost               the worker took its lock after the launch window (reported unknown meanwhile)
 //	worker_launch_failed      a detached worker could not be started; nothing published
 //	jid_collision             another claim of the client drew the same JID; nothing published
 //	asserted                  an operator asserted the outcome
+//	fenced                    the minion refused the run: its fencing token was not above the minion's mark
+//	never_ran                 a reconciliation fenced the publication before it started: it never runs
 //	legacy_error              a legacy claim recorded an error
+//
+// # Structure
+//
+// Packages are floors, imports are arrows, and every arrow points down: nothing imports a floor above
+// it (internal/ holds leaf helpers and imports only receipt):
+//
+//	floor 5  examples/oduflowctl   examples/embed                      callers
+//	floor 4  oduflow/etcdstore   oduflow/oduflowtest   oduflowtest/fakeminion
+//	                                                   stores and test kits built on the floors below
+//	floor 3  oduflow                                                   this package: the dispatcher
+//	floor 2  oduflow/catalog   salt   salt/salttest                    custom definitions; the Salt client; the simulator
+//	floor 1  profiles   internal/...                                   roles and custom states; leaf helpers
+//	floor 0  receipt                                                   the protocol shared with the minion module
+//
+// This package's files are its rooms, one per concept. One request walks them in this order:
+//
+//	start.go        Start: the ids parsed once (dispatcher.go's target), the claim read, the readiness
+//	                check, the claim created
+//	claim.go        the Claim record (phases, validation, encoding) ...
+//	claimstore.go   ... kept behind ClaimStore and Leases ...
+//	filestore*.go   ... by FileClaimStore: claim files, the client index, kernel-lock leases
+//	worker.go       launch (in process; detached.go: a process of its own), locks, preflight (ping.go's
+//	                capabilities, proof.go's accepted key), then publish and wait
+//	commit.go       the fenced claim updates: the dispatch intent (and its fencing token), the final result,
+//	                unknown replaced
+//	publish.go      the one publish of oduflow_job.run (Publisher, publish slots, worker admission) and the
+//	                read-only calls
+//	wait.go         the wait for the return: events.go's shared event-bus subscription, scheduled and gap
+//	                polls, the limiter of unverified events ...
+//	proof.go        ... and oduflow_job.attest: only a verified proof commits (commit.go)
+//	status.go       Status and Response: the status rules
+//
+// Beside the walk: reconcile.go (Reconcile, Resume, Quarantine), ping.go (Ping), custom*.go (CustomStart,
+// CustomStatus and their rules), dispatcher.go (New, Close, Wait, Lookup), options.go (every With*),
+// timers.go, hooks.go, and errors.go (every exported sentinel).
 package oduflow

@@ -57,6 +57,9 @@ var (
 	errClosed = errors.New("oduflow: dispatcher closed")
 	// errNoReturn: a read-only call (ping, capabilities, status) got no return in time.
 	errNoReturn = errors.New("oduflow: no return from minion")
+	// errClaimReplaced: the stored claim of a request id is not the one a worker, Resume or Reconcile
+	// read (another JID): it was re-created, so nothing of the earlier run is committed onto it.
+	errClaimReplaced = errmark.Mark(errors.New("oduflow: claim re-created under another JID"), ErrCorruptClaim)
 )
 
 // mismatchError reports which binding a request id is already bound to, without leaking more

@@ -321,7 +321,12 @@ func signal(ch chan struct{}) {
 // watch registers interest in returns of jid. It returns only when the hub is subscribed, so a publish
 // made afterwards cannot be missed without a gap being reported.
 func (h *hub) watch(ctx context.Context, jid salt.JID) (*waiter, error) {
-	w := &waiter{h: h, jid: jid, rets: make(chan *salt.JobReturn, waiterReturns), gaps: make(chan struct{}, 1)}
+	return h.watchN(ctx, jid, waiterReturns)
+}
+
+// watchN is watch with room for n returns (a publication to n minions).
+func (h *hub) watchN(ctx context.Context, jid salt.JID, n int) (*waiter, error) {
+	w := &waiter{h: h, jid: jid, rets: make(chan *salt.JobReturn, max(n, waiterReturns)), gaps: make(chan struct{}, 1)}
 	h.mu.Lock()
 	if h.closed {
 		h.mu.Unlock()

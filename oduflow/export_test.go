@@ -5,6 +5,8 @@ package oduflow
 
 import (
 	"os"
+	"testing"
+	"time"
 )
 
 // withClock injects the time source (tests).
@@ -20,3 +22,28 @@ func detachedLog(path string) Option { return func(c *config) { c.workerLog = pa
 
 // withWorkerLogFile sends detached workers' output to f, opened by the caller (tests).
 func withWorkerLogFile(f *os.File) Option { return func(c *config) { c.workerLogFile = f } }
+
+// setHostClock makes fs's host clock read d after the stamp (a claim's CreatedClock or DispatchedClock):
+// tests move the file store's status windows with it.
+func setHostClock(t testing.TB, fs *FileClaimStore, stamp string, d time.Duration) {
+	t.Helper()
+	st, err := parseHostStamp(stamp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fs.clock.offset.Store(0)
+	now, err := fs.clock.now()
+	if err != nil {
+		t.Fatal(err)
+	}
+	fs.clock.offset.Store(st.ns + int64(d) - now.ns)
+}
+
+// advanceWindows moves the test's wall clock and, when d's store is a FileClaimStore, its host clock by
+// dur: both the wall-clock times and the store's windows.
+func advanceWindows(d *Dispatcher, clk *fakeClock, dur time.Duration) {
+	clk.Advance(dur)
+	if fs, ok := d.store.(*FileClaimStore); ok {
+		fs.clock.offset.Add(int64(dur))
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/cockroachdb/errors"
@@ -23,7 +24,8 @@ const (
 	clientLeasePfx = "lease-" // the per-client execution lease, shared by all profiles
 	recordLockWait = 30 * time.Second
 	indexDirName   = "clients"       // clients/<minion id>/<request id>: the per-client index
-	indexDoneName  = "index-v1.done" // present once every claim of the directory is indexed
+	openDirName    = "open"          // open/<minion id>/<request id>: the client's unresolved claims
+	indexDoneName  = "index-v2.done" // present once every claim of the directory is indexed, open/ included
 	claimBufMax    = 16 << 10        // read buffers larger than this are not pooled (claims are < 1 KiB)
 )
 
@@ -40,17 +42,20 @@ const (
 // Safe for concurrent use by any number of goroutines and processes sharing the directory.
 type FileClaimStore struct {
 	st    *safefile.Store
-	idx   *safefile.Store // clients/
-	stage func(string)    // test hook: crash points of Create; nil in production
+	idx   *indexTree   // clients/
+	open  *indexTree   // open/
+	stage func(string) // test hook: crash points of Create; nil in production
 
 	mu      sync.Mutex
-	owners  map[string]string       // request id -> minion id (immutable once created)
-	clients map[string]*clientIndex // open per-client index stores
+	owners  map[string]string // request id -> minion id (immutable once created)
 	indexed bool
 
 	leases leasePool // request locks and client leases (filestore_lease.go)
 
 	bufs sync.Pool // *[]byte read buffers: a claim read allocates no file buffer (decodeClaim keeps none of it)
+
+	clock   hostClock       // this host's boot id and CLOCK_BOOTTIME: the status windows (filestore_statuswindows.go)
+	windows [2]atomic.Int64 // launch grace, status expiry (nanoseconds; 0: the defaults)
 }
 
 // OpenFileClaimStore opens (creating it 0700 when missing) the claim directory.
@@ -74,8 +79,12 @@ func openFileClaimStore(dir string, stage func(string)) (*FileClaimStore, error)
 	if err != nil {
 		return nil, errors.Wrap(err, "oduflow: open claim index directory")
 	}
-	return &FileClaimStore{st: st, idx: idx, stage: stage, owners: make(map[string]string),
-		clients: make(map[string]*clientIndex)}, nil
+	open, err := safefile.OpenStore(filepath.Join(st.Dir(), openDirName), opts...)
+	if err != nil {
+		return nil, errors.Wrap(err, "oduflow: open unresolved index directory")
+	}
+	return &FileClaimStore{st: st, idx: newIndexTree(idx), open: newIndexTree(open), stage: stage,
+		owners: make(map[string]string)}, nil
 }
 
 func (s *FileClaimStore) at(stage string) {
@@ -119,6 +128,20 @@ func (s *FileClaimStore) Create(ctx context.Context, c *Claim) (err error) {
 	}
 	cp := c.clone()
 	cp.Generation = 1
+	if cp.CreatedClock == "" || (cp.DispatchedAt != nil && cp.DispatchedClock == "") {
+		// The launch window opens now, on this host's monotonic clock (and the dispatch window of a claim
+		// created past its intent: one copied in from another store).
+		now, err := s.clock.now()
+		if err != nil {
+			return errmark.Mark(err, ErrClaimStore)
+		}
+		if cp.CreatedClock == "" {
+			cp.CreatedClock = now.String()
+		}
+		if cp.DispatchedAt != nil && cp.DispatchedClock == "" {
+			cp.DispatchedClock = now.String()
+		}
+	}
 	if err := cp.Validate(); err != nil {
 		return err
 	}
@@ -126,17 +149,21 @@ func (s *FileClaimStore) Create(ctx context.Context, c *Claim) (err error) {
 	if err != nil {
 		return err
 	}
+	// A worker must be able to lock the claim: a lease pool replaced and not reopenable fails the Start
+	// now, before anything is written (filestore_lease.go).
+	if err := s.checkPool(); err != nil {
+		return err
+	}
 	index := func() (func() error, error) {
-		_, durable, err := s.stageIndex(cp.MinionID, cp.RequestID)
-		return durable, err
+		return s.stageIndex(cp.MinionID, cp.RequestID, cp.Unresolved())
 	}
 	if err := s.st.CreateExclusiveAfter(claimName(cp.RequestID), data, index); err != nil {
 		if errors.Is(err, safefile.ErrExist) {
 			return errmark.Mark(errors.Wrap(err, "oduflow: create claim"), ErrClaimExists)
 		}
-		return errors.Wrap(err, "oduflow: create claim")
+		return storageErr(errors.Wrap(err, "oduflow: create claim"))
 	}
-	c.Generation = 1
+	c.Generation, c.CreatedClock, c.DispatchedClock = 1, cp.CreatedClock, cp.DispatchedClock
 	s.remember(cp)
 	return nil
 }
@@ -219,7 +246,7 @@ func (s *FileClaimStore) compareAndSwap(ctx context.Context, next *Claim, held [
 	}
 	lk, err := s.st.LockWait(ctx, recordLockPfx+next.RequestID, recordLockWait)
 	if err != nil {
-		return nil, errors.Wrap(err, "oduflow: claim record lock")
+		return nil, storageErr(errors.Wrap(err, "oduflow: claim record lock"))
 	}
 	defer func() { _ = lk.Release() }()
 	cur, err := s.read(next.RequestID)
@@ -238,6 +265,14 @@ func (s *FileClaimStore) compareAndSwap(ctx context.Context, next *Claim, held [
 	}
 	out := next.clone()
 	out.Generation = cur.Generation + 1
+	if cur.DispatchedAt == nil && out.DispatchedAt != nil {
+		// The dispatch intent: the dispatch window opens now, on this host's monotonic clock.
+		now, err := s.clock.now()
+		if err != nil {
+			return nil, errmark.Mark(err, ErrClaimStore)
+		}
+		out.DispatchedClock = now.String()
+	}
 	out.FenceToken = cur.FenceToken // issued once, never changed
 	if held != nil && cur.Phase == PhaseClaimed && out.Phase == PhaseDispatching {
 		// The dispatch intent: issue the client's next fencing token, durable before the claim holding it.
@@ -251,16 +286,43 @@ func (s *FileClaimStore) compareAndSwap(ctx context.Context, next *Claim, held [
 	if err != nil {
 		return nil, err
 	}
+	if out.Unresolved() && !cur.Unresolved() {
+		if err := s.openEntry(out.MinionID, out.RequestID); err != nil { // durable before the claim says so
+			return nil, storageErr(err)
+		}
+	}
 	if err := s.st.WriteAtomic(claimName(out.RequestID), data); err != nil {
-		return nil, errors.Wrap(err, "oduflow: write claim")
+		return nil, storageErr(errors.Wrap(err, "oduflow: write claim"))
+	}
+	if len(held) > 0 {
+		// The leases were checked before the rename; checked again after it, they were held when the
+		// record became visible: a pool replaced in between (which would let a process holding the same
+		// client lease through the new pool file list this client before the write) makes the check fail.
+		// Then the caller publishes nothing; the intent it wrote quarantines the client until reconciled.
+		if err := s.checkHeld(held); err != nil {
+			return out, errors.Wrap(err, "oduflow: lease lost while the intent was written; nothing may be published")
+		}
+	}
+	if !out.Unresolved() && cur.Unresolved() {
+		_ = s.closeEntry(out.MinionID, out.RequestID) // a stale entry only costs a read
 	}
 	return out, nil
+}
+
+// storageErr marks a write the file system refused for lack of room or permission to write (ENOSPC,
+// EDQUOT, EROFS) with ErrClaimStore: nothing was written (the safe file store removes its temporary
+// file), and the CLI reports the store, not the request, as failed.
+func storageErr(err error) error {
+	if safefile.StorageRefused(err) {
+		return errmark.Mark(err, ErrClaimStore)
+	}
+	return err
 }
 
 func sameIdentity(a, b *Claim) bool {
 	return a.MinionID == b.MinionID && a.RequestID == b.RequestID && a.Profile == b.Profile &&
 		a.Role == b.Role && a.StateDigest == b.StateDigest && a.JID == b.JID && a.PayloadRef == b.PayloadRef &&
-		a.CreatedAt.Equal(b.CreatedAt) && a.Protocol == b.Protocol
+		a.CreatedAt.Equal(b.CreatedAt) && a.Protocol == b.Protocol && a.CreatedClock == b.CreatedClock
 }
 
 // ListByClient implements ClaimStore: it reads the client's index, then each indexed claim. A claim that
@@ -274,7 +336,25 @@ func (s *FileClaimStore) ListByClient(ctx context.Context, minionID string) (_ [
 	if err := s.ensureIndexed(ctx); err != nil {
 		return nil, err
 	}
-	ci, err := s.clientIndex(minionID, false)
+	return s.listIndexed(ctx, s.idx, minionID)
+}
+
+// ListUnresolved implements UnresolvedLister: the claims of the client's open entries (see
+// filestore_index.go). It may return resolved claims too (an entry a crash left behind).
+func (s *FileClaimStore) ListUnresolved(ctx context.Context, minionID string) (_ []*Claim, err error) {
+	defer errmark.Boundary(&err)
+	if err := receipt.ValidateMinionID(minionID); err != nil {
+		return nil, invalid(err, "minion id")
+	}
+	if err := s.ensureIndexed(ctx); err != nil {
+		return nil, err
+	}
+	return s.listIndexed(ctx, s.open, minionID)
+}
+
+// listIndexed reads the claims named by the client's directory of t.
+func (s *FileClaimStore) listIndexed(ctx context.Context, t *indexTree, minionID string) ([]*Claim, error) {
+	ci, err := t.dir(minionID, false)
 	if err != nil || ci == nil {
 		return nil, err
 	}
@@ -306,6 +386,7 @@ func (s *FileClaimStore) ListByClient(ctx context.Context, minionID string) (_ [
 }
 
 var (
-	_ ClaimStore = (*FileClaimStore)(nil)
-	_ Leases     = (*FileClaimStore)(nil)
+	_ ClaimStore       = (*FileClaimStore)(nil)
+	_ Leases           = (*FileClaimStore)(nil)
+	_ UnresolvedLister = (*FileClaimStore)(nil)
 )

@@ -116,7 +116,7 @@ func TestCrashDuringCreate(t *testing.T) {
 			if r, err := d.Status(ctx, m.ID(), req, receipt.ProfileConfigure); err != nil || r.Status != receipt.StatusRunning {
 				t.Fatalf("within grace: %+v, %v", r, err)
 			}
-			clk.Advance(defaultLaunchGrace + time.Second)
+			advanceWindows(d, clk, defaultLaunchGrace+time.Second)
 			if r := mustStart(t, d, receipt.ProfileConfigure, m.ID(), req); r.Status != receipt.StatusUnknown {
 				t.Fatalf("repeat after grace: %+v", r)
 			}

@@ -80,6 +80,12 @@ func TestUnreadableSiblingClaimIsNotQuarantine(t *testing.T) {
 			first := uuid.NewString()
 			mustStart(t, d, receipt.ProfileConfigure, m.ID(), first)
 			waitFinal(t, d, receipt.ProfileConfigure, m.ID(), first)
+			// Damaged while unresolved, as far as the store knows: its open entry is there, so the
+			// preflight, which reads the client's unresolved set, must read it. (A claim damaged after it
+			// was resolved is outside that set: it can no longer block the client.)
+			if err := os.WriteFile(filepath.Join(e.dir, openDirName, m.ID(), first), nil, 0o600); err != nil {
+				t.Fatal(err)
+			}
 			spoil(t, filepath.Join(e.dir, claimName(first)))
 
 			fs := mustFileStore(t, d)

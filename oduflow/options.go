@@ -3,6 +3,7 @@ package oduflow
 import (
 	"log/slog"
 	"os"
+	"time"
 
 	"github.com/oduflow/oduflow-go/oduflow/catalog"
 	"github.com/oduflow/oduflow-go/salt"
@@ -64,6 +65,20 @@ func WithLogger(l *slog.Logger) Option { return func(c *config) { c.logger = l }
 
 // WithHooks sets the metrics hooks (default: none).
 func WithHooks(h Hooks) Option { return func(c *config) { c.hooks = h } }
+
+// WithClock sets the wall clock the dispatcher reads for the times it records in claims (created,
+// dispatched, finished, resumed: records for people and audits; default time.Now in UTC). No status rule
+// compares such a time with another host's clock: the launch and dispatch windows are measured by the
+// claim store (see the package doc, Status rules and timers), so a replica whose clock is minutes off
+// reports the same statuses (tests inject a skewed clock here).
+func WithClock(now func() time.Time) Option {
+	return func(c *config) { c.clock = funcClock(now) }
+}
+
+// funcClock adapts a func to clockSource.
+type funcClock func() time.Time
+
+func (f funcClock) Now() time.Time { return f().UTC() }
 
 // WithTimers replaces the timers (default DefaultTimers(); tests and demos shorten them).
 func WithTimers(t Timers) Option { return func(c *config) { c.timers = t } }

@@ -110,7 +110,10 @@ func (d *Dispatcher) capabilities(ctx context.Context, minion string) (minionCap
 	if dl, ok := ctx.Deadline(); ok && time.Until(dl) < timeout {
 		timeout = time.Until(dl)
 	}
-	jr, err := d.call(ctx, minion, funCapabilities, nil, timeout)
+	jr, err := d.batchedCall(ctx, minion, timeout)
+	if errors.Is(err, errCallGap) {
+		jr, err = d.call(ctx, minion, funCapabilities, nil, timeout) // the batch's events had a gap: alone
+	}
 	if err != nil {
 		return minionCaps{}, err
 	}

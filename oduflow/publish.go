@@ -13,6 +13,11 @@ import (
 	"github.com/oduflow/oduflow-go/salt"
 )
 
+// Publisher is what the dispatcher needs from the wire client (*salt.Client implements it).
+type Publisher interface {
+	Publish(ctx context.Context, req salt.PublishRequest) (*salt.PublishResult, error)
+}
+
 // Read-only functions the dispatcher publishes (always to one minion, list target).
 const (
 	funRun          = "oduflow_job.run"
@@ -26,14 +31,20 @@ const (
 // errCallGap: the event stream had a gap while a call waited for its return.
 var errCallGap = errmark.Mark(errors.New("oduflow: event gap while waiting for a return"), errNoReturn)
 
-// publish sends one publication, never retried, and counts it.
-func (d *Dispatcher) publish(ctx context.Context, minion string, fun string, args []any, jid salt.JID) (*salt.PublishResult, error) {
-	return d.publishSlotted(ctx, minion, fun, args, nil, jid, nil)
+// publishSlotted sends one publication to one minion, never retried, and counts it; kwargs (when not nil)
+// go as Salt's trailing keyword-argument map. slotted (when not nil) runs once the publication has its
+// publish slot, just before it is sent: the time a call's timeout starts from (queueing behind the bound
+// is not the call).
+func (d *Dispatcher) publishSlotted(ctx context.Context, minion string, fun string, args []any, kwargs map[string]any, jid salt.JID, slotted func()) (*salt.PublishResult, error) {
+	return d.publishTo(ctx, salt.ListTarget(minion), fun, args, kwargs, jid, slotted)
 }
 
-// publishSlotted is publish; slotted (when not nil) runs once the publication has its publish slot, just
-// before it is sent: the time a call's timeout starts from (queueing behind the bound is not the call).
-func (d *Dispatcher) publishSlotted(ctx context.Context, minion string, fun string, args []any, kwargs map[string]any, jid salt.JID, slotted func()) (*salt.PublishResult, error) {
+// publishTo is publishSlotted to a list of minions (a read-only call shared by several workers: the
+// capability checks, capbatch.go). oduflow_job.run is only ever published to its one minion.
+func (d *Dispatcher) publishTo(ctx context.Context, target salt.Target, fun string, args []any, kwargs map[string]any, jid salt.JID, slotted func()) (*salt.PublishResult, error) {
+	if fun == funRun && len(target.List) != 1 {
+		return nil, errors.AssertionFailedf("oduflow: %s is published to its one minion only", errors.Safe(fun))
+	}
 	select { // bound the wire requests in flight (the master and this host have finite workers)
 	case d.pubSem <- struct{}{}:
 	case <-ctx.Done():
@@ -45,7 +56,7 @@ func (d *Dispatcher) publishSlotted(ctx context.Context, minion string, fun stri
 	}
 	t0 := time.Now()
 	res, err := d.pub.Publish(ctx, salt.PublishRequest{
-		Target:  salt.ListTarget(minion),
+		Target:  target,
 		Fun:     fun,
 		Args:    args,
 		Kwargs:  kwargs,
@@ -157,11 +168,6 @@ func (d *Dispatcher) callOnce(ctx context.Context, minion, fun string, args []an
 			return r, nil
 		}
 	}
-}
-
-// Publisher is what the dispatcher needs from the wire client (*salt.Client implements it).
-type Publisher interface {
-	Publish(ctx context.Context, req salt.PublishRequest) (*salt.PublishResult, error)
 }
 
 // admitPerPublish: how many in-process workers may be between their request lock and their run publish

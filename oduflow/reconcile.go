@@ -280,7 +280,7 @@ func unresolved(c *Claim) bool {
 
 // markResumed records the resume time (fenced update). A claim resolved meanwhile is returned unchanged.
 func (d *Dispatcher) markResumed(ctx context.Context, c *Claim) (*Claim, error) {
-	out, _, err := d.updateClaim(ctx, c.RequestID, func(next *Claim) bool {
+	out, _, err := d.updateClaim(ctx, c, func(next *Claim) bool {
 		if !unresolved(next) {
 			return false
 		}
@@ -340,7 +340,7 @@ func (d *Dispatcher) Quarantine(ctx context.Context, minion string) (_ []Respons
 	if err := receipt.ValidateMinionID(minion); err != nil {
 		return nil, invalid(err, "minion id")
 	}
-	cs, err := d.store.ListByClient(ctx, minion)
+	cs, err := listUnresolved(ctx, d.store, minion)
 	if err != nil {
 		return nil, err
 	}

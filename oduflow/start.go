@@ -59,6 +59,10 @@ func (d *Dispatcher) Start(ctx context.Context, minion, request string, profile 
 // claim (still in phase claimed: nothing was published) is committed terminal failed with
 // worker_launch_failed, and the response comes with an error matching ErrWorkerLaunch.
 func (d *Dispatcher) create(ctx context.Context, c *Claim) (Response, error) {
+	// The launch window opens in the store when Create commits, so never before this instant: an
+	// in-process worker that holds the request lock within LaunchGrace of it (this process's monotonic
+	// clock) took it while the window was open.
+	sent := time.Now()
 	if err := d.store.Create(ctx, c); err != nil {
 		if errors.Is(err, ErrClaimExists) {
 			cur, gerr := d.store.Get(ctx, c.RequestID)
@@ -72,7 +76,7 @@ func (d *Dispatcher) create(ctx context.Context, c *Claim) (Response, error) {
 	d.hooks.started(c.Profile, true)
 	lg := d.claimLog(c)
 	lg.Info("claim created", slog.String("role", c.Role))
-	if err := d.launch(c); err != nil {
+	if err := d.launch(c, sent); err != nil {
 		lg.Error("worker launch failed; nothing published", slog.String("error", err.Error()))
 		out := d.failLaunch(ctx, c)
 		r, rerr := d.respond(ctx, out)

@@ -40,7 +40,7 @@ func (d *Dispatcher) Status(ctx context.Context, minion, request string, profile
 	if err := validateProfile(profile); err != nil {
 		return Response{}, err
 	}
-	c, held, err := d.readForStatus(ctx, t.request)
+	c, lv, err := d.readForStatus(ctx, t.request)
 	if err != nil {
 		if errors.Is(err, ErrNoClaim) {
 			return notStarted(t), nil
@@ -50,11 +50,7 @@ func (d *Dispatcher) Status(ctx context.Context, minion, request string, profile
 	if err := checkBinding(c, profile, t.minion); err != nil {
 		return Response{}, err
 	}
-	st, err := d.statusOf(ctx, c, held)
-	if err != nil {
-		return Response{}, err
-	}
-	return responseFor(c, st), nil
+	return responseFor(c, statusOf(c, lv)), nil
 }
 
 func (d *Dispatcher) respond(ctx context.Context, c *Claim) (Response, error) {
@@ -80,47 +76,83 @@ func responseFor(c *Claim, st receipt.Status) Response {
 	return r
 }
 
-// computeStatus applies the status contract to a claim:
-//   - final (terminal/asserted): its recorded status;
-//   - more than Timers.StatusExpiry after dispatch: unknown, even if a worker holds the lock;
-//   - request lock held: running;
-//   - lock free: running within Timers.LaunchGrace of creation, unknown (worker disappeared) after it.
+// computeStatus applies the status contract to a claim (see statusOf).
 func (d *Dispatcher) computeStatus(ctx context.Context, c *Claim) (receipt.Status, error) {
-	return d.statusOf(ctx, c, nil)
-}
-
-// statusOf is computeStatus with the request lock's state already read with the claim (held != nil).
-func (d *Dispatcher) statusOf(ctx context.Context, c *Claim, held *bool) (receipt.Status, error) {
 	if c.Phase.Final() {
 		return c.Status, nil
 	}
-	now := d.clock.Now()
-	if c.DispatchedAt != nil && now.Sub(*c.DispatchedAt) > d.timers.StatusExpiry {
-		return receipt.StatusUnknown, nil
+	lv, err := d.liveness(ctx, c)
+	if err != nil {
+		return "", err
 	}
-	if held == nil {
-		h, err := d.leases.RequestLockHeld(ctx, c.RequestID)
-		if err != nil {
-			return "", err
-		}
-		held = &h
-	}
-	if *held {
-		return receipt.StatusRunning, nil
-	}
-	if now.Sub(c.CreatedAt) <= d.timers.LaunchGrace {
-		return receipt.StatusRunning, nil
-	}
-	return receipt.StatusUnknown, nil
+	return statusOf(c, lv), nil
 }
 
-// readForStatus reads the claim and, when the store reads both at once, whether its request lock is
-// held (nil: not read yet).
-func (d *Dispatcher) readForStatus(ctx context.Context, request string) (*Claim, *bool, error) {
-	if d.claimLock == nil {
-		c, err := d.store.Get(ctx, request)
-		return c, nil, err
+// statusOf is the status contract, for a claim and its liveness read at one instant:
+//   - final (terminal/asserted): its recorded status;
+//   - the dispatch window (Timers.StatusExpiry from the intent) ran out: unknown, even if a worker holds
+//     the lock;
+//   - request lock held: running;
+//   - lock free: running while the launch window (Timers.LaunchGrace from creation) is open, unknown
+//     (worker disappeared) after it.
+//
+// Both windows are measured by the store (windowedStore), never by comparing this replica's clock with
+// a time another replica wrote.
+func statusOf(c *Claim, lv Liveness) receipt.Status {
+	switch {
+	case c.Phase.Final():
+		return c.Status
+	case c.DispatchedAt != nil && !lv.DispatchOpen:
+		return receipt.StatusUnknown
+	case lv.RequestLockHeld, lv.LaunchOpen:
+		return receipt.StatusRunning
 	}
-	c, held, err := d.claimLock.GetWithRequestLock(ctx, request)
-	return c, &held, err
+	return receipt.StatusUnknown
+}
+
+// liveness reads c's request lock and windows: from the store when it measures the windows itself,
+// else (a ClaimStore without them) with this dispatcher's clock against the claim's timestamps.
+func (d *Dispatcher) liveness(ctx context.Context, c *Claim) (Liveness, error) {
+	if d.windows != nil {
+		return d.windows.Liveness(ctx, c)
+	}
+	held, err := d.leases.RequestLockHeld(ctx, c.RequestID)
+	if err != nil {
+		return Liveness{}, err
+	}
+	return d.clockLiveness(c, held), nil
+}
+
+// clockLiveness measures the windows with this dispatcher's clock: only for a store that does not
+// measure them itself (its replicas' clocks must then agree within a fraction of the launch grace).
+func (d *Dispatcher) clockLiveness(c *Claim, held bool) Liveness {
+	now := d.clock.Now()
+	lv := Liveness{RequestLockHeld: held, LaunchOpen: now.Sub(c.CreatedAt) <= d.timers.LaunchGrace}
+	if c.DispatchedAt != nil {
+		lv.DispatchOpen = now.Sub(*c.DispatchedAt) <= d.timers.StatusExpiry
+	}
+	return lv
+}
+
+// readForStatus reads the claim and its liveness, at one instant when the store can.
+func (d *Dispatcher) readForStatus(ctx context.Context, request string) (*Claim, Liveness, error) {
+	switch {
+	case d.windows != nil:
+		return d.windows.GetWithLiveness(ctx, request)
+	case d.claimLock != nil:
+		c, held, err := d.claimLock.GetWithRequestLock(ctx, request)
+		if err != nil {
+			return nil, Liveness{}, err
+		}
+		return c, d.clockLiveness(c, held), nil
+	}
+	c, err := d.store.Get(ctx, request)
+	if err != nil {
+		return nil, Liveness{}, err
+	}
+	if c.Phase.Final() {
+		return c, Liveness{}, nil
+	}
+	lv, err := d.liveness(ctx, c)
+	return c, lv, err
 }

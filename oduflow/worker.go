@@ -21,10 +21,10 @@ func (d *Dispatcher) stepHook(s string) {
 	}
 }
 
-// launch starts the worker of a freshly created claim. In process, it takes the request lock at once (so
-// Status reports the request running from now on) and queues the worker for an admission slot
-// (admitter): a queued worker is a closure, not a goroutine.
-func (d *Dispatcher) launch(c *Claim) error {
+// launch starts the worker of a freshly created claim whose Create was sent at created (this process's
+// monotonic clock). In process, it queues the worker for an admission slot (admitter): a queued worker
+// is a closure, not a goroutine.
+func (d *Dispatcher) launch(c *Claim, created time.Time) error {
 	if d.mode.detached {
 		_, err := d.launchDetached(c)
 		return err
@@ -32,7 +32,7 @@ func (d *Dispatcher) launch(c *Claim) error {
 	if d.admit.tryAcquire() {
 		// A free slot: the worker takes its request lock on its own goroutine, off the Start path (on
 		// etcd the lock is a session and a transaction: round trips a Start need not wait for). Until it
-		// holds it, Status reads the claimed claim as running within the launch grace.
+		// holds it, Status reads the claimed claim as running within the launch window.
 		d.wg.Add(1)
 		go func() {
 			defer d.wg.Done()
@@ -42,41 +42,76 @@ func (d *Dispatcher) launch(c *Claim) error {
 				adm.release()
 				return
 			}
-			d.runWorkerFor(c, reqLock, d.clock.Now(), adm)
+			d.runWorkerFor(c, reqLock, d.lockedInGrace(created), adm)
 		}()
 		return nil
 	}
 	// No free slot: take the request lock now, so that the queued worker holds it (Status reads it
-	// running, and its launch-grace age counts from now) while it waits as a closure, not a goroutine.
+	// running) while it waits as a closure, not a goroutine.
 	reqLock, ok := d.lockForLaunch(c)
 	if !ok {
 		return nil
 	}
-	lockedAt := d.clock.Now()
+	inGrace := d.lockedInGrace(created)
 	d.wg.Add(1)
 	d.admit.run(func() {
 		defer d.wg.Done()
-		d.runWorkerFor(c, reqLock, lockedAt, &admission{a: d.admit, held: true})
+		d.runWorkerFor(c, reqLock, inGrace, &admission{a: d.admit, held: true})
 	})
 	return nil
 }
 
+// lockedInGrace reports whether a request lock taken now, by an in-process worker of a claim whose
+// Create was sent at created, was taken within the launch window: measured on this process's monotonic
+// clock from before the window opened in the store, so "within" here implies "still open there" (the
+// store's window lasts at least LaunchGrace from its creation, which came later).
+func (d *Dispatcher) lockedInGrace(created time.Time) *bool {
+	in := time.Since(created) <= d.timers.LaunchGrace
+	return &in
+}
+
 // lockForLaunch takes c's request lock for an in-process worker; false when another worker holds it
-// (nothing to do) or the lock failed (logged: the claim stays claimed and reads unknown after the grace).
+// (nothing to do) or the lock failed. A lock that fails (not busy: the lease store cannot be used) would
+// leave the claim claimed, reading running for the launch grace and unknown after it, for a request that
+// can never have been published: it is committed failed (claim_store_unreadable) instead, while still
+// claimed.
 func (d *Dispatcher) lockForLaunch(c *Claim) (Lease, bool) {
 	reqLock, err := d.tryRequestLock(d.ctx, c.RequestID)
 	if err != nil {
 		if !errors.Is(err, ErrLeaseBusy) { // busy: another worker runs this request
-			d.claimLog(c).Warn("worker ended with error", slog.String("error", err.Error()))
+			d.claimLog(c).Warn("worker: request lock unusable; nothing published", slog.String("error", err.Error()))
+			d.failUnlocked(d.ctx, c)
 		}
 		return nil, false
 	}
 	return reqLock, true
 }
 
+// failUnlocked commits c failed (claim_store_unreadable, evidence preflight) if it is still in phase
+// claimed: without its request lock no worker can have recorded its intent, and the fenced update loses to
+// any worker that did meanwhile.
+func (d *Dispatcher) failUnlocked(ctx context.Context, c *Claim) {
+	out, changed, err := d.updateClaim(ctx, c, func(next *Claim) bool {
+		if next.Phase != PhaseClaimed {
+			return false
+		}
+		now := d.clock.Now()
+		next.Phase, next.Status, next.Passed, next.Total = PhaseTerminal, receipt.StatusFailed, 0, 1
+		next.ErrorCode, next.Evidence, next.FinishedAt = codeClaimStore, evidencePreflight, &now
+		return true
+	})
+	if err != nil {
+		d.claimLog(c).Error("worker: commit of the lock failure", slog.String("error", err.Error()))
+		return
+	}
+	if changed {
+		d.hooks.outcome(out.EffectiveProfile(), out.Status, codeClaimStore)
+	}
+}
+
 // runWorkerFor runs the worker steps of c on the calling goroutine, holding reqLock and an admission slot.
-func (d *Dispatcher) runWorkerFor(c *Claim, reqLock Lease, lockedAt time.Time, adm *admission) {
-	if err := d.work(d.ctx, targetOf(c), reqLock, lockedAt, adm); err != nil {
+func (d *Dispatcher) runWorkerFor(c *Claim, reqLock Lease, inGrace *bool, adm *admission) {
+	if err := d.work(d.ctx, targetOf(c), reqLock, inGrace, adm); err != nil {
 		d.claimLog(c).Warn("worker ended with error", slog.String("error", err.Error()))
 	}
 }
@@ -122,15 +157,16 @@ func (d *Dispatcher) runWorker(ctx context.Context, minion, request string) erro
 		}
 		return err
 	}
-	return d.work(ctx, t, reqLock, d.clock.Now(), nil)
+	return d.work(ctx, t, reqLock, nil, nil) // the launch window as the store reads it now
 }
 
 // work executes the worker steps (package documentation, Worker) for one claim whose request lock the
-// caller took at lockedAt (work releases it). It publishes oduflow_job.run at most once, and only from
+// caller took (work releases it): within the launch window when *inGrace, or, when inGrace is nil, if the
+// store reads the window open now (the lock is already held, so it was open when the lock was taken). It publishes oduflow_job.run at most once, and only from
 // phase claimed while holding the request lock and the client lease. With an admission (in-process
 // workers), once the run publication is made the slot is freed and the wait for the return goes on
 // parked, without a goroutine (awaitParked), owning the leases and the event waiter; work returns.
-func (d *Dispatcher) work(ctx context.Context, t target, reqLock Lease, lockedAt time.Time, adm *admission) error {
+func (d *Dispatcher) work(ctx context.Context, t target, reqLock Lease, inGrace *bool, adm *admission) error {
 	handedOff := false // set once the parked wait owns the leases, the waiter and wctx
 	defer func() {
 		if !handedOff {
@@ -138,7 +174,7 @@ func (d *Dispatcher) work(ctx context.Context, t target, reqLock Lease, lockedAt
 		}
 	}()
 	defer adm.release()
-	c, err := d.store.Get(ctx, t.request)
+	c, launchOpen, err := d.workerClaim(ctx, t, inGrace)
 	if err != nil {
 		return err
 	}
@@ -155,10 +191,11 @@ func (d *Dispatcher) work(ctx context.Context, t target, reqLock Lease, lockedAt
 		d.claimLog(c).Info("worker: claim past phase claimed; never dispatched twice", slog.String("phase", string(c.Phase)))
 		return nil
 	}
-	// The age when the request lock was taken: a wait for admission since then was reported running.
-	if age := lockedAt.Sub(c.CreatedAt); age > d.timers.LaunchGrace {
-		// Status has been reporting this launch as unknown (worker disappeared): never dispatch it now.
-		d.claimLog(c).Warn("worker: started after the launch grace; not dispatching", slog.Duration("age", age))
+	// The launch window when the request lock was taken: a wait for admission since then was reported
+	// running.
+	if !launchOpen {
+		// Status may have been reporting this launch as unknown (worker disappeared): never dispatch it now.
+		d.claimLog(c).Warn("worker: started after the launch window; not dispatching")
 		d.finalize(ctx, c, receipt.StatusUnknown, 0, 0, codeWorkerLost, evidenceNone)
 		return nil
 	}
@@ -307,6 +344,24 @@ func (d *Dispatcher) work(ctx context.Context, t target, reqLock Lease, lockedAt
 	return nil
 }
 
+// workerClaim reads the worker's claim and whether its request lock, held by the caller, was taken
+// within the launch window: *inGrace when the caller measured it, else the window as the store reads it
+// now (or, for a store that does not measure the windows, this dispatcher's clock against CreatedAt).
+func (d *Dispatcher) workerClaim(ctx context.Context, t target, inGrace *bool) (*Claim, bool, error) {
+	if inGrace == nil && d.windows != nil {
+		c, lv, err := d.windows.GetWithLiveness(ctx, t.request)
+		return c, lv.LaunchOpen, err
+	}
+	c, err := d.store.Get(ctx, t.request)
+	if err != nil {
+		return nil, false, err
+	}
+	if inGrace != nil {
+		return c, *inGrace, nil
+	}
+	return c, d.clock.Now().Sub(c.CreatedAt) <= d.timers.LaunchGrace, nil
+}
+
 // awaitDispatched waits for the verified return of the published claim c and commits the final result.
 func (d *Dispatcher) awaitDispatched(ctx, wctx context.Context, c *Claim, w *waiter, start time.Time) error {
 	return d.settleDispatched(ctx, c, d.await(wctx, c, w, start.Add(d.timers.ExecutionWait)), start)
@@ -340,7 +395,7 @@ func (d *Dispatcher) settleDispatched(ctx context.Context, c *Claim, r *receipt.
 // minion must advertise receipt proofs), then the key the master accepted for the minion. It returns an
 // error code, or "" and that key's fingerprint (pinned in the claim) when dispatch may go on.
 func (d *Dispatcher) preflight(ctx context.Context, c *Claim) (string, string) {
-	others, err := d.store.ListByClient(ctx, c.MinionID)
+	others, err := listUnresolved(ctx, d.store, c.MinionID) // not the client's history: its open requests
 	if err != nil {
 		// Cannot prove the client is clear: refuse, but say why and which claim, not "quarantined".
 		attrs := []any{slog.String("error", err.Error())}

@@ -18,7 +18,7 @@ func TestLateWorkerNeverDispatches(t *testing.T) {
 	d := e.dispatcher(WithDetachedWorkers(noopWorker(t)), withClock(clk))
 	req := uuid.NewString()
 	mustStart(t, d, receipt.ProfileConfigure, m.ID(), req)
-	clk.Advance(defaultLaunchGrace + time.Second)
+	advanceWindows(d, clk, defaultLaunchGrace+time.Second)
 	if st := status(t, d, mustClaim(t, d, req)); st != receipt.StatusUnknown {
 		t.Fatalf("before: %s", st)
 	}
@@ -32,16 +32,21 @@ func TestLateWorkerNeverDispatches(t *testing.T) {
 }
 
 // Two claims of one client with the same JID (two processes, one microsecond): the second fails preflight.
+// The first is still in flight (claimed: both are unresolved, which is the only way two processes can
+// draw one JID; the preflight reads only the client's unresolved claims).
 func TestJIDCollisionFailsPreflight(t *testing.T) {
 	e := startSim(t)
 	m := e.addMinion()
 	d := e.dispatcher()
 	ctx := context.Background()
-	first := uuid.NewString()
-	r := mustStart(t, d, receipt.ProfileConfigure, m.ID(), first)
-	waitFinal(t, d, receipt.ProfileConfigure, m.ID(), first)
+	jid := string(d.jids.Next())
+	first := &Claim{Protocol: claimProtocol, MinionID: m.ID(), RequestID: uuid.NewString(), Profile: receipt.ProfileConfigure,
+		Role: "roles.client_stack", JID: jid, Phase: PhaseClaimed, CreatedAt: time.Now().UTC()}
+	if err := d.store.Create(ctx, first); err != nil {
+		t.Fatal(err)
+	}
 	c := &Claim{Protocol: claimProtocol, MinionID: m.ID(), RequestID: uuid.NewString(), Profile: receipt.ProfileConfigure,
-		Role: "roles.client_stack", JID: *r.JID, Phase: PhaseClaimed, CreatedAt: time.Now().UTC()}
+		Role: "roles.client_stack", JID: jid, Phase: PhaseClaimed, CreatedAt: time.Now().UTC()}
 	if err := d.store.Create(ctx, c); err != nil {
 		t.Fatal(err)
 	}
@@ -49,7 +54,7 @@ func TestJIDCollisionFailsPreflight(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := mustClaim(t, d, c.RequestID)
-	if got.ErrorCode != codeJIDCollision || got.Status != receipt.StatusFailed || e.runs() != 1 {
+	if got.ErrorCode != codeJIDCollision || got.Status != receipt.StatusFailed || e.runs() != 0 {
 		t.Fatalf("%+v runs %d", got, e.runs())
 	}
 }

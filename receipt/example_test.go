@@ -119,3 +119,22 @@ func ExampleReduce_summary() {
 	// Output:
 	// failed 1 2 true
 }
+
+// A fenced receipt: the minion refused a publication whose fence token was not above its
+// high-water mark (or oduflow_job.fence reached it first). Nothing ran; the receipt is terminal.
+func ExampleReceipt_Fenced() {
+	r, err := receipt.Decode([]byte(`{"protocol":1,"minion_id":"client-5b2f8c1e-3c4d-4e5f-8a9b-0c1d2e3f4a5b",
+"request_id":"0f8fad5b-d9cb-469f-a165-70867728950e","jid":"20261129154606051411","profile":"configure",
+"state_digest":"","status":"failed","passed":0,"total":0,"code":"fenced"}`))
+	fmt.Println(r.Status, r.Passed, r.Total, r.Fenced(), err)
+
+	// failed 0 of 0 is only ever a fenced receipt
+	_, err = receipt.Decode([]byte(`{"protocol":1,"minion_id":"client-5b2f8c1e-3c4d-4e5f-8a9b-0c1d2e3f4a5b",
+"request_id":"0f8fad5b-d9cb-469f-a165-70867728950e","jid":"20261129154606051411","profile":"configure",
+"state_digest":"","status":"failed","passed":0,"total":0}`))
+	var ie *receipt.InvalidReceiptError
+	fmt.Println(errors.As(err, &ie), ie.Reason)
+	// Output:
+	// failed 0 0 true <nil>
+	// true counts
+}

@@ -109,7 +109,7 @@ func TestPing(t *testing.T) {
 	l := newLab(t)
 	r := run(t, l.env, "ping", l.minion)
 	must(t, r, 0)
-	want := `{"minion_id":"` + l.minion + `","key_accepted":true,"reachable":true,"protocol":1,"pillar_ready":true,"proof":true,"ready":true}`
+	want := `{"minion_id":"` + l.minion + `","key_accepted":true,"reachable":true,"protocol":1,"pillar_ready":true,"proof":true,"fencing":true,"ready":true}`
 	if got := oneLine(t, r.stdout); got != want {
 		t.Fatalf("ping: got %s, want %s", got, want)
 	}

@@ -77,6 +77,11 @@ func run(t *testing.T, env []string, args ...string) result {
 
 // runTee is run with the command's stderr in the file errPath (readable while it runs).
 func runTee(t *testing.T, env []string, errPath string, args ...string) result {
+	return runExe(t, binary, env, errPath, args...)
+}
+
+// runExe is runTee of the executable exe (a binary built with other tags).
+func runExe(t *testing.T, exe string, env []string, errPath string, args ...string) result {
 	dir := t.TempDir()
 	outF, err := os.Create(filepath.Join(dir, "stdout"))
 	if err != nil {
@@ -90,7 +95,7 @@ func runTee(t *testing.T, env []string, errPath string, args ...string) result {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, binary, args...)
+	cmd := exec.CommandContext(ctx, exe, args...)
 	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME")}, env...)
 	cmd.Stdout, cmd.Stderr = outF, errF
 	err = cmd.Run()

@@ -18,6 +18,13 @@ import (
 // gone, as a crash would leave it: its status is unknown and it quarantines the client.
 func writeLostClaim(t *testing.T, stateDir, minion string) string {
 	t.Helper()
+	return writeLostClaimIn(t, stateDir, minion, oduflow.PhaseDispatched)
+}
+
+// writeLostClaimIn is writeLostClaim with the phase the worker left the claim in (claimed: it never
+// recorded a dispatch intent, so it never quarantines and can never be published).
+func writeLostClaimIn(t *testing.T, stateDir, minion string, phase oduflow.Phase) string {
+	t.Helper()
 	st, err := oduflow.OpenFileClaimStore(stateDir)
 	if err != nil {
 		t.Fatal(err)
@@ -29,7 +36,10 @@ func writeLostClaim(t *testing.T, stateDir, minion string) string {
 	then := time.Now().UTC().Add(-time.Hour)
 	c := &oduflow.Claim{Protocol: 1, MinionID: minion, RequestID: receipt.NewRequestID(),
 		Profile: receipt.ProfileConfigure, Role: string(role), JID: string(salt.NewJIDGenerator().Next()),
-		Phase: oduflow.PhaseDispatched, CreatedAt: then, DispatchedAt: &then}
+		Phase: phase, CreatedAt: then}
+	if phase != oduflow.PhaseClaimed {
+		c.DispatchedAt = &then
+	}
 	if err := st.Create(context.Background(), c); err != nil {
 		t.Fatal(err)
 	}
@@ -65,15 +75,12 @@ func TestReconcileALostRequest(t *testing.T) {
 	if n := l.sim.PublicationCount("oduflow_job.run", ""); n != 0 {
 		t.Fatalf("published %d runs while quarantined", n)
 	}
-	// The minion has no receipt for that JID: --from-minion cannot resolve it.
+	// The minion has no receipt for that JID: --from-minion fences the publication (it can never run
+	// now) and records, from the minion's signed fenced receipt, that it never ran.
 	r = run(t, l.env, "reconcile", l.minion, req, "--from-minion")
-	must(t, r, 5) // still unknown
-	t.Logf("reconcile --from-minion: %s", oneLine(t, r.stderr))
-	// An operator asserts the outcome, with who and why.
-	r = run(t, l.env, "reconcile", l.minion, req, "--assert", "failed", "--reason", "checked the server by hand", "--who", "ops-anna")
 	must(t, r, 1)
-	if s := response(t, oneLine(t, r.stdout)); s["status"] != "failed" {
-		t.Fatalf("asserted: %s", r.stdout)
+	if s := response(t, oneLine(t, r.stdout)); s["status"] != "failed" || s["passed"] != 0.0 || s["total"] != 1.0 {
+		t.Fatalf("never ran: %s", r.stdout)
 	}
 	st, err := oduflow.OpenFileClaimStore(stateDir(l.env))
 	if err != nil {
@@ -81,6 +88,20 @@ func TestReconcileALostRequest(t *testing.T) {
 	}
 	c, err := st.Get(context.Background(), req)
 	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Phase != oduflow.PhaseTerminal || c.ErrorCode != "never_ran" || c.Evidence != "fenced" || c.Quarantining() {
+		t.Fatalf("claim after reconcile: %+v", c)
+	}
+	// A lost request that never recorded its dispatch intent can never be published: an operator
+	// asserts its outcome, with who and why.
+	lost := writeLostClaimIn(t, stateDir(l.env), l.minion, oduflow.PhaseClaimed)
+	r = run(t, l.env, "reconcile", l.minion, lost, "--assert", "failed", "--reason", "checked the server by hand", "--who", "ops-anna")
+	must(t, r, 1)
+	if s := response(t, oneLine(t, r.stdout)); s["status"] != "failed" {
+		t.Fatalf("asserted: %s", r.stdout)
+	}
+	if c, err = st.Get(context.Background(), lost); err != nil {
 		t.Fatal(err)
 	}
 	if c.Phase != oduflow.PhaseAsserted || c.AssertedBy != "ops-anna" || c.AssertedWhy != "checked the server by hand" {

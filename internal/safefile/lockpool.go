@@ -115,6 +115,18 @@ func (p *LockPool) resolve(name string, create bool) (lockKey, error) {
 	return k, nil
 }
 
+// Check reports whether the pool can still be used: not closed, and its file still the one in the
+// directory (ErrLockPoolReplaced otherwise).
+func (p *LockPool) Check() error {
+	p.mu.Lock()
+	closed := p.closed
+	p.mu.Unlock()
+	if closed {
+		return errors.New("safefile: lock pool closed")
+	}
+	return p.checkPool()
+}
+
 // checkPool is checkSelf on a fresh walk of the directory.
 func (p *LockPool) checkPool() error {
 	dirfd, err := p.s.openDir()

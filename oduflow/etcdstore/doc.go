@@ -150,8 +150,8 @@
 //     within the window) publishes nothing. The residual case is an intent that committed while the
 //     worker cannot prove it is its own (the cluster unreachable for the whole window, or a lease
 //     expiring first): the claim is dispatching with no live worker, Status reports it unknown once the
-//     request lock is gone (never running forever), its client stays quarantined, and it is never
-//     published. TestIntentLostAck and TestLeaderStoppedMidStarts (the leader killed during 1,000
+//     request lock is gone (never running forever), its client stays quarantined, and that worker never
+//     publishes it. TestIntentLostAck and TestLeaderStoppedMidStarts (the leader killed during 1,000
 //     concurrent Starts) check "iff" and "at most once" for every request.
 //   - A second request for the same client cannot be published while a first is unresolved. The preflight
 //     (ListUnresolved, then the intent) runs while holding the client lease, and the intent transaction
@@ -166,21 +166,57 @@
 //     terminal unknown) quarantines its client across profiles and replicas, because every replica lists
 //     the same records.
 //
+// # Fencing tokens and process pauses
+//
+// A lease check cannot stop a worker that paused after it: a process stopped (GC, a frozen VM, SIGSTOP)
+// between its intent and its publication for longer than the TTL loses both leases, Status on another
+// replica reads the request unknown, and when it goes on it still publishes. The intent transaction
+// therefore issues a fencing token, the transaction's own revision (fence.go): cluster revisions strictly
+// increase, so a client's tokens do, on every replica, with no extra key or round trip. The minion refuses
+// a run whose token is not above the highest it has started or fenced. A reconciliation of such a
+// request (FromMinion when the minion says not_started, and any Assert) first calls oduflow_job.fence
+// with the claim's token and records "never ran" only from the minion's signed fenced answer; the
+// paused worker's late publication then runs nothing, and a second request, whose intent is a later
+// revision, runs. At every other step a pause is covered by the leases (before the intent: the compare
+// fails) or the request was already published and the quarantine and the minion's execution lock keep
+// a second request from overlapping it (oduflow's package documentation goes through each step;
+// TestPausedDispatcherAtEachStep stops a dispatcher process at each one past the TTL).
+//
+// A store rewound to an earlier revision (see Rewinds and edits) issues revisions again that the minion
+// may have seen: those runs are refused as fenced, nothing runs twice, until the revision passes the
+// minion's mark; a restore cannot lower the mark, which lives on the minion. Revisions of another cluster
+// (a client moved to a new cluster) may be lower still: its runs are fenced until that cluster's revision
+// passes the mark.
+//
 // # Time
 //
-// No wall-clock time decides whether a request is published. etcd measures lease TTLs on the leader
-// with durations (a new leader restarts every lease's full TTL), so lock expiry does not depend on the
-// replicas' clocks; it only makes an expired holder's compare fail. The timestamps in a claim
-// (CreatedAt, DispatchedAt, FinishedAt, ResumedAt) are written with the clock of the replica that made
-// the transition and compared by other replicas' Status against their own clock (LaunchGrace after
-// CreatedAt, StatusExpiry after DispatchedAt) and by a worker against CreatedAt (it refuses to dispatch a
-// claim older than LaunchGrace). These comparisons assume the replicas' clocks agree within a bound S of
-// about a second (NTP), far below LaunchGrace (30 s): skew can only shift when a report changes from
-// running to unknown by S, and a claim that Status already called unknown is never dispatched as long as
-// S plus the worker's start-up time stays below LaunchGrace. TTL enters Status in one way: a worker that
-// died keeps its request lock key until the TTL runs out, so its claim reads "running" for up to the TTL
-// after the death (then unknown), and its client stays leased for that long; a leader change in that
-// window extends it, as a new leader grants every lease its full TTL again.
+// No wall-clock time decides whether a request is published, and none is compared across replicas. etcd
+// measures lease TTLs on the leader with durations (a new leader restarts every lease's full TTL), so lock
+// expiry does not depend on the replicas' clocks; it only makes an expired holder's compare fail. The two
+// windows of the status rules are keys the cluster expires the same way:
+//
+//	PREFIX/windows/launch/<request id>    put by Create's transaction, on a lease of TTL LaunchGrace
+//	PREFIX/windows/dispatch/<request id>  put by the transaction that records the dispatch intent, on a
+//	                                      lease of TTL StatusExpiry
+//
+// Nobody renews those leases. One lease is granted per window length and second and shared by the windows
+// opened in that second (a grant is a raft write: one per second, not one per request); its TTL is the
+// window rounded up to whole seconds plus one, so a window lasts at least its full length and at most
+// about 2 s more. A window is open while its key exists; GetWithLiveness reads the claim, the request lock
+// and both keys in one read transaction (one revision), Liveness the three keys of a claim already read.
+// oduflow.New passes its Timers.LaunchGrace and StatusExpiry (SetStatusWindows); replicas must use the same
+// timers. The timestamps in a claim (CreatedAt, DispatchedAt, FinishedAt, ResumedAt) are records only. So a
+// replica whose clock is minutes off reads the same statuses as the others: a claim whose worker has not
+// yet taken its lock reads running until the launch key expires, a dispatched claim whose worker holds the
+// lock reads running until the dispatch-window key expires, whatever the reader's clock, and Reconcile
+// (which requires unknown) never accepts an Assert on such a claim (TestSkewedReplicaLaunchWindow,
+// TestSkewedReplicaDispatchWindow: one replica 2 minutes ahead, one 2 minutes behind). A leader change
+// restarts the windows' TTLs as it does the locks': a window can last up to one more TTL per leader change,
+// never less. TTL enters Status in one more way: a worker that died keeps its request lock key until the
+// TTL runs out, so its claim reads "running" for up to the TTL after the death (then unknown), and its
+// client stays leased for that long. Claims created before the window keys existed have none: they read
+// as if both windows had run out (a dispatched one whose old worker still runs reads unknown), so stop
+// replicas of earlier versions before one of this version starts.
 //
 // # Servers
 //

@@ -29,6 +29,8 @@ import (
 //	PREFIX/meta/open-index-v1             present once every claim's open entry exists (unresolved.go)
 //	PREFIX/locks/run/<request id>         the request lock, attached to an etcd lease
 //	PREFIX/locks/client/<minion id>       the per-client execution lease, attached to an etcd lease
+//	PREFIX/windows/launch/<request id>    the launch window, on an etcd lease nobody renews (statuswindows.go)
+//	PREFIX/windows/dispatch/<request id>  the dispatch window, on an etcd lease nobody renews (statuswindows.go)
 const (
 	claimsDir      = "/claims/"
 	clientsDir     = "/clients/"
@@ -51,6 +53,7 @@ type Store struct {
 	kv         pb.KVClient   // the client's KV service, for reads with a bounded answer (read.go)
 	rev        revisionGuard // high-water mark of the cluster revision (revision.go)
 	openIndex  atomic.Bool   // the open-index migration marker was seen (unresolved.go)
+	windows    windowLeases  // the leases of the status windows' keys (statuswindows.go)
 
 	ctx    context.Context // lifetime of the Store: the keepalives of its etcd leases
 	cancel context.CancelFunc
@@ -146,13 +149,22 @@ func (s *Store) Create(ctx context.Context, c *oduflow.Claim) (err error) {
 		return err
 	}
 	key, idx := s.claimKey(cp.RequestID), s.indexPrefix(cp.MinionID)+cp.RequestID
+	// The launch window opens with the claim, on a lease the cluster expires LaunchGrace later.
+	launch, err := s.windowLease(ctx, s.launchGrace())
+	if err != nil {
+		return err
+	}
 	floor := s.rev.floor()
 	resp, err := s.cli.Txn(ctx).
 		If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0), clientv3.Compare(clientv3.CreateRevision(idx), "=", 0)).
-		Then(clientv3.OpPut(key, string(data)), clientv3.OpPut(idx, ""), clientv3.OpPut(s.openKey(cp.MinionID, cp.RequestID), "")).
+		Then(clientv3.OpPut(key, string(data)), clientv3.OpPut(idx, ""), clientv3.OpPut(s.openKey(cp.MinionID, cp.RequestID), ""),
+			clientv3.OpPut(s.launchWindowKey(cp.RequestID), "", clientv3.WithLease(launch))).
 		Else(clientv3.OpGet(key, clientv3.WithCountOnly())).
 		Commit()
 	if err != nil {
+		if errors.Is(err, rpctypes.ErrLeaseNotFound) {
+			s.forgetWindowLease(launch) // nothing written; the next Create grants a fresh one
+		}
 		return writeErr(err, "create claim")
 	}
 	if err := s.rev.observe(resp.Header, floor); err != nil {
@@ -285,6 +297,15 @@ func (s *Store) compareAndSwap(ctx context.Context, next *oduflow.Claim, held []
 	case !out.Unresolved() && cur.Unresolved():
 		thens = append(thens, clientv3.OpDelete(open))
 	}
+	var window clientv3.LeaseID
+	if cur.DispatchedAt == nil && out.DispatchedAt != nil {
+		// The dispatch intent: the dispatch window opens in its transaction, on a lease the cluster
+		// expires StatusExpiry later.
+		if window, err = s.windowLease(ctx, s.statusExpiry()); err != nil {
+			return nil, err
+		}
+		thens = append(thens, clientv3.OpPut(s.dispatchWindowKey(out.RequestID), "", clientv3.WithLease(window)))
+	}
 	elses := []clientv3.Op{clientv3.OpGet(key)}
 	for _, l := range held {
 		cmps = append(cmps, clientv3.Compare(clientv3.CreateRevision(l.key), "=", l.createRev),
@@ -294,6 +315,9 @@ func (s *Store) compareAndSwap(ctx context.Context, next *oduflow.Claim, held []
 	floor := s.rev.floor()
 	resp, err := s.cli.Txn(ctx).If(cmps...).Then(thens...).Else(elses...).Commit()
 	if err != nil {
+		if window != 0 && errors.Is(err, rpctypes.ErrLeaseNotFound) {
+			s.forgetWindowLease(window)
+		}
 		return nil, writeErr(err, "update claim")
 	}
 	if err := s.rev.observe(resp.Header, floor); err != nil {

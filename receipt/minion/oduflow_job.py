@@ -941,22 +941,36 @@ def _code_tree(code, path=()):
                 yield item
 
 
-def _module_code(module):
-    """The module's own source, compiled: every function, method and closure it defines,
-    decorated or not (a decorator hides the function object, not its code)."""
-    try:
-        source = inspect.getsource(module)
-    except Exception:  # pylint: disable=broad-except
-        raise _GuardFailure("cannot read the source of {}".format(module.__name__))
-    return compile(source, getattr(module, "__file__", None) or "<salt>", "exec", dont_inherit=True)
+def _module_code(module, ctx):
+    """The module's own code object (its cached bytecode through its loader, else its
+    source compiled): every function, method and closure it defines, decorated or not (a
+    decorator hides the function object, not its code). Kept in ctx for one guard run."""
+    cache = ctx.setdefault("code", {})
+    if module.__name__ in cache:
+        return cache[module.__name__]
+    code = None
+    get_code = getattr(getattr(module, "__loader__", None), "get_code", None)
+    if get_code is not None:
+        try:
+            code = get_code(module.__name__)
+        except Exception:  # pylint: disable=broad-except
+            code = None
+    if not inspect.iscode(code):
+        try:
+            source = inspect.getsource(module)
+        except Exception:  # pylint: disable=broad-except
+            raise _GuardFailure("cannot read the source of {}".format(module.__name__))
+        code = compile(source, getattr(module, "__file__", None) or "<salt>", "exec", dont_inherit=True)
+    cache[module.__name__] = code
+    return code
 
 
-def _only_inside(module, names, owner_path, what):
+def _only_inside(module, names, owner_path, what, ctx):
     """Every code object of module that uses one of names (as a global or attribute) lies
     inside the function at owner_path (e.g. ("State", "event")): that function is the only
     way to reach them, so replacing it cuts them off."""
     found = False
-    for path, code in _code_tree(_module_code(module)):
+    for path, code in _code_tree(_module_code(module, ctx)):
         if not code.co_flags & inspect.CO_NEWLOCALS:
             continue  # module and class bodies only bind names; functions use them
         if not set(code.co_names) & set(names):
@@ -980,7 +994,7 @@ _SPAWN_NAMES = ("_call_parallel_target", "Process", "SignalHandlingProcess", "Po
 _PROCESS_NAME_RE = re.compile(r"\AProcessPayload\(jid=([0-9]{20})\)\Z")
 
 
-def _check_salt_version(_pub_jid):
+def _check_salt_version(ctx):
     """Salt 3006.0 or later, and salt.version agrees with the grains."""
     version = _salt_version()
     if version is None:
@@ -993,7 +1007,7 @@ def _check_salt_version(_pub_jid):
         raise _GuardFailure("Salt version mismatch between salt.version and grains")
 
 
-def _check_multiprocessing(pub_jid):
+def _check_multiprocessing(ctx):
     """The shims patch process-wide objects, so this job must be alone in its process: a
     minion with multiprocessing: True runs every job in its own process named
     ProcessPayload(jid=<jid>) (its main thread); salt-call runs one job per process. A
@@ -1011,6 +1025,7 @@ def _check_multiprocessing(pub_jid):
     match = _PROCESS_NAME_RE.match(name) if isinstance(name, str) else None
     if not match:
         raise _GuardFailure("this job does not run in its own Salt job process")
+    pub_jid = ctx.get("pub_jid")
     if pub_jid is not None and match.group(1) != pub_jid:
         raise _GuardFailure("this job's process belongs to another JID")
 
@@ -1026,7 +1041,7 @@ def _state_function(fun):
     return inspect.unwrap(func)
 
 
-def _check_state_functions(_pub_jid):
+def _check_state_functions(ctx):
     """state.apply/state.high exist with the parameters run passes, and resolve
     salt.utils.files (the module the cache shim patches) through the very module object."""
     import sys  # pylint: disable=import-outside-toplevel
@@ -1041,7 +1056,7 @@ def _check_state_functions(_pub_jid):
             raise _GuardFailure("{} does not reach salt.utils.files through the patched module".format(fun))
 
 
-def _check_state_cache_writes(_pub_jid):
+def _check_state_cache_writes(ctx):
     """salt.modules.state.sls writes sls.p and <name>.cache.p only through
     salt.utils.files.fopen, and the shim really turns such a write into memory."""
     import salt.utils.files  # pylint: disable=import-outside-toplevel
@@ -1094,28 +1109,28 @@ def _state_class_overrides(cls, attrs):
     return None
 
 
-def _check_state_event(_pub_jid):
+def _check_state_event(ctx):
     """State.event(self, chunk_ret, length, fire_event) is the only code in salt.state that
     reaches the event bus, and no loaded subclass of State overrides it."""
     import salt.state  # pylint: disable=import-outside-toplevel
 
     _expect_signature("salt.state", "State", "event", ["self", "chunk_ret", "length", "fire_event"])
-    _only_inside(salt.state, _EVENT_NAMES, ("State", "event"), "the event bus")
+    _only_inside(salt.state, _EVENT_NAMES, ("State", "event"), "the event bus", ctx)
     override = _state_class_overrides(salt.state.State, ("event", "call_parallel"))
     if override:
         raise _GuardFailure("{} overrides the shimmed method".format(override))
 
 
-def _check_call_parallel(_pub_jid):
+def _check_call_parallel(ctx):
     """State.call_parallel(self, cdata, low) is the only code in salt.state that starts a
     process or thread (the parallel target writes raw results below cachedir/<jid>)."""
     import salt.state  # pylint: disable=import-outside-toplevel
 
     _expect_signature("salt.state", "State", "call_parallel", ["self", "cdata", "low"])
-    _only_inside(salt.state, _SPAWN_NAMES, ("State", "call_parallel"), "process creation")
+    _only_inside(salt.state, _SPAWN_NAMES, ("State", "call_parallel"), "process creation", ctx)
 
 
-def _check_pub_jid(_pub_jid):
+def _check_pub_jid(ctx):
     """salt.minion.load_args_and_kwargs gives run the publication's own JID as __pub_jid,
     over any __pub_jid a caller put into the arguments."""
     func = _expect_signature("salt.minion", None, "load_args_and_kwargs",
@@ -1214,7 +1229,7 @@ def _kat_key(crypt, backend):
         return serialization.load_pem_private_key(_KAT_KEY_PEM, password=None)
 
 
-def _check_crypto(_pub_jid):
+def _check_crypto(ctx):
     """The backend salt.crypt imported is one the signer knows, salt.crypt.get_rsa_key(path,
     passphrase) loads the minion key, and the backend's RSA PKCS#1 v1.5 SHA-256 signature of
     a probe verifies (a known-answer test)."""
@@ -1236,8 +1251,9 @@ def _check_crypto(_pub_jid):
         raise _GuardFailure("the {} backend's signature does not verify".format(backend))
 
 
-# The runtime guard, in order; capabilities() lists the names. A check raises _GuardFailure
-# (or anything else, which counts as a failure too).
+# The runtime guard, in order; capabilities() lists the names. A check takes the guard run's
+# context (pub_jid: run's JID or None; code: compiled modules) and raises _GuardFailure (or
+# anything else, which counts as a failure too).
 _GUARD_CHECKS = (
     ("salt_version", _check_salt_version),
     ("multiprocessing", _check_multiprocessing),
@@ -1253,9 +1269,10 @@ _GUARD_CHECKS = (
 def _runtime_guard(pub_jid=None):
     """Every precondition of the shims, checked by what Salt does rather than by its
     version. Returns None when all hold, else "<check>: <reason>" for the first failure."""
+    ctx = {"pub_jid": pub_jid}
     for name, check in _GUARD_CHECKS:
         try:
-            check(pub_jid)
+            check(ctx)
         except _GuardFailure as exc:
             return "{}: {}".format(name, exc)
         except Exception as exc:  # pylint: disable=broad-except

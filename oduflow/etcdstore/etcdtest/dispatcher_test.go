@@ -20,9 +20,10 @@ import (
 // on its event bus, counts every oduflow_job.run publication and never returns one (so a dispatched
 // request stays unresolved: unknown, quarantining its client).
 type fakeMaster struct {
-	mu   sync.Mutex
-	subs []*fakeSub
-	runs map[string]int // request id -> publications of oduflow_job.run
+	mu      sync.Mutex
+	subs    []*fakeSub
+	runs    map[string]int // request id -> publications of oduflow_job.run
+	noProof bool           // capabilities advertise no receipt proofs: every preflight fails after its quarantine check
 }
 
 type fakeSub struct {
@@ -51,7 +52,7 @@ func (m *fakeMaster) Publish(_ context.Context, req salt.PublishRequest) (*salt.
 	case "oduflow_job.capabilities":
 		jr := &salt.JobReturn{JID: req.JID, MinionID: minion, ID: minion, Fun: req.Fun, Success: true,
 			Return: map[string]any{"protocol": int64(1), "pillar_ready": true,
-				"proof":   map[string]any{"alg": receiptproof.Alg, "ready": true},
+				"proof":   map[string]any{"alg": receiptproof.Alg, "ready": !m.noProof},
 				"fencing": map[string]any{"version": int64(1), "ready": true}}}
 		for _, s := range m.subs {
 			func() {

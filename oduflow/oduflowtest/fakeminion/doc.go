@@ -11,14 +11,19 @@
 //     summaries, failed 0/1 when another run holds the execution lock; custom runs check
 //     state_data_json {"digest","high"}, recompute the digest of high, refuse a mismatch before any
 //     record, and bind the digest in their receipts) and signs its attest answers with its own key, but
-//     stores nothing on disk. Runs counts the state runs it actually started.
+//     stores nothing on disk. Runs counts the state runs it actually started. It enforces fencing exactly
+//     as the module does (capability fencing version 1: fence_token on run, oduflow_job.fence, fenced
+//     receipts, the high-water mark; WithFenceTokenRequired is the module's switch flipped,
+//     WithoutFencing a module from before it) and counts runs in flight at once past the fence check
+//     (MaxConcurrentRuns), so dispatcher tests can assert that no two runs overlapped on one client.
 //   - PythonHost (StartPython) runs the real module (receipt.MinionModule) outside Salt, in a
 //     standard-library Python process (receipt.MinionTestHost) that speaks JSON lines on stdin/stdout
 //     and forks one process per request, like a Salt minion with multiprocessing: True, so the module's
 //     flock-based locks, receipts and durable files are exercised across processes. One host serves any
 //     number of minion ids; each gets its own receipt directory, state cache directory, Salt key and
-//     side-effect marker file under <dir>/minions/<id>/. Its fake Salt presents a verified Salt version
-//     (3006.0 by default); state.apply returns fixture results (roles.client_stack 3/3 true,
+//     side-effect marker file under <dir>/minions/<id>/. Its fake Salt presents a Salt version (3006.0 by
+//     default) and the internals the module's runtime guard checks (signatures, the event bus reached only
+//     from State.event, the publication JID injected, a job process of its own); state.apply returns fixture results (roles.client_stack 3/3 true,
 //     roles.client_production 2/3, the other roles all true; PythonConfig changes them) and appends one
 //     marker line per real execution (Marker). Python 3.6 or newer is required; StartPython fails with
 //     ErrPythonMissing when the interpreter is not found, so tests can skip.

@@ -8,8 +8,8 @@ import (
 
 // PythonConfig is the host's fake Salt behaviour.
 type PythonConfig struct {
-	// SaltVersion presented by salt.version and grains (default "3006.0"). A version outside
-	// the module's verified list makes oduflow_job.run refuse, as it would in real Salt.
+	// SaltVersion presented by salt.version and grains (default "3006.0"). A version before
+	// 3006.0 makes the module's runtime guard fail and oduflow_job.run refuse, as in real Salt.
 	SaltVersion string
 	// Results replaces the fixture state return of a role (key: "roles.client_stack", ...).
 	Results map[string]any

@@ -8,7 +8,7 @@ oduflow_job_module:
   file.managed:
     - name: {{ salt['config.get']('extension_modules') }}/modules/oduflow_job.py
     - source: salt://_modules/oduflow_job.py
-    - source_hash: sha256=2ddcf16b2c082b41889d61d137d08d0626559e0806a44737647359e370625870
+    - source_hash: sha256=526ca08b6452ef6817ffda37214c285520ac816ba777766eb6ef6cf5da755cf2
     - user: root
     - group: root
     - mode: '0644'

@@ -1,8 +1,8 @@
-"""Pinned-Salt integration: the module under a real Salt 3006 source tree, through
+"""Pinned-Salt integration: the module under a real Salt source tree (3006.0 or later), through
 `salt-call --local` (real loader, real __pub_jid injection, real state.sls/state.high,
 real salt.state.State), without any daemon or network.
 
-Env-gated: set ODUFLOW_SALT_SRC to a Salt 3006.0/3006.27 source tree (e.g. the lab's
+Env-gated: set ODUFLOW_SALT_SRC to a Salt source tree from 3006.0 on (e.g. the lab's
 /srv/saltlab/src); optional ODUFLOW_SALT_PYLIB (extra PYTHONPATH, e.g. /srv/saltlab/pylib)
 and ODUFLOW_SALT_PYTHON (interpreter with Salt's dependencies, default /usr/bin/python3).
 """
@@ -34,7 +34,7 @@ ROLES = {
 
 
 @unittest.skipUnless(SRC and os.path.isfile(os.path.join(SRC, "scripts", "salt-call")),
-                     "set ODUFLOW_SALT_SRC to a Salt 3006 source tree to run the pinned-Salt tests")
+                     "set ODUFLOW_SALT_SRC to a Salt source tree (3006.0 or later) to run the pinned-Salt tests")
 class RealSalt(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
@@ -89,7 +89,8 @@ class RealSalt(unittest.TestCase):
         ret = self.salt_call("oduflow_job.capabilities")
         self.assertEqual(ret["protocol"], 1)
         self.assertTrue(ret["runtime_guard"], ret["runtime_guard_error"])
-        self.assertIn(ret["salt_version"], ("3006.0", "3006.27"))
+        self.assertGreaterEqual(int(ret["salt_version"].split(".")[0]), 3006)
+        self.assertEqual(ret["fencing"], {"version": 1, "ready": True, "token_required": False})
 
     def test_fixed_role_receipt_without_raw_caches(self):
         self.clear_cache_files()
@@ -114,6 +115,19 @@ class RealSalt(unittest.TestCase):
         ret = self.salt_call("oduflow_job.run", str(uuid.uuid4()), "credentials")
         self.assertEqual((ret["status"], ret["passed"], ret["total"]), ("failed", 0, 1), ret)
         self.assertEqual([n for n in os.listdir(self.cache) if n.isdigit()], [], "a parallel result dir was written")
+
+    def test_fencing(self):
+        first = self.salt_call("oduflow_job.run", str(uuid.uuid4()), "configure", "fence_token=41")
+        self.assertEqual(first["status"], "succeeded", first)
+        stale = self.salt_call("oduflow_job.run", str(uuid.uuid4()), "configure", "fence_token=41")
+        self.assertEqual((stale["status"], stale["passed"], stale["total"], stale.get("code")), ("failed", 0, 0, "fenced"))
+        req, jid = str(uuid.uuid4()), "20261201000000000042"
+        fenced = self.salt_call("oduflow_job.fence", req, '"' + jid + '"', "configure", "42")
+        self.assertEqual((fenced["jid"], fenced.get("code")), (jid, "fenced"))
+        self.assertEqual(self.salt_call("oduflow_job.status", req, '"' + jid + '"', "configure"), fenced)
+        later = self.salt_call("oduflow_job.run", str(uuid.uuid4()), "configure", "fence_token=43")
+        self.assertEqual(later["status"], "succeeded", later)
+        self.assertEqual(self.cache_files(), [])
 
     def test_custom_and_refusals(self):
         mod = support._load("oduflow_job_digest", support.MODULE_FILE)

@@ -94,6 +94,11 @@ func (e *env) client(ctx context.Context) (*salt.Client, error) {
 // written: a bad directory or log path is a configuration error (exit status 2), an etcd store
 // that does not answer exit status 3, with nothing written.
 func (e *env) dispatcher(ctx context.Context, opts ...oduflow.Option) (*oduflow.Dispatcher, error) {
+	faults, err := e.faultOptions() // none unless built with the faultinject tag
+	if err != nil {
+		return nil, err
+	}
+	opts = append(opts, faults...)
 	store, logDir, err := e.claimStore(ctx)
 	if err != nil {
 		return nil, err

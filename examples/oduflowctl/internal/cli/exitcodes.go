@@ -75,7 +75,8 @@ func exitFor(err error) int {
 	case is(err, oduflow.ErrNotReady),
 		is(err, oduflow.ErrClaimStore), is(err, salt.ErrNotSent):
 		return ExitUnreachable // nothing was written
-	case is(err, oduflow.ErrUncertain), is(err, oduflow.ErrUnresolved), is(err, salt.ErrOutcomeUnknown),
+	case is(err, oduflow.ErrUncertain), is(err, oduflow.ErrUnresolved), is(err, oduflow.ErrNotFenced),
+		is(err, salt.ErrOutcomeUnknown),
 		is(err, context.Canceled), is(err, context.DeadlineExceeded):
 		return ExitUnknown
 	}
