@@ -41,7 +41,23 @@ type Hooks struct {
 	// receipt in hand, not committed yet), "committed". It runs on the worker's goroutine: a slow Step
 	// slows the worker (a tracer or a crash test may do that on purpose).
 	Step func(step string)
+	// BusGap counts the gaps of the dispatcher's event-bus subscription (events may have been missed;
+	// waiting workers poll at once). reason is one of:
+	//
+	//	bus_stalled   connected, but nothing at all arrived within Timers.BusStall of a publish the master
+	//	              acknowledged: the master's event publisher is blocked (see the README: what the
+	//	              operator does); returns and status answers cannot arrive meanwhile
+	//	disconnected  the connection dropped (the stream reconnects by itself)
+	//	other         reconnected, a slow consumer, an undecodable or oversized frame
+	BusGap func(reason string)
 }
+
+// Reasons passed to Hooks.BusGap.
+const (
+	busGapStalled      = "bus_stalled"
+	busGapDisconnected = "disconnected"
+	busGapOther        = "other"
+)
 
 // Reasons passed to Hooks.UnverifiedEvent.
 const (
@@ -77,6 +93,12 @@ func (s hookSet) outcome(p receipt.Profile, st receipt.Status, code string) {
 func (s hookSet) observe(op string, d time.Duration) {
 	if s.h.Observe != nil {
 		s.h.Observe(op, d)
+	}
+}
+
+func (s hookSet) busGap(reason string) {
+	if s.h.BusGap != nil {
+		s.h.BusGap(reason)
 	}
 }
 

@@ -7,10 +7,9 @@ import (
 	"time"
 	"unicode"
 
-	"github.com/oduflow/oduflow-go/internal/errmark"
-
 	"github.com/cockroachdb/errors"
 
+	"github.com/oduflow/oduflow-go/internal/errmark"
 	"github.com/oduflow/oduflow-go/receipt"
 	"github.com/oduflow/oduflow-go/salt"
 )
@@ -44,7 +43,8 @@ const maxAssertText = 512
 // one exception: FromMinion also resolves a request in phase asserted, replacing the operator's assertion
 // by the minion's exact terminal receipt (evidence reconciled; AssertedBy/AssertedWhy stay for audit), so
 // that the master's record holds the stronger evidence.
-func (d *Dispatcher) Reconcile(ctx context.Context, minion, request string, ev Reconciliation) (Response, error) {
+func (d *Dispatcher) Reconcile(ctx context.Context, minion, request string, ev Reconciliation) (_ Response, err error) {
+	defer errmark.Boundary(&err)
 	t, err := parseTarget(minion, request)
 	if err != nil {
 		return Response{}, err
@@ -239,6 +239,7 @@ func (d *Dispatcher) reconcilableClaim(ctx context.Context, t target, allowAsser
 // returns once that worker holds the request lock (follow it with WorkerActive), so a short-lived tool can
 // exit at once. When a worker already holds the request lock (it is still polling), Resume only answers.
 func (d *Dispatcher) Resume(ctx context.Context, minion, request string) (resp Response, err error) {
+	defer errmark.Boundary(&err)
 	t, err := parseTarget(minion, request)
 	if err != nil {
 		return Response{}, err
@@ -363,6 +364,7 @@ func (d *Dispatcher) resumePolling(ctx context.Context, c *Claim, deadline time.
 	}
 	defer w.close()
 	r := d.awaitFrom(ctx, c, w, deadline, true) // an operator asked: poll at once, then on the schedule
+	d.refusals.Delete(c.RequestID)              // a fenced refusal commits as fenced here (replaceUnknown)
 	if r == nil || !r.Status.Terminal() {
 		lg.Info("resume: no terminal receipt; still unknown")
 		return
@@ -374,7 +376,8 @@ func (d *Dispatcher) resumePolling(ctx context.Context, c *Claim, deadline time.
 // than unknown, and reading unknown (blocksClient; legacy ones included). Empty means the client is
 // clear: a new request's preflight is then not refused quarantined, and Resume accepts exactly the
 // protocol-1 requests listed here (package documentation, One answer for a client).
-func (d *Dispatcher) Quarantine(ctx context.Context, minion string) ([]Response, error) {
+func (d *Dispatcher) Quarantine(ctx context.Context, minion string) (_ []Response, err error) {
+	defer errmark.Boundary(&err)
 	if err := receipt.ValidateMinionID(minion); err != nil {
 		return nil, invalid(err, "minion id")
 	}

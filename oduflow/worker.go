@@ -376,6 +376,13 @@ func (d *Dispatcher) settleDispatched(ctx context.Context, c *Claim, r *receipt.
 		return nil
 	}
 	d.stepHook(stepReturned)
+	if code, refused := d.refusals.LoadAndDelete(c.RequestID); refused && r.Fenced() {
+		// The minion refused the run (its return said so) and then signed that the publication never ran
+		// (fenced): final at once, failed 0 of 1 with the refusal's code.
+		d.finalize(ctx, c, receipt.StatusFailed, 0, 1, code.(string), evidenceFenced)
+		d.stepHook(stepCommitted)
+		return nil
+	}
 	d.finalize(ctx, c, r.Status, r.Passed, r.Total, receiptCode(r), evidenceReceipt)
 	d.stepHook(stepCommitted)
 	return nil
@@ -471,7 +478,14 @@ func (d *Dispatcher) preflight(ctx context.Context, c *Claim) (string, string) {
 	// CallTimeout bounds the check from its publication on (call), not the wait for a publish slot.
 	caps, err := d.capabilities(ctx, c.MinionID)
 	if err != nil {
+		if errors.Is(err, errNoReturn) && d.hub.isStalled() {
+			return codeEventBus, "" // no return because the bus delivers nothing, not the minion's fault
+		}
 		return callErrorCode(err), "" // names the cause: credentials, event bus, transport, or the minion
+	}
+	if caps.Protocol == protocolVersion && !caps.RuntimeGuard {
+		// The module would refuse the run ("refusing to run unprotected"): fail now, nothing published.
+		return codeRuntimeGuard, ""
 	}
 	if caps.Protocol != protocolVersion || !caps.Proof || !caps.Fencing {
 		return codeCapability, "" // no silent fallback to unproven receipts or unfenced runs
@@ -498,6 +512,7 @@ func (d *Dispatcher) listenAfterUnknownPublish(ctx, wctx context.Context, c *Cla
 	}
 	_ = lease.Release()
 	r := d.await(wctx, cur, w, start.Add(d.timers.ExecutionWait))
+	d.refusals.Delete(cur.RequestID) // a fenced refusal commits as fenced here (replaceUnknown)
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
