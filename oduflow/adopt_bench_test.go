@@ -34,7 +34,7 @@ func BenchmarkDrainAdoption(b *testing.B) {
 		b.StopTimer()
 		var mu sync.Mutex
 		var lastPublish time.Time
-		a := e.dispatcher(WithTimers(tm), WithHooks(Hooks{Step: func(s string) {
+		a := e.dispatcher(WithTimers(tm), WithHooks(Hooks{Step: func(_ context.Context, _ RequestRef, s string) {
 			if s == stepPublishReplied {
 				mu.Lock()
 				lastPublish = time.Now()

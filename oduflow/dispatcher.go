@@ -132,7 +132,7 @@ func New(client Publisher, events EventSource, opts ...Option) (_ *Dispatcher, e
 		adoptNow: make(chan struct{}, 1)}
 	d.hub = newHub(events, func(msg string, args ...any) { d.log.Warn(msg, args...) })
 	d.startAdoption()
-	d.hub.onGap = d.hooks.busGap
+	d.hub.onGap = func(reason string) { d.hooks.busGap(d.ctx, reason) }
 	return d, nil
 }
 

@@ -318,7 +318,13 @@
 //
 // log/slog lines carry request_id, minion_id, jid and profile; never secrets or raw Salt returns. Hooks
 // (WithHooks; none by default) receive counters and durations for Prometheus or OpenTelemetry adapters,
-// and are the public way to follow a worker's progress (a demo narrates with Hooks.Published).
+// and are the public way to follow a worker's progress (a demo narrates with Hooks.Published). Every hook
+// gets the context of the work it reports and the request's identity (RequestRef: minion, request id,
+// profile, JID), so that a span or an exemplar can be tied to the request. An in-process worker's
+// context carries the values of the Start call's ctx (the caller's span or W3C trace context), never its
+// cancellation; a detached worker is another process and starts from its own context: its events are
+// joined to the caller's trace by the RequestRef (the nested modules oduflow/otel and oduflow/prom are the
+// adapters; see their documentation).
 //
 // # Claim records
 //

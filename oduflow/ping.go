@@ -105,7 +105,7 @@ const fencingVersion = 1
 // result needs a verified proof.
 func (d *Dispatcher) capabilities(ctx context.Context, minion string) (minionCaps, error) {
 	t0 := time.Now()
-	defer func() { d.hooks.observe("capabilities", time.Since(t0)) }()
+	defer func() { d.hooks.observe(ctx, "capabilities", time.Since(t0)) }()
 	timeout := d.timers.CallTimeout
 	if dl, ok := ctx.Deadline(); ok && time.Until(dl) < timeout {
 		timeout = time.Until(dl)

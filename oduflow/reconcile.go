@@ -54,6 +54,7 @@ func (d *Dispatcher) Reconcile(ctx context.Context, minion, request string, ev R
 	if err != nil {
 		return Response{}, err
 	}
+	ctx = withRequest(ctx, refOf(c))
 	lg := d.claimLog(c)
 	switch e := ev.(type) {
 	case Assert:
@@ -88,7 +89,7 @@ func (d *Dispatcher) Reconcile(ctx context.Context, minion, request string, ev R
 		}
 		lg.Warn("reconciled by assertion", slog.String("status", string(e.Outcome)),
 			slog.String("asserted_by", e.Who))
-		d.hooks.outcome(out.EffectiveProfile(), out.Status, codeAsserted)
+		d.hooks.outcome(ctx, out, out.Status, codeAsserted)
 		return d.respond(ctx, out)
 	case FromMinion:
 		if c.legacy() != notLegacy {
@@ -132,7 +133,7 @@ func (d *Dispatcher) recordMinionReceipt(ctx context.Context, c *Claim, live *re
 	}
 	d.claimLog(c).Info("reconciled from the minion's receipt", slog.String("status", string(out.Status)),
 		slog.String("code", code), slog.Bool("replaced_assertion", wasAsserted))
-	d.hooks.outcome(out.EffectiveProfile(), out.Status, code)
+	d.hooks.outcome(ctx, out, out.Status, code)
 	return d.respond(ctx, out)
 }
 
@@ -161,7 +162,7 @@ func (d *Dispatcher) commitNeverRan(ctx context.Context, c *Claim, f *receipt.Re
 		return nil, err
 	}
 	d.claimLog(c).Info("adoption: fenced before it started; never ran", slog.String("status", string(out.Status)))
-	d.hooks.outcome(out.EffectiveProfile(), out.Status, codeNeverRan)
+	d.hooks.outcome(ctx, out, out.Status, codeNeverRan)
 	return out, nil
 }
 
@@ -180,7 +181,7 @@ func (d *Dispatcher) fence(ctx context.Context, c *Claim) *receipt.Receipt {
 		return nil
 	}
 	if _, reason := d.hint(c, jr); reason != "" {
-		d.noteUnverified(c, reason)
+		d.noteUnverified(ctx, c, reason)
 		return nil // not a receipt of this publication (e.g. a minion without fencing)
 	}
 	return d.prove(ctx, c, time.Now().Add(d.timers.CallTimeout))
@@ -244,6 +245,7 @@ func (d *Dispatcher) Resume(ctx context.Context, minion, request string) (resp R
 	if err != nil {
 		return Response{}, err
 	}
+	ctx = withRequest(ctx, RequestRef{Minion: t.minion, RequestID: t.request})
 	err = d.admitNew(func() error {
 		resp, err = d.resume(ctx, t)
 		return err

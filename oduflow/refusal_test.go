@@ -108,7 +108,7 @@ func TestBusStalledIsTypedGap(t *testing.T) {
 	gaps := map[string]int{}
 	tm := testTimers()
 	tm.BusStall = 300 * time.Millisecond
-	d := e.dispatcher(WithTimers(tm), WithHooks(Hooks{BusGap: func(reason string) {
+	d := e.dispatcher(WithTimers(tm), WithHooks(Hooks{BusGap: func(_ context.Context, reason string) {
 		mu.Lock()
 		gaps[reason]++
 		mu.Unlock()

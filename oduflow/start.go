@@ -28,7 +28,7 @@ import (
 func (d *Dispatcher) Start(ctx context.Context, minion, request string, profile receipt.Profile) (_ Response, err error) {
 	defer errmark.Boundary(&err)
 	t0 := time.Now()
-	defer func() { d.hooks.observe("start", time.Since(t0)) }()
+	defer func() { d.hooks.observe(ctx, "start", time.Since(t0)) }()
 	t, err := parseTarget(minion, request)
 	if err != nil {
 		return Response{}, err
@@ -40,7 +40,9 @@ func (d *Dispatcher) Start(ctx context.Context, minion, request string, profile 
 	if err != nil {
 		return Response{}, invalid(err, "profile")
 	}
+	ctx = withRequest(ctx, RequestRef{Minion: t.minion, RequestID: t.request, Profile: profile})
 	if c, err := d.store.Get(ctx, t.request); err == nil {
+		ctx = withRequest(ctx, refOf(c))
 		return d.existing(ctx, c, profile, t) // even when the bus or the master is down
 	} else if !errors.Is(err, ErrNoClaim) {
 		return Response{}, claimStoreErr(err)
@@ -55,6 +57,7 @@ func (d *Dispatcher) Start(ctx context.Context, minion, request string, profile 
 	}
 	c := &Claim{Protocol: claimProtocol, MinionID: t.minion, RequestID: t.request, Profile: profile,
 		Role: string(role), JID: string(d.jids.Next()), Phase: PhaseClaimed, CreatedAt: d.clock.Now()}
+	ctx = withRequest(ctx, refOf(c))
 	return d.create(ctx, c)
 }
 
@@ -85,10 +88,10 @@ func (d *Dispatcher) createAdmitted(ctx context.Context, c *Claim) (Response, er
 		}
 		return Response{}, err
 	}
-	d.hooks.started(c.Profile, true)
+	d.hooks.started(ctx, c, true)
 	lg := d.claimLog(c)
 	lg.Info("claim created", slog.String("role", c.Role))
-	if err := d.launch(c, sent); err != nil {
+	if err := d.launch(ctx, c, sent); err != nil {
 		lg.Error("worker launch failed; nothing published", slog.String("error", err.Error()))
 		out := d.failLaunch(ctx, c)
 		r, rerr := d.respond(ctx, out)
@@ -104,7 +107,7 @@ func (d *Dispatcher) existing(ctx context.Context, c *Claim, profile receipt.Pro
 	if err := checkBinding(c, profile, t.minion); err != nil {
 		return Response{}, err
 	}
-	d.hooks.started(c.EffectiveProfile(), false)
+	d.hooks.started(ctx, c, false)
 	return d.respond(ctx, c)
 }
 

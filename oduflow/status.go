@@ -32,7 +32,7 @@ func notStarted(t target) Response {
 func (d *Dispatcher) Status(ctx context.Context, minion, request string, profile receipt.Profile) (_ Response, err error) {
 	defer errmark.Boundary(&err)
 	t0 := time.Now()
-	defer func() { d.hooks.observe("status", time.Since(t0)) }()
+	defer func() { d.hooks.observe(ctx, "status", time.Since(t0)) }()
 	t, err := parseTarget(minion, request)
 	if err != nil {
 		return Response{}, err
@@ -40,6 +40,7 @@ func (d *Dispatcher) Status(ctx context.Context, minion, request string, profile
 	if err := validateProfile(profile); err != nil {
 		return Response{}, err
 	}
+	ctx = withRequest(ctx, RequestRef{Minion: t.minion, RequestID: t.request, Profile: profile})
 	c, lv, err := d.readForStatus(ctx, t.request)
 	if err != nil {
 		if errors.Is(err, ErrNoClaim) {

@@ -60,7 +60,7 @@ func final(r *receipt.Receipt) bool {
 // answer that counts.
 func (d *Dispatcher) pollOnce(ctx context.Context, c *Claim, deadline time.Time) *receipt.Receipt {
 	t0 := time.Now()
-	defer func() { d.hooks.observe("poll", time.Since(t0)) }()
+	defer func() { d.hooks.observe(ctx, "poll", time.Since(t0)) }()
 	timeout := d.timers.CallTimeout
 	if rem := time.Until(deadline); rem < timeout {
 		timeout = rem
@@ -75,7 +75,7 @@ func (d *Dispatcher) pollOnce(ctx context.Context, c *Claim, deadline time.Time)
 	}
 	r, reason := d.hint(c, jr)
 	if reason != "" {
-		d.noteUnverified(c, reason)
+		d.noteUnverified(ctx, c, reason)
 		return nil
 	}
 	if !final(r) {
@@ -237,7 +237,7 @@ func (l *awaitLoop) step() (*receipt.Receipt, bool) {
 			}
 			r, reason := d.hint(c, jr)
 			if reason != "" {
-				d.noteUnverified(c, reason)
+				d.noteUnverified(ctx, c, reason)
 			}
 			if reason == "" && !final(r) {
 				continue // running: the minion is still at work; the schedule polls
@@ -251,7 +251,7 @@ func (l *awaitLoop) step() (*receipt.Receipt, bool) {
 				return p, true
 			}
 			if reason == "" {
-				d.noteUnverified(c, unverifiedUnproven) // a final-looking return its minion did not sign
+				d.noteUnverified(ctx, c, unverifiedUnproven) // a final-looking return its minion did not sign
 			}
 			continue
 		default:
@@ -377,8 +377,8 @@ func (d *Dispatcher) hint(c *Claim, jr *salt.JobReturn) (*receipt.Receipt, strin
 
 // noteUnverified counts an event that is never evidence and logs the first one of each request (the
 // reason and the two validated identities only: the data is untrusted).
-func (d *Dispatcher) noteUnverified(c *Claim, reason string) {
-	d.hooks.unverifiedEvent(reason)
+func (d *Dispatcher) noteUnverified(ctx context.Context, c *Claim, reason string) {
+	d.hooks.unverifiedEvent(withRequest(ctx, refOf(c)), reason)
 	if _, seen := d.unverifiedSeen.LoadOrStore(c.RequestID, struct{}{}); !seen {
 		d.claimLog(c).Warn("unverified return ignored (not evidence); later ones are only counted",
 			slog.String("reason", reason))
