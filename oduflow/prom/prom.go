@@ -41,7 +41,9 @@ func WithNamespace(ns string) Option { return func(c *config) { c.namespace = ns
 
 // WithBuckets sets the duration histogram's buckets in seconds (default: 1 ms to about 2 hours, the
 // longest execution window).
-func WithBuckets(b []float64) Option { return func(c *config) { c.buckets = append([]float64(nil), b...) } }
+func WithBuckets(b []float64) Option {
+	return func(c *config) { c.buckets = append([]float64(nil), b...) }
+}
 
 // defaultBuckets covers a publish round trip (ms) up to a whole execution window (hours).
 var defaultBuckets = []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 300,
