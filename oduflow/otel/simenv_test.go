@@ -88,7 +88,7 @@ func waitFinal(t testing.TB, d *oduflow.Dispatcher, minion, request string) oduf
 		if time.Now().After(deadline) {
 			t.Fatalf("not final: %+v", r)
 		}
-		time.Sleep(10 * time.Millisecond)
+		time.Sleep(time.Millisecond)
 	}
 }
 
