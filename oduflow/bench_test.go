@@ -299,3 +299,42 @@ func BenchmarkStartToFinal(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkIntentWrite: the worker's fenced transition on FileClaimStore alone: a claimed claim moved to
+// the dispatch intent under both leases (CompareAndSwapHeld; since fencing, with the client's token made
+// durable first). The claim's creation and the leases are outside the timer.
+func BenchmarkIntentWrite(b *testing.B) {
+	fs, err := OpenFileClaimStore(claimDir(b))
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	minion := newMinionID()
+	for b.Loop() {
+		b.StopTimer()
+		c := &Claim{Protocol: claimProtocol, MinionID: minion, RequestID: uuid.NewString(), Profile: receipt.ProfileConfigure,
+			Role: "roles.client_stack", JID: "20261129120000000001", Phase: PhaseClaimed, CreatedAt: time.Now().UTC()}
+		if err := fs.Create(ctx, c); err != nil {
+			b.Fatal(err)
+		}
+		rl, err := fs.TryRequestLock(ctx, c.RequestID)
+		if err != nil {
+			b.Fatal(err)
+		}
+		cl, err := fs.AcquireClientLease(ctx, minion, time.Second)
+		if err != nil {
+			b.Fatal(err)
+		}
+		next := c.clone()
+		now := time.Now().UTC()
+		next.Phase, next.DispatchedAt = PhaseDispatching, &now
+		b.StartTimer()
+		if _, err := fs.CompareAndSwapHeld(ctx, next, rl, cl); err != nil {
+			b.Fatal(err)
+		}
+		b.StopTimer()
+		_ = cl.Release()
+		_ = rl.Release()
+		b.StartTimer()
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"math"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -53,6 +54,7 @@ type Store struct {
 	kv         pb.KVClient   // the client's KV service, for reads with a bounded answer (read.go)
 	rev        revisionGuard // high-water mark of the cluster revision (revision.go)
 	openIndex  atomic.Bool   // the open-index migration marker was seen (unresolved.go)
+	openMu     sync.Mutex    // one open-index scan at a time
 	windows    windowLeases  // the leases of the status windows' keys (statuswindows.go)
 
 	ctx    context.Context // lifetime of the Store: the keepalives of its etcd leases
@@ -103,6 +105,10 @@ func Open(ctx context.Context, opts ...Option) (_ *Store, err error) {
 		return nil, readErr(err, "probe cluster")
 	}
 	_ = s.rev.observe(resp.Header, 0)
+	if err := s.markFreshOpenIndex(pctx); err != nil {
+		_ = s.Close()
+		return nil, err
+	}
 	return s, nil
 }
 
@@ -154,11 +160,15 @@ func (s *Store) Create(ctx context.Context, c *oduflow.Claim) (err error) {
 	if err != nil {
 		return err
 	}
+	puts := []clientv3.Op{clientv3.OpPut(key, string(data)), clientv3.OpPut(idx, ""),
+		clientv3.OpPut(s.launchWindowKey(cp.RequestID), "", clientv3.WithLease(launch))}
+	if cp.Unresolved() { // a claim migrated in final is not
+		puts = append(puts, clientv3.OpPut(s.openKey(cp.MinionID, cp.RequestID), ""))
+	}
 	floor := s.rev.floor()
 	resp, err := s.cli.Txn(ctx).
 		If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0), clientv3.Compare(clientv3.CreateRevision(idx), "=", 0)).
-		Then(clientv3.OpPut(key, string(data)), clientv3.OpPut(idx, ""), clientv3.OpPut(s.openKey(cp.MinionID, cp.RequestID), ""),
-			clientv3.OpPut(s.launchWindowKey(cp.RequestID), "", clientv3.WithLease(launch))).
+		Then(puts...).
 		Else(clientv3.OpGet(key, clientv3.WithCountOnly())).
 		Commit()
 	if err != nil {
@@ -202,11 +212,10 @@ func (s *Store) claimFrom(kvs []*mvccpb.KeyValue, requestID string) (*oduflow.Cl
 	if len(kvs) == 0 {
 		return nil, 0, errors.Wrap(oduflow.ErrNoClaim, "etcdstore: read claim")
 	}
-	c, err := decodeClaim(kvs[0].Value, requestID)
+	c, err := decodeClaim(withFenceToken(kvs[0].Value, kvs[0].ModRevision), requestID)
 	if err != nil {
 		return nil, 0, err
 	}
-	fillFenceToken(c, kvs[0].ModRevision)
 	return c, kvs[0].ModRevision, nil
 }
 
@@ -282,7 +291,7 @@ func (s *Store) compareAndSwap(ctx context.Context, next *oduflow.Claim, held []
 	out.FenceToken = cur.FenceToken // issued once, never changed (read back from the record if unwritten)
 	intent := held != nil && cur.Phase == oduflow.PhaseClaimed && out.Phase == oduflow.PhaseDispatching
 	if intent {
-		out.FenceToken = 0 // the token is this transaction's revision (fence.go)
+		out.FenceToken = fenceTokenPending // the token is this transaction's revision (fence.go)
 	}
 	data, err := out.MarshalBinary()
 	if err != nil {

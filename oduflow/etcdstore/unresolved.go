@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/cockroachdb/errors"
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/oduflow/oduflow-go/internal/errmark"
@@ -51,8 +52,15 @@ func (s *Store) ListUnresolved(ctx context.Context, minionID string) (_ []*odufl
 	return s.readClaims(ctx, minionID, reqs, rev)
 }
 
-// ensureOpenIndex builds the open index of claims written before it existed, once per cluster.
+// ensureOpenIndex builds the open index of claims written before it existed, once per cluster, and
+// within a Store one scan at a time (every worker's preflight asks; the first one scans, the others wait
+// for it).
 func (s *Store) ensureOpenIndex(ctx context.Context) error {
+	if s.openIndex.Load() {
+		return nil
+	}
+	s.openMu.Lock()
+	defer s.openMu.Unlock()
 	if s.openIndex.Load() {
 		return nil
 	}
@@ -73,9 +81,39 @@ func (s *Store) ensureOpenIndex(ctx context.Context) error {
 	return nil
 }
 
+// markFreshOpenIndex writes the marker at Open when the prefix holds no claim yet (a new deployment):
+// there is nothing to scan, and no preflight ever waits for a scan.
+func (s *Store) markFreshOpenIndex(ctx context.Context) error {
+	marker := s.prefix + openIndexMarker
+	resp, err := s.cli.Txn(ctx).
+		If(clientv3.Compare(clientv3.CreateRevision(marker), "=", 0)).
+		Then(clientv3.OpGet(s.prefix+clientsDir, clientv3.WithPrefix(), clientv3.WithCountOnly())).
+		Commit()
+	if err != nil {
+		return readErr(err, "read open index marker")
+	}
+	if !resp.Succeeded { // the marker exists
+		s.openIndex.Store(true)
+		return nil
+	}
+	if resp.Responses[0].GetResponseRange().GetCount() > 0 {
+		return nil // claims exist: the first ListUnresolved scans them
+	}
+	// A claim created meanwhile by a replica of this version has its open entry already.
+	put, err := s.cli.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision(marker), "=", 0)).
+		Then(clientv3.OpPut(marker, "1")).Commit()
+	if err != nil {
+		return writeErr(err, "write open index marker")
+	}
+	if put.Succeeded {
+		s.openIndex.Store(true)
+	}
+	return nil
+}
+
 // buildOpenIndex puts the open entry of every indexed claim that is unresolved, or that cannot be read
 // (so that its client's listings keep reporting it instead of skipping it), scanning the client index
-// listBatch entries per read, and then the marker.
+// listBatch entries per read (their claims in one bounded read), and then the marker.
 func (s *Store) buildOpenIndex(ctx context.Context) error {
 	dir := s.prefix + clientsDir
 	from, end := dir, clientv3.GetPrefixRangeEnd(dir)
@@ -85,13 +123,38 @@ func (s *Store) buildOpenIndex(ctx context.Context) error {
 		if err != nil {
 			return readErr(err, "scan the client index for the open index")
 		}
+		type entry struct{ minion, req string }
+		batch := make([]entry, 0, len(keys.Kvs))
+		ops := make([]*pb.RequestOp, 0, len(keys.Kvs))
 		for _, kv := range keys.Kvs {
 			minion, req, ok := strings.Cut(strings.TrimPrefix(string(kv.Key), dir), "/")
 			if !ok || receipt.ValidateMinionID(minion) != nil || receipt.ValidateRequestID(req) != nil {
 				return corrupt("client index key is not a minion and request id")
 			}
-			if err := s.openEntryFor(ctx, minion, req); err != nil {
+			batch = append(batch, entry{minion, req})
+			ops = append(ops, rangeOp(s.claimKey(req), 0, false))
+		}
+		if len(ops) > 0 {
+			tr, err := s.readTxn(ctx, "scan claims for the open index", claimAnswerCap(len(ops)), ops...)
+			switch {
+			case errors.Is(err, oduflow.ErrCorruptClaim): // an oversized record in the batch: one by one
+				for _, e := range batch {
+					if err := s.openEntryFor(ctx, e.minion, e.req); err != nil {
+						return err
+					}
+				}
+			case err != nil:
 				return err
+			default:
+				for i, e := range batch {
+					c, _, err := s.claimFrom(rangeKVs(tr, i), e.req)
+					if err == nil && !c.Unresolved() {
+						continue // resolved: no entry (the common case, one read for the batch)
+					}
+					if err := s.openEntryFor(ctx, e.minion, e.req); err != nil {
+						return err
+					}
+				}
 			}
 		}
 		if !keys.More || len(keys.Kvs) == 0 {

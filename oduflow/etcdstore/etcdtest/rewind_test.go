@@ -7,9 +7,11 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
+	"syscall"
 	"testing"
 	"time"
 
+	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/server/v3/embed"
 
 	"github.com/oduflow/oduflow-go/oduflow"
@@ -17,17 +19,19 @@ import (
 	"github.com/oduflow/oduflow-go/receipt"
 )
 
-// restartableMember is one embedded member whose data directory can be swapped between runs, on fixed
-// loopback ports (a member restarted from an earlier copy of its data).
+// restartableMember is one member whose data directory can be swapped between runs, on fixed loopback
+// ports (a member restarted from an earlier copy of its data): embedded, or the etcd binary bin.
 type restartableMember struct {
 	t            testing.TB
 	dir          string
 	peer, client string
 	e            *embed.Etcd
+	bin          string
+	proc         *exec.Cmd
 }
 
-func newRestartableMember(t testing.TB) *restartableMember {
-	m := &restartableMember{t: t, dir: t.TempDir() + "/member",
+func newRestartableMember(t testing.TB, bin string) *restartableMember {
+	m := &restartableMember{t: t, dir: t.TempDir() + "/member", bin: bin,
 		peer: fmt.Sprintf("http://127.0.0.1:%d", freePort(t)), client: fmt.Sprintf("http://127.0.0.1:%d", freePort(t))}
 	m.start()
 	t.Cleanup(m.stop)
@@ -36,6 +40,10 @@ func newRestartableMember(t testing.TB) *restartableMember {
 
 func (m *restartableMember) start() {
 	m.t.Helper()
+	if m.bin != "" {
+		m.startProcess()
+		return
+	}
 	cfg := embed.NewConfig()
 	cfg.Name, cfg.Dir = "m0", m.dir
 	cfg.ListenPeerUrls = []url.URL{mustURL(m.t, m.peer)}
@@ -58,10 +66,46 @@ func (m *restartableMember) start() {
 	m.e = e
 }
 
+// startProcess runs the etcd binary on the member's directory and ports and waits until it answers.
+func (m *restartableMember) startProcess() {
+	m.t.Helper()
+	cmd := exec.Command(m.bin, "--name", "m0", "--data-dir", m.dir,
+		"--listen-client-urls", m.client, "--advertise-client-urls", m.client,
+		"--listen-peer-urls", m.peer, "--initial-advertise-peer-urls", m.peer,
+		"--initial-cluster", "m0="+m.peer, "--initial-cluster-token", "oduflow-rewind")
+	if err := cmd.Start(); err != nil {
+		m.t.Fatal(err)
+	}
+	m.proc = cmd
+	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{m.client}, DialTimeout: 2 * time.Second})
+	if err != nil {
+		m.t.Fatal(err)
+	}
+	defer cli.Close()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		_, err := cli.Get(ctx, "/health-probe")
+		cancel()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			m.t.Fatalf("%s not answering: %v", m.bin, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
 func (m *restartableMember) stop() {
 	if m.e != nil {
 		m.e.Close()
 		m.e = nil
+	}
+	if m.proc != nil {
+		_ = m.proc.Process.Signal(syscall.SIGTERM)
+		_ = m.proc.Wait()
+		m.proc = nil
 	}
 }
 
@@ -91,8 +135,22 @@ func (m *restartableMember) restoreData(src string) {
 // refuses every read of the rewound cluster with ErrRevisionRegressed (also ErrClaimStore: the CLI's
 // exit 3) and nothing is published again; a second request for the client is refused the same way.
 func TestRewoundClusterRefused(t *testing.T) {
+	testRewound(t, newRestartableMember(t, ""))
+}
+
+// TestExternalRewind is TestRewoundClusterRefused against the etcd binary named by ODUFLOW_ETCD_BIN (for
+// example Debian's etcd-server 3.4, /usr/bin/etcd), restarted as a process from a copy of its data
+// directory. Skipped without it.
+func TestExternalRewind(t *testing.T) {
+	bin := os.Getenv("ODUFLOW_ETCD_BIN")
+	if bin == "" {
+		t.Skip("ODUFLOW_ETCD_BIN is not set (the etcd binary to restart from an earlier data copy)")
+	}
+	testRewound(t, newRestartableMember(t, bin))
+}
+
+func testRewound(t *testing.T, mem *restartableMember) {
 	ctx := context.Background()
-	mem := newRestartableMember(t)
 	st := openStores(t, []string{mem.client}, "/rewind", 1, etcdstore.WithTTL(2*time.Second))[0]
 	master := &fakeMaster{runs: make(map[string]int)}
 	minion := newMinion()
