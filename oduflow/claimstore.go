@@ -38,8 +38,8 @@ import (
 //     replica, whichever leases the callers hold. Once issued it never changes: every later write keeps
 //     it whatever next carries, and Get returns it. The token must be durable no later than the intent
 //     it belongs to, and never issued twice, also across a crash between the two (a gap is fine).
-//     (etcd: the revision of the intent's transaction; FileClaimStore: a per-client counter file made
-//     durable before the claim.) The minion refuses a run whose token is not above the highest it has
+//     (etcd: the revision of the intent's transaction; FileClaimStore: a per-client counter, empty files
+//     fences/<minion>/t-<N>, the new name made durable before the claim holding it.) The minion refuses a run whose token is not above the highest it has
 //     started or fenced, so a store that issued a token again would only get runs refused, never run
 //     twice; tokens that go backwards (a store restored from a backup) do the same until they pass the
 //     minion's mark again.

@@ -118,7 +118,7 @@ func (d *Dispatcher) CustomStart(ctx context.Context, minion, request, definitio
 	}
 	// Checked again here, whatever the catalog implementation: one company's source never runs as
 	// another company's execution (a crossed record is catalog.ErrCorrupt).
-	if err := catalog.CheckAssignment(asg, def); err != nil {
+	if err := asg.CheckDefinition(def); err != nil {
 		return CustomResponse{}, err
 	}
 	compiled, err := catalog.Compile(def.Source) // the digest bound now is the one frozen below

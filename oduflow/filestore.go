@@ -42,10 +42,11 @@ const (
 // kernel releases when a holder dies (filestore_lease.go).
 // Safe for concurrent use by any number of goroutines and processes sharing the directory.
 type FileClaimStore struct {
-	st    *safefile.Store
-	idx   *indexTree   // clients/
-	open  *indexTree   // open/
-	stage func(string) // test hook: crash points of Create; nil in production
+	st     *safefile.Store
+	idx    *indexTree      // clients/
+	open   *indexTree      // open/
+	fences *safefile.Store // fences/: the per-client fencing token counters (filestore_fence.go)
+	stage  func(string)    // test hook: crash points of Create; nil in production
 
 	mu      sync.Mutex
 	owners  map[string]string // request id -> minion id (immutable once created)
@@ -84,7 +85,11 @@ func openFileClaimStore(dir string, stage func(string)) (*FileClaimStore, error)
 	if err != nil {
 		return nil, errors.Wrap(err, "oduflow: open unresolved index directory")
 	}
-	return &FileClaimStore{st: st, idx: newIndexTree(idx), open: newIndexTree(open), stage: stage,
+	fences, err := safefile.OpenStore(filepath.Join(st.Dir(), fenceDirName), opts...)
+	if err != nil {
+		return nil, errors.Wrap(err, "oduflow: open fence token directory")
+	}
+	return &FileClaimStore{st: st, idx: newIndexTree(idx), open: newIndexTree(open), fences: fences, stage: stage,
 		owners: make(map[string]string)}, nil
 }
 
@@ -275,13 +280,15 @@ func (s *FileClaimStore) compareAndSwap(ctx context.Context, next *Claim, held [
 		out.DispatchedClock = now.String()
 	}
 	out.FenceToken = cur.FenceToken // issued once, never changed
+	var fence *fenceIssue
 	if held != nil && cur.Phase == PhaseClaimed && out.Phase == PhaseDispatching {
-		// The dispatch intent: issue the client's next fencing token, durable before the claim holding it.
-		tok, err := s.issueFenceToken(ctx, out.MinionID)
-		if err != nil {
+		// The dispatch intent: the client's next fencing token, durable before the claim holding it
+		// (filestore_fence.go).
+		if fence, err = s.stageFenceToken(ctx, out.MinionID); err != nil {
 			return nil, err
 		}
-		out.FenceToken = tok
+		defer fence.release()
+		out.FenceToken = fence.token
 	}
 	data, err := encodeClaim(out)
 	if err != nil {
@@ -292,8 +299,15 @@ func (s *FileClaimStore) compareAndSwap(ctx context.Context, next *Claim, held [
 			return nil, storageErr(err)
 		}
 	}
-	if err := s.st.WriteAtomic(claimName(out.RequestID), data); err != nil {
+	var prior safefile.Prior
+	if fence != nil {
+		prior = fence.prior
+	}
+	if err := s.st.WriteAtomicAfter(claimName(out.RequestID), data, prior); err != nil {
 		return nil, storageErr(errors.Wrap(err, "oduflow: write claim"))
+	}
+	if fence != nil {
+		fence.done()
 	}
 	if len(held) > 0 {
 		// The leases were checked before the rename; checked again after it, they were held when the

@@ -2,6 +2,7 @@ package oduflow
 
 import (
 	"context"
+	"fmt"
 	"strconv"
 	"strings"
 
@@ -11,63 +12,115 @@ import (
 	"github.com/oduflow/oduflow-go/internal/safefile"
 )
 
-// The fencing tokens of FileClaimStore: one counter file per client, fence-<minion id> in the claim
-// directory (decimal text; not a claim name, so listings and the index scan skip it), read, incremented
-// and replaced (WriteAtomic: temporary file, fsync, rename, directory fsync) under the counter's own
-// lock (fencelock-<minion id>) and the caller's client lease, inside the intent write and before the
-// claim that records the token is written. The counter is durable before any claim holding its value
-// can be, so a token is never issued twice: a crash between the two writes only leaves a gap (a token
-// never used), which the minion does not mind (it requires tokens to increase, not to be consecutive).
+// The fencing tokens of FileClaimStore: a per-client counter kept as empty files, fences/<minion id>/t-<N>
+// (N in 20 digits), the highest N being the last token issued. Issuing the next token, under the
+// counter's lock (fencelock-<minion id> in the claim directory) and inside the intent write:
+//
+//  1. list the client's names and take N = the highest + 1;
+//  2. create t-<N> (an empty file: nothing to tear) while the claim's temporary file is written, and
+//     fsync the client's fence directory concurrently with the claim's fsync (safefile's
+//     WriteAtomicAfter: one fsync wait, as the intent cost before fencing);
+//  3. only then rename the claim, holding token N, into place and fsync the claim directory;
+//  4. discard the lower names (no fsync: a lost removal only leaves a lower name behind).
+//
+// So a token is durable before any claim holding it can be, and it is never issued twice, also across a
+// crash between any two steps: a crash after 2 leaves a name without a claim, a gap the minion does not
+// mind (it wants tokens to increase, not to be consecutive). The names are read and created only under
+// the lock; the client's directory holds one name, two while an intent is being written.
 const (
-	fenceCounterPfx = "fence-"
-	fenceLockPfx    = "fencelock-"
-	// maxFenceCounterBytes bounds the counter file (20 digits and a newline).
-	maxFenceCounterBytes = 32
+	fenceDirName   = "fences"
+	fenceLockPfx   = "fencelock-"
+	fenceTokenPfx  = "t-"
+	fenceTokenLen  = 20
+	maxFenceNames  = 1024 // more names than this in one client's directory: not written by this store
+	fenceTokenForm = "%020d"
 )
 
-// errFenceCounter: the client's fence counter cannot be read or is not a token; no intent is written.
+// errFenceCounter: the client's fence counter cannot be read or holds something else; no intent is written.
 var errFenceCounter = errmark.Mark(errors.New("oduflow: fence counter unreadable"), ErrClaimStore)
 
-// issueFenceToken returns the client's next fencing token, durable when it returns.
-func (s *FileClaimStore) issueFenceToken(ctx context.Context, minionID string) (uint64, error) {
-	lk, err := s.st.LockWait(ctx, fenceLockPfx+minionID, recordLockWait)
-	if err != nil {
-		return 0, errors.Wrap(err, "oduflow: fence counter lock")
-	}
-	defer func() { _ = lk.Release() }()
-	last, err := s.fenceCounter(minionID)
-	if err != nil {
-		return 0, err
-	}
-	if last >= MaxFenceToken {
-		return 0, errors.Wrap(errFenceCounter, "fence tokens exhausted")
-	}
-	next := last + 1
-	if err := s.st.WriteAtomic(fenceCounterPfx+minionID, []byte(strconv.FormatUint(next, 10)+"\n")); err != nil {
-		if safefile.StorageRefused(err) {
-			return 0, errmark.Mark(errors.Wrap(err, "oduflow: write fence counter"), ErrClaimStore)
-		}
-		return 0, errors.Wrap(err, "oduflow: write fence counter")
-	}
-	return next, nil
+// fenceIssue is one token being issued: prior creates its name (for WriteAtomicAfter), done discards the
+// lower names once the claim holding it is written, release frees the counter's lock.
+type fenceIssue struct {
+	token   uint64
+	prior   safefile.Prior
+	lower   []string
+	dir     *safefile.Store
+	release func()
 }
 
-// fenceCounter reads the last token issued to the client (0: none yet).
-func (s *FileClaimStore) fenceCounter(minionID string) (uint64, error) {
-	data, err := s.st.Read(fenceCounterPfx + minionID)
-	if errors.Is(err, safefile.ErrNotExist) {
-		return 0, nil
-	}
+// stageFenceToken takes the counter's lock and reads the client's next token; the caller writes the claim
+// with WriteAtomicAfter(issue.prior) and then calls issue.done and issue.release.
+func (s *FileClaimStore) stageFenceToken(ctx context.Context, minionID string) (*fenceIssue, error) {
+	lk, err := s.st.LockWait(ctx, fenceLockPfx+minionID, recordLockWait)
 	if err != nil {
-		return 0, errmark.Mark(errors.Wrap(err, "oduflow: read fence counter"), errFenceCounter)
+		return nil, errors.Wrap(err, "oduflow: fence counter lock")
 	}
-	txt, ok := strings.CutSuffix(string(data), "\n")
-	if !ok || len(data) > maxFenceCounterBytes {
-		return 0, errors.Wrap(errFenceCounter, "malformed")
+	fail := func(err error) (*fenceIssue, error) {
+		_ = lk.Release()
+		return nil, err
 	}
-	n, err := strconv.ParseUint(txt, 10, 64)
-	if err != nil || n > MaxFenceToken || strconv.FormatUint(n, 10) != txt {
-		return 0, errors.Wrap(errFenceCounter, "malformed")
+	dir, created, err := s.fences.Sub(minionID, true)
+	if err != nil {
+		return fail(storageErr(errmark.Mark(errors.Wrap(err, "oduflow: fence counter"), errFenceCounter)))
 	}
-	return n, nil
+	names, err := dir.List("")
+	if err != nil {
+		return fail(errmark.Mark(errors.Wrap(err, "oduflow: read fence counter"), errFenceCounter))
+	}
+	if len(names) > maxFenceNames {
+		return fail(errors.Wrap(errFenceCounter, "too many names"))
+	}
+	var last uint64
+	for _, n := range names {
+		tok, ok := parseFenceName(n)
+		if !ok {
+			return fail(errors.Wrap(errFenceCounter, "a name that is not a token"))
+		}
+		last = max(last, tok)
+	}
+	if last >= MaxFenceToken {
+		return fail(errors.Wrap(errFenceCounter, "fence tokens exhausted"))
+	}
+	next := last + 1
+	name := fenceTokenPfx + fmt.Sprintf(fenceTokenForm, next)
+	return &fenceIssue{token: next, lower: names, dir: dir, release: func() { _ = lk.Release() },
+		prior: func() (func() error, error) {
+			sync, err := dir.CreateEmpty(name)
+			if err != nil {
+				return nil, storageErr(errors.Wrap(err, "oduflow: issue fence token"))
+			}
+			if !created {
+				return sync, nil
+			}
+			return func() error { // a new client's directory: its entry in fences/ is made durable too
+				perr := make(chan error, 1)
+				go func() { perr <- s.fences.SyncDir() }()
+				err := sync()
+				if e := <-perr; err == nil {
+					err = e
+				}
+				return err
+			}, nil
+		}}, nil
+}
+
+// done discards the names below the token just issued (best effort: a name left behind is lower).
+func (f *fenceIssue) done() {
+	for _, n := range f.lower {
+		_ = f.dir.Discard(n)
+	}
+}
+
+// parseFenceName reads t-<20 digits>.
+func parseFenceName(name string) (uint64, bool) {
+	digits, ok := strings.CutPrefix(name, fenceTokenPfx)
+	if !ok || len(digits) != fenceTokenLen {
+		return 0, false
+	}
+	n, err := strconv.ParseUint(digits, 10, 64)
+	if err != nil || n < 1 || n > MaxFenceToken {
+		return 0, false
+	}
+	return n, true
 }

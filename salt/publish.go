@@ -76,6 +76,7 @@ type PublishRequest struct {
 	JID      JID            // preassigned; "" lets the master choose
 	Timeout  int            // seconds, the "timeout" field (LocalClient sends 5); 0 sends 5
 	Metadata map[string]any // kwargs.metadata, echoed in every return; optional
+	Returner string         // the "ret" field: returners the minions also send their return to ("" = none)
 }
 
 // PublishResult is the master's acknowledgement of a publish.
@@ -122,7 +123,7 @@ func publishLoad(req PublishRequest, am authMaterial, osUser string) (*orderedMa
 		Set("arg", args).
 		Set("key", am.key).
 		Set("tgt_type", string(req.Target.Type)).
-		Set("ret", "").
+		Set("ret", req.Returner).
 		Set("timeout", timeout).
 		Set("jid", string(req.JID))
 	kwargs := newOrderedMap()

@@ -21,6 +21,11 @@
 #                 and its "recv" reader: what the master's publisher delivers, the ceiling of any reader)
 #   start         benchrun start_idle           vs  fsyncfloor
 #   custom        benchrun custom               (ours only: the 5 ms CPU goal)
+#   client        clientbench (the general client, salt/saltcmd): test.ping on 10 and 20 fleet minions vs
+#                 LocalClient.cmd and cmd_iter (first and last return); cmd.run 'sleep 1' on 20, -b 5, vs
+#                 LocalClient.cmd_batch; the lost row (test.ping on the fleet while fleet minions restart at
+#                 random: returns delivered and minions named vs cmd_iter). Needs a fleet (saltlab.sh fleet 20)
+#                 and root; not in the default rows (about 40 minutes): --rows client
 #   inflight      benchrun inflight             (the simulator in a child process; its own publish
 #                                                rate, measured in the same round, is the anchor)
 #   etcd          etcdbench latency             vs  one etcd transaction / one etcd read, same server
@@ -64,10 +69,10 @@ want() { [[ ",$ROWS," == *",$1,"* ]]; }
 
 if [ "$QUICK" = 1 ]; then
   ROUNDS=2; N_RTT=8; TP_S=2; N_E2E=4; N_EV=3000; N_START=50; N_FS=100; N_CUSTOM=50; N_DECODE=50000
-  N_INFLIGHT=1000; N_STATUS=2000; N_RATE=500
+  N_INFLIGHT=1000; N_STATUS=2000; N_RATE=500; N_LOST=4
 else
   ROUNDS=5; N_RTT=20; TP_S=3; N_E2E=10; N_EV=10000; N_START=200; N_FS=300; N_CUSTOM=200; N_DECODE=300000
-  N_INFLIGHT=10000; N_STATUS=20000; N_RATE=1000
+  N_INFLIGHT=10000; N_STATUS=20000; N_RATE=1000; N_LOST=200
 fi
 ROUNDS="${BENCH_ROUNDS:-$ROUNDS}"
 T_START=$(date +%s)
@@ -268,6 +273,24 @@ if want etcd; then
 fi
 # ---- etcd row group (end) -----------------------------------------------------------------------
 
+# ---- client row group: the general client (salt/saltcmd) against LocalClient on the lab's fleet ----------
+# One clientbench process runs every round of the group (its Python LocalClient stays up between rounds); its
+# table goes to client.md and is appended to report.md; raw/client.rounds holds every round (JSON).
+if want client; then
+  if [ "$lab_up" != 1 ] || [ -z "${ODUFLOW_SALT_FLEET:-}" ]; then
+    say "client: needs the lab with a fleet (saltlab.sh fleet 20): skipped"
+  elif (cd bench && go build -o "$OUT/bin/clientbench" ./cmd/clientbench); then
+    say "client: ping 10 and 20, batch -b 5 ($ROUNDS rounds), lost ($N_LOST runs per client, at most 35 min) ..."
+    timeout --kill-after=10 3000 "$OUT/bin/clientbench" -rounds "$ROUNDS" -lost-runs "$N_LOST" -lost-budget 35m \
+      -restart-every 15s -lost-timeout 5s -o "$OUT/raw/client.rounds" >"$OUT/client.md" 2>"$OUT/raw/client.err" ||
+      { failed=1; say "client FAILED: $(grep -v '^\s*$' "$OUT/raw/client.err" | tail -1)"; }
+  else
+    failed=1
+    say "client: clientbench did not build"
+  fi
+fi
+# ---- client row group (end) ---------------------------------------------------------------------
+
 echo "loadavg_end=$(cut -d' ' -f1-3 /proc/loadavg)" >>"$OUT/raw/machine.env"
 echo "ended_utc=$(date -u +%Y-%m-%dT%H:%M:%SZ)" >>"$OUT/raw/machine.env"
 if [ "$PUBLISH" = 1 ]; then
@@ -276,6 +299,7 @@ if [ "$PUBLISH" = 1 ]; then
 else
   "$PY" scripts/bench_report.py "$OUT" >"$OUT/report.md" || { say "report failed"; exit 1; }
 fi
+[ -s "$OUT/client.md" ] && { printf '\n### client (clientbench)\n\n'; cat "$OUT/client.md"; } >>"$OUT/report.md"
 cat "$OUT/report.md"
 say "raw results, report.md and summary.json in $OUT"
 [ "$failed" = 0 ] || say "some steps failed (raw/*.err)"

@@ -16,7 +16,8 @@
 //	--output     ODUFLOW_OUTPUT         json or text (default text on a terminal, json otherwise)
 //
 // Commands: ping, start, status, resume, reconcile, custom (validate, digest, start, status),
-// events, module, demo. Every command has --help. Exit status: 0 success or terminal
+// run (any function on any target, like salt, naming every minion that did not return; its own
+// exit statuses: 0, 1 some failed, 5 some did not return), events, module, demo. Every command has --help. Exit status: 0 success or terminal
 // succeeded, 1 terminal failed or unknown, 2 bad input, 3 cannot reach the master.
 //
 // start runs the request in a detached worker process (this same binary, re-executed), so the

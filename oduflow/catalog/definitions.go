@@ -222,7 +222,7 @@ func (s *FileStore) Assign(ctx context.Context, definitionID, minionID, company 
 	if err != nil {
 		return Assignment{}, err
 	}
-	if err := CheckTenancy(d, company); err != nil {
+	if err := d.AssignableTo(company); err != nil {
 		return Assignment{}, err
 	}
 	a := Assignment{DefinitionID: definitionID, MinionID: minionID, Company: company, CreatedAt: s.stamp()}
@@ -279,7 +279,7 @@ func (s *FileStore) Assignment(ctx context.Context, definitionID, minionID strin
 	if err != nil {
 		return Assignment{}, assignedDefinitionErr(err)
 	}
-	if err := CheckAssignment(a, d); err != nil {
+	if err := a.CheckDefinition(d); err != nil {
 		return Assignment{}, err
 	}
 	return a, nil

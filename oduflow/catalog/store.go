@@ -12,7 +12,7 @@ type Store interface {
 	// Definitions returns every definition, ordered by creation time then id.
 	Definitions(ctx context.Context) ([]Definition, error)
 	// Assignment returns the assignment of a definition to a server (ErrNotFound). A stored assignment
-	// whose company is not its definition's (CheckAssignment), or whose definition is missing, is
+	// whose company is not its definition's (Assignment.CheckDefinition), or whose definition is missing, is
 	// ErrCorrupt; Assignments checks every record the same way.
 	Assignment(ctx context.Context, definitionID, minionID string) (Assignment, error)
 	// Assignments returns the assignments of one server, or of every server when minionID is "".
@@ -36,7 +36,7 @@ type Store interface {
 	// Rename changes the display name; the revision stays. The new name must be free within the company.
 	Rename(ctx context.Context, id, name string) (Definition, error)
 	// Assign assigns a definition to a server of its own company (Definition.Company): any other company
-	// gives ErrInvalid (see CheckTenancy). Assigning again is a no-op; an existing assignment for another
+	// gives ErrInvalid (see Definition.AssignableTo). Assigning again is a no-op; an existing assignment for another
 	// company gives ErrExists.
 	Assign(ctx context.Context, definitionID, minionID, company string) (Assignment, error)
 	// Unassign removes an assignment, a corrupt or crossed one too. Executions stay intact.

@@ -15,9 +15,9 @@ import (
 // errCrossedTenancy: a stored assignment whose company is not its definition's company.
 var errCrossedTenancy = errmark.Mark(errors.New("catalog: assignment crosses companies"), ErrCorrupt)
 
-// CheckTenancy reports whether company may be assigned the definition d: ErrInvalid (naming neither
+// AssignableTo reports whether company may be assigned the definition d: ErrInvalid (naming neither
 // company's records beyond the definition id) when d belongs to another company.
-func CheckTenancy(d Definition, company string) (err error) {
+func (d Definition) AssignableTo(company string) (err error) {
 	defer errmark.Boundary(&err)
 	if d.Company != company {
 		return invalidf("catalog: definition %s belongs to another company", errors.Safe(d.ID))
@@ -25,10 +25,10 @@ func CheckTenancy(d Definition, company string) (err error) {
 	return nil
 }
 
-// CheckAssignment checks a stored assignment against the definition it names: the same definition id
+// CheckDefinition checks a stored assignment against the definition it names: the same definition id
 // and the same company, else ErrCorrupt. Stores call it on every read; the dispatcher calls it again
 // before it freezes an execution.
-func CheckAssignment(a Assignment, d Definition) (err error) {
+func (a Assignment) CheckDefinition(d Definition) (err error) {
 	defer errmark.Boundary(&err)
 	if a.DefinitionID != d.ID {
 		return errors.Wrap(ErrCorrupt, "catalog: assignment read against another definition")

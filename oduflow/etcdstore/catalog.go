@@ -314,7 +314,7 @@ func (c *catalogStore) Assignment(ctx context.Context, definitionID, minionID st
 	return a, c.checkTenancy(ctx, a, nil)
 }
 
-// checkTenancy checks a stored assignment against its definition (catalog.CheckAssignment): a crossed
+// checkTenancy checks a stored assignment against its definition (catalog.Assignment.CheckDefinition): a crossed
 // record, or one whose definition is missing, is catalog.ErrCorrupt. seen caches definitions by id.
 func (c *catalogStore) checkTenancy(ctx context.Context, a catalog.Assignment, seen map[string]catalog.Definition) error {
 	d, ok := seen[a.DefinitionID]
@@ -331,7 +331,7 @@ func (c *catalogStore) checkTenancy(ctx context.Context, a catalog.Assignment, s
 			seen[a.DefinitionID] = d
 		}
 	}
-	return catalog.CheckAssignment(a, d)
+	return a.CheckDefinition(d)
 }
 
 // Assignments implements catalog.Store.

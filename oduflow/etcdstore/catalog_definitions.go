@@ -233,7 +233,7 @@ func (c *catalogStore) Assign(ctx context.Context, definitionID, minionID, compa
 	if err != nil {
 		return catalog.Assignment{}, err
 	}
-	if err := catalog.CheckTenancy(d, company); err != nil {
+	if err := d.AssignableTo(company); err != nil {
 		return catalog.Assignment{}, err
 	}
 	data, err := catEncode(a)

@@ -28,7 +28,9 @@
 // into) the set deletes (or puts) it, so at every revision a client's open entries are exactly its
 // unresolved claims. ListUnresolved (oduflow.UnresolvedLister) reads them (one prefix read, which fixes a
 // revision) and their claims at that revision: the worker's preflight and Quarantine cost what the
-// client's open requests cost, not its history. Claims written before the open index existed get their
+// client's open requests cost, not its history, once the cluster compacts (--auto-compaction-retention):
+// until then etcd's range over a client's open entries steps over the deleted entries of its resolved
+// claims (BenchmarkClientHistory in etcdtest compacts, as a cluster in service does). Claims written before the open index existed get their
 // entries once, from the first ListUnresolved that finds no PREFIX/meta/open-index-v1 (a scan of the
 // client index; replicas of earlier versions must be stopped before one of this version starts).
 // ListByClient reads every index entry of the client the same way.

@@ -1,22 +1,34 @@
 package etcdstore
 
-import "github.com/oduflow/oduflow-go/oduflow"
+import (
+	"bytes"
+	"strconv"
+
+	"github.com/oduflow/oduflow-go/oduflow"
+)
 
 // Fencing tokens. The token of a dispatch intent is the revision of the transaction that records it
 // (CompareAndSwapHeld from phase claimed to dispatching): etcd revisions strictly increase across the
 // whole cluster, so a client's tokens do too, whichever replica or process issued them, with no key,
 // counter or extra round trip of their own. A transaction cannot write its own revision into the value
-// it puts, so the intent's record holds no fence_token field; it is the record's mod revision until
-// the claim's next write, and every write carries it from the record it replaces (compareAndSwap fences
-// on that record's mod revision, so the first write after the intent reads exactly the intent's
-// revision and stores it). A reader therefore always sees the intent's token: fillFenceToken.
-//
-// A dispatched claim written before fencing existed has no token either; it gets its record's mod
-// revision, which is at or after its publication. That value is only ever used to fence (a fence raises
-// the minion's mark to at least the token and marks the JID never-to-run), never published, so a value
-// later than the real intent is safe: every token issued afterwards is a later revision still.
-func fillFenceToken(c *oduflow.Claim, modRevision int64) {
-	if c.FenceToken == 0 && c.WasDispatched() && modRevision > 0 {
-		c.FenceToken = uint64(modRevision)
+// it puts, so the intent's record holds a placeholder, fence_token = 2^53 (one above
+// oduflow.MaxFenceToken, so never a token), and a reader replaces it by the record's mod revision
+// (withFenceToken), which is the intent's revision until the claim's next write. Every later write
+// carries the token from the record it replaces (compareAndSwap fences on that record's mod revision, so
+// the first write after the intent reads exactly the intent's revision) and stores it as a number.
+// Claims dispatched before fencing (or through a plain CompareAndSwap) have no token and get none.
+const fenceTokenPending = oduflow.MaxFenceToken + 1
+
+// pendingFenceField is the placeholder as MarshalBinary writes it between two fields of a claim. Quotes
+// inside a JSON string are escaped, so these bytes can only be the field itself (the strict decode
+// refuses a repeated one).
+var pendingFenceField = []byte(`,"fence_token":` + strconv.FormatUint(fenceTokenPending, 10) + `,`)
+
+// withFenceToken returns the stored claim data with a pending token replaced by modRevision.
+func withFenceToken(data []byte, modRevision int64) []byte {
+	if modRevision <= 0 || !bytes.Contains(data, pendingFenceField) {
+		return data
 	}
+	return bytes.Replace(data, pendingFenceField,
+		[]byte(`,"fence_token":`+strconv.FormatInt(modRevision, 10)+`,`), 1)
 }

@@ -2,6 +2,8 @@ package etcdstore
 
 import (
 	"context"
+	"strings"
+	"time"
 
 	"github.com/cockroachdb/errors"
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
@@ -38,9 +40,24 @@ func rangeOp(key string, rev int64, keysOnly bool) *pb.RequestOp {
 // compacted revision).
 func (s *Store) readTxn(ctx context.Context, what string, maxBytes int, ops ...*pb.RequestOp) (*pb.TxnResponse, error) {
 	floor := s.rev.floor()
-	resp, err := s.kv.Txn(ctx, &pb.TxnRequest{Success: ops}, grpc.MaxCallRecvMsgSize(maxBytes))
+	var (
+		resp *pb.TxnResponse
+		err  error
+	)
+	wait := readRetryFirst
+	for attempt := 1; ; attempt++ {
+		resp, err = s.kv.Txn(ctx, &pb.TxnRequest{Success: ops}, grpc.MaxCallRecvMsgSize(maxBytes))
+		if err == nil || !retryableRead(err) || attempt >= readAttempts || ctx.Err() != nil {
+			break
+		}
+		select { // a read changes nothing: retried as the client library retries its own reads
+		case <-ctx.Done():
+		case <-time.After(wait):
+		}
+		wait *= 2
+	}
 	if err != nil {
-		if status.Code(err) == codes.ResourceExhausted && ctx.Err() == nil {
+		if tooLarge(err) && ctx.Err() == nil {
 			return nil, corrupt("%s: answer larger than its records can be (%d bytes allowed)", errors.Safe(what),
 				errors.Safe(maxBytes))
 		}
@@ -50,6 +67,29 @@ func (s *Store) readTxn(ctx context.Context, what string, maxBytes int, ops ...*
 		return nil, err
 	}
 	return resp, nil
+}
+
+// Retries of a read the server could not serve right now (no leader, overloaded, a member going away).
+const (
+	readAttempts   = 5
+	readRetryFirst = 25 * time.Millisecond
+)
+
+// tooLarge: gRPC refused the answer from its length prefix (client side). The server's own
+// ResourceExhausted ("too many requests") is something else: it is retried.
+func tooLarge(err error) bool {
+	st, ok := status.FromError(err)
+	return ok && st.Code() == codes.ResourceExhausted && strings.Contains(st.Message(), "larger than max")
+}
+
+func retryableRead(err error) bool {
+	switch status.Code(err) {
+	case codes.Unavailable:
+		return true
+	case codes.ResourceExhausted:
+		return !tooLarge(err)
+	}
+	return false
 }
 
 // rangeKVs is the records the i-th read of a transaction answered.

@@ -212,11 +212,10 @@ func (s *Store) claimFrom(kvs []*mvccpb.KeyValue, requestID string) (*oduflow.Cl
 	if len(kvs) == 0 {
 		return nil, 0, errors.Wrap(oduflow.ErrNoClaim, "etcdstore: read claim")
 	}
-	c, err := decodeClaim(kvs[0].Value, requestID)
+	c, err := decodeClaim(withFenceToken(kvs[0].Value, kvs[0].ModRevision), requestID)
 	if err != nil {
 		return nil, 0, err
 	}
-	fillFenceToken(c, kvs[0].ModRevision)
 	return c, kvs[0].ModRevision, nil
 }
 
@@ -292,7 +291,7 @@ func (s *Store) compareAndSwap(ctx context.Context, next *oduflow.Claim, held []
 	out.FenceToken = cur.FenceToken // issued once, never changed (read back from the record if unwritten)
 	intent := held != nil && cur.Phase == oduflow.PhaseClaimed && out.Phase == oduflow.PhaseDispatching
 	if intent {
-		out.FenceToken = 0 // the token is this transaction's revision (fence.go)
+		out.FenceToken = fenceTokenPending // the token is this transaction's revision (fence.go)
 	}
 	data, err := out.MarshalBinary()
 	if err != nil {

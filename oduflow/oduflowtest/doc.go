@@ -15,7 +15,9 @@
 //
 // TestClaimStore runs one subtest per clause of the ClaimStore and Leases contract: create-if-absent under
 // racing goroutines and racing OS processes, generation semantics and fenced-update races, immutable
-// identity, the guarded CompareAndSwapHeld (held, released, taken over, foreign, expired), lease
+// identity, the guarded CompareAndSwapHeld (held, released, taken over, foreign, expired), the fencing
+// tokens of the dispatch intent (recorded, never changed, strictly increasing per client across
+// goroutines and OS processes: FenceTokens), lease
 // exclusivity between two handles of one backend (two controller replicas), release when the holder dies,
 // ListByClient consistency under concurrent creates, and malformed or foreign records (ErrCorruptClaim,
 // never a panic). Every error is checked with the standard library's errors.Is.

@@ -107,6 +107,8 @@ func (s *Master) runRunner(fun string, args []any, kwargs *omap) (any, bool) {
 				"Target-type", p.tgtType, "User", p.User, "StartTime", jidTime(p.JID)))
 		}
 		return out, true
+	case "manage.present":
+		return s.presentIDs(), true
 	case "jobs.lookup_jid":
 		jid := ""
 		if len(args) > 0 {

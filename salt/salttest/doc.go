@@ -29,6 +29,13 @@
 // LabACL); WithMinimumAuthVersion behaves like 3006.17+; WithEventFraming selects bare
 // (3006.0) or length-prefixed (3006.26+) event frames.
 //
+// Fleets: AddFleet(prefix, n, behave) adds n generic minions, each with a MinionBehavior (a delay,
+// failures, a job that hangs so that saltutil.find_job reports it running, a frozen minion that
+// answers nothing, a disconnected one, returns lost on the way or sent twice), changed later with
+// SetMinionBehavior. MirrorReturnsTo fires every return on a second master's bus too (a
+// multi-master pair whose minions return to both); the runner manage.present lists the minions
+// that are online. WithEventReaderBuffer lets thousands of returns queue for one reader.
+//
 // Faults, each armed for one occurrence: DropNextReply (processed, e.g. published, but never
 // answered), DelayNextReply, MalformNextReply, ExceptionNextReply (fails before anything is
 // published), DropNextReturn, DuplicateNextReturn. Whole-master events: Restart (connections

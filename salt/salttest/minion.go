@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"sync/atomic"
 )
 
 // Job is one publication as a simulated minion runs it.
@@ -32,6 +33,10 @@ type minion struct {
 	ctx      context.Context
 	cancel   context.CancelFunc
 	running  map[string]*runningJob
+	// fleet behaviour (fleet.go): frozen answers nothing, find_job included; loseReturns fires no
+	// return; duplicateReturns fires each return twice.
+	loseReturns, duplicateReturns bool
+	frozen                        atomic.Bool // read by every job without the master's lock
 }
 
 type runningJob struct {
@@ -205,6 +210,10 @@ func (s *Master) runJob(ctx context.Context, m *minion, h MinionHandler, rj *run
 		Metadata: pub.Metadata}
 	var ret any
 	var retcode int
+	if s.minionFrozen(m) {
+		<-ctx.Done() // a stopped process: nothing runs, nothing answers, until it is restarted
+		return
+	}
 	if pub.Fun == "saltutil.find_job" {
 		ret, retcode = s.findJob(m, pos), 0
 	} else {
@@ -264,6 +273,11 @@ func (s *Master) fireReturn(id string, pub Publication, funArgs []any, metadata 
 	s.mu.Lock()
 	drop := take(s.faults.dropReturn, pub.JID)
 	dup := !drop && take(s.faults.dupReturn, pub.JID)
+	if m, ok := s.minions[id]; ok {
+		drop = drop || (m.loseReturns && pub.Fun != "saltutil.find_job")
+		dup = dup || (!drop && m.duplicateReturns)
+	}
+	mirrors := append([]*Master(nil), s.mirrors...)
 	if s.returns[pub.JID] == nil {
 		s.returns[pub.JID] = map[string]any{}
 	}
@@ -278,5 +292,8 @@ func (s *Master) fireReturn(id string, pub Publication, funArgs []any, metadata 
 	s.fire(tag, data)
 	if dup {
 		s.fire(tag, again)
+	}
+	for _, other := range mirrors {
+		other.fire(tag, data)
 	}
 }

@@ -46,6 +46,7 @@ type Master struct {
 	faults       faults
 	jids         jidGen
 	pid          int
+	mirrors      []*Master // MirrorReturnsTo: masters whose bus also gets every return
 }
 
 // Start binds the request server and the event bus and returns a running Master. ctx bounds

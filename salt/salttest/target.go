@@ -74,8 +74,12 @@ func listMatch(expr, ids []string) (minions, missing []string) {
 
 func globMatch(pattern string, ids []string) []string {
 	out := []string{}
+	re, err := fnmatchRegexp(pattern) // once, not per id: fleets have thousands
+	if err != nil {
+		return out
+	}
 	for _, id := range ids {
-		if fnmatch(pattern, id) {
+		if re.MatchString(id) {
 			out = append(out, id)
 		}
 	}
@@ -96,8 +100,9 @@ func pcreMatch(expr string, ids []string) []string {
 	return out
 }
 
-// fnmatch is Python's fnmatch.fnmatchcase: *, ?, [seq], [!seq]; '/' is not special.
-func fnmatch(pattern, name string) bool {
+// fnmatchRegexp translates a pattern of Python's fnmatch.fnmatchcase (*, ?, [seq], [!seq]; '/' is
+// not special) into an anchored regexp.
+func fnmatchRegexp(pattern string) (*regexp.Regexp, error) {
 	var b strings.Builder
 	b.WriteString("^")
 	for i := 0; i < len(pattern); i++ {
@@ -133,8 +138,7 @@ func fnmatch(pattern, name string) bool {
 		}
 	}
 	b.WriteString("$")
-	re, err := regexp.Compile(b.String())
-	return err == nil && re.MatchString(name)
+	return regexp.Compile(b.String())
 }
 
 // compoundMatch evaluates a compound target: words joined by and/or/not and parentheses

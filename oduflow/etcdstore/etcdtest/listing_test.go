@@ -98,7 +98,7 @@ func TestListUnderCompaction(t *testing.T) {
 	// member would take minutes for 3,000 Creates, and the listing is what is tested here.
 	for start := 0; start < n; start += 40 {
 		var ops []clientv3.Op
-		for range 40 {
+		for range min(40, n-start) {
 			c := newClaim(minion)
 			c.Generation = 1
 			data, err := c.MarshalBinary()

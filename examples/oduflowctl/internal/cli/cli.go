@@ -78,6 +78,7 @@ func commands() map[string]command {
 		"reconcile": {"resolve an unknown request from the minion's receipt or an asserted outcome", cmdReconcile},
 		"custom":    {"custom states: validate, digest, start, status", cmdCustom},
 		"claims":    {"claim store operations: migrate a file claim store into etcd", cmdClaims},
+		"run":       {"run any function on any target, like salt; name every minion that did not return", cmdRun},
 		"events":    {"watch the master event bus, sanitized (one JSON object per line)", cmdEvents},
 		"module":    {"print the embedded oduflow_job.py, or --install DIR", cmdModule},
 		"demo":      {"run the whole flow against the built-in Salt master simulator", cmdDemo},
@@ -113,7 +114,7 @@ func RunEnv(ctx context.Context, args []string, stdout, stderr io.Writer, getenv
 	top.SetOutput(stderr)
 	rest := top.Args()
 	if len(rest) == 0 {
-		fmt.Fprintln(stderr, "oduflowctl: missing command (ping, start, status, resume, reconcile, custom, claims, events, module, demo); see oduflowctl --help")
+		fmt.Fprintln(stderr, "oduflowctl: missing command (ping, start, status, resume, reconcile, custom, claims, run, events, module, demo); see oduflowctl --help")
 		return ExitUsage
 	}
 	if rest[0] == "help" {
