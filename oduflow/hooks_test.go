@@ -71,7 +71,7 @@ func TestHooksCarryCallerContextAndIdentity(t *testing.T) {
 	req := uuid.NewString()
 	type event struct {
 		kind, what, trace string
-		ref                RequestRef
+		ref               RequestRef
 	}
 	var mu sync.Mutex
 	var events []event
