@@ -6,7 +6,8 @@
 //     and the receipt tests (safe opens, atomic and exclusive writes, flock and OFD locks);
 //   - strictjson: one JSON value, no duplicate keys, before encoding/json decodes a record;
 //   - receiptproof: signing and verifying the receipt proofs of protocol 1;
-//   - errmark: sentinels that both errors.Is of the standard library and cockroachdb see;
+//   - errmark: sentinels that both errors.Is of the standard library and cockroachdb see, and the
+//     one-line public form of every returned error (OneLine, Boundary: no stack in any slog handler);
 //   - backoff: the one reconnect backoff of the module;
 //   - salttrace: the per-request phase trace the salt client stamps for the benchmarks;
 //   - testproc: the test binary as a child process, for crash and lock tests;

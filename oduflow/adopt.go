@@ -173,6 +173,7 @@ func (d *Dispatcher) adopt(ctx context.Context, c *Claim) {
 	if err != nil || !unresolved(cur) || cur.legacy() != notLegacy {
 		return
 	}
+	ctx = withRequest(ctx, refOf(cur))
 	lg := d.claimLog(cur)
 	if !cur.WasDispatched() {
 		if cur.Phase == PhaseClaimed && d.launchOver(ctx, cur) {
@@ -204,7 +205,7 @@ func (d *Dispatcher) adopt(ctx context.Context, c *Claim) {
 		// minion's signed answer afterwards is final (fenced: it never runs) or the run's own.
 		if f := d.fence(ctx, cur); f != nil && f.Fenced() {
 			if _, err := d.commitNeverRan(ctx, cur, f); err == nil {
-				d.hooks.observe("adoption", time.Since(t0))
+				d.hooks.observe(ctx, "adoption", time.Since(t0))
 			}
 			return
 		} else if f != nil {
@@ -218,7 +219,7 @@ func (d *Dispatcher) adopt(ctx context.Context, c *Claim) {
 		return // closed: the lock is released, another adopter goes on
 	}
 	d.settleAdopted(ctx, cur, r)
-	d.hooks.observe("adoption", time.Since(t0))
+	d.hooks.observe(ctx, "adoption", time.Since(t0))
 }
 
 // settleAdopted commits what an adopter's wait returned over the unresolved claim c, as its worker would:

@@ -41,7 +41,7 @@ func benchDrainAdoption(b *testing.B, running bool) {
 		b.StopTimer()
 		var mu sync.Mutex
 		var lastPublish time.Time
-		a := e.dispatcher(WithTimers(tm), WithHooks(Hooks{Step: func(s string) {
+		a := e.dispatcher(WithTimers(tm), WithHooks(Hooks{Step: func(_ context.Context, _ RequestRef, s string) {
 			if s == stepPublishReplied {
 				mu.Lock()
 				lastPublish = time.Now()

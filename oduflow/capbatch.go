@@ -155,11 +155,11 @@ func (d *Dispatcher) publishBatch(batch []*capWait, timeout time.Duration) {
 				answerAll(errors.Wrapf(errCallGap, "%s", errors.Safe(funCapabilities)))
 			case r := <-w.rets:
 				if _, ok := byMinion[r.MinionID]; !ok {
-					d.hooks.unverifiedEvent(unverifiedWrongMinion)
+					d.hooks.unverifiedEvent(ctx, unverifiedWrongMinion)
 					continue
 				}
 				if reason := eventReason(r.MinionID, r); reason != "" {
-					d.hooks.unverifiedEvent(reason)
+					d.hooks.unverifiedEvent(ctx, reason)
 					continue
 				}
 				answer(r.MinionID, capAnswer{jr: r})

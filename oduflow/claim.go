@@ -182,7 +182,8 @@ func (c *Claim) clone() *Claim {
 }
 
 // Validate checks identities and the enumerations. It never echoes field contents other than identities.
-func (c *Claim) Validate() error {
+func (c *Claim) Validate() (err error) {
+	defer errmark.Boundary(&err)
 	if err := receipt.ValidateMinionID(c.MinionID); err != nil {
 		return errmark.Mark(err, ErrCorruptClaim)
 	}
@@ -248,13 +249,17 @@ func encodeClaim(c *Claim) ([]byte, error) {
 
 // MarshalBinary encodes the claim as stored (JSON, stable field order, no HTML escaping): what a
 // ClaimStore keeps.
-func (c *Claim) MarshalBinary() ([]byte, error) { return encodeClaim(c) }
+func (c *Claim) MarshalBinary() (_ []byte, err error) {
+	defer errmark.Boundary(&err)
+	return encodeClaim(c)
+}
 
 // UnmarshalBinary parses and validates a stored claim into c, accepting the legacy spellings of earlier
 // runners. It refuses (ErrCorruptClaim) duplicate keys at any depth (case-insensitively, as encoding/json
 // matches fields), anything after the JSON value, unknown keys in a protocol claim, and invalid contents;
 // c is unchanged when it fails.
-func (c *Claim) UnmarshalBinary(data []byte) error {
+func (c *Claim) UnmarshalBinary(data []byte) (err error) {
+	defer errmark.Boundary(&err)
 	out, err := decodeClaim(data)
 	if err != nil {
 		return err

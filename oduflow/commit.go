@@ -115,7 +115,7 @@ func (d *Dispatcher) finalize(ctx context.Context, c *Claim, st receipt.Status, 
 		lg.Info("finalize: keeping final result committed by someone else", slog.String("status", string(out.Status)))
 		return out
 	}
-	d.hooks.outcome(out.EffectiveProfile(), st, code)
+	d.hooks.outcome(ctx, out, st, code)
 	lg.Info("final result committed", slog.String("status", string(st)), slog.Int("passed", passed),
 		slog.Int("total", total), slog.String("code", code))
 	return out
@@ -158,7 +158,7 @@ func (d *Dispatcher) replaceUnknown(ctx context.Context, c *Claim, r *receipt.Re
 		return err
 	}
 	if changed {
-		d.hooks.outcome(out.EffectiveProfile(), out.Status, "")
+		d.hooks.outcome(ctx, out, out.Status, "")
 		lg.Info(who+": unknown replaced by the minion's receipt", slog.String("status", string(out.Status)))
 	}
 	return nil

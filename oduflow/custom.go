@@ -4,10 +4,9 @@ import (
 	"context"
 	"log/slog"
 
-	"github.com/oduflow/oduflow-go/internal/errmark"
-
 	"github.com/cockroachdb/errors"
 
+	"github.com/oduflow/oduflow-go/internal/errmark"
 	"github.com/oduflow/oduflow-go/oduflow/catalog"
 	"github.com/oduflow/oduflow-go/receipt"
 )
@@ -23,6 +22,8 @@ type CustomResponse struct {
 	Status      receipt.Status `json:"status"`
 	Passed      int            `json:"passed"`
 	Total       int            `json:"total"`
+	// ErrorCode is the execution's sanitized error code, "" when none (Response.ErrorCode).
+	ErrorCode string `json:"error_code"`
 	// Reused is "", "reuse_running" (reuseRunning) or "reuse_succeeded" (reuseSucceeded).
 	Reused string `json:"reused,omitempty"`
 }
@@ -58,7 +59,8 @@ const (
 // (and the eauth credentials when eauth is used to publish), in the master's job directory even with
 // job_cache: False, and fires it on the event bus as salt/job/<jid>/new. The library's own journal and
 // status API keep only identities, digest, status, counts and error codes.
-func (d *Dispatcher) CustomStart(ctx context.Context, minion, request, definitionID string, mode catalog.Mode) (CustomResponse, error) {
+func (d *Dispatcher) CustomStart(ctx context.Context, minion, request, definitionID string, mode catalog.Mode) (_ CustomResponse, err error) {
+	defer errmark.Boundary(&err)
 	if _, err := parseTarget(minion, request); err != nil {
 		return CustomResponse{}, err
 	}
@@ -210,12 +212,12 @@ func (d *Dispatcher) customRespond(ctx context.Context, cat catalog.Store, e cat
 	}
 	r := responseFor(c, st)
 	out := CustomResponse{MinionID: r.MinionID, RequestID: request, ExecutionID: e.RequestID, JID: r.JID,
-		Status: r.Status, Passed: r.Passed, Total: r.Total, Reused: reason}
+		Status: r.Status, Passed: r.Passed, Total: r.Total, ErrorCode: r.ErrorCode, Reused: reason}
 	o := outcomeOf(c, st)
 	if e.Outcome.ConfirmedBy == catalog.ConfirmedByMinionReceipt && claimConfirmation(c) == catalog.ConfirmedByOperatorAssertion {
 		// The catalog holds the minion's receipt read after an assertion: the stronger evidence.
 		o = e.Outcome
-		out.Status, out.Passed, out.Total = o.Status, o.Passed, o.Total
+		out.Status, out.Passed, out.Total, out.ErrorCode = o.Status, o.Passed, o.Total, o.ErrorCode
 	}
 	d.mirror(ctx, cat, e, o)
 	return out, nil
@@ -237,7 +239,8 @@ func (d *Dispatcher) mirror(ctx context.Context, cat catalog.Store, e catalog.Ex
 
 // CustomStatus reports a custom request: its own execution, or the one it points to. A request id never
 // used is not_started. Only target, request, job identity, status and counts are exposed.
-func (d *Dispatcher) CustomStatus(ctx context.Context, minion, request string) (CustomResponse, error) {
+func (d *Dispatcher) CustomStatus(ctx context.Context, minion, request string) (_ CustomResponse, err error) {
+	defer errmark.Boundary(&err)
 	if _, err := parseTarget(minion, request); err != nil {
 		return CustomResponse{}, err
 	}

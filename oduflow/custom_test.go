@@ -44,6 +44,7 @@ func TestCustomNeedsInitialConfiguration(t *testing.T) {
 	if !errors.Is(err, ErrInitialConfigurationMissing) {
 		t.Fatalf("before configure: %v", err)
 	}
+	wantOneLine(t, "ErrInitialConfigurationMissing", err)
 	e.configure()
 	req := receipt.NewRequestID()
 	r, err := e.d.CustomStart(ctx, e.minion.id, req, def.ID, catalog.ModeApply)
@@ -293,9 +294,11 @@ func TestCustomBindingsAndRefusals(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.d.CustomStart(ctx, e.minion.id, receipt.NewRequestID(), unassigned.ID, catalog.ModeApply); !errors.Is(err, ErrNotAssigned) {
+	_, err = e.d.CustomStart(ctx, e.minion.id, receipt.NewRequestID(), unassigned.ID, catalog.ModeApply)
+	if !errors.Is(err, ErrNotAssigned) {
 		t.Fatalf("unassigned: %v", err)
 	}
+	wantOneLine(t, "ErrNotAssigned", err)
 	if _, err := e.d.CustomStart(ctx, e.minion.id, receipt.NewRequestID(), receipt.NewRequestID(), catalog.ModeApply); !errors.Is(err, catalog.ErrNotFound) {
 		t.Fatalf("no definition: %v", err)
 	}
@@ -305,9 +308,11 @@ func TestCustomBindingsAndRefusals(t *testing.T) {
 	if _, err := e.d.CustomStart(ctx, "client-1", receipt.NewRequestID(), def.ID, catalog.ModeApplyAgain); !errors.Is(err, ErrInvalidInput) {
 		t.Fatalf("minion: %v", err)
 	}
-	if _, err := e.d.CustomStart(ctx, e.minion.id, receipt.NewRequestID(), def.ID, catalog.ModeApplyAgain); !errors.Is(err, ErrApplyAgainWithoutTerminal) {
+	_, err = e.d.CustomStart(ctx, e.minion.id, receipt.NewRequestID(), def.ID, catalog.ModeApplyAgain)
+	if !errors.Is(err, ErrApplyAgainWithoutTerminal) {
 		t.Fatalf("apply again first: %v", err)
 	}
+	wantOneLine(t, "ErrApplyAgainWithoutTerminal", err)
 	st, err := e.d.CustomStatus(ctx, e.minion.id, receipt.NewRequestID())
 	if err != nil || st.Status != receipt.StatusNotStarted || st.JID != nil {
 		t.Fatalf("never used: %+v %v", st, err)

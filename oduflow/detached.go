@@ -140,7 +140,8 @@ func (d *Dispatcher) failLaunch(ctx context.Context, c *Claim) *Claim {
 
 // WorkerActive reports whether a worker (or a Resume's polling) holds the request's lock right now, in
 // any process. A tool that started a detached Resume follows it with this.
-func (d *Dispatcher) WorkerActive(ctx context.Context, request string) (bool, error) {
+func (d *Dispatcher) WorkerActive(ctx context.Context, request string) (_ bool, err error) {
+	defer errmark.Boundary(&err)
 	if err := receipt.ValidateRequestID(request); err != nil {
 		return false, invalid(err, "request id")
 	}
@@ -210,6 +211,7 @@ func isWorkerProcess() bool { return os.Getenv(workerEnv) == "1" }
 // fails its preflight with payload_unavailable, and nothing is published). Its output goes to /dev/null
 // unless the launcher used WithWorkerLog.
 func RunWorkerIfRequested(ctx context.Context, build func() (*Dispatcher, error)) (handled bool, err error) {
+	defer errmark.Boundary(&err)
 	if !isWorkerProcess() {
 		return false, nil
 	}
@@ -231,7 +233,8 @@ func RunWorkerIfRequested(ctx context.Context, build func() (*Dispatcher, error)
 // dispatched (see the package documentation, Worker); an unresolved dispatched protocol-1 claim whose polling window (from
 // its dispatch or its latest Resume) is still open is polled (a detached Resume); anything else is left
 // as it is.
-func (d *Dispatcher) RunWorker(ctx context.Context, args []string) error {
+func (d *Dispatcher) RunWorker(ctx context.Context, args []string) (err error) {
+	defer errmark.Boundary(&err)
 	if len(args) != 2 {
 		return errmark.Mark(errors.New("oduflow: worker arguments are exactly <minion id> <request id>"), ErrInvalidInput)
 	}

@@ -58,6 +58,7 @@ func TestDetachedLaunchFailureFailsClaim(t *testing.T) {
 	if !errors.Is(err, ErrWorkerLaunch) || !errors.As(err, &le) || le.RequestID != req {
 		t.Fatalf("launch error: %v", err)
 	}
+	wantOneLine(t, "ErrWorkerLaunch", err)
 	if r.Status != receipt.StatusFailed || r.Passed != 0 || r.Total != 1 || r.JID == nil || r.RequestID != req {
 		t.Fatalf("response %+v", r)
 	}

@@ -5,11 +5,11 @@ import (
 	"log/slog"
 	"os"
 	"sync"
-
-	"github.com/oduflow/oduflow-go/internal/errmark"
+	"sync/atomic"
 
 	"github.com/cockroachdb/errors"
 
+	"github.com/oduflow/oduflow-go/internal/errmark"
 	"github.com/oduflow/oduflow-go/receipt"
 	"github.com/oduflow/oduflow-go/salt"
 )
@@ -42,6 +42,14 @@ type Dispatcher struct {
 	pkiDir string
 	// unverifiedSeen holds the requests whose first unverified event was logged (during their wait).
 	unverifiedSeen sync.Map
+	// refusals: request id -> the refusal code of a run its minion refused and then fenced (wait.go), for
+	// the worker's commit.
+	refusals sync.Map
+
+	// masterProvedAt: when the master last answered the readiness ping (unix ns; 0 never), and the lock
+	// concurrent Starts share one ping under (start.go).
+	masterProvedAt atomic.Int64
+	masterPingMu   sync.Mutex
 
 	// claimLock is the store when it is also the Leases and reads a claim with its lock state at once.
 	claimLock claimLockReader
@@ -65,7 +73,8 @@ type Dispatcher struct {
 
 // New builds a Dispatcher. client publishes (a *salt.Client), events reads the master event bus
 // (SaltEvents(addr) for a real master). The claim directory is opened (created 0700 when missing) now.
-func New(client Publisher, events EventSource, opts ...Option) (*Dispatcher, error) {
+func New(client Publisher, events EventSource, opts ...Option) (_ *Dispatcher, err error) {
+	defer errmark.Boundary(&err)
 	cfg := config{claimDir: defaultClaimDir, pkiDir: defaultPKIDir, clock: systemClockSource(), timers: DefaultTimers()}
 	for _, o := range opts {
 		o(&cfg)
@@ -123,11 +132,13 @@ func New(client Publisher, events EventSource, opts ...Option) (*Dispatcher, err
 		adoptNow: make(chan struct{}, 1)}
 	d.hub = newHub(events, func(msg string, args ...any) { d.log.Warn(msg, args...) })
 	d.startAdoption()
+	d.hub.onGap = func(reason string) { d.hooks.busGap(d.ctx, reason) }
 	return d, nil
 }
 
 // Wait blocks until every in-process worker started by this Dispatcher has finished, or ctx ends.
-func (d *Dispatcher) Wait(ctx context.Context) error {
+func (d *Dispatcher) Wait(ctx context.Context) (err error) {
+	defer errmark.Boundary(&err)
 	done := make(chan struct{})
 	go func() { d.wg.Wait(); close(done) }()
 	select {
@@ -142,7 +153,8 @@ func (d *Dispatcher) Wait(ctx context.Context) error {
 // last committed (identities, profile, phase, recorded status, counts, error code, evidence). It never
 // changes anything; its Status field is the recorded one, not the status rules' answer (use Status with
 // c.EffectiveProfile() for that). No claim: ErrNoClaim. A claim bound to another minion: ErrMismatch.
-func (d *Dispatcher) Lookup(ctx context.Context, minion, request string) (*Claim, error) {
+func (d *Dispatcher) Lookup(ctx context.Context, minion, request string) (_ *Claim, err error) {
+	defer errmark.Boundary(&err)
 	t, err := parseTarget(minion, request)
 	if err != nil {
 		return nil, err

@@ -43,8 +43,10 @@
 // rename into place and the claim directory's fsync, which concurrent Starts share (group commit). The
 // index entries are durable before the claim's name can exist, so a crash anywhere leaves no claim (a
 // retried Start creates it) or a claim its client's indexes list; FileClaimStore.Create lists the crash
-// points. The checks before a claim is written read state the dispatcher already holds (the claim store,
-// the credentials, the live event-bus subscription): no round trip.
+// points. The checks before a claim is written are the claim store, the credentials, the event-bus
+// subscription (connected now, and delivering) and one proof that the master answers its request channel
+// (an unauthenticated clear-channel ping, shared by every Start for a few seconds: about 0.4 ms against the
+// simulated master, 70 ns when cached); when one fails, Start returns ErrNotReady and nothing is written.
 //
 // The quarantine check reads only the client's unresolved set (UnresolvedLister: claims not final, or
 // quarantining), an index both stores keep exact with every transition (file store: open/, made durable
@@ -93,7 +95,14 @@
 //     Both are hints: a final-looking one (a protocol-1 receipt bound to the claim) makes the worker ask
 //     for the receipt proof, and only a verified proof commits a final result (see Receipt proofs).
 //     A run the minion refused for its token (a verified fenced receipt: nothing ran) is final at once:
-//     failed 0/0, error code fenced. Window or budget spent: unknown.
+//     failed 0/0, error code fenced. A return of the expected minion that is the module's refusal (an
+//     error answer, retcode not 0, "oduflow_job: ..."; e.g. "refusing to run unprotected" when its
+//     runtime guard fails) makes the worker fence the publication (oduflow_job.fence) and ask for the
+//     signed answer: a verified fenced receipt proves the run never started and never will, and the request
+//     is final at once, failed 0/1 with runtime_guard_failed or minion_refused (evidence fenced). After each
+//     publish the master acknowledged, nothing at all arriving on the bus within Timers.BusStall is a
+//     "bus stalled" gap (salt.ErrBusStalled; Hooks.BusGap("bus_stalled")): the waiters poll, and new Starts
+//     are refused (ErrNotReady) until an event arrives or 30 s pass. Window or budget spent: unknown.
 //  5. the final result is committed under the claim's fenced update, only onto the claim this worker
 //     read (the same JID); a final result committed meanwhile by someone else is kept. Network I/O never
 //     happens under the claim record lock. A worker that cannot take its request lock at all (the lease
@@ -294,7 +303,9 @@
 // run's own return); when the run's own return is lost, race every status answer with a forged running
 // one and so keep the request unresolved until the window ends (unknown, never a false result; an event
 // hint deferred by the limiter makes the next poll ask for the signed answer directly); fail a request at
-// preflight with a forged capabilities answer (no proof advertised); make the worker spend a call timeout
+// preflight with a forged capabilities answer (no proof advertised); fail a request that has not started yet
+// with a forged refusal return (the worker fences the publication and the expected minion signs that it
+// never ran: minion_refused, nothing ran, never a false success); make the worker spend a call timeout
 // on an attest whose answers it keeps forging. What it cannot do: make a request succeed or fail with a
 // result the expected minion did not sign for this request and this nonce (no replay across requests or
 // polls), make a minion's receipt count under another minion's key, spend the
@@ -307,7 +318,13 @@
 //
 // log/slog lines carry request_id, minion_id, jid and profile; never secrets or raw Salt returns. Hooks
 // (WithHooks; none by default) receive counters and durations for Prometheus or OpenTelemetry adapters,
-// and are the public way to follow a worker's progress (a demo narrates with Hooks.Published).
+// and are the public way to follow a worker's progress (a demo narrates with Hooks.Published). Every hook
+// gets the context of the work it reports and the request's identity (RequestRef: minion, request id,
+// profile, JID), so that a span or an exemplar can be tied to the request. An in-process worker's
+// context carries the values of the Start call's ctx (the caller's span or W3C trace context), never its
+// cancellation; a detached worker is another process and starts from its own context: its events are
+// joined to the caller's trace by the RequestRef (the nested modules oduflow/otel and oduflow/prom are the
+// adapters; see their documentation).
 //
 // # Claim records
 //
@@ -321,14 +338,16 @@
 //	reconciled  a minion receipt fetched by an operator's Reconcile FromMinion
 //	fenced      the minion's signed fenced receipt after a Reconcile fenced the publication: never ran
 //
-// Its ErrorCode (sanitized; also the code label of Hooks.Outcome) is "" or one of:
+// Its ErrorCode (sanitized; also the code label of Hooks.Outcome, and Response.ErrorCode: "error_code" in
+// JSON) is "" or one of (this table is the source of the README's):
 //
 //	lease_busy                the per-client execution lease was busy for Timers.LeaseWait
 //	quarantined               the client has an unresolved dispatched request
 //	claim_store_unreadable    the client's claims or leases cannot be read safely
 //	capability_unverified     oduflow_job.capabilities did not report protocol 1 with receipt proofs and fencing
+//	runtime_guard_failed      the module's runtime guard fails: it refused (or would refuse) to run unprotected
 //	minion_key_unavailable    the master's accepted key for the minion cannot be read
-//	event_bus_unavailable     the master event bus cannot be subscribed to
+//	event_bus_unavailable     the master event bus cannot be subscribed to, or delivers nothing (stalled)
 //	role_not_allowed          the persisted profile/role pair is not in profiles.Fixed()
 //	payload_unavailable       a custom claim's frozen payload cannot be read
 //	publish_authentication    the publish was refused: authentication
@@ -341,6 +360,7 @@
 //	publish_outcome_unknown   the publish may have gone out (lost reply, timeout after send): unknown
 //	no_trustworthy_return     no verified receipt within the window or budget: unknown
 //	minion_reported_unknown   the minion's signed receipt says unknown
+//	minion_refused            the module refused the run before any state work; fenced: it never runs
 //	worker_lost               the worker took its lock after the launch window (reported unknown meanwhile)
 //	worker_launch_failed      a detached worker could not be started; nothing published
 //	jid_collision             another claim of the client drew the same JID; nothing published

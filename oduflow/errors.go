@@ -138,6 +138,8 @@ const (
 	codeFenced              = "fenced"
 	codeNeverRan            = "never_ran"
 	codeDispatcherClosed    = "dispatcher_closed"
+	codeRuntimeGuard        = "runtime_guard_failed" // the module's runtime guard does not hold (it refuses every run)
+	codeMinionRefused       = "minion_refused"       // the module refused the run before any state work
 )
 
 // Readiness sentinels. A Start (or CustomStart) of a request that has no claim yet first checks that the

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -22,18 +23,25 @@ import (
 
 func TestStdlibErrorsInvalidInput(t *testing.T) {
 	ctx := context.Background()
-	if _, err := New(nil, nil); !errors.Is(err, ErrInvalidInput) {
+	_, err := New(nil, nil)
+	if !errors.Is(err, ErrInvalidInput) {
 		t.Fatalf("New(nil, nil): %v", err)
 	}
+	wantOneLine(t, "New(nil, nil)", err)
 	d := newOffline(t, newFakeClock())
-	_, err := d.Status(ctx, "not-a-minion", uuid.NewString(), receipt.ProfileConfigure)
+	_, err = d.Status(ctx, "not-a-minion", uuid.NewString(), receipt.ProfileConfigure)
 	if !errors.Is(err, ErrInvalidInput) || !errors.Is(err, receipt.ErrInvalidID) {
 		t.Fatalf("bad minion id: %v", err)
+	}
+	wantOneLine(t, "bad minion id", err)
+	if !strings.Contains(err.Error(), "want client-<lowercase UUID>") {
+		t.Fatalf("the message does not name the wanted form: %v", err)
 	}
 	_, err = d.Start(ctx, newMinionID(), "not-a-request", receipt.ProfileConfigure)
 	if !errors.Is(err, ErrInvalidInput) || !errors.Is(err, receipt.ErrInvalidID) {
 		t.Fatalf("bad request id: %v", err)
 	}
+	wantOneLine(t, "bad request id", err)
 	if err := d.RunWorker(ctx, []string{"only-one"}); !errors.Is(err, ErrInvalidInput) {
 		t.Fatalf("worker arguments: %v", err)
 	}
@@ -50,6 +58,7 @@ func TestStdlibErrorsMismatch(t *testing.T) {
 	if !errors.Is(err, errProfileMismatch) || !errors.As(err, &me) || me.Field != "profile" || me.Bound != "configure" {
 		t.Fatalf("profile mismatch: %v", err)
 	}
+	wantOneLine(t, "ErrMismatch", err)
 	_, err = d.Start(ctx, newMinionID(), c.RequestID, receipt.ProfileConfigure)
 	if !errors.Is(err, errMinionMismatch) || !errors.As(err, &me) || me.Field != "minion_id" || me.Bound != c.MinionID {
 		t.Fatalf("minion mismatch: %v", err)
@@ -67,12 +76,16 @@ func TestStdlibErrorsFileClaimStore(t *testing.T) {
 	if err := fs.Create(ctx, c); err != nil {
 		t.Fatal(err)
 	}
-	if err := fs.Create(ctx, c); !errors.Is(err, ErrClaimExists) || !errors.Is(err, safefile.ErrExist) {
+	err = fs.Create(ctx, c)
+	if !errors.Is(err, ErrClaimExists) || !errors.Is(err, safefile.ErrExist) {
 		t.Fatalf("claim exists: %v", err)
 	}
-	if _, err := fs.Get(ctx, uuid.NewString()); !errors.Is(err, ErrNoClaim) {
+	wantOneLine(t, "ErrClaimExists", err)
+	_, err = fs.Get(ctx, uuid.NewString())
+	if !errors.Is(err, ErrNoClaim) {
 		t.Fatalf("no claim: %v", err)
 	}
+	wantOneLine(t, "ErrNoClaim", err)
 	cur, err := fs.Get(ctx, c.RequestID)
 	if err != nil {
 		t.Fatal(err)
@@ -82,9 +95,11 @@ func TestStdlibErrorsFileClaimStore(t *testing.T) {
 	if _, err := fs.CompareAndSwap(ctx, next); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := fs.CompareAndSwap(ctx, next); !errors.Is(err, ErrConflict) { // next's generation is stale now
+	_, err = fs.CompareAndSwap(ctx, next)
+	if !errors.Is(err, ErrConflict) { // next's generation is stale now
 		t.Fatalf("conflict: %v", err)
 	}
+	wantOneLine(t, "ErrConflict", err)
 
 	// A released request lock fences nothing: the guarded update is refused and writes nothing.
 	cur, err = fs.Get(ctx, c.RequestID)
@@ -95,17 +110,21 @@ func TestStdlibErrorsFileClaimStore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := fs.TryRequestLock(ctx, c.RequestID); !errors.Is(err, ErrLeaseBusy) || !errors.Is(err, safefile.ErrLocked) {
+	_, err = fs.TryRequestLock(ctx, c.RequestID)
+	if !errors.Is(err, ErrLeaseBusy) || !errors.Is(err, safefile.ErrLocked) {
 		t.Fatalf("lease held: %v", err)
 	}
+	wantOneLine(t, "ErrLeaseBusy (request lock)", err)
 	if err := lease.Release(); err != nil {
 		t.Fatal(err)
 	}
 	next = cur.clone()
 	next.Phase = PhaseDispatched
-	if _, err := fs.CompareAndSwapHeld(ctx, next, lease); !errors.Is(err, ErrLeaseLost) {
+	_, err = fs.CompareAndSwapHeld(ctx, next, lease)
+	if !errors.Is(err, ErrLeaseLost) {
 		t.Fatalf("lease lost: %v", err)
 	}
+	wantOneLine(t, "ErrLeaseLost", err)
 	if after, err := fs.Get(ctx, c.RequestID); err != nil || after.Generation != cur.Generation {
 		t.Fatalf("written despite the lost lease: %+v %v", after, err)
 	}
@@ -116,9 +135,11 @@ func TestStdlibErrorsFileClaimStore(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { _ = held.Release() }()
-	if _, err := fs.AcquireClientLease(ctx, c.MinionID, 50*time.Millisecond); !errors.Is(err, ErrLeaseBusy) || !errors.Is(err, safefile.ErrLocked) {
+	_, err = fs.AcquireClientLease(ctx, c.MinionID, 50*time.Millisecond)
+	if !errors.Is(err, ErrLeaseBusy) || !errors.Is(err, safefile.ErrLocked) {
 		t.Fatalf("lease busy: %v", err)
 	}
+	wantOneLine(t, "ErrLeaseBusy (client lease)", err)
 
 	// An unreadable sibling claim: typed, corrupt, and its cause still visible.
 	if err := os.Remove(filepath.Join(fs.Dir(), claimName(c.RequestID))); err != nil {
@@ -134,6 +155,7 @@ func TestStdlibErrorsFileClaimStore(t *testing.T) {
 		uc.RequestID != c.RequestID || !errors.As(err, &ue) || ue.Reason != "not_regular" {
 		t.Fatalf("unreadable sibling: %v", err)
 	}
+	wantOneLine(t, "ErrCorruptClaim", err)
 	if _, err := fs.Get(ctx, c.RequestID); !errors.Is(err, safefile.ErrNotRegular) || !errors.Is(err, safefile.ErrUnsafePath) {
 		t.Fatalf("fifo claim: %v", err)
 	}

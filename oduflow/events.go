@@ -2,7 +2,9 @@ package oduflow
 
 import (
 	"context"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/cockroachdb/errors"
@@ -69,6 +71,11 @@ func (s saltEventSource) Subscribe(ctx context.Context) (Subscription, error) {
 type hub struct {
 	src EventSource
 	log func(msg string, args ...any)
+	// onGap is told the sanitized reason of every gap of the subscription (Hooks.BusGap); nil: none.
+	onGap func(reason string)
+	// stalledAt: when the last gap reported a stalled bus (unix ns), 0 once an event arrived since: live
+	// refuses new requests for stallHold after it (then one may publish and prove the bus again).
+	stalledAt atomic.Int64
 
 	connMu sync.Mutex // serialises (re)subscription
 	mu     sync.Mutex
@@ -144,14 +151,46 @@ func (h *hub) ensure(ctx context.Context) error {
 	return nil
 }
 
+// connectionReporter is implemented by a Subscription that knows whether its connection is open now
+// (*salt.EventStream: Connected). One without it is live while it exists.
+type connectionReporter interface {
+	Connected() bool
+}
+
+// live reports whether the subscription is connected now: subscribed (ensure) and, when the
+// subscription can tell, its connection open rather than being re-established. A readiness check: a
+// worker's watch does not need it (a reconnection is a gap, and the worker polls).
+func (h *hub) live(ctx context.Context) error {
+	if err := h.ensure(ctx); err != nil {
+		return err
+	}
+	h.mu.Lock()
+	sub := h.sub
+	h.mu.Unlock()
+	if cr, ok := sub.(connectionReporter); ok && !cr.Connected() {
+		return errmark.Mark(errors.New("oduflow: event bus disconnected (reconnecting)"), errEventBus)
+	}
+	if sub == nil {
+		return errmark.Mark(errors.New("oduflow: event bus subscription ended"), errEventBus)
+	}
+	if h.isStalled() {
+		return errmark.Mark(errors.New("oduflow: event bus stalled (connected, nothing arrives)"), errEventBus)
+	}
+	return nil
+}
+
 func (h *hub) loop(sub Subscription, gen uint64) {
 	for ev := range sub.Events() {
+		if ev.Gap == nil {
+			h.stalledAt.Store(0) // the bus delivers again
+		}
 		switch {
 		case ev.JobReturn != nil:
 			if ev.JobReturn != nil {
 				h.deliver(ev.JobReturn)
 			}
 		case ev.Gap != nil:
+			h.gapSeen(ev.Gap)
 			h.gapAll()
 		}
 	}
@@ -171,6 +210,52 @@ func (h *hub) loop(sub Subscription, gen uint64) {
 	if waiting {
 		h.log("event bus subscription ended; resubscribing")
 		go h.resubscribe()
+	}
+}
+
+// gapSeen reports a gap of the subscription by its sanitized reason; a stalled bus is also logged with
+// what to do (the master's publisher is blocked: nothing, returns included, arrives meanwhile).
+func (h *hub) gapSeen(g *salt.Gap) {
+	reason := busGapOther
+	switch {
+	case errors.Is(g.Err, salt.ErrBusStalled):
+		reason = busGapStalled
+		h.stalledAt.Store(time.Now().UnixNano())
+		h.log("event bus stalled: connected, but nothing arrived after an acknowledged publish; " +
+			"the master's event publisher is blocked (a subscriber that stopped reading?): waiting requests " +
+			"poll, and end unknown if it lasts")
+	case strings.Contains(g.Reason, "disconnected"):
+		reason = busGapDisconnected
+	}
+	if h.onGap != nil {
+		h.onGap(reason)
+	}
+}
+
+// isStalled reports whether a "bus stalled" gap came less than stallHold ago and no event since.
+func (h *hub) isStalled() bool {
+	at := h.stalledAt.Load()
+	return at != 0 && time.Since(time.Unix(0, at)) < stallHold
+}
+
+// stallHold is how long after a "bus stalled" gap new requests are refused (ErrNotReady) unless an event
+// arrives meanwhile. Bounded: on a quiet bus only a new publish can prove it delivers again.
+const stallHold = 30 * time.Second
+
+// eventExpecter is implemented by a Subscription that can report a stalled bus (*salt.EventStream:
+// ExpectEvents).
+type eventExpecter interface {
+	ExpectEvents(within time.Duration)
+}
+
+// expectEvents tells the subscription that an event should arrive within d (a publish the master just
+// acknowledged): nothing at all by then is a "bus stalled" gap.
+func (h *hub) expectEvents(d time.Duration) {
+	h.mu.Lock()
+	sub := h.sub
+	h.mu.Unlock()
+	if ee, ok := sub.(eventExpecter); ok {
+		ee.ExpectEvents(d)
 	}
 }
 

@@ -209,9 +209,11 @@ func TestAssertReleasesQuarantine(t *testing.T) {
 		t.Fatalf("second reconcile: %v", err)
 	}
 	// The minion has no terminal receipt: FromMinion cannot replace the assertion.
-	if _, err := d.Reconcile(ctx, m.ID(), req, FromMinion{}); !errors.Is(err, ErrUnresolved) {
+	_, err = d.Reconcile(ctx, m.ID(), req, FromMinion{})
+	if !errors.Is(err, ErrUnresolved) {
 		t.Fatalf("from minion without a receipt: %v", err)
 	}
+	wantOneLine(t, "ErrUnresolved", err)
 	if c := mustClaim(t, d, req); c.Phase != PhaseAsserted {
 		t.Fatalf("%+v", c)
 	}
@@ -416,6 +418,7 @@ func TestAssertNeedsConfirmedFence(t *testing.T) {
 	if !errors.Is(err, ErrNotFenced) {
 		t.Fatalf("assert without the minion: %v", err)
 	}
+	wantOneLine(t, "ErrNotFenced", err)
 	if c := mustClaim(t, d, req); c.Phase != PhaseTerminal || c.Status != receipt.StatusUnknown || !c.Quarantining() {
 		t.Fatalf("after the refused assertion: %+v", c)
 	}

@@ -61,7 +61,10 @@ type FileClaimStore struct {
 }
 
 // OpenFileClaimStore opens (creating it 0700 when missing) the claim directory.
-func OpenFileClaimStore(dir string) (*FileClaimStore, error) { return openFileClaimStore(dir, nil) }
+func OpenFileClaimStore(dir string) (_ *FileClaimStore, err error) {
+	defer errmark.Boundary(&err)
+	return openFileClaimStore(dir, nil)
+}
 
 // openFileClaimStore is OpenFileClaimStore with a test hook called at the crash points of Create (the
 // store's own and the safe file store's).
@@ -124,7 +127,8 @@ func claimName(requestID string) string { return requestID + claimSuffix }
 // quarantine check, which reads only the client's index, cannot miss it. A crash during 3 leaves the claim
 // or not; a claim whose rename was not yet durable can vanish only together with the Start that wrote it,
 // which had not returned (no worker ran). The worker starts after Create returns, so after step 3.
-func (s *FileClaimStore) Create(ctx context.Context, c *Claim) error {
+func (s *FileClaimStore) Create(ctx context.Context, c *Claim) (err error) {
+	defer errmark.Boundary(&err)
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -171,7 +175,8 @@ func (s *FileClaimStore) Create(ctx context.Context, c *Claim) error {
 }
 
 // Get implements ClaimStore.
-func (s *FileClaimStore) Get(ctx context.Context, requestID string) (*Claim, error) {
+func (s *FileClaimStore) Get(ctx context.Context, requestID string) (_ *Claim, err error) {
+	defer errmark.Boundary(&err)
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -218,14 +223,16 @@ func (s *FileClaimStore) remember(c *Claim) {
 }
 
 // CompareAndSwap implements ClaimStore.
-func (s *FileClaimStore) CompareAndSwap(ctx context.Context, next *Claim) (*Claim, error) {
+func (s *FileClaimStore) CompareAndSwap(ctx context.Context, next *Claim) (_ *Claim, err error) {
+	defer errmark.Boundary(&err)
 	return s.compareAndSwap(ctx, next, nil)
 }
 
 // CompareAndSwapHeld implements ClaimStore. A kernel lock cannot be lost while its holder lives, so "still held"
 // is: the lease is one of this store's, not released, and its lock file is still the one in the directory.
 // The check runs under the record lock, before the write.
-func (s *FileClaimStore) CompareAndSwapHeld(ctx context.Context, next *Claim, held ...Lease) (*Claim, error) {
+func (s *FileClaimStore) CompareAndSwapHeld(ctx context.Context, next *Claim, held ...Lease) (_ *Claim, err error) {
+	defer errmark.Boundary(&err)
 	return s.compareAndSwap(ctx, next, held)
 }
 
@@ -336,7 +343,8 @@ func sameIdentity(a, b *Claim) bool {
 // ListByClient implements ClaimStore: it reads the client's index, then each indexed claim. A claim that
 // exists but cannot be read (unsafe or non-regular file, corrupt JSON) is an error matching
 // ErrCorruptClaim that names its request id.
-func (s *FileClaimStore) ListByClient(ctx context.Context, minionID string) ([]*Claim, error) {
+func (s *FileClaimStore) ListByClient(ctx context.Context, minionID string) (_ []*Claim, err error) {
+	defer errmark.Boundary(&err)
 	if err := receipt.ValidateMinionID(minionID); err != nil {
 		return nil, invalid(err, "minion id")
 	}
@@ -348,7 +356,8 @@ func (s *FileClaimStore) ListByClient(ctx context.Context, minionID string) ([]*
 
 // ListUnresolved implements UnresolvedLister: the claims of the client's open entries (see
 // filestore_index.go). It may return resolved claims too (an entry a crash left behind).
-func (s *FileClaimStore) ListUnresolved(ctx context.Context, minionID string) ([]*Claim, error) {
+func (s *FileClaimStore) ListUnresolved(ctx context.Context, minionID string) (_ []*Claim, err error) {
+	defer errmark.Boundary(&err)
 	if err := receipt.ValidateMinionID(minionID); err != nil {
 		return nil, invalid(err, "minion id")
 	}

@@ -338,7 +338,7 @@ func TestFinalCommitComparesJID(t *testing.T) {
 	e := startSim(t)
 	m := e.addMinion(fakeminion.WithHold())
 	committed := make(chan struct{}, 1)
-	d := e.dispatcher(WithHooks(Hooks{Step: func(s string) {
+	d := e.dispatcher(WithHooks(Hooks{Step: func(_ context.Context, _ RequestRef, s string) {
 		if s == stepCommitted {
 			committed <- struct{}{}
 		}

@@ -23,7 +23,7 @@ func BenchmarkClientHistory(b *testing.B) {
 			e := startSim(b)
 			m := e.addMinion(fakeminion.WithoutProof())
 			done := make(chan struct{}, 1)
-			d := e.dispatcher(WithHooks(Hooks{Outcome: func(receipt.Profile, receipt.Status, string) { done <- struct{}{} }}))
+			d := e.dispatcher(WithHooks(Hooks{Outcome: func(context.Context, RequestRef, receipt.Status, string) { done <- struct{}{} }}))
 			// The store has listed before (its one-time index scan is done), as one in service has.
 			if _, err := d.store.ListByClient(ctx, m.ID()); err != nil {
 				b.Fatal(err)

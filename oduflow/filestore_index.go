@@ -8,6 +8,7 @@ import (
 
 	"github.com/cockroachdb/errors"
 
+	"github.com/oduflow/oduflow-go/internal/errmark"
 	"github.com/oduflow/oduflow-go/internal/safefile"
 	"github.com/oduflow/oduflow-go/receipt"
 )
@@ -178,7 +179,8 @@ func (s *FileClaimStore) closeEntry(minionID, requestID string) error {
 // and the open entries of unresolved claims (claims written before the open index existed).
 // A claim it cannot read stops the scan with an error matching ErrCorruptClaim that names it. Every entry is
 // durable before the scan is recorded done.
-func (s *FileClaimStore) Reindex(ctx context.Context) error {
+func (s *FileClaimStore) Reindex(ctx context.Context) (err error) {
+	defer errmark.Boundary(&err)
 	names, err := s.st.List("")
 	if err != nil {
 		return errors.Wrap(err, "oduflow: list claims")

@@ -89,12 +89,13 @@ func (l fileLease) Release() error { return l.lk.Release() }
 func (l fileLease) Held() bool     { return l.lk.Held() }
 
 // TryRequestLock implements Leases.
-func (s *FileClaimStore) TryRequestLock(ctx context.Context, requestID string) (Lease, error) {
+func (s *FileClaimStore) TryRequestLock(ctx context.Context, requestID string) (_ Lease, err error) {
+	defer errmark.Boundary(&err)
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
 	var lk *safefile.Lock
-	err := s.withPool("request lock", func(p *safefile.LockPool) error {
+	err = s.withPool("request lock", func(p *safefile.LockPool) error {
 		var err error
 		if lk, err = p.TryLock(requestLockPfx + requestID); errors.Is(err, safefile.ErrLocked) {
 			return errmark.Mark(err, ErrLeaseBusy)
@@ -109,12 +110,13 @@ func (s *FileClaimStore) TryRequestLock(ctx context.Context, requestID string) (
 
 // RequestLockHeld implements Leases. The probe takes nothing (F_OFD_GETLK), so it never makes a starting
 // worker's TryRequestLock fail.
-func (s *FileClaimStore) RequestLockHeld(ctx context.Context, requestID string) (bool, error) {
+func (s *FileClaimStore) RequestLockHeld(ctx context.Context, requestID string) (_ bool, err error) {
+	defer errmark.Boundary(&err)
 	if err := ctx.Err(); err != nil {
 		return false, err
 	}
 	var held bool
-	err := s.withPool("request lock state", func(p *safefile.LockPool) error {
+	err = s.withPool("request lock state", func(p *safefile.LockPool) error {
 		var err error
 		if held, err = p.IsLocked(requestLockPfx + requestID); errors.Is(err, safefile.ErrNotExist) {
 			held, err = false, nil
@@ -125,9 +127,10 @@ func (s *FileClaimStore) RequestLockHeld(ctx context.Context, requestID string) 
 }
 
 // AcquireClientLease implements Leases.
-func (s *FileClaimStore) AcquireClientLease(ctx context.Context, minionID string, maxWait time.Duration) (Lease, error) {
+func (s *FileClaimStore) AcquireClientLease(ctx context.Context, minionID string, maxWait time.Duration) (_ Lease, err error) {
+	defer errmark.Boundary(&err)
 	var lk *safefile.Lock
-	err := s.withPool("client lease", func(p *safefile.LockPool) error {
+	err = s.withPool("client lease", func(p *safefile.LockPool) error {
 		var err error
 		lk, err = p.LockWait(ctx, clientLeasePfx+minionID, maxWait)
 		if errors.Is(err, safefile.ErrLocked) || errors.Is(err, context.DeadlineExceeded) {

@@ -3,6 +3,8 @@ package oduflow
 import (
 	"context"
 	"time"
+
+	"github.com/oduflow/oduflow-go/internal/errmark"
 )
 
 // The status windows of a FileClaimStore are measured on this host's monotonic clock: Create stamps the
@@ -27,7 +29,8 @@ func (s *FileClaimStore) window(i int, def time.Duration) time.Duration {
 }
 
 // Liveness reads c's request lock and measures its two windows on this host's monotonic clock.
-func (s *FileClaimStore) Liveness(ctx context.Context, c *Claim) (Liveness, error) {
+func (s *FileClaimStore) Liveness(ctx context.Context, c *Claim) (_ Liveness, err error) {
+	defer errmark.Boundary(&err)
 	held, err := s.RequestLockHeld(ctx, c.RequestID)
 	if err != nil {
 		return Liveness{}, err
@@ -54,7 +57,8 @@ func (s *FileClaimStore) Liveness(ctx context.Context, c *Claim) (Liveness, erro
 }
 
 // GetWithLiveness reads the claim, then its liveness (Liveness).
-func (s *FileClaimStore) GetWithLiveness(ctx context.Context, requestID string) (*Claim, Liveness, error) {
+func (s *FileClaimStore) GetWithLiveness(ctx context.Context, requestID string) (_ *Claim, _ Liveness, err error) {
+	defer errmark.Boundary(&err)
 	c, err := s.Get(ctx, requestID)
 	if err != nil {
 		return nil, Liveness{}, err

@@ -201,19 +201,27 @@ func (h *recHooks) hooks() Hooks {
 		UnverifiedEvent: h.UnverifiedEvent}
 }
 
-func (h *recHooks) Started(receipt.Profile, bool) { h.mu.Lock(); h.started++; h.mu.Unlock() }
-func (h *recHooks) Published(fun, res string) {
+func (h *recHooks) Started(context.Context, RequestRef, bool) {
+	h.mu.Lock()
+	h.started++
+	h.mu.Unlock()
+}
+func (h *recHooks) Published(_ context.Context, _ RequestRef, fun, res string) {
 	h.mu.Lock()
 	h.pubs[fun+"/"+res]++
 	h.mu.Unlock()
 }
-func (h *recHooks) Outcome(_ receipt.Profile, st receipt.Status, _ string) {
+func (h *recHooks) Outcome(_ context.Context, _ RequestRef, st receipt.Status, _ string) {
 	h.mu.Lock()
 	h.outcomes[st]++
 	h.mu.Unlock()
 }
-func (h *recHooks) Observe(op string, _ time.Duration) { h.mu.Lock(); h.observed[op]++; h.mu.Unlock() }
-func (h *recHooks) UnverifiedEvent(reason string) {
+func (h *recHooks) Observe(_ context.Context, _ RequestRef, op string, _ time.Duration) {
+	h.mu.Lock()
+	h.observed[op]++
+	h.mu.Unlock()
+}
+func (h *recHooks) UnverifiedEvent(_ context.Context, _ RequestRef, reason string) {
 	h.mu.Lock()
 	if h.unverified == nil {
 		h.unverified = map[string]int{}

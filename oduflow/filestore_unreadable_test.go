@@ -80,6 +80,10 @@ func TestUnreadableSiblingClaimIsNotQuarantine(t *testing.T) {
 			first := uuid.NewString()
 			mustStart(t, d, receipt.ProfileConfigure, m.ID(), first)
 			waitFinal(t, d, receipt.ProfileConfigure, m.ID(), first)
+			// The worker removes the open entry after its final commit: let it finish before planting one.
+			if err := d.Wait(ctx); err != nil {
+				t.Fatal(err)
+			}
 			// Damaged while unresolved, as far as the store knows: its open entry is there, so the
 			// preflight, which reads the client's unresolved set, must read it. (A claim damaged after it
 			// was resolved is outside that set: it can no longer block the client.)

@@ -113,6 +113,6 @@ func (d *Dispatcher) failClosed(ctx context.Context, t target, reqLock Lease) {
 	}
 	if changed {
 		d.claimLog(c).Info("close: request never dispatched; failed", slog.String("code", codeDispatcherClosed))
-		d.hooks.outcome(out.EffectiveProfile(), out.Status, codeDispatcherClosed)
+		d.hooks.outcome(ctx, out, out.Status, codeDispatcherClosed)
 	}
 }

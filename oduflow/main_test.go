@@ -90,7 +90,7 @@ type countHooks struct {
 
 func (h *countHooks) hooks() Hooks { return Hooks{Started: h.Started} }
 
-func (h *countHooks) Started(_ receipt.Profile, created bool) {
+func (h *countHooks) Started(_ context.Context, _ RequestRef, created bool) {
 	if created {
 		h.created.Add(1)
 	}

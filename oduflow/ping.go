@@ -6,6 +6,7 @@ import (
 
 	"github.com/cockroachdb/errors"
 
+	"github.com/oduflow/oduflow-go/internal/errmark"
 	"github.com/oduflow/oduflow-go/internal/receiptproof"
 	"github.com/oduflow/oduflow-go/receipt"
 	"github.com/oduflow/oduflow-go/salt"
@@ -14,7 +15,8 @@ import (
 // Ping checks that the exact accepted client is reachable: test.ping to that minion alone (list target),
 // then oduflow_job.capabilities (Proof also needs the key the master accepted, read from the pki dir). A minion the master does not match (key not accepted, or unknown) is
 // reported as KeyAccepted=false, not as an error; transport and authentication failures are errors.
-func (d *Dispatcher) Ping(ctx context.Context, minion string) (*Readiness, error) {
+func (d *Dispatcher) Ping(ctx context.Context, minion string) (_ *Readiness, err error) {
+	defer errmark.Boundary(&err)
 	if err := receipt.ValidateMinionID(minion); err != nil {
 		return nil, invalid(err, "minion id")
 	}
@@ -38,7 +40,7 @@ func (d *Dispatcher) Ping(ctx context.Context, minion string) (*Readiness, error
 	caps, err := d.capabilities(ctx, minion)
 	switch {
 	case err == nil:
-		r.Protocol, r.PillarReady, r.Fencing = caps.Protocol, caps.PillarReady, caps.Fencing
+		r.Protocol, r.PillarReady, r.Fencing, r.RuntimeGuard = caps.Protocol, caps.PillarReady, caps.Fencing, caps.RuntimeGuard
 		if caps.Proof {
 			_, kerr := loadMinionKey(ctx, d.pkiDir, minion)
 			r.Proof = kerr == nil
@@ -66,11 +68,18 @@ type Readiness struct {
 	// Fencing: the minion advertises fencing tokens (version 1, ready): it refuses a run whose token is
 	// not above the highest it has started or fenced, and answers oduflow_job.fence.
 	Fencing bool `json:"fencing"`
+	// RuntimeGuard: the minion module's runtime guard holds (what the module's shims rely on in this
+	// Salt: signatures, code paths, JID injection, job process, signing). Without it the module refuses
+	// every run ("refusing to run unprotected"), so a new request would only fail.
+	RuntimeGuard bool `json:"runtime_guard"`
 }
 
-// Ready reports whether a new request can be dispatched to the minion.
+// Ready reports whether a new request can be dispatched to the minion: every capability a new request
+// needs is present (protocol 1, pillar ready, receipt proofs with the accepted key, fencing, the runtime
+// guard).
 func (r Readiness) Ready() bool {
-	return r.KeyAccepted && r.Reachable && r.Protocol == protocolVersion && r.PillarReady && r.Proof && r.Fencing
+	return r.KeyAccepted && r.Reachable && r.Protocol == protocolVersion && r.PillarReady && r.Proof && r.Fencing &&
+		r.RuntimeGuard
 }
 
 // protocolVersion is the minion protocol this dispatcher requires.
@@ -84,6 +93,8 @@ type minionCaps struct {
 	Proof bool
 	// Fencing: the minion advertises fencing (version fencingVersion, ready).
 	Fencing bool
+	// RuntimeGuard: the module reports its runtime guard holding ("runtime_guard": true).
+	RuntimeGuard bool
 }
 
 // fencingVersion is the version of the minion's fencing capability this dispatcher requires.
@@ -94,7 +105,7 @@ const fencingVersion = 1
 // result needs a verified proof.
 func (d *Dispatcher) capabilities(ctx context.Context, minion string) (minionCaps, error) {
 	t0 := time.Now()
-	defer func() { d.hooks.observe("capabilities", time.Since(t0)) }()
+	defer func() { d.hooks.observe(ctx, "capabilities", time.Since(t0)) }()
 	timeout := d.timers.CallTimeout
 	if dl, ok := ctx.Deadline(); ok && time.Until(dl) < timeout {
 		timeout = time.Until(dl)
@@ -119,6 +130,7 @@ func parseCapabilities(v any) minionCaps {
 	var caps minionCaps
 	caps.Protocol = intValue(m["protocol"])
 	caps.PillarReady, _ = m["pillar_ready"].(bool)
+	caps.RuntimeGuard, _ = m["runtime_guard"].(bool)
 	if pm, ok := m["proof"].(map[string]any); ok {
 		alg, _ := pm["alg"].(string)
 		ready, _ := pm["ready"].(bool)

@@ -36,7 +36,7 @@ const funAttest = "oduflow_job.attest"
 // that do not verify are counted and skipped: the call keeps waiting for the real one.
 func (d *Dispatcher) prove(ctx context.Context, c *Claim, deadline time.Time) *receipt.Receipt {
 	t0 := time.Now()
-	defer func() { d.hooks.observe("proof", time.Since(t0)) }()
+	defer func() { d.hooks.observe(ctx, "proof", time.Since(t0)) }()
 	timeout := d.timers.CallTimeout
 	if rem := time.Until(deadline); rem < timeout {
 		timeout = rem
@@ -60,7 +60,7 @@ func (d *Dispatcher) prove(ctx context.Context, c *Claim, deadline time.Time) *r
 			err = c.Binding().Check(proven)
 		}
 		if err != nil {
-			d.noteUnverified(c, unverifiedProof)
+			d.noteUnverified(ctx, c, unverifiedProof)
 			return false
 		}
 		return true

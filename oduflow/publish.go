@@ -63,12 +63,13 @@ func (d *Dispatcher) publishTo(ctx context.Context, target salt.Target, fun stri
 		JID:     jid,
 		Timeout: publishTimeout,
 	})
-	d.hooks.observe("publish", time.Since(t0))
+	d.hooks.observe(ctx, "publish", time.Since(t0))
 	if err != nil {
-		d.hooks.published(fun, publishErrorCode(err))
+		d.hooks.published(ctx, fun, publishErrorCode(err))
 		return nil, err
 	}
-	d.hooks.published(fun, "ok")
+	d.hooks.published(ctx, fun, "ok")
+	d.hub.expectEvents(d.timers.busStall()) // the master fires salt/job/<jid>/new: silence is a stalled bus
 	return res, nil
 }
 
@@ -158,7 +159,7 @@ func (d *Dispatcher) callOnce(ctx context.Context, minion, fun string, args []an
 			return nil, errors.Wrapf(errCallGap, "%s", errors.Safe(fun))
 		case r := <-w.rets:
 			if reason := eventReason(minion, r); reason != "" {
-				d.hooks.unverifiedEvent(reason)
+				d.hooks.unverifiedEvent(ctx, reason)
 				continue
 			}
 			if accept != nil && !accept(r) {

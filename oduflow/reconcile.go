@@ -7,10 +7,9 @@ import (
 	"time"
 	"unicode"
 
-	"github.com/oduflow/oduflow-go/internal/errmark"
-
 	"github.com/cockroachdb/errors"
 
+	"github.com/oduflow/oduflow-go/internal/errmark"
 	"github.com/oduflow/oduflow-go/receipt"
 	"github.com/oduflow/oduflow-go/salt"
 )
@@ -44,7 +43,8 @@ const maxAssertText = 512
 // one exception: FromMinion also resolves a request in phase asserted, replacing the operator's assertion
 // by the minion's exact terminal receipt (evidence reconciled; AssertedBy/AssertedWhy stay for audit), so
 // that the master's record holds the stronger evidence.
-func (d *Dispatcher) Reconcile(ctx context.Context, minion, request string, ev Reconciliation) (Response, error) {
+func (d *Dispatcher) Reconcile(ctx context.Context, minion, request string, ev Reconciliation) (_ Response, err error) {
+	defer errmark.Boundary(&err)
 	t, err := parseTarget(minion, request)
 	if err != nil {
 		return Response{}, err
@@ -54,6 +54,7 @@ func (d *Dispatcher) Reconcile(ctx context.Context, minion, request string, ev R
 	if err != nil {
 		return Response{}, err
 	}
+	ctx = withRequest(ctx, refOf(c))
 	lg := d.claimLog(c)
 	switch e := ev.(type) {
 	case Assert:
@@ -88,7 +89,7 @@ func (d *Dispatcher) Reconcile(ctx context.Context, minion, request string, ev R
 		}
 		lg.Warn("reconciled by assertion", slog.String("status", string(e.Outcome)),
 			slog.String("asserted_by", e.Who))
-		d.hooks.outcome(out.EffectiveProfile(), out.Status, codeAsserted)
+		d.hooks.outcome(ctx, out, out.Status, codeAsserted)
 		return d.respond(ctx, out)
 	case FromMinion:
 		if c.legacy() != notLegacy {
@@ -132,7 +133,7 @@ func (d *Dispatcher) recordMinionReceipt(ctx context.Context, c *Claim, live *re
 	}
 	d.claimLog(c).Info("reconciled from the minion's receipt", slog.String("status", string(out.Status)),
 		slog.String("code", code), slog.Bool("replaced_assertion", wasAsserted))
-	d.hooks.outcome(out.EffectiveProfile(), out.Status, code)
+	d.hooks.outcome(ctx, out, out.Status, code)
 	return d.respond(ctx, out)
 }
 
@@ -161,7 +162,7 @@ func (d *Dispatcher) commitNeverRan(ctx context.Context, c *Claim, f *receipt.Re
 		return nil, err
 	}
 	d.claimLog(c).Info("adoption: fenced before it started; never ran", slog.String("status", string(out.Status)))
-	d.hooks.outcome(out.EffectiveProfile(), out.Status, codeNeverRan)
+	d.hooks.outcome(ctx, out, out.Status, codeNeverRan)
 	return out, nil
 }
 
@@ -180,7 +181,7 @@ func (d *Dispatcher) fence(ctx context.Context, c *Claim) *receipt.Receipt {
 		return nil
 	}
 	if _, reason := d.hint(c, jr); reason != "" {
-		d.noteUnverified(c, reason)
+		d.noteUnverified(ctx, c, reason)
 		return nil // not a receipt of this publication (e.g. a minion without fencing)
 	}
 	return d.prove(ctx, c, time.Now().Add(d.timers.CallTimeout))
@@ -239,10 +240,12 @@ func (d *Dispatcher) reconcilableClaim(ctx context.Context, t target, allowAsser
 // returns once that worker holds the request lock (follow it with WorkerActive), so a short-lived tool can
 // exit at once. When a worker already holds the request lock (it is still polling), Resume only answers.
 func (d *Dispatcher) Resume(ctx context.Context, minion, request string) (resp Response, err error) {
+	defer errmark.Boundary(&err)
 	t, err := parseTarget(minion, request)
 	if err != nil {
 		return Response{}, err
 	}
+	ctx = withRequest(ctx, RequestRef{Minion: t.minion, RequestID: t.request})
 	err = d.admitNew(func() error {
 		resp, err = d.resume(ctx, t)
 		return err
@@ -363,6 +366,7 @@ func (d *Dispatcher) resumePolling(ctx context.Context, c *Claim, deadline time.
 	}
 	defer w.close()
 	r := d.awaitFrom(ctx, c, w, deadline, true) // an operator asked: poll at once, then on the schedule
+	d.refusals.Delete(c.RequestID)              // a fenced refusal commits as fenced here (replaceUnknown)
 	if r == nil || !r.Status.Terminal() {
 		lg.Info("resume: no terminal receipt; still unknown")
 		return
@@ -374,7 +378,8 @@ func (d *Dispatcher) resumePolling(ctx context.Context, c *Claim, deadline time.
 // than unknown, and reading unknown (blocksClient; legacy ones included). Empty means the client is
 // clear: a new request's preflight is then not refused quarantined, and Resume accepts exactly the
 // protocol-1 requests listed here (package documentation, One answer for a client).
-func (d *Dispatcher) Quarantine(ctx context.Context, minion string) ([]Response, error) {
+func (d *Dispatcher) Quarantine(ctx context.Context, minion string) (_ []Response, err error) {
+	defer errmark.Boundary(&err)
 	if err := receipt.ValidateMinionID(minion); err != nil {
 		return nil, invalid(err, "minion id")
 	}

@@ -33,7 +33,7 @@ func TestRollingRestartTwoReplicas(t *testing.T) {
 		minions = append(minions, e.addMinion(fakeminion.WithDelay(400*time.Millisecond)))
 	}
 	var adoptions atomic.Int64
-	hooks := Hooks{Observe: func(op string, _ time.Duration) {
+	hooks := Hooks{Observe: func(_ context.Context, _ RequestRef, op string, _ time.Duration) {
 		if op == "adoption" {
 			adoptions.Add(1)
 		}

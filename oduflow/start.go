@@ -17,15 +17,18 @@ import (
 // current status and never publishes again (even while the event bus or the master is down). The custom
 // profile needs a custom execution (not Start).
 //
-// Before it writes a new claim, Start checks that it can dispatch, from state it already holds: its
-// credentials load (the key file reads; an eauth token is cached, or obtained once with mk_token) and its
-// event-bus subscription is live. Nothing is published for the check. When it fails, nothing is written
+// Before it writes a new claim, Start checks that it can dispatch: the master answers its request
+// channel (an unauthenticated clear-channel ping, cached for a few seconds, so a burst of Starts shares
+// one round trip), its credentials load (the key file reads; an eauth token is cached, or obtained once
+// with mk_token) and its event-bus subscription is live (connected now, not reconnecting). Nothing is
+// published for the check. When it fails, nothing is written
 // and the error matches ErrNotReady and its cause (the event bus or the master unreachable, salt.ErrKeyFile,
 // salt.ErrAuthentication, salt.ErrAuthorization); the same request id can be started once fixed. A claim
 // store that cannot be read gives ErrClaimStore (or ErrCorruptClaim for a damaged claim).
-func (d *Dispatcher) Start(ctx context.Context, minion, request string, profile receipt.Profile) (Response, error) {
+func (d *Dispatcher) Start(ctx context.Context, minion, request string, profile receipt.Profile) (_ Response, err error) {
+	defer errmark.Boundary(&err)
 	t0 := time.Now()
-	defer func() { d.hooks.observe("start", time.Since(t0)) }()
+	defer func() { d.hooks.observe(ctx, "start", time.Since(t0)) }()
 	t, err := parseTarget(minion, request)
 	if err != nil {
 		return Response{}, err
@@ -37,7 +40,9 @@ func (d *Dispatcher) Start(ctx context.Context, minion, request string, profile 
 	if err != nil {
 		return Response{}, invalid(err, "profile")
 	}
+	ctx = withRequest(ctx, RequestRef{Minion: t.minion, RequestID: t.request, Profile: profile})
 	if c, err := d.store.Get(ctx, t.request); err == nil {
+		ctx = withRequest(ctx, refOf(c))
 		return d.existing(ctx, c, profile, t) // even when the bus or the master is down
 	} else if !errors.Is(err, ErrNoClaim) {
 		return Response{}, claimStoreErr(err)
@@ -52,6 +57,7 @@ func (d *Dispatcher) Start(ctx context.Context, minion, request string, profile 
 	}
 	c := &Claim{Protocol: claimProtocol, MinionID: t.minion, RequestID: t.request, Profile: profile,
 		Role: string(role), JID: string(d.jids.Next()), Phase: PhaseClaimed, CreatedAt: d.clock.Now()}
+	ctx = withRequest(ctx, refOf(c))
 	return d.create(ctx, c)
 }
 
@@ -82,10 +88,10 @@ func (d *Dispatcher) createAdmitted(ctx context.Context, c *Claim) (Response, er
 		}
 		return Response{}, err
 	}
-	d.hooks.started(c.Profile, true)
+	d.hooks.started(ctx, c, true)
 	lg := d.claimLog(c)
 	lg.Info("claim created", slog.String("role", c.Role))
-	if err := d.launch(c, sent); err != nil {
+	if err := d.launch(ctx, c, sent); err != nil {
 		lg.Error("worker launch failed; nothing published", slog.String("error", err.Error()))
 		out := d.failLaunch(ctx, c)
 		r, rerr := d.respond(ctx, out)
@@ -101,7 +107,7 @@ func (d *Dispatcher) existing(ctx context.Context, c *Claim, profile receipt.Pro
 	if err := checkBinding(c, profile, t.minion); err != nil {
 		return Response{}, err
 	}
-	d.hooks.started(c.EffectiveProfile(), false)
+	d.hooks.started(ctx, c, false)
 	return d.respond(ctx, c)
 }
 
@@ -109,7 +115,8 @@ func (d *Dispatcher) existing(ctx context.Context, c *Claim, profile receipt.Pro
 var (
 	// errEventBus: the master event bus cannot be subscribed to.
 	errEventBus = errmark.Mark(errors.New("oduflow: event bus unavailable"), ErrNotReady)
-	// errMasterUnreachable: the master did not answer the credential exchange (mk_token).
+	// errMasterUnreachable: the master did not answer its request channel (the readiness ping, or the
+	// credential exchange mk_token).
 	errMasterUnreachable = errmark.Mark(errors.New("oduflow: master unreachable"), ErrNotReady)
 )
 
@@ -121,23 +128,74 @@ type credentialChecker interface {
 	CheckAuth(ctx context.Context) error
 }
 
+// masterPinger is implemented by a Publisher that can prove the master's request channel answers
+// without authenticating or publishing anything (*salt.Client: the clear-channel {cmd: ping}, which the
+// master echoes from its request workers; no event, no job, no credential on the wire). A Publisher
+// without it is trusted as is.
+type masterPinger interface {
+	Ping(ctx context.Context) error
+}
+
 // readyTimeout bounds the readiness check when nothing is held yet (one mk_token, one subscription).
 const readyTimeout = 15 * time.Second
 
-// ready checks, from state the dispatcher holds, that it can dispatch: the credentials load (a cached
-// token or a key file read: no round trip) and the shared event-bus subscription is live (connected once,
-// then held). It never publishes: a test publish would put an eauth password on the bus.
+// masterProofTTL is how long a master ping that succeeded proves the request channel for later Starts:
+// short enough that a master gone for longer refuses new requests before anything is written, long
+// enough that a burst of Starts shares one round trip (a hot path pays one atomic load).
+const masterProofTTL = 3 * time.Second
+
+// masterPingTimeout bounds one readiness ping (a master that accepts the connection but does not
+// answer).
+const masterPingTimeout = 5 * time.Second
+
+// ready checks that it can dispatch before a claim is written: the credentials load (a cached token or
+// a key file read: no round trip), the master answers its request channel (a clear-channel ping, at
+// most once per masterProofTTL, shared by concurrent Starts), and the shared event-bus subscription is
+// live (connected once, then held; its connection open now). It never publishes: a test publish would
+// put an eauth password on the bus.
 func (d *Dispatcher) ready(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, readyTimeout)
 	defer cancel()
+	if err := d.masterAnswers(ctx); err != nil {
+		return d.notReady(ctx, err)
+	}
 	if cc, ok := d.pub.(credentialChecker); ok {
 		if err := cc.CheckAuth(ctx); err != nil {
 			return d.notReady(ctx, err)
 		}
 	}
-	if err := d.hub.ensure(ctx); err != nil {
+	if err := d.hub.live(ctx); err != nil {
 		return d.notReady(ctx, errmark.Mark(err, errEventBus))
 	}
+	return nil
+}
+
+// masterAnswers proves the master's request channel with a ping, or with one that succeeded less than
+// masterProofTTL ago. Concurrent callers share one ping; a failure is not cached (the next Start asks
+// again).
+func (d *Dispatcher) masterAnswers(ctx context.Context) error {
+	mp, ok := d.pub.(masterPinger)
+	if !ok {
+		return nil
+	}
+	fresh := func() bool {
+		at := d.masterProvedAt.Load()
+		return at != 0 && time.Since(time.Unix(0, at)) < masterProofTTL
+	}
+	if fresh() {
+		return nil
+	}
+	d.masterPingMu.Lock()
+	defer d.masterPingMu.Unlock()
+	if fresh() { // another Start pinged while this one waited
+		return nil
+	}
+	pctx, cancel := context.WithTimeout(ctx, masterPingTimeout)
+	defer cancel()
+	if err := mp.Ping(pctx); err != nil {
+		return errmark.Mark(errors.Wrap(err, "oduflow: master ping"), errMasterUnreachable)
+	}
+	d.masterProvedAt.Store(time.Now().UnixNano())
 	return nil
 }
 

@@ -2,6 +2,7 @@ package oduflow
 
 import (
 	"context"
+	"encoding/json"
 	"errors" // the standard library's: the readiness sentinels must be visible to it
 	"os"
 	"path/filepath"
@@ -150,5 +151,12 @@ func TestPreflightFailureNamesAuthentication(t *testing.T) {
 	}
 	if c := mustClaim(t, d, req); c.ErrorCode != codeAuthentication {
 		t.Fatalf("code %q, want %q", c.ErrorCode, codeAuthentication)
+	}
+	// The answer itself names the reason, in Go and in JSON.
+	if got.ErrorCode != codeAuthentication {
+		t.Fatalf("response error_code %q, want %q", got.ErrorCode, codeAuthentication)
+	}
+	if b, _ := json.Marshal(got); !strings.Contains(string(b), `"error_code":"`+codeAuthentication+`"`) {
+		t.Fatalf("json %s", b)
 	}
 }

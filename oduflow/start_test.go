@@ -192,9 +192,11 @@ func TestWindowSpentThenResume(t *testing.T) {
 		t.Fatalf("quarantine %v runs %d", q, e.runs())
 	}
 	// Resume of a resolved request is refused.
-	if _, err := d.Resume(ctx, m.ID(), req); !errors.Is(err, ErrNotUnknown) {
+	_, err := d.Resume(ctx, m.ID(), req)
+	if !errors.Is(err, ErrNotUnknown) {
 		t.Fatalf("resume resolved: %v", err)
 	}
+	wantOneLine(t, "ErrNotUnknown", err)
 }
 
 // isFenceKwarg reports whether v is exactly Salt's keyword-argument map {"__kwarg__": true, "fence_token":

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/cockroachdb/errors"
+	"github.com/oduflow/oduflow-go/internal/errmark"
 	"github.com/oduflow/oduflow-go/receipt"
 )
 
@@ -16,6 +17,11 @@ type Response struct {
 	Status    receipt.Status `json:"status"`
 	Passed    int            `json:"passed"`
 	Total     int            `json:"total"`
+	// ErrorCode is the sanitized reason the claim records (one of the codes in the package doc's table,
+	// e.g. "quarantined", "publish_no_minions", "minion_refused"), "" when none: a succeeded request, a
+	// running one, not_started. Always present in JSON (an empty string, never omitted), so that a
+	// client reads one schema.
+	ErrorCode string `json:"error_code"`
 }
 
 func notStarted(t target) Response {
@@ -23,9 +29,10 @@ func notStarted(t target) Response {
 }
 
 // Status reports the request's status under the response contract.
-func (d *Dispatcher) Status(ctx context.Context, minion, request string, profile receipt.Profile) (Response, error) {
+func (d *Dispatcher) Status(ctx context.Context, minion, request string, profile receipt.Profile) (_ Response, err error) {
+	defer errmark.Boundary(&err)
 	t0 := time.Now()
-	defer func() { d.hooks.observe("status", time.Since(t0)) }()
+	defer func() { d.hooks.observe(ctx, "status", time.Since(t0)) }()
 	t, err := parseTarget(minion, request)
 	if err != nil {
 		return Response{}, err
@@ -33,6 +40,7 @@ func (d *Dispatcher) Status(ctx context.Context, minion, request string, profile
 	if err := validateProfile(profile); err != nil {
 		return Response{}, err
 	}
+	ctx = withRequest(ctx, RequestRef{Minion: t.minion, RequestID: t.request, Profile: profile})
 	c, lv, err := d.readForStatus(ctx, t.request)
 	if err != nil {
 		if errors.Is(err, ErrNoClaim) {
@@ -62,6 +70,9 @@ func responseFor(c *Claim, st receipt.Status) Response {
 	}
 	if c.Phase.Final() {
 		r.Passed, r.Total = c.Passed, c.Total
+	}
+	if st == receipt.StatusFailed || st == receipt.StatusUnknown || c.Phase.Final() {
+		r.ErrorCode = c.ErrorCode
 	}
 	return r
 }

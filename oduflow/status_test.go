@@ -49,7 +49,7 @@ func TestStatusContractRows(t *testing.T) {
 			t.Fatalf("%+v %v", resp, err)
 		}
 		b, _ := json.Marshal(resp)
-		want := `{"minion_id":"` + m + `","request_id":"` + r + `","jid":null,"status":"not_started","passed":0,"total":0}`
+		want := `{"minion_id":"` + m + `","request_id":"` + r + `","jid":null,"status":"not_started","passed":0,"total":0,"error_code":""}`
 		if string(b) != want {
 			t.Fatalf("json %s", b)
 		}

@@ -11,6 +11,7 @@ const (
 	defaultLeaseWait     = 60 * time.Second
 	defaultPollBudget    = 250
 	defaultCallTimeout   = 30 * time.Second
+	defaultBusStall      = 10 * time.Second
 	// publishTimeout is the "timeout" field sent with each publication (what LocalClient sends); a wire
 	// value, not a timer of the dispatcher.
 	publishTimeout = 5
@@ -37,6 +38,10 @@ type Timers struct {
 	// CallTimeout bounds one read-only call (test.ping, capabilities, one status poll, one attest) from
 	// publish to return (30 s).
 	CallTimeout time.Duration
+	// BusStall: after a publish the master acknowledged (it fires salt/job/<jid>/new for each), nothing
+	// at all arriving on the event bus for this long is a stalled bus: Hooks.BusGap("bus_stalled"), and
+	// the waiting workers poll at once (10 s; 0 means the default).
+	BusStall time.Duration
 }
 
 // DefaultTimers are the production values.
@@ -49,7 +54,16 @@ func DefaultTimers() Timers {
 		LeaseWait:     defaultLeaseWait,
 		PollBudget:    defaultPollBudget,
 		CallTimeout:   defaultCallTimeout,
+		BusStall:      defaultBusStall,
 	}
+}
+
+// busStall is BusStall, or its default when unset.
+func (t Timers) busStall() time.Duration {
+	if t.BusStall <= 0 {
+		return defaultBusStall
+	}
+	return t.BusStall
 }
 
 // PollInterval spreads the poll budget over the execution window (about 28.8 s by default).

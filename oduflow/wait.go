@@ -3,6 +3,7 @@ package oduflow
 import (
 	"context"
 	"log/slog"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -59,7 +60,7 @@ func final(r *receipt.Receipt) bool {
 // answer that counts.
 func (d *Dispatcher) pollOnce(ctx context.Context, c *Claim, deadline time.Time) *receipt.Receipt {
 	t0 := time.Now()
-	defer func() { d.hooks.observe("poll", time.Since(t0)) }()
+	defer func() { d.hooks.observe(ctx, "poll", time.Since(t0)) }()
 	timeout := d.timers.CallTimeout
 	if rem := time.Until(deadline); rem < timeout {
 		timeout = rem
@@ -74,7 +75,7 @@ func (d *Dispatcher) pollOnce(ctx context.Context, c *Claim, deadline time.Time)
 	}
 	r, reason := d.hint(c, jr)
 	if reason != "" {
-		d.noteUnverified(c, reason)
+		d.noteUnverified(ctx, c, reason)
 		return nil
 	}
 	if !final(r) {
@@ -111,6 +112,7 @@ type awaitLoop struct {
 	gapPolls     proofLimiter
 	gapPoll      bool
 	pendingProof bool
+	pendingFence string // a refusal's code whose fence the limiter deferred to the next poll
 	pollNow      bool
 	unknownPolls int
 	nextPoll     time.Time
@@ -166,6 +168,15 @@ func (l *awaitLoop) step() (*receipt.Receipt, bool) {
 			}
 			l.gapPoll = false
 			var r *receipt.Receipt
+			if l.pendingFence != "" {
+				code := l.pendingFence
+				l.pendingFence = ""
+				if r, done := l.fenceRefused(code); done {
+					return r, true
+				}
+				l.nextPoll = time.Now().Add(l.interval)
+				continue
+			}
 			if l.pendingProof {
 				l.pendingProof = false
 				r = d.prove(ctx, c, l.deadline)
@@ -212,9 +223,21 @@ func (l *awaitLoop) step() (*receipt.Receipt, bool) {
 			}
 			continue
 		case jr := <-l.w.rets:
+			if code := refusalCode(c.MinionID, jr); code != "" {
+				// The module's refusal (an error answer, nothing ran). It is a hint like any return: the
+				// minion fences the publication and signs for it, and only that signed answer ends the wait.
+				if !l.early.allow(time.Now()) {
+					l.pendingFence = code // the next scheduled poll fences
+					continue
+				}
+				if r, done := l.fenceRefused(code); done {
+					return r, true
+				}
+				continue
+			}
 			r, reason := d.hint(c, jr)
 			if reason != "" {
-				d.noteUnverified(c, reason)
+				d.noteUnverified(ctx, c, reason)
 			}
 			if reason == "" && !final(r) {
 				continue // running: the minion is still at work; the schedule polls
@@ -228,7 +251,7 @@ func (l *awaitLoop) step() (*receipt.Receipt, bool) {
 				return p, true
 			}
 			if reason == "" {
-				d.noteUnverified(c, unverifiedUnproven) // a final-looking return its minion did not sign
+				d.noteUnverified(ctx, c, unverifiedUnproven) // a final-looking return its minion did not sign
 			}
 			continue
 		default:
@@ -239,6 +262,47 @@ func (l *awaitLoop) step() (*receipt.Receipt, bool) {
 		}
 		return nil, false
 	}
+}
+
+// fenceRefused follows a refusal hint with code: the minion fences the claim's publication and signs its
+// answer (fence, then prove). A signed fenced receipt proves the run never started and never will: the
+// wait ends with it, and the worker commits it as failed 0 of 1 with the refusal's code. A signed
+// terminal receipt (the refusal was not the run's: it ran) ends the wait as any terminal one; anything
+// else (running, not_started, no answer that counts) lets the wait go on.
+func (l *awaitLoop) fenceRefused(code string) (*receipt.Receipt, bool) {
+	d, c := l.d, l.c
+	d.claimLog(c).Warn("worker: the minion refused the run; fencing it", slog.String("code", code))
+	r := d.fence(l.ctx, c)
+	switch {
+	case r != nil && r.Fenced():
+		d.refusals.Store(c.RequestID, code)
+		return r, true
+	case r != nil && r.Status.Terminal():
+		return r, true
+	}
+	return nil, false
+}
+
+// refusalCode reads a return of c's minion as the module's refusal of the run: an error answer (retcode
+// not 0) whose text is an oduflow_job refusal, as Salt returns a CommandExecutionError ("ERROR:
+// oduflow_job: ..."). It returns the refusal's code (runtime_guard_failed for "refusing to run
+// unprotected", else minion_refused), or "" for anything else. Only the text's kind is read, never logged.
+func refusalCode(minion string, jr *salt.JobReturn) string {
+	if jr == nil || eventReason(minion, jr) != "" || jr.Retcode == 0 {
+		return ""
+	}
+	s, ok := jr.Return.(string)
+	if !ok {
+		return ""
+	}
+	s = strings.TrimPrefix(s, "ERROR: ")
+	if !strings.HasPrefix(s, "oduflow_job: ") {
+		return ""
+	}
+	if strings.Contains(s, "refusing to run unprotected") {
+		return codeRuntimeGuard
+	}
+	return codeMinionRefused
 }
 
 // pending: a wake-up came (or may have) since step last returned not done.
@@ -313,8 +377,8 @@ func (d *Dispatcher) hint(c *Claim, jr *salt.JobReturn) (*receipt.Receipt, strin
 
 // noteUnverified counts an event that is never evidence and logs the first one of each request (the
 // reason and the two validated identities only: the data is untrusted).
-func (d *Dispatcher) noteUnverified(c *Claim, reason string) {
-	d.hooks.unverifiedEvent(reason)
+func (d *Dispatcher) noteUnverified(ctx context.Context, c *Claim, reason string) {
+	d.hooks.unverifiedEvent(withRequest(ctx, refOf(c)), reason)
 	if _, seen := d.unverifiedSeen.LoadOrStore(c.RequestID, struct{}{}); !seen {
 		d.claimLog(c).Warn("unverified return ignored (not evidence); later ones are only counted",
 			slog.String("reason", reason))

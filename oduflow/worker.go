@@ -12,19 +12,17 @@ import (
 	"github.com/oduflow/oduflow-go/salt"
 )
 
-func (d *Dispatcher) stepHook(s string) {
+func (d *Dispatcher) stepHook(ctx context.Context, c *Claim, s string) {
 	if d.step != nil {
 		d.step(s)
 	}
-	if d.hooks.h.Step != nil {
-		d.hooks.h.Step(s)
-	}
+	d.hooks.step(ctx, c, s)
 }
 
 // launch starts the worker of a freshly created claim whose Create was sent at created (this process's
 // monotonic clock). In process, it queues the worker for an admission slot (admitter): a queued worker
 // is a closure, not a goroutine.
-func (d *Dispatcher) launch(c *Claim, created time.Time) error {
+func (d *Dispatcher) launch(caller context.Context, c *Claim, created time.Time) error {
 	if d.mode.detached {
 		_, err := d.launchDetached(c)
 		return err
@@ -42,7 +40,7 @@ func (d *Dispatcher) launch(c *Claim, created time.Time) error {
 				adm.release()
 				return
 			}
-			d.runWorkerFor(c, reqLock, d.lockedInGrace(created), adm)
+			d.runWorkerFor(d.workerContext(caller), c, reqLock, d.lockedInGrace(created), adm)
 		}()
 		return nil
 	}
@@ -56,9 +54,32 @@ func (d *Dispatcher) launch(c *Claim, created time.Time) error {
 	d.wg.Add(1)
 	d.admit.run(func() {
 		defer d.wg.Done()
-		d.runWorkerFor(c, reqLock, inGrace, &admission{a: d.admit, held: true})
+		d.runWorkerFor(d.workerContext(caller), c, reqLock, inGrace, &admission{a: d.admit, held: true})
 	})
 	return nil
+}
+
+// workerContext is the context of an in-process worker launched by a Start whose ctx was caller: the
+// dispatcher's cancellation (Close), the caller's values (a span or W3C trace context a tracer put there,
+// so the worker's hook events continue the caller's trace: Hooks), never the caller's cancellation or
+// deadline (the Start call returns long before the request is final).
+func (d *Dispatcher) workerContext(caller context.Context) context.Context {
+	return workerCtx{Context: d.ctx, values: caller}
+}
+
+// workerCtx is d.ctx with the values of another context behind its own: the context package's own keys
+// (its cancellation plumbing) resolve in d.ctx, so children of a workerCtx are cancelled through d.ctx
+// without a goroutine, and every other key falls through to the caller's values.
+type workerCtx struct {
+	context.Context
+	values context.Context
+}
+
+func (w workerCtx) Value(key any) any {
+	if v := w.Context.Value(key); v != nil {
+		return v
+	}
+	return w.values.Value(key)
 }
 
 // lockedInGrace reports whether a request lock taken now, by an in-process worker of a claim whose
@@ -105,13 +126,13 @@ func (d *Dispatcher) failUnlocked(ctx context.Context, c *Claim) {
 		return
 	}
 	if changed {
-		d.hooks.outcome(out.EffectiveProfile(), out.Status, codeClaimStore)
+		d.hooks.outcome(ctx, out, out.Status, codeClaimStore)
 	}
 }
 
 // runWorkerFor runs the worker steps of c on the calling goroutine, holding reqLock and an admission slot.
-func (d *Dispatcher) runWorkerFor(c *Claim, reqLock Lease, inGrace *bool, adm *admission) {
-	if err := d.work(d.ctx, targetOf(c), reqLock, inGrace, adm); err != nil {
+func (d *Dispatcher) runWorkerFor(ctx context.Context, c *Claim, reqLock Lease, inGrace *bool, adm *admission) {
+	if err := d.work(ctx, targetOf(c), reqLock, inGrace, adm); err != nil {
 		d.claimLog(c).Warn("worker ended with error", slog.String("error", err.Error()))
 	}
 }
@@ -182,6 +203,7 @@ func (d *Dispatcher) work(ctx context.Context, t target, reqLock Lease, inGrace 
 	if c.MinionID != t.minion {
 		return &mismatchError{Field: "minion_id", Bound: c.MinionID}
 	}
+	ctx = withRequest(ctx, refOf(c))
 	if c.Phase != PhaseClaimed || c.legacy() != notLegacy {
 		if deadline, ok := d.resumeWindow(c); ok {
 			// A detached Resume: poll the unknown dispatched request (never publish it again).
@@ -200,7 +222,7 @@ func (d *Dispatcher) work(ctx context.Context, t target, reqLock Lease, inGrace 
 		d.finalize(ctx, c, receipt.StatusUnknown, 0, 0, codeWorkerLost, evidenceNone)
 		return nil
 	}
-	d.stepHook(stepClaimed)
+	d.stepHook(ctx, c, stepClaimed)
 	if c.Profile != receipt.ProfileCustom {
 		if err := checkRole(c); err != nil {
 			d.finalize(ctx, c, receipt.StatusFailed, 0, 1, codeRoleNotAllowed, evidencePreflight)
@@ -220,7 +242,7 @@ func (d *Dispatcher) work(ctx context.Context, t target, reqLock Lease, inGrace 
 			_ = lease.Release()
 		}
 	}()
-	d.stepHook(stepLease)
+	d.stepHook(ctx, c, stepLease)
 	var keySHA string
 	if code == "" {
 		code, keySHA = d.preflight(ctx, c)
@@ -281,7 +303,7 @@ func (d *Dispatcher) work(ctx context.Context, t target, reqLock Lease, inGrace 
 		d.finalize(ctx, c, receipt.StatusFailed, 0, 1, codeClaimStore, evidencePreflight)
 		return nil
 	}
-	d.stepHook(stepDispatchRecorded)
+	d.stepHook(ctx, c, stepDispatchRecorded)
 	start := time.Now()
 	wctx, cancel := context.WithDeadline(ctx, start.Add(d.timers.HardDeadline))
 	defer func() {
@@ -290,7 +312,7 @@ func (d *Dispatcher) work(ctx context.Context, t target, reqLock Lease, inGrace 
 		}
 	}()
 
-	d.stepHook(stepPublishSending)
+	d.stepHook(ctx, c, stepPublishSending)
 	// The fencing token goes as Salt's keyword argument (a trailing {"__kwarg__": true, ...} map): the
 	// minion starts the run only if the token is above every token it has started or fenced.
 	_, err = d.publishSlotted(wctx, t.minion, funRun, []any{c.RequestID, string(c.Profile), spec.StateDataJSON},
@@ -313,7 +335,7 @@ func (d *Dispatcher) work(ctx context.Context, t target, reqLock Lease, inGrace 
 	} else if cur, gerr := d.store.Get(ctx, t.request); gerr == nil && cur.Phase.Final() {
 		return nil // someone else committed a final result
 	}
-	d.stepHook(stepPublishReplied)
+	d.stepHook(ctx, c, stepPublishReplied)
 	d.claimLog(c).Info("worker: published", slog.String("fun", funRun))
 	adm.release() // waiting for the return needs no admission slot
 	if adm == nil {
@@ -369,15 +391,22 @@ func (d *Dispatcher) settleDispatched(ctx context.Context, c *Claim, r *receipt.
 	if ctx.Err() != nil {
 		return ctx.Err() // dispatcher closed: the claim stays dispatched (unknown once its lock is free)
 	}
-	d.hooks.observe("dispatch_to_final", time.Since(start))
+	d.hooks.observe(ctx, "dispatch_to_final", time.Since(start))
 	if r == nil {
 		d.claimLog(c).Warn("worker: no trustworthy receipt within the window or budget; unknown")
 		d.finalize(ctx, c, receipt.StatusUnknown, 0, 0, codeNoTrustworthyReturn, evidenceNone)
 		return nil
 	}
-	d.stepHook(stepReturned)
+	d.stepHook(ctx, c, stepReturned)
+	if code, refused := d.refusals.LoadAndDelete(c.RequestID); refused && r.Fenced() {
+		// The minion refused the run (its return said so) and then signed that the publication never ran
+		// (fenced): final at once, failed 0 of 1 with the refusal's code.
+		d.finalize(ctx, c, receipt.StatusFailed, 0, 1, code.(string), evidenceFenced)
+		d.stepHook(ctx, c, stepCommitted)
+		return nil
+	}
 	d.finalize(ctx, c, r.Status, r.Passed, r.Total, receiptCode(r), evidenceReceipt)
-	d.stepHook(stepCommitted)
+	d.stepHook(ctx, c, stepCommitted)
 	return nil
 }
 
@@ -471,7 +500,14 @@ func (d *Dispatcher) preflight(ctx context.Context, c *Claim) (string, string) {
 	// CallTimeout bounds the check from its publication on (call), not the wait for a publish slot.
 	caps, err := d.capabilities(ctx, c.MinionID)
 	if err != nil {
+		if errors.Is(err, errNoReturn) && d.hub.isStalled() {
+			return codeEventBus, "" // no return because the bus delivers nothing, not the minion's fault
+		}
 		return callErrorCode(err), "" // names the cause: credentials, event bus, transport, or the minion
+	}
+	if caps.Protocol == protocolVersion && !caps.RuntimeGuard {
+		// The module would refuse the run ("refusing to run unprotected"): fail now, nothing published.
+		return codeRuntimeGuard, ""
 	}
 	if caps.Protocol != protocolVersion || !caps.Proof || !caps.Fencing {
 		return codeCapability, "" // no silent fallback to unproven receipts or unfenced runs
@@ -498,6 +534,7 @@ func (d *Dispatcher) listenAfterUnknownPublish(ctx, wctx context.Context, c *Cla
 	}
 	_ = lease.Release()
 	r := d.await(wctx, cur, w, start.Add(d.timers.ExecutionWait))
+	d.refusals.Delete(cur.RequestID) // a fenced refusal commits as fenced here (replaceUnknown)
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
@@ -505,11 +542,11 @@ func (d *Dispatcher) listenAfterUnknownPublish(ctx, wctx context.Context, c *Cla
 		lg.Warn("worker: no trustworthy receipt after the unknown publish; stays unknown")
 		return nil
 	}
-	d.stepHook(stepReturned)
+	d.stepHook(ctx, c, stepReturned)
 	if err := d.replaceUnknown(ctx, cur, r, "worker"); err != nil {
 		return nil
 	}
-	d.stepHook(stepCommitted)
+	d.stepHook(ctx, c, stepCommitted)
 	return nil
 }
 

@@ -9,6 +9,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/oduflow/oduflow-go/internal/errmark"
 	"github.com/oduflow/oduflow-go/receipt"
 )
 
@@ -27,7 +28,8 @@ type Compiled struct {
 // returns nil or a *CustomError (matching ErrInvalidCustom). It accepts
 // exactly what CompileCustom accepts: it runs the same code. Nothing is
 // executed, rendered or resolved.
-func ValidateCustom(source []byte) error {
+func ValidateCustom(source []byte) (err error) {
+	defer errmark.Boundary(&err)
 	if _, err := CompileCustom(source); err != nil {
 		return err
 	}
@@ -37,7 +39,8 @@ func ValidateCustom(source []byte) error {
 // CompileCustom validates source and compiles it to Salt high data, its
 // canonical JSON and digest. On refusal it returns a *CustomError (matching
 // ErrInvalidCustom) whose message never contains source text.
-func CompileCustom(source []byte) (*Compiled, error) {
+func CompileCustom(source []byte) (_ *Compiled, err error) {
+	defer errmark.Boundary(&err)
 	high, cerr := compileHigh(source)
 	if cerr != nil {
 		return nil, cerr

@@ -81,13 +81,10 @@ func (e *CustomError) Error() string {
 // Unwrap makes errors.Is(err, ErrInvalidCustom) true.
 func (e *CustomError) Unwrap() error { return ErrInvalidCustom }
 
-// SafeFormatError marks the whole message as safe for redaction-aware
-// reporting: it is built from constants, codes and positions only.
-func (e *CustomError) SafeFormatError(p errors.Printer) (next error) {
-	p.Printf("profiles: custom state %s at line %d, column %d: %s",
-		errors.Safe(e.Code), e.Line, e.Column, errors.Safe(e.Message))
-	return nil
-}
+// SafeMessage marks the whole message as safe for redaction-aware reporting
+// (cockroachdb's errors.Redact): it is built from constants, codes and
+// positions only.
+func (e *CustomError) SafeMessage() string { return e.Error() }
 
 func newError(code errorCode, line, col int, msg string) *CustomError {
 	return &CustomError{Code: code, Message: msg, Line: line, Column: col}

@@ -3,6 +3,7 @@ package profiles
 import (
 	"github.com/cockroachdb/errors"
 
+	"github.com/oduflow/oduflow-go/internal/errmark"
 	"github.com/oduflow/oduflow-go/receipt"
 )
 
@@ -30,7 +31,8 @@ var ErrCustomHasNoRole = errors.New("profiles: the custom profile has no fixed r
 // ErrCustomHasNoRole for receipt.ProfileCustom and an error matching
 // receipt.ErrUnknownProfile (errors.Is) for anything that is not exactly one of
 // the protocol 1 profiles.
-func RoleFor(p receipt.Profile) (Role, error) {
+func RoleFor(p receipt.Profile) (_ Role, err error) {
+	defer errmark.Boundary(&err)
 	switch p {
 	case receipt.ProfileConfigure:
 		return roleClientStack, nil

@@ -1,6 +1,10 @@
 package receipt
 
-import "github.com/cockroachdb/errors"
+import (
+	"github.com/cockroachdb/errors"
+
+	"github.com/oduflow/oduflow-go/internal/errmark"
+)
 
 // Binding is the immutable identity of one claim: a receipt is accepted for
 // the claim only when all five fields match exactly.
@@ -26,7 +30,8 @@ func (r Receipt) Binding() Binding {
 // state_digest (the minion has no evidence of the payload, see Receipt)
 // matches any digest; such an answer carries no result, so it cannot
 // confirm anything about which payload ran (a fenced one says none ran).
-func (b Binding) Check(r Receipt) error {
+func (b Binding) Check(r Receipt) (err error) {
+	defer errmark.Boundary(&err)
 	if err := r.Validate(); err != nil {
 		return err
 	}

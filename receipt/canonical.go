@@ -12,6 +12,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/cockroachdb/errors"
+
+	"github.com/oduflow/oduflow-go/internal/errmark"
 )
 
 // maxDepth bounds the nesting of arrays and objects that CanonicalJSON accepts
@@ -34,7 +36,8 @@ const maxSafeInteger = 1 << 53
 // slice, array or string-keyed map of those (named types included). Refused
 // with errNotCanonical: NaN and infinities, integers beyond ±2^53, invalid
 // UTF-8, non-string keys, []byte, other types, nesting beyond maxDepth (512).
-func CanonicalJSON(v any) ([]byte, error) {
+func CanonicalJSON(v any) (_ []byte, err error) {
+	defer errmark.Boundary(&err)
 	e := encoder{buf: make([]byte, 0, 256)}
 	if err := e.value(v, 0); err != nil {
 		return nil, err

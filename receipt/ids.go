@@ -1,8 +1,9 @@
 package receipt
 
 import (
-	"github.com/cockroachdb/errors"
 	"github.com/google/uuid"
+
+	"github.com/oduflow/oduflow-go/internal/errmark"
 )
 
 // minionIDPrefix is the fixed prefix of every managed minion id.
@@ -34,18 +35,20 @@ func isCanonicalUUID(s string) bool {
 // ValidateMinionID accepts exactly "client-" + canonical lowercase UUID.
 // Anything else (upper case, braces, missing dashes, surrounding space) is
 // ErrInvalidID. The offending value is not echoed in the error.
-func ValidateMinionID(s string) error {
+func ValidateMinionID(s string) (err error) {
+	defer errmark.Boundary(&err)
 	if len(s) != len(minionIDPrefix)+36 || s[:len(minionIDPrefix)] != minionIDPrefix ||
 		!isCanonicalUUID(s[len(minionIDPrefix):]) {
-		return errors.WithStack(&idError{"minion id"})
+		return &idError{kind: "minion id", want: "client-<lowercase UUID>, e.g. client-" + exampleUUID}
 	}
 	return nil
 }
 
 // ValidateRequestID accepts exactly a canonical lowercase UUID.
-func ValidateRequestID(s string) error {
+func ValidateRequestID(s string) (err error) {
+	defer errmark.Boundary(&err)
 	if !isCanonicalUUID(s) {
-		return errors.WithStack(&idError{"request id"})
+		return &idError{kind: "request id", want: "a lowercase UUID (8-4-4-4-12 hex digits), e.g. " + exampleUUID}
 	}
 	return nil
 }
@@ -56,13 +59,14 @@ func NewRequestID() string {
 }
 
 // ValidateJID accepts exactly 20 ASCII digits (Salt's %Y%m%d%H%M%S%f).
-func ValidateJID(s string) error {
+func ValidateJID(s string) (err error) {
+	defer errmark.Boundary(&err)
 	if len(s) != 20 {
-		return errors.WithStack(&idError{"jid"})
+		return &idError{kind: "jid", want: "exactly 20 ASCII digits"}
 	}
 	for i := 0; i < len(s); i++ {
 		if s[i] < '0' || s[i] > '9' {
-			return errors.WithStack(&idError{"jid"})
+			return &idError{kind: "jid", want: "exactly 20 ASCII digits"}
 		}
 	}
 	return nil
@@ -82,11 +86,15 @@ func isDigestHex(s string) bool {
 	return true
 }
 
-// idError names which identifier was malformed (never its value, which is
-// untrusted) and unwraps to ErrInvalidID.
-type idError struct{ kind string }
+// idError names which identifier was malformed and the form it must have
+// (never its value, which is untrusted) and unwraps to ErrInvalidID. It is
+// one line in any formatting (%v, %+v: no stack).
+type idError struct{ kind, want string }
 
-func (e *idError) Error() string { return "receipt: invalid " + e.kind }
+func (e *idError) Error() string { return "receipt: invalid " + e.kind + " (want " + e.want + ")" }
+
+// exampleUUID shows the canonical form in id errors.
+const exampleUUID = "0f8fad5b-d9cb-469f-a165-70867728950e"
 
 // Unwrap makes errors.Is(err, ErrInvalidID) true.
 func (e *idError) Unwrap() error { return ErrInvalidID }

@@ -1,6 +1,10 @@
 package receipt
 
-import "github.com/cockroachdb/errors"
+import (
+	"github.com/cockroachdb/errors"
+
+	"github.com/oduflow/oduflow-go/internal/errmark"
+)
 
 // protocolVersion is the receipt protocol version implemented by this package (Receipt.Protocol).
 const protocolVersion = 1
@@ -36,7 +40,8 @@ func (p Profile) Valid() bool {
 func (p Profile) Fixed() bool { return p.Valid() && p != ProfileCustom }
 
 // ParseProfile returns the profile spelled exactly s, or ErrUnknownProfile.
-func ParseProfile(s string) (Profile, error) {
+func ParseProfile(s string) (_ Profile, err error) {
+	defer errmark.Boundary(&err)
 	p := Profile(s)
 	if !p.Valid() {
 		return "", errors.WithStack(ErrUnknownProfile)

@@ -6,6 +6,8 @@ import (
 	"math"
 	"strconv"
 	"unicode/utf8"
+
+	"github.com/oduflow/oduflow-go/internal/errmark"
 )
 
 // maxCount is the largest passed/total a receipt may carry (2^53-1, the
@@ -76,7 +78,8 @@ func (r Receipt) Fenced() bool { return r.Code == CodeFenced }
 // bad_minion_id, bad_request_id, bad_jid, bad_profile, bad_status, bad_code
 // (a code other than fenced, or on a status other than failed), bad_digest,
 // counts.
-func (r Receipt) Validate() error {
+func (r Receipt) Validate() (err error) {
+	defer errmark.Boundary(&err)
 	switch {
 	case r.Protocol != protocolVersion:
 		return invalid(reasonBadProtocol, "protocol")
@@ -137,7 +140,8 @@ func (r Receipt) Map() map[string]any {
 }
 
 // Encode validates r and returns its canonical JSON (RFC 8785) form.
-func (r Receipt) Encode() ([]byte, error) {
+func (r Receipt) Encode() (_ []byte, err error) {
+	defer errmark.Boundary(&err)
 	if err := r.Validate(); err != nil {
 		return nil, err
 	}
@@ -150,7 +154,8 @@ func (r Receipt) Encode() ([]byte, error) {
 // literals, trailing data), wrong_type (not an object), duplicate_key,
 // unknown_key, missing_key, wrong_type (per key, in schema order, then the
 // optional code), then the value reasons of Validate.
-func Decode(data []byte) (Receipt, error) {
+func Decode(data []byte) (_ Receipt, err error) {
+	defer errmark.Boundary(&err)
 	if !utf8.Valid(data) || !json.Valid(data) {
 		return Receipt{}, invalid(reasonBadJSON, "")
 	}
@@ -203,7 +208,8 @@ func safeKey(k string) string {
 // integer json.Number; a bool, a float (even 1.0) or a fractional number for
 // an integer key is wrong_type. Reasons and their precedence are those of
 // Decode.
-func FromValue(v any) (Receipt, error) {
+func FromValue(v any) (_ Receipt, err error) {
+	defer errmark.Boundary(&err)
 	var m map[string]any
 	switch x := v.(type) {
 	case map[string]any:

@@ -4,6 +4,8 @@ import (
 	"context"
 
 	"github.com/cockroachdb/errors"
+
+	"github.com/oduflow/oduflow-go/internal/errmark"
 )
 
 // Auth is the credential used by Publish, Runner and Wheel. It is sealed:
@@ -96,8 +98,9 @@ func (c *Client) authFor(ctx context.Context) (authMaterial, error) {
 // and validated (ErrKeyFile); a token source returns its cached token, or logs in once (mk_token:
 // ErrAuthentication for a wrong password, ErrNotSent when the master cannot be reached). It adds no round
 // trip while a token is cached.
-func (c *Client) CheckAuth(ctx context.Context) error {
-	_, err := c.authFor(ctx)
+func (c *Client) CheckAuth(ctx context.Context) (err error) {
+	defer errmark.Boundary(&err)
+	_, err = c.authFor(ctx)
 	return err
 }
 

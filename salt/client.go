@@ -37,7 +37,8 @@ type Client struct {
 
 // NewClient returns a client for addr ("tcp://127.0.0.1:4506" or
 // "ipc:///path"). No I/O happens until the first request.
-func NewClient(addr string, opts ...Option) (*Client, error) {
+func NewClient(addr string, opts ...Option) (_ *Client, err error) {
+	defer errmark.Boundary(&err)
 	ep, err := parseEndpoint(addr)
 	if err != nil {
 		return nil, err
@@ -76,7 +77,8 @@ func currentOSUser() string {
 
 // Close aborts requests in flight (their outcome is reported as unknown or
 // not sent) and makes later requests fail with ErrClosed.
-func (c *Client) Close() error {
+func (c *Client) Close() (err error) {
+	defer errmark.Boundary(&err)
 	c.once.Do(func() {
 		c.cancel()
 		if c.pool != nil {
@@ -160,7 +162,7 @@ func replyError(v any) error {
 				if name == "" {
 					return errors.Wrap(ErrMalformedReply, "error map without name")
 				}
-				return errors.WithStack(&MasterError{Name: name, Message: msg})
+				return masterError(name, msg)
 			}
 		}
 	}

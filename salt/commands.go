@@ -5,6 +5,8 @@ import (
 	"log/slog"
 
 	"github.com/cockroachdb/errors"
+
+	"github.com/oduflow/oduflow-go/internal/errmark"
 )
 
 // AsyncResult is the reply to runner: the runner runs in the background and
@@ -45,7 +47,8 @@ func runnerLoad(fun string, args []any, kwargs map[string]any, am authMaterial) 
 
 // Runner starts a runner function asynchronously (e.g. "jobs.list_jobs").
 // The reply only says it started; the result is on the event bus.
-func (c *Client) Runner(ctx context.Context, fun string, args []any, kwargs map[string]any) (*AsyncResult, error) {
+func (c *Client) Runner(ctx context.Context, fun string, args []any, kwargs map[string]any) (_ *AsyncResult, err error) {
+	defer errmark.Boundary(&err)
 	am, err := c.authFor(ctx)
 	if err != nil {
 		return nil, err
@@ -95,7 +98,8 @@ func wheelLoad(fun string, kwargs map[string]any, am authMaterial) (*orderedMap,
 }
 
 // Wheel runs a wheel function synchronously (e.g. "key.list_all").
-func (c *Client) Wheel(ctx context.Context, fun string, kwargs map[string]any) (*WheelResult, error) {
+func (c *Client) Wheel(ctx context.Context, fun string, kwargs map[string]any) (_ *WheelResult, err error) {
+	defer errmark.Boundary(&err)
 	am, err := c.authFor(ctx)
 	if err != nil {
 		return nil, err
@@ -150,7 +154,8 @@ func pingLoad(extra *orderedMap) *orderedMap {
 // Ping sends the unauthenticated {cmd: ping} readiness probe; the master
 // echoes the load. A nil error means the master's workers are up and accept
 // this client's envelope version.
-func (c *Client) Ping(ctx context.Context) error {
+func (c *Client) Ping(ctx context.Context) (err error) {
+	defer errmark.Boundary(&err)
 	v, err := c.do(ctx, "ping", pingLoad(nil))
 	if err != nil {
 		return err

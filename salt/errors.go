@@ -54,6 +54,13 @@ var (
 	ErrKeyFile = errors.New("salt: cannot use key file")
 	// ErrClosed: the Client or EventStream was closed.
 	ErrClosed = errors.New("salt: closed")
+	// ErrBusStalled: the Err of a "bus stalled" Gap: the connection to the
+	// event bus is open, but no event at all arrived within the time a caller
+	// expected one (EventStream.ExpectEvents, e.g. after a publish the master
+	// acknowledged: the master fires salt/job/<jid>/new for each). On Salt
+	// 3007+ one subscriber that stops reading blocks the master's event
+	// publisher for every reader: returns and status replies stop arriving.
+	ErrBusStalled = errors.New("salt: event bus stalled: nothing arrived while events were expected")
 )
 
 // limitError is one specific limit (reply size, frame size, decode budget);
@@ -78,11 +85,26 @@ func (e *MasterError) Error() string {
 	return fmt.Sprintf("salt: master error %s: %s", e.Name, e.Message)
 }
 
-// SafeFormatError lets cockroachdb/errors redaction keep the exception name
-// visible and treat the master's message as unsafe.
-func (e *MasterError) SafeFormatError(p errors.Printer) error {
-	p.Printf("salt: master error %s: %s", redact.Safe(e.Name), e.Message)
+// redactableMasterError carries a *MasterError through this package's
+// redacted logs (errors.Redact): the exception name visible, the master's
+// message redacted. It keeps cockroachdb's Printer off the public type;
+// errors.As still finds the *MasterError.
+type redactableMasterError struct{ e *MasterError }
+
+func (w *redactableMasterError) Error() string { return w.e.Error() }
+
+// Unwrap exposes the *MasterError (and through its Is, the sentinels).
+func (w *redactableMasterError) Unwrap() error { return w.e }
+
+// SafeFormatError prints the exception name as safe and the message as unsafe.
+func (w *redactableMasterError) SafeFormatError(p errors.Printer) error {
+	p.Printf("salt: master error %s: %s", redact.Safe(w.e.Name), w.e.Message)
 	return nil
+}
+
+// masterError is the error of an {error: {name, message}} reply.
+func masterError(name, message string) error {
+	return &redactableMasterError{&MasterError{Name: name, Message: message}}
 }
 
 // Is maps the exception name onto ErrAuthentication / ErrAuthorization /

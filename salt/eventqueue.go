@@ -3,6 +3,8 @@ package salt
 import (
 	"strings"
 	"sync"
+
+	"github.com/oduflow/oduflow-go/internal/errmark"
 )
 
 // eventQueue is a bounded FIFO of events plus at most one pending gap that
@@ -81,7 +83,7 @@ func (q *eventQueue) addGapErr(reason string, dropped int, err error) {
 		q.gap.Reason += "; " + reason
 	}
 	if q.gap.Err == nil {
-		q.gap.Err = err
+		q.gap.Err = errmark.OneLine(err) // a consumer logs it: one line, no stack
 	}
 	q.gap.Dropped += dropped
 	q.mu.Unlock()

@@ -9,6 +9,7 @@ import (
 	"net"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unsafe"
 
@@ -40,6 +41,23 @@ type EventStream struct {
 	cancel  context.CancelFunc
 	wg      sync.WaitGroup
 	once    sync.Once
+	// connected: a connection to the bus is open (cleared when it fails, set again on reconnection).
+	connected atomic.Bool
+	// frames counts the frames read (any tag, before filtering): ExpectEvents' proof of life.
+	frames atomic.Uint64
+	// expect is ExpectEvents' one watchdog.
+	expect stallWatch
+}
+
+// stallWatch is ExpectEvents' single watchdog: at most one timer armed at a time, whatever the number of
+// expectations.
+type stallWatch struct {
+	mu      sync.Mutex
+	armed   bool
+	again   bool // another expectation came while armed: re-arm once the timer fires
+	from    uint64
+	within  time.Duration
+	stalled bool // the last watch reported a stall: report again only after a frame arrived
 }
 
 func parseEventAddr(addr string) (network, address string, err error) {
@@ -69,7 +87,8 @@ func parseEventAddr(addr string) (network, address string, err error) {
 // failing (missing socket, permission denied) is returned as an error; later
 // disconnections are retried with backoff, each reported as a Gap. The stream
 // ends when ctx is done or Close is called; Events is then closed.
-func SubscribeEvents(ctx context.Context, addr string, opts ...Option) (*EventStream, error) {
+func SubscribeEvents(ctx context.Context, addr string, opts ...Option) (_ *EventStream, err error) {
+	defer errmark.Boundary(&err)
 	set := settings{event: eventConfig{buffer: defaultEventBuffer, bufBytes: defaultEventBufferBytes, maxFrame: defaultMaxFrameBytes,
 		frameTime: defaultFrameTimeout, decode: defaultEventDecodeLimits(),
 		backoffMin: defaultBackoffMin, backoffMax: defaultBackoffMax}}
@@ -102,6 +121,7 @@ func SubscribeEvents(ctx context.Context, addr string, opts ...Option) (*EventSt
 	sctx, cancel := context.WithCancel(ctx)
 	s := &EventStream{cfg: cfg, network: network, address: address, out: make(chan Event),
 		q: newEventQueue(cfg.buffer, cfg.bufBytes), ctx: sctx, cancel: cancel}
+	s.connected.Store(true)
 	s.wg.Add(2)
 	go s.run(conn)
 	go s.deliver()
@@ -116,8 +136,63 @@ func SubscribeEvents(ctx context.Context, addr string, opts ...Option) (*EventSt
 // context given to SubscribeEvents is done).
 func (s *EventStream) Events() <-chan Event { return s.out }
 
+// Connected reports whether the stream holds an open connection to the bus now: false from a
+// disconnection (reported as a Gap) until the reconnection, and after Close. It reads one atomic flag:
+// a readiness check costs nothing. An open connection proves the socket, not that the master's
+// publisher is writing to it (see the "bus stalled" Gap).
+func (s *EventStream) Connected() bool { return s.connected.Load() && s.ctx.Err() == nil }
+
+// ExpectEvents tells the stream that at least one event (any tag, before the
+// tag filter) should arrive within d from now: a publish the master
+// acknowledged, for instance, makes it fire salt/job/<jid>/new. When nothing
+// at all has arrived by then while the connection is open, the stream
+// delivers a Gap whose Reason is "bus stalled" and whose Err is ErrBusStalled,
+// once per stall (again only after a frame has arrived since). One timer
+// serves any number of calls; an expectation made while it is armed re-arms
+// it when it fires. d <= 0 does nothing.
+func (s *EventStream) ExpectEvents(d time.Duration) {
+	if d <= 0 || s.ctx.Err() != nil {
+		return
+	}
+	w := &s.expect
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.armed {
+		w.again, w.within = true, max(w.within, d)
+		return
+	}
+	w.armed, w.from, w.within = true, s.frames.Load(), d
+	time.AfterFunc(d, s.checkStall)
+}
+
+// checkStall is the watchdog's timer: a gap when no frame arrived since it was armed.
+func (s *EventStream) checkStall() {
+	w := &s.expect
+	w.mu.Lock()
+	now := s.frames.Load()
+	stalled := now == w.from && s.connected.Load() && s.ctx.Err() == nil
+	report := stalled && !w.stalled
+	if now != w.from {
+		w.stalled = false
+	}
+	if stalled {
+		w.stalled = true
+	}
+	w.armed = false
+	if w.again && s.ctx.Err() == nil {
+		w.again, w.armed, w.from = false, true, now
+		time.AfterFunc(w.within, s.checkStall)
+	}
+	w.mu.Unlock()
+	if report {
+		s.cfg.logger.Warn("salt event bus stalled: connected, but nothing arrived while events were expected")
+		s.q.addGapErr(gapReasonStalled, 0, errors.WithStack(ErrBusStalled))
+	}
+}
+
 // Close stops the stream and waits for its goroutines.
-func (s *EventStream) Close() error {
+func (s *EventStream) Close() (err error) {
+	defer errmark.Boundary(&err)
 	s.once.Do(s.cancel)
 	s.wg.Wait()
 	return nil
@@ -129,6 +204,7 @@ func (s *EventStream) run(conn net.Conn) {
 	bo := backoff.New(s.cfg.backoffMin, s.cfg.backoffMax)
 	for {
 		err := s.readConn(conn)
+		s.connected.Store(false)
 		if s.ctx.Err() != nil {
 			return
 		}
@@ -150,6 +226,7 @@ func (s *EventStream) run(conn net.Conn) {
 			s.cfg.logger.Debug("salt event bus reconnect failed", slog.String("error", errors.Redact(err)))
 		}
 		bo.Reset()
+		s.connected.Store(true)
 		s.cfg.logger.Info("salt event bus reconnected")
 		s.q.addGapErr(gapReasonReconnected, 0, nil)
 	}
@@ -201,6 +278,9 @@ func (s *EventStream) readConn(conn net.Conn) error {
 		// frame may be a slice of fr's buffer (shared): it is decoded (into
 		// values that do not alias it) before the next read
 		frame, shared, err := fr.nextShared()
+		if err == nil {
+			s.frames.Add(1)
+		}
 		if err != nil {
 			if err == io.EOF {
 				return errors.New("event bus closed the connection")

@@ -20,6 +20,7 @@ const (
 	gapReasonOverflow     = "consumer too slow"
 	gapReasonUndecodable  = "undecodable event"
 	gapReasonFrameTimeout = "event frame not completed in time"
+	gapReasonStalled      = "bus stalled"
 )
 
 // Gap says that events may have been missed: the connection to the bus was
@@ -28,7 +29,8 @@ const (
 // return must poll for it after every gap. Reason is one of (or, when gaps
 // merge, several of, joined by "; "): "disconnected", "reconnected",
 // "consumer too slow", "undecodable event", "event frame not completed in
-// time".
+// time", "bus stalled" (nothing at all arrived within the time
+// EventStream.ExpectEvents was told to expect an event; Err is ErrBusStalled).
 type Gap struct {
 	Reason  string
 	Dropped int

@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/cockroachdb/errors"
+
+	"github.com/oduflow/oduflow-go/internal/errmark"
 )
 
 // JID is a Salt job id: exactly 20 ASCII digits, the UTC time of its creation
@@ -16,7 +18,8 @@ func (j JID) String() string { return string(j) }
 
 // ParseJID validates s: exactly 20 ASCII digits. Salt's own "unique_jid" form
 // (<20 digits>_<pid>) is refused: this library always uses plain JIDs.
-func ParseJID(s string) (JID, error) {
+func ParseJID(s string) (_ JID, err error) {
+	defer errmark.Boundary(&err)
 	if len(s) != 20 {
 		return "", errors.Wrapf(ErrInvalidJID, "length %d, want 20", errors.Safe(len(s)))
 	}
@@ -69,7 +72,8 @@ func (g *JIDGenerator) Next() JID {
 }
 
 // Time returns the UTC time encoded in the JID.
-func (j JID) Time() (time.Time, error) {
+func (j JID) Time() (_ time.Time, err error) {
+	defer errmark.Boundary(&err)
 	if _, err := ParseJID(string(j)); err != nil {
 		return time.Time{}, err
 	}

@@ -169,7 +169,8 @@ func sortedKeys(m map[string]any) []string {
 // (*MasterError), ErrBadLoad, ErrMasterException, ErrMalformedReply,
 // ErrLimitExceeded, ErrInvalidRequest. IsNotPublished and IsOutcomeUnknown
 // sort them into the two cases that matter.
-func (c *Client) Publish(ctx context.Context, req PublishRequest) (*PublishResult, error) {
+func (c *Client) Publish(ctx context.Context, req PublishRequest) (_ *PublishResult, err error) {
+	defer errmark.Boundary(&err)
 	tr := salttrace.From(ctx)
 	tr.Mark(salttrace.Start)
 	am, err := c.authFor(ctx)
@@ -219,7 +220,7 @@ func parsePublishReply(v any) (*PublishResult, error) {
 		msg, _ := load["error"].(string)
 		if !hasJID && msg != "" {
 			// "Master failed to assign jid": nothing was published.
-			return nil, errors.WithStack(&MasterError{Name: "JIDError", Message: msg})
+			return nil, masterError("JIDError", msg)
 		}
 		if !hasJID {
 			return nil, malformed("publish reply without jid", true)

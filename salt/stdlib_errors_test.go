@@ -7,12 +7,16 @@ package salt_test
 // simulator, plain TCP and unix listeners, real files.
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
+	"fmt"
+	"log/slog"
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -27,6 +31,7 @@ func stdPing(e *simEnv, c *salt.Client) (*salt.PublishResult, error) {
 
 func wantIs(t *testing.T, what string, err error, sentinels ...error) {
 	t.Helper()
+	wantOneLine(t, what, err)
 	for _, s := range sentinels {
 		if !errors.Is(err, s) {
 			t.Errorf("%s: errors.Is(%v, %v) = false", what, err, s)
@@ -249,9 +254,48 @@ func TestStdlibErrorsEventFrames(t *testing.T) {
 				if ev.Kind() != salt.EventGap || !errors.Is(ev.Gap.Err, tc.want) {
 					t.Fatalf("got %v %+v, want a gap caused by %v", ev.Kind(), ev.Gap, tc.want)
 				}
+				wantOneLine(t, name, ev.Gap.Err)
 			case <-time.After(5 * time.Second):
 				t.Fatal("no gap")
 			}
 		})
 	}
+}
+
+// wantOneLine fails unless err renders as one short line in slog's text and JSON handlers
+// (slog.Any("err", err); the text handler formats with %+v, where cockroachdb prints its stack traces)
+// and through %+v: no stack, no source path, no second line.
+func wantOneLine(t *testing.T, what string, err error) {
+	t.Helper()
+	if err == nil {
+		t.Errorf("%s: no error to render", what)
+		return
+	}
+	var text, js bytes.Buffer
+	slog.New(slog.NewTextHandler(&text, nil)).Error("failed", slog.Any("err", err))
+	slog.New(slog.NewJSONHandler(&js, nil)).Error("failed", slog.Any("err", err))
+	for name, out := range map[string]string{"slog text": text.String(), "slog json": js.String(),
+		"%+v": fmt.Sprintf("%+v", err) + "\n"} {
+		if strings.Count(out, "\n") != 1 || strings.Contains(out, ".go:") || strings.Contains(out, "stack trace") ||
+			strings.Contains(out, "goroutine") || len(out) > 1500 {
+			t.Errorf("%s: %s renders %d lines, %d bytes:\n%s", what, name, strings.Count(out, "\n"), len(out), out)
+		}
+	}
+}
+
+// The sentinels refused before any I/O, and a closed client, render as one line too.
+func TestErrorsRenderOneLineLocal(t *testing.T) {
+	_, err := salt.ParseJID("2026-11-29")
+	wantIs(t, "ParseJID", err, salt.ErrInvalidJID)
+	_, err = salt.NewClient("http://127.0.0.1:4506")
+	wantIs(t, "NewClient bad address", err, salt.ErrInvalidRequest)
+	c, err := salt.NewClient("tcp://127.0.0.1:1", salt.WithAuth(salt.Eauth("file", "u", "p")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = c.Close()
+	err = c.Ping(context.Background())
+	wantIs(t, "closed client", err, salt.ErrClosed, salt.ErrNotSent)
+	_, err = salt.SubscribeEvents(context.Background(), "http://x")
+	wantIs(t, "SubscribeEvents bad address", err, salt.ErrInvalidRequest)
 }

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/cockroachdb/errors"
+
+	"github.com/oduflow/oduflow-go/internal/errmark"
 )
 
 // RenewingTokenSource logs in with mk_token on first use, caches the token
@@ -35,7 +37,8 @@ func NewTokenSource(c *Client, backend, username, password string, opts ...Optio
 
 // Token returns a valid token, calling mk_token when there is none yet or
 // the current one is about to expire.
-func (s *RenewingTokenSource) Token(ctx context.Context) (string, error) {
+func (s *RenewingTokenSource) Token(ctx context.Context) (_ string, err error) {
+	defer errmark.Boundary(&err)
 	if t, ok := s.valid(); ok {
 		return t, nil
 	}
@@ -144,7 +147,8 @@ func epoch(v any) time.Time {
 
 // MkToken logs in with eauth and returns a token (default lifetime 12 h).
 // A refused login (the master replies "") is ErrAuthentication.
-func (c *Client) MkToken(ctx context.Context, backend, username, password string) (*Token, error) {
+func (c *Client) MkToken(ctx context.Context, backend, username, password string) (_ *Token, err error) {
+	defer errmark.Boundary(&err)
 	if backend == "" || username == "" {
 		return nil, notSent(errors.Wrap(ErrInvalidRequest, "eauth backend and username are required"), "mk_token")
 	}
@@ -169,7 +173,8 @@ func (c *Client) MkToken(ctx context.Context, backend, username, password string
 
 // GetToken returns the master's data for token. An unknown or expired token
 // is ErrAuthentication.
-func (c *Client) GetToken(ctx context.Context, token string) (*Token, error) {
+func (c *Client) GetToken(ctx context.Context, token string) (_ *Token, err error) {
+	defer errmark.Boundary(&err)
 	if token == "" {
 		return nil, notSent(errors.Wrap(ErrInvalidRequest, "empty token"), "get_token")
 	}

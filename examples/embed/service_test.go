@@ -174,7 +174,7 @@ func TestFixedProfilesOverHTTP(t *testing.T) {
 	}
 	path := "/v1/servers/" + f.acme + "/profiles/configure/requests/" + req
 	body := f.waitStatus(admin, path, topStatus)
-	want := `"status":"succeeded","passed":3,"total":3}`
+	want := `"status":"succeeded","passed":3,"total":3,"error_code":""}`
 	if !strings.Contains(body, want) {
 		t.Fatalf("status: %s", body)
 	}

@@ -102,7 +102,7 @@ func TestDemoWithoutPython(t *testing.T) {
 	r := run(t, []string{"PATH=/nonexistent"}, "demo")
 	must(t, r, 0)
 	for _, want := range []string{"the Go model of oduflow_job", `"status":"failed","passed":2,"total":3`,
-		"read its durable receipt", "custom status -> ", `"status":"succeeded","passed":1,"total":1}`} {
+		"read its durable receipt", "custom status -> ", `"status":"succeeded","passed":1,"total":1,"error_code":""}`} {
 		if !strings.Contains(r.stdout, want) {
 			t.Errorf("demo output lacks %q:\n%s", want, r.stdout)
 		}

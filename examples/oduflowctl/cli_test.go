@@ -109,7 +109,7 @@ func TestPing(t *testing.T) {
 	l := newLab(t)
 	r := run(t, l.env, "ping", l.minion)
 	must(t, r, 0)
-	want := `{"minion_id":"` + l.minion + `","key_accepted":true,"reachable":true,"protocol":1,"pillar_ready":true,"proof":true,"fencing":true,"ready":true}`
+	want := `{"minion_id":"` + l.minion + `","key_accepted":true,"reachable":true,"protocol":1,"pillar_ready":true,"proof":true,"fencing":true,"runtime_guard":true,"ready":true}`
 	if got := oneLine(t, r.stdout); got != want {
 		t.Fatalf("ping: got %s, want %s", got, want)
 	}
@@ -204,7 +204,7 @@ func TestStatusNotStartedHasNullJID(t *testing.T) {
 	req := receipt.NewRequestID()
 	r := run(t, l.env, "status", "production", l.minion, req)
 	must(t, r, 0)
-	want := `{"minion_id":"` + l.minion + `","request_id":"` + req + `","jid":null,"status":"not_started","passed":0,"total":0}`
+	want := `{"minion_id":"` + l.minion + `","request_id":"` + req + `","jid":null,"status":"not_started","passed":0,"total":0,"error_code":""}`
 	if got := oneLine(t, r.stdout); got != want {
 		t.Fatalf("got %s\nwant %s", got, want)
 	}

@@ -172,14 +172,14 @@ func newLabModel(t *testing.T, python bool, opts ...salttest.Option) *lab {
 	return l
 }
 
-// response decodes a response object and checks that it has exactly the six keys.
+// response decodes a response object and checks that it has exactly the seven keys.
 func response(t *testing.T, line string) map[string]any {
 	t.Helper()
 	var m map[string]any
 	if err := json.Unmarshal([]byte(line), &m); err != nil {
 		t.Fatalf("not JSON: %q: %v", line, err)
 	}
-	want := []string{"jid", "minion_id", "passed", "request_id", "status", "total"}
+	want := []string{"error_code", "jid", "minion_id", "passed", "request_id", "status", "total"}
 	if len(m) != len(want) {
 		t.Fatalf("response keys %v, want exactly %v", keys(m), want)
 	}

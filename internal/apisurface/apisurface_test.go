@@ -37,8 +37,8 @@ var supportBudgets = map[string]int{
 	".":                              0, // the root package: documentation only
 	"oduflow/etcdstore":              22,
 	"oduflow/oduflowtest":            13,
-	"oduflow/oduflowtest/fakeminion": 23,
-	"salt/salttest":                  28, // + fleets: MinionBehavior, WithEventReaderBuffer
+	"oduflow/oduflowtest/fakeminion": 27, // fencing options; + WithRuntimeGuardFailure, WithRunRefusal (svc-core)
+	"salt/salttest":                  29, // + fleets: MinionBehavior, WithEventReaderBuffer; StallEventBus (svc-core)
 	"salt/saltcmd":                   35, // the general client: Run, Async/Watch, Batch, states, decoders
 }
 

@@ -6,6 +6,9 @@
 // with import "errors" must get true, or it may retry a publish that went out. Mark returns a wrapper whose
 // Unwrap() []error yields the cause and the sentinels, which both libraries traverse. The message and the
 // redaction-safe formatting are the cause's: the sentinels add nothing to the text.
+//
+// OneLine (oneline.go) gives an error its public form: one line for every verb and in every slog
+// handler, its causes still reachable; the public packages apply it at their API boundary (Boundary).
 package errmark
 
 import (

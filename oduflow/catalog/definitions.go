@@ -29,13 +29,15 @@ func (s *FileStore) compileSource(source []byte) (Compiled, error) {
 
 // CreateDefinition implements Store. A name the company already uses gives ErrExists:
 // one definition per company and name (see GetOrCreateDefinition).
-func (s *FileStore) CreateDefinition(ctx context.Context, company, name string, source []byte) (Definition, error) {
+func (s *FileStore) CreateDefinition(ctx context.Context, company, name string, source []byte) (_ Definition, err error) {
+	defer errmark.Boundary(&err)
 	d, _, err := s.getOrCreate(ctx, company, name, source, true)
 	return d, err
 }
 
 // Definition implements Store.
-func (s *FileStore) Definition(ctx context.Context, id string) (Definition, error) {
+func (s *FileStore) Definition(ctx context.Context, id string) (_ Definition, err error) {
+	defer errmark.Boundary(&err)
 	if err := ctxErr(ctx); err != nil {
 		return Definition{}, err
 	}
@@ -53,7 +55,8 @@ func (s *FileStore) Definition(ctx context.Context, id string) (Definition, erro
 }
 
 // Definitions implements Store.
-func (s *FileStore) Definitions(ctx context.Context) ([]Definition, error) {
+func (s *FileStore) Definitions(ctx context.Context) (_ []Definition, err error) {
+	defer errmark.Boundary(&err)
 	if err := ctxErr(ctx); err != nil {
 		return nil, err
 	}
@@ -112,7 +115,8 @@ func (s *FileStore) updateDefinition(ctx context.Context, id string, f func(*Def
 }
 
 // SaveSource implements Store.
-func (s *FileStore) SaveSource(ctx context.Context, id string, source []byte) (Definition, error) {
+func (s *FileStore) SaveSource(ctx context.Context, id string, source []byte) (_ Definition, err error) {
+	defer errmark.Boundary(&err)
 	return s.updateDefinition(ctx, id, func(d *Definition) (bool, error) {
 		if bytes.Equal(d.Source, source) {
 			return false, nil
@@ -131,6 +135,7 @@ func (s *FileStore) SaveSource(ctx context.Context, id string, source []byte) (D
 // Rename implements Store. The new name must be free within the company (else ErrExists and
 // the name index moves with the definition, so one definition per name still holds.
 func (s *FileStore) Rename(ctx context.Context, id, name string) (d Definition, err error) {
+	defer errmark.Boundary(&err)
 	if !validText(name, maxNameLen) {
 		return Definition{}, invalidf("catalog: invalid definition name")
 	}
@@ -205,7 +210,8 @@ func (s *FileStore) Rename(ctx context.Context, id, name string) (d Definition, 
 }
 
 // Assign implements Store.
-func (s *FileStore) Assign(ctx context.Context, definitionID, minionID, company string) (Assignment, error) {
+func (s *FileStore) Assign(ctx context.Context, definitionID, minionID, company string) (_ Assignment, err error) {
+	defer errmark.Boundary(&err)
 	if err := checkMinion(minionID); err != nil {
 		return Assignment{}, err
 	}
@@ -238,7 +244,8 @@ func (s *FileStore) Assign(ctx context.Context, definitionID, minionID, company 
 }
 
 // Unassign implements Store.
-func (s *FileStore) Unassign(ctx context.Context, definitionID, minionID string) error {
+func (s *FileStore) Unassign(ctx context.Context, definitionID, minionID string) (err error) {
+	defer errmark.Boundary(&err)
 	// A corrupt or crossed record is removed too: removing an assignment only takes a right away.
 	if _, err := s.Assignment(ctx, definitionID, minionID); err != nil && !errors.Is(err, ErrCorrupt) {
 		return err
@@ -250,7 +257,8 @@ func (s *FileStore) Unassign(ctx context.Context, definitionID, minionID string)
 }
 
 // Assignment implements Store.
-func (s *FileStore) Assignment(ctx context.Context, definitionID, minionID string) (Assignment, error) {
+func (s *FileStore) Assignment(ctx context.Context, definitionID, minionID string) (_ Assignment, err error) {
+	defer errmark.Boundary(&err)
 	if err := ctxErr(ctx); err != nil {
 		return Assignment{}, err
 	}
@@ -278,7 +286,8 @@ func (s *FileStore) Assignment(ctx context.Context, definitionID, minionID strin
 }
 
 // Assignments implements Store.
-func (s *FileStore) Assignments(ctx context.Context, minionID string) ([]Assignment, error) {
+func (s *FileStore) Assignments(ctx context.Context, minionID string) (_ []Assignment, err error) {
+	defer errmark.Boundary(&err)
 	if err := ctxErr(ctx); err != nil {
 		return nil, err
 	}

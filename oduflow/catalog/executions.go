@@ -7,6 +7,7 @@ import (
 
 	"github.com/cockroachdb/errors"
 
+	"github.com/oduflow/oduflow-go/internal/errmark"
 	"github.com/oduflow/oduflow-go/receipt"
 )
 
@@ -43,7 +44,8 @@ func (e *pointerError) Error() string {
 func (e *pointerError) Unwrap() error { return errPointer }
 
 // LockServer implements Store.
-func (s *FileStore) LockServer(ctx context.Context, minionID string) (func() error, error) {
+func (s *FileStore) LockServer(ctx context.Context, minionID string) (_ func() error, err error) {
+	defer errmark.Boundary(&err)
 	if err := checkMinion(minionID); err != nil {
 		return nil, err
 	}
@@ -101,7 +103,8 @@ func (s *FileStore) readExecution(minionID, requestID string) (Execution, error)
 }
 
 // CreateExecution implements Store.
-func (s *FileStore) CreateExecution(ctx context.Context, e Execution) (Execution, error) {
+func (s *FileStore) CreateExecution(ctx context.Context, e Execution) (_ Execution, err error) {
+	defer errmark.Boundary(&err)
 	if err := ctxErr(ctx); err != nil {
 		return Execution{}, err
 	}
@@ -119,7 +122,7 @@ func (s *FileStore) CreateExecution(ctx context.Context, e Execution) (Execution
 		ExecutionID: e.RequestID}); err != nil {
 		return Execution{}, err
 	}
-	err := s.createJSON(exeName(e.MinionID, e.RequestID), &e)
+	err = s.createJSON(exeName(e.MinionID, e.RequestID), &e)
 	if errors.Is(err, ErrExists) {
 		cur, rerr := s.readExecution(e.MinionID, e.RequestID)
 		if rerr != nil {
@@ -137,7 +140,8 @@ func (s *FileStore) CreateExecution(ctx context.Context, e Execution) (Execution
 }
 
 // Execution implements Store.
-func (s *FileStore) Execution(ctx context.Context, requestID string) (Execution, error) {
+func (s *FileStore) Execution(ctx context.Context, requestID string) (_ Execution, err error) {
+	defer errmark.Boundary(&err)
 	r, err := s.readRID(ctx, requestID)
 	if err != nil {
 		return Execution{}, err
@@ -149,7 +153,8 @@ func (s *FileStore) Execution(ctx context.Context, requestID string) (Execution,
 }
 
 // Resolve implements Store.
-func (s *FileStore) Resolve(ctx context.Context, requestID string) (Execution, bool, error) {
+func (s *FileStore) Resolve(ctx context.Context, requestID string) (_ Execution, _ bool, err error) {
+	defer errmark.Boundary(&err)
 	r, err := s.readRID(ctx, requestID)
 	if err != nil {
 		return Execution{}, false, err
@@ -162,7 +167,8 @@ func (s *FileStore) Resolve(ctx context.Context, requestID string) (Execution, b
 }
 
 // Executions implements Store.
-func (s *FileStore) Executions(ctx context.Context, minionID string) ([]Execution, error) {
+func (s *FileStore) Executions(ctx context.Context, minionID string) (_ []Execution, err error) {
+	defer errmark.Boundary(&err)
 	if err := ctxErr(ctx); err != nil {
 		return nil, err
 	}
@@ -223,7 +229,8 @@ func (s *FileStore) updateExecution(ctx context.Context, minionID, requestID str
 }
 
 // AddPointer implements Store.
-func (s *FileStore) AddPointer(ctx context.Context, executionID, pointerRequestID, reason string) (Execution, error) {
+func (s *FileStore) AddPointer(ctx context.Context, executionID, pointerRequestID, reason string) (_ Execution, err error) {
+	defer errmark.Boundary(&err)
 	if err := (Pointer{RequestID: pointerRequestID, Reason: reason}).Validate(); err != nil {
 		return Execution{}, err
 	}
@@ -256,7 +263,8 @@ func (s *FileStore) AddPointer(ctx context.Context, executionID, pointerRequestI
 }
 
 // RecordOutcome implements Store.
-func (s *FileStore) RecordOutcome(ctx context.Context, requestID string, o Outcome) (Execution, error) {
+func (s *FileStore) RecordOutcome(ctx context.Context, requestID string, o Outcome) (_ Execution, err error) {
+	defer errmark.Boundary(&err)
 	if err := o.Validate(); err != nil {
 		return Execution{}, err
 	}

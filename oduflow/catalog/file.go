@@ -72,7 +72,8 @@ func withCompiler(compile func(source []byte) (Compiled, error)) Option {
 
 // Open opens (or with WithCreate creates) a catalog directory. Sources are validated and compiled with
 // Compile.
-func Open(dir string, opts ...Option) (*FileStore, error) {
+func Open(dir string, opts ...Option) (_ *FileStore, err error) {
+	defer errmark.Boundary(&err)
 	o := options{now: time.Now, lockWait: defaultLockWait, compile: Compile}
 	for _, opt := range opts {
 		opt(&o)

@@ -87,7 +87,8 @@ func (s *FileStore) holder(ctx context.Context, ix nameIndex) (d Definition, ok,
 // source of an existing definition is left as it is (SaveSource changes it). In a catalog that already
 // holds several definitions of that name (written before the name index existed), the name resolves to
 // the one that ran most recently, else the oldest, and keeps resolving to it; see duplicates.
-func (s *FileStore) GetOrCreateDefinition(ctx context.Context, company, name string, source []byte) (Definition, bool, error) {
+func (s *FileStore) GetOrCreateDefinition(ctx context.Context, company, name string, source []byte) (_ Definition, _ bool, err error) {
+	defer errmark.Boundary(&err)
 	return s.getOrCreate(ctx, company, name, source, false)
 }
 
@@ -243,6 +244,7 @@ func (s *FileStore) lastRun(ctx context.Context) (map[string]time.Time, error) {
 // definition per name has no duplicates; one written before may, and stays fully usable: the caller
 // decides what to do with the others (Rename them apart).
 func (s *FileStore) Duplicates(ctx context.Context, company, name string) (ids []string, indexed string, err error) {
+	defer errmark.Boundary(&err)
 	all, err := s.duplicates(ctx)
 	if err != nil {
 		return nil, "", err

@@ -5,6 +5,7 @@ import (
 
 	"github.com/cockroachdb/errors"
 
+	"github.com/oduflow/oduflow-go/internal/errmark"
 	"github.com/oduflow/oduflow-go/receipt"
 )
 
@@ -13,7 +14,8 @@ import (
 // one accepts the other accepts too. Each refusal matches ErrInvalid.
 
 // Validate checks what the compiler returned: a canonical form and its digest.
-func (c Compiled) Validate() error {
+func (c Compiled) Validate() (err error) {
+	defer errmark.Boundary(&err)
 	if len(c.Canonical) == 0 || receipt.Digest(c.Canonical) != c.Digest {
 		return errors.Wrap(errInvalidSource, "catalog: compiler digest does not match its canonical form")
 	}
@@ -23,7 +25,8 @@ func (c Compiled) Validate() error {
 // Validate checks a definition record: company and name (the inputs of CreateDefinition,
 // GetOrCreateDefinition and Rename) first, then the identity, revision, source and digest a stored record
 // must carry.
-func (d Definition) Validate() error {
+func (d Definition) Validate() (err error) {
+	defer errmark.Boundary(&err)
 	if err := checkCompany(d.Company); err != nil {
 		return err
 	}
@@ -40,7 +43,8 @@ func (d Definition) Validate() error {
 }
 
 // Validate checks an assignment: definition id, minion id and company.
-func (a Assignment) Validate() error {
+func (a Assignment) Validate() (err error) {
+	defer errmark.Boundary(&err)
 	if err := checkID("definition id", a.DefinitionID); err != nil {
 		return err
 	}
@@ -51,7 +55,8 @@ func (a Assignment) Validate() error {
 }
 
 // Validate checks a pointer: its request id and its reason (reuse_running or reuse_succeeded).
-func (p Pointer) Validate() error {
+func (p Pointer) Validate() (err error) {
+	defer errmark.Boundary(&err)
 	if p.Reason != reasonReuseRunning && p.Reason != reasonReuseSucceeded {
 		return invalidf("catalog: invalid pointer reason")
 	}
@@ -60,7 +65,8 @@ func (p Pointer) Validate() error {
 
 // Validate checks an execution snapshot as CreateExecution takes it: identities, company, mode, a
 // complete snapshot within the size bounds, and the digest of its canonical payload.
-func (e Execution) Validate() error {
+func (e Execution) Validate() (err error) {
+	defer errmark.Boundary(&err)
 	if err := checkID("request id", e.RequestID); err != nil {
 		return err
 	}
@@ -90,7 +96,8 @@ func (e Execution) Validate() error {
 
 // ValidateStored checks an execution record read back from a backend: a valid snapshot (Validate), at
 // most the pointer bound of pointers, each valid, and a valid outcome.
-func (e Execution) ValidateStored() error {
+func (e Execution) ValidateStored() (err error) {
+	defer errmark.Boundary(&err)
 	if err := e.Validate(); err != nil {
 		return err
 	}
@@ -115,7 +122,8 @@ func (e Execution) SameSnapshot(o Execution) bool {
 
 // Validate checks an outcome: a known status and confirmation, consistent counts, confirmation only of a
 // terminal status, and a short printable error code.
-func (o Outcome) Validate() error {
+func (o Outcome) Validate() (err error) {
+	defer errmark.Boundary(&err)
 	switch o.Status {
 	case receipt.StatusNotStarted, receipt.StatusRunning, receipt.StatusSucceeded, receipt.StatusFailed,
 		receipt.StatusUnknown:

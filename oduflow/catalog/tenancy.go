@@ -17,7 +17,8 @@ var errCrossedTenancy = errmark.Mark(errors.New("catalog: assignment crosses com
 
 // AssignableTo reports whether company may be assigned the definition d: ErrInvalid (naming neither
 // company's records beyond the definition id) when d belongs to another company.
-func (d Definition) AssignableTo(company string) error {
+func (d Definition) AssignableTo(company string) (err error) {
+	defer errmark.Boundary(&err)
 	if d.Company != company {
 		return invalidf("catalog: definition %s belongs to another company", errors.Safe(d.ID))
 	}
@@ -27,7 +28,8 @@ func (d Definition) AssignableTo(company string) error {
 // CheckDefinition checks a stored assignment against the definition it names: the same definition id
 // and the same company, else ErrCorrupt. Stores call it on every read; the dispatcher calls it again
 // before it freezes an execution.
-func (a Assignment) CheckDefinition(d Definition) error {
+func (a Assignment) CheckDefinition(d Definition) (err error) {
+	defer errmark.Boundary(&err)
 	if a.DefinitionID != d.ID {
 		return errors.Wrap(ErrCorrupt, "catalog: assignment read against another definition")
 	}

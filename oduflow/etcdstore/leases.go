@@ -11,6 +11,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/client/v3/concurrency"
 
+	"github.com/oduflow/oduflow-go/internal/errmark"
 	"github.com/oduflow/oduflow-go/oduflow"
 	"github.com/oduflow/oduflow-go/receipt"
 )
@@ -34,7 +35,8 @@ type Lease struct {
 // Release implements oduflow.Lease: it stops the keepalive and revokes the etcd lease (deleting the lock
 // key). Idempotent; only the first call can return an error, and the lock is free within the TTL even
 // then.
-func (l *Lease) Release() error {
+func (l *Lease) Release() (err error) {
+	defer errmark.Boundary(&err)
 	l.once.Do(func() {
 		l.mu.Lock()
 		l.done = true
@@ -145,7 +147,8 @@ func (s *Store) clientLockKey(minion string) string {
 }
 
 // TryRequestLock implements oduflow.Leases.
-func (s *Store) TryRequestLock(ctx context.Context, requestID string) (oduflow.Lease, error) {
+func (s *Store) TryRequestLock(ctx context.Context, requestID string) (_ oduflow.Lease, err error) {
+	defer errmark.Boundary(&err)
 	if err := receipt.ValidateRequestID(requestID); err != nil {
 		return nil, invalidID(err, "request id")
 	}
@@ -168,7 +171,8 @@ func (s *Store) TryRequestLock(ctx context.Context, requestID string) (oduflow.L
 
 // RequestLockHeld implements oduflow.Leases: the lock key exists (a linearizable read); a lock key
 // without an etcd lease is ErrCorruptClaim.
-func (s *Store) RequestLockHeld(ctx context.Context, requestID string) (bool, error) {
+func (s *Store) RequestLockHeld(ctx context.Context, requestID string) (_ bool, err error) {
+	defer errmark.Boundary(&err)
 	if err := receipt.ValidateRequestID(requestID); err != nil {
 		return false, invalidID(err, "request id")
 	}
@@ -181,7 +185,8 @@ func (s *Store) RequestLockHeld(ctx context.Context, requestID string) (bool, er
 
 // AcquireClientLease implements oduflow.Leases: it tries to create the client's lock key and, while
 // another holder has it, watches for its deletion, for at most maxWait (ErrLeaseBusy after that).
-func (s *Store) AcquireClientLease(ctx context.Context, minionID string, maxWait time.Duration) (oduflow.Lease, error) {
+func (s *Store) AcquireClientLease(ctx context.Context, minionID string, maxWait time.Duration) (_ oduflow.Lease, err error) {
+	defer errmark.Boundary(&err)
 	if err := receipt.ValidateMinionID(minionID); err != nil {
 		return nil, invalidID(err, "minion id")
 	}

@@ -138,7 +138,8 @@ func validPrefix(p string) bool {
 // CLI reads it from ODUFLOW_CLAIMS. An empty path means DefaultPrefix. Credentials in the URL are refused
 // (pass them with WithAuth): a URL travels through environments, logs and process lists. The error never
 // echoes the URL.
-func ParseURL(raw string) ([]Option, error) {
+func ParseURL(raw string) (_ []Option, err error) {
+	defer errmark.Boundary(&err)
 	bad := func(why string) error {
 		return errmark.Mark(errors.Newf("etcdstore: claims URL: %s", errors.Safe(why)), oduflow.ErrInvalidInput)
 	}

@@ -9,6 +9,7 @@ import (
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/oduflow/oduflow-go/internal/errmark"
 	"github.com/oduflow/oduflow-go/oduflow"
 	"github.com/oduflow/oduflow-go/receipt"
 )
@@ -147,7 +148,8 @@ func (s *Store) forgetWindowLease(id clientv3.LeaseID) {
 }
 
 // Liveness reads the request lock and the two window keys of c at one revision (one read transaction).
-func (s *Store) Liveness(ctx context.Context, c *oduflow.Claim) (oduflow.Liveness, error) {
+func (s *Store) Liveness(ctx context.Context, c *oduflow.Claim) (_ oduflow.Liveness, err error) {
+	defer errmark.Boundary(&err)
 	if err := receipt.ValidateRequestID(c.RequestID); err != nil {
 		return oduflow.Liveness{}, invalidID(err, "request id")
 	}
@@ -162,7 +164,8 @@ func (s *Store) Liveness(ctx context.Context, c *oduflow.Claim) (oduflow.Livenes
 
 // GetWithLiveness reads the claim, its request lock and its two window keys in one linearizable read
 // transaction (one snapshot, one round trip): the dispatcher's Status.
-func (s *Store) GetWithLiveness(ctx context.Context, requestID string) (*oduflow.Claim, oduflow.Liveness, error) {
+func (s *Store) GetWithLiveness(ctx context.Context, requestID string) (_ *oduflow.Claim, _ oduflow.Liveness, err error) {
+	defer errmark.Boundary(&err)
 	if err := receipt.ValidateRequestID(requestID); err != nil {
 		return nil, oduflow.Liveness{}, invalidID(err, "request id")
 	}

@@ -63,7 +63,8 @@ type Store struct {
 
 // Open connects to the cluster and checks that it answers (and that the credentials may read under the
 // prefix) within the dial timeout.
-func Open(ctx context.Context, opts ...Option) (*Store, error) {
+func Open(ctx context.Context, opts ...Option) (_ *Store, err error) {
+	defer errmark.Boundary(&err)
 	cfg := config{prefix: DefaultPrefix, ttl: DefaultTTL, dialTimeout: DefaultDialTimeout,
 		reqTimeout: DefaultRequestTimeout}
 	for _, o := range opts {
@@ -113,7 +114,8 @@ func Open(ctx context.Context, opts ...Option) (*Store, error) {
 
 // Close stops the keepalives of every lock still held (their etcd leases then expire within the TTL)
 // and closes the client.
-func (s *Store) Close() error {
+func (s *Store) Close() (err error) {
+	defer errmark.Boundary(&err)
 	s.cancel()
 	return errors.Wrap(s.cli.Close(), "etcdstore: close")
 }
@@ -138,7 +140,8 @@ func invalidID(err error, what string) error {
 // never deleted, so a request id whose claim was deleted (by hand, or by a tool) is never created again:
 // that Create fails with ErrCorruptClaim instead of starting the request a second time under a new JID.
 // Its error matches ErrOutcomeUnknown when the acknowledgement was lost.
-func (s *Store) Create(ctx context.Context, c *oduflow.Claim) error {
+func (s *Store) Create(ctx context.Context, c *oduflow.Claim) (err error) {
+	defer errmark.Boundary(&err)
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -188,7 +191,8 @@ func (s *Store) Create(ctx context.Context, c *oduflow.Claim) error {
 }
 
 // Get implements oduflow.ClaimStore (a linearizable read).
-func (s *Store) Get(ctx context.Context, requestID string) (*oduflow.Claim, error) {
+func (s *Store) Get(ctx context.Context, requestID string) (_ *oduflow.Claim, err error) {
+	defer errmark.Boundary(&err)
 	c, _, err := s.get(ctx, requestID)
 	return c, err
 }
@@ -218,7 +222,8 @@ func (s *Store) claimFrom(kvs []*mvccpb.KeyValue, requestID string) (*oduflow.Cl
 // GetWithRequestLock reads the claim and whether its request lock is held in one linearizable read
 // transaction (one snapshot, one round trip): the dispatcher's Status uses it instead of Get then
 // RequestLockHeld.
-func (s *Store) GetWithRequestLock(ctx context.Context, requestID string) (*oduflow.Claim, bool, error) {
+func (s *Store) GetWithRequestLock(ctx context.Context, requestID string) (_ *oduflow.Claim, _ bool, err error) {
+	defer errmark.Boundary(&err)
 	if err := receipt.ValidateRequestID(requestID); err != nil {
 		return nil, false, invalidID(err, "request id")
 	}
@@ -240,14 +245,16 @@ func (s *Store) GetWithRequestLock(ctx context.Context, requestID string) (*oduf
 
 // CompareAndSwap implements oduflow.ClaimStore: the generation check is made on the record read, and the
 // write is fenced on that record's mod revision.
-func (s *Store) CompareAndSwap(ctx context.Context, next *oduflow.Claim) (*oduflow.Claim, error) {
+func (s *Store) CompareAndSwap(ctx context.Context, next *oduflow.Claim) (_ *oduflow.Claim, err error) {
+	defer errmark.Boundary(&err)
 	return s.compareAndSwap(ctx, next, nil)
 }
 
 // CompareAndSwapHeld implements oduflow.ClaimStore: one transaction compares the record's mod revision
 // and, for each lease, that its lock key still exists with the create revision recorded when it was
 // taken and the etcd lease of its holder. A lease from another Store is refused with ErrLeaseLost.
-func (s *Store) CompareAndSwapHeld(ctx context.Context, next *oduflow.Claim, held ...oduflow.Lease) (*oduflow.Claim, error) {
+func (s *Store) CompareAndSwapHeld(ctx context.Context, next *oduflow.Claim, held ...oduflow.Lease) (_ *oduflow.Claim, err error) {
+	defer errmark.Boundary(&err)
 	ls := make([]*Lease, 0, len(held))
 	for _, h := range held {
 		l, ok := h.(*Lease)
@@ -346,7 +353,8 @@ func (s *Store) compareAndSwap(ctx context.Context, next *oduflow.Claim, held []
 
 // ListByClient implements oduflow.ClaimStore: one read of the client's index entries, then its claims in
 // bounded batches (readClaims).
-func (s *Store) ListByClient(ctx context.Context, minionID string) ([]*oduflow.Claim, error) {
+func (s *Store) ListByClient(ctx context.Context, minionID string) (_ []*oduflow.Claim, err error) {
+	defer errmark.Boundary(&err)
 	if err := receipt.ValidateMinionID(minionID); err != nil {
 		return nil, invalidID(err, "minion id")
 	}

@@ -9,6 +9,7 @@ import (
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/oduflow/oduflow-go/internal/errmark"
 	"github.com/oduflow/oduflow-go/oduflow"
 	"github.com/oduflow/oduflow-go/receipt"
 )
@@ -37,7 +38,8 @@ func (s *Store) openKey(minion, request string) string { return s.openPrefix(min
 // a revision) and their claims at that revision, in bounded batches. The claims it returns are
 // unresolved at that revision; a claim resolved meanwhile may be returned as it was at a fresher one
 // (callers filter with Unresolved).
-func (s *Store) ListUnresolved(ctx context.Context, minionID string) ([]*oduflow.Claim, error) {
+func (s *Store) ListUnresolved(ctx context.Context, minionID string) (_ []*oduflow.Claim, err error) {
+	defer errmark.Boundary(&err)
 	if err := receipt.ValidateMinionID(minionID); err != nil {
 		return nil, invalidID(err, "minion id")
 	}

@@ -29,6 +29,7 @@ type eventBus struct {
 	mu      sync.Mutex
 	readers map[*evReader]struct{}
 	closed  bool
+	stalled bool // StallEventBus: frames are dropped, readers stay connected
 	wg      sync.WaitGroup
 }
 
@@ -167,6 +168,9 @@ func (b *eventBus) publish(f []byte) {
 	b.acceptNow()
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	if b.stalled {
+		return
+	}
 	for r := range b.readers {
 		select {
 		case r.ch <- f:

@@ -251,6 +251,20 @@ func (s *Master) CloseEventBus() {
 	}
 }
 
+// StallEventBus models a blocked event publisher (on Salt 3007+ one subscriber that stops reading
+// blocks it for every reader): while stalled, every reader stays connected and receives nothing; events
+// fired meanwhile are lost. Requests (publishes included) are answered as usual.
+func (s *Master) StallEventBus(stalled bool) {
+	s.lifeMu.Lock()
+	b := s.bus
+	s.lifeMu.Unlock()
+	if b != nil {
+		b.mu.Lock()
+		b.stalled = stalled
+		b.mu.Unlock()
+	}
+}
+
 // EventReaders is the number of connected event-bus readers (a service test can wait for its subscription).
 func (s *Master) EventReaders() int {
 	s.lifeMu.Lock()

@@ -93,7 +93,7 @@ func (h *cfgHooks) hooks() oduflow.Hooks {
 		}
 	}
 	return oduflow.Hooks{
-		Observe: func(op string, d time.Duration) {
+		Observe: func(_ context.Context, _ oduflow.RequestRef, op string, d time.Duration) {
 			with(func(t *cfgTrace, now time.Time) {
 				switch op {
 				case "capabilities":
@@ -108,21 +108,21 @@ func (h *cfgHooks) hooks() oduflow.Hooks {
 				}
 			})
 		},
-		Published: func(fun, result string) {
+		Published: func(_ context.Context, _ oduflow.RequestRef, fun, result string) {
 			with(func(t *cfgTrace, now time.Time) {
 				if fun == "oduflow_job.run" && result == "ok" {
 					t.runPubStart, t.runPubEnd = now.Add(-t.lastPub), now
 				}
 			})
 		},
-		Step: func(step string) {
+		Step: func(_ context.Context, _ oduflow.RequestRef, step string) {
 			with(func(t *cfgTrace, now time.Time) {
 				if _, ok := t.steps[step]; !ok {
 					t.steps[step] = now
 				}
 			})
 		},
-		Outcome: func(_ receipt.Profile, st receipt.Status, code string) {
+		Outcome: func(_ context.Context, _ oduflow.RequestRef, st receipt.Status, code string) {
 			with(func(t *cfgTrace, now time.Time) {
 				if t.outcome.IsZero() {
 					t.outcome, t.status, t.code = now, st, code
@@ -130,7 +130,9 @@ func (h *cfgHooks) hooks() oduflow.Hooks {
 				}
 			})
 		},
-		UnverifiedEvent: func(string) { with(func(t *cfgTrace, _ time.Time) { t.unverifiedCount++ }) },
+		UnverifiedEvent: func(context.Context, oduflow.RequestRef, string) {
+			with(func(t *cfgTrace, _ time.Time) { t.unverifiedCount++ })
+		},
 	}
 }
 

@@ -78,7 +78,7 @@ func runCrashChild() int {
 		fmt.Fprintln(os.Stderr, err)
 		return 2
 	}
-	kill := func(step string) {
+	kill := func(_ context.Context, _ oduflow.RequestRef, step string) {
 		if step == job.KillAt {
 			_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
 			select {} // never returns: the signal is on its way

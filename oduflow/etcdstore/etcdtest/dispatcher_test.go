@@ -51,7 +51,7 @@ func (m *fakeMaster) Publish(_ context.Context, req salt.PublishRequest) (*salt.
 		m.runs[req.Args[0].(string)]++
 	case "oduflow_job.capabilities":
 		jr := &salt.JobReturn{JID: req.JID, MinionID: minion, ID: minion, Fun: req.Fun, Success: true,
-			Return: map[string]any{"protocol": int64(1), "pillar_ready": true,
+			Return: map[string]any{"protocol": int64(1), "pillar_ready": true, "runtime_guard": true,
 				"proof":   map[string]any{"alg": receiptproof.Alg, "ready": !m.noProof},
 				"fencing": map[string]any{"version": int64(1), "ready": true}}}
 		for _, s := range m.subs {

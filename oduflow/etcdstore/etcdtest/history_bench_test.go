@@ -34,7 +34,7 @@ func BenchmarkClientHistory(b *testing.B) {
 			}
 			done := make(chan struct{}, 1)
 			d := fakeDispatcher(b, st, &fakeMaster{runs: make(map[string]int), noProof: true}, minion,
-				oduflow.WithHooks(oduflow.Hooks{Outcome: func(receipt.Profile, receipt.Status, string) { done <- struct{}{} }}))
+				oduflow.WithHooks(oduflow.Hooks{Outcome: func(context.Context, oduflow.RequestRef, receipt.Status, string) { done <- struct{}{} }}))
 			var last string
 			b.Run("start", func(b *testing.B) {
 				for b.Loop() {

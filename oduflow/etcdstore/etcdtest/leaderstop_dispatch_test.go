@@ -41,7 +41,7 @@ func TestLeaderStoppedMidStarts(t *testing.T) {
 		etcdstore.WithDialTimeout(10*time.Second), etcdstore.WithTTL(leaderStopTTL))
 	sim, minions := startManyMinionMaster(t, requests)
 	var leased, recorded atomic.Int32 // workers past their client lease, and with their intent recorded
-	step := func(s string) {
+	step := func(_ context.Context, _ oduflow.RequestRef, s string) {
 		switch s {
 		case "lease":
 			leased.Add(1)

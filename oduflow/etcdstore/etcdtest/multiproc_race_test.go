@@ -58,7 +58,7 @@ func runRaceChild() int {
 	defer st.Close()
 	var created atomic.Int32
 	d, err := newSaltDispatcher(job.Master, job.Events, job.KeyFile, job.PKIDir, st,
-		oduflow.WithHooks(oduflow.Hooks{Started: func(_ receipt.Profile, c bool) {
+		oduflow.WithHooks(oduflow.Hooks{Started: func(_ context.Context, _ oduflow.RequestRef, c bool) {
 			if c {
 				created.Add(1)
 			}

@@ -51,7 +51,7 @@ func runPauseChild() int {
 		fmt.Fprintln(os.Stderr, err)
 		return 2
 	}
-	stop := func(step string) {
+	stop := func(_ context.Context, _ oduflow.RequestRef, step string) {
 		if step == job.KillAt {
 			_ = syscall.Kill(os.Getpid(), syscall.SIGSTOP) // returns once continued
 		}

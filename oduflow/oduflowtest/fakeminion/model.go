@@ -56,6 +56,22 @@ func WithoutFencing() ModelOption { return func(m *Model) { m.noFencing = true }
 // (capabilities report fencing.token_required true).
 func WithFenceTokenRequired() ModelOption { return func(m *Model) { m.tokenRequired = true } }
 
+// WithRuntimeGuardFailure models a module whose runtime guard fails (e.g. a Salt whose code paths the
+// shims do not recognise): capabilities report "runtime_guard": false with reason as
+// "runtime_guard_error" and fencing not ready, as the module does, and every run is refused before any
+// record ("ERROR: oduflow_job: refusing to run unprotected: " + reason, retcode 1).
+func WithRuntimeGuardFailure(reason string) ModelOption {
+	return func(m *Model) {
+		m.guardError = reason
+		m.runRefusal = "oduflow_job: refusing to run unprotected: " + reason
+	}
+}
+
+// WithRunRefusal makes every run refused before any record, as the module refuses (an error answer,
+// "ERROR: " + refusal, retcode 1), while capabilities report everything ready: e.g. the guard's check
+// of the publication's JID, which only a run can make, failing.
+func WithRunRefusal(refusal string) ModelOption { return func(m *Model) { m.runRefusal = refusal } }
+
 // Model is one simulated minion running the Go model of oduflow_job, with a fresh 2048-bit RSA Salt key
 // (PublicKeyPEM is what the master must accept: Add does it). Safe for concurrent use.
 type Model struct {
@@ -68,6 +84,8 @@ type Model struct {
 	hold          chan struct{}
 	protocol      int
 	pillarReady   bool
+	guardError    string // WithRuntimeGuardFailure: the guard's failure ("" holds)
+	runRefusal    string // WithRunRefusal: the refusal every run answers
 
 	mu       sync.Mutex
 	results  map[receipt.Profile]Result
@@ -183,12 +201,12 @@ func (m *Model) Handle(ctx context.Context, job salttest.Job) (any, int) {
 			return "'oduflow_job.capabilities' is not available.", 254
 		}
 		caps := map[string]any{"protocol": int64(m.protocol), "module": "oduflow_job",
-			"pillar_ready": m.pillarReady, "runtime_guard": true}
+			"pillar_ready": m.pillarReady, "runtime_guard": m.guardError == "", "runtime_guard_error": m.guardError}
 		if !m.noProof {
 			caps["proof"] = map[string]any{"alg": receiptproof.Alg, "ready": true, "backend": "go", "error": ""}
 		}
 		if !m.noFencing {
-			caps["fencing"] = map[string]any{"version": int64(FencingVersion), "ready": true,
+			caps["fencing"] = map[string]any{"version": int64(FencingVersion), "ready": m.guardError == "",
 				"token_required": m.tokenRequired}
 		}
 		return caps, 0
@@ -308,6 +326,10 @@ func (m *Model) run(ctx context.Context, job salttest.Job) (any, int) {
 	digest, refusal := stateDigest(receipt.Profile(profile), strArg(job.Args, 2))
 	if refusal != "" {
 		return refusal, 1 // refused before any record, like the module: status stays not_started
+	}
+	if m.runRefusal != "" {
+		// Salt answers a CommandExecutionError this way; nothing is recorded (status stays not_started).
+		return "ERROR: " + m.runRefusal, 1
 	}
 	var token int64
 	hasToken := false

@@ -96,6 +96,9 @@ func (p *printer) custom(r oduflow.CustomResponse) error {
 	return p.value(r, func(w io.Writer) {
 		fmt.Fprintf(w, "status        %s\npassed        %d of %d\nminion_id     %s\nrequest_id    %s\nexecution_id  %s\njid           %s\n",
 			r.Status, r.Passed, r.Total, r.MinionID, r.RequestID, r.ExecutionID, jidText(r.JID))
+		if r.ErrorCode != "" {
+			fmt.Fprintf(w, "error_code    %s\n", r.ErrorCode)
+		}
 		if r.Reused != "" {
 			fmt.Fprintf(w, "reused        %s\n", r.Reused)
 		}
@@ -215,7 +218,7 @@ func (e *env) waitCustom(d *oduflow.Dispatcher, first oduflow.CustomResponse, w 
 
 func asResponse(r oduflow.CustomResponse) oduflow.Response {
 	return oduflow.Response{MinionID: r.MinionID, RequestID: r.RequestID, JID: r.JID, Status: r.Status,
-		Passed: r.Passed, Total: r.Total}
+		Passed: r.Passed, Total: r.Total, ErrorCode: r.ErrorCode}
 }
 
 func cmdCustomStatus(e *env, args []string) error {

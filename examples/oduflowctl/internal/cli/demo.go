@@ -67,7 +67,7 @@ func (dm *demo) step(n int, title string) {
 }
 
 // published is the demo's Hooks.Published: the only public signal it needs to narrate step 5.
-func (dm *demo) published(fun, _ string) {
+func (dm *demo) published(_ context.Context, _ oduflow.RequestRef, fun, _ string) {
 	if fun != "oduflow_job.capabilities" {
 		return
 	}

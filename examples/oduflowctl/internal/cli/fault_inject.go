@@ -3,6 +3,7 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"slices"
@@ -36,7 +37,7 @@ func (e *env) faultOptions() ([]oduflow.Option, error) {
 	if !e.worker {
 		return nil, nil
 	}
-	return []oduflow.Option{oduflow.WithHooks(oduflow.Hooks{Step: func(step string) {
+	return []oduflow.Option{oduflow.WithHooks(oduflow.Hooks{Step: func(_ context.Context, _ oduflow.RequestRef, step string) {
 		if step != at {
 			return
 		}

@@ -41,12 +41,15 @@ func (p *printer) value(v any, text func(w io.Writer)) error {
 	return nil
 }
 
-// response prints the response object: exactly minion_id, request_id, jid (null for
-// not_started), status, passed, total.
+// response prints the response object: minion_id, request_id, jid (null for not_started), status,
+// passed, total and error_code ("" when none); as text, the error_code line only when there is one.
 func (p *printer) response(r oduflow.Response) error {
 	return p.value(r, func(w io.Writer) {
 		fmt.Fprintf(w, "status      %s\npassed      %d of %d\nminion_id   %s\nrequest_id  %s\njid         %s\n",
 			r.Status, r.Passed, r.Total, r.MinionID, r.RequestID, jidText(r.JID))
+		if r.ErrorCode != "" {
+			fmt.Fprintf(w, "error_code  %s\n", r.ErrorCode)
+		}
 	})
 }
 
@@ -60,28 +63,33 @@ func jidText(jid *string) string {
 
 // finish prints the response a command ends with and returns its exit status (see exitAfter).
 func (p *printer) finish(r oduflow.Response, waitErr error) error {
-	code := p.errorCode(r.MinionID, r.RequestID, r.Status)
+	code := p.errorCode(r.MinionID, r.RequestID, r.Status, r.ErrorCode)
 	return exitAfter(p.response(r), waitErr, r.Status, code)
 }
 
 // finishCustom is finish for a custom response (the claim is the execution's).
 func (p *printer) finishCustom(r oduflow.CustomResponse, waitErr error) error {
-	code := p.errorCode(r.MinionID, r.ExecutionID, r.Status)
+	code := p.errorCode(r.MinionID, r.ExecutionID, r.Status, r.ErrorCode)
 	return exitAfter(p.custom(r), waitErr, r.Status, code)
 }
 
-// errorCode reads the error code recorded in the claim of a failed or unknown request and prints it on
-// stderr (one line): the response object itself stays exactly its six fields.
-func (p *printer) errorCode(minion, request string, s receipt.Status) string {
-	if p.e == nil || p.e.disp == nil || (s != receipt.StatusFailed && s != receipt.StatusUnknown) {
+// errorCode is the error code of a failed or unknown request: the response's own (answered), else the one
+// recorded in its claim (Lookup); it is also printed on stderr (one line) for the exit status's reader.
+func (p *printer) errorCode(minion, request string, s receipt.Status, answered string) string {
+	if s != receipt.StatusFailed && s != receipt.StatusUnknown {
 		return ""
 	}
-	c, err := p.e.disp.Lookup(p.e.ctx, minion, request)
-	if err != nil || c.ErrorCode == "" {
-		return ""
+	code := answered
+	if code == "" && p.e != nil && p.e.disp != nil {
+		if c, err := p.e.disp.Lookup(p.e.ctx, minion, request); err == nil {
+			code = c.ErrorCode
+		}
 	}
-	fmt.Fprintf(p.e.stderr, "oduflowctl: request %s %s: error code %s\n", request, s, c.ErrorCode)
-	return c.ErrorCode
+	if code == "" || p.e == nil {
+		return code
+	}
+	fmt.Fprintf(p.e.stderr, "oduflowctl: request %s %s: error code %s\n", request, s, code)
+	return code
 }
 
 // exitAfter is a command's result once its response is printed: the print error if any; else, when

@@ -1,0 +1,78 @@
+package otel_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/google/uuid"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+
+	"github.com/oduflow/oduflow-go/oduflow"
+	odotel "github.com/oduflow/oduflow-go/oduflow/otel"
+	"github.com/oduflow/oduflow-go/receipt"
+)
+
+// BenchmarkStartCost: one request from Start to its final status, against the simulator and a fake
+// minion, without hooks and with the OpenTelemetry adapter's (the SDK's tracer provider, every span
+// sampled and recorded, and its meter provider with a manual reader). Each round runs both sub-benchmarks
+// in turn, so the baseline is interleaved with the measured case; compare the medians of the rounds:
+//
+//	go test -c -o /tmp/otel.test && for i in 1 2 3 4 5 6 7; do
+//	  /tmp/otel.test -test.run '^$' -test.bench 'BenchmarkStartCost|BenchmarkHooksPerRequest' -test.benchtime 100x
+//	done
+//
+// (one process per round: -count would run each sub-benchmark's rounds back to back, not interleaved).
+// BenchmarkHooksPerRequest is the hooks' own CPU for the events of one request, without the request.
+func BenchmarkStartCost(b *testing.B) {
+	for _, tc := range []struct {
+		name  string
+		hooks func(b *testing.B) oduflow.Hooks
+	}{
+		{"none", func(*testing.B) oduflow.Hooks { return oduflow.Hooks{} }},
+		{"otel", func(b *testing.B) oduflow.Hooks {
+			tp := sdktrace.NewTracerProvider(sdktrace.WithSampler(sdktrace.AlwaysSample()))
+			mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader()))
+			a, err := odotel.New(odotel.WithTracerProvider(tp), odotel.WithMeterProvider(mp))
+			if err != nil {
+				b.Fatal(err)
+			}
+			return a.Hooks()
+		}},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			e := startSim(b)
+			m := e.addMinion()
+			d := e.dispatcher(oduflow.WithHooks(tc.hooks(b)))
+			ctx := context.Background()
+			warm := uuid.NewString() // the first request pays the connections and the key pinning
+			if _, err := d.Start(ctx, m.ID(), warm, receipt.ProfileConfigure); err != nil {
+				b.Fatal(err)
+			}
+			waitFinal(b, d, m.ID(), warm)
+			b.ResetTimer()
+			for b.Loop() {
+				req := uuid.NewString()
+				if _, err := d.Start(ctx, m.ID(), req, receipt.ProfileConfigure); err != nil {
+					b.Fatal(err)
+				}
+				if r := waitFinal(b, d, m.ID(), req); r.Status != receipt.StatusSucceeded {
+					b.Fatalf("%+v", r)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkHooksPerRequest: the adapter's CPU for the hook events one dispatched request emits (a
+// Start, the worker's steps as spans, four publications, the observed durations, the outcome ending the
+// request span), called directly, with the SDK recording every span.
+func BenchmarkHooksPerRequest(b *testing.B) {
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSampler(sdktrace.AlwaysSample()))
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader()))
+	a, err := odotel.New(odotel.WithTracerProvider(tp), odotel.WithMeterProvider(mp))
+	if err != nil {
+		b.Fatal(err)
+	}
+	runRequestEvents(b, a.Hooks())
+}
