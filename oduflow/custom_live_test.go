@@ -122,7 +122,7 @@ func TestLiveCustomMatchesStateApply(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer func() { _ = d.Close() }()
+	defer func() { _ = d.Close(closedContext()) }()
 	liveWait := func(get func() (receipt.Status, error)) receipt.Status {
 		t.Helper()
 		for {

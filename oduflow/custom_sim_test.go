@@ -333,7 +333,7 @@ func newCstEnv(t *testing.T) *cstEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = e.d.Close() })
+	t.Cleanup(func() { _ = e.d.Close(closedContext()) })
 	return e
 }
 

@@ -219,7 +219,11 @@ func RunWorkerIfRequested(ctx context.Context, build func() (*Dispatcher, error)
 	if err != nil {
 		return true, err
 	}
-	defer func() { _ = d.Close() }()
+	defer func() {
+		done, cancel := context.WithCancel(ctx)
+		cancel() // the worker below has returned: nothing left to drain
+		_ = d.Close(done)
+	}()
 	return true, d.RunWorker(ctx, os.Args[1:])
 }
 

@@ -60,6 +60,15 @@ type Dispatcher struct {
 	ctx    context.Context // workers run under it; Close cancels it
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
+
+	// gate orders admission against Close: what writes a claim or launches a worker runs under its read
+	// side (admit) and refuses once closing is set (under its write side).
+	gate     sync.RWMutex
+	closing  bool
+	draining chan struct{} // closed when Close begins
+	adoption adoptionConfig
+	adoptSem chan struct{} // one token per adoption in flight (WithMaxAdoptions)
+	adoptNow chan struct{} // wakes the adoption loop (kickAdoption)
 }
 
 // New builds a Dispatcher. client publishes (a *salt.Client), events reads the master event bus
@@ -119,23 +128,12 @@ func New(client Publisher, events EventSource, opts ...Option) (_ *Dispatcher, e
 		pubsrc: cfg.publishing, pubSem: make(chan struct{}, cfg.maxPublish),
 		admit: newAdmitter(admitPerPublish * cfg.maxPublish), workerLog: cfg.workerLog, workerLogFile: cfg.workerLogFile, ownLog: ownLog,
 		pkiDir: cfg.pkiDir,
-		ctx:    ctx, cancel: cancel}
+		ctx:    ctx, cancel: cancel, draining: make(chan struct{}), adoption: cfg.adoption,
+		adoptNow: make(chan struct{}, 1)}
 	d.hub = newHub(events, func(msg string, args ...any) { d.log.Warn(msg, args...) })
 	d.hub.onGap = d.hooks.busGap
+	d.startAdoption()
 	return d, nil
-}
-
-// Close stops in-process workers (their claims stay as they are: Status reports them by the rules, a
-// dispatched one becomes unknown) and closes the shared event subscription. Detached workers go on.
-func (d *Dispatcher) Close() error {
-	d.cancel()
-	d.wg.Wait()
-	d.hub.close()
-	var err error
-	if d.ownLog {
-		d.closeLog.Do(func() { err = d.workerLogFile.Close() })
-	}
-	return err
 }
 
 // Wait blocks until every in-process worker started by this Dispatcher has finished, or ctx ends.

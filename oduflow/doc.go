@@ -123,8 +123,11 @@
 //
 // No claim: not_started. Final claim: its recorded status. Otherwise: unknown once the dispatch window
 // (Timers.StatusExpiry, 7260 s, from the recorded dispatch intent) has run out, even if the lock is held;
-// running while the request lock is held; running while the launch window (Timers.LaunchGrace, 30 s, from
-// the claim's creation) is open; unknown afterwards (the worker disappeared). The worker's alarm is
+// running while the request lock is held; with the lock free, unknown at once for a dispatched request
+// (its worker took the lock before recording the intent and holds it until the result is committed, so a
+// free lock means the worker is gone), and, for one never dispatched, running while the launch window
+// (Timers.LaunchGrace, 30 s, from the claim's creation) is open (its worker may not hold the lock yet) and
+// unknown afterwards (the worker disappeared). The worker's alarm is
 // Timers.HardDeadline (7250 s) after dispatch, on its own monotonic clock. Timers is the one place the
 // timers are expressed: DefaultTimers returns the production values, WithTimers replaces them.
 //
@@ -165,6 +168,67 @@
 // reconciled; who and why are kept for audit). Resume polls an unknown request again (at once, then on the
 // schedule, for another window; in a detached worker when workers are detached); a trustworthy terminal
 // receipt replaces unknown. Nothing ever creates a new request automatically: a retry is a new request id.
+//
+// # One answer for a client
+//
+// A request blocks new dispatches to its client (it quarantines it) when it was dispatched (its intent is
+// recorded, so its publication may have gone out), has no final result other than unknown, and reads
+// unknown by the status rules: no live worker, adopter or Resume holds its lock, or its window ran out.
+// Quarantine lists exactly these requests; the preflight of a new request of the client fails
+// quarantined exactly on them; Resume and Reconcile accept exactly them (a legacy one only through
+// Reconcile Assert). A dispatched request that a live worker, adopter or Resume holds makes its client
+// busy instead (lease_busy: it may be running on the minion), and Quarantine does not list it. A request
+// never dispatched never blocks its client, whatever it reads. Before this rule, a dispatched request
+// whose worker was gone read running for the rest of its launch grace: Quarantine said the client was
+// clear while a new Start failed quarantined and Resume refused ErrNotUnknown.
+//
+// # Lifecycle: drain and adoption
+//
+// Close(ctx) drains: it stops admitting at once (a Start, CustomStart or Resume that would write or launch
+// anything gets ErrClosed, nothing written; a repeated Start of an existing request still answers), lets
+// the in-process workers and adoptions in flight finish until ctx ends, and then cancels the rest. A
+// worker cancelled before its dispatch intent still holds its request lock, so nothing of its request can
+// have been published: its claim is committed failed with dispatcher_closed (a retry is a new request
+// id). A worker cancelled after its intent releases its request lock and client lease without committing
+// anything: its request reads unknown at once and is adoptable. Detached workers are processes of their
+// own; a killed one releases its locks with its process (file store) or its lease TTL (etcd).
+//
+// With WithAdoption(interval) a Dispatcher adopts requests whose worker is gone, at New and then every
+// interval (default: the poll interval), at most WithMaxAdoptions (16) at a time, whichever replica or
+// process they came from: it reads the unresolved requests of every client (UnresolvedScanner) and takes
+// over each one whose request lock is free, under that lock:
+//
+//   - a dispatched request whose polling window is open (Timers.ExecutionWait from its dispatch or latest
+//     Resume): with its client lease too, as its worker held it, the minion is asked at once; an answer of
+//     not_started makes the adopter fence the publication (oduflow_job.fence, as Reconcile does) and record
+//     the minion's signed answer, never_ran for a fenced publication, so a paused old worker can never
+//     run it later; otherwise the adopter waits for the run's verified receipt exactly as the worker would
+//     (its return on the event bus, polls on the schedule) and commits it, or unknown
+//     (no_trustworthy_return) when the window is spent. It is never published again and no new request is
+//     created. While the adopter holds it, the request reads running and its client is busy, not
+//     quarantined. A request whose window is over, or that its worker itself committed unknown (window
+//     or budget spent, the minion's own unknown; not an outcome-unknown publish, after which the worker
+//     goes on listening and an adopter does so in its place), is left to an operator (Reconcile, Resume);
+//   - a request never dispatched (phase claimed) past its launch grace is committed unknown with
+//     worker_lost, as its own worker would if it started now; an adopter never publishes it. Publishing it
+//     would be safe for at-most-once (the adopter holds its lock, and the intent is fenced on it), but not
+//     for the caller: the request has read unknown since its launch grace ended, and a caller that saw
+//     unknown may have retried under a new request id, so a late first publication would run the work
+//     twice. Its unknown never quarantines (nothing was published).
+//
+// A new request of a client whose earlier request is adoptable (dispatched, worker gone, window open)
+// does not fail quarantined at once when this Dispatcher adopts: its worker gives the client lease up
+// to the adopter, wakes the adoption loop and takes the lease again, until the earlier request is
+// resolved (then it goes on) or adopted (then the client is busy) or Timers.LeaseWait is spent.
+//
+// Adoption is what makes a rolling restart safe: each replica, stopped with Close and a grace period,
+// finishes what it can and releases the rest, and any replica sharing the claim store (the file store
+// between the processes of one host, etcdstore between hosts) polls the released requests to their
+// minions' results. Nothing it does publishes: the minion's receipt, bound to the claim and signed, is the
+// only evidence it commits, and the fencing token at the minion (the dispatch intent's) stops a
+// publication the adopter fenced from ever starting. Adoption is off by default: a short-lived tool
+// should not adopt; a service should. Dispatcher.Unresolved lists the unresolved requests of every
+// client with their status and whether they quarantine their client, for dashboards and operators.
 //
 // # Fencing: a process pause of any length
 //
@@ -298,6 +362,7 @@
 //	fenced                    the minion refused the run: its fencing token was not above the minion's mark
 //	never_ran                 a reconciliation fenced the publication before it started: it never runs
 //	legacy_error              a legacy claim recorded an error
+//	dispatcher_closed         Close cancelled the worker before its dispatch intent; nothing published
 //
 // # Structure
 //
@@ -330,7 +395,9 @@
 //	proof.go        ... and oduflow_job.attest: only a verified proof commits (commit.go)
 //	status.go       Status and Response: the status rules
 //
-// Beside the walk: reconcile.go (Reconcile, Resume, Quarantine), ping.go (Ping), custom*.go (CustomStart,
-// CustomStatus and their rules), dispatcher.go (New, Close, Wait, Lookup), options.go (every With*),
+// Beside the walk: reconcile.go (Reconcile, Resume, Quarantine), lifecycle.go (Close: the drain),
+// adopt.go (adoption, WithAdoption), unresolved.go (the unresolved set, Unresolved across clients),
+// ping.go (Ping), custom*.go (CustomStart, CustomStatus and their rules), dispatcher.go (New, Wait,
+// Lookup), options.go (every other With*),
 // timers.go, hooks.go, and errors.go (every exported sentinel).
 package oduflow

@@ -2,6 +2,7 @@ package oduflow
 
 import (
 	"github.com/cockroachdb/errors"
+
 	"github.com/oduflow/oduflow-go/internal/errmark"
 )
 
@@ -39,6 +40,9 @@ var (
 	ErrNotFenced = errors.New("oduflow: the request may still be published; the minion did not confirm its fence")
 	// ErrCorruptClaim: a stored claim fails validation.
 	ErrCorruptClaim = errors.New("oduflow: corrupt claim")
+	// ErrClosed: the Dispatcher is draining or closed (Close): it admits no new request (Start,
+	// CustomStart, Resume); nothing was written. Send the request to another replica.
+	ErrClosed = errors.New("oduflow: dispatcher closed")
 )
 
 // Internal refusals; each is reported through one of the sentinels above (or recorded as an error code).
@@ -53,8 +57,8 @@ var (
 	// errRoleNotAllowed: the persisted profile/role pair is not in profiles.Fixed() (recorded as
 	// role_not_allowed).
 	errRoleNotAllowed = errors.New("oduflow: persisted profile/role pair not allowed")
-	// errClosed: the dispatcher was closed.
-	errClosed = errors.New("oduflow: dispatcher closed")
+	// errClosed: the dispatcher was closed (the event subscription says so too).
+	errClosed = ErrClosed
 	// errNoReturn: a read-only call (ping, capabilities, status) got no return in time.
 	errNoReturn = errors.New("oduflow: no return from minion")
 	// errClaimReplaced: the stored claim of a request id is not the one a worker, Resume or Reconcile
@@ -136,6 +140,7 @@ const (
 	codeNeverRan            = "never_ran"
 	codeRuntimeGuard        = "runtime_guard_failed" // the module's runtime guard does not hold (it refuses every run)
 	codeMinionRefused       = "minion_refused"       // the module refused the run before any state work
+	codeDispatcherClosed    = "dispatcher_closed"
 )
 
 // Readiness sentinels. A Start (or CustomStart) of a request that has no claim yet first checks that the

@@ -68,7 +68,7 @@ func startExample(model *fakeminion.Model, opts ...oduflow.Option) (*exampleSetu
 		closeAll()
 		return nil, err
 	}
-	closers = append(closers, func() { _ = d.Close() })
+	closers = append(closers, func() { _ = d.Close(context.Background()) }) // drains: the examples wait for their requests
 	return &exampleSetup{d: d, sim: sim, dir: dir, close: closeAll}, nil
 }
 

@@ -45,7 +45,7 @@ func Example() {
 		fmt.Println(err)
 		return
 	}
-	defer func() { _ = d.Close() }()
+	defer func() { _ = d.Close(context.Background()) }() // drains what is still in flight
 
 	ready, _ := d.Ping(ctx, minion)
 	fmt.Println("ready:", ready.Ready(), "protocol:", ready.Protocol)

@@ -2,6 +2,7 @@ package oduflow
 
 import (
 	"context"
+	"iter"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
@@ -366,6 +367,37 @@ func (s *FileClaimStore) ListUnresolved(ctx context.Context, minionID string) (_
 	return s.listIndexed(ctx, s.open, minionID)
 }
 
+// ScanUnresolved implements UnresolvedScanner: the open entries of every client (open/<minion id>/),
+// one client's claims at a time. It may yield resolved claims too (an entry a crash left behind).
+func (s *FileClaimStore) ScanUnresolved(ctx context.Context) iter.Seq2[*Claim, error] {
+	return func(yield func(*Claim, error) bool) {
+		if err := s.ensureIndexed(ctx); err != nil {
+			yield(nil, err)
+			return
+		}
+		minions, err := s.open.root.List("")
+		if err != nil {
+			yield(nil, errmark.Mark(errors.Wrap(err, "oduflow: list the unresolved index"), ErrClaimStore))
+			return
+		}
+		for _, m := range minions {
+			if receipt.ValidateMinionID(m) != nil {
+				continue // not a client's directory
+			}
+			cs, err := s.listIndexed(ctx, s.open, m)
+			if err != nil {
+				yield(nil, err)
+				return
+			}
+			for _, c := range cs {
+				if !yield(c, nil) {
+					return
+				}
+			}
+		}
+	}
+}
+
 // listIndexed reads the claims named by the client's directory of t.
 func (s *FileClaimStore) listIndexed(ctx context.Context, t *indexTree, minionID string) ([]*Claim, error) {
 	ci, err := t.dir(minionID, false)
@@ -400,7 +432,8 @@ func (s *FileClaimStore) listIndexed(ctx context.Context, t *indexTree, minionID
 }
 
 var (
-	_ ClaimStore       = (*FileClaimStore)(nil)
-	_ Leases           = (*FileClaimStore)(nil)
-	_ UnresolvedLister = (*FileClaimStore)(nil)
+	_ ClaimStore        = (*FileClaimStore)(nil)
+	_ Leases            = (*FileClaimStore)(nil)
+	_ UnresolvedLister  = (*FileClaimStore)(nil)
+	_ UnresolvedScanner = (*FileClaimStore)(nil)
 )

@@ -356,7 +356,7 @@ func TestFinalCommitComparesJID(t *testing.T) {
 	recreated := mustClaim(t, d, req).clone()
 	recreated.JID = string(d.jids.Next())
 	recreated.Phase, recreated.DispatchedAt, recreated.MinionKeySHA256, recreated.Generation = PhaseClaimed, nil, "", 1
-	recreated.FenceToken, recreated.DispatchedClock = 0, ""
+	recreated.FenceToken, recreated.DispatchedClock = 0, "" // never dispatched: no fencing token, no dispatch clock
 	data, err := encodeClaim(recreated)
 	if err != nil {
 		t.Fatal(err)

@@ -231,7 +231,7 @@ func TestHooksAndLogAttributes(t *testing.T) {
 	req := uuid.NewString()
 	mustStart(t, d, receipt.ProfileConfigure, m.ID(), req)
 	waitFinal(t, d, receipt.ProfileConfigure, m.ID(), req)
-	_ = d.Close()
+	_ = d.Close(closedContext())
 	h.mu.Lock()
 	if h.started != 1 || h.pubs[funRun+"/ok"] != 1 || h.pubs[funCapabilities+"/ok"] != 1 ||
 		h.outcomes[receipt.StatusSucceeded] != 1 || h.observed["start"] != 1 || h.observed["dispatch_to_final"] != 1 {

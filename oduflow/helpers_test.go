@@ -89,3 +89,11 @@ func installFixture(t testing.TB, d *Dispatcher, name string) *Claim {
 	}
 	return c
 }
+
+// closedContext is a context that has already ended: Close(closedContext()) stops at once, draining
+// nothing (what Close did before it took a drain deadline).
+func closedContext() context.Context {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	return ctx
+}

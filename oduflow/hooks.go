@@ -22,7 +22,8 @@ type Hooks struct {
 	// Outcome counts final outcomes committed by a worker or by reconciliation (code may be "").
 	Outcome func(profile receipt.Profile, status receipt.Status, code string)
 	// Observe records durations: "start", "status", "dispatch_to_final", "publish", "poll", "proof",
-	// "capabilities" (one oduflow_job.capabilities call: a worker's preflight check, or Ping's).
+	// "capabilities" (one oduflow_job.capabilities call: a worker's preflight check, or Ping's),
+	// "adoption" (from taking over a request whose worker is gone to its final commit, WithAdoption).
 	Observe func(op string, d time.Duration)
 	// UnverifiedEvent counts returns that are never evidence: forged or stray events on the master bus,
 	// and answers whose receipt proof does not verify. reason is one of:

@@ -48,7 +48,7 @@ func TestLabIntegration(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer func() { _ = d.Close() }()
+	defer func() { _ = d.Close(closedContext()) }()
 
 	ready, err := d.Ping(ctx, minion)
 	if err != nil || !ready.Ready() {

@@ -136,7 +136,7 @@ func runStarterChild() int {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	_ = d.Wait(ctx)
-	_ = d.Close()
+	_ = d.Close(closedContext())
 	fmt.Printf("created=%d bad=%d\n", hooks.created.Load(), bad.Load())
 	return 0
 }

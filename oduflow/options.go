@@ -31,6 +31,7 @@ type config struct {
 	// workerLogFile is an already open log for detached workers (withWorkerLogFile).
 	workerLogFile *os.File
 	pkiDir        string
+	adoption      adoptionConfig
 }
 
 // workerMode says where workers run: in-process goroutines (the zero value) or detached processes.

@@ -122,17 +122,7 @@ func (d *Dispatcher) Reconcile(ctx context.Context, minion, request string, ev R
 // as reconciled. A result committed meanwhile is kept.
 func (d *Dispatcher) recordMinionReceipt(ctx context.Context, c *Claim, live *receipt.Receipt) (Response, error) {
 	wasAsserted := c.Phase == PhaseAsserted
-	out, err := d.commitFromUnknown(ctx, c, true, func(n *Claim) {
-		now := d.clock.Now()
-		// AssertedBy/AssertedWhy of a replaced assertion are kept for audit.
-		if live.Fenced() {
-			n.Phase, n.Status, n.Passed, n.Total = PhaseTerminal, receipt.StatusFailed, 0, 1
-			n.ErrorCode, n.Evidence, n.FinishedAt = codeNeverRan, evidenceFenced, &now
-			return
-		}
-		n.Phase, n.Status, n.Passed, n.Total = PhaseTerminal, live.Status, live.Passed, live.Total
-		n.ErrorCode, n.Evidence, n.FinishedAt = "", evidenceReconciled, &now
-	})
+	out, err := d.commitMinionReceipt(ctx, c, live, evidenceReconciled)
 	if err != nil {
 		return Response{}, err
 	}
@@ -144,6 +134,35 @@ func (d *Dispatcher) recordMinionReceipt(ctx context.Context, c *Claim, live *re
 		slog.String("code", code), slog.Bool("replaced_assertion", wasAsserted))
 	d.hooks.outcome(out.EffectiveProfile(), out.Status, code)
 	return d.respond(ctx, out)
+}
+
+// commitMinionReceipt commits live over the unresolved (or asserted) claim c: a fenced receipt as
+// "never ran" (failed 0/1, never_ran, evidence fenced), any other with evidence. A result committed
+// meanwhile is kept.
+func (d *Dispatcher) commitMinionReceipt(ctx context.Context, c *Claim, live *receipt.Receipt, evidence string) (*Claim, error) {
+	return d.commitFromUnknown(ctx, c, true, func(n *Claim) {
+		now := d.clock.Now()
+		// AssertedBy/AssertedWhy of a replaced assertion are kept for audit.
+		if live.Fenced() {
+			n.Phase, n.Status, n.Passed, n.Total = PhaseTerminal, receipt.StatusFailed, 0, 1
+			n.ErrorCode, n.Evidence, n.FinishedAt = codeNeverRan, evidenceFenced, &now
+			return
+		}
+		n.Phase, n.Status, n.Passed, n.Total = PhaseTerminal, live.Status, live.Passed, live.Total
+		n.ErrorCode, n.Evidence, n.FinishedAt = "", evidence, &now
+	})
+}
+
+// commitNeverRan records the minion's signed fenced receipt f over the adopted claim c: never ran.
+func (d *Dispatcher) commitNeverRan(ctx context.Context, c *Claim, f *receipt.Receipt) (*Claim, error) {
+	out, err := d.commitMinionReceipt(ctx, c, f, evidenceFenced)
+	if err != nil {
+		d.claimLog(c).Error("adoption: commit of never ran", slog.String("error", err.Error()))
+		return nil, err
+	}
+	d.claimLog(c).Info("adoption: fenced before it started; never ran", slog.String("status", string(out.Status)))
+	d.hooks.outcome(out.EffectiveProfile(), out.Status, codeNeverRan)
+	return out, nil
 }
 
 // fence asks c's minion to fence the claim's publication, oduflow_job.fence(request_id, jid, profile,
@@ -219,21 +238,24 @@ func (d *Dispatcher) reconcilableClaim(ctx context.Context, t target, allowAsser
 // same two identities, which decides from the persisted claim that it must poll. A detached Resume
 // returns once that worker holds the request lock (follow it with WorkerActive), so a short-lived tool can
 // exit at once. When a worker already holds the request lock (it is still polling), Resume only answers.
-func (d *Dispatcher) Resume(ctx context.Context, minion, request string) (_ Response, err error) {
+func (d *Dispatcher) Resume(ctx context.Context, minion, request string) (resp Response, err error) {
 	defer errmark.Boundary(&err)
 	t, err := parseTarget(minion, request)
 	if err != nil {
 		return Response{}, err
 	}
-	c, err := d.unknownClaim(ctx, t)
+	err = d.admitNew(func() error {
+		resp, err = d.resume(ctx, t)
+		return err
+	})
+	return resp, err
+}
+
+// resume is Resume once admitted (Close waits for it).
+func (d *Dispatcher) resume(ctx context.Context, t target) (Response, error) {
+	c, err := d.resumable(ctx, t)
 	if err != nil {
 		return Response{}, err
-	}
-	if c.legacy() != notLegacy {
-		return Response{}, errors.Wrap(errLegacyClaim, "oduflow: resume")
-	}
-	if !c.WasDispatched() {
-		return Response{}, errors.Wrap(ErrNotUnknown, "oduflow: never dispatched; nothing to resume")
 	}
 	if d.mode.detached {
 		if held, err := d.leases.RequestLockHeld(ctx, t.request); err != nil {
@@ -271,6 +293,23 @@ func (d *Dispatcher) Resume(ctx context.Context, minion, request string) (_ Resp
 		d.resumePolling(d.ctx, c, deadline)
 	}()
 	return d.respond(ctx, c)
+}
+
+// resumable reads the claim and requires what Resume polls: a protocol-1 request that blocks its client
+// (blocksClient: dispatched, unknown), so that Resume accepts exactly what Quarantine lists. Unknown but
+// never dispatched is ErrNotUnknown (nothing to poll: nothing was published); legacy is ErrUnresolved.
+func (d *Dispatcher) resumable(ctx context.Context, t target) (*Claim, error) {
+	c, err := d.unknownClaim(ctx, t)
+	if err != nil {
+		return nil, err
+	}
+	if c.legacy() != notLegacy {
+		return nil, errors.Wrap(errLegacyClaim, "oduflow: resume")
+	}
+	if !c.WasDispatched() {
+		return nil, errors.Wrap(ErrNotUnknown, "oduflow: never dispatched; nothing to resume")
+	}
+	return c, nil
 }
 
 // unresolved: the claim has no final result other than unknown (and is not asserted).
@@ -333,8 +372,10 @@ func (d *Dispatcher) resumePolling(ctx context.Context, c *Claim, deadline time.
 	_ = d.replaceUnknown(ctx, c, r, "resume") // logged there
 }
 
-// Quarantine lists the client's requests that block new dispatches (unresolved dispatched requests, legacy
-// ones included). Empty means the client is clear.
+// Quarantine lists the client's requests that block new dispatches: dispatched, no final result other
+// than unknown, and reading unknown (blocksClient; legacy ones included). Empty means the client is
+// clear: a new request's preflight is then not refused quarantined, and Resume accepts exactly the
+// protocol-1 requests listed here (package documentation, One answer for a client).
 func (d *Dispatcher) Quarantine(ctx context.Context, minion string) (_ []Response, err error) {
 	defer errmark.Boundary(&err)
 	if err := receipt.ValidateMinionID(minion); err != nil {
@@ -353,7 +394,7 @@ func (d *Dispatcher) Quarantine(ctx context.Context, minion string) (_ []Respons
 		if err != nil {
 			return nil, err
 		}
-		if r.Status == receipt.StatusUnknown {
+		if blocksClient(c, r.Status) {
 			out = append(out, r)
 		}
 	}

@@ -112,7 +112,7 @@ func (e *simEnv) dispatcherWith(p Publisher, opts ...Option) *Dispatcher {
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	e.t.Cleanup(func() { _ = d.Close() })
+	e.t.Cleanup(func() { _ = d.Close(closedContext()) })
 	return d
 }
 

@@ -45,6 +45,9 @@ func (d *Dispatcher) Start(ctx context.Context, minion, request string, profile 
 	} else if !errors.Is(err, ErrNoClaim) {
 		return Response{}, claimStoreErr(err)
 	}
+	if d.isClosing() {
+		return Response{}, errors.Wrap(ErrClosed, "oduflow: not admitting new requests")
+	}
 	// No claim yet: prove, from state already held, that this dispatcher can dispatch before writing one,
 	// so that a configuration error burns nothing (ErrNotReady).
 	if err := d.ready(ctx); err != nil {
@@ -58,7 +61,16 @@ func (d *Dispatcher) Start(ctx context.Context, minion, request string, profile 
 // create persists a new claim, then launches its worker. When a detached worker cannot be started, the
 // claim (still in phase claimed: nothing was published) is committed terminal failed with
 // worker_launch_failed, and the response comes with an error matching ErrWorkerLaunch.
-func (d *Dispatcher) create(ctx context.Context, c *Claim) (Response, error) {
+func (d *Dispatcher) create(ctx context.Context, c *Claim) (resp Response, err error) {
+	err = d.admitNew(func() error {
+		resp, err = d.createAdmitted(ctx, c)
+		return err
+	})
+	return resp, err
+}
+
+// createAdmitted is create once admitted (Close waits for it).
+func (d *Dispatcher) createAdmitted(ctx context.Context, c *Claim) (Response, error) {
 	// The launch window opens in the store when Create commits, so never before this instant: an
 	// in-process worker that holds the request lock within LaunchGrace of it (this process's monotonic
 	// clock) took it while the window was open.

@@ -108,7 +108,7 @@ func TestStartNotReadyBusReconnectingWritesNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = d.Close() })
+	t.Cleanup(func() { _ = d.Close(context.Background()) })
 	if err := d.hub.live(context.Background()); err != nil {
 		t.Fatal(err)
 	}

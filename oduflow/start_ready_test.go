@@ -60,7 +60,7 @@ func TestStartNotReadyEventBusWritesNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = d.Close() })
+	t.Cleanup(func() { _ = d.Close(closedContext()) })
 	req := uuid.NewString()
 	_, err = d.Start(context.Background(), m.ID(), req, receipt.ProfileConfigure)
 	if !errors.Is(err, ErrNotReady) || !errors.Is(err, errEventBus) {
@@ -127,7 +127,7 @@ func TestRepeatedStartAnswersWhileMasterAndBusDown(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = d2.Close() })
+	t.Cleanup(func() { _ = d2.Close(closedContext()) })
 	r, err := d2.Start(context.Background(), m.ID(), req, receipt.ProfileConfigure)
 	if err != nil || r.Status != receipt.StatusSucceeded {
 		t.Fatalf("repeat: %+v %v", r, err)

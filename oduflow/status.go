@@ -93,8 +93,9 @@ func (d *Dispatcher) computeStatus(ctx context.Context, c *Claim) (receipt.Statu
 //   - the dispatch window (Timers.StatusExpiry from the intent) ran out: unknown, even if a worker holds
 //     the lock;
 //   - request lock held: running;
-//   - lock free: running while the launch window (Timers.LaunchGrace from creation) is open, unknown
-//     (worker disappeared) after it.
+//   - lock free and dispatched (the intent was recorded): unknown (the worker is gone);
+//   - lock free, never dispatched: running while the launch window (Timers.LaunchGrace from creation)
+//     is open, unknown (worker disappeared) after it.
 //
 // Both windows are measured by the store (windowedStore), never by comparing this replica's clock with
 // a time another replica wrote.
@@ -104,7 +105,14 @@ func statusOf(c *Claim, lv Liveness) receipt.Status {
 		return c.Status
 	case c.DispatchedAt != nil && !lv.DispatchOpen:
 		return receipt.StatusUnknown
-	case lv.RequestLockHeld, lv.LaunchOpen:
+	case lv.RequestLockHeld:
+		return receipt.StatusRunning
+	case c.WasDispatched():
+		// Its worker took the request lock before recording the intent and holds it until the result is
+		// committed: a free lock means the worker is gone (closed, killed, lease expired), however
+		// recently the request was created.
+		return receipt.StatusUnknown
+	case lv.LaunchOpen:
 		return receipt.StatusRunning
 	}
 	return receipt.StatusUnknown

@@ -20,7 +20,7 @@ func newOffline(t *testing.T, clk clockSource) *Dispatcher {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = d.Close() })
+	t.Cleanup(func() { _ = d.Close(closedContext()) })
 	return d
 }
 

@@ -1,6 +1,14 @@
 package oduflow
 
-import "context"
+import (
+	"context"
+	stderrors "errors"
+	"iter"
+
+	"github.com/cockroachdb/errors"
+
+	"github.com/oduflow/oduflow-go/receipt"
+)
 
 // Unresolved reports whether the claim belongs to its client's unresolved set: it has no final phase yet
 // (claimed, dispatching, dispatched), or it quarantines its client (Quarantining: dispatched, with no
@@ -45,4 +53,83 @@ func listUnresolved(ctx context.Context, st ClaimStore, minionID string) ([]*Cla
 		}
 	}
 	return out, nil
+}
+
+// UnresolvedScanner is the optional index of a ClaimStore that lists the unresolved claims of every
+// client (Dispatcher.Unresolved, and the adoption loop of WithAdoption, read it). ScanUnresolved yields
+// every claim that is Unresolved when the scan begins and is still so when its entry is read, each as
+// committed at some point during the scan, possibly resolved ones too (callers filter), in bounded
+// batches: a large set is never held at once. An error ends the scan (yielded once, with a nil claim).
+// FileClaimStore (open/) and etcdstore.Store (a paged prefix read of the open index) implement it.
+type UnresolvedScanner interface {
+	ScanUnresolved(ctx context.Context) iter.Seq2[*Claim, error]
+}
+
+// errNoScanner: the claim store keeps no index of unresolved claims across clients.
+var errNoScanner = errors.Wrap(stderrors.ErrUnsupported, "oduflow: the claim store cannot list unresolved requests across clients (no UnresolvedScanner)")
+
+// UnresolvedRequest is one entry of Dispatcher.Unresolved.
+type UnresolvedRequest struct {
+	// Claim is a copy of the claim as read (identities, profile, phase, error code, times).
+	Claim *Claim
+	// Status is the request's status by the status rules when it was read: running (a worker, an
+	// adopter or a Resume holds it, or it is launching) or unknown.
+	Status receipt.Status
+	// Quarantining: the request blocks new dispatches to its client now (it was dispatched and reads
+	// unknown): Quarantine lists it, a new request's preflight fails quarantined, Resume and Reconcile
+	// accept it.
+	Quarantining bool
+}
+
+// Unresolved lists every unresolved request across clients (claims not final, or final unknown and
+// dispatched), for dashboards and operators: one claim-store scan in bounded batches (the store must
+// implement UnresolvedScanner; otherwise the one error yielded matches errors.ErrUnsupported). It only
+// reads. An error ends the sequence.
+func (d *Dispatcher) Unresolved(ctx context.Context) iter.Seq2[UnresolvedRequest, error] {
+	return func(yield func(UnresolvedRequest, error) bool) {
+		for c, err := range d.scanUnresolved(ctx) {
+			if err != nil {
+				yield(UnresolvedRequest{}, err)
+				return
+			}
+			st, err := d.computeStatus(ctx, c)
+			if err != nil {
+				yield(UnresolvedRequest{}, err)
+				return
+			}
+			if !yield(UnresolvedRequest{Claim: c.clone(), Status: st, Quarantining: blocksClient(c, st)}, nil) {
+				return
+			}
+		}
+	}
+}
+
+// scanUnresolved yields the unresolved claims of every client (UnresolvedScanner), resolved ones
+// filtered out.
+func (d *Dispatcher) scanUnresolved(ctx context.Context) iter.Seq2[*Claim, error] {
+	return func(yield func(*Claim, error) bool) {
+		sc, ok := d.store.(UnresolvedScanner)
+		if !ok {
+			yield(nil, errNoScanner)
+			return
+		}
+		for c, err := range sc.ScanUnresolved(ctx) {
+			if err != nil {
+				yield(nil, err)
+				return
+			}
+			if c.Unresolved() && !yield(c, nil) {
+				return
+			}
+		}
+	}
+}
+
+// blocksClient is the one quarantine rule (package documentation, Quarantine and reconciliation): a
+// request blocks new dispatches to its client when it was dispatched, has no final result other than
+// unknown, and its status is unknown (no live worker, adopter or Resume holds it, or its window ran
+// out). Quarantine lists exactly these, the preflight of a new request of the client fails quarantined
+// exactly on these, and Resume and Reconcile accept exactly these.
+func blocksClient(c *Claim, st receipt.Status) bool {
+	return c.Quarantining() && st == receipt.StatusUnknown
 }

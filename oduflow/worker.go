@@ -174,6 +174,7 @@ func (d *Dispatcher) work(ctx context.Context, t target, reqLock Lease, inGrace 
 		}
 	}()
 	defer adm.release()
+	defer d.failClosed(ctx, t, reqLock) // before the lock's release: a claim left claimed by Close
 	c, launchOpen, err := d.workerClaim(ctx, t, inGrace)
 	if err != nil {
 		return err
@@ -206,19 +207,12 @@ func (d *Dispatcher) work(ctx context.Context, t target, reqLock Lease, inGrace 
 			return err
 		}
 	}
-	lease, err := d.leases.AcquireClientLease(ctx, t.minion, d.timers.LeaseWait)
+	lease, code, err := d.leaseAndClear(ctx, c)
 	if err != nil {
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		if !errors.Is(err, ErrLeaseBusy) {
-			// Not a live holder: the lease file itself is unusable (a FIFO, a foreign file, ...).
-			d.claimLog(c).Warn("worker: client lease unusable; preflight failure", slog.String("error", err.Error()))
-			d.finalize(ctx, c, receipt.StatusFailed, 0, 1, codeClaimStore, evidencePreflight)
-			return nil
-		}
-		d.claimLog(c).Warn("worker: client lease busy; preflight failure")
-		d.finalize(ctx, c, receipt.StatusFailed, 0, 1, codeLeaseBusy, evidencePreflight)
+		return err
+	}
+	if lease == nil {
+		d.finalize(ctx, c, receipt.StatusFailed, 0, 1, code, evidencePreflight)
 		return nil
 	}
 	defer func() {
@@ -227,7 +221,10 @@ func (d *Dispatcher) work(ctx context.Context, t target, reqLock Lease, inGrace 
 		}
 	}()
 	d.stepHook(stepLease)
-	code, keySHA := d.preflight(ctx, c)
+	var keySHA string
+	if code == "" {
+		code, keySHA = d.preflight(ctx, c)
+	}
 	if code != "" {
 		if ctx.Err() != nil {
 			return ctx.Err()
@@ -391,10 +388,53 @@ func (d *Dispatcher) settleDispatched(ctx context.Context, c *Claim, r *receipt.
 	return nil
 }
 
+// leaseAndClear takes the client lease (waiting at most Timers.LeaseWait) and checks the client's other
+// requests (clientCheck). It returns the lease and "" when the preflight may go on; nil and the error code
+// when the lease could not be had (lease_busy, or claim_store_unreadable for an unusable lease store);
+// the lease and the code when the check refused. A client quarantined by a request this Dispatcher can
+// adopt (WithAdoption: dispatched, its worker gone, its window open) is not refused at once: the lease is
+// released for the adopter (the adoption loop is woken), and taken again, until the request is resolved
+// or adopted (then the client is busy) or the lease wait is spent. So a request started during a
+// rolling restart waits for its client's orphaned request instead of failing quarantined.
+func (d *Dispatcher) leaseAndClear(ctx context.Context, c *Claim) (Lease, string, error) {
+	by := time.Now().Add(d.timers.LeaseWait)
+	for {
+		lease, err := d.leases.AcquireClientLease(ctx, c.MinionID, max(time.Until(by), 0))
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil, "", ctx.Err()
+			}
+			if !errors.Is(err, ErrLeaseBusy) {
+				// Not a live holder: the lease file itself is unusable (a FIFO, a foreign file, ...).
+				d.claimLog(c).Warn("worker: client lease unusable; preflight failure", slog.String("error", err.Error()))
+				return nil, codeClaimStore, nil
+			}
+			d.claimLog(c).Warn("worker: client lease busy; preflight failure")
+			return nil, codeLeaseBusy, nil
+		}
+		code, blocker := d.clientCheck(ctx, c)
+		if code != codeQuarantined || !d.adoption.on || time.Now().After(by) || !d.adoptable(ctx, blocker) {
+			return lease, code, nil
+		}
+		_ = lease.Release()
+		d.kickAdoption()
+		select {
+		case <-ctx.Done():
+			return nil, "", ctx.Err()
+		case <-time.After(adoptRecheck):
+		}
+	}
+}
+
 // preflight runs with the client lease held: quarantine across all profiles, the capability check (the
 // minion must advertise receipt proofs), then the key the master accepted for the minion. It returns an
 // error code, or "" and that key's fingerprint (pinned in the claim) when dispatch may go on.
-func (d *Dispatcher) preflight(ctx context.Context, c *Claim) (string, string) {
+// clientCheck is the preflight's look at the client's other unresolved requests (the unresolved set, not
+// its history): "" when c may be dispatched, else the error code. An unreadable set refuses
+// (claim_store_unreadable, naming the claim); the one quarantine rule (blocksClient) refuses quarantined;
+// another dispatched request a live worker, adopter or Resume holds refuses lease_busy (it may be running
+// on the minion); a JID drawn twice refuses jid_collision.
+func (d *Dispatcher) clientCheck(ctx context.Context, c *Claim) (string, *Claim) {
 	others, err := listUnresolved(ctx, d.store, c.MinionID) // not the client's history: its open requests
 	if err != nil {
 		// Cannot prove the client is clear: refuse, but say why and which claim, not "quarantined".
@@ -404,22 +444,37 @@ func (d *Dispatcher) preflight(ctx context.Context, c *Claim) (string, string) {
 			attrs = append(attrs, slog.String("unreadable_request_id", uc.RequestID))
 		}
 		d.claimLog(c).Warn("worker: client claims unreadable; preflight failure", attrs...)
-		return codeClaimStore, ""
+		return codeClaimStore, nil
 	}
 	for _, o := range others {
 		if o.RequestID == c.RequestID {
 			continue
 		}
 		if o.Quarantining() {
-			d.claimLog(c).Warn("worker: client quarantined", slog.String("blocking_request_id", o.RequestID))
-			return codeQuarantined, ""
+			// The one quarantine rule (blocksClient): unknown blocks; a request a live worker, adopter or
+			// Resume holds makes the client busy instead (it may be running on the minion).
+			st, err := d.computeStatus(ctx, o)
+			if err != nil {
+				d.claimLog(c).Warn("worker: client claims unreadable; preflight failure", slog.String("error", err.Error()))
+				return codeClaimStore, nil
+			}
+			if blocksClient(o, st) {
+				d.claimLog(c).Warn("worker: client quarantined", slog.String("blocking_request_id", o.RequestID))
+				return codeQuarantined, o
+			}
+			d.claimLog(c).Warn("worker: client busy with a request being polled", slog.String("busy_request_id", o.RequestID))
+			return codeLeaseBusy, o
 		}
 		if o.JID == c.JID {
 			// Two dispatcher processes drew the same JID in the same microsecond for one client: the minion
 			// would refuse the second binding. Fail before publishing; a retry is a new request.
-			return codeJIDCollision, ""
+			return codeJIDCollision, o
 		}
 	}
+	return "", nil
+}
+
+func (d *Dispatcher) preflight(ctx context.Context, c *Claim) (string, string) {
 	// CallTimeout bounds the check from its publication on (call), not the wait for a publish slot.
 	caps, err := d.capabilities(ctx, c.MinionID)
 	if err != nil {

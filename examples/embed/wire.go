@@ -14,6 +14,10 @@ import (
 	"github.com/oduflow/oduflow-go/salt"
 )
 
+// drainTimeout bounds the dispatcher's drain when the service closes (Close): what is still in flight
+// then is released for adoption by another replica.
+const drainTimeout = 30 * time.Second
+
 // Config is what the service needs to reach the master and keep its records.
 type Config struct {
 	Master  string // tcp://127.0.0.1:4506
@@ -100,6 +104,11 @@ func Wire(ctx context.Context, cfg Config, log *slog.Logger) (svc *Service, clos
 	if err != nil {
 		return nil, nil, err
 	}
-	closers = append(closers, d.Close)
+	closers = append(closers, func() error {
+		// Drain: in-flight requests finish, or are released for adoption after drainTimeout.
+		ctx, cancel := context.WithTimeout(context.Background(), drainTimeout)
+		defer cancel()
+		return d.Close(ctx)
+	})
 	return NewService(d, cat, cfg.Servers, log), closeAll, nil
 }

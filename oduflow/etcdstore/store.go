@@ -438,5 +438,6 @@ var (
 	_ oduflow.Leases     = (*Store)(nil)
 	_ oduflow.Lease      = (*Lease)(nil)
 
-	_ oduflow.UnresolvedLister = (*Store)(nil)
+	_ oduflow.UnresolvedLister  = (*Store)(nil)
+	_ oduflow.UnresolvedScanner = (*Store)(nil)
 )

@@ -2,6 +2,7 @@ package etcdstore
 
 import (
 	"context"
+	"iter"
 	"strings"
 
 	"github.com/cockroachdb/errors"
@@ -192,6 +193,77 @@ func (s *Store) openEntryFor(ctx context.Context, minion, req string) error {
 		}
 		if resp.Succeeded {
 			return nil
+		}
+	}
+}
+
+// ScanUnresolved implements oduflow.UnresolvedScanner: the open entries of every client, listBatch keys
+// per range read (key order, so a page resumes after the last key it saw), and the claims of each page
+// in bounded read transactions (readClaims). An entry without its claim is ErrCorruptClaim, as in a
+// client's listing. A claim may be yielded resolved (callers filter).
+func (s *Store) ScanUnresolved(ctx context.Context) iter.Seq2[*oduflow.Claim, error] {
+	return func(yield func(*oduflow.Claim, error) bool) {
+		if err := s.ensureOpenIndex(ctx); err != nil {
+			yield(nil, err)
+			return
+		}
+		dir := s.prefix + openDir
+		from, end := dir, clientv3.GetPrefixRangeEnd(dir)
+		for {
+			floor := s.rev.floor()
+			resp, err := s.cli.Get(ctx, from, clientv3.WithRange(end), clientv3.WithKeysOnly(),
+				clientv3.WithLimit(listBatch), clientv3.WithSort(clientv3.SortByKey, clientv3.SortAscend))
+			if err != nil {
+				yield(nil, readErr(err, "scan the open index"))
+				return
+			}
+			if err := s.rev.observe(resp.Header, floor); err != nil {
+				yield(nil, err)
+				return
+			}
+			// One page's entries, grouped by client (key order keeps a client's entries together).
+			var minion string
+			var reqs []string
+			flush := func() bool {
+				if len(reqs) == 0 {
+					return true
+				}
+				cs, err := s.readClaims(ctx, minion, reqs, resp.Header.Revision)
+				if err != nil {
+					yield(nil, err)
+					return false
+				}
+				for _, c := range cs {
+					if !yield(c, nil) {
+						return false
+					}
+				}
+				reqs = reqs[:0]
+				return true
+			}
+			for _, kv := range resp.Kvs {
+				if len(kv.Key) > MaxKeySize {
+					yield(nil, corrupt("index key of %d bytes exceeds the cap", errors.Safe(len(kv.Key))))
+					return
+				}
+				m, req, ok := strings.Cut(strings.TrimPrefix(string(kv.Key), dir), "/")
+				if !ok || receipt.ValidateMinionID(m) != nil || receipt.ValidateRequestID(req) != nil {
+					yield(nil, corrupt("open index key is not a minion and request id"))
+					return
+				}
+				if m != minion && !flush() {
+					return
+				}
+				minion = m
+				reqs = append(reqs, req)
+			}
+			if !flush() {
+				return
+			}
+			if !resp.More || len(resp.Kvs) == 0 {
+				return
+			}
+			from = string(resp.Kvs[len(resp.Kvs)-1].Key) + "\x00"
 		}
 	}
 }

@@ -55,7 +55,7 @@ func TestMemoryStoreBehindDispatcher(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = d.Close() })
+	t.Cleanup(func() { _ = d.Close(closedContext()) })
 
 	req := receipt.NewRequestID()
 	first, err := d.Start(ctx, m.ID(), req, receipt.ProfileConfigure)
@@ -83,4 +83,12 @@ func TestMemoryStoreBehindDispatcher(t *testing.T) {
 	if _, err := os.Stat(unused); !os.IsNotExist(err) {
 		t.Fatalf("claim directory touched: %v", err)
 	}
+}
+
+// closedContext is a context that has already ended: Close(closedContext()) stops at once, draining
+// nothing (what Close did before it took a drain deadline).
+func closedContext() context.Context {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	return ctx
 }

@@ -315,7 +315,7 @@ func cmdConfigure(ctx context.Context, args []string) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer d.Close()
+	defer func() { _ = d.Close(context.Background()) }() // its requests are final by then
 	if r, err := d.Ping(ctx, env.minion); err != nil || !r.Ready() {
 		return nil, fmt.Errorf("lab minion not ready: %+v %v", r, err)
 	}

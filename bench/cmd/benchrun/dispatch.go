@@ -61,7 +61,7 @@ func cmdStartIdle(ctx context.Context, args []string) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer d.Close()
+	defer func() { _ = d.Close(context.Background()) }() // its requests are final by then
 	addMinion := func() string {
 		m := fakeminion.NewModel(newMinionID())
 		if err := fakeminion.Add(sim, m); err != nil {

@@ -63,7 +63,13 @@ func openBench(ctx context.Context, endpoint, prefix, master, events, keyFile, p
 		_ = st.Close()
 		return nil, err
 	}
-	return &bench{st: st, d: d, close: func() { _ = d.Close(); _ = c.Close(); _ = st.Close() }}, nil
+	return &bench{st: st, d: d, close: func() {
+		now, cancel := context.WithCancel(context.Background())
+		cancel() // held requests never end: stop at once
+		_ = d.Close(now)
+		_ = c.Close()
+		_ = st.Close()
+	}}, nil
 }
 
 func (b *bench) addMinion(opts ...fakeminion.ModelOption) (*fakeminion.Model, error) {

@@ -43,7 +43,7 @@ func fakeDispatcher(t testing.TB, st *etcdstore.Store, m *fakeMaster, minion str
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = d.Close() })
+	t.Cleanup(func() { _ = d.Close(closedContext()) })
 	return d
 }
 

@@ -167,7 +167,7 @@ func TestKillDispatcherAtEachStep(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				t.Cleanup(func() { _ = d.Close() })
+				t.Cleanup(func() { _ = d.Close(closedContext()) })
 				return d
 			}
 			b, c := replica(sim2), replica(sim1)
@@ -186,11 +186,16 @@ func TestKillDispatcherAtEachStep(t *testing.T) {
 				return held
 			}
 			// The dead process's request lock outlives it by up to the TTL; while it does, the request is
-			// running (never unknown), and once it is gone and the launch grace is over, unknown.
+			// running (never unknown), and once it is gone, unknown (a dispatched one at once, one never
+			// dispatched after the launch grace).
 			deadline := time.Now().Add(crashTTL + crashTimers().LaunchGrace + 10*time.Second)
 			for {
-				held := lockHeld()
+				// Status first, then the lock: a lock seen held after a status of unknown was held while
+				// that status was read (nobody takes the dead worker's lock again). The other order
+				// races the lock's expiry, now that a dispatched request without its lock is unknown at
+				// once (no launch grace).
 				got := status(b)
+				held := lockHeld()
 				if got != receipt.StatusRunning {
 					if held && !tc.want.status.Terminal() {
 						t.Fatalf("%s while the dead worker's lock still lives", got)

@@ -47,7 +47,7 @@ func customReplicas(t *testing.T, ctx context.Context, n int) ([]replica, *fakem
 		if err != nil {
 			t.Fatal(err)
 		}
-		t.Cleanup(func() { _ = d.Close() })
+		t.Cleanup(func() { _ = d.Close(closedContext()) })
 		out = append(out, replica{d: d, cat: cat})
 	}
 	return out, m

@@ -127,7 +127,7 @@ func TestDispatchersShareOneClient(t *testing.T) {
 		time.Sleep(200 * time.Millisecond)
 	}
 	for _, d := range ds {
-		_ = d.Close()
+		_ = d.Close(closedContext())
 	}
 	list, _ := stores[1].ListByClient(ctx, minion)
 	dispatched, codes := 0, map[string]int{}

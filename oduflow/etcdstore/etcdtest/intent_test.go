@@ -125,7 +125,7 @@ func TestIntentLostAck(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			t.Cleanup(func() { _ = d.Close() })
+			t.Cleanup(func() { _ = d.Close(closedContext()) })
 			req := receipt.NewRequestID()
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()

@@ -58,7 +58,7 @@ func TestLeaderStoppedMidStarts(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		t.Cleanup(func() { _ = d.Close() })
+		t.Cleanup(func() { _ = d.Close(closedContext()) })
 		ds = append(ds, d)
 	}
 	reqs := make([]string, requests)

@@ -1,6 +1,7 @@
 package etcdtest
 
 import (
+	"context"
 	"os"
 	"testing"
 )
@@ -39,4 +40,12 @@ func TestMain(m *testing.M) {
 	}
 	_ = os.RemoveAll(d)
 	os.Exit(code)
+}
+
+// closedContext is a context that has already ended: Close(closedContext()) stops at once, draining
+// nothing (what Close did before it took a drain deadline).
+func closedContext() context.Context {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	return ctx
 }

@@ -98,7 +98,7 @@ func runRaceChild() int {
 		fmt.Fprintln(os.Stderr, "wait for the worker:", err)
 		return 2
 	}
-	_ = d.Close()
+	_ = d.Close(closedContext())
 	res.Created = int(created.Load())
 	if err := json.NewEncoder(os.Stdout).Encode(res); err != nil {
 		return 2
@@ -180,7 +180,7 @@ func TestThreeProcessesOneRequest(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer d.Close()
+	defer d.Close(closedContext())
 	r, err := d.Status(context.Background(), m.id, req, receipt.ProfileConfigure)
 	if err != nil || r.Status != receipt.StatusSucceeded || !c.Phase.Final() {
 		t.Fatalf("final status %+v %v, claim phase %s", r, err, c.Phase)

@@ -66,7 +66,7 @@ func runPauseChild() int {
 		return 2
 	}
 	_ = d.Wait(ctx)
-	_ = d.Close()
+	_ = d.Close(closedContext())
 	return 0
 }
 
@@ -185,7 +185,7 @@ func pausedDispatcherScenario(t *testing.T, step string, reconcile, other bool) 
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = b.Close() })
+	t.Cleanup(func() { _ = b.Close(closedContext()) })
 
 	// Past the TTL and the launch grace: the stopped process holds nothing any more.
 	deadline := time.Now().Add(crashTTL + crashTimers().LaunchGrace + 20*time.Second)

@@ -72,7 +72,7 @@ func Example() {
 		fmt.Println(err)
 		return
 	}
-	defer func() { _ = d.Close() }()
+	defer func() { _ = d.Close(closedContext()) }()
 
 	c := controller{d: d}
 	request := "0d4c1f7e-9a2b-4c3d-8e5f-6a7b8c9d0e1f"

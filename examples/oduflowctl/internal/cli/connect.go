@@ -132,7 +132,15 @@ func (e *env) dispatcher(ctx context.Context, opts ...oduflow.Option) (*oduflow.
 		return nil, configf(err, "dispatcher")
 	}
 	var once sync.Once
-	e.closers = append(e.closers, func() error { once.Do(func() { _ = d.Close() }); return nil })
+	e.closers = append(e.closers, func() error {
+		once.Do(func() {
+			// A command's own waits are over when it closes: stop at once (a detached worker goes on).
+			now, cancel := context.WithCancel(context.Background())
+			cancel()
+			_ = d.Close(now)
+		})
+		return nil
+	})
 	e.disp = d
 	return d, nil
 }

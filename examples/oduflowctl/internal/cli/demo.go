@@ -134,7 +134,11 @@ func RunDemo(ctx context.Context, w io.Writer) (err error) {
 	if err != nil {
 		return err
 	}
-	defer d.Close()
+	defer func() {
+		now, cancel := context.WithCancel(context.Background())
+		cancel() // the demo waited for its requests itself
+		_ = d.Close(now)
+	}()
 	dm.d = d
 	dm.say("dispatcher ready: claims in %s, status poll every %s (shortened for the demo)",
 		filepath.Join(dir, "claims"), DemoTimers().PollInterval())
