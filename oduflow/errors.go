@@ -2,6 +2,7 @@ package oduflow
 
 import (
 	"github.com/cockroachdb/errors"
+
 	"github.com/oduflow/oduflow-go/internal/errmark"
 )
 
