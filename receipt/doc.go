@@ -92,7 +92,10 @@
 // counts as abandoned (unknown) only when the same partial evidence was
 // already there before a probe that found the lock free (a finishing worker
 // commits its terminal receipt before it releases the lock, so it cannot be
-// mistaken for a dead one). If the evidence moved, read again; evidence that
+// mistaken for a dead one). The execution lock (one apply per minion) is
+// released when the state work ends, before that commit: a dispatcher that
+// reads the terminal receipt from status and starts the next request at once
+// never finds the minion busy. If the evidence moved, read again; evidence that
 // keeps moving belongs to a live worker (running). The Go model of the minion
 // worker in worker_test.go does exactly this under concurrent polls.
 //

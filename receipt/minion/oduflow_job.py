@@ -1690,15 +1690,18 @@ def run(request_id, profile, state_data_json="", fence_token=None, **kwargs):
                     log.error("oduflow_job: state execution raised; the receipt is unknown")
                     status, passed, total = "unknown", 0, 0
                 ret = None
-                receipt = _commit_terminal(store, binding, status, passed, total) if status != "unknown" else None
-                if receipt is None:
-                    # No trustworthy result: leave the running record; with the lock free it
-                    # reads as unknown, and nothing can replay it.
-                    receipt = _summary_receipt(binding, "unknown")
-                _set_retcode(0)
-                return receipt
             finally:
+                # The state work is over: the next apply may start. The request lock, still
+                # held, covers the commit, so a status answer that reads this terminal receipt
+                # never races a new request into the execution lock.
                 _release(exec_lock)
+            receipt = _commit_terminal(store, binding, status, passed, total) if status != "unknown" else None
+            if receipt is None:
+                # No trustworthy result: leave the running record; with the lock free it
+                # reads as unknown, and nothing can replay it.
+                receipt = _summary_receipt(binding, "unknown")
+            _set_retcode(0)
+            return receipt
         finally:
             _release(req_lock)
 

@@ -8,7 +8,7 @@ oduflow_job_module:
   file.managed:
     - name: {{ salt['config.get']('extension_modules') }}/modules/oduflow_job.py
     - source: salt://_modules/oduflow_job.py
-    - source_hash: sha256=526ca08b6452ef6817ffda37214c285520ac816ba777766eb6ef6cf5da755cf2
+    - source_hash: sha256=74aeadf7d36eed518c3a106ff3e075e9f755d7851e94f8667c8daea8b81db22b
     - user: root
     - group: root
     - mode: '0644'

@@ -100,6 +100,30 @@ class Crashes(MinionCase):
         self.assertEqual((ret, code), (want, 0))
         self.assertExecutions(1)
 
+    def test_next_request_runs_once_the_receipt_is_readable(self):
+        # A dispatcher may learn a request's terminal receipt from status() and start the next
+        # request at once: by then the execution lock must be free (it is released before the
+        # terminal commit, the request lock after it).
+        req, jid = new_request(), new_jid()
+
+        def prepare(mod, notify):
+            original = mod._commit_terminal
+
+            def commit(*args):
+                receipt = original(*args)
+                park(notify, "committed")
+                return receipt
+
+            mod._commit_terminal = commit
+
+        child = self.spawn_run(req, jid, prepare=prepare)
+        self.addCleanup(lambda: (child.kill(), child.join()) if child.status is None else None)
+        child.wait_point("committed")
+        self.assertReceipt(self.status(req, jid, "configure")[0], "succeeded", 3, 3, req, jid)
+        other = new_request()
+        self.assertReceipt(self.run_job(other, "configure")[0], "succeeded", 3, 3, other)
+        self.assertExecutions(2)
+
     def test_stopped_live_worker_is_running(self):
         req, jid = new_request(), new_jid()
 
