@@ -1,38 +1,194 @@
 #!/usr/bin/env bash
-# Runs every environment-gated integration test of the module (tests named *Integration* or *Live*)
-# against the salt-master that the ODUFLOW_SALT_* variables name: the lab
-# (eval "$(bash saltlab.sh env)"), the compose harness (--env-file examples/harness/harness.env)
-# or a master you already run. Refuses, with exit status 2, when no master is named.
+# Runs the module's environment-gated integration tests against a real Salt master.
 #
-# Usage: bash examples/harness/run-integration.sh [--env-file FILE] [extra go test flags]
-#   e.g. bash examples/harness/run-integration.sh -run 'Integration.*Ping' -timeout 20m
-# A later -run overrides the default -run 'Integration|Live'. No make needed; only Go.
+# Usage: bash examples/harness/run-integration.sh [--env-file FILE] [--all] [extra go test flags]
+#        bash examples/harness/run-integration.sh --compose [--keep] [--gentle] [extra go test flags]
+#        bash examples/harness/run-integration.sh --up | --down
+#
+# Without --compose: against whichever master the ODUFLOW_SALT_* variables name (the lab:
+# eval "$(bash saltlab.sh env)", or --env-file FILE); refuses, with exit status 2, when none is
+# named. Runs the tests named *Integration* or *Live* (go test -p 1 -run 'Integration|Live' -v);
+# --all runs the whole suite instead (go test -race -p 1 ./...). A later -run overrides the filter.
+#
+# --compose drives the containers of compose.yaml (image: build-images.sh): a fresh _state/,
+# `podman-compose up -d`, waits for the minion, exports harness.env, runs the whole suite
+# (go test -race -count=1 -p 1 ./..., its integration tests included), then `down -v` and removes
+# _state/ (--keep leaves both). The restart steps of the live receipt test run too, on the
+# containers (compose-kit.sh); --gentle skips them. --up does the first half and prints how to
+# run the tests; --down the last. COMPOSE (default podman-compose, else docker compose) and
+# ENGINE (podman or docker) choose the tools. No make needed.
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+root=$(cd "$here/../.." && pwd)
 
-usage() { sed -n '2,9p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,20p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
 die() { echo "run-integration: $*" >&2; exit 2; }
+say() { echo "run-integration: $*" >&2; }
+now() { date +%s; }
 
 env_file=""
+mode=direct
+all=0
+keep=0
+gentle=0
 args=()
 while [ $# -gt 0 ]; do
   case "$1" in
     -h|--help) usage; exit 0 ;;
     --env-file) [ $# -ge 2 ] || die "--env-file needs a file"; env_file=$2; shift 2 ;;
     --env-file=*) env_file=${1#--env-file=}; shift ;;
+    --compose) mode=compose; shift ;;
+    --up) mode=up; shift ;;
+    --down) mode=down; shift ;;
+    --all) all=1; shift ;;
+    --keep) keep=1; shift ;;
+    --gentle) gentle=1; shift ;;
     *) args+=("$1"); shift ;;
   esac
 done
 
-if [ -n "$env_file" ]; then
-  [ -r "$env_file" ] || die "cannot read env file $env_file"
-  HARNESS_DIR=$(cd "$(dirname "$env_file")" && pwd)
+# --- the containers -------------------------------------------------------------------------
+
+state="$here/_state"
+project=oduflow-harness
+master_ctr=oduflow-harness-salt-master
+minion_ctr=oduflow-harness-salt-minion
+SALT_IMAGE=${SALT_IMAGE:-localhost/oduflow-harness/salt:3006.0}
+export SALT_IMAGE
+export CONTAINERS_CONF=${CONTAINERS_CONF:-$here/containers.conf}
+
+compose_tools() {
+  if [ -z "${COMPOSE:-}" ]; then
+    if command -v podman-compose >/dev/null; then COMPOSE=podman-compose
+    elif command -v docker >/dev/null && docker compose version >/dev/null 2>&1; then COMPOSE="docker compose"
+    else die "neither podman-compose nor docker compose is installed"
+    fi
+  fi
+  if [ -z "${ENGINE:-}" ]; then
+    case "$COMPOSE" in docker*) ENGINE=docker ;; *) ENGINE=podman ;; esac
+  fi
+  export ENGINE
+}
+
+compose_log=${COMPOSE_LOG:-${TMPDIR:-/tmp}/oduflow-harness-compose.log}
+compose() { # compose ARGS...: COMPOSE on compose.yaml, project oduflow-harness; its chatter to compose_log
+  echo "+ $COMPOSE -p $project -f compose.yaml $*" >> "$compose_log"
+  # shellcheck disable=SC2086
+  if ! (cd "$here" && $COMPOSE -p "$project" -f compose.yaml "$@") >> "$compose_log" 2>&1; then
+    tail -n 30 "$compose_log" >&2
+    say "$COMPOSE $* failed (the whole output: $compose_log)"
+    return 1
+  fi
+}
+
+harness_env() { # exports harness.env with HARNESS_DIR set
+  HARNESS_DIR=$here
   export HARNESS_DIR
   set -a
-  # shellcheck disable=SC1090
-  . "$env_file"
+  # shellcheck disable=SC1091
+  . "$here/harness.env"
   set +a
-fi
+}
+
+compose_prepare() { # a fresh _state/: file roots (roles, module), the salt CLI wrapper
+  if $ENGINE container inspect "$master_ctr" >/dev/null 2>&1 || $ENGINE container inspect "$minion_ctr" >/dev/null 2>&1; then
+    say "containers of an earlier run exist; taking them down first"
+    compose_down
+  fi
+  rm -rf "$state"
+  mkdir -p "$state"/{salt/roles,salt/_modules,run/master,cache/master,cache/minion,pki/master,logs,receipts,out,bin}
+  chmod 0700 "$state/receipts"
+  install -m 0644 "$here"/salt/roles/*.sls "$state/salt/roles/"
+  (cd "$root" && go run ./examples/oduflowctl module --install "$state/salt/_modules") >/dev/null
+  # Salt's own CLI, in the master container (SALTLAB_DIR/bin/salt for the tests that compare
+  # with it).
+  printf '#!/bin/sh\nexec %s exec %s salt "$@"\n' "$ENGINE" "$master_ctr" > "$state/bin/salt"
+  chmod 0755 "$state/bin/salt"
+}
+
+minion_pings() {
+  $ENGINE exec "$master_ctr" salt "$ODUFLOW_SALT_MINION" test.ping --out=txt -t 5 2>/dev/null | grep -q ': True'
+}
+
+compose_wait() { # until the minion answers test.ping through the master, the key and bus exist
+  local i
+  for i in $(seq 1 90); do
+    if [ -S "$state/run/master/master_event_pub.ipc" ] && [ -s "$state/cache/master/.root_key" ] && minion_pings; then
+      return 0
+    fi
+    sleep 2
+  done
+  $ENGINE logs --tail 30 "$master_ctr" >&2 || true
+  $ENGINE logs --tail 30 "$minion_ctr" >&2 || true
+  die "the minion did not answer test.ping within 180 s (logs above, and $state/logs/)"
+}
+
+compose_up() {
+  local t
+  if [ "$ENGINE" = podman ] && ! podman image exists "$SALT_IMAGE"; then
+    case "$SALT_IMAGE" in
+      localhost/*) die "no image $SALT_IMAGE: run bash examples/harness/build-images.sh first (README.md)" ;;
+    esac
+  fi
+  compose_prepare
+  t=$(now)
+  compose up -d
+  up_s=$(( $(now) - t ))
+  t=$(now)
+  harness_env
+  compose_wait
+  wait_s=$(( $(now) - t ))
+  say "up in ${up_s}s; the minion answered test.ping ${wait_s}s later ($ENGINE, $SALT_IMAGE)"
+}
+
+compose_down() {
+  compose down -v || true
+  # podman-compose 1.0 leaves the project's network behind (docker compose removes it).
+  if [ "$ENGINE" = podman ] && podman network exists "${project}_default" 2>/dev/null; then
+    podman network rm "${project}_default" >> "$compose_log" 2>&1 || true
+  fi
+  rm -rf "$state"
+}
+
+case "$mode" in
+  up|down|compose) compose_tools ;;
+esac
+case "$mode" in
+  up)
+    compose_up
+    cat >&2 <<EOF
+run-integration: the containers are up. Run the tests with
+  bash examples/harness/run-integration.sh --env-file examples/harness/harness.env [--all]
+and stop them with
+  bash examples/harness/run-integration.sh --down
+EOF
+    exit 0 ;;
+  down)
+    compose_down
+    say "down"
+    exit 0 ;;
+  compose)
+    [ -z "$env_file" ] || die "--compose uses harness.env; no --env-file"
+    all=1
+    started=$(now)
+    compose_up
+    if [ "$keep" = 0 ]; then trap 'compose_down; say "down -v done"' EXIT; fi
+    if [ "$gentle" = 0 ]; then
+      export ODUFLOW_LAB_DISRUPTIVE=1 ODUFLOW_SALTLAB_SH="$here/compose-kit.sh"
+    fi ;;
+  direct)
+    if [ -n "$env_file" ]; then
+      [ -r "$env_file" ] || die "cannot read env file $env_file"
+      HARNESS_DIR=$(cd "$(dirname "$env_file")" && pwd)
+      export HARNESS_DIR
+      set -a
+      # shellcheck disable=SC1090
+      . "$env_file"
+      set +a
+    fi ;;
+esac
+
+# --- the tests ------------------------------------------------------------------------------
 
 missing=()
 for v in ODUFLOW_SALT_MASTER ODUFLOW_SALT_EVENTS ODUFLOW_SALT_MINION; do
@@ -46,18 +202,41 @@ if [ ${#missing[@]} -gt 0 ]; then
   {
     echo "run-integration: no salt-master is named; refusing to run."
     printf '  missing: %s\n' "${missing[@]}"
-    echo "  set them (lab: eval \"\$(bash saltlab.sh env)\"), or pass --env-file examples/harness/harness.env"
-    echo "  after 'docker compose -f examples/harness/compose.yaml up -d'. See examples/harness/README.md."
+    echo "  set them (lab: eval \"\$(bash saltlab.sh env)\"), pass --env-file examples/harness/harness.env"
+    echo "  after 'run-integration.sh --up', or run the containers with --compose. See examples/harness/README.md."
   } >&2
   exit 2
 fi
 
-echo "run-integration: master ${ODUFLOW_SALT_MASTER}, events ${ODUFLOW_SALT_EVENTS}, minion ${ODUFLOW_SALT_MINION}" >&2
+say "master ${ODUFLOW_SALT_MASTER}, events ${ODUFLOW_SALT_EVENTS}, minion ${ODUFLOW_SALT_MINION}"
 if [ -n "${ODUFLOW_SALT_KEY_FILE:-}" ] && [ ! -r "$ODUFLOW_SALT_KEY_FILE" ]; then
-  echo "run-integration: warning: key file $ODUFLOW_SALT_KEY_FILE is not readable by $(id -un) (user-key tests will fail or skip)" >&2
+  say "warning: key file $ODUFLOW_SALT_KEY_FILE is not readable by $(id -un) (user-key tests will fail or skip)"
 fi
 
-cd "$here/../.."
-# -p 1: the packages' integration tests share one master and one minion; run them one package at a time
-# (the minion's execution lock would otherwise refuse overlapping runs).
-exec go test -p 1 -run 'Integration|Live' -count=1 -v "${args[@]}" ./...
+cd "$root"
+# -p 1: the packages' integration tests share one master and one minion; run them one package at a
+# time (the minion's execution lock would otherwise refuse overlapping runs).
+if [ "$all" = 0 ]; then
+  exec go test -p 1 -run 'Integration|Live' -count=1 -v "${args[@]}" ./...
+fi
+
+# The whole suite, verbose into a log; the summary says which live tests ran, skipped or failed.
+log=${TEST_LOG:-${TMPDIR:-/tmp}/oduflow-harness-test.$(date +%Y%m%dT%H%M%S).log}
+t=$(now)
+status=0
+go test -race -p 1 -count=1 -v "${args[@]}" ./... > "$log" 2>&1 || status=$?
+suite_s=$(( $(now) - t ))
+{
+  echo "run-integration: go test -race -p 1 -count=1 ./... exit ${status} in ${suite_s}s (log: $log)"
+  grep -E '^(ok|FAIL|panic:)\s|^\s*--- FAIL' "$log" || true
+  echo "run-integration: the live tests (top-level tests named *Integration* or *Live*):"
+  grep -E '^--- (PASS|FAIL|SKIP): \S*(Integration|Live)' "$log" || true
+  printf 'run-integration: live tests: %s passed, %s skipped, %s failed\n' \
+    "$(grep -cE '^--- PASS: \S*(Integration|Live)' "$log" || true)" \
+    "$(grep -cE '^--- SKIP: \S*(Integration|Live)' "$log" || true)" \
+    "$(grep -cE '^--- FAIL: \S*(Integration|Live)' "$log" || true)"
+  if [ "$mode" = compose ]; then
+    echo "run-integration: timings: up ${up_s}s, minion ready ${wait_s}s, suite ${suite_s}s, total $(( $(now) - started ))s (before down)"
+  fi
+} >&2
+exit "$status"

@@ -54,7 +54,11 @@ func Check(dir fs.FS) (problems []string, err error) {
 	return c.problems, nil
 }
 
-type checker struct{ problems []string }
+type checker struct {
+	problems []string
+	// what compose.yaml publishes and bind-mounts for the host, which harness.env must name
+	masterHostPort, masterRun, masterCache string
+}
 
 func (c *checker) fail(format string, args ...any) {
 	c.problems = append(c.problems, fmt.Sprintf(format, args...))
@@ -212,25 +216,53 @@ func (c *checker) service(dir fs.FS, name string, svc, services, volumes map[str
 	}
 }
 
+// labPorts are the host ports of the Salt labs that run beside the harness on the developers'
+// machines (3006.0 A and B, the later Salt A and B): the harness must publish elsewhere.
+var labPorts = []string{"4505", "4506", "4605", "4606", "4705", "4706", "4805", "4806"}
+
 func (c *checker) masterService(m map[string]any) {
-	for _, tgt := range []string{"/etc/salt/master.d/oduflow.conf", "/srv/salt/_modules", "/srv/salt/roles", "/var/run/salt/master", "/var/cache/salt/master"} {
+	for _, tgt := range []string{"/etc/salt/master.d/oduflow.conf", "/var/run/salt/master", "/var/cache/salt/master", "/etc/salt/pki/master"} {
 		if !mountsAt(m, tgt) {
 			c.fail("compose.yaml: salt-master mounts nothing at %s", tgt)
 		}
+	}
+	if !mountsAt(m, "/srv/salt") && (!mountsAt(m, "/srv/salt/_modules") || !mountsAt(m, "/srv/salt/roles")) {
+		c.fail("compose.yaml: salt-master mounts no file roots (/srv/salt, or /srv/salt/_modules and /srv/salt/roles)")
 	}
 	ports, _ := m["ports"].([]any)
 	found := false
 	for _, p := range ports {
 		s, _ := p.(string)
-		if s == "127.0.0.1:4506:4506" {
+		parts := strings.Split(s, ":")
+		if len(parts) != 3 || parts[0] != "127.0.0.1" {
+			c.fail("compose.yaml: salt-master port %q is not bound to the host's loopback (want 127.0.0.1:HOST:CONTAINER)", s)
+			continue
+		}
+		if slices.Contains(labPorts, parts[1]) {
+			c.fail("compose.yaml: salt-master publishes host port %s, which the Salt labs use (%s); choose another (e.g. 14506)", parts[1], strings.Join(labPorts, ", "))
+		}
+		if parts[2] == "4506" {
 			found = true
-		} else if strings.Count(s, ":") < 2 || !strings.HasPrefix(s, "127.0.0.1:") {
-			c.fail("compose.yaml: salt-master port %q is not bound to the host's loopback", s)
+			c.masterHostPort = parts[1]
 		}
 	}
 	if !found {
-		c.fail("compose.yaml: salt-master does not publish 127.0.0.1:4506:4506")
+		c.fail("compose.yaml: salt-master does not publish its request port 4506 on 127.0.0.1")
 	}
+	c.masterRun, _ = bindSource(m, "/var/run/salt/master")
+	c.masterCache, _ = bindSource(m, "/var/cache/salt/master")
+}
+
+// bindSource is the host path bind-mounted at target, without a leading "./".
+func bindSource(svc map[string]any, target string) (string, bool) {
+	vols, _ := svc["volumes"].([]any)
+	for _, v := range vols {
+		if m, ok := v.(map[string]any); ok && m["target"] == target && m["type"] == "bind" {
+			src, _ := m["source"].(string)
+			return path.Clean(strings.TrimPrefix(src, "./")), src != ""
+		}
+	}
+	return "", false
 }
 
 func mountsAt(svc map[string]any, target string) bool {
@@ -335,6 +367,15 @@ func (c *checker) env(env, users map[string]string) {
 	}
 	if m := env["ODUFLOW_SALT_MASTER"]; m != "" && !strings.HasPrefix(m, "tcp://") {
 		c.fail("harness.env: ODUFLOW_SALT_MASTER %q is not tcp://host:port", m)
+	} else if want := "tcp://127.0.0.1:" + c.masterHostPort; m != "" && c.masterHostPort != "" && m != want {
+		c.fail("harness.env: ODUFLOW_SALT_MASTER %q is not the port compose.yaml publishes (%s)", m, want)
+	}
+	if want := "unix://${HARNESS_DIR}/" + c.masterRun + "/master_event_pub.ipc"; c.masterRun != "" &&
+		strings.HasPrefix(env["ODUFLOW_SALT_EVENTS"], "unix://") && env["ODUFLOW_SALT_EVENTS"] != want {
+		c.fail("harness.env: ODUFLOW_SALT_EVENTS %q is not the event bus compose.yaml bind-mounts (%s)", env["ODUFLOW_SALT_EVENTS"], want)
+	}
+	if want := "${HARNESS_DIR}/" + c.masterCache + "/.root_key"; c.masterCache != "" && env["ODUFLOW_SALT_KEY_FILE"] != want {
+		c.fail("harness.env: ODUFLOW_SALT_KEY_FILE %q is not the root key compose.yaml bind-mounts (%s)", env["ODUFLOW_SALT_KEY_FILE"], want)
 	}
 	if e := env["ODUFLOW_SALT_EVENTS"]; e != "" && !strings.HasPrefix(e, "unix://") && !strings.HasPrefix(e, "tcp://") {
 		c.fail("harness.env: ODUFLOW_SALT_EVENTS %q is neither unix:// nor tcp://", e)

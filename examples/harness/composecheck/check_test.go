@@ -48,9 +48,15 @@ func TestCheckFindsProblems(t *testing.T) {
 		{"env password mismatch", "harness.env", "ODUFLOW_SALT_PASSWORD=", "ODUFLOW_SALT_PASSWORD=x", "does not match eauth_users.txt", false},
 		{"env key missing", "harness.env", "ODUFLOW_SALT_EAUTH=file\n", "", "ODUFLOW_SALT_EAUTH is missing", false},
 		{"no minion service", "compose.yaml", "  salt-minion:", "  salt-client:", "service salt-minion is missing", false},
-		{"wrong salt version", "compose.yaml", "saltstack/salt:3006.0}\n    hostname: salt-master", "saltstack/salt:3007.1}\n    hostname: salt-master", "is not Salt 3006", false},
-		{"port on all interfaces", "compose.yaml", `"127.0.0.1:4506:4506"`, `"4506:4506"`, "does not publish 127.0.0.1:4506:4506", false},
-		{"undeclared volume", "compose.yaml", "  minion-receipts: {}", "", "undeclared volume", false},
+		{"wrong salt version", "compose.yaml", "salt:3006.0}\n    container_name: oduflow-harness-salt-master", "salt:3007.1}\n    container_name: oduflow-harness-salt-master", "is not Salt 3006", false},
+		{"port on all interfaces", "compose.yaml", `"127.0.0.1:14506:4506"`, `"14506:4506"`, "is not bound to the host's loopback", false},
+		{"port of the labs", "compose.yaml", `"127.0.0.1:14506:4506"`, `"127.0.0.1:4606:4506"`, "which the Salt labs use", false},
+		{"request port not published", "compose.yaml", `"127.0.0.1:14506:4506"`, `"127.0.0.1:14505:4505"`, "does not publish its request port 4506", false},
+		{"env master port mismatch", "harness.env", "tcp://127.0.0.1:14506", "tcp://127.0.0.1:14507", "is not the port compose.yaml publishes", false},
+		{"env event bus elsewhere", "harness.env", "_state/run/master/master_event_pub.ipc", "run/master/master_event_pub.ipc", "is not the event bus compose.yaml bind-mounts", false},
+		{"env root key elsewhere", "harness.env", "_state/cache/master/.root_key", "cache/.root_key", "is not the root key compose.yaml bind-mounts", false},
+		{"no file roots", "compose.yaml", "        target: /srv/salt\n", "        target: /srv/pillar\n", "mounts no file roots", false},
+		{"undeclared volume", "compose.yaml", "  minion-pki: {}", "", "undeclared volume", false},
 		{"bad yaml", "compose.yaml", "services:", "services: [", "compose.yaml", true},
 	}
 	for _, tc := range cases {
