@@ -14,7 +14,8 @@
 # --both runs it on two labs one after the other: the Salt 3006.0 lab, then the later Salt lab.
 # SALTLAB_KITS names their kits (default: "saltlab.sh saltlab-next.sh" in SALTLAB_KIT_DIR, else
 # on PATH); each lab's variables come from `bash <kit> env`, in a clean environment (no
-# ODUFLOW_SALT_* inherited), with ODUFLOW_SALTLAB_SH=<kit> for the tests that restart its minion.
+# ODUFLOW_SALT_* inherited), with ODUFLOW_SALTLAB_SH=<kit> for the tests that restart its minion
+# and ODUFLOW_RECEIPT_DIR=<the lab minion's oduflow_receipt_dir>, when its config sets one.
 # One summary line per lab; the exit status is the first failure's.
 #
 # --compose drives the containers of compose.yaml (image: build-images.sh): a fresh _state/,
@@ -192,6 +193,12 @@ run_both() {
       set -e
       eval "$1"
       export ODUFLOW_SALTLAB_SH="$2"
+      # the minion receipt store the lab configured (oduflow_receipt_dir), for the tests that read it
+      conf=${ODUFLOW_SALTLAB_DIR:-}/etc/minion
+      if [ -z "${ODUFLOW_RECEIPT_DIR:-}" ] && [ -r "$conf" ]; then
+        d=$(sed -n "s/^oduflow_receipt_dir:[[:space:]]*//p" "$conf" | tail -1)
+        [ -z "$d" ] || export ODUFLOW_RECEIPT_DIR="$d"
+      fi
       shift 2
       exec bash "$@"' run-both "$out" "$path" "${BASH_SOURCE[0]}" "${pass_args[@]}" > "$log" 2>&1 || rc=$?
     passed=$(grep -cE '^--- PASS: \S*(Integration|Live)' "$log" || true)
