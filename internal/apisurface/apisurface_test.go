@@ -25,7 +25,7 @@ const totalBudget = 200
 
 // budgets are the per-package targets; they add up to totalBudget.
 var budgets = map[string]int{
-	"salt":            60,
+	"salt":            63, // + JobPublish, EventBusPermissionError, ErrEventBusPermission (later Salt, issue 18)
 	"profiles":        18,
 	"receipt":         32,
 	"oduflow":         69,
@@ -38,7 +38,7 @@ var supportBudgets = map[string]int{
 	"oduflow/etcdstore":              22,
 	"oduflow/oduflowtest":            13,
 	"oduflow/oduflowtest/fakeminion": 27, // + WithRuntimeGuardFailure, WithRunRefusal (svc-core)
-	"salt/salttest":                  27,
+	"salt/salttest":                  31, // + Generation and its 3 values, WithGeneration (issue 18)
 }
 
 // pending packages are still being reduced: their overruns are logged, not
