@@ -64,8 +64,18 @@
 // for a slow consumer, and every disconnect, reconnect, overflow or
 // undecodable event is reported as a Gap event, after which a consumer must
 // poll for what it may have missed (Gap.Err tells the cause when it was an
-// error). salt/job/<jid>/new and salt/job/<jid>/ret/<id> are decoded into
-// JobNew and JobReturn.
+// error). salt/job/<jid>/new, salt/job/<jid>/publish (3007+) and
+// salt/job/<jid>/ret/<id> are decoded into JobNew, JobPublish and JobReturn;
+// only the last is a return. A tag "cluster/event/<peer>/<tag>" (3007+
+// cluster mode) is delivered as <tag> with Event.Peer set, and the tag
+// filter sees <tag>.
+//
+// Permissions: the unix socket belongs to the master's user. Salt 3006.0
+// creates it 0660 when external_auth is configured (its group may read it);
+// Salt 3007+ creates it 0600, so only the master's user may. A refusal is an
+// *EventBusPermissionError (errors.Is(err, ErrEventBusPermission)) naming the
+// socket's mode and owner and what to do: run as the master's user, or set
+// ipc_mode: tcp on the master and subscribe on loopback.
 //
 // Every byte of the bus is hostile: any authenticated minion can fire any
 // event with any tag. A frame that has started must complete within
@@ -95,6 +105,25 @@
 // registered globally. JIDGenerator makes 20-digit UTC JIDs that are strictly
 // increasing within one generator.
 //
+// # Salt generations
+//
+// One code base serves Salt 3006.0 and the later line (3007/3008). Seen live,
+// on 3006.0 and on a later master (upstream after 3007.1, reporting 3009.0):
+// the request wire (publish by key, eauth and token, runner, wheel, the typed
+// refusals, envelope versions 0-4) is the same; the later master's event bus
+// comes from its TCP transport's publisher (same frames, bare on that
+// snapshot), its unix socket is 0600, it fires salt/job/<jid>/publish on
+// every publish (testdata/vectors/eventbus_3009 holds one, captured), and one
+// bus reader that stops reading blocks the publisher for every reader:
+// returns stop arriving while the connection stays open. The library reports
+// that as a "bus stalled" Gap (ErrBusStalled) when ExpectEvents was told to
+// expect events. From release notes and source only, not run live:
+// 3006.12+/3007.4+ version-3 envelopes (nonce, ts, tok; AES loads only),
+// 3006.17+/3007.9+ minimum_auth_version (the default envelope version 3
+// passes it), 3006.26+ length-prefixed event frames, 3007 cluster mode
+// (cluster/event/<peer>/ tags, __peer_id), 3008 worker pools routing
+// requests by cmd. salttest.WithGeneration simulates either generation.
+//
 // # Structure
 //
 // One package, a file per concept, on three floors and a base. Files call
@@ -121,7 +150,9 @@
 //	base       errors.go          every sentinel, MasterError, IsNotPublished, IsOutcomeUnknown
 //	           limits.go          Limits; the decode budget every decoder charges
 //	           jid.go             JID, ParseJID, JIDGenerator
-//	           eventtypes.go      Event, Gap, JobNew, JobReturn
+//	           eventtypes.go      Event, Gap, JobNew, JobPublish, JobReturn; cluster tags
+//	           eventperm.go       EventBusPermissionError: the socket's mode and owner
+//	                              (eventperm_unix.go reads them; eventperm_other.go cannot)
 //
 // A request: Publish (publish.go) builds its load with the credentials
 // (auth.go); Client.do (client.go) wraps it in the envelope and encodes it

@@ -84,7 +84,9 @@ func parseEventAddr(addr string) (network, address string, err error) {
 // ("unix:///var/run/salt/master/master_event_pub.ipc" or
 // "tcp://127.0.0.1:4512") and returns once the first connection is up, so
 // that a caller can subscribe before it publishes. The first connection
-// failing (missing socket, permission denied) is returned as an error; later
+// failing (missing socket, permission denied) is returned as an error (a
+// permission error is an *EventBusPermissionError naming the socket's mode
+// and owner: errors.Is(err, ErrEventBusPermission)); later
 // disconnections are retried with backoff, each reported as a Gap. The stream
 // ends when ctx is done or Close is called; Events is then closed.
 func SubscribeEvents(ctx context.Context, addr string, opts ...Option) (_ *EventStream, err error) {
@@ -116,7 +118,7 @@ func SubscribeEvents(ctx context.Context, addr string, opts ...Option) (_ *Event
 	}
 	conn, err := cfg.dial(ctx, network, address)
 	if err != nil {
-		return nil, errors.Wrapf(err, "salt: connecting to event bus %s", errors.Safe(addr))
+		return nil, errors.Wrapf(eventBusDialError(network, address, err), "salt: connecting to event bus %s", errors.Safe(addr))
 	}
 	sctx, cancel := context.WithCancel(ctx)
 	s := &EventStream{cfg: cfg, network: network, address: address, out: make(chan Event),
@@ -357,6 +359,7 @@ func (s *EventStream) match(tag string) bool {
 	if len(s.cfg.prefixes) == 0 {
 		return true
 	}
+	_, tag = unwrapClusterTag(tag) // prefixes select the inner tag
 	for _, p := range s.cfg.prefixes {
 		if strings.HasPrefix(tag, p) {
 			return true

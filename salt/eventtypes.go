@@ -3,14 +3,23 @@ package salt
 import "strings"
 
 // Event is one event from the master event bus, or a gap marker. At most one
-// of Gap, JobNew and JobReturn is set; none for any other event (Tag and Data
-// only). Test the pointers: switch { case ev.Gap != nil: ... }.
+// of Gap, JobNew, JobPublish and JobReturn is set; none for any other event
+// (Tag and Data only). Test the pointers: switch { case ev.Gap != nil: ... }.
 type Event struct {
-	Tag       string
-	Data      map[string]any // tolerant decode (int keys stringified); nil for gaps
-	JobNew    *JobNew        // salt/job/<jid>/new
-	JobReturn *JobReturn     // salt/job/<jid>/ret/<minion id>
-	Gap       *Gap           // events may have been missed here
+	// Tag is the event's tag, without a cluster prefix: a tag
+	// "cluster/event/<peer>/<tag>" (Salt 3007+ cluster mode) is delivered
+	// as <tag>, with Peer set to <peer>.
+	Tag        string
+	Data       map[string]any // tolerant decode (int keys stringified); nil for gaps
+	JobNew     *JobNew        // salt/job/<jid>/new
+	JobPublish *JobPublish    // salt/job/<jid>/publish (Salt 3007+): never a return
+	JobReturn  *JobReturn     // salt/job/<jid>/ret/<minion id>
+	Gap        *Gap           // events may have been missed here
+	// Peer is the cluster peer (another master of a Salt 3007+ cluster) the
+	// event came from: the <peer> of a "cluster/event/<peer>/" tag, or the
+	// data's "__peer_id" that such a master adds when it republishes a peer's
+	// event locally. "" for an event of this master.
+	Peer string
 }
 
 // Gap reasons.
@@ -54,6 +63,20 @@ type JobNew struct {
 	Target  any // string, or []any of ids for list targets
 }
 
+// JobPublish is salt/job/<jid>/publish, fired by Salt 3007+ masters (not
+// 3006) with a copy of each publish load, right after salt/job/<jid>/new. It
+// is a trace of the publish, never a return: it proves neither that the
+// publication left the master nor that any minion ran it.
+type JobPublish struct {
+	JID     JID
+	Fun     string
+	Args    []any
+	User    string
+	TgtType string
+	Target  any // string, or []any of ids for list targets
+	Ret     string
+}
+
 // JobReturn is salt/job/<jid>/ret/<minion id>: one minion's return.
 // Duplicates are possible (the minion retries its return): deduplicate by
 // (JID, MinionID).
@@ -74,8 +97,30 @@ type JobReturn struct {
 	ID  string
 }
 
+// clusterTagPrefix starts the tag of an event a Salt 3007+ cluster master
+// forwards to its peers: "cluster/event/<peer>/<tag>".
+const clusterTagPrefix = "cluster/event/"
+
+// unwrapClusterTag splits "cluster/event/<peer>/<tag>" into <peer> and <tag>;
+// any other tag is returned as it is, with peer "".
+func unwrapClusterTag(tag string) (peer, inner string) {
+	rest, ok := strings.CutPrefix(tag, clusterTagPrefix)
+	if !ok {
+		return "", tag
+	}
+	peer, inner, ok = strings.Cut(rest, "/")
+	if !ok || peer == "" || inner == "" {
+		return "", tag
+	}
+	return peer, inner
+}
+
 func classifyEvent(tag string, data map[string]any) Event {
-	ev := Event{Tag: tag, Data: data}
+	peer, tag := unwrapClusterTag(tag)
+	if peer == "" {
+		peer, _ = data["__peer_id"].(string)
+	}
+	ev := Event{Tag: tag, Data: data, Peer: peer}
 	// salt/job/<jid>/new or salt/job/<jid>/ret/<minion> (no further "/")
 	rest, ok := strings.CutPrefix(tag, "salt/job/")
 	if !ok {
@@ -96,6 +141,13 @@ func classifyEvent(tag string, data map[string]any) Event {
 		n.Minions, _ = stringList(data["minions"])
 		n.Missing, _ = stringList(data["missing"])
 		ev.JobNew = n
+	case rest == "publish":
+		p := &JobPublish{JID: jid, Args: anyList(data["arg"]), Target: data["tgt"]}
+		p.Fun, _ = data["fun"].(string)
+		p.User, _ = data["user"].(string)
+		p.TgtType, _ = data["tgt_type"].(string)
+		p.Ret, _ = data["ret"].(string)
+		ev.JobPublish = p
 	case isRet && minion != "" && !strings.Contains(minion, "/"):
 		r := &JobReturn{JID: jid, MinionID: minion, FunArgs: anyList(data["fun_args"]), Return: data["return"], Retcode: -1}
 		r.Fun, _ = data["fun"].(string)

@@ -60,10 +60,11 @@ const (
 	EventJobNew
 	EventJobReturn
 	EventOther
+	EventJobPublish
 )
 
 func (k EventKind) String() string {
-	return [...]string{"gap", "job_new", "job_return", "other"}[k]
+	return [...]string{"gap", "job_new", "job_return", "other", "job_publish"}[k]
 }
 
 // Kind is the kind of e.
@@ -75,6 +76,8 @@ func (e Event) Kind() EventKind {
 		return EventJobNew
 	case e.JobReturn != nil:
 		return EventJobReturn
+	case e.JobPublish != nil:
+		return EventJobPublish
 	}
 	return EventOther
 }

@@ -34,6 +34,7 @@
 # Usage: bash scripts/bench.sh [-o DIR] [--quick] [--rows a,b,...] [--publish]
 #   -o DIR     keep everything in DIR: raw/ (one JSON per round), report.md, summary.json
 #   --quick    2 short rounds (a smoke test of the command, not numbers to publish)
+#   BENCH_LAB_KIT=<kit> measures the lab rows against that lab (e.g. the later Salt's saltlab-next.sh)
 #   --rows     only these rows (default: all)
 #   --publish  also write the table into BENCHMARKS.md, between its bench_report.py markers (the
 #              analysis around it is written by hand); refused with --quick or --rows
@@ -62,7 +63,9 @@ mkdir -p "$OUT/raw" "$OUT/bin"
 OUT="$(cd "$OUT" && pwd)"
 SHARED="${ODUFLOW_SHARED:-../shared}"
 ANCH="$SHARED/bench/anchors_py.py"
-LABSH="$SHARED/lab/saltlab.sh"
+# BENCH_LAB_KIT: the lab kit whose master the lab rows measure (default the 3006.0 lab's saltlab.sh;
+# saltlab-next.sh for the later Salt: run the publish and event rows once per lab for a column each).
+LABSH="${BENCH_LAB_KIT:-$SHARED/lab/saltlab.sh}"
 PY=/usr/bin/python3
 say() { echo "bench: $(date -u +%H:%M:%S) $*" >&2; }
 want() { [[ ",$ROWS," == *",$1,"* ]]; }

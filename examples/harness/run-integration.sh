@@ -4,11 +4,19 @@
 # Usage: bash examples/harness/run-integration.sh [--env-file FILE] [--all] [extra go test flags]
 #        bash examples/harness/run-integration.sh --compose [--keep] [--gentle] [extra go test flags]
 #        bash examples/harness/run-integration.sh --up | --down
+#        bash examples/harness/run-integration.sh --both [--all] [extra go test flags]
 #
 # Without --compose: against whichever master the ODUFLOW_SALT_* variables name (the lab:
 # eval "$(bash saltlab.sh env)", or --env-file FILE); refuses, with exit status 2, when none is
 # named. Runs the tests named *Integration* or *Live* (go test -p 1 -run 'Integration|Live' -v);
 # --all runs the whole suite instead (go test -race -p 1 ./...). A later -run overrides the filter.
+#
+# --both runs it on two labs one after the other: the Salt 3006.0 lab, then the later Salt lab.
+# SALTLAB_KITS names their kits (default: "saltlab.sh saltlab-next.sh" in SALTLAB_KIT_DIR, else
+# on PATH); each lab's variables come from `bash <kit> env`, in a clean environment (no
+# ODUFLOW_SALT_* inherited), with ODUFLOW_SALTLAB_SH=<kit> for the tests that restart its minion
+# and ODUFLOW_RECEIPT_DIR=<the lab minion's oduflow_receipt_dir>, when its config sets one.
+# One summary line per lab; the exit status is the first failure's.
 #
 # --compose drives the containers of compose.yaml (image: build-images.sh): a fresh _state/,
 # `podman-compose up -d`, waits for the minion, exports harness.env, runs the whole suite
@@ -21,7 +29,7 @@ set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 root=$(cd "$here/../.." && pwd)
 
-usage() { sed -n '2,20p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,27p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
 die() { echo "run-integration: $*" >&2; exit 2; }
 say() { echo "run-integration: $*" >&2; }
 now() { date +%s; }
@@ -40,6 +48,7 @@ while [ $# -gt 0 ]; do
     --compose) mode=compose; shift ;;
     --up) mode=up; shift ;;
     --down) mode=down; shift ;;
+    --both) mode=both; shift ;;
     --all) all=1; shift ;;
     --keep) keep=1; shift ;;
     --gentle) gentle=1; shift ;;
@@ -153,6 +162,66 @@ compose_down() {
 case "$mode" in
   up|down|compose) compose_tools ;;
 esac
+
+# --- both labs, one after the other -----------------------------------------------------------
+
+find_kit() { # find_kit NAME: the kit's path
+  local k=$1
+  case "$k" in */*) [ -r "$k" ] && { echo "$k"; return; } ;; esac
+  if [ -n "${SALTLAB_KIT_DIR:-}" ] && [ -r "$SALTLAB_KIT_DIR/$k" ]; then echo "$SALTLAB_KIT_DIR/$k"; return; fi
+  command -v "$k" 2>/dev/null && return
+  die "lab kit $k not found (set SALTLAB_KITS to the kits' paths, or SALTLAB_KIT_DIR)"
+}
+
+run_both() {
+  local kits kit path status=0 rc out lab passed skipped failed t summary=()
+  read -r -a kits <<< "${SALTLAB_KITS:-saltlab.sh saltlab-next.sh}"
+  [ ${#kits[@]} -ge 1 ] || die "SALTLAB_KITS is empty"
+  for kit in "${kits[@]}"; do
+    path=$(find_kit "$kit")
+    if ! out=$(bash "$path" env 2>&1); then
+      die "bash $path env failed: $out"
+    fi
+    lab=$(basename "$path" .sh)
+    log=${TMPDIR:-/tmp}/oduflow-harness-$lab.$(date +%Y%m%dT%H%M%S).log
+    say "=== $lab ($path) ==="
+    t=$(now)
+    rc=0
+    # a clean environment per lab: nothing of the other lab's ODUFLOW_SALT_* survives
+    # shellcheck disable=SC2046
+    env $(env | sed -n 's/^\(ODUFLOW_SALT[A-Z_]*\)=.*/-u \1/p') bash -c '
+      set -e
+      eval "$1"
+      export ODUFLOW_SALTLAB_SH="$2"
+      # the minion receipt store the lab configured (oduflow_receipt_dir), for the tests that read it
+      conf=${ODUFLOW_SALTLAB_DIR:-}/etc/minion
+      if [ -z "${ODUFLOW_RECEIPT_DIR:-}" ] && [ -r "$conf" ]; then
+        d=$(sed -n "s/^oduflow_receipt_dir:[[:space:]]*//p" "$conf" | tail -1)
+        [ -z "$d" ] || export ODUFLOW_RECEIPT_DIR="$d"
+      fi
+      shift 2
+      exec bash "$@"' run-both "$out" "$path" "${BASH_SOURCE[0]}" "${pass_args[@]}" > "$log" 2>&1 || rc=$?
+    passed=$(grep -cE '^--- PASS: \S*(Integration|Live)' "$log" || true)
+    skipped=$(grep -cE '^--- SKIP: \S*(Integration|Live)' "$log" || true)
+    failed=$(grep -cE '^--- FAIL: \S*(Integration|Live)' "$log" || true)
+    grep -E '^(ok|FAIL|panic:)\s|^--- FAIL' "$log" >&2 || true
+    summary+=("$lab: exit $rc in $(( $(now) - t ))s; live tests: $passed passed, $skipped skipped, $failed failed (log: $log)")
+    say "${summary[-1]}"
+    [ "$status" != 0 ] || status=$rc
+  done
+  printf 'run-integration: %s\n' "${summary[@]}" >&2
+  return "$status"
+}
+
+if [ "$mode" = both ]; then
+  [ -z "$env_file" ] || die "--both takes each lab's variables from its kit; no --env-file"
+  pass_args=()
+  [ "$all" = 0 ] || pass_args+=(--all)
+  pass_args+=("${args[@]}")
+  status=0
+  run_both || status=$?
+  exit "$status"
+fi
 case "$mode" in
   up)
     compose_up

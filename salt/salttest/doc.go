@@ -36,6 +36,13 @@
 // multi-master pair whose minions return to both); the runner manage.present lists the minions
 // that are online. WithEventReaderBuffer lets thousands of returns queue for one reader.
 //
+// WithGeneration selects the master generation: Generation3006 (default, as captured from
+// 3006.0), Generation3007 (seen live on a later master reporting 3009.0: salt/job/<jid>/publish
+// after /new on every publish; a blocking bus publisher, so one reader that stops reading holds
+// every reader; a 0600 event socket) and Generation3008 (Generation3007 plus, from release
+// notes, minimum_auth_version 3 by default). FireClusterEvent sends a cluster peer's event
+// (cluster/event/<peer>/<tag>, with __peer_id).
+//
 // Faults, each armed for one occurrence: DropNextReply (processed, e.g. published, but never
 // answered), DelayNextReply, MalformNextReply, ExceptionNextReply (fails before anything is
 // published), DropNextReturn, DuplicateNextReturn. Whole-master events: Restart (connections
@@ -66,9 +73,11 @@
 // event pairs like Salt), mk_token ("" on failure), get_token (false without token, {} when
 // unknown or expired).
 //
-// Event bus: a unix stream socket <dir>/master_event_pub.ipc (mode 0600). Frames are msgpack
+// Event bus: a unix stream socket <dir>/master_event_pub.ipc (mode 0600; 0660 with
+// Generation3006 and external_auth users, like 3006.0). Frames are msgpack
 // {head: {}, body: bin(tag "\n\n" msgpack(data))} packed with use_bin_type=True. No replay; a
-// reader whose bounded queue fills up is disconnected. A reader whose connect() returned before
+// reader whose bounded queue fills up is disconnected (Generation3006) or, on Generation3007+,
+// blocks the bus for every reader. A reader whose connect() returned before
 // an event is fired receives that event, so "subscribe, then publish" is reliable in tests.
 //
 // A publication runs the handler of every targeted online minion in its own goroutine, unless

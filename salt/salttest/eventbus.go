@@ -31,6 +31,15 @@ type eventBus struct {
 	closed  bool
 	stalled bool // StallEventBus: frames are dropped, readers stay connected
 	wg      sync.WaitGroup
+
+	// blocking (Generation3007+): one publisher goroutine writes each frame
+	// to every reader in turn and waits for each write, like the TCP
+	// transport's PubServer.publish_payload: a reader that stops reading
+	// blocks the bus for every reader. pending is its queue (unbounded,
+	// like the master's pull side); wake signals it.
+	blocking bool
+	pending  [][]byte
+	wake     chan struct{}
 }
 
 // maxUnixPath is the longest unix socket path Linux accepts (sun_path is 108 bytes with NUL).
@@ -52,7 +61,7 @@ func (r *evReader) kill() {
 
 func startEventBus(ctx context.Context, s *Master, prev *eventBus) (*eventBus, error) {
 	b := &eventBus{s: s, framing: s.cfg.framing, bufLen: s.cfg.eventBuffer, readers: map[*evReader]struct{}{},
-		stop: make(chan struct{})}
+		stop: make(chan struct{}), blocking: s.cfg.generation.blockingBus(), wake: make(chan struct{}, 1)}
 	if b.bufLen <= 0 {
 		b.bufLen = 1
 	}
@@ -69,7 +78,11 @@ func startEventBus(ctx context.Context, s *Master, prev *eventBus) (*eventBus, e
 	if err != nil {
 		return nil, errors.Wrap(err, "salttest: listen event socket")
 	}
-	if err := os.Chmod(path, 0o600); err != nil {
+	mode := os.FileMode(0o600)
+	if s.cfg.generation == Generation3006 && len(s.cfg.users) > 0 {
+		mode = 0o660 // 3006.0's IPC publisher: group-readable when external_auth is configured
+	}
+	if err := os.Chmod(path, mode); err != nil {
 		_ = ln.Close()
 		return nil, errors.Wrap(err, "salttest: chmod event socket")
 	}
@@ -92,6 +105,10 @@ func startEventBus(ctx context.Context, s *Master, prev *eventBus) (*eventBus, e
 			go b.acceptLoop(l)
 		}
 	}
+	if b.blocking {
+		b.wg.Add(1)
+		go b.publishLoop()
+	}
 	return b, nil
 }
 
@@ -105,9 +122,13 @@ func (b *eventBus) register(c net.Conn) bool {
 		return false
 	}
 	b.readers[r] = struct{}{}
-	b.wg.Add(2)
+	if b.blocking {
+		b.wg.Add(1) // drain only: publishLoop writes to it
+	} else {
+		b.wg.Add(2)
+		go b.writeLoop(r)
+	}
 	b.mu.Unlock()
-	go b.writeLoop(r)
 	go b.drain(r)
 	return true
 }
@@ -171,6 +192,14 @@ func (b *eventBus) publish(f []byte) {
 	if b.stalled {
 		return
 	}
+	if b.blocking {
+		b.pending = append(b.pending, f)
+		select {
+		case b.wake <- struct{}{}:
+		default:
+		}
+		return
+	}
 	for r := range b.readers {
 		select {
 		case r.ch <- f:
@@ -178,6 +207,44 @@ func (b *eventBus) publish(f []byte) {
 			b.s.log.Warn("event bus reader too slow, disconnecting")
 			r.kill()
 			delete(b.readers, r)
+		}
+	}
+}
+
+// publishLoop is the blocking publisher (Generation3007+): every frame goes to
+// every reader in turn, each write waited for without a deadline. A reader
+// whose connection fails is removed; one that merely stops reading holds
+// every other reader (and every later frame) until it reads or goes away.
+func (b *eventBus) publishLoop() {
+	defer b.wg.Done()
+	for {
+		b.mu.Lock()
+		frames := b.pending
+		b.pending = nil
+		readers := make([]*evReader, 0, len(b.readers))
+		for r := range b.readers {
+			readers = append(readers, r)
+		}
+		b.mu.Unlock()
+		if len(frames) == 0 {
+			select {
+			case <-b.wake:
+				continue
+			case <-b.stop:
+				return
+			}
+		}
+		for _, f := range frames {
+			for _, r := range readers {
+				select {
+				case <-r.done:
+					continue
+				default:
+				}
+				if _, err := r.c.Write(f); err != nil {
+					b.remove(r)
+				}
+			}
 		}
 	}
 }
@@ -248,4 +315,19 @@ func (s *Master) FireEvent(tag string, data map[string]any) error {
 	}
 	b.publish(f)
 	return nil
+}
+
+// FireClusterEvent puts on the bus an event of the cluster peer master peer (Salt 3007+ cluster
+// mode), tagged "cluster/event/<peer>/<tag>" with data plus "__peer_id": <peer>, the id a
+// cluster master adds to a peer's event. The real master forwards such events to its peers
+// encrypted with the cluster key and republishes them locally under the inner tag; the
+// simulator has no cluster key, so it sends the data in clear under the wrapped tag, for
+// testing a subscriber that unwraps it. Refused (ErrClosed) after Close; any generation.
+func (s *Master) FireClusterEvent(peer, tag string, data map[string]any) error {
+	m := make(map[string]any, len(data)+1)
+	for k, v := range data {
+		m[k] = v
+	}
+	m["__peer_id"] = peer
+	return s.FireEvent("cluster/event/"+peer+"/"+tag, m)
 }

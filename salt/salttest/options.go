@@ -85,6 +85,8 @@ type config struct {
 	wheelLocalKeys   []string
 	minionJIDHistory int
 	roles            map[string]Outcome
+	generation       Generation
+	minAuthSet       bool // WithMinimumAuthVersion was given: it overrides the generation's default
 }
 
 // Option configures Start.
@@ -126,8 +128,11 @@ func WithRole(role string, o Outcome) Option {
 func WithLogger(l *slog.Logger) Option { return func(c *config) { c.logger = l } }
 
 // WithMinimumAuthVersion rejects requests whose envelope version is below n with the bare
-// reply "bad load", as 3006.17+ masters do with minimum_auth_version: 3. Default 0 (3006.0).
-func WithMinimumAuthVersion(n int) Option { return func(c *config) { c.minAuthVersion = n } }
+// reply "bad load", as 3006.17+ masters do with minimum_auth_version: 3. Default 0 (3006.0);
+// Generation3008 defaults to 3.
+func WithMinimumAuthVersion(n int) Option {
+	return func(c *config) { c.minAuthVersion, c.minAuthSet = n, true }
+}
 
 // withRootKey fixes the initial root key (76-char key string) instead of a random one. Restart
 // and RotateKey still replace it.

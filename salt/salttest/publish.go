@@ -131,6 +131,17 @@ func (s *Master) publish(load *omap) (any, error) {
 			pub.Metadata = m
 		}
 	}
+	// 13b. Generation3007+: salt/job/<jid>/publish, a copy of the publish load (_prep_pub's
+	// payload, in its key order)
+	if s.cfg.generation.publishEvent() {
+		retv, _ := load.get("ret")
+		pl := newOmap("fun", fun, "arg", arg, "tgt", tgt, "jid", jid, "ret", retv, "tgt_type", tt)
+		if metadata != nil {
+			pl.set("metadata", metadata)
+		}
+		pl.set("user", userNow)
+		s.fire("salt/job/"+jid+"/publish", pl)
+	}
 	// 14. publish to the minions
 	s.mu.Lock()
 	s.publications = append(s.publications, pub)

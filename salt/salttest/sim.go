@@ -56,6 +56,9 @@ func Start(ctx context.Context, opts ...Option) (*Master, error) {
 	for _, o := range opts {
 		o(&cfg)
 	}
+	if !cfg.minAuthSet {
+		cfg.minAuthVersion = cfg.generation.defaultMinAuthVersion()
+	}
 	s := &Master{cfg: cfg, log: cfg.logger, tokens: map[string]tokenData{}, minions: map[string]*minion{},
 		funcs: map[string]MinionHandler{}, returns: map[string]map[string]any{}, pid: 1000}
 	if s.log == nil {
