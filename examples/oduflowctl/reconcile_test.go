@@ -39,13 +39,41 @@ func writeLostClaimIn(t *testing.T, stateDir, minion string, phase oduflow.Phase
 	const earlierBoot = "00000000-0000-4000-8000-000000000000/1"
 	c := &oduflow.Claim{Protocol: 1, MinionID: minion, RequestID: receipt.NewRequestID(),
 		Profile: receipt.ProfileConfigure, Role: string(role), JID: string(salt.NewJIDGenerator().Next()),
-		Phase: phase, CreatedAt: then, CreatedClock: earlierBoot}
-	if phase != oduflow.PhaseClaimed {
-		c.DispatchedAt = &then
-		c.DispatchedClock = earlierBoot
-	}
-	if err := st.Create(context.Background(), c); err != nil {
+		Phase: oduflow.PhaseClaimed, CreatedAt: then, CreatedClock: earlierBoot}
+	ctx := context.Background()
+	if err := st.Create(ctx, c); err != nil {
 		t.Fatal(err)
+	}
+	if phase == oduflow.PhaseClaimed {
+		return c.RequestID
+	}
+	// Dispatched as a worker does it: the intent under both leases, where the store issues the claim's
+	// fencing token (a dispatched claim always has one), then the worker is gone.
+	reqLock, err := st.TryRequestLock(ctx, c.RequestID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = reqLock.Release() }()
+	lease, err := st.AcquireClientLease(ctx, minion, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = lease.Release() }()
+	cur, err := st.Get(ctx, c.RequestID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	next := *cur
+	next.Phase, next.DispatchedAt, next.DispatchedClock = oduflow.PhaseDispatching, &then, earlierBoot
+	if cur, err = st.CompareAndSwapHeld(ctx, &next, reqLock, lease); err != nil {
+		t.Fatal(err)
+	}
+	if phase != oduflow.PhaseDispatching {
+		next = *cur
+		next.Phase = phase
+		if _, err := st.CompareAndSwap(ctx, &next); err != nil {
+			t.Fatal(err)
+		}
 	}
 	return c.RequestID
 }
