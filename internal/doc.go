@@ -5,7 +5,6 @@
 //   - safefile: the durable file discipline under the file claim store, the custom catalog
 //     and the receipt tests (safe opens, atomic and exclusive writes, flock and OFD locks);
 //   - strictjson: one JSON value, no duplicate keys, before encoding/json decodes a record;
-//   - receiptproof: signing and verifying the receipt proofs of protocol 1;
 //   - errmark: sentinels that both errors.Is of the standard library and cockroachdb see, and the
 //     one-line public form of every returned error (OneLine, Boundary: no stack in any slog handler);
 //   - backoff: the one reconnect backoff of the module;

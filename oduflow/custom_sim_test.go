@@ -19,7 +19,7 @@ import (
 	"time"
 
 	"github.com/oduflow/oduflow-go/internal/errmark"
-	"github.com/oduflow/oduflow-go/internal/receiptproof"
+	receiptproof "github.com/oduflow/oduflow-go/receipt/proof"
 
 	"github.com/cockroachdb/errors"
 

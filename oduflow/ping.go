@@ -7,7 +7,7 @@ import (
 	"github.com/cockroachdb/errors"
 
 	"github.com/oduflow/oduflow-go/internal/errmark"
-	"github.com/oduflow/oduflow-go/internal/receiptproof"
+	receiptproof "github.com/oduflow/oduflow-go/receipt/proof"
 	"github.com/oduflow/oduflow-go/receipt"
 	"github.com/oduflow/oduflow-go/salt"
 )

@@ -12,7 +12,7 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/oduflow/oduflow-go/internal/receiptproof"
+	receiptproof "github.com/oduflow/oduflow-go/receipt/proof"
 	"github.com/oduflow/oduflow-go/oduflow/oduflowtest/fakeminion"
 	"github.com/oduflow/oduflow-go/receipt"
 	"github.com/oduflow/oduflow-go/salt/salttest"

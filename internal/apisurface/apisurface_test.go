@@ -39,6 +39,7 @@ var supportBudgets = map[string]int{
 	"oduflow/oduflowtest":            13,
 	"oduflow/oduflowtest/fakeminion": 27, // fencing options; + WithRuntimeGuardFailure, WithRunRefusal
 	"salt/salttest":                  33, // + fleets: MinionBehavior, WithEventReaderBuffer; StallEventBus; Generation and its 3 values, WithGeneration
+	"receipt/proof":                  19, // the receipt proof: Verify (dispatcher), Sign (test minions), nonces, reasons
 	"salt/saltcmd":                   35, // the general client: Run, Async/Watch, Batch, states, decoders
 }
 

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/oduflow/oduflow-go/internal/receiptproof"
+	receiptproof "github.com/oduflow/oduflow-go/receipt/proof"
 	"github.com/oduflow/oduflow-go/oduflow"
 	"github.com/oduflow/oduflow-go/receipt"
 	"github.com/oduflow/oduflow-go/salt"

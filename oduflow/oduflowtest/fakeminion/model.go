@@ -11,7 +11,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/oduflow/oduflow-go/internal/receiptproof"
+	receiptproof "github.com/oduflow/oduflow-go/receipt/proof"
 	"github.com/oduflow/oduflow-go/receipt"
 	"github.com/oduflow/oduflow-go/salt/salttest"
 )

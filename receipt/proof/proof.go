@@ -1,8 +1,9 @@
-// Package receiptproof is the receipt proof of protocol 1: oduflow_job.attest signs the nine-key
-// receipt with the minion's own Salt key over a nonce the master chose, and the dispatcher
-// verifies it here. The receipt package documents the protocol; this package is internal because
-// only the dispatcher verifies proofs and only simulated minions sign them.
-package receiptproof
+// Package proof is the receipt proof of protocol 1: oduflow_job.attest signs the receipt with the
+// minion's own Salt key over a nonce the dispatcher chose, and the dispatcher verifies it here. The
+// receipt package documents the protocol. It sits one floor above receipt (it imports receipt, the
+// dispatcher and the test minions import it), which is why it is not under internal/: a helper there
+// imports no public package. Callers are the dispatcher (Verify) and simulated minions (Sign).
+package proof
 
 import (
 	"crypto"

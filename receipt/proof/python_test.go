@@ -1,4 +1,4 @@
-package receiptproof_test
+package proof_test
 
 import (
 	"testing"

@@ -1,4 +1,4 @@
-package receiptproof_test
+package proof_test
 
 import (
 	"crypto/rand"
@@ -15,7 +15,7 @@ import (
 
 	"github.com/cockroachdb/errors"
 
-	"github.com/oduflow/oduflow-go/internal/receiptproof"
+	receiptproof "github.com/oduflow/oduflow-go/receipt/proof"
 	"github.com/oduflow/oduflow-go/receipt"
 )
 
