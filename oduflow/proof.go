@@ -16,8 +16,8 @@ import (
 
 	"github.com/cockroachdb/errors"
 	"github.com/oduflow/oduflow-go/internal/errmark"
-	receiptproof "github.com/oduflow/oduflow-go/receipt/proof"
 	"github.com/oduflow/oduflow-go/receipt"
+	receiptproof "github.com/oduflow/oduflow-go/receipt/proof"
 	"github.com/oduflow/oduflow-go/salt"
 )
 

@@ -15,8 +15,8 @@ import (
 
 	"github.com/cockroachdb/errors"
 
-	receiptproof "github.com/oduflow/oduflow-go/receipt/proof"
 	"github.com/oduflow/oduflow-go/receipt"
+	receiptproof "github.com/oduflow/oduflow-go/receipt/proof"
 )
 
 const (

@@ -8,8 +8,8 @@ import (
 	"encoding/pem"
 	"sync"
 
-	receiptproof "github.com/oduflow/oduflow-go/receipt/proof"
 	"github.com/oduflow/oduflow-go/receipt"
+	receiptproof "github.com/oduflow/oduflow-go/receipt/proof"
 	"github.com/oduflow/oduflow-go/salt/salttest"
 )
 

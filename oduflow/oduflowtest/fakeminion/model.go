@@ -11,8 +11,8 @@ import (
 	"sync"
 	"time"
 
-	receiptproof "github.com/oduflow/oduflow-go/receipt/proof"
 	"github.com/oduflow/oduflow-go/receipt"
+	receiptproof "github.com/oduflow/oduflow-go/receipt/proof"
 	"github.com/oduflow/oduflow-go/salt/salttest"
 )
 
