@@ -12,6 +12,9 @@ import (
 // Sentinel errors. Test with errors.Is; every error the package returns wraps
 // at least one of them.
 var (
+	// ErrEventBusPermission: the event bus's unix socket refused this process
+	// (see EventBusPermissionError).
+	ErrEventBusPermission = errors.New("salt: permission denied on the event bus socket")
 	// ErrNotSent: the request definitely did not leave this process (bad
 	// address, dial or ZMTP handshake failure, unreadable key file, context
 	// done before sending). Nothing was executed.

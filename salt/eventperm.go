@@ -25,10 +25,6 @@ type EventBusPermissionError struct {
 	Err   error       // the dial error
 }
 
-// ErrEventBusPermission: the event bus's unix socket refused this process
-// (see EventBusPermissionError).
-var ErrEventBusPermission = errors.New("salt: permission denied on the event bus socket")
-
 func (e *EventBusPermissionError) Error() string {
 	owner := e.Owner
 	if owner == "" {
