@@ -97,9 +97,11 @@ func TestRollingRestartTwoReplicas(t *testing.T) {
 		case r.Status == receipt.StatusSucceeded && pubs == 1:
 			succeeded[j.minion]++
 		case r.Status == receipt.StatusFailed && (c.ErrorCode == codeDispatcherClosed && pubs == 0 ||
-			c.ErrorCode == codeNeverRan && pubs <= 1):
-			// Cut before its intent (nothing published), or after it and before the minion started it
-			// (the adopter fenced it: it never runs). Either way it did not run: a new request id.
+			c.ErrorCode == codeLeaseBusy && pubs == 0 || c.ErrorCode == codeNeverRan && pubs <= 1):
+			// Cut before its intent (nothing published), refused at preflight because the client's lease
+			// stayed busy past LeaseWait while an earlier request of it was adopted (nothing published),
+			// or cut after its intent and before the minion started it (the adopter fenced it: it never
+			// runs). Either way it did not run: a new request id.
 			retried++
 			nj := job{j.minion, uuid.NewString()}
 			start(0, nj)
