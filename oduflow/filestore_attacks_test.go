@@ -337,20 +337,29 @@ func TestClaimStoreFullDisk(t *testing.T) {
 func TestFinalCommitComparesJID(t *testing.T) {
 	e := startSim(t)
 	m := e.addMinion(fakeminion.WithHold())
-	committed := make(chan struct{}, 1)
+	committed, replied := make(chan struct{}, 1), make(chan struct{}, 1)
 	d := e.dispatcher(WithHooks(Hooks{Step: func(_ context.Context, _ RequestRef, s string) {
-		if s == stepCommitted {
+		switch s {
+		case stepCommitted:
 			committed <- struct{}{}
+		case stepPublishReplied:
+			replied <- struct{}{}
 		}
 	}}))
 	req := receipt.NewRequestID()
 	mustStart(t, d, receipt.ProfileConfigure, m.ID(), req)
-	deadline := time.Now().Add(10 * time.Second)
-	for m.Runs() == 0 {
+	// Wait for the worker's dispatched commit too: the test writes the claim file without the record
+	// lock, so a write racing that commit (under the lock, between its read and its rename) is lost to
+	// it, and the test would prove nothing about the final commit.
+	select {
+	case <-replied:
+	case <-time.After(10 * time.Second):
+		t.Fatal("never published")
+	}
+	for deadline := time.Now().Add(10 * time.Second); m.Runs() == 0; time.Sleep(10 * time.Millisecond) {
 		if time.Now().After(deadline) {
-			t.Fatal("never published")
+			t.Fatal("the minion never started the run")
 		}
-		time.Sleep(10 * time.Millisecond)
 	}
 	st := mustFileStore(t, d)
 	recreated := mustClaim(t, d, req).clone()

@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/cockroachdb/errors"
 	"golang.org/x/sys/unix"
@@ -296,7 +297,12 @@ func (s *Store) openFileStat(dirfd int, name string, flags int, mode uint32) (in
 		}
 		if st.Nlink == 0 && st.Mode&unix.S_IFMT == unix.S_IFREG {
 			_ = unix.Close(fd)
-			if attempt < 100 {
+			if attempt < 500 {
+				if attempt >= 10 {
+					// A writer replacing the file in a tight loop on a loaded host: give it the CPU
+					// rather than spin; 500 attempts span about half a second.
+					time.Sleep(time.Millisecond)
+				}
 				continue
 			}
 			return -1, st, errors.Newf("safefile: %s keeps being replaced", errors.Safe(s.path(name)))
