@@ -35,14 +35,19 @@ import (
 //   - Fencing tokens: the CompareAndSwapHeld that moves a claim from phase claimed to dispatching issues
 //     a fencing token and returns (and stores) it in Claim.FenceToken: an integer from 1 to MaxFenceToken,
 //     strictly greater than every token issued before for the same client (minion id), by any process or
-//     replica, whichever leases the callers hold. Once issued it never changes: every later write keeps
-//     it whatever next carries, and Get returns it. The token must be durable no later than the intent
+//     replica, whichever leases the callers hold, and strictly greater than the floor the caller passes
+//     in next.FenceToken on that call (the minion's high-water mark as its capabilities reported it, so
+//     that a new or restored store, or one shared by a client with another store, does not issue tokens
+//     the minion would refuse; 0: no floor). Once issued it never changes: every later write keeps it
+//     whatever next carries, and Get returns it. A floor at MaxFenceToken cannot be met: an error
+//     matching ErrClaimStore, nothing written. The token must be durable no later than the intent
 //     it belongs to, and never issued twice, also across a crash between the two (a gap is fine).
-//     (etcd: the revision of the intent's transaction; FileClaimStore: a per-client counter, empty files
-//     fences/<minion>/t-<N>, the new name made durable before the claim holding it.) The minion refuses a run whose token is not above the highest it has
+//     (etcd: the revision of the intent's transaction plus a per-client base raised to meet a floor;
+//     FileClaimStore: a per-client counter, empty files fences/<minion>/t-<N>, the new name made durable
+//     before the claim holding it.) The minion refuses a run whose token is not above the highest it has
 //     started or fenced, so a store that issued a token again would only get runs refused, never run
-//     twice; tokens that go backwards (a store restored from a backup) do the same until they pass the
-//     minion's mark again.
+//     twice; a store restored from a backup issues tokens above the minion's mark again through the
+//     floor, and a floor only ever raises a token, so it cannot make a late publication run.
 //   - ListByClient returns every claim of one minion, legacy claims included, each as committed at some
 //     point during the call. A store may also keep the client's unresolved set (UnresolvedLister), which
 //     the preflight and Quarantine then read instead.

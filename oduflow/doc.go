@@ -237,8 +237,9 @@
 // holder may have dispatched another request to the client meanwhile. Only the resource can refuse a
 // stale writer. So the one fenced transition, the dispatch intent, issues a fencing token: a positive
 // integer strictly increasing per client (ClaimStore.CompareAndSwapHeld; FileClaimStore: a per-client
-// counter made durable before the claim holding it; etcdstore: the revision of the intent's
-// transaction). The claim records it, oduflow_job.run carries it, and the minion keeps, durably, the
+// counter made durable before the claim holding it; etcdstore: a per-client base plus the revision of the
+// intent's transaction), and above the minion's own high-water mark as its capabilities reported it at
+// preflight (the floor: a store only ever raises a token to meet it). The claim records it, oduflow_job.run carries it, and the minion keeps, durably, the
 // highest token it has started or fenced and refuses (a terminal fenced receipt, nothing executed) a run
 // whose token is not higher. The argument, for a worker paused at each step (Hooks.Step) for any length:
 //
@@ -264,12 +265,17 @@
 // fenced receipts like any receipt (receipt package, Fencing). A minion whose receipt directory is lost or
 // replaced forgets both: it answers not_started for a run it made, and a fence then records "never ran"
 // wrongly; the dispatcher pins the minion's key, so a re-provisioned minion with a new key cannot answer.
-// What a store rollback can do: a rewound or replaced claim store issues tokens again from a lower value;
-// the minion refuses every run whose token is not above its mark (fenced, nothing runs) until the store's
-// tokens pass it again, so a rollback can make requests fail, never run a second time or overlap. It
-// cannot undo a fence either: the mark lives on the minion. A client's tokens must come from one store (a
-// client moved to another store gets fenced runs until that store's tokens pass the mark). Two runs on
-// one client are also kept apart by the minion's own execution lock; fencing adds the order.
+// What a store rollback can do: a rewound or replaced claim store would issue tokens again from a lower
+// value; the floor lifts the next intent's token above the minion's mark, so new requests run, and a
+// publication whose token the minion has passed is refused (fenced, nothing runs): a rollback can make
+// an old request fail, never run a second time or overlap. It cannot undo a fence either: the mark lives
+// on the minion. The floor is read before the intent and only raises a token, so the argument above is
+// unchanged by it: a paused worker's token is still below every token issued after it for the client.
+// The capabilities answer is not signed: a forged mark can only raise tokens (runs of older tokens get
+// refused), and a mark at MaxFenceToken makes the client's intents fail with ErrClaimStore. A store
+// that ignores the floor is caught before publishing: a token not above the mark fails the request
+// (fence_behind, nothing published). Two runs on one client are also kept apart by the minion's own
+// execution lock; fencing adds the order.
 //
 // # Receipt proofs and threat model
 //
@@ -346,6 +352,7 @@
 //	claim_store_unreadable    the client's claims or leases cannot be read safely
 //	capability_unverified     oduflow_job.capabilities did not report protocol 1 with receipt proofs and fencing
 //	runtime_guard_failed      the module's runtime guard fails: it refused (or would refuse) to run unprotected
+//	fence_behind              the claim store issued a fencing token not above the minion's high-water mark
 //	minion_key_unavailable    the master's accepted key for the minion cannot be read
 //	event_bus_unavailable     the master event bus cannot be subscribed to, or delivers nothing (stalled)
 //	role_not_allowed          the persisted profile/role pair is not in profiles.Fixed()

@@ -137,6 +137,7 @@ const (
 	codeJIDCollision        = "jid_collision"
 	codeAsserted            = "asserted"
 	codeFenced              = "fenced"
+	codeFenceBehind         = "fence_behind" // the store issued a token not above the minion's mark
 	codeNeverRan            = "never_ran"
 	codeDispatcherClosed    = "dispatcher_closed"
 	codeRuntimeGuard        = "runtime_guard_failed" // the module's runtime guard does not hold (it refuses every run)

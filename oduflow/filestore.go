@@ -282,9 +282,9 @@ func (s *FileClaimStore) compareAndSwap(ctx context.Context, next *Claim, held [
 	out.FenceToken = cur.FenceToken // issued once, never changed
 	var fence *fenceIssue
 	if held != nil && cur.Phase == PhaseClaimed && out.Phase == PhaseDispatching {
-		// The dispatch intent: the client's next fencing token, durable before the claim holding it
-		// (filestore_fence.go).
-		if fence, err = s.stageFenceToken(ctx, out.MinionID); err != nil {
+		// The dispatch intent: the client's next fencing token, above the floor the caller passed in
+		// next.FenceToken, durable before the claim holding it (filestore_fence.go).
+		if fence, err = s.stageFenceToken(ctx, out.MinionID, next.FenceToken); err != nil {
 			return nil, err
 		}
 		defer fence.release()

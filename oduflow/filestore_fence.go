@@ -16,7 +16,8 @@ import (
 // (N in 20 digits), the highest N being the last token issued. Issuing the next token, under the
 // counter's lock (fencelock-<minion id> in the claim directory) and inside the intent write:
 //
-//  1. list the client's names and take N = the highest + 1;
+//  1. list the client's names and take N = max(the highest, the caller's floor) + 1 (the floor is the
+//     minion's high-water mark, so a new or restored store does not issue tokens the minion refuses);
 //  2. create t-<N> (an empty file: nothing to tear) while the claim's temporary file is written, and
 //     fsync the client's fence directory concurrently with the claim's fsync (safefile's
 //     WriteAtomicAfter: one fsync wait, as the intent cost before fencing);
@@ -49,9 +50,9 @@ type fenceIssue struct {
 	release func()
 }
 
-// stageFenceToken takes the counter's lock and reads the client's next token; the caller writes the claim
-// with WriteAtomicAfter(issue.prior) and then calls issue.done and issue.release.
-func (s *FileClaimStore) stageFenceToken(ctx context.Context, minionID string) (*fenceIssue, error) {
+// stageFenceToken takes the counter's lock and reads the client's next token, above floor; the caller
+// writes the claim with WriteAtomicAfter(issue.prior) and then calls issue.done and issue.release.
+func (s *FileClaimStore) stageFenceToken(ctx context.Context, minionID string, floor uint64) (*fenceIssue, error) {
 	lk, err := s.st.LockWait(ctx, fenceLockPfx+minionID, recordLockWait)
 	if err != nil {
 		return nil, errors.Wrap(err, "oduflow: fence counter lock")
@@ -79,6 +80,7 @@ func (s *FileClaimStore) stageFenceToken(ctx context.Context, minionID string) (
 		}
 		last = max(last, tok)
 	}
+	last = max(last, floor)
 	if last >= MaxFenceToken {
 		return fail(errors.Wrap(errFenceCounter, "fence tokens exhausted"))
 	}

@@ -93,6 +93,9 @@ type minionCaps struct {
 	Proof bool
 	// Fencing: the minion advertises fencing (version fencingVersion, ready).
 	Fencing bool
+	// FenceMark: the minion's fence high-water mark ("mark": the highest token it has started or fenced;
+	// 0 when not reported). The intent asks the store for a token above it.
+	FenceMark uint64
 	// RuntimeGuard: the module reports its runtime guard holding ("runtime_guard": true).
 	RuntimeGuard bool
 }
@@ -139,8 +142,38 @@ func parseCapabilities(v any) minionCaps {
 	if fm, ok := m["fencing"].(map[string]any); ok {
 		ready, _ := fm["ready"].(bool)
 		caps.Fencing = ready && intValue(fm["version"]) == fencingVersion
+		caps.FenceMark = fenceMarkValue(fm["mark"])
 	}
 	return caps
+}
+
+// fenceMarkValue reads the reported mark: an integer from 0 to MaxFenceToken, else 0 (a value out of
+// range is not a mark this module writes; the store's own counter then decides, as before floors).
+func fenceMarkValue(v any) uint64 {
+	var n uint64
+	switch p := v.(type) {
+	case int64:
+		if p < 0 {
+			return 0
+		}
+		n = uint64(p)
+	case uint64:
+		n = p
+	case int:
+		if p < 0 {
+			return 0
+		}
+		n = uint64(p)
+	case float64:
+		if p < 0 || p != float64(uint64(p)) {
+			return 0
+		}
+		n = uint64(p)
+	}
+	if n > MaxFenceToken {
+		return 0
+	}
+	return n
 }
 
 // intValue reads a small integer of a decoded return (msgpack or JSON numbers); 0 for anything else.

@@ -244,8 +244,9 @@ func (d *Dispatcher) work(ctx context.Context, t target, reqLock Lease, inGrace 
 	}()
 	d.stepHook(ctx, c, stepLease)
 	var keySHA string
+	var fenceMark uint64
 	if code == "" {
-		code, keySHA = d.preflight(ctx, c)
+		code, keySHA, fenceMark = d.preflight(ctx, c)
 	}
 	if code != "" {
 		if ctx.Err() != nil {
@@ -282,6 +283,9 @@ func (d *Dispatcher) work(ctx context.Context, t target, reqLock Lease, inGrace 
 	next.Phase = PhaseDispatching
 	next.DispatchedAt = &dispatchedAt
 	next.MinionKeySHA256 = keySHA // only proofs signed by this key are evidence for this request
+	// The floor of the token: the minion's high-water mark, so a new or restored store (or one that
+	// shares the client with another) issues a token the minion accepts. A floor only raises a token.
+	next.FenceToken = fenceMark
 	// The one fenced transition: the intent is recorded only while this worker still holds the request
 	// lock and the client lease (ClaimStore.CompareAndSwapHeld), so a worker whose leases expired never
 	// records an intent and never publishes.
@@ -301,6 +305,14 @@ func (d *Dispatcher) work(ctx context.Context, t target, reqLock Lease, inGrace 
 		// unfenced. Nothing was sent.
 		d.claimLog(c).Error("worker: the claim store issued no fencing token; nothing published")
 		d.finalize(ctx, c, receipt.StatusFailed, 0, 1, codeClaimStore, evidencePreflight)
+		return nil
+	}
+	if c.FenceToken <= fenceMark {
+		// The store ignored the floor: the minion would refuse this token. Fail typed instead of
+		// publishing a run that can only be fenced. Nothing was sent.
+		d.claimLog(c).Error("worker: fencing token not above the minion's mark; nothing published",
+			slog.Uint64("fence_token", c.FenceToken), slog.Uint64("fence_mark", fenceMark))
+		d.finalize(ctx, c, receipt.StatusFailed, 0, 1, codeFenceBehind, evidencePreflight)
 		return nil
 	}
 	d.stepHook(ctx, c, stepDispatchRecorded)
@@ -496,28 +508,30 @@ func (d *Dispatcher) clientCheck(ctx context.Context, c *Claim) (string, *Claim)
 	return "", nil
 }
 
-func (d *Dispatcher) preflight(ctx context.Context, c *Claim) (string, string) {
+// preflight checks the minion before the intent: it answers an error code ("" when clear), the key the
+// master accepted for the minion (its SHA-256) and the minion's fence high-water mark.
+func (d *Dispatcher) preflight(ctx context.Context, c *Claim) (code, keySHA string, fenceMark uint64) {
 	// CallTimeout bounds the check from its publication on (call), not the wait for a publish slot.
 	caps, err := d.capabilities(ctx, c.MinionID)
 	if err != nil {
 		if errors.Is(err, errNoReturn) && d.hub.isStalled() {
-			return codeEventBus, "" // no return because the bus delivers nothing, not the minion's fault
+			return codeEventBus, "", 0 // no return because the bus delivers nothing, not the minion's fault
 		}
-		return callErrorCode(err), "" // names the cause: credentials, event bus, transport, or the minion
+		return callErrorCode(err), "", 0 // names the cause: credentials, event bus, transport, or the minion
 	}
 	if caps.Protocol == protocolVersion && !caps.RuntimeGuard {
 		// The module would refuse the run ("refusing to run unprotected"): fail now, nothing published.
-		return codeRuntimeGuard, ""
+		return codeRuntimeGuard, "", 0
 	}
 	if caps.Protocol != protocolVersion || !caps.Proof || !caps.Fencing {
-		return codeCapability, "" // no silent fallback to unproven receipts or unfenced runs
+		return codeCapability, "", 0 // no silent fallback to unproven receipts or unfenced runs
 	}
 	key, err := loadMinionKey(ctx, d.pkiDir, c.MinionID)
 	if err != nil {
 		d.claimLog(c).Warn("worker: accepted minion key unavailable", slog.String("error", err.Error()))
-		return codeMinionKey, ""
+		return codeMinionKey, "", 0
 	}
-	return "", key.SHA256
+	return "", key.SHA256, caps.FenceMark
 }
 
 // listenAfterUnknownPublish handles a publish whose outcome is unknown: the claim is committed unknown at

@@ -37,7 +37,7 @@ var supportBudgets = map[string]int{
 	".":                              0, // the root package: documentation only
 	"oduflow/etcdstore":              22,
 	"oduflow/oduflowtest":            13,
-	"oduflow/oduflowtest/fakeminion": 27, // fencing options; + WithRuntimeGuardFailure, WithRunRefusal
+	"oduflow/oduflowtest/fakeminion": 28, // fencing options (+ WithFenceMark); + WithRuntimeGuardFailure, WithRunRefusal
 	"salt/salttest":                  33, // + fleets: MinionBehavior, WithEventReaderBuffer; StallEventBus; Generation and its 3 values, WithGeneration
 	"receipt/proof":                  19, // the receipt proof: Verify (dispatcher), Sign (test minions), nonces, reasons
 	"salt/saltcmd":                   35, // the general client: Run, Async/Watch, Batch, states, decoders

@@ -173,8 +173,10 @@
 // A lease check cannot stop a worker that paused after it: a process stopped (GC, a frozen VM, SIGSTOP)
 // between its intent and its publication for longer than the TTL loses both leases, Status on another
 // replica reads the request unknown, and when it goes on it still publishes. The intent transaction
-// therefore issues a fencing token, the transaction's own revision (fence.go): cluster revisions strictly
-// increase, so a client's tokens do, on every replica, with no extra key or round trip. The minion refuses
+// therefore issues a fencing token, the client's fence base plus the transaction's own revision (fence.go):
+// cluster revisions strictly increase and a base never decreases, so a client's tokens do, on every
+// replica; the base (PREFIX/fencebase/<minion id>, absent until needed) is raised in the intent's own
+// transaction when the minion's mark, which the worker passes as a floor, is ahead of this cluster. The minion refuses
 // a run whose token is not above the highest it has started or fenced. A reconciliation of such a
 // request (FromMinion when the minion says not_started, and any Assert) first calls oduflow_job.fence
 // with the claim's token and records "never ran" only from the minion's signed fenced answer; the
@@ -185,10 +187,10 @@
 // TestPausedDispatcherAtEachStep stops a dispatcher process at each one past the TTL).
 //
 // A store rewound to an earlier revision (see Rewinds and edits) issues revisions again that the minion
-// may have seen: those runs are refused as fenced, nothing runs twice, until the revision passes the
-// minion's mark; a restore cannot lower the mark, which lives on the minion. Revisions of another cluster
-// (a client moved to a new cluster) may be lower still: its runs are fenced until that cluster's revision
-// passes the mark.
+// may have seen; the floor raises the base above the minion's mark, so a new request runs and a late
+// publication of an old token is refused as fenced: nothing runs twice, and a restore cannot lower the
+// mark, which lives on the minion. A client moved to another cluster, or fenced through another store
+// too, is handled the same way (TestMinionMarkAheadOfTheCluster).
 //
 // # Time
 //

@@ -56,6 +56,7 @@ type Store struct {
 	openIndex  atomic.Bool   // the open-index migration marker was seen (unresolved.go)
 	openMu     sync.Mutex    // one open-index scan at a time
 	windows    windowLeases  // the leases of the status windows' keys (statuswindows.go)
+	bases      fenceBases    // the clients' fence bases as last seen (fence.go)
 
 	ctx    context.Context // lifetime of the Store: the keepalives of its etcd leases
 	cancel context.CancelFunc
@@ -290,16 +291,9 @@ func (s *Store) compareAndSwap(ctx context.Context, next *oduflow.Claim, held []
 	out.Generation = cur.Generation + 1
 	out.FenceToken = cur.FenceToken // issued once, never changed (read back from the record if unwritten)
 	intent := held != nil && cur.Phase == oduflow.PhaseClaimed && out.Phase == oduflow.PhaseDispatching
-	if intent {
-		out.FenceToken = fenceTokenPending // the token is this transaction's revision (fence.go)
-	}
-	data, err := out.MarshalBinary()
-	if err != nil {
-		return nil, err
-	}
 	key := s.claimKey(next.RequestID)
 	cmps := []clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(key), "=", rev)}
-	thens := []clientv3.Op{clientv3.OpPut(key, string(data))}
+	var thens []clientv3.Op
 	switch open := s.openKey(out.MinionID, out.RequestID); {
 	case out.Unresolved() && !cur.Unresolved():
 		thens = append(thens, clientv3.OpPut(open, ""))
@@ -321,34 +315,73 @@ func (s *Store) compareAndSwap(ctx context.Context, next *oduflow.Claim, held []
 			clientv3.Compare(clientv3.LeaseValue(l.key), "=", l.sess.Lease()))
 		elses = append(elses, clientv3.OpGet(l.key))
 	}
-	floor := s.rev.floor()
-	resp, err := s.cli.Txn(ctx).If(cmps...).Then(thens...).Else(elses...).Commit()
-	if err != nil {
-		if window != 0 && errors.Is(err, rpctypes.ErrLeaseNotFound) {
-			s.forgetWindowLease(window)
-		}
-		return nil, writeErr(err, "update claim")
-	}
-	if err := s.rev.observe(resp.Header, floor); err != nil {
-		return nil, err
-	}
-	if resp.Succeeded {
+	base := s.bases.get(out.MinionID)
+	for attempt := 0; ; attempt++ {
+		var fi fenceIntent
+		txCmps, txThens, txElses := cmps, thens, elses
 		if intent {
-			out.FenceToken = uint64(resp.Header.Revision)
+			// The token is the client's base plus this transaction's revision (fence.go), above the
+			// caller's floor (next.FenceToken).
+			if fi, err = s.planFenceIntent(out.MinionID, base, next.FenceToken, rev); err != nil {
+				return nil, err
+			}
+			out.FenceToken = fenceTokenPending + fi.base.value
+			txCmps = append(append([]clientv3.Cmp(nil), cmps...), fi.cmp)
+			if fi.put != nil {
+				txThens = append(append([]clientv3.Op(nil), thens...), *fi.put)
+			}
+			txElses = append(append([]clientv3.Op(nil), elses...), fi.reget)
 		}
-		return out, nil
-	}
-	now, _, err := s.claimFrom(resp.Responses[0].GetResponseRange().GetKvs(), next.RequestID)
-	if err != nil {
-		return nil, err
-	}
-	for i, l := range held {
-		kvs := resp.Responses[1+i].GetResponseRange().GetKvs()
-		if len(kvs) == 0 || kvs[0].CreateRevision != l.createRev || clientv3.LeaseID(kvs[0].Lease) != l.sess.Lease() {
-			return now, errors.Wrap(oduflow.ErrLeaseLost, "etcdstore: lock key gone or taken over")
+		data, err := out.MarshalBinary()
+		if err != nil {
+			return nil, err
 		}
+		txThens = append(txThens, clientv3.OpPut(key, string(data)))
+		floor := s.rev.floor()
+		resp, err := s.cli.Txn(ctx).If(txCmps...).Then(txThens...).Else(txElses...).Commit()
+		if err != nil {
+			if window != 0 && errors.Is(err, rpctypes.ErrLeaseNotFound) {
+				s.forgetWindowLease(window)
+			}
+			return nil, writeErr(err, "update claim")
+		}
+		if err := s.rev.observe(resp.Header, floor); err != nil {
+			return nil, err
+		}
+		if resp.Succeeded {
+			if intent {
+				if fi.put != nil {
+					s.bases.set(out.MinionID, fenceBase{value: fi.base.value, modRev: resp.Header.Revision})
+				}
+				out.FenceToken = fi.base.value + uint64(resp.Header.Revision)
+			}
+			return out, nil
+		}
+		now, nowRev, err := s.claimFrom(resp.Responses[0].GetResponseRange().GetKvs(), next.RequestID)
+		if err != nil {
+			return nil, err
+		}
+		for i, l := range held {
+			kvs := resp.Responses[1+i].GetResponseRange().GetKvs()
+			if len(kvs) == 0 || kvs[0].CreateRevision != l.createRev || clientv3.LeaseID(kvs[0].Lease) != l.sess.Lease() {
+				return now, errors.Wrap(oduflow.ErrLeaseLost, "etcdstore: lock key gone or taken over")
+			}
+		}
+		if intent && nowRev == rev {
+			// Only the client's base had moved (another replica raised it, or this Store's cache was
+			// empty): build the token on the base as it is now.
+			got, err := readFenceBase((*clientv3.GetResponse)(resp.Responses[len(resp.Responses)-1].GetResponseRange()))
+			if err != nil {
+				return now, err
+			}
+			s.bases.set(out.MinionID, got)
+			if got != base && attempt < 4 {
+				base = got
+				continue
+			}
+		}
+		return now, errors.Wrap(oduflow.ErrConflict, "etcdstore: claim changed meanwhile")
 	}
-	return now, errors.Wrap(oduflow.ErrConflict, "etcdstore: claim changed meanwhile")
 }
 
 // ListByClient implements oduflow.ClaimStore: one read of the client's index entries, then its claims in

@@ -30,6 +30,7 @@ var mutants = map[string]string{ // mutant -> subtest that must catch it
 	"lock not exclusive":       "Leases/request_lock_exclusive",
 	"session never expires":    "CompareAndSwapHeld/after_session_death",
 	"fence token repeats":      "FenceTokens/recorded_and_kept",
+	"fence floor ignored":      "FenceTokens/above_the_caller's_floor",
 }
 
 func TestSuiteCatchesBrokenStores(t *testing.T) {
@@ -126,6 +127,11 @@ func (m mutant) CompareAndSwap(ctx context.Context, next *oduflow.Claim) (*odufl
 func (m mutant) CompareAndSwapHeld(ctx context.Context, next *oduflow.Claim, held ...oduflow.Lease) (*oduflow.Claim, error) {
 	if m.name == "held ignores leases" {
 		return m.Store.CompareAndSwap(ctx, next)
+	}
+	if m.name == "fence floor ignored" {
+		n := *next
+		n.FenceToken = 0
+		next = &n
 	}
 	out, err := m.Store.CompareAndSwapHeld(ctx, next, held...)
 	if m.name == "fence token repeats" && err == nil && out.FenceToken > 1 {

@@ -2,6 +2,7 @@ package oduflowtest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -24,7 +25,8 @@ const fenceIntents = 4
 // testFenceTokens is the clause of the fencing tokens: the transition to the dispatch intent
 // (CompareAndSwapHeld from claimed to dispatching) issues a token strictly greater than every token
 // issued before for the same client, recorded in the claim and kept unchanged by every later write; a
-// client's tokens strictly increase across concurrent workers and processes.
+// client's tokens strictly increase across concurrent workers and processes, and each is above the
+// floor the caller passed (the minion's high-water mark).
 func (s *suite) testFenceTokens(t *testing.T) {
 	t.Run("recorded and kept", func(t *testing.T) {
 		st := s.open(t, s.backend(t))
@@ -68,6 +70,52 @@ func (s *suite) testFenceTokens(t *testing.T) {
 		out2, err := st.CompareAndSwapHeld(testContext(t), intent(c2), rl2, cl)
 		if err != nil || out2.FenceToken <= out.FenceToken {
 			t.Fatalf("second intent of the client: token %d after %d, %v", tokenOf(out2), out.FenceToken, err)
+		}
+	})
+	t.Run("above the caller's floor", func(t *testing.T) {
+		st := s.open(t, s.backend(t))
+		minion := NewClaim().MinionID
+		intentWith := func(floor uint64) (*oduflow.Claim, error) {
+			c := NewClaim()
+			c.MinionID = minion
+			c = mustCreate(t, st, c)
+			rl, cl := holdBoth(t, st, c)
+			defer func() { _ = cl.Release(); _ = rl.Release() }()
+			next := intent(c)
+			next.FenceToken = floor
+			out, err := st.CompareAndSwapHeld(testContext(t), next, rl, cl)
+			if err == nil && mustGet(t, st, c.RequestID).FenceToken != out.FenceToken {
+				t.Fatalf("stored fence token %d, issued %d", mustGet(t, st, c.RequestID).FenceToken, out.FenceToken)
+			}
+			if err != nil {
+				if got := mustGet(t, st, c.RequestID); got.Phase != oduflow.PhaseClaimed || got.FenceToken != 0 {
+					t.Fatalf("a refused intent wrote phase %s, token %d", got.Phase, got.FenceToken)
+				}
+			}
+			return out, err
+		}
+		first, err := intentWith(0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// A minion fenced by another store (or before a restore) far above this store's counter.
+		floor := first.FenceToken + 1_000_000
+		raised, err := intentWith(floor)
+		if err != nil || raised.FenceToken <= floor {
+			t.Fatalf("intent with floor %d: token %d, %v", floor, tokenOf(raised), err)
+		}
+		// Tokens keep increasing after the floor, with no floor or a lower one.
+		prev := raised.FenceToken
+		for _, f := range []uint64{0, 1, floor} {
+			out, err := intentWith(f)
+			if err != nil || out.FenceToken <= prev {
+				t.Fatalf("intent with floor %d after token %d: token %d, %v", f, prev, tokenOf(out), err)
+			}
+			prev = out.FenceToken
+		}
+		// A floor no token can be above: refused as a store failure, nothing written.
+		if out, err := intentWith(oduflow.MaxFenceToken); !errors.Is(err, oduflow.ErrClaimStore) {
+			t.Fatalf("intent with floor MaxFenceToken: token %d, %v; want ErrClaimStore", tokenOf(out), err)
 		}
 	})
 	t.Run("concurrent workers", func(t *testing.T) {

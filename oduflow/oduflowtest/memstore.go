@@ -148,7 +148,12 @@ func (s *MemoryStore) compareAndSwap(ctx context.Context, next *oduflow.Claim, h
 	out.Generation = cur.Generation + 1
 	out.FenceToken = cur.FenceToken // issued once, never changed
 	if guarded && cur.Phase == oduflow.PhaseClaimed && out.Phase == oduflow.PhaseDispatching {
-		out.FenceToken = s.fences[out.MinionID] + 1
+		// Above every token of the client and above the caller's floor (next.FenceToken).
+		last := max(s.fences[out.MinionID], next.FenceToken)
+		if last >= oduflow.MaxFenceToken {
+			return cur, errors.Wrap(oduflow.ErrClaimStore, "oduflowtest: fence tokens exhausted")
+		}
+		out.FenceToken = last + 1
 	}
 	data, err := out.MarshalBinary()
 	if err != nil {

@@ -1428,9 +1428,29 @@ def capabilities():
         "pillar_ready": bool(pillar_ok),
         "pillar_ready_key_configured": key_configured,
         "proof": _proof_capability(),
-        "fencing": {"version": _FENCING_VERSION, "ready": guard is None,
-                    "token_required": _REQUIRE_FENCE_TOKEN},
+        "fencing": _fencing_capability(guard),
     }
+
+
+def _fencing_capability(guard):
+    """The fencing capability with this minion's high-water mark ("mark": the highest token it
+    has started or fenced, 0 before any). A dispatcher whose store issues tokens from a lower
+    counter (a new or restored claim store, another cluster) asks its store for a token above
+    the mark instead of publishing a run this module would refuse. The answer is not signed: a
+    forged mark can only get runs refused as fenced, never run twice. A fence record that cannot
+    be read makes fencing not ready (a run would be refused on it anyway)."""
+    cap = {"version": _FENCING_VERSION, "ready": guard is None,
+           "token_required": _REQUIRE_FENCE_TOKEN, "mark": 0}
+    minion_id = _opt("id")
+    if not _is_minion_id(minion_id) or not _dir_exists(_receipt_dir()):
+        return cap
+    try:
+        with _Store(_receipt_dir(), create=False) as store:
+            cap["mark"] = _read_fence(store, minion_id)
+    except Exception as exc:  # pylint: disable=broad-except
+        cap["ready"] = False
+        cap["error"] = type(exc).__name__
+    return cap
 
 
 def _set_retcode(code):

@@ -52,6 +52,11 @@ func WithoutProof() ModelOption { return func(m *Model) { m.noProof = true } }
 // option (that module refuses every keyword it does not know).
 func WithoutFencing() ModelOption { return func(m *Model) { m.noFencing = true } }
 
+// WithFenceMark starts the minion with its fence high-water mark at mark, as one another claim store
+// (or a store since restored from a backup) has already fenced: a run whose token is not above it is
+// refused. Capabilities report the mark ("fencing": {"mark": N}).
+func WithFenceMark(mark int64) ModelOption { return func(m *Model) { m.fenceMark = max(mark, 0) } }
+
 // WithFenceTokenRequired is the module's switch flipped: a run without fence_token is refused
 // (capabilities report fencing.token_required true).
 func WithFenceTokenRequired() ModelOption { return func(m *Model) { m.tokenRequired = true } }
@@ -207,7 +212,7 @@ func (m *Model) Handle(ctx context.Context, job salttest.Job) (any, int) {
 		}
 		if !m.noFencing {
 			caps["fencing"] = map[string]any{"version": int64(FencingVersion), "ready": m.guardError == "",
-				"token_required": m.tokenRequired}
+				"token_required": m.tokenRequired, "mark": m.FenceMark()}
 		}
 		return caps, 0
 	case "oduflow_job.run":

@@ -152,10 +152,23 @@ class Fencing(FenceCase):
 
     def test_capabilities(self):
         caps = host.call(self.mod, "capabilities")[0]
-        self.assertEqual(caps["fencing"], {"version": 1, "ready": True, "token_required": False})
+        self.assertEqual(caps["fencing"], {"version": 1, "ready": True, "token_required": False, "mark": 0})
+        self.run_fenced(new_request(), new_jid(), 7)
+        self.fence(new_request(), new_jid(), 5)  # below the mark: it stays 7
+        caps = host.call(self.mod, "capabilities")[0]
+        self.assertEqual(caps["fencing"], {"version": 1, "ready": True, "token_required": False, "mark": 7})
         host.BEHAVIOR["salt_version"] = "3005.1"
         caps = host.call(self.load(), "capabilities")[0]
-        self.assertEqual(caps["fencing"], {"version": 1, "ready": False, "token_required": False})
+        self.assertEqual(caps["fencing"], {"version": 1, "ready": False, "token_required": False, "mark": 7})
+
+    def test_capabilities_with_a_malformed_fence_record(self):
+        self.run_fenced(new_request(), new_jid(), 3)
+        with open(os.path.join(self.receipts, "fence.json"), "w") as handle:
+            handle.write('{"record": "fence"}')
+        caps = host.call(self.mod, "capabilities")[0]["fencing"]
+        self.assertFalse(caps["ready"])
+        self.assertEqual(caps["mark"], 0)
+        self.assertEqual(caps["error"], "_StoreError")
 
     def test_attested_fenced_receipt(self):
         req, jid = new_request(), new_jid()

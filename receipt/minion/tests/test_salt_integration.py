@@ -90,6 +90,8 @@ class RealSalt(unittest.TestCase):
         self.assertEqual(ret["protocol"], 1)
         self.assertTrue(ret["runtime_guard"], ret["runtime_guard_error"])
         self.assertGreaterEqual(int(ret["salt_version"].split(".")[0]), 3006)
+        mark = ret["fencing"].pop("mark")
+        self.assertTrue(isinstance(mark, int) and mark >= 0, mark)
         self.assertEqual(ret["fencing"], {"version": 1, "ready": True, "token_required": False})
 
     def test_fixed_role_receipt_without_raw_caches(self):
