@@ -116,7 +116,7 @@ func TestModelFencingMatchesModule(t *testing.T) {
 	}
 	caps, _ := py(ctx, salttest.Job{JID: newJID(), Fun: "oduflow_job.capabilities", MinionID: minionA})
 	mcaps, _ := m.Handle(ctx, salttest.Job{JID: newJID(), Fun: "oduflow_job.capabilities", MinionID: minionA})
-	want := map[string]any{"version": int64(1), "ready": true, "token_required": false}
+	want := map[string]any{"version": int64(1), "ready": true, "token_required": false, "mark": int64(9)}
 	if got := caps.(map[string]any)["fencing"]; !reflect.DeepEqual(got, want) {
 		t.Fatalf("module fencing capability %#v", got)
 	}
