@@ -108,11 +108,10 @@ func cmdRun(e *env, args []string) error {
 	if err := e.g.needMaster("run", !*async); err != nil {
 		return err
 	}
-	pub, err := e.client(e.ctx)
+	pub, err := e.client(e.ctx) // closed when the command ends
 	if err != nil {
 		return err
 	}
-	e.closers = append(e.closers, pub.Close)
 	opts := []saltcmd.Option{saltcmd.WithLogger(e.logger()),
 		saltcmd.WithEventOptions(salt.WithLogger(e.logger()))}
 	if *moreEvents != "" {

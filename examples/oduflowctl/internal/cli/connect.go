@@ -7,56 +7,25 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 	"time"
 
+	"github.com/oduflow/oduflow-go/examples/internal/oduflowenv"
 	"github.com/oduflow/oduflow-go/oduflow"
 	"github.com/oduflow/oduflow-go/oduflow/catalog"
 	"github.com/oduflow/oduflow-go/salt"
 )
 
 // keyUser derives the Salt user from a key file name: ".root_key" -> "root".
-func keyUser(keyFile string) string {
-	base := filepath.Base(keyFile)
-	if strings.HasPrefix(base, ".") && strings.HasSuffix(base, "_key") && len(base) > len("._key") {
-		return strings.TrimSuffix(strings.TrimPrefix(base, "."), "_key")
-	}
-	return "root"
-}
+func keyUser(keyFile string) string { return oduflowenv.KeyUser(keyFile) }
 
 // needMaster checks that the master and the event bus are named.
 func (g *globals) needMaster(cmd string, events bool) error {
-	if g.master == "" {
-		return usagef("%s: missing --master (or ODUFLOW_SALT_MASTER), e.g. tcp://127.0.0.1:4506", cmd)
-	}
-	if !strings.HasPrefix(g.master, "tcp://") {
-		return usagef("%s: --master %q: want tcp://host:port", cmd, g.master)
-	}
-	if events {
-		if err := g.checkEvents(cmd); err != nil {
-			return err
-		}
-	}
-	if g.keyFile == "" && (g.eauth == "" || g.user == "") {
-		return usagef("%s: no credentials: set --key-file (ODUFLOW_SALT_KEY_FILE), or --eauth, --user and ODUFLOW_SALT_PASSWORD", cmd)
-	}
-	if g.keyFile == "" && g.password == "" {
-		return usagef("%s: --eauth needs the password in ODUFLOW_SALT_PASSWORD", cmd)
-	}
-	return nil
+	return fromEnv(g.settings().CheckMaster(cmd, events))
 }
 
 // checkEvents checks that the event bus is named, as a unix or tcp address.
-func (g *globals) checkEvents(cmd string) error {
-	if g.events == "" {
-		return usagef("%s: missing --events (or ODUFLOW_SALT_EVENTS), e.g. unix:///var/run/salt/master/master_event_pub.ipc", cmd)
-	}
-	if !strings.HasPrefix(g.events, "unix://") && !strings.HasPrefix(g.events, "tcp://") {
-		return usagef("%s: --events %q: want unix:///path or tcp://host:port", cmd, g.events)
-	}
-	return nil
-}
+func (g *globals) checkEvents(cmd string) error { return fromEnv(g.settings().CheckEvents(cmd)) }
 
 // logger returns the CLI's logger: errors on stderr (everything with ODUFLOW_DEBUG set),
 // never secrets (the library logs none).
@@ -71,20 +40,13 @@ func (e *env) logger() *slog.Logger {
 // client opens a Salt client with the configured authentication: the user key when a key
 // file is named (preferred: nothing secret is published), else an eauth token obtained once
 // from the password. A client that cannot be built (a malformed address) is a configuration error.
+// It is closed when the command ends.
 func (e *env) client(ctx context.Context) (*salt.Client, error) {
-	g := e.g
-	opts := []salt.Option{salt.WithLogger(e.logger()), salt.WithRequestTimeout(20 * time.Second)}
-	if g.keyFile != "" {
-		c, err := salt.NewClient(g.master, append(opts, salt.WithAuth(salt.UserKey(keyUser(g.keyFile), g.keyFile)))...)
-		if err != nil {
-			return nil, configf(err, "--master %q", g.master)
-		}
-		return c, nil
-	}
-	c, err := e.tokenClient(ctx, opts)
+	c, closeAll, err := e.g.settings().Client(ctx, salt.WithLogger(e.logger()), salt.WithRequestTimeout(20*time.Second))
 	if err != nil {
-		return nil, configf(err, "--master %q", g.master)
+		return nil, fromEnv(err)
 	}
+	e.closers = append(e.closers, closeAll)
 	return c, nil
 }
 
@@ -107,7 +69,6 @@ func (e *env) dispatcher(ctx context.Context, opts ...oduflow.Option) (*oduflow.
 	if err != nil {
 		return nil, err
 	}
-	e.closers = append(e.closers, c.Close)
 	e.salt = c
 	exe, err := os.Executable()
 	if err != nil {
@@ -166,9 +127,9 @@ func (e *env) claimStore(ctx context.Context) (oduflow.ClaimStore, string, error
 	e.g.stateDir = dir // the effective claim store, also for the detached worker (childEnv)
 	e.g.claims = ""
 	// The claim store first (it creates the directory 0700), then the log inside it.
-	store, err := oduflow.OpenFileClaimStore(dir)
+	store, err := oduflowenv.OpenFileClaims(dir)
 	if err != nil {
-		return nil, "", configf(err, "claim store %q", dir)
+		return nil, "", fromEnv(err)
 	}
 	return store, dir, nil
 }

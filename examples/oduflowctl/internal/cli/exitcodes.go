@@ -7,6 +7,7 @@ import (
 
 	crdb "github.com/cockroachdb/errors"
 
+	"github.com/oduflow/oduflow-go/examples/internal/oduflowenv"
 	"github.com/oduflow/oduflow-go/oduflow"
 	"github.com/oduflow/oduflow-go/oduflow/catalog"
 	"github.com/oduflow/oduflow-go/oduflow/etcdstore"
@@ -14,16 +15,17 @@ import (
 	"github.com/oduflow/oduflow-go/salt"
 )
 
-// Exit statuses. A script decides from them alone whether it may start a new request.
+// Exit statuses (shared with the controller's JSON errors, see oduflowenv). A script decides from them
+// alone whether it may start a new request.
 const (
-	ExitOK           = 0 // succeeded, or done (also running or not_started without --wait)
-	ExitFailed       = 1 // failed: a known terminal failure; a new request may follow
-	ExitUsage        = 2 // bad input or configuration (credentials, directories, flags); nothing written
-	ExitUnreachable  = 3 // master, event bus or claim store unreachable; nothing written
-	ExitRefused      = 4 // refused by the master (authentication, authorization)
-	ExitUnknown      = 5 // outcome not proven: never start a replacement; reconcile
-	ExitDamaged      = 6 // damaged claim store (or catalog record)
-	ExitStillRunning = 7 // still running when --wait timed out; the request goes on
+	ExitOK           = oduflowenv.ExitOK           // succeeded, or done (also running or not_started without --wait)
+	ExitFailed       = oduflowenv.ExitFailed       // failed: a known terminal failure; a new request may follow
+	ExitUsage        = oduflowenv.ExitUsage        // bad input or configuration (credentials, directories, flags); nothing written
+	ExitUnreachable  = oduflowenv.ExitUnreachable  // master, event bus or claim store unreachable; nothing written
+	ExitRefused      = oduflowenv.ExitRefused      // refused by the master (authentication, authorization)
+	ExitUnknown      = oduflowenv.ExitUnknown      // outcome not proven: never start a replacement; reconcile
+	ExitDamaged      = oduflowenv.ExitDamaged      // damaged claim store (or catalog record)
+	ExitStillRunning = oduflowenv.ExitStillRunning // still running when --wait timed out; the request goes on
 )
 
 // exitTable documents the statuses for --help and the README, in order.

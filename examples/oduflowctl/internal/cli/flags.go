@@ -6,13 +6,15 @@ import (
 	"io"
 	"os"
 	"strings"
+
+	"github.com/oduflow/oduflow-go/examples/internal/oduflowenv"
 )
 
 // DefaultStateDir is the default claim store directory (see the oduflow package doc).
-const DefaultStateDir = "/var/cache/salt/oduflow-apply"
+const DefaultStateDir = oduflowenv.DefaultStateDir
 
 // DefaultPKIDir is the Salt master's PKI directory.
-const DefaultPKIDir = "/etc/salt/pki/master"
+const DefaultPKIDir = oduflowenv.DefaultPKIDir
 
 // globals are the flags every command accepts, each defaulting to an environment variable.
 type globals struct {
@@ -25,27 +27,29 @@ type globals struct {
 }
 
 func globalsFromEnv(getenv func(string) string) *globals {
-	g := &globals{
-		master:   getenv("ODUFLOW_SALT_MASTER"),
-		events:   getenv("ODUFLOW_SALT_EVENTS"),
-		keyFile:  getenv("ODUFLOW_SALT_KEY_FILE"),
-		eauth:    getenv("ODUFLOW_SALT_EAUTH"),
-		user:     getenv("ODUFLOW_SALT_USER"),
-		password: getenv("ODUFLOW_SALT_PASSWORD"),
-		stateDir: getenv("ODUFLOW_STATE_DIR"),
+	s := oduflowenv.FromEnv(getenv) // the variables the controller reads too, defaults filled in
+	return &globals{
+		master:   s.Master,
+		events:   s.Events,
+		keyFile:  s.KeyFile,
+		eauth:    s.Eauth,
+		user:     s.User,
+		password: s.Password,
+		stateDir: s.StateDir,
 		output:   getenv("ODUFLOW_OUTPUT"),
-		catalog:  getenv("ODUFLOW_CATALOG_DIR"),
-		pkiDir:   getenv("ODUFLOW_SALT_PKI_DIR"),
-		claims:   getenv("ODUFLOW_CLAIMS"),
+		catalog:  s.CatalogDir,
+		pkiDir:   s.PKIDir,
+		claims:   s.Claims,
 		etcd:     etcdFromEnv(getenv),
 	}
-	if g.stateDir == "" {
-		g.stateDir = DefaultStateDir
-	}
-	if g.pkiDir == "" {
-		g.pkiDir = DefaultPKIDir
-	}
-	return g
+}
+
+// settings are the effective connection settings (the environment, then the flags).
+func (g *globals) settings() oduflowenv.Settings {
+	return oduflowenv.Settings{Master: g.master, Events: g.events, KeyFile: g.keyFile, Eauth: g.eauth, User: g.user,
+		Password: g.password, StateDir: g.stateDir, PKIDir: g.pkiDir, Claims: g.claims, CatalogDir: g.catalog,
+		Etcd: oduflowenv.Etcd{User: g.etcd.user, Password: g.etcd.password, CACert: g.etcd.caCert, Cert: g.etcd.cert,
+			Key: g.etcd.key}}
 }
 
 // register adds the global flags to fs, with the current values as defaults, so that they
@@ -178,25 +182,6 @@ func parseArgs(fs *flag.FlagSet, args []string, min, max int, names string) ([]s
 // claimDir is the claim store directory: --claims (file:DIR or a plain DIR) when given, else --state-dir.
 // It must be named and, when it exists, be a directory (exit status 2 otherwise).
 func (g *globals) claimDir() (string, error) {
-	dir := g.stateDir
-	if g.claims != "" {
-		scheme, rest, ok := strings.Cut(g.claims, ":")
-		switch {
-		case ok && scheme == "file":
-			dir = rest
-		case ok && (scheme == "etcd" || scheme == "etcds"):
-			return "", usagef("--claims: an etcd store is not a directory")
-		case ok && strings.HasPrefix(rest, "//"):
-			return "", usagef("--claims %q: unknown scheme %q: want file:DIR or DIR", g.claims, scheme)
-		default:
-			dir = g.claims
-		}
-	}
-	if strings.TrimSpace(dir) == "" {
-		return "", usagef("--state-dir/--claims: empty claim store directory")
-	}
-	if st, err := os.Stat(dir); err == nil && !st.IsDir() {
-		return "", usagef("claim store %q is not a directory", dir)
-	}
-	return dir, nil
+	dir, err := g.settings().ClaimDir()
+	return dir, fromEnv(err)
 }

@@ -1,0 +1,158 @@
+package oduflowenv
+
+import (
+	"context"
+	stderrors "errors"
+	"os"
+	"strings"
+
+	crdb "github.com/cockroachdb/errors"
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/oduflow/oduflow-go/oduflow"
+	"github.com/oduflow/oduflow-go/oduflow/etcdstore"
+)
+
+// ClaimDir is the claim store directory: Claims (file:DIR or a plain DIR) when set, else StateDir. It must
+// be named and, when it exists, be a directory (ErrUsage otherwise).
+func (s Settings) ClaimDir() (string, error) {
+	dir := s.StateDir
+	if s.Claims != "" {
+		scheme, rest, ok := strings.Cut(s.Claims, ":")
+		switch {
+		case ok && scheme == "file":
+			dir = rest
+		case ok && (scheme == "etcd" || scheme == "etcds"):
+			return "", usagef("--claims: an etcd store is not a directory")
+		case ok && strings.HasPrefix(rest, "//"):
+			return "", usagef("--claims %q: unknown scheme %q: want file:DIR or DIR", s.Claims, scheme)
+		default:
+			dir = s.Claims
+		}
+	}
+	if strings.TrimSpace(dir) == "" {
+		return "", usagef("--state-dir/--claims: empty claim store directory")
+	}
+	if st, err := os.Stat(dir); err == nil && !st.IsDir() {
+		return "", usagef("claim store %q is not a directory", dir)
+	}
+	return dir, nil
+}
+
+// OpenFileClaims opens (creating it 0700) the file claim store in dir.
+func OpenFileClaims(dir string) (oduflow.ClaimStore, error) {
+	store, err := oduflow.OpenFileClaimStore(dir)
+	if err != nil {
+		return nil, configf(err, "claim store %q", dir)
+	}
+	return store, nil
+}
+
+// OpenStateDir creates the state directory (0700) when the claims live in etcd: a process's own files
+// (the detached workers' log) are still written there.
+func OpenStateDir(dir string) error {
+	if strings.TrimSpace(dir) == "" {
+		return usagef("--state-dir: empty (it holds worker.log when the claims are in etcd)")
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return configf(err, "state dir %q", dir)
+	}
+	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+		return usagef("state dir %q is not a directory", dir)
+	}
+	return nil
+}
+
+// EtcdOptions turns Claims and the ODUFLOW_ETCD_* variables into store options (ErrUsage when they are
+// malformed; the URL is never echoed).
+func (s Settings) EtcdOptions() ([]etcdstore.Option, error) {
+	opts, err := etcdstore.ParseURL(s.Claims)
+	if err != nil {
+		return nil, usagef("--claims: %s", OneLine(err.Error()))
+	}
+	e := s.Etcd
+	user, password := e.User, e.Password
+	if password == "" {
+		if u, p, ok := strings.Cut(user, ":"); ok {
+			user, password = u, p
+		}
+	}
+	if password != "" && user == "" {
+		return nil, usagef("ODUFLOW_ETCD_PASSWORD needs ODUFLOW_ETCD_USER")
+	}
+	if user != "" {
+		opts = append(opts, etcdstore.WithAuth(user, password))
+	}
+	if e.CACert != "" || e.Cert != "" || e.Key != "" {
+		if !strings.HasPrefix(s.Claims, "etcds://") {
+			return nil, usagef("ODUFLOW_ETCD_CACERT, ODUFLOW_ETCD_CERT and ODUFLOW_ETCD_KEY need --claims etcds://")
+		}
+		if (e.Cert == "") != (e.Key == "") {
+			return nil, usagef("ODUFLOW_ETCD_CERT and ODUFLOW_ETCD_KEY go together")
+		}
+		opts = append(opts, etcdstore.WithTLSFiles(e.Cert, e.Key, e.CACert))
+	}
+	return opts, nil
+}
+
+// OpenEtcd opens the etcd claim store. Nothing is written yet, so an etcd that does not answer is
+// ErrUnreachable, refused credentials ErrRefused, and unreadable TLS files or bad settings ErrUsage.
+func (s Settings) OpenEtcd(ctx context.Context) (*etcdstore.Store, error) {
+	opts, err := s.EtcdOptions()
+	if err != nil {
+		return nil, err
+	}
+	st, err := etcdstore.Open(ctx, opts...)
+	if err == nil {
+		return st, nil
+	}
+	msg := "etcd claim store: " + OneLine(err.Error())
+	switch {
+	case stderrors.Is(err, oduflow.ErrInvalidInput) || crdb.Is(err, oduflow.ErrInvalidInput):
+		return nil, &Error{Kind: ErrUsage, Msg: msg, Cause: err}
+	case etcdRefused(err):
+		return nil, &Error{Kind: ErrRefused, Msg: msg, Cause: err}
+	case etcdUnreachable(err):
+		return nil, &Error{Kind: ErrUnreachable, Msg: msg, Cause: err}
+	}
+	return nil, &Error{Kind: ErrUsage, Msg: msg, Cause: err} // TLS files that cannot be read or parsed
+}
+
+// etcdRefused: the cluster answered and refused the credentials or the permission to read the prefix.
+func etcdRefused(err error) bool {
+	if stderrors.Is(err, rpctypes.ErrAuthFailed) || stderrors.Is(err, rpctypes.ErrPermissionDenied) ||
+		stderrors.Is(err, rpctypes.ErrGRPCAuthFailed) || stderrors.Is(err, rpctypes.ErrGRPCPermissionDenied) {
+		return true
+	}
+	switch grpcCode(err) {
+	case codes.Unauthenticated, codes.PermissionDenied:
+		return true
+	}
+	return strings.Contains(err.Error(), rpctypes.ErrAuthFailed.Error())
+}
+
+// etcdUnreachable: no answer (no connection, timeout).
+func etcdUnreachable(err error) bool {
+	if stderrors.Is(err, context.DeadlineExceeded) || stderrors.Is(err, context.Canceled) {
+		return true
+	}
+	switch grpcCode(err) {
+	case codes.Unavailable, codes.DeadlineExceeded, codes.Canceled:
+		return true
+	}
+	return false
+}
+
+func grpcCode(err error) codes.Code {
+	for e := err; e != nil; e = stderrors.Unwrap(e) {
+		if ee, ok := e.(rpctypes.EtcdError); ok {
+			return ee.Code()
+		}
+		if st, ok := status.FromError(e); ok && st.Code() != codes.Unknown {
+			return st.Code()
+		}
+	}
+	return codes.Unknown
+}
