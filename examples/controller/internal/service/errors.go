@@ -1,0 +1,102 @@
+package service
+
+import (
+	"context"
+	"errors"
+	"net/http"
+
+	crdb "github.com/cockroachdb/errors"
+
+	"github.com/oduflow/oduflow-go/examples/internal/oduflowenv"
+	"github.com/oduflow/oduflow-go/oduflow"
+	"github.com/oduflow/oduflow-go/oduflow/catalog"
+	"github.com/oduflow/oduflow-go/oduflow/etcdstore"
+	"github.com/oduflow/oduflow-go/receipt"
+	"github.com/oduflow/oduflow-go/salt"
+)
+
+// apiError is the JSON body of every error answer: the one-line message, oduflowctl's exit status and its
+// name (the same decision a script makes from the CLI), and the library error it stands for.
+type apiError struct {
+	Error      string `json:"error"`
+	Code       string `json:"code"`
+	ExitStatus int    `json:"exit_status"`
+	Reason     string `json:"reason"`
+}
+
+// errorClass is one row of the mapping from an error to its answer.
+type errorClass struct {
+	match  func(error) bool
+	http   int
+	exit   int
+	reason string
+}
+
+// is matches target with the standard library first; cockroachdb's check is the fallback for errors a
+// package marks with its errors.Mark (invisible to the standard library).
+func is(target error) func(error) bool {
+	return func(err error) bool { return errors.Is(err, target) || crdb.Is(err, target) }
+}
+
+// errorClasses: the most specific proof first (a closing dispatcher, a damaged store), the vaguest last;
+// the order mirrors oduflowctl's exit statuses.
+var errorClasses = []errorClass{
+	{is(oduflow.ErrClosed), http.StatusServiceUnavailable, oduflowenv.ExitUnreachable, "closed"},
+	{is(oduflow.ErrCorruptClaim), http.StatusInternalServerError, oduflowenv.ExitDamaged, "corrupt_claim"},
+	{is(catalog.ErrCorrupt), http.StatusInternalServerError, oduflowenv.ExitDamaged, "corrupt_catalog"},
+	{func(err error) bool {
+		return is(oduflow.ErrNotReady)(err) && (is(salt.ErrAuthentication)(err) || is(salt.ErrAuthorization)(err))
+	}, http.StatusServiceUnavailable, oduflowenv.ExitRefused, "not_ready"},
+	{is(oduflow.ErrNotReady), http.StatusServiceUnavailable, oduflowenv.ExitUnreachable, "not_ready"},
+	{is(salt.ErrKeyFile), http.StatusInternalServerError, oduflowenv.ExitUsage, "key_file"},
+	{is(salt.ErrAuthentication), http.StatusBadGateway, oduflowenv.ExitRefused, "authentication"},
+	{is(salt.ErrAuthorization), http.StatusBadGateway, oduflowenv.ExitRefused, "authorization"},
+	{is(oduflow.ErrInvalidInput), http.StatusBadRequest, oduflowenv.ExitUsage, "invalid_input"},
+	{is(receipt.ErrInvalidID), http.StatusBadRequest, oduflowenv.ExitUsage, "invalid_input"},
+	{is(receipt.ErrUnknownProfile), http.StatusBadRequest, oduflowenv.ExitUsage, "invalid_input"},
+	{is(oduflow.ErrMismatch), http.StatusConflict, oduflowenv.ExitUsage, "mismatch"},
+	{is(oduflow.ErrNotUnknown), http.StatusConflict, oduflowenv.ExitFailed, "not_unknown"},
+	{is(oduflow.ErrConflict), http.StatusConflict, oduflowenv.ExitFailed, "conflict"},
+	{is(oduflow.ErrClaimExists), http.StatusConflict, oduflowenv.ExitFailed, "conflict"},
+	{is(oduflow.ErrLeaseBusy), http.StatusConflict, oduflowenv.ExitFailed, "lease_busy"},
+	{is(oduflow.ErrLeaseLost), http.StatusConflict, oduflowenv.ExitFailed, "lease_lost"},
+	{is(etcdstore.ErrOutcomeUnknown), http.StatusInternalServerError, oduflowenv.ExitUnknown, "outcome_unknown"},
+	{is(oduflow.ErrClaimStore), http.StatusServiceUnavailable, oduflowenv.ExitUnreachable, "claim_store"},
+	{is(salt.ErrNotSent), http.StatusServiceUnavailable, oduflowenv.ExitUnreachable, "not_sent"},
+	{is(oduflow.ErrUnresolved), http.StatusConflict, oduflowenv.ExitUnknown, "unresolved"},
+	{is(oduflow.ErrNotFenced), http.StatusConflict, oduflowenv.ExitUnknown, "not_fenced"},
+	{is(salt.ErrOutcomeUnknown), http.StatusBadGateway, oduflowenv.ExitUnknown, "outcome_unknown"},
+	{is(context.DeadlineExceeded), http.StatusGatewayTimeout, oduflowenv.ExitUnknown, "timeout"},
+	{is(context.Canceled), http.StatusServiceUnavailable, oduflowenv.ExitUnknown, "canceled"},
+	{is(oduflow.ErrWorkerLaunch), http.StatusInternalServerError, oduflowenv.ExitFailed, "worker_launch"},
+}
+
+// classify maps err to its answer: a configuration error of the shared settings by its kind, a body too
+// large, then the library's errors (errorClasses); anything else is 500 failed.
+func classify(err error) (int, apiError) {
+	msg := oduflowenv.OneLine(err.Error())
+	var ce *oduflowenv.Error
+	if errors.As(err, &ce) {
+		switch {
+		case errors.Is(ce.Kind, oduflowenv.ErrUnreachable):
+			return http.StatusServiceUnavailable, body(msg, oduflowenv.ExitUnreachable, "unreachable")
+		case errors.Is(ce.Kind, oduflowenv.ErrRefused):
+			return http.StatusBadGateway, body(msg, oduflowenv.ExitRefused, "refused")
+		}
+		return http.StatusBadRequest, body(msg, oduflowenv.ExitUsage, "invalid_input")
+	}
+	var tooLarge *http.MaxBytesError
+	if errors.As(err, &tooLarge) {
+		return http.StatusRequestEntityTooLarge, body(msg, oduflowenv.ExitUsage, "body_too_large")
+	}
+	for _, c := range errorClasses {
+		if c.match(err) {
+			return c.http, body(msg, c.exit, c.reason)
+		}
+	}
+	return http.StatusInternalServerError, body(msg, oduflowenv.ExitFailed, "internal")
+}
+
+func body(msg string, exit int, reason string) apiError {
+	return apiError{Error: msg, Code: oduflowenv.ExitName(exit), ExitStatus: exit, Reason: reason}
+}

@@ -1,0 +1,222 @@
+package service
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/oduflow/oduflow-go/examples/internal/oduflowenv"
+	"github.com/oduflow/oduflow-go/oduflow"
+	"github.com/oduflow/oduflow-go/receipt"
+)
+
+// MaxBodyBytes bounds a request body (a start's {"request_id": ...} is under 100 bytes).
+const MaxBodyBytes = 4 << 10
+
+// readyTimeout bounds one readiness check (a master ping when the cached proof is stale).
+const readyTimeout = 5 * time.Second
+
+// Handler is the service's HTTP API (see the package doc).
+func (s *Service) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /v1/requests/{profile}/{minion}", s.start)
+	mux.HandleFunc("GET /v1/requests/{profile}/{minion}/{request_id}", s.status)
+	mux.HandleFunc("POST /v1/requests/{minion}/{request_id}/resume", s.resume)
+	mux.HandleFunc("GET /v1/unresolved", s.unresolved)
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	})
+	mux.HandleFunc("GET /readyz", s.readyz)
+	mux.Handle("GET /metrics", promhttp.HandlerFor(s.registry, promhttp.HandlerOpts{}))
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		s.writeError(w, r, "route", http.StatusNotFound,
+			body(fmt.Sprintf("no route for %s %s", r.Method, r.URL.Path), oduflowenv.ExitUsage, "no_route"))
+	})
+	return mux
+}
+
+// startBody is the optional body of a start.
+type startBody struct {
+	RequestID string `json:"request_id"`
+}
+
+func (s *Service) start(w http.ResponseWriter, r *http.Request) {
+	const op = "start"
+	profile, err := oduflowenv.FixedProfile(op, r.PathValue("profile"))
+	if err != nil {
+		s.fail(w, r, op, err)
+		return
+	}
+	minion := r.PathValue("minion")
+	if err := oduflowenv.CheckMinion(op, minion); err != nil {
+		s.fail(w, r, op, err)
+		return
+	}
+	in, err := readStartBody(w, r)
+	if err != nil {
+		s.fail(w, r, op, err)
+		return
+	}
+	if in.RequestID == "" {
+		in.RequestID = receipt.NewRequestID()
+	} else if err := oduflowenv.CheckRequest(op, in.RequestID); err != nil {
+		s.fail(w, r, op, err)
+		return
+	}
+	// The worker runs in this process with the request's context values (not its cancellation): the
+	// client may hang up at once.
+	ctx, created := withCreatedFlag(r.Context())
+	resp, err := s.d.Start(ctx, minion, in.RequestID, profile)
+	if err != nil {
+		s.fail(w, r, op, err)
+		return
+	}
+	code := http.StatusOK
+	if created.Load() {
+		code = http.StatusCreated
+	}
+	writeJSON(w, code, resp)
+}
+
+// readStartBody reads the optional JSON body: empty, or one object with request_id only.
+func readStartBody(w http.ResponseWriter, r *http.Request) (startBody, error) {
+	var in startBody
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&in); err != nil {
+		if errors.Is(err, io.EOF) {
+			return startBody{}, nil // no body: a new request id
+		}
+		var tooLarge *http.MaxBytesError
+		if errors.As(err, &tooLarge) {
+			return startBody{}, fmt.Errorf("start: body over %d bytes: %w", MaxBodyBytes, err)
+		}
+		return startBody{}, usageError(fmt.Sprintf(`start: malformed JSON body: %s: want {"request_id": "<canonical lowercase UUID>"} or none`,
+			oduflowenv.OneLine(err.Error())))
+	}
+	if err := dec.Decode(&struct{}{}); !errors.Is(err, io.EOF) {
+		var tooLarge *http.MaxBytesError
+		if errors.As(err, &tooLarge) {
+			return startBody{}, fmt.Errorf("start: body over %d bytes: %w", MaxBodyBytes, err)
+		}
+		return startBody{}, usageError(`start: malformed JSON body: more than one value: want {"request_id": "<canonical lowercase UUID>"} or none`)
+	}
+	return in, nil
+}
+
+func (s *Service) status(w http.ResponseWriter, r *http.Request) {
+	const op = "status"
+	profile, err := oduflowenv.FixedProfile(op, r.PathValue("profile"))
+	if err != nil {
+		s.fail(w, r, op, err)
+		return
+	}
+	minion, request := r.PathValue("minion"), r.PathValue("request_id")
+	if err := errors.Join(oduflowenv.CheckMinion(op, minion), oduflowenv.CheckRequest(op, request)); err != nil {
+		s.fail(w, r, op, firstError(err))
+		return
+	}
+	resp, err := s.d.Status(r.Context(), minion, request, profile)
+	if err != nil {
+		s.fail(w, r, op, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, resp)
+}
+
+func (s *Service) resume(w http.ResponseWriter, r *http.Request) {
+	const op = "resume"
+	minion, request := r.PathValue("minion"), r.PathValue("request_id")
+	if err := errors.Join(oduflowenv.CheckMinion(op, minion), oduflowenv.CheckRequest(op, request)); err != nil {
+		s.fail(w, r, op, firstError(err))
+		return
+	}
+	resp, err := s.d.Resume(r.Context(), minion, request)
+	if err != nil {
+		s.fail(w, r, op, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, resp)
+}
+
+// unresolvedRequest is one row of GET /v1/unresolved: the identities and the state an operator acts on.
+type unresolvedRequest struct {
+	MinionID     string         `json:"minion_id"`
+	RequestID    string         `json:"request_id"`
+	Profile      string         `json:"profile"`
+	JID          string         `json:"jid"`
+	Phase        string         `json:"phase"`
+	Status       receipt.Status `json:"status"`
+	ErrorCode    string         `json:"error_code"`
+	Quarantining bool           `json:"quarantining"`
+	CreatedAt    time.Time      `json:"created_at"`
+}
+
+func (s *Service) unresolved(w http.ResponseWriter, r *http.Request) {
+	out := []unresolvedRequest{}
+	for u, err := range s.d.Unresolved(r.Context()) {
+		if err != nil {
+			s.fail(w, r, "unresolved", err)
+			return
+		}
+		c := u.Claim
+		out = append(out, unresolvedRequest{MinionID: c.MinionID, RequestID: c.RequestID, Profile: string(c.Profile),
+			JID: c.JID, Phase: string(c.Phase), Status: u.Status, ErrorCode: c.ErrorCode, Quarantining: u.Quarantining,
+			CreatedAt: c.CreatedAt})
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"unresolved": out})
+}
+
+// readyz answers 200 while a new request would be admitted (Dispatcher.Ready: the master answers, the
+// credentials load, the event bus is live), 503 otherwise and from the start of a drain.
+func (s *Service) readyz(w http.ResponseWriter, r *http.Request) {
+	if s.draining.Load() {
+		s.fail(w, r, "readyz", oduflow.ErrClosed)
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), readyTimeout)
+	defer cancel()
+	if err := s.d.Ready(ctx); err != nil {
+		s.fail(w, r, "readyz", err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
+}
+
+// fail answers err (see classify) and logs it as one line.
+func (s *Service) fail(w http.ResponseWriter, r *http.Request, op string, err error) {
+	code, b := classify(err)
+	s.writeError(w, r, op, code, b)
+}
+
+func (s *Service) writeError(w http.ResponseWriter, r *http.Request, op string, code int, b apiError) {
+	level := slog.LevelWarn
+	if code >= 500 {
+		level = slog.LevelError
+	}
+	s.log.Log(r.Context(), level, "request refused", "op", op, "method", r.Method, "path", r.URL.Path,
+		"http_status", code, "code", b.Code, "reason", b.Reason, "error", b.Error)
+	writeJSON(w, code, b)
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(code)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+// firstError is the first of a Join's errors (one message per answer).
+func firstError(err error) error {
+	if j, ok := err.(interface{ Unwrap() []error }); ok && len(j.Unwrap()) > 0 {
+		return j.Unwrap()[0]
+	}
+	return err
+}

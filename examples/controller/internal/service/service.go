@@ -1,0 +1,132 @@
+package service
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/oduflow/oduflow-go/examples/internal/oduflowenv"
+	"github.com/oduflow/oduflow-go/oduflow"
+	"github.com/oduflow/oduflow-go/oduflow/prom"
+	"github.com/oduflow/oduflow-go/salt"
+)
+
+// Service is one controller replica: a Dispatcher with adoption on and its claim store, the metrics
+// and the HTTP handler (Handler). Close drains it.
+type Service struct {
+	d        *oduflow.Dispatcher
+	log      *slog.Logger
+	registry *prometheus.Registry
+	draining atomic.Bool
+	closers  []func() error // the Salt client, the etcd store: closed after the Dispatcher
+}
+
+// Option configures Open.
+type Option func(*options)
+
+type options struct {
+	logger   *slog.Logger
+	dispatch []oduflow.Option
+}
+
+// WithLogger sets the service's logger (the Dispatcher's and the Salt client's too). Default: discard.
+func WithLogger(l *slog.Logger) Option { return func(o *options) { o.logger = l } }
+
+// WithDispatcherOptions adds Dispatcher options after the service's own (timers in tests, hooks).
+func WithDispatcherOptions(opts ...oduflow.Option) Option {
+	return func(o *options) { o.dispatch = append(o.dispatch, opts...) }
+}
+
+// Open connects what cfg names (the claim store first, so that a claim store that does not answer is
+// refused before the Salt client exists) and builds the Dispatcher: adoption on (orphaned requests of
+// any replica are taken over at start and every poll interval), in-process workers (a drain releases
+// what it cuts for adoption), the Prometheus hooks. Nothing is published or written. A configuration
+// error is an *oduflowenv.Error.
+func Open(ctx context.Context, cfg Config, opts ...Option) (_ *Service, err error) {
+	o := options{logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	s := &Service{log: o.logger, registry: prometheus.NewRegistry()}
+	defer func() {
+		if err != nil {
+			s.closeConnections()
+		}
+	}()
+	if err := cfg.Settings.CheckMaster("controller", true); err != nil {
+		return nil, err
+	}
+	store, err := s.openClaims(ctx, cfg.Settings)
+	if err != nil {
+		return nil, err
+	}
+	client, closeClient, err := cfg.Settings.Client(ctx, salt.WithLogger(o.logger), salt.WithRequestTimeout(20*time.Second))
+	if err != nil {
+		return nil, err
+	}
+	s.closers = append(s.closers, closeClient)
+	metrics := prom.New()
+	if err := s.registry.Register(metrics); err != nil {
+		return nil, err
+	}
+	all := append([]oduflow.Option{
+		oduflow.WithClaimStore(store),
+		oduflow.WithPKIDir(cfg.Settings.PKIDir),
+		oduflow.WithLogger(o.logger),
+		oduflow.WithHooks(withCreated(metrics.Hooks())),
+		oduflow.WithAdoption(0),
+	}, o.dispatch...)
+	d, err := oduflow.New(client, oduflow.SaltEvents(cfg.Settings.Events, salt.WithLogger(o.logger)), all...)
+	if err != nil {
+		return nil, &oduflowenv.Error{Kind: oduflowenv.ErrUsage, Msg: "dispatcher: " + oduflowenv.OneLine(err.Error()), Cause: err}
+	}
+	s.d = d
+	return s, nil
+}
+
+// openClaims opens the claim store ODUFLOW_CLAIMS names: etcd (the state directory is created for
+// this process's files) or a directory (ODUFLOW_STATE_DIR by default).
+func (s *Service) openClaims(ctx context.Context, set oduflowenv.Settings) (oduflow.ClaimStore, error) {
+	if set.EtcdClaims() {
+		if err := oduflowenv.OpenStateDir(set.StateDir); err != nil {
+			return nil, err
+		}
+		st, err := set.OpenEtcd(ctx)
+		if err != nil {
+			return nil, err
+		}
+		s.closers = append(s.closers, st.Close)
+		return st, nil
+	}
+	dir, err := set.ClaimDir()
+	if err != nil {
+		return nil, err
+	}
+	return oduflowenv.OpenFileClaims(dir)
+}
+
+// Dispatcher is the service's Dispatcher.
+func (s *Service) Dispatcher() *oduflow.Dispatcher { return s.d }
+
+// Close drains: /readyz answers 503 at once, the Dispatcher stops admitting (a new start gets 503
+// closed) and its in-flight workers finish until ctx ends; what is still running then is released for
+// adoption by any replica (ctx's error is returned). The connections are closed last.
+func (s *Service) Close(ctx context.Context) error {
+	s.draining.Store(true)
+	err := s.d.Close(ctx)
+	return errors.Join(err, s.closeConnections())
+}
+
+func (s *Service) closeConnections() error {
+	var errs []error
+	for i := len(s.closers) - 1; i >= 0; i-- {
+		errs = append(errs, s.closers[i]())
+	}
+	s.closers = nil
+	return errors.Join(errs...)
+}
