@@ -54,6 +54,7 @@ var errorClasses = []errorClass{
 	{is(oduflow.ErrInvalidInput), http.StatusBadRequest, oduflowenv.ExitUsage, "invalid_input"},
 	{is(receipt.ErrInvalidID), http.StatusBadRequest, oduflowenv.ExitUsage, "invalid_input"},
 	{is(receipt.ErrUnknownProfile), http.StatusBadRequest, oduflowenv.ExitUsage, "invalid_input"},
+	{is(oduflow.ErrNoClaim), http.StatusNotFound, oduflowenv.ExitUsage, "no_claim"},
 	{is(oduflow.ErrMismatch), http.StatusConflict, oduflowenv.ExitUsage, "mismatch"},
 	{is(oduflow.ErrNotUnknown), http.StatusConflict, oduflowenv.ExitFailed, "not_unknown"},
 	{is(oduflow.ErrConflict), http.StatusConflict, oduflowenv.ExitFailed, "conflict"},
