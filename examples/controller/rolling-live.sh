@@ -185,7 +185,7 @@ while read -r n id m; do
     [ "$(date +%s)" -lt "$deadline" ] || break
     sleep 1
   done
-  echo "$cur $m $st $(jq -r .error_code <<<"$resp") $(jq -r .jid <<<"$resp") final" >>"$work/final"
+  echo "$cur $m $st $(jq -r '.error_code | if . == "" then "-" else . end' <<<"$resp") $(jq -r .jid <<<"$resp") final" >>"$work/final"
 done < <(sort -n "$work/applies")
 say "all $APPLIES applies followed to the end ($replaced replaced after a drain cut them before dispatch)"
 sleep 2 # the last "new" events
@@ -198,7 +198,7 @@ pubs() { awk -v j="$1" '$1==j {print $2; f=1} END {if (!f) print 0}' "$work/publ
 fail=0
 finals=$(grep -c ' final$' "$work/final")
 ok=$(awk '$NF=="final" && $3=="succeeded"' "$work/final" | wc -l)
-say "final: $finals requests, $ok succeeded; statuses: $(awk '$NF=="final"{print $3"/"($4==""?"-":$4)}' "$work/final" | sort | uniq -c | tr '\n' ' ')"
+say "final: $finals requests, $ok succeeded; statuses: $(awk '$NF=="final"{print $3"/"$4}' "$work/final" | sort | uniq -c | tr '\n' ' ')"
 [ "$finals" = "$APPLIES" ] && [ "$ok" = "$APPLIES" ] || { echo "FAIL: not every apply succeeded"; fail=1; }
 once=0; bad=0
 while read -r id m st ec jid kind; do
