@@ -20,7 +20,38 @@ import (
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
+	if len(os.Args) > 1 {
+		os.Exit(usage(os.Args[1:], os.Stdout, os.Stderr))
+	}
 	os.Exit(run(ctx, os.Getenv, os.Stderr))
+}
+
+// usageText is the help: the service takes no arguments, only the environment.
+const usageText = `Usage: oduflow-controller
+
+The oduflow HTTP controller service. It takes no arguments; it is configured by the environment:
+  ODUFLOW_SALT_MASTER, ODUFLOW_SALT_EVENTS      master request port and event bus
+  ODUFLOW_SALT_KEY_FILE                         master user key (or ODUFLOW_SALT_EAUTH, _USER, _PASSWORD)
+  ODUFLOW_SALT_PKI_DIR                          the master's pki_dir (receipt proofs)
+  ODUFLOW_CLAIMS, ODUFLOW_STATE_DIR             claim store: a directory, or etcd://HOST:PORT/PREFIX
+  ODUFLOW_ETCD_USER, _PASSWORD, _CACERT, _CERT, _KEY
+  ODUFLOW_LISTEN                                host:port (default 127.0.0.1:8080)
+  ODUFLOW_DRAIN_TIMEOUT                         SIGTERM drain bound (default 25s)
+  ODUFLOW_LOG_FORMAT, ODUFLOW_DEBUG             text or json logs on stderr; debug level
+
+API: POST /v1/requests/{profile}/{minion}, GET /v1/requests/{profile}/{minion}/{request_id},
+POST /v1/requests/{minion}/{request_id}/resume, GET /v1/unresolved, /healthz, /readyz, /metrics.
+Exit status: 0 after a drain, 2 bad configuration, 3 claim store unreachable, 4 credentials refused.
+`
+
+// usage answers -h/--help (exit 0) or refuses any other argument (exit 2).
+func usage(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 1 && (args[0] == "-h" || args[0] == "--help" || args[0] == "help") {
+		fmt.Fprint(stdout, usageText)
+		return oduflowenv.ExitOK
+	}
+	fmt.Fprintf(stderr, "oduflow-controller: unexpected argument %q: it is configured by the environment (see --help)\n", args[0])
+	return oduflowenv.ExitUsage
 }
 
 // run is the whole program: it serves until ctx ends (the signal), then drains, and returns the exit

@@ -77,6 +77,16 @@ func TestConfigurationRefusedBeforeAnythingStarts(t *testing.T) {
 	}
 }
 
+func TestUsage(t *testing.T) {
+	var out, errb bytes.Buffer
+	if code := usage([]string{"--help"}, &out, &errb); code != 0 || !strings.Contains(out.String(), "ODUFLOW_LISTEN") {
+		t.Fatalf("--help: %d %q", code, out.String())
+	}
+	if code := usage([]string{"--listen=:80"}, &out, &errb); code != 2 || !strings.Contains(errb.String(), `unexpected argument "--listen=:80"`) {
+		t.Fatalf("an argument: %d %q", code, errb.String())
+	}
+}
+
 // A replica SIGTERMed while its requests run exits 0 within its drain timeout and leaves them adoptable;
 // a second replica on the same claim store adopts them, follows them through the minions' receipts to
 // succeeded without publishing them again, and nothing stays unresolved.
@@ -211,7 +221,7 @@ func startChild(t *testing.T, name string, env []string) *child {
 	addr := ln.Addr().String()
 	_ = ln.Close()
 	c := &child{addr: addr, done: make(chan struct{})}
-	c.cmd = exec.Command(os.Args[0], "-test.run=^$")
+	c.cmd = exec.Command(os.Args[0]) // no arguments: TestMain runs main
 	c.cmd.Env = append(append(os.Environ(), childEnv+"=1", "ODUFLOW_LISTEN="+addr), env...)
 	c.cmd.Stdout, c.cmd.Stderr = c, c
 	if err := c.cmd.Start(); err != nil {

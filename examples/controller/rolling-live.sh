@@ -217,6 +217,9 @@ for r in A B; do
   [ "$n" = 0 ] || { fail=1; echo "FAIL: unresolved on $r"; }
 done
 adopted=$(curl -fsS "http://${addr[A]}/metrics" "http://${addr[B]}/metrics" | awk '/^oduflow_adoptions_total/ {s+=$2} END {print s+0}')
+for r in A B; do
+  say "replica $r log: $(grep -c 'msg="worker ended with error"' "$work/replica-$r.log") workers cut by its drain, $(grep -c 'msg=drained' "$work/replica-$r.log") drain(s), $(grep -c 'level=ERROR' "$work/replica-$r.log") error lines"
+done
 say "adoptions after the restarts (oduflow_adoptions_total of the running replicas): $adopted"
 say "replica exit statuses on SIGTERM: $(tr '\n' ' ' <"$work/exit-codes")"
 grep -qv '^0$' "$work/exit-codes" && { echo "FAIL: a replica did not exit 0"; fail=1; }
