@@ -210,7 +210,9 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(code)
-	_ = json.NewEncoder(w).Encode(v)
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false) // messages name forms such as client-<canonical lowercase UUID>
+	_ = enc.Encode(v)
 }
 
 // firstError is the first of a Join's errors (one message per answer).
