@@ -32,7 +32,9 @@
 //     fake Salt master on real sockets; [github.com/oduflow/oduflow-go/oduflow/oduflowtest],
 //     the conformance suite of claim stores and an in-memory store; and
 //     [github.com/oduflow/oduflow-go/oduflow/oduflowtest/fakeminion], protocol-1 minions (a
-//     Go model, or the real Python module hosted outside Salt).
+//     Go model, or the real Python module hosted outside Salt);
+//     [github.com/oduflow/oduflow-go/oduflow/oduflowtest/simenv], the two with Dispatchers on
+//     them, for tests of services and Hooks adapters.
 //   - examples/oduflowctl: a CLI (including a self-contained demo against the fake
 //     master); examples/embed: a controller service embedding the library;
 //     examples/harness: how to run the integration tests against a real salt-master.

@@ -217,6 +217,12 @@ func TestDetachedResume(t *testing.T) {
 	m.Release()
 	waitRuns(t, e, 1)
 	cstWaitFor(t, func() bool { _, ok := m.Receipt(req); return ok })
+	// The first worker commits unknown and then releases the request lock; a Resume while it still holds
+	// it answers "a worker is polling" without resuming (a loaded machine shows that window).
+	cstWaitFor(t, func() bool {
+		held, err := d.leases.RequestLockHeld(ctx, req)
+		return err == nil && !held
+	})
 
 	exe, err := os.Executable()
 	if err != nil {

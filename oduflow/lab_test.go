@@ -56,29 +56,7 @@ func TestLabIntegration(t *testing.T) {
 	}
 	t.Logf("ping: %+v", *ready)
 
-	run := func(p receipt.Profile) (Response, string) {
-		req := uuid.NewString()
-		first := mustStart(t, d, p, minion, req)
-		deadline := time.Now().Add(3 * time.Minute)
-		for {
-			r, err := d.Status(ctx, minion, req, p)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if r.Status != receipt.StatusRunning {
-				if *r.JID != *first.JID {
-					t.Fatalf("jid changed: %s -> %s", *first.JID, *r.JID)
-				}
-				t.Logf("%s: minion_id=%s request_id=%s jid=%s status=%s passed=%d total=%d",
-					p, r.MinionID, r.RequestID, *r.JID, r.Status, r.Passed, r.Total)
-				return r, req
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("%s still running", p)
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
-	}
+	run := func(p receipt.Profile) (Response, string) { return labRun(t, d, minion, p) }
 	cfg, cfgReq := run(receipt.ProfileConfigure)
 	if cfg.Status != receipt.StatusSucceeded || cfg.Total == 0 || cfg.Passed != cfg.Total {
 		t.Fatalf("configure: %+v", cfg)
@@ -124,4 +102,31 @@ func labPKIDir() string {
 		return dir
 	}
 	return defaultPKIDir
+}
+
+// labRun starts a new request of profile p for minion and polls its Status until it is not running (3
+// minutes at most); the JID never changes meanwhile.
+func labRun(t *testing.T, d *Dispatcher, minion string, p receipt.Profile) (Response, string) {
+	t.Helper()
+	req := uuid.NewString()
+	first := mustStart(t, d, p, minion, req)
+	deadline := time.Now().Add(3 * time.Minute)
+	for {
+		r, err := d.Status(context.Background(), minion, req, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Status != receipt.StatusRunning {
+			if *r.JID != *first.JID {
+				t.Fatalf("jid changed: %s -> %s", *first.JID, *r.JID)
+			}
+			t.Logf("%s: minion_id=%s request_id=%s jid=%s status=%s passed=%d total=%d error_code=%q",
+				p, r.MinionID, r.RequestID, *r.JID, r.Status, r.Passed, r.Total, r.ErrorCode)
+			return r, req
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s still running", p)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }

@@ -38,6 +38,7 @@ var supportBudgets = map[string]int{
 	"oduflow/etcdstore":              22,
 	"oduflow/oduflowtest":            13,
 	"oduflow/oduflowtest/fakeminion": 28, // fencing options (+ WithFenceMark); + WithRuntimeGuardFailure, WithRunRefusal
+	"oduflow/oduflowtest/simenv":     5,  // the simulator with fake minions and Dispatchers on it (adapters, services)
 	"salt/salttest":                  33, // + fleets: MinionBehavior, WithEventReaderBuffer; StallEventBus; Generation and its 3 values, WithGeneration
 	"receipt/proof":                  19, // the receipt proof: Verify (dispatcher), Sign (test minions), nonces, reasons
 	"salt/saltcmd":                   35, // the general client: Run, Async/Watch, Batch, states, decoders

@@ -9,6 +9,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
 	"github.com/oduflow/oduflow-go/oduflow"
+	"github.com/oduflow/oduflow-go/oduflow/oduflowtest/simenv"
 	odotel "github.com/oduflow/oduflow-go/oduflow/otel"
 	"github.com/oduflow/oduflow-go/receipt"
 )
@@ -41,22 +42,22 @@ func BenchmarkStartCost(b *testing.B) {
 		}},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
-			e := startSim(b)
-			m := e.addMinion()
-			d := e.dispatcher(oduflow.WithHooks(tc.hooks(b)))
+			e := simenv.Start(b)
+			m := e.AddMinion()
+			d := e.Dispatcher(oduflow.WithHooks(tc.hooks(b)))
 			ctx := context.Background()
 			warm := uuid.NewString() // the first request pays the connections and the key pinning
 			if _, err := d.Start(ctx, m.ID(), warm, receipt.ProfileConfigure); err != nil {
 				b.Fatal(err)
 			}
-			waitFinal(b, d, m.ID(), warm)
+			simenv.WaitFinal(b, d, receipt.ProfileConfigure, m.ID(), warm)
 			b.ResetTimer()
 			for b.Loop() {
 				req := uuid.NewString()
 				if _, err := d.Start(ctx, m.ID(), req, receipt.ProfileConfigure); err != nil {
 					b.Fatal(err)
 				}
-				if r := waitFinal(b, d, m.ID(), req); r.Status != receipt.StatusSucceeded {
+				if r := simenv.WaitFinal(b, d, receipt.ProfileConfigure, m.ID(), req); r.Status != receipt.StatusSucceeded {
 					b.Fatalf("%+v", r)
 				}
 			}
@@ -74,5 +75,9 @@ func BenchmarkHooksPerRequest(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	runRequestEvents(b, a.Hooks())
+	minion := "client-" + uuid.NewString()
+	b.ReportAllocs()
+	for b.Loop() {
+		simenv.EmitRequestEvents(b.Context(), a.Hooks(), minion)
+	}
 }

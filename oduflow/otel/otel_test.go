@@ -14,6 +14,7 @@ import (
 
 	"github.com/oduflow/oduflow-go/oduflow"
 	"github.com/oduflow/oduflow-go/oduflow/oduflowtest/fakeminion"
+	"github.com/oduflow/oduflow-go/oduflow/oduflowtest/simenv"
 	odotel "github.com/oduflow/oduflow-go/oduflow/otel"
 	"github.com/oduflow/oduflow-go/receipt"
 )
@@ -28,9 +29,9 @@ const (
 // steps are child spans of the request span although the worker outlives the Start call; the span ends
 // at the outcome with its status and code; the metrics count the request.
 func TestSpansJoinTheCallersTrace(t *testing.T) {
-	e := startSim(t)
-	ok := e.addMinion()
-	refusing := e.addMinion(fakeminion.WithRunRefusal("oduflow_job: caller execution options are refused"))
+	e := simenv.Start(t)
+	ok := e.AddMinion()
+	refusing := e.AddMinion(fakeminion.WithRunRefusal("oduflow_job: caller execution options are refused"))
 	sr := tracetest.NewSpanRecorder()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(sr))
 	reader := sdkmetric.NewManualReader()
@@ -39,7 +40,7 @@ func TestSpansJoinTheCallersTrace(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := e.dispatcher(oduflow.WithHooks(a.Hooks()))
+	d := e.Dispatcher(oduflow.WithHooks(a.Hooks()))
 
 	header := propagation.MapCarrier{"traceparent": "00-" + callerTrace + "-" + callerSpan + "-01"}
 	ctx, cancel := context.WithCancel(propagation.TraceContext{}.Extract(context.Background(), header))
@@ -51,8 +52,8 @@ func TestSpansJoinTheCallersTrace(t *testing.T) {
 		t.Fatal(err)
 	}
 	cancel() // the caller is gone; its trace goes on
-	waitFinal(t, d, ok.ID(), req)
-	waitFinal(t, d, refusing.ID(), refused)
+	simenv.WaitFinal(t, d, receipt.ProfileConfigure, ok.ID(), req)
+	simenv.WaitFinal(t, d, receipt.ProfileConfigure, refusing.ID(), refused)
 	if err := d.Wait(context.Background()); err != nil {
 		t.Fatal(err)
 	}

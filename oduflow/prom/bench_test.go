@@ -7,6 +7,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/oduflow/oduflow-go/oduflow"
+	"github.com/oduflow/oduflow-go/oduflow/oduflowtest/simenv"
 	"github.com/oduflow/oduflow-go/oduflow/prom"
 	"github.com/oduflow/oduflow-go/receipt"
 )
@@ -30,22 +31,22 @@ func BenchmarkStartCost(b *testing.B) {
 		{"prom", func() oduflow.Hooks { return prom.New().Hooks() }},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
-			e := startSim(b)
-			m := e.addMinion()
-			d := e.dispatcher(oduflow.WithHooks(tc.hooks()))
+			e := simenv.Start(b)
+			m := e.AddMinion()
+			d := e.Dispatcher(oduflow.WithHooks(tc.hooks()))
 			ctx := context.Background()
 			warm := uuid.NewString() // the first request pays the connections and the key pinning
 			if _, err := d.Start(ctx, m.ID(), warm, receipt.ProfileConfigure); err != nil {
 				b.Fatal(err)
 			}
-			waitFinal(b, d, m.ID(), warm)
+			simenv.WaitFinal(b, d, receipt.ProfileConfigure, m.ID(), warm)
 			b.ResetTimer()
 			for b.Loop() {
 				req := uuid.NewString()
 				if _, err := d.Start(ctx, m.ID(), req, receipt.ProfileConfigure); err != nil {
 					b.Fatal(err)
 				}
-				if r := waitFinal(b, d, m.ID(), req); r.Status != receipt.StatusSucceeded {
+				if r := simenv.WaitFinal(b, d, receipt.ProfileConfigure, m.ID(), req); r.Status != receipt.StatusSucceeded {
 					b.Fatalf("%+v", r)
 				}
 			}
@@ -57,5 +58,9 @@ func BenchmarkStartCost(b *testing.B) {
 // Start, the worker's steps, four publications, the observed durations, the outcome), called directly.
 func BenchmarkHooksPerRequest(b *testing.B) {
 	h := prom.New().Hooks()
-	runRequestEvents(b, h)
+	minion := "client-" + uuid.NewString()
+	b.ReportAllocs()
+	for b.Loop() {
+		simenv.EmitRequestEvents(b.Context(), h, minion)
+	}
 }

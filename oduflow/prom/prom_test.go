@@ -12,6 +12,7 @@ import (
 
 	"github.com/oduflow/oduflow-go/oduflow"
 	"github.com/oduflow/oduflow-go/oduflow/oduflowtest/fakeminion"
+	"github.com/oduflow/oduflow-go/oduflow/oduflowtest/simenv"
 	"github.com/oduflow/oduflow-go/oduflow/prom"
 	"github.com/oduflow/oduflow-go/receipt"
 )
@@ -20,13 +21,13 @@ import (
 // simulator and fake minions, show in the registry as the package documents: starts by created, the
 // publications, outcomes by status and error code, durations, in flight back to zero.
 func TestCollectorCountsARequest(t *testing.T) {
-	e := startSim(t)
-	ok := e.addMinion()
-	refusing := e.addMinion(fakeminion.WithRunRefusal("oduflow_job: caller execution options are refused"))
+	e := simenv.Start(t)
+	ok := e.AddMinion()
+	refusing := e.AddMinion(fakeminion.WithRunRefusal("oduflow_job: caller execution options are refused"))
 	c := prom.New()
 	reg := prometheus.NewPedanticRegistry()
 	reg.MustRegister(c)
-	d := e.dispatcher(oduflow.WithHooks(c.Hooks()))
+	d := e.Dispatcher(oduflow.WithHooks(c.Hooks()))
 	ctx := context.Background()
 
 	req := uuid.NewString()
@@ -36,7 +37,7 @@ func TestCollectorCountsARequest(t *testing.T) {
 	if got := testutil.ToFloat64(c.InFlightGauge()); got != 1 {
 		t.Fatalf("in flight after Start: %v", got)
 	}
-	if r := waitFinal(t, d, ok.ID(), req); r.Status != receipt.StatusSucceeded {
+	if r := simenv.WaitFinal(t, d, receipt.ProfileConfigure, ok.ID(), req); r.Status != receipt.StatusSucceeded {
 		t.Fatalf("%+v", r)
 	}
 	if _, err := d.Start(ctx, ok.ID(), req, receipt.ProfileConfigure); err != nil { // answered from its claim
@@ -46,7 +47,7 @@ func TestCollectorCountsARequest(t *testing.T) {
 	if _, err := d.Start(ctx, refusing.ID(), refused, receipt.ProfileConfigure); err != nil {
 		t.Fatal(err)
 	}
-	rr := waitFinal(t, d, refusing.ID(), refused)
+	rr := simenv.WaitFinal(t, d, receipt.ProfileConfigure, refusing.ID(), refused)
 	if err := d.Wait(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -89,20 +90,20 @@ oduflow_requests_in_flight 0
 // TestCollectorCountsBusStall: a bus that delivers nothing while the master acknowledges publications
 // shows as oduflow_bus_gaps_total{reason="bus_stalled"}.
 func TestCollectorCountsBusStall(t *testing.T) {
-	e := startSim(t)
-	m := e.addMinion()
+	e := simenv.Start(t)
+	m := e.AddMinion()
 	c := prom.New()
-	tm := testTimers()
+	tm := simenv.Timers()
 	tm.BusStall = 300 * time.Millisecond
-	d := e.dispatcher(oduflow.WithHooks(c.Hooks()), oduflow.WithTimers(tm))
+	d := e.Dispatcher(oduflow.WithHooks(c.Hooks()), oduflow.WithTimers(tm))
 	ctx := context.Background()
 	first := uuid.NewString()
 	if _, err := d.Start(ctx, m.ID(), first, receipt.ProfileConfigure); err != nil {
 		t.Fatal(err)
 	}
-	waitFinal(t, d, m.ID(), first)
-	e.sim.StallEventBus(true)
-	defer e.sim.StallEventBus(false)
+	simenv.WaitFinal(t, d, receipt.ProfileConfigure, m.ID(), first)
+	e.Master().StallEventBus(true)
+	defer e.Master().StallEventBus(false)
 	if _, err := d.Start(ctx, m.ID(), uuid.NewString(), receipt.ProfileConfigure); err != nil {
 		t.Fatal(err)
 	}

@@ -132,6 +132,8 @@ def sanitize(tag, data, forged, forger_id):
         out["origin"] = "FORGED: event.fire_master from the victim minion itself"
     elif tag.endswith("/new"):
         out["origin"] = "publication"
+    elif tag.endswith("/publish"):
+        out["origin"] = "publication copy (salt/job/<jid>/publish, Salt 3007 and later)"
     else:
         out["origin"] = "real return (cmd _return, from the minion's own return channel)"
     return out

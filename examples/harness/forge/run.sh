@@ -34,7 +34,13 @@ export ODUFLOW_STATE_DIR=$work/state
 mkdir -m 0700 "$ODUFLOW_STATE_DIR"
 export ODUFLOW_OUTPUT=json
 py() { PYTHONPATH="$lab/src:$lab/pylib" /usr/bin/python3 "$@"; }
+SALT_VERSION=$(py -c 'import salt.version; print(salt.version.__saltstack_version__.string)' 2>/dev/null || echo unknown)
+SALT_MAJOR=${SALT_VERSION%%.*}
+echo "== Salt $SALT_VERSION (the lab's source tree)"
 fails=0
+check_min() { # check_min NAME GOT MIN
+  if [ "$2" -ge "$3" ]; then echo "  CHECK $1: $2 (want >= $3) ok"; else echo "  CHECK $1: $2 (want >= $3) FAIL"; fails=$((fails + 1)); fi
+}
 check() { # check NAME GOT WANT
   if [ "$2" = "$3" ]; then echo "  CHECK $1: $2 (want $3) ok"; else echo "  CHECK $1: $2 (want $3) FAIL"; fails=$((fails + 1)); fi
 }
@@ -118,10 +124,19 @@ run_case() { # run_case PROFILE FORGED_STATUS WANT_STATUS WANT_PASSED WANT_TOTAL
   check "exit status" "$rc" "$want_exit"
   check "jid printed by oduflowctl = jid the forger attacked" "$got_jid" "$jid"
   local n
-  n=$(printf '%s' "$summary" | py -c 'import json,sys; print(json.load(sys.stdin)["forged_batched_on_bus"])')
-  check "forged batched events on the bus (another identity)" "$n" 1
-  n=$(printf '%s' "$summary" | py -c 'import json,sys; print(json.load(sys.stdin)["forged_fire_master_on_bus"])')
-  check "forged event.fire_master events on the bus (the victim itself)" "$n" 1
+  # Salt 3006 fires the batched form exactly as sent and wraps event.fire_master's; later Salts wrap
+  # both (and a multi-master minion may fire twice), so the forms are told apart on 3006 only: what
+  # every version must show is that forged returns reached the bus, and that they were refused.
+  local nb nf
+  nb=$(printf '%s' "$summary" | py -c 'import json,sys; print(json.load(sys.stdin)["forged_batched_on_bus"])')
+  nf=$(printf '%s' "$summary" | py -c 'import json,sys; print(json.load(sys.stdin)["forged_fire_master_on_bus"])')
+  echo "   forged events on the bus: $nb in the bare batched form, $nf wrapped as _minion_event"
+  if [ "${SALT_MAJOR:-}" = 3006 ]; then
+    check "forged batched events on the bus (another identity)" "$nb" 1
+    check "forged event.fire_master events on the bus (the victim itself)" "$nf" 1
+  else
+    check_min "forged events on the bus (both forms; Salt $SALT_VERSION)" "$((nb + nf))" 1
+  fi
   n=$(printf '%s' "$summary" | py -c 'import json,sys; print(json.load(sys.stdin)["real_returns_on_bus"])')
   check "real returns on the bus" "$n" 1
   n=$(printf '%s' "$summary" | py -c 'import json,sys; print(json.load(sys.stdin)["run_publications"])')

@@ -8,7 +8,7 @@ oduflow_job_module:
   file.managed:
     - name: {{ salt['config.get']('extension_modules') }}/modules/oduflow_job.py
     - source: salt://_modules/oduflow_job.py
-    - source_hash: sha256=74aeadf7d36eed518c3a106ff3e075e9f755d7851e94f8667c8daea8b81db22b
+    - source_hash: sha256=1f2823496bbd9bead84c02b3502f7651b6e4f50ffa8b85ed291f36c18ac6ca2a
     - user: root
     - group: root
     - mode: '0644'

@@ -1,0 +1,13 @@
+// Package simenv runs the Salt master simulator (salt/salttest) on real sockets with fake protocol-1
+// minions (oduflowtest/fakeminion) and Dispatchers on it: the test bench of code that embeds a
+// Dispatcher, such as a controller service or a Hooks adapter (the oduflow/prom and oduflow/otel
+// modules test against it).
+//
+// Everything is torn down by the test's Cleanup: the simulator, every Client and every Dispatcher
+// (closed with a 5 s drain). The Dispatchers use short Timers (Timers), so a test that goes wrong ends
+// in seconds, a claim directory of their own, and the simulator's pki directory, so the proofs the fake
+// minions sign are verified against their accepted keys.
+//
+// EmitRequestEvents calls a Hooks value with the events of one dispatched request in the order a worker
+// emits them, for benchmarks of adapters without a dispatcher in the loop.
+package simenv
