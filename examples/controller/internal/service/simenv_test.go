@@ -8,24 +8,23 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"path/filepath"
 	"testing"
 	"time"
-
-	"github.com/google/uuid"
 
 	"github.com/oduflow/oduflow-go/examples/controller/internal/service"
 	"github.com/oduflow/oduflow-go/examples/internal/oduflowenv"
 	"github.com/oduflow/oduflow-go/oduflow"
 	"github.com/oduflow/oduflow-go/oduflow/oduflowtest/fakeminion"
+	"github.com/oduflow/oduflow-go/oduflow/oduflowtest/simenv"
 	"github.com/oduflow/oduflow-go/receipt"
 	"github.com/oduflow/oduflow-go/salt/salttest"
 )
 
-// simEnv is the Salt master simulator on real sockets with fake minions, and controller services on it
-// served by httptest over real sockets.
+// simEnv is the Salt master simulator on real sockets with fake minions (oduflowtest/simenv), and
+// controller services on it served by httptest over real sockets.
 type simEnv struct {
+	*simenv.Env
 	t      testing.TB
 	sim    *salttest.Master
 	claims string // the claim store directory the services share
@@ -33,16 +32,8 @@ type simEnv struct {
 
 func startSim(t testing.TB) *simEnv {
 	t.Helper()
-	dir := t.TempDir()
-	if err := os.Mkdir(filepath.Join(dir, "master"), 0o700); err != nil {
-		t.Fatal(err)
-	}
-	sim, err := salttest.Start(context.Background(), salttest.WithDir(filepath.Join(dir, "master")))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = sim.Close() })
-	return &simEnv{t: t, sim: sim, claims: filepath.Join(dir, "claims")}
+	e := simenv.Start(t)
+	return &simEnv{Env: e, t: t, sim: e.Master(), claims: filepath.Join(t.TempDir(), "claims")}
 }
 
 // settings are the ODUFLOW_* settings of a service on the simulator.
@@ -54,13 +45,7 @@ func (e *simEnv) settings() oduflowenv.Settings {
 // addMinion adds a fake minion whose configure runs succeed (3/3) unless opts say otherwise.
 func (e *simEnv) addMinion(opts ...fakeminion.ModelOption) *fakeminion.Model {
 	e.t.Helper()
-	opts = append([]fakeminion.ModelOption{fakeminion.WithResult(receipt.ProfileConfigure,
-		fakeminion.Result{Status: receipt.StatusSucceeded, Passed: 3, Total: 3})}, opts...)
-	m := fakeminion.NewModel("client-"+uuid.NewString(), opts...)
-	if err := fakeminion.Add(e.sim, m); err != nil {
-		e.t.Fatal(err)
-	}
-	return m
+	return e.AddMinion(opts...)
 }
 
 // server is a service on the simulator behind an httptest server; the service's log goes to logs.
@@ -133,9 +118,4 @@ func (s *server) waitFinal(t testing.TB, minion, request string) oduflow.Respons
 }
 
 // testTimers are short windows, so that a test that goes wrong ends in seconds.
-func testTimers() oduflow.Timers {
-	t := oduflow.DefaultTimers()
-	t.ExecutionWait, t.HardDeadline, t.StatusExpiry = 8*time.Second, 9*time.Second, 10*time.Second
-	t.LeaseWait, t.PollBudget, t.CallTimeout = 2*time.Second, 16, 2*time.Second
-	return t
-}
+func testTimers() oduflow.Timers { return simenv.Timers() }
