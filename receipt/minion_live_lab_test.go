@@ -330,7 +330,9 @@ func waitJobLog(t *testing.T, path string, off int64, jid salt.JID, d, poll time
 			if s := jobStartRE.FindStringSubmatch(m[2]); s != nil && s[1] == string(jid) {
 				pids = append(pids, s[2])
 			}
-			if slices.Contains(pids, m[1]) && match(m[2]) {
+			// The job's own processes, or a line that names the JID (Salt 3007 and later send a job's
+			// return from the minion's main process).
+			if (slices.Contains(pids, m[1]) || strings.Contains(m[2], string(jid))) && match(m[2]) {
 				return l, true
 			}
 		}
