@@ -271,3 +271,50 @@ func assertNoClaims(t *testing.T, dir string) {
 		t.Fatalf("%d files in the claim store after refusals only", n)
 	}
 }
+
+// Concurrent POSTs of one request id: exactly one created the claim (201), the others answer from it
+// (200), one run on the minion. The same id for another minion is 409 mismatch.
+func TestConcurrentStartsOneCreated(t *testing.T) {
+	env := startSim(t)
+	m := env.addMinion()
+	s := env.server()
+	id := uuid.NewString()
+	const n = 8
+	codes := make(chan int, n)
+	for range n {
+		go func() {
+			req, err := http.NewRequest("POST", s.http.URL+"/v1/requests/configure/"+m.ID(), strings.NewReader(`{"request_id":"`+id+`"}`))
+			if err != nil {
+				codes <- 0
+				return
+			}
+			resp, err := s.http.Client().Do(req)
+			if err != nil {
+				codes <- 0
+				return
+			}
+			_, _ = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			codes <- resp.StatusCode
+		}()
+	}
+	count := map[int]int{}
+	for range n {
+		count[<-codes]++
+	}
+	if count[http.StatusCreated] != 1 || count[http.StatusOK] != n-1 {
+		t.Fatalf("answers %v, want one 201 and %d 200", count, n-1)
+	}
+	s.waitFinal(t, m.ID(), id)
+	if runs := m.Runs(); runs != 1 {
+		t.Fatalf("runs %d, want 1", runs)
+	}
+	other := env.addMinion()
+	var e apiError
+	if code := s.do(t, "POST", "/v1/requests/configure/"+other.ID(), strings.NewReader(`{"request_id":"`+id+`"}`), &e); code != http.StatusConflict || e.Reason != "mismatch" {
+		t.Fatalf("the id for another minion: %d %+v, want 409 mismatch", code, e)
+	}
+	if code := s.do(t, "GET", "/v1/requests/production/"+m.ID()+"/"+id, nil, &e); code != http.StatusConflict || e.Reason != "mismatch" {
+		t.Fatalf("status under another profile: %d %+v, want 409 mismatch", code, e)
+	}
+}
