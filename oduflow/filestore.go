@@ -198,7 +198,9 @@ func (s *FileClaimStore) read(requestID string) (*Claim, error) {
 	}
 	if err != nil {
 		if errors.Is(err, safefile.ErrNotExist) {
-			return nil, errmark.Mark(errors.Wrap(err, "oduflow: read claim"), ErrNoClaim)
+			// The answer to "which request?" is the id, not the store's file layout: the message may
+			// travel to a service's caller.
+			return nil, errors.Wrapf(ErrNoClaim, "request %s", errors.Safe(requestID))
 		}
 		if errors.Is(err, safefile.ErrCorrupt) { // oversized or changing under the reader
 			return nil, errmark.Mark(errors.Wrap(err, "oduflow: read claim"), ErrCorruptClaim)
