@@ -277,7 +277,10 @@ func (s *Master) fireReturn(id string, pub Publication, funArgs []any, metadata 
 		drop = drop || (m.loseReturns && pub.Fun != "saltutil.find_job")
 		dup = dup || (!drop && m.duplicateReturns)
 	}
-	mirrors := append([]*Master(nil), s.mirrors...)
+	var mirrors []*Master
+	if len(s.mirrors) > 0 {
+		mirrors = append(mirrors, s.mirrors...)
+	}
 	if s.returns[pub.JID] == nil {
 		s.returns[pub.JID] = map[string]any{}
 	}
@@ -288,7 +291,10 @@ func (s *Master) fireReturn(id string, pub Publication, funArgs []any, metadata 
 		return
 	}
 	tag := "salt/job/" + pub.JID + "/ret/" + id
-	again := data.clone()
+	var again *omap
+	if dup {
+		again = data.clone() // before fire stamps data: the copy gets its own, later, _stamp
+	}
 	s.fire(tag, data)
 	if dup {
 		s.fire(tag, again)
