@@ -132,3 +132,50 @@ func TestFrameMatchesPackedMap(t *testing.T) {
 		}
 	}
 }
+
+// TestReturnDataEncoding: a return's data encoded directly (appendReturnData) is exactly
+// packEvent of the map the master builds (returnData plus _stamp), for every shape of return:
+// outputter, failure text, metadata, arguments; and values it leaves to packer are declined.
+func TestReturnDataEncoding(t *testing.T) {
+	pub := Publication{JID: "20261202010203456789", Fun: "test.ping", User: "root"}
+	apply := pub
+	apply.Fun = "state.apply"
+	md := newOmap("request", "r-1")
+	cases := []struct {
+		pub      Publication
+		funArgs  []any
+		metadata any
+		ret      any
+		retcode  int
+	}{
+		{pub, []any{}, nil, true, 0},
+		{pub, []any{"a", newOmap("k", 1)}, md, "ERROR: simulated failure of test.ping", 1},
+		{pub, nil, map[string]any{"not": "an omap: not sent"}, map[string]any{"x": []any{1.5, nil}}, 0},
+		{apply, []any{"web"}, md, newOmap("file_|-f_|-/f_|-managed", newOmap("result", true)), 2},
+		{pub, []any{}, nil, strings.Repeat("long ", 100), 0},
+	}
+	for _, at := range []time.Time{time.Date(2026, 12, 2, 1, 2, 3, 0, time.UTC),
+		time.Date(2026, 12, 2, 1, 2, 3, 4000, time.FixedZone("x", 3600)), time.Now()} {
+		if got, want := string(appendStamp(nil, at)), stamp(at); got != want {
+			t.Errorf("appendStamp %q, stamp %q", got, want)
+		}
+		for i, c := range cases {
+			got, ok := appendReturnData(nil, "m-0001", c.pub, c.funArgs, c.metadata, c.ret, c.retcode, at)
+			if !ok {
+				t.Fatalf("case %d: declined", i)
+			}
+			m := returnData("m-0001", c.pub, c.funArgs, c.metadata, c.ret, c.retcode)
+			m.set("_stamp", stamp(at))
+			want, err := packerEvent(m)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(got, want) {
+				t.Errorf("case %d at %v:\n got % x\nwant % x", i, at, got, want)
+			}
+		}
+	}
+	if _, ok := appendReturnData(nil, "m", pub, nil, nil, time.Now(), 0, time.Now()); ok {
+		t.Error("a datetime return was encoded directly (Salt's ext 78 is packer's)")
+	}
+}

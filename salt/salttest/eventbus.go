@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/cockroachdb/errors"
@@ -24,7 +25,10 @@ type eventBus struct {
 	tcpAddr string
 
 	acceptMu sync.Mutex // serialises Accept between the accept loops and publish (see settle.go)
-	stop     chan struct{}
+	// acceptChecks counts the checks of the accept queues begun (under acceptMu): acceptNow skips
+	// its own when one began after it arrived.
+	acceptChecks atomic.Uint64
+	stop         chan struct{}
 
 	mu      sync.Mutex
 	readers map[*evReader]struct{}
@@ -190,17 +194,12 @@ func (b *eventBus) remove(r *evReader) {
 
 // frame builds one wire frame for tag and data (data gets _stamp if it has none): the map
 // {"head": {}, "body": bin(tag "\n\n" data)}, with its length prefix under
-// FramingLengthPrefixed. The body is encoded once, after room left for the largest header; the
-// header is then written right before it, so the frame is one allocation and no copy
-// (TestFrameMatchesPackedMap holds it equal to packEvent of that map).
+// FramingLengthPrefixed (TestFrameMatchesPackedMap holds it equal to packEvent of that map).
 func (b *eventBus) frame(tag string, data *omap) ([]byte, error) {
 	if !data.has("_stamp") {
 		data.set("_stamp", stamp(time.Now()))
 	}
-	const room = 4 + 1 + 5 + 1 + 5 + 5 // prefix, map, "head", {}, "body", bin header
-	buf := make([]byte, room, room+len(tag)+len(tagSeparator)+frameDataGuess)
-	buf = append(append(buf, tag...), tagSeparator...)
-	bodyStart := room
+	buf := frameStart(tag, frameDataGuess)
 	dataStart := len(buf)
 	buf, ok := appendEvent(buf, data)
 	if !ok {
@@ -210,20 +209,42 @@ func (b *eventBus) frame(tag string, data *omap) ([]byte, error) {
 		}
 		buf = append(buf[:dataStart], packed...)
 	}
-	var hdr [room]byte
+	return b.frameFinish(buf), nil
+}
+
+// frameEncoded is frame for data already encoded (a msgpack map holding its _stamp).
+func (b *eventBus) frameEncoded(tag string, data []byte) []byte {
+	return b.frameFinish(append(frameStart(tag, len(data)), data...))
+}
+
+// frameRoom is the room left before a frame's body for its header: length prefix, map, "head",
+// {}, "body", bin header.
+const frameRoom = 4 + 1 + 5 + 1 + 5 + 5
+
+// frameStart starts a frame's buffer: room for its header, then the body's tag and separator;
+// the data (about dataLen bytes) is appended next, then frameFinish writes the header. A frame
+// is one allocation and its body is never copied.
+func frameStart(tag string, dataLen int) []byte {
+	buf := make([]byte, frameRoom, frameRoom+len(tag)+len(tagSeparator)+dataLen)
+	return append(append(buf, tag...), tagSeparator...)
+}
+
+// frameFinish writes the header right before the body frameStart began and returns the frame.
+func (b *eventBus) frameFinish(buf []byte) []byte {
+	var hdr [frameRoom]byte
 	h := hdr[:0]
 	if b.framing == FramingLengthPrefixed {
 		h = append(h, 0, 0, 0, 0) // the frame's length, once known
 	}
 	h = append(h, 0x82, 0xa4, 'h', 'e', 'a', 'd', 0x80, 0xa4, 'b', 'o', 'd', 'y')
-	h = appendBinHeader(h, len(buf)-bodyStart)
-	start := bodyStart - len(h)
+	h = appendBinHeader(h, len(buf)-frameRoom)
+	start := frameRoom - len(h)
 	copy(buf[start:], h)
 	f := buf[start:]
 	if b.framing == FramingLengthPrefixed {
 		binary.BigEndian.PutUint32(f, uint32(len(f)-4))
 	}
-	return f, nil
+	return f
 }
 
 // tagSeparator ends an event's tag in its body.
@@ -343,6 +364,17 @@ func (s *Master) fire(tag string, data *omap) {
 		return
 	}
 	b.publish(f)
+}
+
+// fireEncoded sends an event whose data is already encoded (with its _stamp) to the current bus.
+func (s *Master) fireEncoded(tag string, data []byte) {
+	s.lifeMu.Lock()
+	b := s.bus
+	s.lifeMu.Unlock()
+	if b == nil {
+		return
+	}
+	b.publish(b.frameEncoded(tag, data))
 }
 
 // FireEvent puts an arbitrary event on the bus (tag, data plus _stamp), as anyone who can

@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // Job is one publication as a simulated minion runs it.
@@ -56,7 +58,7 @@ type runningJob struct {
 // and keeps its state (JID queue, running jobs).
 func (s *Master) AddMinion(id string, h MinionHandler) {
 	if h == nil {
-		h = standard(s.cfg.roles)
+		h = s.std
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -122,8 +124,14 @@ func (s *Master) runningJIDs(id string) []string {
 // deliver hands the publication to every targeted online minion that has not seen the JID
 // among its last 100 (Salt's jid_queue).
 func (s *Master) deliver(pub Publication, args []any, metadata any) {
+	type start struct {
+		ctx context.Context // the minion's process as of the publication (RestartMinion replaces it)
+		m   *minion
+		h   MinionHandler
+		rj  *runningJob
+	}
+	var starts []start
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	for _, id := range pub.Target {
 		m, ok := s.minions[id]
 		if !ok || !m.online {
@@ -152,8 +160,14 @@ func (s *Master) deliver(pub Publication, args []any, metadata any) {
 		if f, ok := s.funcs[pub.Fun]; ok {
 			h = f
 		}
-		s.wg.Add(1)
-		go s.runJob(m.ctx, m, h, rj, pub, args, metadata)
+		starts = append(starts, start{m.ctx, m, h, rj})
+	}
+	// every job is registered (find_job sees it) before any runs; they start once the lock is
+	// released, rather than each queueing on it behind the others
+	s.wg.Add(len(starts))
+	s.mu.Unlock()
+	for _, st := range starts {
+		go s.runJob(st.ctx, st.m, st.h, st.rj, pub, args, metadata)
 	}
 }
 
@@ -258,18 +272,6 @@ var outputterFuns = map[string]bool{"state.apply": true, "state.sls": true, "sta
 	"state.sls_id": true, "state.single": true}
 
 func (s *Master) fireReturn(id string, pub Publication, funArgs []any, metadata any, ret any, retcode int) {
-	data := newOmap("cmd", "_return", "id", id, "success", retcode == 0, "return", ret, "retcode", retcode,
-		"jid", pub.JID, "fun", pub.Fun, "fun_args", funArgs, "user", pub.User)
-	if outputterFuns[pub.Fun] {
-		data.set("out", "highstate")
-	} else if retcode != 0 {
-		if _, isStr := ret.(string); isStr {
-			data.set("out", "nested")
-		}
-	}
-	if _, isMap := metadata.(*omap); isMap {
-		data.set("metadata", metadata)
-	}
 	s.mu.Lock()
 	drop := take(s.faults.dropReturn, pub.JID)
 	dup := !drop && take(s.faults.dupReturn, pub.JID)
@@ -291,6 +293,105 @@ func (s *Master) fireReturn(id string, pub Publication, funArgs []any, metadata 
 		return
 	}
 	tag := "salt/job/" + pub.JID + "/ret/" + id
+	bp := returnBufs.Get().(*[]byte)
+	defer returnBufs.Put(bp)
+	data, ok := appendReturnData((*bp)[:0], id, pub, funArgs, metadata, ret, retcode, time.Now())
+	if !ok {
+		// a value only packer encodes (a datetime, a handler's own slice or map type)
+		s.fireReturnMap(tag, returnData(id, pub, funArgs, metadata, ret, retcode), dup, mirrors)
+		return
+	}
+	*bp = data
+	s.fireEncoded(tag, data)
+	if dup {
+		// a retried return: the same data with its own, later, _stamp
+		again, _ := appendReturnData(nil, id, pub, funArgs, metadata, ret, retcode, time.Now())
+		s.fireEncoded(tag, again)
+	}
+	for _, other := range mirrors {
+		other.fireEncoded(tag, data)
+	}
+}
+
+// returnBufs holds the buffers return data is encoded into before it is framed (copied) for
+// each bus.
+var returnBufs = sync.Pool{New: func() any { b := make([]byte, 0, 512); return &b }}
+
+// returnData is a minion's return event data as the master fires it, in its key order
+// (_stamp is added when it is fired).
+func returnData(id string, pub Publication, funArgs []any, metadata any, ret any, retcode int) *omap {
+	data := newOmap("cmd", "_return", "id", id, "success", retcode == 0, "return", ret, "retcode", retcode,
+		"jid", pub.JID, "fun", pub.Fun, "fun_args", funArgs, "user", pub.User)
+	if out := returnOut(pub.Fun, ret, retcode); out != "" {
+		data.set("out", out)
+	}
+	if _, isMap := metadata.(*omap); isMap {
+		data.set("metadata", metadata)
+	}
+	return data
+}
+
+// returnOut is the return's "out" (its outputter), "" when it has none.
+func returnOut(fun string, ret any, retcode int) string {
+	if outputterFuns[fun] {
+		return "highstate"
+	}
+	if _, isStr := ret.(string); isStr && retcode != 0 {
+		return "nested"
+	}
+	return ""
+}
+
+// appendReturnData appends the encoding of returnData plus "_stamp": stamp(now), without
+// building it: the bytes packEvent gives for that map (TestReturnDataEncoding). ok=false
+// when a value is not one appendEvent covers.
+func appendReturnData(b []byte, id string, pub Publication, funArgs []any, metadata any, ret any, retcode int,
+	now time.Time) (_ []byte, ok bool) {
+	out := returnOut(pub.Fun, ret, retcode)
+	_, hasMetadata := metadata.(*omap)
+	n := 10 // cmd, id, success, return, retcode, jid, fun, fun_args, user, _stamp
+	if out != "" {
+		n++
+	}
+	if hasMetadata {
+		n++
+	}
+	b = appendCollHeader(b, n, 0x80, 0xde)
+	b = appendEventStr(appendEventStr(b, "cmd"), "_return")
+	b = appendEventStr(appendEventStr(b, "id"), id)
+	b = appendEventStr(b, "success")
+	if b, ok = appendEventDepth(b, retcode == 0, 2); !ok {
+		return b, false
+	}
+	if b, ok = appendEventDepth(appendEventStr(b, "return"), ret, 2); !ok {
+		return b, false
+	}
+	b = appendInt(appendEventStr(b, "retcode"), int64(retcode))
+	b = appendEventStr(appendEventStr(b, "jid"), pub.JID)
+	b = appendEventStr(appendEventStr(b, "fun"), pub.Fun)
+	if b, ok = appendEventDepth(appendEventStr(b, "fun_args"), funArgs, 2); !ok {
+		return b, false
+	}
+	b = appendEventStr(appendEventStr(b, "user"), pub.User)
+	if out != "" {
+		b = appendEventStr(appendEventStr(b, "out"), out)
+	}
+	if hasMetadata {
+		if b, ok = appendEventDepth(appendEventStr(b, "metadata"), metadata, 2); !ok {
+			return b, false
+		}
+	}
+	b = appendEventStr(b, "_stamp")
+	stampAt := len(b)
+	b = append(b, 0) // fixstr header: a stamp is 19 or 26 bytes
+	b = appendStamp(b, now)
+	b[stampAt] = 0xa0 | byte(len(b)-stampAt-1)
+	return b, true
+}
+
+// fireReturnMap fires a return built as a map (returnData), for values appendReturnData
+// leaves to packer.
+func (s *Master) fireReturnMap(tag string, data *omap, dup bool, mirrors []*Master) {
 	var again *omap
 	if dup {
 		again = data.clone() // before fire stamps data: the copy gets its own, later, _stamp
