@@ -12,8 +12,10 @@ import (
 
 // Job is one publication as a simulated minion runs it.
 type Job struct {
-	JID      string
-	Fun      string
+	JID string
+	Fun string
+	// Args and Kwargs are shared by every minion the publication reached: read them, never
+	// modify them.
 	Args     []any          // positional arguments (after Salt's load_args_and_kwargs)
 	Kwargs   map[string]any // keyword arguments: the {"__kwarg__": true} map and name=value strings
 	MinionID string
@@ -166,8 +168,14 @@ func (s *Master) deliver(pub Publication, args []any, metadata any) {
 	// released, rather than each queueing on it behind the others
 	s.wg.Add(len(starts))
 	s.mu.Unlock()
+	if len(starts) == 0 {
+		return
+	}
+	// every minion of the publication loads the same arguments: once for all (read only)
+	la := loadedArgs{}
+	la.pos, la.kwargs, la.funArgs = loadArgs(args)
 	for _, st := range starts {
-		go s.runJob(st.ctx, st.m, st.h, st.rj, pub, args, metadata)
+		go s.runJob(st.ctx, st.m, st.h, st.rj, pub, la, metadata)
 	}
 }
 
@@ -209,8 +217,14 @@ func loadArgs(args []any) (pos []any, kwargs map[string]any, funArgs []any) {
 	return pos, kwargs, funArgs
 }
 
+// loadedArgs are a publication's arguments as its minions load them (loadArgs).
+type loadedArgs struct {
+	pos, funArgs []any
+	kwargs       map[string]any
+}
+
 func (s *Master) runJob(ctx context.Context, m *minion, h MinionHandler, rj *runningJob, pub Publication,
-	args []any, metadata any) {
+	la loadedArgs, metadata any) {
 	defer s.wg.Done()
 	defer func() {
 		s.mu.Lock()
@@ -219,7 +233,7 @@ func (s *Master) runJob(ctx context.Context, m *minion, h MinionHandler, rj *run
 		}
 		s.mu.Unlock()
 	}()
-	pos, kwargs, funArgs := loadArgs(args)
+	pos, kwargs, funArgs := la.pos, la.kwargs, la.funArgs
 	job := Job{JID: pub.JID, Fun: pub.Fun, Args: pos, Kwargs: kwargs, MinionID: m.id, User: pub.User,
 		Metadata: pub.Metadata}
 	var ret any
