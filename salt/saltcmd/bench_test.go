@@ -39,18 +39,8 @@ import (
 // A published row is the median of -count 5 or more (see BENCHMARKS.md).
 func BenchmarkRun10kMinions(b *testing.B) {
 	const n = 10000
-	// Not startMaster: a closure given to b.Cleanup stays reachable from b after it ran, and
-	// with it the closed simulator's 10,000 minions, in the next invocation's heap figures.
-	dir, err := os.MkdirTemp("", "sc")
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer func() { _ = os.RemoveAll(dir) }()
-	m, err := salttest.Start(context.Background(), salttest.WithDir(dir), salttest.WithEventReaderBuffer(4*n))
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer func() { _ = m.Close() }()
+	m, stopMaster := startBenchMaster(b, salttest.WithEventReaderBuffer(4*n))
+	defer stopMaster()
 	pub, err := salt.NewClient(m.Addr(), salt.WithAuth(salt.UserKey("root", m.KeyFile())))
 	if err != nil {
 		b.Fatal(err)
@@ -85,6 +75,26 @@ func BenchmarkRun10kMinions(b *testing.B) {
 	b.ReportMetric(float64(base)/(1<<20), "idle-heap-MiB")
 	b.ReportMetric(float64(peak.Load()-min(peak.Load(), base))/(1<<20), "run-heap-MiB")
 	b.ReportMetric(0, "ns/op") // a round is two measurements: the rates above are the result
+}
+
+// startBenchMaster starts a simulator that stop closes. Not startMaster: a closure given to
+// b.Cleanup stays reachable from b after it ran, and with it a closed simulator's 10,000
+// minions, in the next invocation's heap figures.
+func startBenchMaster(b *testing.B, opts ...salttest.Option) (m *salttest.Master, stop func()) {
+	b.Helper()
+	dir, err := os.MkdirTemp("", "sc") // short: the event socket path is limited to 107 bytes
+	if err != nil {
+		b.Fatal(err)
+	}
+	m, err = salttest.Start(context.Background(), append([]salttest.Option{salttest.WithDir(dir)}, opts...)...)
+	if err != nil {
+		_ = os.RemoveAll(dir)
+		b.Fatal(err)
+	}
+	return m, func() {
+		_ = m.Close()
+		_ = os.RemoveAll(dir)
+	}
 }
 
 // runAll runs cmd and checks that each of the n minions returned with success exactly once,
@@ -214,7 +224,8 @@ func samplePeakHeap(peak *atomic.Uint64, stop <-chan struct{}, done chan<- struc
 // the client can absorb), publish-to-last-return returns/s, and the peak heap.
 func BenchmarkCollect10kReturns(b *testing.B) {
 	const n = 10000
-	m := startMaster(b)
+	m, stopMaster := startBenchMaster(b)
+	defer stopMaster()
 	ids := m.AddFleet("bench", n, func(int) salttest.MinionBehavior { return salttest.MinionBehavior{Frozen: true} })
 	pub, err := salt.NewClient(m.Addr(), salt.WithAuth(salt.UserKey("root", m.KeyFile())))
 	if err != nil {

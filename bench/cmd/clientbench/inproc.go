@@ -35,7 +35,10 @@ import (
 //     salt.SubscribeEvents with saltcmd's options, read until the n-th JobReturn: the event
 //     stream's own decode rate of the same bytes.
 func inprocRow(rep *report, n, rounds int) error {
-	row := fmt.Sprintf("inprocess_%dk", n/1000)
+	row := fmt.Sprintf("inprocess_%d", n)
+	if n%1000 == 0 {
+		row = fmt.Sprintf("inprocess_%dk", n/1000)
+	}
 	fmt.Fprintf(stderr, "clientbench: %s, %d rounds\n", row, rounds)
 	dir, err := os.MkdirTemp("", "cb")
 	if err != nil {
