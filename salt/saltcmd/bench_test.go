@@ -11,6 +11,7 @@ import (
 	"runtime/metrics"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -31,6 +32,9 @@ import (
 //     by a raw reader on its socket), replayed on a unix socket to salt.SubscribeEvents with
 //     saltcmd's options, read until the 10,000th JobReturn: the event stream's own decode rate
 //     of the same bytes (decode-returns/s), what any consumer of the bus pays before saltcmd.
+//
+// cpu-us/return is the process's CPU time (user and system, simulator and client) during ours
+// per return: unlike the rates, it does not depend on what else the machine runs.
 //
 // The heap is the runtime/metrics /memory/classes/heap/objects:bytes (live and not yet swept
 // objects, the simulator's included) sampled every millisecond during ours: peak-heap-MiB is
@@ -55,7 +59,7 @@ func BenchmarkRun10kMinions(b *testing.B) {
 	stopCapture := captureBus(b, m.EventsAddr())
 	runAll(b, c, cmd, n) // warm-up, captured
 	captured := stopCapture()
-	var ours, decode time.Duration
+	var ours, decode, cpu time.Duration
 	var peak atomic.Uint64
 	base := heapInUse()
 	b.ResetTimer()
@@ -63,7 +67,9 @@ func BenchmarkRun10kMinions(b *testing.B) {
 		runtime.GC()
 		stop, sampled := make(chan struct{}), make(chan struct{})
 		go samplePeakHeap(&peak, stop, sampled)
+		cpu0 := cpuTime()
 		ours += runAll(b, c, cmd, n)
+		cpu += cpuTime() - cpu0
 		close(stop)
 		<-sampled
 		decode += decodeReplay(b, captured, n)
@@ -71,6 +77,7 @@ func BenchmarkRun10kMinions(b *testing.B) {
 	b.StopTimer()
 	b.ReportMetric(float64(n*b.N)/ours.Seconds(), "returns/s")
 	b.ReportMetric(float64(n*b.N)/decode.Seconds(), "decode-returns/s")
+	b.ReportMetric(float64(cpu.Microseconds())/float64(n*b.N), "cpu-us/return")
 	b.ReportMetric(float64(peak.Load())/(1<<20), "peak-heap-MiB")
 	b.ReportMetric(float64(base)/(1<<20), "idle-heap-MiB")
 	b.ReportMetric(float64(peak.Load()-min(peak.Load(), base))/(1<<20), "run-heap-MiB")
@@ -272,6 +279,15 @@ func BenchmarkCollect10kReturns(b *testing.B) {
 	b.ReportMetric(float64(n*b.N)/publishToLast.Seconds(), "publish-to-last-returns/s")
 	b.ReportMetric(float64(peak.Load())/(1<<20), "peak-heap-MiB")
 	b.ReportMetric(float64(base)/(1<<20), "idle-heap-MiB")
+}
+
+// cpuTime is the process's CPU time so far (user and system: the simulator's and the client's).
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // heapInUse is the live heap after a collection: the simulator's idle fleet before a run.

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -132,7 +131,7 @@ func (s *Master) deliver(pub Publication, args []any, metadata any) {
 		h   MinionHandler
 		rj  *runningJob
 	}
-	var starts []start
+	starts := make([]start, 0, len(pub.Target))
 	s.mu.Lock()
 	for _, id := range pub.Target {
 		m, ok := s.minions[id]
@@ -307,29 +306,39 @@ func (s *Master) fireReturn(id string, pub Publication, funArgs []any, metadata 
 		return
 	}
 	tag := "salt/job/" + pub.JID + "/ret/" + id
-	bp := returnBufs.Get().(*[]byte)
-	defer returnBufs.Put(bp)
-	data, ok := appendReturnData((*bp)[:0], id, pub, funArgs, metadata, ret, retcode, time.Now())
-	if !ok {
+	if !s.fireReturnEncoded(tag, id, pub, funArgs, metadata, ret, retcode, dup, mirrors) {
 		// a value only packer encodes (a datetime, a handler's own slice or map type)
 		s.fireReturnMap(tag, returnData(id, pub, funArgs, metadata, ret, retcode), dup, mirrors)
-		return
 	}
-	*bp = data
-	s.fireEncoded(tag, data)
+}
+
+// fireReturnEncoded fires a return encoded straight into its frame (appendReturnData): on
+// this master's bus, again with a later _stamp when dup, and the same data on every mirror's;
+// false (nothing fired) when a value is one appendReturnData leaves to packer.
+func (s *Master) fireReturnEncoded(tag, id string, pub Publication, funArgs []any, metadata any, ret any,
+	retcode int, dup bool, mirrors []*Master) bool {
+	s.lifeMu.Lock()
+	b := s.bus
+	s.lifeMu.Unlock()
+	buf := frameStart(tag, frameDataGuess)
+	dataStart := len(buf)
+	buf, ok := appendReturnData(buf, id, pub, funArgs, metadata, ret, retcode, time.Now())
+	if !ok {
+		return false
+	}
+	data := buf[dataStart:]
+	if b != nil {
+		b.publish(b.frameFinish(buf)) // writes only before dataStart: data stays intact
+	}
 	if dup {
-		// a retried return: the same data with its own, later, _stamp
 		again, _ := appendReturnData(nil, id, pub, funArgs, metadata, ret, retcode, time.Now())
 		s.fireEncoded(tag, again)
 	}
 	for _, other := range mirrors {
 		other.fireEncoded(tag, data)
 	}
+	return true
 }
-
-// returnBufs holds the buffers return data is encoded into before it is framed (copied) for
-// each bus.
-var returnBufs = sync.Pool{New: func() any { b := make([]byte, 0, 512); return &b }}
 
 // returnData is a minion's return event data as the master fires it, in its key order
 // (_stamp is added when it is fired).
