@@ -44,6 +44,12 @@ type eventBus struct {
 	blocking bool
 	pending  [][]byte
 	wake     chan struct{}
+
+	// queued (not blocking): frames fired with publishQueued, not yet given to the readers;
+	// dispatchLoop gives them in batches (one accept-queue check and one pass over the readers
+	// per batch), woken by dispatch. Every publish gives them first: no frame overtakes another.
+	queued   [][]byte
+	dispatch chan struct{}
 }
 
 // maxUnixPath is the longest unix socket path Linux accepts (sun_path is 108 bytes with NUL).
@@ -65,7 +71,8 @@ func (r *evReader) kill() {
 
 func startEventBus(ctx context.Context, s *Master, prev *eventBus) (*eventBus, error) {
 	b := &eventBus{s: s, framing: s.cfg.framing, bufLen: s.cfg.eventBuffer, readers: map[*evReader]struct{}{},
-		stop: make(chan struct{}), blocking: s.cfg.generation.blockingBus(), wake: make(chan struct{}, 1)}
+		stop: make(chan struct{}), blocking: s.cfg.generation.blockingBus(), wake: make(chan struct{}, 1),
+		dispatch: make(chan struct{}, 1)}
 	if b.bufLen <= 0 {
 		b.bufLen = 1
 	}
@@ -109,9 +116,11 @@ func startEventBus(ctx context.Context, s *Master, prev *eventBus) (*eventBus, e
 			go b.acceptLoop(l)
 		}
 	}
+	b.wg.Add(1)
 	if b.blocking {
-		b.wg.Add(1)
 		go b.publishLoop()
+	} else {
+		go b.dispatchLoop()
 	}
 	return b, nil
 }
@@ -254,7 +263,8 @@ const tagSeparator = "\n\n"
 // bytes; larger data grows the buffer.
 const frameDataGuess = 320
 
-// publish queues the frame to every reader; a reader with a full queue is disconnected.
+// publish queues the frame to every reader, after the frames of publishQueued still waiting;
+// a reader with a full queue is disconnected.
 func (b *eventBus) publish(f []byte) {
 	b.acceptNow()
 	b.mu.Lock()
@@ -270,6 +280,65 @@ func (b *eventBus) publish(f []byte) {
 		}
 		return
 	}
+	b.giveQueuedLocked()
+	b.giveLocked(f)
+}
+
+// publishQueued is publish for a minion's return: the frame is queued and dispatchLoop gives it
+// to the readers with the others queued meanwhile, so that a storm of 10,000 returns costs a
+// check of the accept queue and a pass over the readers per batch, not per return. A reader
+// whose connect() returned before the call receives the frame all the same: the check runs
+// after the frame is queued. On the blocking bus (Generation3007+) it is publish.
+func (b *eventBus) publishQueued(f []byte) {
+	if b.blocking {
+		b.publish(f)
+		return
+	}
+	b.mu.Lock()
+	if b.stalled {
+		b.mu.Unlock()
+		return
+	}
+	b.queued = append(b.queued, f)
+	b.mu.Unlock()
+	select {
+	case b.dispatch <- struct{}{}:
+	default:
+	}
+}
+
+// dispatchLoop gives the frames of publishQueued to the readers, a batch at a time.
+func (b *eventBus) dispatchLoop() {
+	defer b.wg.Done()
+	for {
+		select {
+		case <-b.dispatch:
+		case <-b.stop:
+			return
+		}
+		b.acceptNow() // after the batch was queued: a reader connected before is registered
+		b.mu.Lock()
+		b.giveQueuedLocked()
+		b.mu.Unlock()
+	}
+}
+
+// giveQueuedLocked gives the frames of publishQueued still waiting to the readers, in order.
+// The caller holds mu and checked the accept queue after they were queued.
+func (b *eventBus) giveQueuedLocked() {
+	if len(b.queued) == 0 {
+		return
+	}
+	for _, f := range b.queued {
+		b.giveLocked(f)
+	}
+	clear(b.queued)
+	b.queued = b.queued[:0]
+}
+
+// giveLocked queues f to every reader; a reader with a full queue is disconnected. The caller
+// holds mu.
+func (b *eventBus) giveLocked(f []byte) {
 	for r := range b.readers {
 		select {
 		case r.ch <- f:
@@ -322,6 +391,10 @@ func (b *eventBus) publishLoop() {
 func (b *eventBus) dropReaders() {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	// returns still queued were fired for the readers dropped here: a reader connecting later
+	// must not receive them
+	clear(b.queued)
+	b.queued = b.queued[:0]
 	for r := range b.readers {
 		r.kill()
 		delete(b.readers, r)
@@ -366,7 +439,8 @@ func (s *Master) fire(tag string, data *omap) {
 	b.publish(f)
 }
 
-// fireEncoded sends an event whose data is already encoded (with its _stamp) to the current bus.
+// fireEncoded sends a return whose data is already encoded (with its _stamp) to the current
+// bus (publishQueued).
 func (s *Master) fireEncoded(tag string, data []byte) {
 	s.lifeMu.Lock()
 	b := s.bus
@@ -374,7 +448,7 @@ func (s *Master) fireEncoded(tag string, data []byte) {
 	if b == nil {
 		return
 	}
-	b.publish(b.frameEncoded(tag, data))
+	b.publishQueued(b.frameEncoded(tag, data))
 }
 
 // FireEvent puts an arbitrary event on the bus (tag, data plus _stamp), as anyone who can

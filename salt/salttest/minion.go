@@ -328,7 +328,7 @@ func (s *Master) fireReturnEncoded(tag, id string, pub Publication, funArgs []an
 	}
 	data := buf[dataStart:]
 	if b != nil {
-		b.publish(b.frameFinish(buf)) // writes only before dataStart: data stays intact
+		b.publishQueued(b.frameFinish(buf)) // writes only before dataStart: data stays intact
 	}
 	if dup {
 		again, _ := appendReturnData(nil, id, pub, funArgs, metadata, ret, retcode, time.Now())

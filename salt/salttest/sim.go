@@ -267,7 +267,13 @@ func (s *Master) StallEventBus(stalled bool) {
 	b := s.bus
 	s.lifeMu.Unlock()
 	if b != nil {
+		if stalled {
+			b.acceptNow() // the returns queued below reach every reader connected before they were fired
+		}
 		b.mu.Lock()
+		if stalled {
+			b.giveQueuedLocked() // returns fired before the stall go out, as if given at once
+		}
 		b.stalled = stalled
 		b.mu.Unlock()
 	}
