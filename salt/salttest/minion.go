@@ -165,6 +165,9 @@ func (s *Master) deliver(pub Publication, args []any, metadata any) {
 	}
 	// every job is registered (find_job sees it) before any runs; they start once the lock is
 	// released, rather than each queueing on it behind the others
+	if len(starts) > 0 && s.returns[pub.JID] == nil {
+		s.returns[pub.JID] = make(map[string]any, len(starts)) // every return recorded without a rehash
+	}
 	s.wg.Add(len(starts))
 	s.mu.Unlock()
 	if len(starts) == 0 {
@@ -249,10 +252,22 @@ func (s *Master) runJob(ctx context.Context, m *minion, h MinionHandler, rj *run
 	if ctx.Err() != nil {
 		return // minion restarted or simulator closed: the job died with its process
 	}
-	if _, err := packEvent(ret); err != nil {
-		ret, retcode = "The minion function caused an exception: return value cannot be serialized", 1
+	if !scalarReturn(ret) {
+		if _, err := packEvent(ret); err != nil {
+			ret, retcode = "The minion function caused an exception: return value cannot be serialized", 1
+		}
 	}
 	s.fireReturn(m.id, pub, funArgs, metadata, ret, retcode)
+}
+
+// scalarReturn reports whether ret is a value that always encodes (test.ping's true, a text,
+// a number): no need to try.
+func scalarReturn(ret any) bool {
+	switch ret.(type) {
+	case nil, bool, string, int, int64, float64:
+		return true
+	}
+	return false
 }
 
 func callHandler(ctx context.Context, h MinionHandler, job Job) (ret any, retcode int) {
