@@ -10,11 +10,15 @@ import (
 // eventQueue is a bounded FIFO of events plus at most one pending gap that
 // sits after its last element. When full, new events are dropped and counted
 // in that gap; the gap is delivered as soon as the consumer catches up, before
-// any later event. Memory is bounded by the capacity.
+// any later event. Memory is bounded by the capacity. The ring starts small and
+// doubles as events pile up, up to the capacity: a stream whose consumer keeps
+// up (the common case) never holds the capacity's slots (16,384 events are
+// 1.4 MiB), yet a burst still queues as many.
 type eventQueue struct {
 	mu       sync.Mutex
-	buf      []Event
+	buf      []Event // the ring: len(buf) slots, grown up to slots
 	sizes    []int64
+	slots    int // the ring's most slots: capacity + 1 (one kept for a gap)
 	head     int
 	n        int
 	bytes    int64 // frame bytes plus decode estimates of the queued events and of held
@@ -24,9 +28,24 @@ type eventQueue struct {
 	notify   chan struct{}
 }
 
+// initialQueueSlots is the ring's first size.
+const initialQueueSlots = 64
+
 func newEventQueue(capacity int, maxBytes int64) *eventQueue {
-	return &eventQueue{buf: make([]Event, capacity+1), sizes: make([]int64, capacity+1),
+	first := min(capacity+1, initialQueueSlots)
+	return &eventQueue{buf: make([]Event, first), sizes: make([]int64, first), slots: capacity + 1,
 		maxBytes: maxBytes, notify: make(chan struct{}, 1)}
+}
+
+// grow doubles the ring (up to slots), its events in order from index 0.
+func (q *eventQueue) grow() {
+	size := min(2*len(q.buf), q.slots)
+	buf, sizes := make([]Event, size), make([]int64, size)
+	for i := range q.n {
+		j := (q.head + i) % len(q.buf)
+		buf[i], sizes[i] = q.buf[j], q.sizes[j]
+	}
+	q.buf, q.sizes, q.head = buf, sizes, 0
 }
 
 func (q *eventQueue) signal() {
@@ -37,6 +56,9 @@ func (q *eventQueue) signal() {
 }
 
 func (q *eventQueue) appendLocked(ev Event, size int64) {
+	if q.n == len(q.buf) {
+		q.grow() // callers leave room: q.n < q.slots
+	}
 	i := (q.head + q.n) % len(q.buf)
 	q.buf[i], q.sizes[i] = ev, size
 	q.bytes += size
@@ -47,7 +69,7 @@ func (q *eventQueue) appendLocked(ev Event, size int64) {
 // drops it when the queue is full (count or bytes).
 func (q *eventQueue) push(ev Event, size int64) (queued bool) {
 	q.mu.Lock()
-	free := len(q.buf) - q.n
+	free := q.slots - q.n
 	if (q.n > 0 || q.held > 0) && q.bytes+size > q.maxBytes {
 		free = 0 // over the byte budget: treat as full (one event always fits)
 	}

@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"net"
 	"path/filepath"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -327,5 +328,44 @@ func TestEventQueueByteBudget(t *testing.T) {
 	q.handed()
 	if q.bytes != 0 {
 		t.Fatalf("bytes %d after handing over", q.bytes)
+	}
+}
+
+// TestEventQueueGrowsInOrder: the ring starts small and grows as events pile up, across its
+// wrap-around, keeping their order, up to the capacity (then events are dropped into a gap).
+func TestEventQueueGrowsInOrder(t *testing.T) {
+	q := newEventQueue(300, 1<<30)
+	next, want := 0, 0
+	push := func(k int) {
+		for range k {
+			q.push(Event{Tag: strconv.Itoa(next)}, 1)
+			next++
+		}
+	}
+	pop := func(k int) {
+		for range k {
+			ev, ok := q.pop()
+			q.handed()
+			if !ok || ev.Tag != strconv.Itoa(want) {
+				t.Fatalf("popped %+v %v, want event %d", ev, ok, want)
+			}
+			want++
+		}
+	}
+	push(50)
+	pop(40) // the head is inside the first ring
+	push(200)
+	if len(q.buf) >= q.slots || len(q.buf) < 210 {
+		t.Fatalf("ring of %d slots for 210 events (at most %d)", len(q.buf), q.slots)
+	}
+	pop(210)
+	push(400)
+	if len(q.buf) != q.slots {
+		t.Fatalf("ring of %d slots, want %d when full", len(q.buf), q.slots)
+	}
+	pop(300)
+	ev, ok := q.pop()
+	if !ok || ev.Gap == nil || ev.Gap.Dropped != 100 {
+		t.Fatalf("after a full queue: %+v %v, want a gap of 100 dropped", ev, ok)
 	}
 }

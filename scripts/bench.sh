@@ -25,7 +25,11 @@
 #                 LocalClient.cmd and cmd_iter (first and last return); cmd.run 'sleep 1' on 20, -b 5, vs
 #                 LocalClient.cmd_batch; the lost row (test.ping on the fleet while fleet minions restart at
 #                 random: returns delivered and minions named vs cmd_iter). Needs a fleet (saltlab.sh fleet 20)
-#                 and root; not in the default rows (about 40 minutes): --rows client
+#                 and root; not in the default rows (about 40 minutes): --rows client. It starts with
+#                 client_inproc, which needs no lab (about 30 s, alone: --rows client_inproc): 10,000
+#                 simulated minions in the same process answer one test.ping run (clientbench -rows inproc:
+#                 returns/s, CPU per return, peak heap)  vs  the event stream's decode rate of the same
+#                 captured bytes, in the same round
 #   inflight      benchrun inflight             (the simulator in a child process; its own publish
 #                                                rate, measured in the same round, is the anchor)
 #   etcd          etcdbench latency             vs  one etcd transaction / one etcd read, same server
@@ -279,6 +283,17 @@ fi
 # ---- client row group: the general client (salt/saltcmd) against LocalClient on the lab's fleet ----------
 # One clientbench process runs every round of the group (its Python LocalClient stays up between rounds); its
 # table goes to client.md and is appended to report.md; raw/client.rounds holds every round (JSON).
+if want client || want client_inproc; then
+  if (cd bench && go build -o "$OUT/bin/clientbench" ./cmd/clientbench); then
+    say "client_inproc: 10,000 simulated minions in-process ($ROUNDS rounds, no lab) ..."
+    timeout --kill-after=10 600 "$OUT/bin/clientbench" -rows inproc -rounds "$ROUNDS" \
+      -o "$OUT/raw/client_inproc.rounds" >"$OUT/client_inproc.md" 2>"$OUT/raw/client_inproc.err" ||
+      { failed=1; say "client_inproc FAILED: $(grep -v '^\s*$' "$OUT/raw/client_inproc.err" | tail -1)"; }
+  else
+    failed=1
+    say "client_inproc: clientbench did not build"
+  fi
+fi
 if want client; then
   if [ "$lab_up" != 1 ] || [ -z "${ODUFLOW_SALT_FLEET:-}" ]; then
     say "client: needs the lab with a fleet (saltlab.sh fleet 20): skipped"
@@ -302,6 +317,7 @@ if [ "$PUBLISH" = 1 ]; then
 else
   "$PY" scripts/bench_report.py "$OUT" >"$OUT/report.md" || { say "report failed"; exit 1; }
 fi
+[ -s "$OUT/client_inproc.md" ] && { printf '\n### client_inproc (clientbench -rows inproc)\n'; cat "$OUT/client_inproc.md"; } >>"$OUT/report.md"
 [ -s "$OUT/client.md" ] && { printf '\n### client (clientbench)\n\n'; cat "$OUT/client.md"; } >>"$OUT/report.md"
 cat "$OUT/report.md"
 say "raw results, report.md and summary.json in $OUT"

@@ -151,15 +151,19 @@ func (c *Client) follow(ctx context.Context, bus *busSet, cmd Cmd, jid salt.JID,
 	job.sum = Summary{JIDs: []salt.JID{jid}, Expected: len(expected)}
 	f := &follower{c: c, ctx: ctx, bus: bus, cmd: cmd, jid: jid, job: job, start: start,
 		minions: make(map[string]*minionState, len(expected)), runnerJIDs: map[salt.JID]chan any{}}
+	// one allocation for every minion's state (the map points into it), not one per minion
+	states := make([]minionState, 0, len(expected))
 	for _, id := range minions {
 		if f.minions[id] == nil {
-			f.minions[id] = &minionState{}
+			states = append(states, minionState{})
+			f.minions[id] = &states[len(states)-1]
 			f.open++
 		}
 	}
 	for _, id := range missing {
 		if f.minions[id] == nil {
-			f.minions[id] = &minionState{}
+			states = append(states, minionState{})
+			f.minions[id] = &states[len(states)-1]
 			f.open++
 		}
 		f.end(Result{Minion: id, State: NotConnected, Retcode: -1,

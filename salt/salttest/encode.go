@@ -36,8 +36,14 @@ var errUnsupportedType = errors.New("salttest: value cannot be encoded as msgpac
 // packSalt encodes a request-channel reply (old str family only).
 func packSalt(v any) ([]byte, error) { return pack(v, true) }
 
-// packEvent encodes an event-bus frame or event data (current spec).
-func packEvent(v any) ([]byte, error) { return pack(v, false) }
+// packEvent encodes an event-bus frame or event data (current spec): appendEvent's fast path,
+// packer for what it does not cover.
+func packEvent(v any) ([]byte, error) {
+	if b, ok := appendEvent(nil, v); ok {
+		return b, nil
+	}
+	return pack(v, false)
+}
 
 func pack(v any, oldStr bool) ([]byte, error) {
 	var buf bytes.Buffer

@@ -52,7 +52,7 @@ func (s *Master) AddFleet(prefix string, n int, behave func(i int) MinionBehavio
 // SetMinionBehavior replaces the behaviour of minion id (added with AddFleet or AddMinion with a
 // nil handler); jobs already running keep the handler they started with.
 func (s *Master) SetMinionBehavior(id string, b MinionBehavior) {
-	base := standard(s.cfg.roles)
+	base := s.std
 	h := base
 	if b.Delay > 0 || b.Fail || b.Hang {
 		h = func(ctx context.Context, job Job) (any, int) {

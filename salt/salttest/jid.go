@@ -25,6 +25,19 @@ func (s *Master) newJID() string {
 	return s.jids.next()
 }
 
+// appendStamp appends stamp(t) to b without allocating.
+func appendStamp(b []byte, t time.Time) []byte {
+	t = t.UTC()
+	b = t.AppendFormat(b, "2006-01-02T15:04:05")
+	if us := t.Nanosecond() / 1000; us != 0 {
+		b = append(b, '.')
+		for d := 100000; d > 0; d /= 10 {
+			b = append(b, byte('0'+us/d%10))
+		}
+	}
+	return b
+}
+
 // stamp formats t like Python's datetime.utcnow().isoformat(): microseconds omitted when zero.
 func stamp(t time.Time) string {
 	t = t.UTC()

@@ -6,12 +6,15 @@ import (
 	"regexp"
 	"strings"
 	"sync/atomic"
+	"time"
 )
 
 // Job is one publication as a simulated minion runs it.
 type Job struct {
-	JID      string
-	Fun      string
+	JID string
+	Fun string
+	// Args and Kwargs are shared by every minion the publication reached: read them, never
+	// modify them.
 	Args     []any          // positional arguments (after Salt's load_args_and_kwargs)
 	Kwargs   map[string]any // keyword arguments: the {"__kwarg__": true} map and name=value strings
 	MinionID string
@@ -56,7 +59,7 @@ type runningJob struct {
 // and keeps its state (JID queue, running jobs).
 func (s *Master) AddMinion(id string, h MinionHandler) {
 	if h == nil {
-		h = standard(s.cfg.roles)
+		h = s.std
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -122,8 +125,14 @@ func (s *Master) runningJIDs(id string) []string {
 // deliver hands the publication to every targeted online minion that has not seen the JID
 // among its last 100 (Salt's jid_queue).
 func (s *Master) deliver(pub Publication, args []any, metadata any) {
+	type start struct {
+		ctx context.Context // the minion's process as of the publication (RestartMinion replaces it)
+		m   *minion
+		h   MinionHandler
+		rj  *runningJob
+	}
+	starts := make([]start, 0, len(pub.Target))
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	for _, id := range pub.Target {
 		m, ok := s.minions[id]
 		if !ok || !m.online {
@@ -152,8 +161,23 @@ func (s *Master) deliver(pub Publication, args []any, metadata any) {
 		if f, ok := s.funcs[pub.Fun]; ok {
 			h = f
 		}
-		s.wg.Add(1)
-		go s.runJob(m.ctx, m, h, rj, pub, args, metadata)
+		starts = append(starts, start{m.ctx, m, h, rj})
+	}
+	// every job is registered (find_job sees it) before any runs; they start once the lock is
+	// released, rather than each queueing on it behind the others
+	if len(starts) > 0 && s.returns[pub.JID] == nil {
+		s.returns[pub.JID] = make(map[string]any, len(starts)) // every return recorded without a rehash
+	}
+	s.wg.Add(len(starts))
+	s.mu.Unlock()
+	if len(starts) == 0 {
+		return
+	}
+	// every minion of the publication loads the same arguments: once for all (read only)
+	la := loadedArgs{}
+	la.pos, la.kwargs, la.funArgs = loadArgs(args)
+	for _, st := range starts {
+		go s.runJob(st.ctx, st.m, st.h, st.rj, pub, la, metadata)
 	}
 }
 
@@ -195,8 +219,14 @@ func loadArgs(args []any) (pos []any, kwargs map[string]any, funArgs []any) {
 	return pos, kwargs, funArgs
 }
 
+// loadedArgs are a publication's arguments as its minions load them (loadArgs).
+type loadedArgs struct {
+	pos, funArgs []any
+	kwargs       map[string]any
+}
+
 func (s *Master) runJob(ctx context.Context, m *minion, h MinionHandler, rj *runningJob, pub Publication,
-	args []any, metadata any) {
+	la loadedArgs, metadata any) {
 	defer s.wg.Done()
 	defer func() {
 		s.mu.Lock()
@@ -205,7 +235,7 @@ func (s *Master) runJob(ctx context.Context, m *minion, h MinionHandler, rj *run
 		}
 		s.mu.Unlock()
 	}()
-	pos, kwargs, funArgs := loadArgs(args)
+	pos, kwargs, funArgs := la.pos, la.kwargs, la.funArgs
 	job := Job{JID: pub.JID, Fun: pub.Fun, Args: pos, Kwargs: kwargs, MinionID: m.id, User: pub.User,
 		Metadata: pub.Metadata}
 	var ret any
@@ -222,10 +252,22 @@ func (s *Master) runJob(ctx context.Context, m *minion, h MinionHandler, rj *run
 	if ctx.Err() != nil {
 		return // minion restarted or simulator closed: the job died with its process
 	}
-	if _, err := packEvent(ret); err != nil {
-		ret, retcode = "The minion function caused an exception: return value cannot be serialized", 1
+	if !scalarReturn(ret) {
+		if _, err := packEvent(ret); err != nil {
+			ret, retcode = "The minion function caused an exception: return value cannot be serialized", 1
+		}
 	}
 	s.fireReturn(m.id, pub, funArgs, metadata, ret, retcode)
+}
+
+// scalarReturn reports whether ret is a value that always encodes (test.ping's true, a text,
+// a number): no need to try.
+func scalarReturn(ret any) bool {
+	switch ret.(type) {
+	case nil, bool, string, int, int64, float64:
+		return true
+	}
+	return false
 }
 
 func callHandler(ctx context.Context, h MinionHandler, job Job) (ret any, retcode int) {
@@ -258,18 +300,6 @@ var outputterFuns = map[string]bool{"state.apply": true, "state.sls": true, "sta
 	"state.sls_id": true, "state.single": true}
 
 func (s *Master) fireReturn(id string, pub Publication, funArgs []any, metadata any, ret any, retcode int) {
-	data := newOmap("cmd", "_return", "id", id, "success", retcode == 0, "return", ret, "retcode", retcode,
-		"jid", pub.JID, "fun", pub.Fun, "fun_args", funArgs, "user", pub.User)
-	if outputterFuns[pub.Fun] {
-		data.set("out", "highstate")
-	} else if retcode != 0 {
-		if _, isStr := ret.(string); isStr {
-			data.set("out", "nested")
-		}
-	}
-	if _, isMap := metadata.(*omap); isMap {
-		data.set("metadata", metadata)
-	}
 	s.mu.Lock()
 	drop := take(s.faults.dropReturn, pub.JID)
 	dup := !drop && take(s.faults.dupReturn, pub.JID)
@@ -277,7 +307,10 @@ func (s *Master) fireReturn(id string, pub Publication, funArgs []any, metadata 
 		drop = drop || (m.loseReturns && pub.Fun != "saltutil.find_job")
 		dup = dup || (!drop && m.duplicateReturns)
 	}
-	mirrors := append([]*Master(nil), s.mirrors...)
+	var mirrors []*Master
+	if len(s.mirrors) > 0 {
+		mirrors = append(mirrors, s.mirrors...)
+	}
 	if s.returns[pub.JID] == nil {
 		s.returns[pub.JID] = map[string]any{}
 	}
@@ -288,7 +321,119 @@ func (s *Master) fireReturn(id string, pub Publication, funArgs []any, metadata 
 		return
 	}
 	tag := "salt/job/" + pub.JID + "/ret/" + id
-	again := data.clone()
+	if !s.fireReturnEncoded(tag, id, pub, funArgs, metadata, ret, retcode, dup, mirrors) {
+		// a value only packer encodes (a datetime, a handler's own slice or map type)
+		s.fireReturnMap(tag, returnData(id, pub, funArgs, metadata, ret, retcode), dup, mirrors)
+	}
+}
+
+// fireReturnEncoded fires a return encoded straight into its frame (appendReturnData): on
+// this master's bus, again with a later _stamp when dup, and the same data on every mirror's;
+// false (nothing fired) when a value is one appendReturnData leaves to packer.
+func (s *Master) fireReturnEncoded(tag, id string, pub Publication, funArgs []any, metadata any, ret any,
+	retcode int, dup bool, mirrors []*Master) bool {
+	s.lifeMu.Lock()
+	b := s.bus
+	s.lifeMu.Unlock()
+	buf := frameStart(tag, frameDataGuess)
+	dataStart := len(buf)
+	buf, ok := appendReturnData(buf, id, pub, funArgs, metadata, ret, retcode, time.Now())
+	if !ok {
+		return false
+	}
+	data := buf[dataStart:]
+	if b != nil {
+		b.publishQueued(b.frameFinish(buf)) // writes only before dataStart: data stays intact
+	}
+	if dup {
+		again, _ := appendReturnData(nil, id, pub, funArgs, metadata, ret, retcode, time.Now())
+		s.fireEncoded(tag, again)
+	}
+	for _, other := range mirrors {
+		other.fireEncoded(tag, data)
+	}
+	return true
+}
+
+// returnData is a minion's return event data as the master fires it, in its key order
+// (_stamp is added when it is fired).
+func returnData(id string, pub Publication, funArgs []any, metadata any, ret any, retcode int) *omap {
+	data := newOmap("cmd", "_return", "id", id, "success", retcode == 0, "return", ret, "retcode", retcode,
+		"jid", pub.JID, "fun", pub.Fun, "fun_args", funArgs, "user", pub.User)
+	if out := returnOut(pub.Fun, ret, retcode); out != "" {
+		data.set("out", out)
+	}
+	if _, isMap := metadata.(*omap); isMap {
+		data.set("metadata", metadata)
+	}
+	return data
+}
+
+// returnOut is the return's "out" (its outputter), "" when it has none.
+func returnOut(fun string, ret any, retcode int) string {
+	if outputterFuns[fun] {
+		return "highstate"
+	}
+	if _, isStr := ret.(string); isStr && retcode != 0 {
+		return "nested"
+	}
+	return ""
+}
+
+// appendReturnData appends the encoding of returnData plus "_stamp": stamp(now), without
+// building it: the bytes packEvent gives for that map (TestReturnDataEncoding). ok=false
+// when a value is not one appendEvent covers.
+func appendReturnData(b []byte, id string, pub Publication, funArgs []any, metadata any, ret any, retcode int,
+	now time.Time) (_ []byte, ok bool) {
+	out := returnOut(pub.Fun, ret, retcode)
+	_, hasMetadata := metadata.(*omap)
+	n := 10 // cmd, id, success, return, retcode, jid, fun, fun_args, user, _stamp
+	if out != "" {
+		n++
+	}
+	if hasMetadata {
+		n++
+	}
+	b = appendCollHeader(b, n, 0x80, 0xde)
+	b = appendEventStr(appendEventStr(b, "cmd"), "_return")
+	b = appendEventStr(appendEventStr(b, "id"), id)
+	b = appendEventStr(b, "success")
+	if b, ok = appendEventDepth(b, retcode == 0, 2); !ok {
+		return b, false
+	}
+	if b, ok = appendEventDepth(appendEventStr(b, "return"), ret, 2); !ok {
+		return b, false
+	}
+	b = appendInt(appendEventStr(b, "retcode"), int64(retcode))
+	b = appendEventStr(appendEventStr(b, "jid"), pub.JID)
+	b = appendEventStr(appendEventStr(b, "fun"), pub.Fun)
+	if b, ok = appendEventDepth(appendEventStr(b, "fun_args"), funArgs, 2); !ok {
+		return b, false
+	}
+	b = appendEventStr(appendEventStr(b, "user"), pub.User)
+	if out != "" {
+		b = appendEventStr(appendEventStr(b, "out"), out)
+	}
+	if hasMetadata {
+		if b, ok = appendEventDepth(appendEventStr(b, "metadata"), metadata, 2); !ok {
+			return b, false
+		}
+	}
+	b = appendEventStr(b, "_stamp")
+	stampAt := len(b)
+	b = append(b, 0) // fixstr header: a stamp is 19 or 26 bytes
+	b = appendStamp(b, now)
+	b[stampAt] = 0xa0 | byte(len(b)-stampAt-1)
+	return b, true
+}
+
+// fireReturnMap fires a return built as a map (returnData), for values appendReturnData
+// leaves to packer.
+func (s *Master) fireReturnMap(tag string, data *omap, dup bool, mirrors []*Master) {
+	var again *omap
+	if dup {
+		again = data.clone() // before fire stamps data: the copy gets its own, later, _stamp
+	}
 	s.fire(tag, data)
 	if dup {
 		s.fire(tag, again)

@@ -9,7 +9,8 @@ type omap struct {
 }
 
 func newOmap(kv ...any) *omap {
-	m := &omap{}
+	n := len(kv)/2 + 3 // room for a few more keys (out, metadata, _stamp) without growing
+	m := &omap{keys: make([]any, 0, n), vals: make([]any, 0, n)}
 	for i := 0; i+1 < len(kv); i += 2 {
 		m.set(kv[i].(string), kv[i+1])
 	}

@@ -87,10 +87,23 @@ func (b *eventBus) acceptLoop(ln net.Listener) {
 
 const acceptPoll = 2 * time.Millisecond
 
-// acceptNow registers every connection already queued on the bus listeners.
+// acceptNow registers every connection already queued on the bus listeners. Concurrent
+// publishers share a check: one that finds, once it holds acceptMu, that a check began after it
+// arrived is covered by that check (a connection queued before it arrived was queued before that
+// check began) and skips its own; a storm of returns costs one poll per burst, not per event.
 func (b *eventBus) acceptNow() {
+	arrived := b.acceptChecks.Load()
 	b.acceptMu.Lock()
 	defer b.acceptMu.Unlock()
+	if b.acceptChecks.Load() != arrived {
+		return
+	}
+	b.acceptQueuedAll()
+}
+
+// acceptQueuedAll accepts what is queued on every listener. The caller holds acceptMu.
+func (b *eventBus) acceptQueuedAll() {
+	b.acceptChecks.Add(1) // before looking: a publisher that arrived earlier is covered
 	for _, ln := range []net.Listener{b.unixLn, b.tcpLn} {
 		if ln != nil {
 			_ = b.acceptQueued(ln)

@@ -26,6 +26,10 @@ type Master struct {
 	ownsDir bool
 	keyPath string
 
+	// std is the generic minion's handler (standard(cfg.roles)): stateless, built once and shared
+	// by every minion added without a handler of its own (a fleet of 10,000 holds one).
+	std MinionHandler
+
 	ctx    context.Context // cancelled by Close: stops minion handlers and delayed replies
 	cancel context.CancelFunc
 	wg     sync.WaitGroup // request workers, minion jobs, runners, heartbeat loop
@@ -60,7 +64,8 @@ func Start(ctx context.Context, opts ...Option) (*Master, error) {
 		cfg.minAuthVersion = cfg.generation.defaultMinAuthVersion()
 	}
 	s := &Master{cfg: cfg, log: cfg.logger, tokens: map[string]tokenData{}, minions: map[string]*minion{},
-		funcs: map[string]MinionHandler{}, returns: map[string]map[string]any{}, pid: 1000}
+		funcs: map[string]MinionHandler{}, returns: map[string]map[string]any{}, pid: 1000,
+		std: standard(cfg.roles)}
 	if s.log == nil {
 		s.log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
@@ -262,7 +267,13 @@ func (s *Master) StallEventBus(stalled bool) {
 	b := s.bus
 	s.lifeMu.Unlock()
 	if b != nil {
+		if stalled {
+			b.acceptNow() // the returns queued below reach every reader connected before they were fired
+		}
 		b.mu.Lock()
+		if stalled {
+			b.giveQueuedLocked() // returns fired before the stall go out, as if given at once
+		}
 		b.stalled = stalled
 		b.mu.Unlock()
 	}

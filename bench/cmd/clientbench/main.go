@@ -9,9 +9,13 @@
 //     random fleet minion is restarted every -restart-every: returns delivered, minions named
 //     (with why) and minions neither returned nor named;
 //   - batch: cmd.run 'sleep 1' on 20 minions, -b 5, wall time: ours (Batch) vs
-//     LocalClient.cmd_batch (what salt -b runs, without the CLI's process start).
+//     LocalClient.cmd_batch (what salt -b runs, without the CLI's process start);
+//   - inproc: 10,000 simulated minions (package salttest, in this process, over its real
+//     sockets) answer one test.ping run: returns/s, CPU per return, peak heap, against the
+//     event stream's decode rate of the same bytes in the same round (inproc.go). It needs no
+//     lab: -rows inproc runs anywhere.
 //
-// It needs root (the master's root key, the fleet's PID file), the lab's variables
+// The lab rows need root (the master's root key, the fleet's PID file), the lab's variables
 // (ODUFLOW_SALT_MASTER, ODUFLOW_SALT_EVENTS, ODUFLOW_SALT_KEY_FILE, ODUFLOW_SALT_FLEET,
 // ODUFLOW_SALTLAB_DIR) and /usr/bin/python3 with Salt importable from $SALTLAB_DIR/src.
 // Restarts touch only the fleet minions, never the masters or the lab's main minion.
@@ -36,7 +40,8 @@ import (
 var anchorPy string
 
 func main() {
-	rows := flag.String("rows", "ping,lost,batch", "rows to measure: ping, lost, batch")
+	rows := flag.String("rows", "ping,lost,batch", "rows to measure: ping, lost, batch (the lab's), inproc (no lab)")
+	inprocMinions := flag.Int("inproc-minions", 10000, "inproc row: simulated minions")
 	rounds := flag.Int("rounds", 7, "interleaved rounds per ping and batch row (at least 5 for a published number)")
 	lostRuns := flag.Int("lost-runs", 200, "runs per client in the lost row")
 	restartEvery := flag.Duration("restart-every", 8*time.Second, "lost row: restart one random fleet minion this often")
@@ -47,7 +52,7 @@ func main() {
 	flag.Parse()
 	lost := lostConfig{runs: *lostRuns, restartEvery: *restartEvery, timeout: *lostTimeout, budget: *lostBudget,
 		together: *lostTogether}
-	if err := run(*rows, *rounds, lost, *out); err != nil {
+	if err := run(*rows, *rounds, *inprocMinions, lost, *out); err != nil {
 		fmt.Fprintln(os.Stderr, "clientbench:", err)
 		os.Exit(1)
 	}
@@ -81,7 +86,31 @@ type lostConfig struct {
 	together                      bool
 }
 
-func run(rows string, rounds int, lost lostConfig, outFile string) error {
+func run(rows string, rounds, inprocMinions int, lost lostConfig, outFile string) error {
+	report := &report{Rounds: map[string][]map[string]float64{}}
+	want := func(r string) bool { return slices.Contains(strings.Split(rows, ","), r) }
+	// Each row's table goes to stderr (and the JSON file is rewritten) as soon as it is done, so
+	// that a long lost row does not hold the others back.
+	done := func() error {
+		report.print(os.Stderr)
+		if outFile == "" {
+			return nil
+		}
+		b, _ := json.MarshalIndent(report, "", " ")
+		return os.WriteFile(outFile, b, 0o644)
+	}
+	if want("inproc") {
+		if err := inprocRow(report, inprocMinions, rounds); err != nil {
+			return err
+		}
+		if err := done(); err != nil {
+			return err
+		}
+	}
+	if !want("ping") && !want("batch") && !want("lost") {
+		report.print(os.Stdout)
+		return nil
+	}
 	cfg, err := configFromEnv()
 	if err != nil {
 		return err
@@ -95,18 +124,6 @@ func run(rows string, rounds int, lost lostConfig, outFile string) error {
 		return err
 	}
 	defer py.close()
-	report := &report{Rounds: map[string][]map[string]float64{}}
-	want := func(r string) bool { return slices.Contains(strings.Split(rows, ","), r) }
-	// Each row's table goes to stderr (and the JSON file is rewritten) as soon as it is done, so
-	// that a long lost row does not hold the others back.
-	done := func() error {
-		report.print(os.Stderr)
-		if outFile == "" {
-			return nil
-		}
-		b, _ := json.MarshalIndent(report, "", " ")
-		return os.WriteFile(outFile, b, 0o644)
-	}
 	if want("ping") {
 		for _, n := range []int{10, 20} {
 			if err := pingRow(report, ours, py, cfg.fleet[:n], rounds); err != nil {

@@ -310,15 +310,22 @@ func statsOf(rounds []map[string]float64, key string) (stats, bool) {
 func (s stats) String() string { return fmt.Sprintf("%.1f (%.1f-%.1f)", s.med, s.lo, s.hi) }
 
 func (r *report) print(w io.Writer) {
-	fmt.Fprintln(w, "| row | measure (ms, median (min-max)) | ours | Salt | ours/Salt |")
-	fmt.Fprintln(w, "| --- | --- | --- | --- | --- |")
 	keys := make([]string, 0, len(r.Rounds))
+	labRows := false
 	for k := range r.Rounds {
 		keys = append(keys, k)
+		labRows = labRows || !strings.HasPrefix(k, "inprocess")
 	}
 	slices.Sort(keys)
+	if labRows {
+		fmt.Fprintln(w, "| row | measure (ms, median (min-max)) | ours | Salt | ours/Salt |")
+		fmt.Fprintln(w, "| --- | --- | --- | --- | --- |")
+	}
 	for _, row := range keys {
 		rs := r.Rounds[row]
+		if strings.HasPrefix(row, "inprocess") {
+			continue // its own table, below
+		}
 		var pairs [][3]string
 		if strings.HasPrefix(row, "ping") {
 			pairs = [][3]string{{"publish -> last return vs LocalClient.cmd", "ours_last_ms", "cmd_last_ms"},
@@ -341,6 +348,7 @@ func (r *report) print(w io.Writer) {
 			}
 		}
 	}
+	r.printInproc(w, keys)
 	if r.Lost != nil {
 		fmt.Fprintln(w)
 		fmt.Fprintln(w, "| lost row | runs | minions expected | returns delivered | named (not returned) | neither returned nor named | runs complete | seconds |")
@@ -358,4 +366,46 @@ func (r *report) print(w io.Writer) {
 	for _, n := range r.Notes {
 		fmt.Fprintln(w, "\n"+n)
 	}
+}
+
+// printInproc prints the in-process rows (inproc.go): medians (min-max) over the rounds.
+func (r *report) printInproc(w io.Writer, keys []string) {
+	for _, row := range keys {
+		rs := r.Rounds[row]
+		if !strings.HasPrefix(row, "inprocess") {
+			continue
+		}
+		fmt.Fprintln(w)
+		fmt.Fprintln(w, "| in-process row | measure | median (min-max) |")
+		fmt.Fprintln(w, "| --- | --- | --- |")
+		for _, m := range [][2]string{
+			{"ours_returns_per_s", "returns/s, Run call -> last Result (goal >= 100k)"},
+			{"decode_returns_per_s", "baseline: returns/s, the same bytes through salt.SubscribeEvents alone"},
+			{"cpu_us_per_return", "CPU us per return (process user+sys: simulator and client)"},
+			{"peak_heap_mib", "peak heap MiB, simulator included (goal <= 64)"},
+			{"run_heap_mib", "peak heap minus the idle heap before the round, MiB"},
+			{"idle_heap_mib", "idle heap before the round (mostly the simulator's fleet), MiB"},
+		} {
+			if s, ok := statsOf(rs, m[0]); ok {
+				fmt.Fprintf(w, "| %s (%d rounds) | %s | %s |\n", row, len(rs), m[1], s.stringPrec())
+			}
+		}
+		if a, ok1 := statsOf(rs, "ours_returns_per_s"); ok1 {
+			if b, ok2 := statsOf(rs, "decode_returns_per_s"); ok2 {
+				fmt.Fprintf(w, "| %s | ours / baseline (medians) | %.2fx |\n", row, a.med/b.med)
+			}
+		}
+	}
+}
+
+// stringPrec is String with three significant digits at least (rates of 100,000s and heaps of
+// tens of MiB in one table).
+func (s stats) stringPrec() string {
+	f := func(x float64) string {
+		if x >= 1000 {
+			return fmt.Sprintf("%.0f", x)
+		}
+		return fmt.Sprintf("%.3g", x)
+	}
+	return fmt.Sprintf("%s (%s-%s)", f(s.med), f(s.lo), f(s.hi))
 }
