@@ -250,8 +250,19 @@ func TestHeldAfterPartition(t *testing.T) {
 	px.setCut(false)
 	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	if _, err := a.CompareAndSwapHeld(cctx, dispatchingOf(c), r, l); !errors.Is(err, oduflow.ErrLeaseLost) {
-		t.Fatalf("guarded CAS after the partition: %v", err)
+	// The cut reset a's connection: until its client has reconnected, the CAS's read fails as a store
+	// failure (ErrClaimStore: nothing written) and is tried again; once the store answers, the CAS must
+	// find the locks gone.
+	for {
+		_, err := a.CompareAndSwapHeld(cctx, dispatchingOf(c), r, l)
+		if errors.Is(err, oduflow.ErrLeaseLost) {
+			break
+		}
+		if !errors.Is(err, oduflow.ErrClaimStore) || cctx.Err() != nil {
+			t.Fatalf("guarded CAS after the partition: %v", err)
+		}
+		t.Logf("guarded CAS while a reconnects: %v", err)
+		time.Sleep(200 * time.Millisecond)
 	}
 	cur, err := b.Get(ctx, c.RequestID)
 	if err != nil || cur.Phase != oduflow.PhaseClaimed || cur.Generation != 1 {
