@@ -252,12 +252,19 @@ func tryStopMasterDuringApply(t *testing.T, r *liveRunner, attempt int) (salt.JI
 	t.Logf("step 5: published oduflow_job.run [%s production \"\"] jid=%s; saw salt/job/%s/new; minion log %q after %s; stopping the master now",
 		req2, jid2, jid2, line, time.Since(published).Round(time.Millisecond))
 	r.kit("stop", "master")
+	down := true
+	defer func() { // a check that fails below must not leave the lab's master down for the tests after it
+		if down {
+			r.kit("restart", "master")
+		}
+	}()
 	tags, _ := bus.seen(jid2)
 	t.Logf("step 5: events of jid %s seen before the master went down: %v", jid2, tags)
 	for _, tag := range tags {
 		if strings.Contains(tag, "/ret/") {
 			t.Logf("step 5 (attempt %d): the return arrived before the master went down; again with a new request", attempt)
 			r.kit("restart", "master")
+			down = false
 			r.waitMinion(90 * time.Second)
 			return "", false
 		}
@@ -274,6 +281,7 @@ func tryStopMasterDuringApply(t *testing.T, r *liveRunner, attempt int) (salt.JI
 	}
 	t.Logf("step 5: master down; after %s the minion's job process gave up its return: %q", time.Since(waitStart).Round(time.Second), line)
 	r.kit("restart", "master")
+	down = false
 	r.waitMinion(90 * time.Second)
 	tr := traceJob(t, lab.minionLog(), off, jid2)
 	t.Logf("step 5: minion log for jid %s: %d job start(s) (pids %v), %d executed state(s); lines:\n%s",
