@@ -37,14 +37,15 @@ func (b *lockedBuffer) String() string {
 	return b.buf.String()
 }
 
-// within fails the test if op has not returned in five seconds (a blocking open of a FIFO never returns).
+// within fails the test if op has not returned in 20 seconds (a blocking open of a FIFO never returns; a
+// loaded CI machine can take several seconds for a Start and its worker).
 func within(t *testing.T, what string, op func()) {
 	t.Helper()
 	done := make(chan struct{})
 	go func() { defer close(done); op() }()
 	select {
 	case <-done:
-	case <-time.After(5 * time.Second):
+	case <-time.After(20 * time.Second):
 		t.Fatalf("%s hangs", what)
 	}
 }

@@ -122,7 +122,7 @@ func TestThreeProcessesOneRequest(t *testing.T) {
 	req := receipt.NewRequestID()
 	job := raceJob{Claims: claimsURL(t, prefix), Master: sim.Addr(), Events: sim.EventsAddr(), KeyFile: sim.KeyFile(),
 		PKIDir: sim.PKIDir(), Minion: m.id, Request: req, Goroutines: perProc,
-		StartAtUnixNano: time.Now().Add(4 * time.Second).UnixNano()} // time for 3 race binaries to start
+		StartAtUnixNano: time.Now().Add(10 * time.Second).UnixNano()} // time for 3 race binaries to start on a loaded machine
 	data, err := json.Marshal(job)
 	if err != nil {
 		t.Fatal(err)
