@@ -179,15 +179,31 @@ func (s *Store) CreateExclusiveAfter(name string, data []byte, prior Prior) erro
 		return err
 	}
 	defer unix.Close(dirfd)
+	tmp, err := s.syncedTemp(dirfd, name, data, p)
+	if err != nil {
+		return err
+	}
+	s.at("before-link")
+	if err := s.linkExclusive(dirfd, tmp, name); err != nil {
+		return err
+	}
+	s.at("after-link")
+	return s.syncDir(dirfd, &st)
+}
+
+// syncedTemp writes data into a new temporary file beside name while prior creates its names, then runs
+// prior's sync and the file's fsync concurrently (one fsync wait); it returns the temporary file's name
+// once both succeeded. On any failure the temporary file is removed and prior has been released.
+func (s *Store) syncedTemp(dirfd int, name string, data []byte, p *priorRun) (string, error) {
 	tmp, fd, err := s.createTemp(dirfd, name, data)
 	if err != nil {
 		p.abandon()
-		return err
+		return "", err
 	}
 	if err := p.staged(); err != nil {
 		_ = unix.Close(fd)
 		_ = unix.Unlinkat(dirfd, tmp, 0)
-		return err
+		return "", err
 	}
 	s.at("after-temp-write")
 	p.sync()
@@ -198,14 +214,9 @@ func (s *Store) CreateExclusiveAfter(name string, data []byte, prior Prior) erro
 	}
 	if err != nil {
 		_ = unix.Unlinkat(dirfd, tmp, 0)
-		return err
+		return "", err
 	}
-	s.at("before-link")
-	if err := s.linkExclusive(dirfd, tmp, name); err != nil {
-		return err
-	}
-	s.at("after-link")
-	return s.syncDir(dirfd, &st)
+	return tmp, nil
 }
 
 // priorRun runs a Prior on its own goroutine: its names first, then (when told) its sync. A nil *priorRun
@@ -316,23 +327,8 @@ func (s *Store) WriteAtomicAfter(name string, data []byte, prior Prior) error {
 		p.abandon()
 		return err
 	}
-	tmp, fd, err := s.createTemp(dirfd, name, data)
+	tmp, err := s.syncedTemp(dirfd, name, data, p)
 	if err != nil {
-		p.abandon()
-		return err
-	}
-	if err := p.staged(); err != nil {
-		_ = unix.Close(fd)
-		_ = unix.Unlinkat(dirfd, tmp, 0)
-		return err
-	}
-	p.sync()
-	err = s.closeSynced(fd, name)
-	if perr := p.wait(); err == nil {
-		err = perr
-	}
-	if err != nil {
-		_ = unix.Unlinkat(dirfd, tmp, 0)
 		return err
 	}
 	s.at("before-rename")
