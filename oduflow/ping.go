@@ -150,27 +150,8 @@ func parseCapabilities(v any) minionCaps {
 // fenceMarkValue reads the reported mark: an integer from 0 to MaxFenceToken, else 0 (a value out of
 // range is not a mark this module writes; the store's own counter then decides, as before floors).
 func fenceMarkValue(v any) uint64 {
-	var n uint64
-	switch p := v.(type) {
-	case int64:
-		if p < 0 {
-			return 0
-		}
-		n = uint64(p)
-	case uint64:
-		n = p
-	case int:
-		if p < 0 {
-			return 0
-		}
-		n = uint64(p)
-	case float64:
-		if p < 0 || p != float64(uint64(p)) {
-			return 0
-		}
-		n = uint64(p)
-	}
-	if n > MaxFenceToken {
+	n, ok := wholeNumber(v)
+	if !ok || n > MaxFenceToken {
 		return 0
 	}
 	return n
@@ -178,19 +159,24 @@ func fenceMarkValue(v any) uint64 {
 
 // intValue reads a small integer of a decoded return (msgpack or JSON numbers); 0 for anything else.
 func intValue(v any) int {
+	n, ok := wholeNumber(v)
+	if !ok || n > 1<<31 {
+		return 0
+	}
+	return int(n)
+}
+
+// wholeNumber reads a non-negative integer of a decoded return, as msgpack or JSON decode it.
+func wholeNumber(v any) (uint64, bool) {
 	switch p := v.(type) {
 	case int64:
-		return int(p)
+		return uint64(p), p >= 0
 	case int:
-		return p
+		return uint64(p), p >= 0
 	case uint64:
-		if p <= 1<<31 {
-			return int(p)
-		}
+		return p, true
 	case float64:
-		if p == float64(int(p)) {
-			return int(p)
-		}
+		return uint64(p), p >= 0 && p == float64(uint64(p))
 	}
-	return 0
+	return 0, false
 }
