@@ -3,8 +3,10 @@ package service_test
 import (
 	"context"
 	"io"
+	"maps"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -174,7 +176,7 @@ func TestNotReadyIs503WithNothingWritten(t *testing.T) {
 		t.Fatalf("start: %d", code)
 	}
 	s.waitFinal(t, m.ID(), done.RequestID)
-	before := claimFiles(t, env.claims)
+	before := settledClaimNames(t, env.claims)
 	if err := env.sim.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -185,8 +187,8 @@ func TestNotReadyIs503WithNothingWritten(t *testing.T) {
 		e.Reason != "not_ready" || e.Code != "unreachable" || e.ExitStatus != 3 || !strings.Contains(e.Error, "nothing written") {
 		t.Fatalf("start with the master down: %d %+v", code, e)
 	}
-	if after := claimFiles(t, env.claims); after != before {
-		t.Fatalf("claim files %d -> %d: a refused start wrote something", before, after)
+	if after := claimNames(t, env.claims); !maps.Equal(after, before) {
+		t.Fatalf("claim records %v -> %v: a refused start wrote or removed something", before, after)
 	}
 	if code := s.do(t, "GET", "/readyz", nil, &e); code != http.StatusServiceUnavailable || e.Reason != "not_ready" {
 		t.Fatalf("readyz with the master down: %d %+v", code, e)
@@ -248,12 +250,42 @@ func get(t *testing.T, s *server, path string) string {
 // claimFiles counts the files in the claim directory (0 when it does not exist).
 func claimFiles(t *testing.T, dir string) int {
 	t.Helper()
-	n := 0
-	err := walk(dir, func() { n++ })
+	return len(claimNames(t, dir))
+}
+
+// claimNames lists the records under the claim directory, leaving out the store's in-flight temporary
+// files (".tmp-…", renamed over a record or removed by the writer a moment later).
+func claimNames(t *testing.T, dir string) map[string]bool {
+	t.Helper()
+	names := map[string]bool{}
+	err := walk(dir, func(path string) {
+		if !strings.HasPrefix(filepath.Base(path), ".tmp-") {
+			names[path] = true
+		}
+	})
 	if err != nil && !os.IsNotExist(err) {
 		t.Fatal(err)
 	}
-	return n
+	return names
+}
+
+// settledClaimNames waits until the records under dir stop changing (a worker that answered a final
+// status may still be writing its index), so that a later comparison sees only what came after.
+func settledClaimNames(t *testing.T, dir string) map[string]bool {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	last := claimNames(t, dir)
+	for {
+		time.Sleep(100 * time.Millisecond)
+		now := claimNames(t, dir)
+		if maps.Equal(now, last) {
+			return now
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the claim store kept changing: %d -> %d records", len(last), len(now))
+		}
+		last = now
+	}
 }
 
 func assertNoClaims(t *testing.T, dir string) {
