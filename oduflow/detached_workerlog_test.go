@@ -27,7 +27,7 @@ func openWorkerLogNoHang(t *testing.T, path string) error {
 	select {
 	case err := <-done:
 		return err
-	case <-time.After(2 * time.Second):
+	case <-time.After(10 * time.Second):
 		t.Fatalf("opening the worker log %s hangs", path)
 		return nil
 	}
