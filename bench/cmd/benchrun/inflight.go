@@ -33,6 +33,8 @@ func cmdInflight(ctx context.Context, args []string) (any, error) {
 	callTimeout := fs.Duration("call-timeout", oduflow.DefaultTimers().CallTimeout, "the dispatcher's CallTimeout")
 	heapProfile := fs.String("heap-profile", "", "write a heap profile here while the n requests are held")
 	goroutineProfile := fs.String("goroutine-profile", "", "write a goroutine profile here while the n requests are held")
+	cpuProfile := fs.String("cpu-profile", "", "write a CPU profile of this process from the first Start to the last publication here")
+	simProfile := fs.String("sim-cpu-profile", "", "the simulator child writes a CPU profile of its life here")
 	profileRate := fs.Int("mem-profile-rate", 0, "runtime.MemProfileRate for -heap-profile (0: the default)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
@@ -41,7 +43,7 @@ func cmdInflight(ctx context.Context, args []string) (any, error) {
 		runtime.MemProfileRate = *profileRate
 	}
 	n := &held.N
-	child, err := benchsim.Start(ctx, *n)
+	child, err := benchsim.Start(ctx, *n, *simProfile)
 	if err != nil {
 		return nil, err
 	}
@@ -66,6 +68,21 @@ func cmdInflight(ctx context.Context, args []string) (any, error) {
 		oduflow.WithClaimDir(dir), oduflow.WithPKIDir(child.Hello.PKIDir), oduflow.WithTimers(tm), oduflow.WithLogger(benchkit.Discard()))
 	if err != nil {
 		return nil, err
+	}
+	st0, err := child.Stats()
+	if err != nil {
+		return nil, err
+	}
+	cpu0 := benchkit.CPUTime()
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			return nil, err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return nil, err
+		}
 	}
 	starts, err := benchsim.StartHeld(ctx, d, *n, held.StartConcurrency, true)
 	if err != nil {
@@ -97,6 +114,10 @@ func cmdInflight(ctx context.Context, args []string) (any, error) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+	if *cpuProfile != "" {
+		pprof.StopCPUProfile()
+	}
+	dispatcherCPU, simCPU := benchkit.CPUTime()-cpu0, time.Duration(st.CPUNs-st0.CPUNs)
 	// Status under that load: 8 callers, random running requests. The collections during it (their
 	// count, stop-the-world pauses and the CPU fraction the collector took) say how much of the tail is GC.
 	var gc0, gc1 runtime.MemStats
@@ -190,6 +211,10 @@ func cmdInflight(ctx context.Context, args []string) (any, error) {
 		"dispatcher_all_publish_per_s":      benchkit.Round3(float64(st.All) / allPublished.Seconds()),
 		"sim_publish_per_s":                 benchkit.Round3(simRate),
 		"sim_time_for_n_s":                  benchkit.Round3(float64(*n) / simRate),
+		// CPU seconds from the first Start to the last publication: this process (the dispatcher and the
+		// Start callers) and the simulator child; with the wall time they say which one the row waits on.
+		"dispatcher_cpu_s": benchkit.Round3(dispatcherCPU.Seconds()),
+		"sim_cpu_s":        benchkit.Round3(simCPU.Seconds()),
 	}, nil
 }
 

@@ -29,7 +29,7 @@ func cmdInflight(ctx context.Context, args []string) (any, error) {
 		return nil, err
 	}
 	defer srv.Stop()
-	sim, err := benchsim.Start(ctx, *n)
+	sim, err := benchsim.Start(ctx, *n, "")
 	if err != nil {
 		return nil, err
 	}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"os"
+	"runtime/pprof"
 	"sync/atomic"
 	"time"
 
@@ -36,6 +38,7 @@ type Stats struct {
 	All   int64 `json:"all"` // every publication that reached a held minion (capability checks too)
 	First int64 `json:"first_ns"`
 	Last  int64 `json:"last_ns"`
+	CPUNs int64 `json:"cpu_ns"` // the child's own CPU time (user + system) so far
 }
 
 // Child is the running simulator child.
@@ -44,10 +47,11 @@ type Child struct {
 	Hello Hello
 }
 
-// Start re-executes this program as the simulator child with n held minions.
-func Start(ctx context.Context, n int) (*Child, error) {
+// Start re-executes this program as the simulator child with n held minions; a non-empty cpuProfile
+// is where the child writes a CPU profile of its whole life.
+func Start(ctx context.Context, n int, cpuProfile string) (*Child, error) {
 	c := &Child{}
-	bc, err := benchkit.StartChild(ctx, &c.Hello, SubCommand, "-minions", fmt.Sprint(n))
+	bc, err := benchkit.StartChild(ctx, &c.Hello, SubCommand, "-minions", fmt.Sprint(n), "-cpu-profile", cpuProfile)
 	if err != nil {
 		return nil, err
 	}
@@ -67,8 +71,20 @@ func (c *Child) Stats() (Stats, error) {
 func Serve(ctx context.Context, args []string) (any, error) {
 	fs := flag.NewFlagSet(SubCommand, flag.ContinueOnError)
 	n := fs.Int("minions", 10000, "held minions")
+	cpuProfile := fs.String("cpu-profile", "", "write a CPU profile of this child's life here")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
+	}
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			return nil, err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return nil, err
+		}
+		defer pprof.StopCPUProfile()
 	}
 	sim, stop, err := StartInProcess(ctx)
 	if err != nil {
@@ -112,7 +128,7 @@ func Serve(ctx context.Context, args []string) (any, error) {
 		return nil, err
 	}
 	err = benchkit.AnswerLines(ctx, func(string) any {
-		return Stats{Runs: runs.Load(), All: all.Load(), First: first.Load(), Last: last.Load()}
+		return Stats{Runs: runs.Load(), All: all.Load(), First: first.Load(), Last: last.Load(), CPUNs: int64(benchkit.CPUTime())}
 	})
 	close(release)
 	stop()
