@@ -202,7 +202,11 @@ func TestPoolReplacedDuringIntent(t *testing.T) {
 		next := c2.clone()
 		now := time.Now().UTC()
 		next.Phase, next.DispatchedAt = PhaseDispatching, &now
-		_, bErr = b.CompareAndSwapHeld(ctx, next, lk, lease)
+		// The first intent holds the client's fence counter lock while this runs inside it, so this
+		// intent can only wait for it: two seconds say as much as the store's 30 s wait would.
+		bctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		defer cancel()
+		_, bErr = b.CompareAndSwapHeld(bctx, next, lk, lease)
 		bOK = bErr == nil
 	})
 	if err != nil {
