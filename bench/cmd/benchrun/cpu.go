@@ -8,7 +8,6 @@ import (
 	"net"
 	"os"
 	"runtime"
-	"runtime/pprof"
 	"strings"
 	"time"
 
@@ -73,17 +72,11 @@ func cmdDecode(ctx context.Context, args []string) (any, error) {
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
-	if *prof != "" {
-		f, err := os.Create(*prof)
-		if err != nil {
-			return nil, err
-		}
-		defer f.Close()
-		if err := pprof.StartCPUProfile(f); err != nil {
-			return nil, err
-		}
-		defer pprof.StopCPUProfile()
+	stopProfile, err := benchkit.StartCPUProfile(*prof)
+	if err != nil {
+		return nil, err
 	}
+	defer stopProfile()
 	frame, err := os.ReadFile(*frameFile)
 	if err != nil {
 		return nil, err

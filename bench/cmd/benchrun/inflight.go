@@ -74,16 +74,11 @@ func cmdInflight(ctx context.Context, args []string) (any, error) {
 		return nil, err
 	}
 	cpu0 := benchkit.CPUTime()
-	if *cpuProfile != "" {
-		f, err := os.Create(*cpuProfile)
-		if err != nil {
-			return nil, err
-		}
-		defer f.Close()
-		if err := pprof.StartCPUProfile(f); err != nil {
-			return nil, err
-		}
+	stopProfile, err := benchkit.StartCPUProfile(*cpuProfile)
+	if err != nil {
+		return nil, err
 	}
+	defer stopProfile() // at once below; this one covers the early returns
 	starts, err := benchsim.StartHeld(ctx, d, *n, held.StartConcurrency, true)
 	if err != nil {
 		return nil, err
@@ -114,9 +109,7 @@ func cmdInflight(ctx context.Context, args []string) (any, error) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	if *cpuProfile != "" {
-		pprof.StopCPUProfile()
-	}
+	stopProfile()
 	dispatcherCPU, simCPU := benchkit.CPUTime()-cpu0, time.Duration(st.CPUNs-st0.CPUNs)
 	// Status under that load: 8 callers, random running requests. The collections during it (their
 	// count, stop-the-world pauses and the CPU fraction the collector took) say how much of the tail is GC.

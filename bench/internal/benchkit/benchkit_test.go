@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -187,4 +188,28 @@ func TestMem(t *testing.T) {
 		t.Fatal("a missing field read")
 	}
 	_ = hold[63][0]
+}
+
+func TestStartCPUProfile(t *testing.T) {
+	path := t.TempDir() + "/cpu.pprof"
+	stop, err := StartCPUProfile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 1e6; i++ {
+		_ = fmt.Sprint(i)
+	}
+	stop()
+	stop() // a second stop does nothing
+	if st, err := os.Stat(path); err != nil || st.Size() == 0 {
+		t.Fatalf("profile: %v %v", st, err)
+	}
+	none, err := StartCPUProfile("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	none()
+	if _, err := StartCPUProfile(t.TempDir() + "/missing/dir/cpu.pprof"); err == nil {
+		t.Fatal("a profile in a missing directory started")
+	}
 }

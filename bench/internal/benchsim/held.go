@@ -4,8 +4,6 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"os"
-	"runtime/pprof"
 	"sync/atomic"
 	"time"
 
@@ -75,17 +73,11 @@ func Serve(ctx context.Context, args []string) (any, error) {
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
-	if *cpuProfile != "" {
-		f, err := os.Create(*cpuProfile)
-		if err != nil {
-			return nil, err
-		}
-		defer f.Close()
-		if err := pprof.StartCPUProfile(f); err != nil {
-			return nil, err
-		}
-		defer pprof.StopCPUProfile()
+	stopProfile, err := benchkit.StartCPUProfile(*cpuProfile)
+	if err != nil {
+		return nil, err
 	}
+	defer stopProfile()
 	sim, stop, err := StartInProcess(ctx)
 	if err != nil {
 		return nil, err
