@@ -171,11 +171,7 @@ func TestNotReadyIs503WithNothingWritten(t *testing.T) {
 	env := startSim(t)
 	m := env.addMinion()
 	s := env.server()
-	var done oduflow.Response
-	if code := s.do(t, "POST", "/v1/requests/configure/"+m.ID(), nil, &done); code != http.StatusCreated {
-		t.Fatalf("start: %d", code)
-	}
-	s.waitFinal(t, m.ID(), done.RequestID)
+	done := s.startFinal(t, m.ID())
 	before := settledClaimNames(t, env.claims)
 	if err := env.sim.Close(); err != nil {
 		t.Fatal(err)
@@ -205,11 +201,7 @@ func TestCloseRefusesNewRequests(t *testing.T) {
 	env := startSim(t)
 	m := env.addMinion()
 	s := env.server()
-	var done oduflow.Response
-	if code := s.do(t, "POST", "/v1/requests/configure/"+m.ID(), nil, &done); code != http.StatusCreated {
-		t.Fatalf("start: %d", code)
-	}
-	s.waitFinal(t, m.ID(), done.RequestID)
+	done := s.startFinal(t, m.ID())
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if err := s.svc.Close(ctx); err != nil {

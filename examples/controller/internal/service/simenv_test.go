@@ -117,5 +117,17 @@ func (s *server) waitFinal(t testing.TB, minion, request string) oduflow.Respons
 	}
 }
 
+// startFinal starts a configure request of a new id on minion (201 created) and waits until its status
+// is final.
+func (s *server) startFinal(t testing.TB, minion string) oduflow.Response {
+	t.Helper()
+	var r oduflow.Response
+	if code := s.do(t, "POST", "/v1/requests/configure/"+minion, nil, &r); code != http.StatusCreated {
+		t.Fatalf("start: %d", code)
+	}
+	s.waitFinal(t, minion, r.RequestID)
+	return r
+}
+
 // testTimers are short windows, so that a test that goes wrong ends in seconds.
 func testTimers() oduflow.Timers { return simenv.Timers() }
