@@ -23,9 +23,14 @@ import (
 //	                                  one, and removed after one writes a resolved state
 //
 // So an unresolved claim always has its open entry on disk (the reverse may not hold: an entry whose
-// claim was resolved by a write that a crash interrupted before the removal, or whose Create crashed
-// before the claim's rename, stays and costs one read), and the worker's preflight and Quarantine, which
+// claim was resolved by a write that a crash interrupted before the removal, whose Create crashed
+// before the claim's rename, or that a losing concurrent Create made again after the winner's worker
+// had closed it, stays and costs one read), and the worker's preflight and Quarantine, which
 // read open/ only (ListUnresolved), cost what the client's open requests cost, however long its history.
+
+// maxEntryRemakes bounds how often stage makes again an entry that vanished between its create and its
+// check (each time, a request resolved and closed in that instant): past it, the error is returned.
+const maxEntryRemakes = 3
 
 // indexTree is one tree of per-client index directories: clients/ (every claim of the client) or open/
 // (its unresolved claims).
@@ -87,9 +92,19 @@ func (t *indexTree) stage(minionID, requestID string) (func() error, error) {
 		return nil, err
 	}
 	entry, err := ci.st.CreateEmpty(requestID)
-	if errors.Is(err, safefile.ErrExist) {
-		_, err = ci.st.Read(requestID)
-		entry = ci.st.SyncDir
+	for remade := 0; errors.Is(err, safefile.ErrExist); remade++ {
+		if _, err = ci.st.Read(requestID); err == nil {
+			entry = ci.st.SyncDir
+			break
+		}
+		if !errors.Is(err, safefile.ErrNotExist) || remade == maxEntryRemakes {
+			break
+		}
+		// The entry went between the two calls: an open entry closed by the worker of a concurrent
+		// Create that won this request and already resolved it. Make it again: until its claim's
+		// name is created this Create cannot know it lost, and an unresolved claim never lacks its
+		// entry. (If it lost, the entry stays behind a resolved claim: one read, see above.)
+		entry, err = ci.st.CreateEmpty(requestID)
 	}
 	if err != nil {
 		return nil, errors.Wrap(err, "oduflow: index claim")

@@ -128,7 +128,9 @@ func runStarterChild() int {
 			defer wg.Done()
 			r, err := d.Start(context.Background(), minion, request, receipt.ProfileConfigure)
 			if err != nil || r.JID == nil || r.RequestID != request {
-				bad.Add(1)
+				if bad.Add(1) == 1 { // the first one says why (the parent shows this process's stderr)
+					fmt.Fprintf(os.Stderr, "starter %d: bad answer: %+v, %v\n", os.Getpid(), r, err)
+				}
 			}
 		}()
 	}
