@@ -2,7 +2,9 @@ package oduflow
 
 import (
 	"context"
+	"strings"
 	"time"
+	"unicode"
 
 	"github.com/cockroachdb/errors"
 
@@ -41,6 +43,9 @@ func (d *Dispatcher) Ping(ctx context.Context, minion string) (_ *Readiness, err
 	switch {
 	case err == nil:
 		r.Protocol, r.PillarReady, r.Fencing, r.RuntimeGuard = caps.Protocol, caps.PillarReady, caps.Fencing, caps.RuntimeGuard
+		if !caps.RuntimeGuard {
+			r.RuntimeGuardError = caps.GuardError
+		}
 		if caps.Proof {
 			_, kerr := loadMinionKey(ctx, d.pkiDir, minion)
 			r.Proof = kerr == nil
@@ -72,6 +77,10 @@ type Readiness struct {
 	// Salt: signatures, code paths, JID injection, job process, signing). Without it the module refuses
 	// every run ("refusing to run unprotected"), so a new request would only fail.
 	RuntimeGuard bool `json:"runtime_guard"`
+	// RuntimeGuardError is the module's own reason when its runtime guard fails ("<check>: <reason>",
+	// e.g. "call_parallel: unexpected signature of salt.state.State.call_parallel"), so an operator sees
+	// why without running the salt CLI; empty while the guard holds or when the module did not say.
+	RuntimeGuardError string `json:"runtime_guard_error,omitempty"`
 }
 
 // Ready reports whether a new request can be dispatched to the minion: every capability a new request
@@ -98,6 +107,8 @@ type minionCaps struct {
 	FenceMark uint64
 	// RuntimeGuard: the module reports its runtime guard holding ("runtime_guard": true).
 	RuntimeGuard bool
+	// GuardError: the module's "runtime_guard_error" (bounded, printable) when the guard fails.
+	GuardError string
 }
 
 // fencingVersion is the version of the minion's fencing capability this dispatcher requires.
@@ -134,6 +145,10 @@ func parseCapabilities(v any) minionCaps {
 	caps.Protocol = intValue(m["protocol"])
 	caps.PillarReady, _ = m["pillar_ready"].(bool)
 	caps.RuntimeGuard, _ = m["runtime_guard"].(bool)
+	if !caps.RuntimeGuard {
+		reason, _ := m["runtime_guard_error"].(string)
+		caps.GuardError = guardReason(reason)
+	}
 	if pm, ok := m["proof"].(map[string]any); ok {
 		alg, _ := pm["alg"].(string)
 		ready, _ := pm["ready"].(bool)
@@ -145,6 +160,26 @@ func parseCapabilities(v any) minionCaps {
 		caps.FenceMark = fenceMarkValue(fm["mark"])
 	}
 	return caps
+}
+
+// maxGuardReason bounds the module's guard reason as reported (the module's reasons are one short line).
+const maxGuardReason = 240
+
+// guardReason keeps the module's reason printable and bounded: it reaches logs, errors and an operator's
+// terminal, and the capability answer is not signed (a forged one could carry anything).
+func guardReason(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		if b.Len() >= maxGuardReason {
+			b.WriteString("...")
+			break
+		}
+		if r < 0x20 || r == 0x7f || !unicode.IsPrint(r) {
+			r = '?'
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
 }
 
 // fenceMarkValue reads the reported mark: an integer from 0 to MaxFenceToken, else 0 (a value out of
