@@ -150,6 +150,26 @@ class State(object):
         return {"name": low.get("name"), "result": None, "changes": {}, "comment": "Started"}
 """
 
+# Salt 3006.10 and 3007.2 on (Salt c4361cf828): call_parallel takes the injected globals, and
+# State.call passes them positionally. The same fake otherwise.
+FAKE_STATE_SOURCE_INJECT_GLOBALS = FAKE_STATE_SOURCE.replace(
+    "    def call_parallel(self, cdata, low):\n",
+    "    def call_parallel(self, cdata, low, inject_globals):\n",
+)
+assert FAKE_STATE_SOURCE_INJECT_GLOBALS != FAKE_STATE_SOURCE
+
+
+def state_source_for(version):
+    """The fake salt.state of a Salt release: the inject_globals form of call_parallel from
+    3006.10 and 3007.2 on (and every later line), the original form before."""
+    match = re.match(r"\A([0-9]+)(?:\.([0-9]+))?", version or "")
+    if not match:
+        return FAKE_STATE_SOURCE
+    major, minor = int(match.group(1)), int(match.group(2) or 0)
+    if (major == 3006 and minor >= 10) or (major == 3007 and minor >= 2) or major >= 3008:
+        return FAKE_STATE_SOURCE_INJECT_GLOBALS
+    return FAKE_STATE_SOURCE
+
 
 class _FakeBus(object):
     """Where the fake State.event publishes: the minion's events file."""
@@ -208,7 +228,11 @@ def _run_chunks(ret, key):
     for i, (tag, chunk) in enumerate(sorted(ret.items())):
         if isinstance(chunk, dict) and key in BEHAVIOR.get("parallel", []):
             try:
-                chunk = st.call_parallel({"args": [], "kwargs": {}}, {"name": tag, "parallel": True})
+                cdata, low = {"args": [], "kwargs": {}}, {"name": tag, "parallel": True}
+                if "inject_globals" in inspect.signature(st.call_parallel).parameters:
+                    chunk = st.call_parallel(cdata, low, {"__env__": "base"})  # as State.call does
+                else:
+                    chunk = st.call_parallel(cdata, low)
             except Exception as exc:  # pylint: disable=broad-except  (as State.call does)
                 chunk = {"name": tag, "result": False, "changes": {}, "comment": str(exc)}
         if isinstance(chunk, dict):
@@ -341,7 +365,7 @@ def install_fake_salt(version=None):
     salt.exceptions = mod("salt.exceptions", CommandExecutionError=CommandExecutionError)
     salt.utils = mod("salt.utils", __path__=[])
     salt.utils.files = mod("salt.utils.files", fopen=fake_fopen)
-    salt.state = fake_state_module()
+    salt.state = fake_state_module(state_source_for(BEHAVIOR["salt_version"]))
     sys.modules["salt.state"] = salt.state
     salt.minion = mod("salt.minion", load_args_and_kwargs=fake_load_args_and_kwargs)
     salt.crypt = fake_crypt(BEHAVIOR.get("crypto_backend", "auto"))

@@ -70,7 +70,8 @@ Raw results never reach disk or the event bus from inside ``run``: the state cac
 (``sls.p``, ``*.cache.p``) are written into memory, reads through that cache path are
 refused, ``State.event`` is silenced and ``State.call_parallel`` refuses to spawn. The
 runtime guard (``_GUARD_CHECKS``) verifies, on any Salt from 3006.0 on, what the shims rely
-on: the signatures of the patched and called functions, that salt.state reaches the event
+on: the signatures of the patched and called functions (each one of the forms it has had in
+Salt's releases, ``runtime_guard_forms`` names the one found), that salt.state reaches the event
 bus only from ``State.event`` and starts processes only from ``State.call_parallel``, that
 the state cache writes go through ``salt.utils.files.fopen`` and the shim turns a probe
 write into memory, that ``load_args_and_kwargs`` injects the publication's ``__pub_jid``,
@@ -918,16 +919,23 @@ def _param_names(func):
     return [p.name for p in inspect.signature(func).parameters.values()]
 
 
-def _expect_signature(module_name, class_name, attr, expected):
+def _expect_signature(module_name, class_name, attr, forms, ctx=None):
+    """The function, if its parameter names are one of forms (a tuple of (label, names)): every
+    form it has had in the Salt releases the module supports, each named by the releases that
+    have it. The matched label goes to ctx["forms"] (capabilities reports it); anything else is
+    refused by name."""
     where = ".".join(p for p in (module_name, class_name, attr) if p)
     try:
         _, func = _resolve(module_name, class_name, attr)
         names = _param_names(func)
     except Exception:  # pylint: disable=broad-except
         raise _GuardFailure("missing Salt function {}".format(where))
-    if names != expected:
-        raise _GuardFailure("unexpected signature of {}".format(where))
-    return func
+    for label, expected in forms:
+        if names == list(expected):
+            if ctx is not None and len(forms) > 1:
+                ctx.setdefault("forms", {})[where] = label
+            return func
+    raise _GuardFailure("unexpected signature of {}".format(where))
 
 
 def _code_tree(code, path=()):
@@ -982,13 +990,28 @@ def _only_inside(module, names, owner_path, what, ctx):
     return found
 
 
-# The Salt internals the shims replace or rely on, with the parameter names the shims need.
+# The Salt internals the shims replace or rely on, each with every parameter list it has had from
+# 3006.0 to the 3008 line, named by the releases that have it. Walked with `git log -L` of each
+# function over Salt's release branches (3006.x, 3007.x, master) and its v3006.0 to v3006.10 and
+# v3007.0 tags; receipt/minion/README.md has the table. One function changed: State.call_parallel
+# gained inject_globals in Salt c4361cf828 (2024-10-25, "Ensure injected globals are defined on
+# spawning platforms"), released in 3006.10 and 3007.2. A new form is added here only with a shim
+# that accepts it and a test with a fake of that shape (tests/test_minion_guard_forms.py).
+_FORM_ALL = "3006.0+"
 _STATE_FUNCTIONS = (
-    ("salt.utils.files", None, "fopen", ["args", "kwargs"]),
-    ("salt.modules.state", None, "sls", ["mods", "test", "exclude", "queue", "sync_mods", "state_events", "kwargs"]),
-    ("salt.modules.state", None, "apply_", ["mods", "kwargs"]),
-    ("salt.modules.state", None, "high", ["data", "test", "queue", "kwargs"]),
+    ("salt.utils.files", None, "fopen", ((_FORM_ALL, ("args", "kwargs")),)),
+    ("salt.modules.state", None, "sls", ((_FORM_ALL, ("mods", "test", "exclude", "queue", "sync_mods",
+                                                      "state_events", "kwargs")),)),
+    ("salt.modules.state", None, "apply_", ((_FORM_ALL, ("mods", "kwargs")),)),
+    ("salt.modules.state", None, "high", ((_FORM_ALL, ("data", "test", "queue", "kwargs")),)),
 )
+_STATE_EVENT_FORMS = ((_FORM_ALL, ("self", "chunk_ret", "length", "fire_event")),)
+_CALL_PARALLEL_FORMS = (
+    ("3006.0-3006.9, 3007.0-3007.1", ("self", "cdata", "low")),
+    ("3006.10+, 3007.2+, 3008", ("self", "cdata", "low", "inject_globals")),
+)
+_LOAD_ARGS_FORMS = ((_FORM_ALL, ("func", "args", "data", "ignore_invalid")),)
+_GET_RSA_KEY_FORMS = ((_FORM_ALL, ("path", "passphrase")),)
 _EVENT_NAMES = ("fire_event", "fire_master", "get_master_event", "get_event", "SaltEvent", "MinionEvent")
 _SPAWN_NAMES = ("_call_parallel_target", "Process", "SignalHandlingProcess", "Popen", "fork", "Thread")
 _PROCESS_NAME_RE = re.compile(r"\AProcessPayload\(jid=([0-9]{20})\)\Z")
@@ -1046,8 +1069,8 @@ def _check_state_functions(ctx):
     salt.utils.files (the module the cache shim patches) through the very module object."""
     import sys  # pylint: disable=import-outside-toplevel
 
-    for module_name, class_name, attr, expected in _STATE_FUNCTIONS:
-        _expect_signature(module_name, class_name, attr, expected)
+    for module_name, class_name, attr, forms in _STATE_FUNCTIONS:
+        _expect_signature(module_name, class_name, attr, forms, ctx)
     files = sys.modules.get("salt.utils.files")
     for fun in ("state.apply", "state.high"):
         func = _state_function(fun)
@@ -1114,7 +1137,7 @@ def _check_state_event(ctx):
     reaches the event bus, and no loaded subclass of State overrides it."""
     import salt.state  # pylint: disable=import-outside-toplevel
 
-    _expect_signature("salt.state", "State", "event", ["self", "chunk_ret", "length", "fire_event"])
+    _expect_signature("salt.state", "State", "event", _STATE_EVENT_FORMS, ctx)
     _only_inside(salt.state, _EVENT_NAMES, ("State", "event"), "the event bus", ctx)
     override = _state_class_overrides(salt.state.State, ("event", "call_parallel"))
     if override:
@@ -1122,19 +1145,19 @@ def _check_state_event(ctx):
 
 
 def _check_call_parallel(ctx):
-    """State.call_parallel(self, cdata, low) is the only code in salt.state that starts a
-    process or thread (the parallel target writes raw results below cachedir/<jid>)."""
+    """State.call_parallel(self, cdata, low[, inject_globals]) is the only code in salt.state
+    that starts a process or thread (the parallel target writes raw results below
+    cachedir/<jid>); both forms are shimmed (_Shield's call_parallel takes either)."""
     import salt.state  # pylint: disable=import-outside-toplevel
 
-    _expect_signature("salt.state", "State", "call_parallel", ["self", "cdata", "low"])
+    _expect_signature("salt.state", "State", "call_parallel", _CALL_PARALLEL_FORMS, ctx)
     _only_inside(salt.state, _SPAWN_NAMES, ("State", "call_parallel"), "process creation", ctx)
 
 
 def _check_pub_jid(ctx):
     """salt.minion.load_args_and_kwargs gives run the publication's own JID as __pub_jid,
     over any __pub_jid a caller put into the arguments."""
-    func = _expect_signature("salt.minion", None, "load_args_and_kwargs",
-                             ["func", "args", "data", "ignore_invalid"])
+    func = _expect_signature("salt.minion", None, "load_args_and_kwargs", _LOAD_ARGS_FORMS, ctx)
     request = "00000000-0000-4000-8000-000000000000"
     jid = "20000101000000000001"
     args = [request, "configure", {"__kwarg__": True, "__pub_jid": "1" * 20}]
@@ -1240,7 +1263,7 @@ def _check_crypto(ctx):
     backend = _proof_backend(crypt)
     if backend is None:
         raise _GuardFailure("no known crypto backend in salt.crypt")
-    _expect_signature("salt.crypt", None, "get_rsa_key", ["path", "passphrase"])
+    _expect_signature("salt.crypt", None, "get_rsa_key", _GET_RSA_KEY_FORMS, ctx)
     message = _PROOF_PREFIX + b"guard\n" + b"{}"
     try:
         _, n, e = _der_integers(_KAT_KEY_PEM)
@@ -1266,18 +1289,23 @@ _GUARD_CHECKS = (
 )
 
 
-def _runtime_guard(pub_jid=None):
+def _runtime_guard(pub_jid=None, forms=None):
     """Every precondition of the shims, checked by what Salt does rather than by its
-    version. Returns None when all hold, else "<check>: <reason>" for the first failure."""
+    version. Returns None when all hold, else "<check>: <reason>" for the first failure.
+    forms, a dict, receives the matched form of each internal that has had more than one."""
     ctx = {"pub_jid": pub_jid}
-    for name, check in _GUARD_CHECKS:
-        try:
-            check(ctx)
-        except _GuardFailure as exc:
-            return "{}: {}".format(name, exc)
-        except Exception as exc:  # pylint: disable=broad-except
-            return "{}: check failed ({})".format(name, type(exc).__name__)
-    return None
+    try:
+        for name, check in _GUARD_CHECKS:
+            try:
+                check(ctx)
+            except _GuardFailure as exc:
+                return "{}: {}".format(name, exc)
+            except Exception as exc:  # pylint: disable=broad-except
+                return "{}: check failed ({})".format(name, type(exc).__name__)
+        return None
+    finally:
+        if forms is not None:
+            forms.update(ctx.get("forms", {}))
 
 
 class _Sink(io.BytesIO):
@@ -1340,10 +1368,13 @@ class _Shield(object):
                 )
             return orig_fopen(*args, **kwargs)
 
+        # The shims take every form the guard accepts (_STATE_EVENT_FORMS, _CALL_PARALLEL_FORMS),
+        # positionally or by keyword: a shim raising TypeError would surface as a state error
+        # instead of the refusal. The guard, not the shim, decides which forms are trusted.
         def event(self, chunk_ret, length, fire_event=False):  # pylint: disable=unused-argument
             return None
 
-        def call_parallel(self, cdata, low):  # pylint: disable=unused-argument
+        def call_parallel(self, cdata, low, inject_globals=None):  # pylint: disable=unused-argument
             shield.parallel_refused += 1
             raise _ParallelRefused("oduflow_job: per-state parallel execution is refused")
 
@@ -1405,7 +1436,8 @@ def capabilities():
 
         salt 'client-*' oduflow_job.capabilities
     """
-    guard = _runtime_guard()
+    forms = {}
+    guard = _runtime_guard(forms=forms)
     try:
         errors = __pillar__.get("_errors")  # noqa: F821
         pillar_ok = not errors
@@ -1424,6 +1456,7 @@ def capabilities():
         "runtime_guard_checks": [name for name, _ in _GUARD_CHECKS],
         "runtime_guard": guard is None,
         "runtime_guard_error": guard or "",
+        "runtime_guard_forms": forms,
         "multiprocessing": _opt("multiprocessing") is True,
         "pillar_ready": bool(pillar_ok),
         "pillar_ready_key_configured": key_configured,

@@ -8,7 +8,7 @@ oduflow_job_module:
   file.managed:
     - name: {{ salt['config.get']('extension_modules') }}/modules/oduflow_job.py
     - source: salt://_modules/oduflow_job.py
-    - source_hash: sha256=1f2823496bbd9bead84c02b3502f7651b6e4f50ffa8b85ed291f36c18ac6ca2a
+    - source_hash: sha256=f7824c7185cfe2f7e3b85e9635b38adb2ee49df44086b748319de066a9271b12
     - user: root
     - group: root
     - mode: '0644'
