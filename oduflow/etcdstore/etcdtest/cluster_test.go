@@ -25,6 +25,7 @@ type cluster struct {
 	members []*embed.Etcd
 	clients []string // client URL of each member
 	stopped []bool
+	errs    chan error
 	mu      sync.Mutex
 }
 
@@ -48,9 +49,29 @@ func mustURL(t testing.TB, s string) url.URL {
 
 // startCluster starts n members (1 or 3) with data directories in t.TempDir() and stops them at cleanup.
 // fsync is off: these tests stop members gracefully, they never cut power.
+//
+// A port freePort found free can be taken by another process (or another test binary's outgoing
+// connection) before etcd binds it; such a start is retried on fresh ports, a few times, instead of
+// failing the test on a race that is not the code under test (CI saw "bind: address already in use").
 func startCluster(t testing.TB, n int) *cluster {
 	t.Helper()
-	c := &cluster{t: t, stopped: make([]bool, n)}
+	const attempts = 5
+	for attempt := 1; ; attempt++ {
+		c, err := tryStartCluster(t, n)
+		if err == nil {
+			t.Cleanup(c.stopAll)
+			c.awaitReady()
+			return c
+		}
+		if attempt == attempts || !strings.Contains(err.Error(), "address already in use") {
+			t.Fatal(err)
+		}
+		t.Logf("attempt %d: %v; retrying on fresh ports", attempt, err)
+	}
+}
+
+func tryStartCluster(t testing.TB, n int) (*cluster, error) {
+	c := &cluster{t: t, stopped: make([]bool, n), errs: make(chan error, n)}
 	peers := make([]string, n)
 	var initial []string
 	for i := range n {
@@ -59,7 +80,6 @@ func startCluster(t testing.TB, n int) *cluster {
 		initial = append(initial, fmt.Sprintf("m%d=%s", i, peers[i]))
 	}
 	token := "oduflow-test-" + uuid.NewString()[:8]
-	errs := make(chan error, n)
 	for i := range n {
 		cfg := embed.NewConfig()
 		cfg.Name = fmt.Sprintf("m%d", i)
@@ -76,26 +96,30 @@ func startCluster(t testing.TB, n int) *cluster {
 		cfg.MaxRequestBytes = 3 << 20 // the conformance suite stores a 2 MiB hostile record
 		e, err := embed.StartEtcd(cfg)
 		if err != nil {
-			t.Fatalf("start member %d: %v", i, err)
+			c.stopAll()
+			return nil, fmt.Errorf("start member %d: %w", i, err)
 		}
 		c.members = append(c.members, e)
 		go func() {
 			if err, ok := <-e.Err(); ok && err != nil {
-				errs <- err
+				c.errs <- err
 			}
 		}()
 	}
-	t.Cleanup(c.stopAll)
+	return c, nil
+}
+
+func (c *cluster) awaitReady() {
+	c.t.Helper()
 	for i, e := range c.members {
 		select {
 		case <-e.Server.ReadyNotify():
-		case err := <-errs:
-			t.Fatalf("member failed: %v", err)
+		case err := <-c.errs:
+			c.t.Fatalf("member failed: %v", err)
 		case <-time.After(60 * time.Second):
-			t.Fatalf("member %d not ready", i)
+			c.t.Fatalf("member %d not ready", i)
 		}
 	}
-	return c
 }
 
 func (c *cluster) stop(i int) {
