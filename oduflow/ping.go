@@ -46,6 +46,7 @@ func (d *Dispatcher) Ping(ctx context.Context, minion string) (_ *Readiness, err
 		if !caps.RuntimeGuard {
 			r.RuntimeGuardError = caps.GuardError
 		}
+		r.RuntimeGuardForms = caps.GuardForms
 		if caps.Proof {
 			_, kerr := loadMinionKey(ctx, d.pkiDir, minion)
 			r.Proof = kerr == nil
@@ -81,6 +82,10 @@ type Readiness struct {
 	// e.g. "call_parallel: unexpected signature of salt.state.State.call_parallel"), so an operator sees
 	// why without running the salt CLI; empty while the guard holds or when the module did not say.
 	RuntimeGuardError string `json:"runtime_guard_error,omitempty"`
+	// RuntimeGuardForms names, for each Salt internal that has changed shape across the supported
+	// releases, the form the guard found (e.g. "salt.state.State.call_parallel": "3006.10+, 3007.2+,
+	// 3008"): which of Salt's histories this minion runs. Empty when the module did not report it.
+	RuntimeGuardForms map[string]string `json:"runtime_guard_forms,omitempty"`
 }
 
 // Ready reports whether a new request can be dispatched to the minion: every capability a new request
@@ -109,6 +114,8 @@ type minionCaps struct {
 	RuntimeGuard bool
 	// GuardError: the module's "runtime_guard_error" (bounded, printable) when the guard fails.
 	GuardError string
+	// GuardForms: the module's "runtime_guard_forms" (internal -> the form found), bounded and printable.
+	GuardForms map[string]string
 }
 
 // fencingVersion is the version of the minion's fencing capability this dispatcher requires.
@@ -149,6 +156,7 @@ func parseCapabilities(v any) minionCaps {
 		reason, _ := m["runtime_guard_error"].(string)
 		caps.GuardError = guardReason(reason)
 	}
+	caps.GuardForms = guardForms(m["runtime_guard_forms"])
 	if pm, ok := m["proof"].(map[string]any); ok {
 		alg, _ := pm["alg"].(string)
 		ready, _ := pm["ready"].(bool)
@@ -180,6 +188,34 @@ func guardReason(s string) string {
 		b.WriteRune(r)
 	}
 	return b.String()
+}
+
+// maxGuardForms bounds how many internals' forms a capabilities answer may name (the module names one
+// today, call_parallel); the answer is unsigned, so a hostile one cannot grow a Readiness without bound.
+const maxGuardForms = 16
+
+// guardForms reads "runtime_guard_forms": a map of the internal's dotted name to the form's label, each
+// bounded and printable as guardReason makes them; nil for anything else or an empty map.
+func guardForms(v any) map[string]string {
+	m, ok := v.(map[string]any)
+	if !ok || len(m) == 0 {
+		return nil
+	}
+	forms := make(map[string]string, min(len(m), maxGuardForms))
+	for k, lv := range m {
+		label, ok := lv.(string)
+		if !ok {
+			continue
+		}
+		if len(forms) == maxGuardForms {
+			break
+		}
+		forms[guardReason(k)] = guardReason(label)
+	}
+	if len(forms) == 0 {
+		return nil
+	}
+	return forms
 }
 
 // fenceMarkValue reads the reported mark: an integer from 0 to MaxFenceToken, else 0 (a value out of

@@ -3,6 +3,9 @@ package oduflow
 import (
 	"context"
 	"errors"
+	"maps"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -35,6 +38,68 @@ func TestRuntimeGuardFailureNotReadyAndPreflight(t *testing.T) {
 	}
 	if n := e.runs(); n != 0 {
 		t.Fatalf("published %d runs", n)
+	}
+}
+
+// Every guard failure the module can report reaches the operator: Ping carries the module's reason
+// verbatim (RuntimeGuardError) and is not ready, and a Start to that minion fails 0/1 runtime_guard_failed
+// at the preflight with nothing published. A minion whose guard holds reports the forms it found
+// (RuntimeGuardForms) and no reason.
+func TestRuntimeGuardReasonPerCheck(t *testing.T) {
+	e := startSim(t)
+	d := e.dispatcher()
+	ctx := context.Background()
+	for _, reason := range fakeminion.GuardFailureReasons() {
+		m := e.addMinion(fakeminion.WithRuntimeGuardFailure(reason))
+		r, err := d.Ping(ctx, m.ID())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Ready() || r.RuntimeGuard || r.RuntimeGuardError != reason {
+			t.Fatalf("%s: readiness %+v", reason, r)
+		}
+		req := uuid.NewString()
+		mustStart(t, d, receipt.ProfileConfigure, m.ID(), req)
+		got := waitFinal(t, d, receipt.ProfileConfigure, m.ID(), req)
+		if got.Status != receipt.StatusFailed || got.Passed != 0 || got.Total != 1 || got.ErrorCode != codeRuntimeGuard {
+			t.Fatalf("%s: %+v", reason, got)
+		}
+	}
+	if n := e.runs(); n != 0 {
+		t.Fatalf("published %d runs", n)
+	}
+	current := map[string]string{"salt.state.State.call_parallel": "3006.10+, 3007.2+, 3008"}
+	old := map[string]string{"salt.state.State.call_parallel": "3006.0-3006.9, 3007.0-3007.1"}
+	for _, forms := range []map[string]string{current, old} {
+		m := e.addMinion(fakeminion.WithGuardForms(forms))
+		r, err := d.Ping(ctx, m.ID())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !r.Ready() || r.RuntimeGuardError != "" || !maps.Equal(r.RuntimeGuardForms, forms) {
+			t.Fatalf("readiness %+v, want forms %v", r, forms)
+		}
+	}
+}
+
+// A hostile capabilities answer cannot grow a Readiness: at most maxGuardForms forms, each bounded and
+// printable; a non-string label or a non-map is dropped.
+func TestGuardFormsBounded(t *testing.T) {
+	big := map[string]any{}
+	for i := range 100 {
+		big[strconv.Itoa(i)+strings.Repeat("x", 1000)] = "\x00" + strings.Repeat("y", 1000)
+	}
+	forms := guardForms(big)
+	if len(forms) != maxGuardForms {
+		t.Fatalf("%d forms", len(forms))
+	}
+	for k, v := range forms {
+		if len(k) > maxGuardReason+8 || len(v) > maxGuardReason+8 || strings.ContainsRune(v, 0) {
+			t.Fatalf("unbounded form %d/%d", len(k), len(v))
+		}
+	}
+	if guardForms(map[string]any{"a": 1}) != nil || guardForms("x") != nil || guardForms(nil) != nil {
+		t.Fatal("a form that is not a string label was kept")
 	}
 }
 

@@ -521,6 +521,9 @@ func (d *Dispatcher) preflight(ctx context.Context, c *Claim) (code, keySHA stri
 	}
 	if caps.Protocol == protocolVersion && !caps.RuntimeGuard {
 		// The module would refuse the run ("refusing to run unprotected"): fail now, nothing published.
+		// Its reason (bounded, printable: see guardReason) names the Salt internal it did not recognise.
+		d.claimLog(c).Warn("worker: the minion module's runtime guard fails; nothing published",
+			slog.String("runtime_guard_error", caps.GuardError))
 		return codeRuntimeGuard, "", 0
 	}
 	if caps.Protocol != protocolVersion || !caps.Proof || !caps.Fencing {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -118,6 +119,36 @@ func TestExitSucceededFailedAndErrorCode(t *testing.T) {
 	must(t, r, ExitFailed)
 	if s := response(t, oneLine(t, r.stdout)); s["status"] != "failed" || s["passed"] != 2.0 {
 		t.Fatalf("production: %s", r)
+	}
+}
+
+// A minion whose module's runtime guard fails: ping prints the module's reason and exits 1; start --wait
+// ends failed runtime_guard_failed (exit 1), its stderr line naming the reason, nothing published.
+func TestGuardFailureNamedByPingAndStart(t *testing.T) {
+	t.Parallel()
+	reason := "call_parallel: unexpected signature of salt.state.State.call_parallel"
+	l := newLabMinion(t, nil, fakeminion.WithRuntimeGuardFailure(reason))
+	p := run(t, l.env, "--output", "text", "ping", l.minion)
+	must(t, p, ExitFailed)
+	if !strings.Contains(p.stdout, "guard error   "+reason) || !strings.Contains(p.stdout, "runtime guard false") {
+		t.Fatalf("ping does not name the guard's reason: %s", p)
+	}
+	pj := run(t, l.env, "ping", l.minion)
+	must(t, pj, ExitFailed)
+	var v map[string]any
+	if err := json.Unmarshal([]byte(oneLine(t, pj.stdout)), &v); err != nil || v["runtime_guard_error"] != reason || v["ready"] != false {
+		t.Fatalf("ping json (%v): %s", err, pj)
+	}
+	r := run(t, l.env, "start", "configure", l.minion, "--wait", "--interval", "50ms")
+	must(t, r, ExitFailed)
+	if s := response(t, oneLine(t, r.stdout)); s["status"] != "failed" || s["error_code"] != "runtime_guard_failed" {
+		t.Fatalf("start: %s", r)
+	}
+	if !strings.Contains(r.stderr, "error code runtime_guard_failed (the minion module's guard: "+reason+")") {
+		t.Fatalf("start does not name the guard's reason: %s", r)
+	}
+	if n := l.sim.PublicationCount("oduflow_job.run", ""); n != 0 {
+		t.Fatalf("published %d", n)
 	}
 }
 

@@ -37,7 +37,7 @@ var supportBudgets = map[string]int{
 	".":                              0, // the root package: documentation only
 	"oduflow/etcdstore":              22,
 	"oduflow/oduflowtest":            13,
-	"oduflow/oduflowtest/fakeminion": 28, // fencing options (+ WithFenceMark); + WithRuntimeGuardFailure, WithRunRefusal
+	"oduflow/oduflowtest/fakeminion": 30, // fencing options (+ WithFenceMark); + WithRuntimeGuardFailure, WithRunRefusal; + WithGuardForms, GuardFailureReasons (Salt's forms)
 	"oduflow/oduflowtest/simenv":     5,  // the simulator with fake minions and Dispatchers on it (adapters, services)
 	"salt/salttest":                  33, // + fleets: MinionBehavior, WithEventReaderBuffer; StallEventBus; Generation and its 3 values, WithGeneration
 	"receipt/proof":                  19, // the receipt proof: Verify (dispatcher), Sign (test minions), nonces, reasons

@@ -7,6 +7,7 @@ import (
 	"crypto/x509"
 	"encoding/json"
 	"encoding/pem"
+	"maps"
 	"strings"
 	"sync"
 	"time"
@@ -72,6 +73,37 @@ func WithRuntimeGuardFailure(reason string) ModelOption {
 	}
 }
 
+// WithGuardForms sets what capabilities report as "runtime_guard_forms": for each Salt internal that
+// has changed shape, the form the module's guard found (the default: Salt 3006.10+,
+// 3007.2+ and the 3008 line). Use it to model a minion on an older Salt, e.g. call_parallel's
+// "3006.0-3006.9, 3007.0-3007.1".
+func WithGuardForms(forms map[string]string) ModelOption {
+	return func(m *Model) { m.guardForms = maps.Clone(forms) }
+}
+
+// defaultGuardForms is what the module's guard reports on Salt 3006.10 and later, 3007.2 and later and
+// the 3008 line: call_parallel takes inject_globals (Salt commit c4361cf828).
+func defaultGuardForms() map[string]string {
+	return map[string]string{"salt.state.State.call_parallel": "3006.10+, 3007.2+, 3008"}
+}
+
+// GuardFailureReasons is one runtime-guard failure per check of the module, each as oduflow_job writes
+// it ("<check>: <reason>", the check names of its _GUARD_CHECKS): what WithRuntimeGuardFailure takes
+// to model a minion on a Salt whose internals the module does not recognise. A test in this package
+// checks each against the module's source, so the list follows the module.
+func GuardFailureReasons() []string {
+	return []string{
+		"salt_version: Salt 3005.1 is older than 3006.0",
+		"multiprocessing: multiprocessing must be True (isolated job processes are required)",
+		"state_functions: unexpected signature of salt.modules.state.sls",
+		"state_event: unexpected signature of salt.state.State.event",
+		"call_parallel: unexpected signature of salt.state.State.call_parallel",
+		"state_cache_writes: salt.modules.state.sls writes its caches in an unverified way",
+		"pub_jid: load_args_and_kwargs does not inject the publication JID as __pub_jid",
+		"crypto: no known crypto backend in salt.crypt",
+	}
+}
+
 // WithRunRefusal makes every run refused before any record, as the module refuses (an error answer,
 // "ERROR: " + refusal, retcode 1), while capabilities report everything ready: e.g. the guard's check
 // of the publication's JID, which only a run can make, failing.
@@ -89,8 +121,9 @@ type Model struct {
 	hold          chan struct{}
 	protocol      int
 	pillarReady   bool
-	guardError    string // WithRuntimeGuardFailure: the guard's failure ("" holds)
-	runRefusal    string // WithRunRefusal: the refusal every run answers
+	guardError    string            // WithRuntimeGuardFailure: the guard's failure ("" holds)
+	guardForms    map[string]string // WithGuardForms: the forms the guard found
+	runRefusal    string            // WithRunRefusal: the refusal every run answers
 
 	mu       sync.Mutex
 	results  map[receipt.Profile]Result
@@ -113,7 +146,8 @@ type Model struct {
 func NewModel(id string, opts ...ModelOption) *Model {
 	m := &Model{id: id, protocol: 1, pillarReady: true, results: map[receipt.Profile]Result{},
 		terminal: map[string]receipt.Receipt{}, running: map[string]receipt.Receipt{},
-		jids: map[string]string{}, digests: map[string]string{}, calls: map[string]int{}}
+		jids: map[string]string{}, digests: map[string]string{}, calls: map[string]int{},
+		guardForms: defaultGuardForms()}
 	for _, o := range opts {
 		o(m)
 	}
@@ -207,6 +241,13 @@ func (m *Model) Handle(ctx context.Context, job salttest.Job) (any, int) {
 		}
 		caps := map[string]any{"protocol": int64(m.protocol), "module": "oduflow_job",
 			"pillar_ready": m.pillarReady, "runtime_guard": m.guardError == "", "runtime_guard_error": m.guardError}
+		if len(m.guardForms) > 0 {
+			forms := make(map[string]any, len(m.guardForms))
+			for k, v := range m.guardForms {
+				forms[k] = v
+			}
+			caps["runtime_guard_forms"] = forms
+		}
 		if !m.noProof {
 			caps["proof"] = map[string]any{"alg": receiptproof.Alg, "ready": true, "backend": "go", "error": ""}
 		}

@@ -4,8 +4,10 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/user"
+	"slices"
 	"time"
 
 	"github.com/oduflow/oduflow-go/oduflow"
@@ -45,8 +47,18 @@ func cmdPing(e *env, args []string) error {
 	}
 	out := readiness(minion, r)
 	if err := p.value(out, func(w io.Writer) {
-		fmt.Fprintf(w, "minion        %s\nkey accepted  %v\nreachable     %v\nprotocol      %d\npillar ready  %v\nready         %v\n",
-			minion, r.KeyAccepted, r.Reachable, r.Protocol, r.PillarReady, r.Ready())
+		fmt.Fprintf(w, "minion        %s\nkey accepted  %v\nreachable     %v\nprotocol      %d\npillar ready  %v\n",
+			minion, r.KeyAccepted, r.Reachable, r.Protocol, r.PillarReady)
+		if r.Protocol > 0 {
+			fmt.Fprintf(w, "fencing       %v\nruntime guard %v\n", r.Fencing, r.RuntimeGuard)
+		}
+		if r.RuntimeGuardError != "" {
+			fmt.Fprintf(w, "guard error   %s\n", r.RuntimeGuardError)
+		}
+		for _, fn := range slices.Sorted(maps.Keys(r.RuntimeGuardForms)) {
+			fmt.Fprintf(w, "salt form     %s: %s\n", fn, r.RuntimeGuardForms[fn])
+		}
+		fmt.Fprintf(w, "ready         %v\n", r.Ready())
 	}); err != nil {
 		return err
 	}

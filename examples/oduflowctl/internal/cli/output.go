@@ -88,7 +88,7 @@ func (p *printer) errorCode(minion, request string, s receipt.Status, answered s
 	if code == "" || p.e == nil {
 		return code
 	}
-	fmt.Fprintf(p.e.stderr, "oduflowctl: request %s %s: error code %s\n", request, s, code)
+	fmt.Fprintf(p.e.stderr, "oduflowctl: request %s %s: error code %s%s\n", request, s, code, p.guardReason(minion, code))
 	return code
 }
 
@@ -119,4 +119,19 @@ func (p *printer) printLaunchFailure(r oduflow.Response, err error) error {
 		_ = p.response(r)
 	}
 	return err
+}
+
+// guardReason is what the stderr line adds to runtime_guard_failed: the minion module's own reason, read
+// now by a Ping (the claim records the code only), so an operator learns which of Salt's internals the
+// module did not recognise without running the salt CLI. It is "" for other codes or when the minion
+// cannot say (the code alone is then the answer).
+func (p *printer) guardReason(minion, code string) string {
+	if code != "runtime_guard_failed" || p.e == nil || p.e.disp == nil {
+		return ""
+	}
+	r, err := p.e.disp.Ping(p.e.ctx, minion)
+	if err != nil || r.RuntimeGuardError == "" {
+		return ""
+	}
+	return " (the minion module's guard: " + r.RuntimeGuardError + ")"
 }
