@@ -36,11 +36,12 @@
 // multi-master pair whose minions return to both); the runner manage.present lists the minions
 // that are online. WithEventReaderBuffer lets thousands of returns queue for one reader.
 //
-// WithGeneration selects the master generation: Generation3006 (default, as captured from
-// 3006.0), Generation3007 (seen live on a later master reporting 3009.0: salt/job/<jid>/publish
-// after /new on every publish; a blocking bus publisher, so one reader that stops reading holds
-// every reader; a 0600 event socket) and Generation3008 (Generation3007 plus, from release
-// notes, minimum_auth_version 3 by default). FireClusterEvent sends a cluster peer's event
+// WithGeneration selects the master generation: Generation3006 (default: 3006.0 as captured, and
+// 3006.16 as run live, whose master behaves the same), Generation3007 (3007.2+ and the 3008 line, run
+// live on 3007.8 and master: salt/job/<jid>/publish after /new on every publish; a blocking bus
+// publisher, so one reader that stops reading holds every reader; a 0660 event socket whatever the
+// configuration) and Generation3008 (Generation3007 plus minimum_auth_version 3 by default: from
+// release notes, in no source run here, so a model of a release not yet run). FireClusterEvent sends a cluster peer's event
 // (cluster/event/<peer>/<tag>, with __peer_id).
 //
 // Faults, each armed for one occurrence: DropNextReply (processed, e.g. published, but never
@@ -73,8 +74,8 @@
 // event pairs like Salt), mk_token ("" on failure), get_token (false without token, {} when
 // unknown or expired).
 //
-// Event bus: a unix stream socket <dir>/master_event_pub.ipc (mode 0600; 0660 with
-// Generation3006 and external_auth users, like 3006.0). Frames are msgpack
+// Event bus: a unix stream socket <dir>/master_event_pub.ipc (on Generation3006 mode 0600, 0660
+// with external_auth users, like 3006.0; 0660 on Generation3007+). Frames are msgpack
 // {head: {}, body: bin(tag "\n\n" msgpack(data))} packed with use_bin_type=True. No replay; a
 // reader whose bounded queue fills up is disconnected (Generation3006) or, on Generation3007+,
 // blocks the bus for every reader. A reader whose connect() returned before

@@ -90,8 +90,11 @@ func startEventBus(ctx context.Context, s *Master, prev *eventBus) (*eventBus, e
 		return nil, errors.Wrap(err, "salttest: listen event socket")
 	}
 	mode := os.FileMode(0o600)
-	if s.cfg.generation == Generation3006 && len(s.cfg.users) > 0 {
-		mode = 0o660 // 3006.0's IPC publisher: group-readable when external_auth is configured
+	switch {
+	case s.cfg.generation >= Generation3007:
+		mode = 0o660 // 3007.2+ and the 3008 line: the transport's publisher, always group-readable
+	case len(s.cfg.users) > 0:
+		mode = 0o660 // 3006's IPC publisher: group-readable when external_auth is configured
 	}
 	if err := os.Chmod(path, mode); err != nil {
 		_ = ln.Close()

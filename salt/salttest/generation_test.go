@@ -109,15 +109,22 @@ func TestGenerationBusBlocksOnStalledReader(t *testing.T) {
 }
 
 // TestGenerationSocketModeAndAuthVersion: the event socket is 0660 on
-// Generation3006 with eauth users, 0600 on Generation3007 whatever the
-// configuration; Generation3008 refuses envelopes below version 3 unless
+// Generation3006 with eauth users (0600 without), 0660 on Generation3007+
+// whatever the configuration (as 3007.8 and the 3008 line make it); Generation3008 refuses envelopes below version 3 unless
 // WithMinimumAuthVersion says otherwise.
 func TestGenerationSocketModeAndAuthVersion(t *testing.T) {
 	for _, c := range []struct {
 		g    Generation
 		mode os.FileMode
-	}{{Generation3006, 0o660}, {Generation3007, 0o600}, {Generation3008, 0o600}} {
-		s := startLab(t, WithGeneration(c.g))
+		eauth bool
+	}{{Generation3006, 0o660, true}, {Generation3006, 0o600, false}, {Generation3007, 0o660, false},
+		{Generation3007, 0o660, true}, {Generation3008, 0o660, false}} {
+		var s *Master
+		if c.eauth {
+			s = startLab(t, WithGeneration(c.g))
+		} else {
+			s = startSim(t, WithDir(shortDir(t)), WithGeneration(c.g))
+		}
 		st, err := os.Stat(strings.TrimPrefix(s.EventsAddr(), "unix://"))
 		if err != nil || st.Mode().Perm() != c.mode {
 			t.Fatalf("%v: socket %v %v want %o", c.g, st, err, c.mode)

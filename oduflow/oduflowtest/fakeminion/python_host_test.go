@@ -298,3 +298,35 @@ func TestClose(t *testing.T) {
 		t.Fatal("call after Close succeeded")
 	}
 }
+
+// The real module on each Salt line's shape of State.call_parallel (the Python host's fake salt.state
+// follows SaltVersion): the guard holds, capabilities name the form found, and a run succeeds. Released
+// Salt since 3006.10/3007.2 (and the 3008 line) takes inject_globals; a module that knew only the older
+// form refused every run there.
+func TestGuardHoldsOnEverySaltLine(t *testing.T) {
+	for version, form := range map[string]string{
+		"3006.0":  "3006.0-3006.9, 3007.0-3007.1",
+		"3006.9":  "3006.0-3006.9, 3007.0-3007.1",
+		"3006.16": "3006.10+, 3007.2+, 3008",
+		"3007.1":  "3006.0-3006.9, 3007.0-3007.1",
+		"3007.8":  "3006.10+, 3007.2+, 3008",
+		"3008.0":  "3006.10+, 3007.2+, 3008",
+	} {
+		t.Run(version, func(t *testing.T) {
+			h := startHost(t, WithPythonConfig(PythonConfig{SaltVersion: version}))
+			caps, _ := call(t, h, minionA, "oduflow_job.capabilities", nil, newJID())
+			m, _ := caps.(map[string]any)
+			forms, _ := m["runtime_guard_forms"].(map[string]any)
+			if m["runtime_guard"] != true || forms["salt.state.State.call_parallel"] != form {
+				t.Fatalf("capabilities %v", caps)
+			}
+			req, jid := receipt.NewRequestID(), newJID()
+			ret, code := call(t, h, minionA, "oduflow_job.run", []any{req, "configure"}, jid)
+			if code != 0 {
+				t.Fatalf("run: %d %v", code, ret)
+			}
+			mustReceipt(t, ret, receipt.Binding{MinionID: minionA, RequestID: req, JID: jid, Profile: receipt.ProfileConfigure},
+				receipt.StatusSucceeded, 3, 3)
+		})
+	}
+}
