@@ -114,8 +114,8 @@ func TestGenerationBusBlocksOnStalledReader(t *testing.T) {
 // WithMinimumAuthVersion says otherwise.
 func TestGenerationSocketModeAndAuthVersion(t *testing.T) {
 	for _, c := range []struct {
-		g    Generation
-		mode os.FileMode
+		g     Generation
+		mode  os.FileMode
 		eauth bool
 	}{{Generation3006, 0o660, true}, {Generation3006, 0o600, false}, {Generation3007, 0o660, false},
 		{Generation3007, 0o660, true}, {Generation3008, 0o660, false}} {
