@@ -5,6 +5,7 @@
 #        bash examples/harness/run-integration.sh --compose [--keep] [--gentle] [extra go test flags]
 #        bash examples/harness/run-integration.sh --up | --down
 #        bash examples/harness/run-integration.sh --both [--all] [extra go test flags]
+#        bash examples/harness/run-integration.sh --matrix [--labs FILE] [--quick] [--disruptive]
 #
 # Without --compose: against whichever master the ODUFLOW_SALT_* variables name (the lab:
 # eval "$(bash saltlab.sh env)", or --env-file FILE); refuses, with exit status 2, when none is
@@ -18,6 +19,10 @@
 # and ODUFLOW_RECEIPT_DIR=<the lab minion's oduflow_receipt_dir>, when its config sets one.
 # One summary line per lab; the exit status is the first failure's.
 #
+# --matrix runs the live checks on every lab of a lab list (FILE, else $SALTLAB_LABS; lines
+# `NAME KIT [VAR=VALUE...]`) and prints a table version x check: matrix.sh, whose header lists the
+# checks. Exit status 1 when any check of any lab failed.
+#
 # --compose drives the containers of compose.yaml (image: build-images.sh): a fresh _state/,
 # `podman-compose up -d`, waits for the minion, exports harness.env, runs the whole suite
 # (go test -race -count=1 -p 1 ./..., its integration tests included), then `down -v` and removes
@@ -29,10 +34,15 @@ set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 root=$(cd "$here/../.." && pwd)
 
-usage() { sed -n '2,27p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,32p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
 die() { echo "run-integration: $*" >&2; exit 2; }
 say() { echo "run-integration: $*" >&2; }
 now() { date +%s; }
+
+if [ "${1:-}" = --matrix ]; then
+  shift
+  exec bash "$here/matrix.sh" "$@"
+fi
 
 env_file=""
 mode=direct
