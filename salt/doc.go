@@ -70,9 +70,11 @@
 // cluster mode) is delivered as <tag> with Event.Peer set, and the tag
 // filter sees <tag>.
 //
-// Permissions: the unix socket belongs to the master's user. Salt 3006.0
-// creates it 0660 when external_auth is configured (its group may read it);
-// Salt 3007+ creates it 0600, so only the master's user may. A refusal is an
+// Permissions: the unix socket belongs to the master's user. Salt 3006
+// creates it 0660 when external_auth or publisher_acl is configured (its
+// group may read it), else 0600; Salt 3007.8 and the 3008 line create it 0660
+// whatever the configuration (seen live; a 2025-03 development snapshot made
+// it 0600). A refusal is an
 // *EventBusPermissionError (errors.Is(err, ErrEventBusPermission)) naming the
 // socket's mode and owner and what to do: run as the master's user, or set
 // ipc_mode: tcp on the master and subscribe on loopback.
@@ -107,20 +109,20 @@
 //
 // # Salt generations
 //
-// One code base serves Salt 3006.0 and the later line (3007/3008). Seen live,
-// on 3006.0 and on a later master (upstream after 3007.1, reporting 3009.0):
-// the request wire (publish by key, eauth and token, runner, wheel, the typed
-// refusals, envelope versions 0-4) is the same; the later master's event bus
-// comes from its TCP transport's publisher (same frames, bare on that
-// snapshot), its unix socket is 0600, it fires salt/job/<jid>/publish on
+// One code base serves Salt 3006 and the later lines. Seen live on 3006.0,
+// 3006.16, 3007.8 and the 3008 line (master of 2025-09), and on a 2025-03
+// development snapshot reporting 3009.0: the request wire (publish by key,
+// eauth and token, runner, wheel, the typed refusals, envelope versions 0-4)
+// is the same; from 3007 the event bus comes from the transport's publisher
+// (same frames), its unix socket is 0660, it fires salt/job/<jid>/publish on
 // every publish (testdata/vectors/eventbus_3009 holds one, captured), and one
 // bus reader that stops reading blocks the publisher for every reader:
 // returns stop arriving while the connection stays open. The library reports
 // that as a "bus stalled" Gap (ErrBusStalled) when ExpectEvents was told to
-// expect events. From release notes and source only, not run live:
-// 3006.12+/3007.4+ version-3 envelopes (nonce, ts, tok; AES loads only),
-// 3006.17+/3007.9+ minimum_auth_version (the default envelope version 3
-// passes it), 3006.26+ length-prefixed event frames, 3007 cluster mode
+// expect events. From release notes only, in no source run here (so never
+// called supported): 3006.17+/3007.9+ minimum_auth_version (the default
+// envelope version 3 passes it), 3006.26+ length-prefixed event frames. From
+// source, not run live: 3007 cluster mode
 // (cluster/event/<peer>/ tags, __peer_id), 3008 worker pools routing
 // requests by cmd. salttest.WithGeneration simulates either generation.
 //

@@ -34,7 +34,7 @@ var (
 	ErrAuthorization = errors.New("salt: authorization failed")
 	// ErrBadLoad: the master answered "bad load": it did not process the
 	// request (undecodable request, or envelope version below the master's
-	// minimum_auth_version: 3006.17+ need version 3).
+	// minimum_auth_version, which release notes of 3006.17+ describe).
 	ErrBadLoad = errors.New("salt: master replied bad load")
 	// ErrMasterException: the master answered "Some exception handling minion
 	// payload": nothing was published (but job events may have been fired).

@@ -9,10 +9,10 @@ import (
 
 // EventBusPermissionError is the error SubscribeEvents returns when the
 // event bus's unix socket refuses this process (EACCES/EPERM). It names the
-// socket's mode and owner and what to do: Salt 3006.0 creates the socket
-// 0660 (with eauth configured), so the master's user and its group may read
-// it; Salt 3007+ creates it 0600 (the TCP transport's publisher sets no mode),
-// so only the master's user may. Test with errors.Is(err, ErrEventBusPermission)
+// socket's mode and owner and what to do: Salt 3006 creates the socket 0660
+// with eauth (or publisher_acl) configured, else 0600; Salt 3007.8 and the
+// 3008 line create it 0660 always (seen live), so the master's user and its
+// group may read it. Test with errors.Is(err, ErrEventBusPermission)
 // or errors.As.
 type EventBusPermissionError struct {
 	Path  string      // the socket's path
@@ -40,7 +40,7 @@ func (e *EventBusPermissionError) Error() string {
 	}
 	return fmt.Sprintf("salt: permission denied on the event bus socket %s (mode %04o, owner %s, group %s; this process runs as uid %d): "+
 		"run the controller as %s, or set `ipc_mode: tcp` in the master's config and subscribe to the event bus on loopback "+
-		"(tcp://127.0.0.1:<tcp_master_pub_port>); the socket's group may read it only when its mode allows (Salt 3006.0 with eauth: 0660; Salt 3007+: 0600)",
+		"(tcp://127.0.0.1:<tcp_master_pub_port>); the socket's group may read it only when its mode allows (0660: Salt 3006 with eauth, Salt 3007.8 and later)",
 		e.Path, e.Mode.Perm(), owner, group, e.Self, who)
 }
 

@@ -63,9 +63,10 @@ func WithRequestTimeout(d time.Duration) Option {
 	return clientOption(func(c *clientConfig) { c.timeout = d })
 }
 
-// WithEnvelopeVersion sets the envelope "version" field. Default 3: Salt
-// 3006.17+ masters reply "bad load" to anything lower, and 3006.0 handles 3
-// like 2. Use 2 only to reproduce old captures byte for byte.
+// WithEnvelopeVersion sets the envelope "version" field. Default 3: every Salt
+// run here (3006.0 to the 3008 line) accepts it, and a master with
+// minimum_auth_version 3 (release notes of 3006.17+) replies "bad load" to
+// anything lower. Use 2 only to reproduce old captures byte for byte.
 func WithEnvelopeVersion(v int) Option {
 	return clientOption(func(c *clientConfig) { c.version = v })
 }
