@@ -89,7 +89,7 @@ func (s *Service) invalidSource(w http.ResponseWriter, r *http.Request, op strin
 	auditOf(r.Context()).errorCode = "invalid_source"
 	writeJSON(w, http.StatusUnprocessableEntity, map[string]any{"valid": false,
 		"error": fmt.Sprintf("%s: invalid custom source: %s at line %d, column %d", op, ce.Code, ce.Line, ce.Column),
-		"code": oduflowenv.ExitName(oduflowenv.ExitUsage), "exit_status": oduflowenv.ExitUsage, "reason": "invalid_source",
+		"code":  oduflowenv.ExitName(oduflowenv.ExitUsage), "exit_status": oduflowenv.ExitUsage, "reason": "invalid_source",
 		"source_error": map[string]any{"code": ce.Code, "message": ce.Message, "line": ce.Line, "column": ce.Column}})
 }
 

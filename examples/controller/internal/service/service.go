@@ -94,9 +94,6 @@ func Open(ctx context.Context, cfg Config, opts ...Option) (_ *Service, err erro
 	if s.clients, err = loadClients(ctx, "ODUFLOW_CLIENTS", cfg.Auth.ClientsFile); err != nil {
 		return nil, err
 	}
-	if cfg.Auth.Insecure {
-		s.log.Warn("ODUFLOW_INSECURE_NO_AUTH=1: no authentication, every caller is an administrator of every company", "listen", listen)
-	}
 	store, err := s.openClaims(ctx, cfg.Settings)
 	if err != nil {
 		return nil, err
@@ -126,6 +123,9 @@ func Open(ctx context.Context, cfg Config, opts ...Option) (_ *Service, err erro
 		return nil, &oduflowenv.Error{Kind: oduflowenv.ErrUsage, Msg: "dispatcher: " + oduflowenv.OneLine(err.Error()), Cause: err}
 	}
 	s.d = d
+	if cfg.Auth.Insecure {
+		s.log.Warn("ODUFLOW_INSECURE_NO_AUTH=1: no authentication, every caller is an administrator of every company", "listen", listen)
+	}
 	return s, nil
 }
 

@@ -30,7 +30,7 @@ import (
 // controller services on it served by httptest over real sockets.
 type simEnv struct {
 	*simenv.Env
-	t      testing.TB
+	t       testing.TB
 	sim     *salttest.Master
 	claims  string // the claim store directory the services share
 	catalog string // the custom-state catalog next to it
