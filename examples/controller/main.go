@@ -90,7 +90,7 @@ func run(ctx context.Context, getenv func(string) string, stderr io.Writer) int 
 		log.Error("cannot start", "error", oduflowenv.OneLine(err.Error()))
 		return exitStatus(err)
 	}
-	srv := &http.Server{Handler: svc.Handler(), ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second,
+	srv := &http.Server{Handler: svc.Handler(), ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second, MaxHeaderBytes: 64 << 10,
 		IdleTimeout: 60 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
 	scheme := "http"
 	if tc := svc.TLSConfig(); tc != nil {

@@ -60,8 +60,8 @@ func TestAuditTrail(t *testing.T) {
 		principal, role, company, outcome, code string
 		status                                  float64
 	}{
-		{"", "", "", "refused", "unauthenticated", 401},
-		{observer, "observer", "", "refused", "forbidden_role", 403},
+		{"", "", "acme", "refused", "unauthenticated", 401},
+		{observer, "observer", "acme", "refused", "forbidden_role", 403},
 		{admin, "administrator", "acme", "ok", "", 201},
 	}
 	for i, w := range want {

@@ -68,6 +68,9 @@ func (s *Service) protect(action string, mutating bool, h http.HandlerFunc) http
 		rec := auditOf(r.Context())
 		rec.action, rec.mutating = action, mutating
 		rec.noteTarget(r)
+		if rec.minion != "" {
+			rec.company = s.clients[rec.minion] // the target's company, refusals included
+		}
 		p, ok := s.auth.principal(r)
 		if !ok {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="oduflow"`)
