@@ -36,7 +36,7 @@
 //     [github.com/oduflow/oduflow-go/oduflow/oduflowtest/simenv], the two with Dispatchers on
 //     them, for tests of services and Hooks adapters.
 //   - examples/oduflowctl: a CLI (including a self-contained demo against the fake
-//     master); examples/embed: a controller service embedding the library;
+//     master); examples/controller: a deployable controller service (authenticated HTTP API);
 //     examples/harness: how to run the integration tests against a real salt-master.
 //
 // Under internal/ are leaf helpers no caller can import: the durable file discipline

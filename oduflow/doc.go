@@ -382,7 +382,7 @@
 // Packages are floors, imports are arrows, and every arrow points down: nothing imports a floor above
 // it (internal/ holds leaf helpers and imports only receipt):
 //
-//	floor 5  examples/oduflowctl   examples/embed                      callers
+//	floor 5  examples/oduflowctl   examples/controller                 callers
 //	floor 4  oduflow/etcdstore   oduflow/oduflowtest   oduflowtest/fakeminion
 //	                                                   stores and test kits built on the floors below
 //	floor 3  oduflow                                                   this package: the dispatcher

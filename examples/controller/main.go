@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -38,9 +39,16 @@ The oduflow HTTP controller service. It takes no arguments; it is configured by 
   ODUFLOW_LISTEN                                host:port (default 127.0.0.1:8080)
   ODUFLOW_DRAIN_TIMEOUT                         SIGTERM drain bound (default 25s)
   ODUFLOW_LOG_FORMAT, ODUFLOW_DEBUG             text or json logs on stderr; debug level
+  ODUFLOW_AUTH_TOKENS                           bearer tokens: NAME ROLE COMPANY[,...] SHA256HEX per line, mode 0600
+  ODUFLOW_TLS_CERT, ODUFLOW_TLS_KEY             serve HTTPS with this certificate and key
+  ODUFLOW_TLS_CLIENT_CA, ODUFLOW_TLS_PRINCIPALS require client certificates of this CA; CommonName -> NAME ROLE COMPANIES
+  ODUFLOW_CLIENTS                               MINION COMPANY per line: the company of each client
+  ODUFLOW_CATALOG_DIR                           custom-state catalog (default: "catalog" next to the claims)
+  ODUFLOW_MAX_INFLIGHT_PER_PRINCIPAL            requests in progress per principal (default 16; more: 429)
+  ODUFLOW_INSECURE_NO_AUTH=1                    no authentication, loopback ODUFLOW_LISTEN only
 
-API: POST /v1/requests/{profile}/{minion}, GET /v1/requests/{profile}/{minion}/{request_id},
-POST /v1/requests/{minion}/{request_id}/resume, GET /v1/unresolved, /healthz, /readyz, /metrics.
+API (README.md): /v1/requests/..., /v1/minions/{minion}/ping, /v1/custom-states/...,
+/v1/minions/{minion}/custom-states/..., /v1/unresolved, /healthz, /readyz (open), /metrics.
 Exit status: 0 after a drain, 2 bad configuration, 3 claim store unreachable, 4 credentials refused.
 `
 
@@ -74,18 +82,24 @@ func run(ctx context.Context, getenv func(string) string, stderr io.Writer) int 
 		return oduflowenv.ExitUsage
 	}
 	openCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	svc, err := service.Open(openCtx, cfg, service.WithLogger(log))
+	audit := slog.New(slog.NewJSONHandler(stderr, nil)).With("logger", "audit")
+	svc, err := service.Open(openCtx, cfg, service.WithLogger(log), service.WithAuditLogger(audit))
 	cancel()
 	if err != nil {
 		_ = ln.Close()
 		log.Error("cannot start", "error", oduflowenv.OneLine(err.Error()))
 		return exitStatus(err)
 	}
-	srv := &http.Server{Handler: svc.Handler(), ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second,
+	srv := &http.Server{Handler: svc.Handler(), ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second, MaxHeaderBytes: 64 << 10,
 		IdleTimeout: 60 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
+	scheme := "http"
+	if tc := svc.TLSConfig(); tc != nil {
+		ln, scheme = tls.NewListener(ln, tc), "https"
+	}
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
-	log.Info("serving", "listen", ln.Addr().String(), "claims", claimsKind(cfg.Settings), "drain_timeout", cfg.DrainTimeout.String())
+	log.Info("serving", "listen", ln.Addr().String(), "scheme", scheme, "claims", claimsKind(cfg.Settings),
+		"drain_timeout", cfg.DrainTimeout.String())
 
 	select {
 	case <-ctx.Done():

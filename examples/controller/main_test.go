@@ -57,7 +57,7 @@ func TestConfigurationRefusedBeforeAnythingStarts(t *testing.T) {
 		{"log format", map[string]string{"ODUFLOW_LOG_FORMAT": "xml"}, `ODUFLOW_LOG_FORMAT "xml": want text or json`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			env := map[string]string{"ODUFLOW_LISTEN": "127.0.0.1:0"}
+			env := map[string]string{"ODUFLOW_LISTEN": "127.0.0.1:0", "ODUFLOW_INSECURE_NO_AUTH": "1"}
 			for k, v := range base {
 				env[k] = v
 			}
@@ -111,9 +111,17 @@ func TestSIGTERMDrainLeavesRequestsAdoptable(t *testing.T) {
 		minions = append(minions, m)
 	}
 	claims := filepath.Join(dir, "claims")
-	env := []string{"ODUFLOW_SALT_MASTER=" + sim.Addr(), "ODUFLOW_SALT_EVENTS=" + sim.EventsAddr(),
+	var bindings strings.Builder
+	for _, m := range minions {
+		bindings.WriteString(m.ID() + " acme\n")
+	}
+	clients := filepath.Join(dir, "clients")
+	if err := os.WriteFile(clients, []byte(bindings.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	env := []string{"ODUFLOW_CLIENTS=" + clients, "ODUFLOW_SALT_MASTER=" + sim.Addr(), "ODUFLOW_SALT_EVENTS=" + sim.EventsAddr(),
 		"ODUFLOW_SALT_KEY_FILE=" + sim.KeyFile(), "ODUFLOW_SALT_PKI_DIR=" + sim.PKIDir(), "ODUFLOW_STATE_DIR=" + claims,
-		"ODUFLOW_DRAIN_TIMEOUT=100ms"}
+		"ODUFLOW_DRAIN_TIMEOUT=100ms", "ODUFLOW_INSECURE_NO_AUTH=1"}
 
 	a := startChild(t, "A", env)
 	requests := make([]string, n)

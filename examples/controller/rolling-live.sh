@@ -77,6 +77,9 @@ say "etcd $("$ETCD" --version | head -1 | awk '{print $3}') on 127.0.0.1:$ecl"
 claims="etcd://127.0.0.1:$ecl/oduflow-rolling"
 
 # 3. The replicas. A through master A, B through master B, one etcd prefix.
+# Loopback replicas without authentication (ODUFLOW_INSECURE_NO_AUTH=1), every fleet minion bound to one
+# company (ODUFLOW_CLIENTS): a start on an unbound client is refused.
+for m in "${minions[@]}"; do echo "$m lab"; done >"$work/clients"
 declare -A addr
 addr[A]=127.0.0.1:$(port); addr[B]=127.0.0.1:$(port)
 start_replica() { # start_replica A|B
@@ -90,6 +93,7 @@ start_replica() { # start_replica A|B
     env -i PATH="$PATH" HOME="$HOME" ODUFLOW_SALT_MASTER="${!m}" ODUFLOW_SALT_EVENTS="${!e}" ODUFLOW_SALT_KEY_FILE="${!k}" \
       ODUFLOW_SALT_PKI_DIR="${!p}" ODUFLOW_CLAIMS="$claims" ODUFLOW_STATE_DIR="$work/state-$r" \
       ODUFLOW_LISTEN="${addr[$r]}" ODUFLOW_DRAIN_TIMEOUT="$DRAIN" \
+      ODUFLOW_INSECURE_NO_AUTH=1 ODUFLOW_CLIENTS="$work/clients" \
       "$work/controller" >>"$work/replica-$r.log" 2>&1 &
     echo $! >"$work/pid-$r"
     rc=0; wait $! || rc=$?

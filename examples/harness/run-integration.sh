@@ -123,6 +123,21 @@ compose_prepare() { # a fresh _state/: file roots (roles, module), the salt CLI 
   # with it).
   printf '#!/bin/sh\nexec %s exec %s salt "$@"\n' "$ENGINE" "$master_ctr" > "$state/bin/salt"
   chmod 0755 "$state/bin/salt"
+  controller_auth
+}
+
+controller_auth() { # the controller's token file (0600: it refuses a readable one), client bindings, tokens
+  local d="$state/controller" admin observer
+  mkdir -p "$d" && chmod 0700 "$d"
+  admin=$(head -c 32 /dev/urandom | base64 | tr -d '/+=')
+  observer=$(head -c 32 /dev/urandom | base64 | tr -d '/+=')
+  (umask 077
+   printf 'harness-admin administrator harness %s\nharness-observer observer harness %s\n' \
+     "$(printf %s "$admin" | sha256sum | cut -d' ' -f1)" "$(printf %s "$observer" | sha256sum | cut -d' ' -f1)" >"$d/tokens"
+   printf 'ODUFLOW_CONTROLLER_ADMIN_TOKEN=%s\nODUFLOW_CONTROLLER_OBSERVER_TOKEN=%s\n' "$admin" "$observer" >"$d/tokens.env")
+  printf '%s harness\n' "${ODUFLOW_SALT_MINION:-client-7c9e6679-7425-40de-944b-e07fc1f90ae7}" >"$d/clients"
+  chmod 0600 "$d/tokens" "$d/tokens.env"
+  chmod 0644 "$d/clients"
 }
 
 minion_pings() {

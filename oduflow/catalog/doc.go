@@ -19,7 +19,7 @@
 //     operator's assertion). No raw Salt output is stored.
 //
 // An embedding service that lets less trusted users read assignments and execution status filters the
-// records by company and drops source and payload itself (examples/embed does).
+// records by company and drops source and payload itself (examples/controller does).
 //
 // FileStore is the default implementation, on the safe-store discipline of the internal safe file store: a directory
 // mode 0700 owned by the service account, files 0600 written atomically (exclusive temp file, fsync,

@@ -24,6 +24,11 @@ type Config struct {
 	Listen string
 	// DrainTimeout bounds the drain on SIGTERM (ODUFLOW_DRAIN_TIMEOUT, a Go duration such as 25s).
 	DrainTimeout time.Duration
+	// Auth is how callers are authenticated and which company each client belongs to.
+	Auth AuthConfig
+	// CatalogDir is the custom-state catalog's directory (ODUFLOW_CATALOG_DIR); empty: the etcd claim
+	// store's catalog with etcd claims, else the directory "catalog" next to the claim directory.
+	CatalogDir string
 }
 
 // ConfigFromEnv reads the configuration through getenv and checks it before anything starts: the master,
@@ -47,6 +52,15 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 	if err := c.Settings.CheckMaster("controller", true); err != nil {
 		return Config{}, err
 	}
+	c.CatalogDir = getenv("ODUFLOW_CATALOG_DIR")
+	a, err := authFromEnv(getenv)
+	if err != nil {
+		return Config{}, err
+	}
+	if err := a.Check(c.Listen); err != nil {
+		return Config{}, err
+	}
+	c.Auth = a
 	return c, nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"regexp"
 
 	crdb "github.com/cockroachdb/errors"
 
@@ -11,6 +12,7 @@ import (
 	"github.com/oduflow/oduflow-go/oduflow"
 	"github.com/oduflow/oduflow-go/oduflow/catalog"
 	"github.com/oduflow/oduflow-go/oduflow/etcdstore"
+	"github.com/oduflow/oduflow-go/profiles"
 	"github.com/oduflow/oduflow-go/receipt"
 	"github.com/oduflow/oduflow-go/salt"
 )
@@ -23,6 +25,13 @@ type apiError struct {
 	ExitStatus int    `json:"exit_status"`
 	Reason     string `json:"reason"`
 }
+
+// Exit statuses of the service's own refusals: authentication and authorization refusals wrote nothing
+// (oduflowctl's usage status); a principal over its bound may retry (unreachable: nothing written, later).
+const (
+	exitNothingWritten = oduflowenv.ExitUsage
+	exitRetry          = oduflowenv.ExitUnreachable
+)
 
 // errorClass is one row of the mapping from an error to its answer.
 type errorClass struct {
@@ -51,6 +60,14 @@ var errorClasses = []errorClass{
 	{is(salt.ErrKeyFile), http.StatusInternalServerError, oduflowenv.ExitUsage, "key_file"},
 	{is(salt.ErrAuthentication), http.StatusBadGateway, oduflowenv.ExitRefused, "authentication"},
 	{is(salt.ErrAuthorization), http.StatusBadGateway, oduflowenv.ExitRefused, "authorization"},
+	{is(oduflow.ErrNotAssigned), http.StatusConflict, oduflowenv.ExitUsage, "not_assigned"},
+	{is(oduflow.ErrInitialConfigurationMissing), http.StatusConflict, oduflowenv.ExitUsage, "initial_configuration_missing"},
+	{is(oduflow.ErrUncertain), http.StatusConflict, oduflowenv.ExitUnknown, "uncertain_execution"},
+	{is(oduflow.ErrNeedsConfirmation), http.StatusConflict, oduflowenv.ExitUsage, "failure_not_confirmed"},
+	{is(oduflow.ErrApplyAgainWithoutTerminal), http.StatusConflict, oduflowenv.ExitUsage, "no_terminal_result"},
+	{is(catalog.ErrNotFound), http.StatusNotFound, oduflowenv.ExitUsage, "not_found"},
+	{is(catalog.ErrExists), http.StatusConflict, oduflowenv.ExitUsage, "exists"},
+	{is(catalog.ErrInvalid), http.StatusBadRequest, oduflowenv.ExitUsage, "invalid_input"},
 	{is(oduflow.ErrInvalidInput), http.StatusBadRequest, oduflowenv.ExitUsage, "invalid_input"},
 	{is(receipt.ErrInvalidID), http.StatusBadRequest, oduflowenv.ExitUsage, "invalid_input"},
 	{is(receipt.ErrUnknownProfile), http.StatusBadRequest, oduflowenv.ExitUsage, "invalid_input"},
@@ -75,7 +92,11 @@ var errorClasses = []errorClass{
 // classify maps err to its answer: a configuration error of the shared settings by its kind, a body too
 // large, then the library's errors (errorClasses); anything else is 500 failed.
 func classify(err error) (int, apiError) {
-	msg := oduflowenv.OneLine(err.Error())
+	msg := scrubPaths(oduflowenv.OneLine(err.Error()))
+	var se *profiles.CustomError
+	if errors.As(err, &se) || crdb.As(err, &se) {
+		return http.StatusUnprocessableEntity, body(msg, oduflowenv.ExitUsage, "invalid_source")
+	}
 	var ce *oduflowenv.Error
 	if errors.As(err, &ce) {
 		switch {
@@ -101,3 +122,10 @@ func classify(err error) (int, apiError) {
 func body(msg string, exit int, reason string) apiError {
 	return apiError{Error: msg, Code: oduflowenv.ExitName(exit), ExitStatus: exit, Reason: reason}
 }
+
+// absPath is an absolute file path of two segments or more after a space, a quote, '(' or '=' (an
+// error text's claim or catalog file): answers name no file.
+var absPath = regexp.MustCompile(`(^|[\s"'(=])(/[^\s"':,)]+){2,}`)
+
+// scrubPaths replaces the file paths in msg by <path>.
+func scrubPaths(msg string) string { return absPath.ReplaceAllString(msg, "$1<path>") }

@@ -2,6 +2,8 @@ package service_test
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -40,8 +42,19 @@ func Example() {
 		panic(err)
 	}
 
+	// One administrator of company acme (the token file holds the SHA-256 of its token, mode 0600), and
+	// the client bound to acme.
+	const token = "example-token-not-a-secret"
+	sum := sha256.Sum256([]byte(token))
+	if err := os.WriteFile(filepath.Join(dir, "tokens"), []byte("alice administrator acme "+hex.EncodeToString(sum[:])+"\n"), 0o600); err != nil {
+		panic(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "clients"), []byte(minion.ID()+" acme\n"), 0o644); err != nil {
+		panic(err)
+	}
 	svc, err := service.Open(ctx, service.Config{Settings: oduflowenv.Settings{Master: sim.Addr(), Events: sim.EventsAddr(),
-		KeyFile: sim.KeyFile(), PKIDir: sim.PKIDir(), StateDir: filepath.Join(dir, "claims")}})
+		KeyFile: sim.KeyFile(), PKIDir: sim.PKIDir(), StateDir: filepath.Join(dir, "claims")},
+		Auth: service.AuthConfig{TokensFile: filepath.Join(dir, "tokens"), ClientsFile: filepath.Join(dir, "clients")}})
 	if err != nil {
 		panic(err)
 	}
@@ -53,18 +66,24 @@ func Example() {
 
 	const request = "3f2a7c4e-9b1d-4e8a-a6f0-1c2d3e4f5a6b"
 	url := srv.URL + "/v1/requests/configure/" + minion.ID()
-	resp, err := http.Post(url, "application/json", strings.NewReader(`{"request_id":"`+request+`"}`))
-	if err != nil {
-		panic(err)
+	do := func(method, url, body string) *http.Response {
+		req, err := http.NewRequest(method, url, strings.NewReader(body))
+		if err != nil {
+			panic(err)
+		}
+		req.Header.Set("Authorization", "Bearer "+token)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			panic(err)
+		}
+		return resp
 	}
+	resp := do("POST", url, `{"request_id":"`+request+`"}`)
 	resp.Body.Close()
 	fmt.Println("start:", resp.StatusCode)
 
 	for {
-		resp, err := http.Get(url + "/" + request)
-		if err != nil {
-			panic(err)
-		}
+		resp := do("GET", url+"/"+request, "")
 		var r oduflow.Response
 		_ = json.NewDecoder(resp.Body).Decode(&r)
 		resp.Body.Close()

@@ -17,29 +17,45 @@ import (
 	"github.com/oduflow/oduflow-go/receipt"
 )
 
+// pingTimeout bounds one minion readiness check (test.ping, then capabilities).
+const pingTimeout = 15 * time.Second
+
 // MaxBodyBytes bounds a request body (a start's {"request_id": ...} is under 100 bytes).
 const MaxBodyBytes = 4 << 10
 
 // readyTimeout bounds one readiness check (a master ping when the cached proof is stale).
 const readyTimeout = 5 * time.Second
 
-// Handler is the service's HTTP API (see the package doc).
+// Handler is the service's HTTP API (see the package doc): /healthz and /readyz open, every other route
+// behind protect (a principal, the per-principal bound) and the audit trail.
 func (s *Service) Handler() http.Handler {
 	mux := http.NewServeMux()
-	mux.HandleFunc("POST /v1/requests/{profile}/{minion}", s.start)
-	mux.HandleFunc("GET /v1/requests/{profile}/{minion}/{request_id}", s.status)
-	mux.HandleFunc("POST /v1/requests/{minion}/{request_id}/resume", s.resume)
-	mux.HandleFunc("GET /v1/unresolved", s.unresolved)
+	route := func(pattern, action string, mutating bool, h http.HandlerFunc) {
+		mux.HandleFunc(pattern, s.protect(action, mutating, h))
+	}
+	route("POST /v1/requests/{profile}/{minion}", "start", true, s.start)
+	route("GET /v1/requests/{profile}/{minion}/{request_id}", "status", false, s.status)
+	route("POST /v1/requests/{minion}/{request_id}/resume", "resume", true, s.resume)
+	route("GET /v1/unresolved", "unresolved", false, s.unresolved)
+	route("GET /v1/minions/{minion}/ping", "ping", false, s.ping)
+	s.customRoutes(route)
+	route("GET /metrics", "metrics", false, promhttp.HandlerFor(s.registry, promhttp.HandlerOpts{}).ServeHTTP)
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	})
 	mux.HandleFunc("GET /readyz", s.readyz)
-	mux.Handle("GET /metrics", promhttp.HandlerFor(s.registry, promhttp.HandlerOpts{}))
-	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+	route("/", "route", false, func(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, "route", http.StatusNotFound,
-			body(fmt.Sprintf("no route for %s %s", r.Method, r.URL.Path), oduflowenv.ExitUsage, "no_route"))
+			body(fmt.Sprintf("no route for %s %s", r.Method, oduflowenv.OneLine(truncate(r.URL.Path, 200))), oduflowenv.ExitUsage, "no_route"))
 	})
-	return mux
+	return s.audited(mux)
+}
+
+func truncate(s string, n int) string {
+	if len(s) > n {
+		return s[:n] + "..."
+	}
+	return s
 }
 
 // startBody is the optional body of a start.
@@ -49,14 +65,16 @@ type startBody struct {
 
 func (s *Service) start(w http.ResponseWriter, r *http.Request) {
 	const op = "start"
+	if !s.requireAdmin(w, r, op) {
+		return
+	}
 	profile, err := oduflowenv.FixedProfile(op, r.PathValue("profile"))
 	if err != nil {
 		s.fail(w, r, op, err)
 		return
 	}
-	minion := r.PathValue("minion")
-	if err := oduflowenv.CheckMinion(op, minion); err != nil {
-		s.fail(w, r, op, err)
+	minion, _, ok := s.minionScope(w, r, op, true)
+	if !ok {
 		return
 	}
 	in, err := readStartBody(w, r)
@@ -70,6 +88,7 @@ func (s *Service) start(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, op, err)
 		return
 	}
+	auditOf(r.Context()).noteRequest(in.RequestID)
 	// The worker runs in this process with the request's context values (not its cancellation): the
 	// client may hang up at once.
 	ctx, created := withCreatedFlag(r.Context())
@@ -123,6 +142,9 @@ func (s *Service) status(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, op, firstError(err))
 		return
 	}
+	if _, _, ok := s.minionScope(w, r, op, false); !ok {
+		return
+	}
 	resp, err := s.d.Status(r.Context(), minion, request, profile)
 	if err != nil {
 		s.fail(w, r, op, err)
@@ -133,9 +155,15 @@ func (s *Service) status(w http.ResponseWriter, r *http.Request) {
 
 func (s *Service) resume(w http.ResponseWriter, r *http.Request) {
 	const op = "resume"
+	if !s.requireAdmin(w, r, op) {
+		return
+	}
 	minion, request := r.PathValue("minion"), r.PathValue("request_id")
 	if err := errors.Join(oduflowenv.CheckMinion(op, minion), oduflowenv.CheckRequest(op, request)); err != nil {
 		s.fail(w, r, op, firstError(err))
+		return
+	}
+	if _, _, ok := s.minionScope(w, r, op, true); !ok {
 		return
 	}
 	resp, err := s.d.Resume(r.Context(), minion, request)
@@ -161,17 +189,54 @@ type unresolvedRequest struct {
 
 func (s *Service) unresolved(w http.ResponseWriter, r *http.Request) {
 	out := []unresolvedRequest{}
+	p := principalOf(r.Context())
 	for u, err := range s.d.Unresolved(r.Context()) {
 		if err != nil {
 			s.fail(w, r, "unresolved", err)
 			return
 		}
 		c := u.Claim
+		if !p.InCompany(s.clients[c.MinionID]) {
+			continue // another company's client (or, for a principal limited to companies, an unbound one)
+		}
 		out = append(out, unresolvedRequest{MinionID: c.MinionID, RequestID: c.RequestID, Profile: string(c.Profile),
 			JID: c.JID, Phase: string(c.Phase), Status: u.Status, ErrorCode: c.ErrorCode, Quarantining: u.Quarantining,
 			CreatedAt: c.CreatedAt})
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"unresolved": out})
+}
+
+// readiness is GET /v1/minions/{minion}/ping: the Dispatcher's Readiness for the minion, with ready
+// (every capability a new request needs) and the runtime guard's reason always present.
+type readiness struct {
+	MinionID          string `json:"minion_id"`
+	Ready             bool   `json:"ready"`
+	KeyAccepted       bool   `json:"key_accepted"`
+	Reachable         bool   `json:"reachable"`
+	Protocol          int    `json:"protocol"`
+	PillarReady       bool   `json:"pillar_ready"`
+	Proof             bool   `json:"proof"`
+	Fencing           bool   `json:"fencing"`
+	RuntimeGuard      bool   `json:"runtime_guard"`
+	RuntimeGuardError string `json:"runtime_guard_error"`
+}
+
+func (s *Service) ping(w http.ResponseWriter, r *http.Request) {
+	const op = "ping"
+	minion, _, ok := s.minionScope(w, r, op, false)
+	if !ok {
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), pingTimeout)
+	defer cancel()
+	rd, err := s.d.Ping(ctx, minion)
+	if err != nil {
+		s.fail(w, r, op, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, readiness{MinionID: minion, Ready: rd.Ready(), KeyAccepted: rd.KeyAccepted,
+		Reachable: rd.Reachable, Protocol: rd.Protocol, PillarReady: rd.PillarReady, Proof: rd.Proof,
+		Fencing: rd.Fencing, RuntimeGuard: rd.RuntimeGuard, RuntimeGuardError: rd.RuntimeGuardError})
 }
 
 // readyz answers 200 while a new request would be admitted (Dispatcher.Ready: the master answers, the
@@ -201,6 +266,7 @@ func (s *Service) writeError(w http.ResponseWriter, r *http.Request, op string, 
 	if code >= 500 {
 		level = slog.LevelError
 	}
+	auditOf(r.Context()).errorCode = b.Reason
 	s.log.Log(r.Context(), level, "request refused", "op", op, "method", r.Method, "path", r.URL.Path,
 		"http_status", code, "code", b.Code, "reason", b.Reason, "error", b.Error)
 	writeJSON(w, code, b)

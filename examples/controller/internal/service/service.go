@@ -2,9 +2,11 @@ package service
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"io"
 	"log/slog"
+	"path/filepath"
 	"sync/atomic"
 	"time"
 
@@ -12,6 +14,8 @@ import (
 
 	"github.com/oduflow/oduflow-go/examples/internal/oduflowenv"
 	"github.com/oduflow/oduflow-go/oduflow"
+	"github.com/oduflow/oduflow-go/oduflow/catalog"
+	"github.com/oduflow/oduflow-go/oduflow/etcdstore"
 	"github.com/oduflow/oduflow-go/oduflow/prom"
 	"github.com/oduflow/oduflow-go/salt"
 )
@@ -24,6 +28,14 @@ type Service struct {
 	registry *prometheus.Registry
 	draining atomic.Bool
 	closers  []func() error // the Salt client, the etcd store: closed after the Dispatcher
+
+	etcd    *etcdstore.Store
+	auth    *authenticator
+	tls     *tls.Config // nil: plain HTTP
+	limit   *inflightLimit
+	audit   *slog.Logger
+	cat     catalog.Store
+	clients clientBindings
 }
 
 // Option configures Open.
@@ -31,8 +43,13 @@ type Option func(*options)
 
 type options struct {
 	logger   *slog.Logger
+	audit    *slog.Logger
 	dispatch []oduflow.Option
 }
+
+// WithAuditLogger sets the audit trail's logger (one line per mutating call and per refusal). Default:
+// the service's logger.
+func WithAuditLogger(l *slog.Logger) Option { return func(o *options) { o.audit = l } }
 
 // WithLogger sets the service's logger (the Dispatcher's and the Salt client's too). Default: discard.
 func WithLogger(l *slog.Logger) Option { return func(o *options) { o.logger = l } }
@@ -52,7 +69,10 @@ func Open(ctx context.Context, cfg Config, opts ...Option) (_ *Service, err erro
 	for _, opt := range opts {
 		opt(&o)
 	}
-	s := &Service{log: o.logger, registry: prometheus.NewRegistry()}
+	if o.audit == nil {
+		o.audit = o.logger
+	}
+	s := &Service{log: o.logger, audit: o.audit, registry: prometheus.NewRegistry(), limit: newInflightLimit(cfg.Auth.MaxInflight)}
 	defer func() {
 		if err != nil {
 			s.closeConnections()
@@ -61,8 +81,24 @@ func Open(ctx context.Context, cfg Config, opts ...Option) (_ *Service, err erro
 	if err := cfg.Settings.CheckMaster("controller", true); err != nil {
 		return nil, err
 	}
+	listen := cfg.Listen
+	if listen == "" {
+		listen = DefaultListen
+	}
+	if err := cfg.Auth.Check(listen); err != nil {
+		return nil, err
+	}
+	if s.auth, s.tls, err = loadAuth(ctx, cfg.Auth); err != nil {
+		return nil, err
+	}
+	if s.clients, err = loadClients(ctx, "ODUFLOW_CLIENTS", cfg.Auth.ClientsFile); err != nil {
+		return nil, err
+	}
 	store, err := s.openClaims(ctx, cfg.Settings)
 	if err != nil {
+		return nil, err
+	}
+	if s.cat, err = s.openCatalog(cfg); err != nil {
 		return nil, err
 	}
 	client, closeClient, err := cfg.Settings.Client(ctx, salt.WithLogger(o.logger), salt.WithRequestTimeout(20*time.Second))
@@ -80,12 +116,16 @@ func Open(ctx context.Context, cfg Config, opts ...Option) (_ *Service, err erro
 		oduflow.WithLogger(o.logger),
 		oduflow.WithHooks(withCreated(metrics.Hooks())),
 		oduflow.WithAdoption(0),
+		oduflow.WithCustomCatalog(s.cat),
 	}, o.dispatch...)
 	d, err := oduflow.New(client, oduflow.SaltEvents(cfg.Settings.Events, salt.WithLogger(o.logger)), all...)
 	if err != nil {
 		return nil, &oduflowenv.Error{Kind: oduflowenv.ErrUsage, Msg: "dispatcher: " + oduflowenv.OneLine(err.Error()), Cause: err}
 	}
 	s.d = d
+	if cfg.Auth.Insecure {
+		s.log.Warn("ODUFLOW_INSECURE_NO_AUTH=1: no authentication, every caller is an administrator of every company", "listen", listen)
+	}
 	return s, nil
 }
 
@@ -101,6 +141,7 @@ func (s *Service) openClaims(ctx context.Context, set oduflowenv.Settings) (oduf
 			return nil, err
 		}
 		s.closers = append(s.closers, st.Close)
+		s.etcd = st
 		return st, nil
 	}
 	dir, err := set.ClaimDir()
@@ -109,6 +150,38 @@ func (s *Service) openClaims(ctx context.Context, set oduflowenv.Settings) (oduf
 	}
 	return oduflowenv.OpenFileClaims(dir)
 }
+
+// openCatalog opens the custom-state catalog: ODUFLOW_CATALOG_DIR, else the etcd claim store's catalog,
+// else the directory "catalog" next to the claim directory (created 0700).
+func (s *Service) openCatalog(cfg Config) (catalog.Store, error) {
+	dir := cfg.CatalogDir
+	if dir == "" && s.etcd != nil {
+		return s.etcd.Catalog()
+	}
+	if dir == "" {
+		claims, err := cfg.Settings.ClaimDir()
+		if err != nil {
+			return nil, err
+		}
+		dir = filepath.Join(filepath.Dir(filepath.Clean(claims)), "catalog")
+	}
+	c, err := catalog.Open(dir, catalog.WithCreate())
+	if err != nil {
+		return nil, usageError("ODUFLOW_CATALOG_DIR: cannot open the catalog: " + scrubPaths(oduflowenv.OneLine(err.Error())))
+	}
+	return c, nil
+}
+
+// TLSConfig is the server's TLS configuration (ODUFLOW_TLS_*), nil when it serves plain HTTP.
+func (s *Service) TLSConfig() *tls.Config {
+	if s.tls == nil {
+		return nil
+	}
+	return s.tls.Clone()
+}
+
+// Catalog is the service's custom-state catalog.
+func (s *Service) Catalog() catalog.Store { return s.cat }
 
 // Dispatcher is the service's Dispatcher.
 func (s *Service) Dispatcher() *oduflow.Dispatcher { return s.d }

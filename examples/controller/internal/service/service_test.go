@@ -13,6 +13,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/oduflow/oduflow-go/examples/controller/internal/service"
 	"github.com/oduflow/oduflow-go/oduflow"
 	"github.com/oduflow/oduflow-go/oduflow/oduflowtest/fakeminion"
 	"github.com/oduflow/oduflow-go/receipt"
@@ -227,7 +228,7 @@ func TestCloseRefusesNewRequests(t *testing.T) {
 
 func get(t *testing.T, s *server, path string) string {
 	t.Helper()
-	resp, err := s.http.Client().Get(s.http.URL + path)
+	resp, err := s.http.Client().Do(s.request(t, observer, "GET", path, nil))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -296,14 +297,15 @@ func assertNoClaims(t *testing.T, dir string) {
 	}
 }
 
-// Concurrent POSTs of one request id: exactly one created the claim (201), the others answer from it
+// 200 concurrent POSTs of one request id by one administrator: exactly one created the claim (201), the others answer from it
 // (200), one run on the minion. The same id for another minion is 409 mismatch.
 func TestConcurrentStartsOneCreated(t *testing.T) {
 	env := startSim(t)
 	m := env.addMinion()
-	s := env.server()
+	other := env.addMinion()
+	s := env.server(func(c *service.Config) { c.Auth.MaxInflight = 1000 })
 	id := uuid.NewString()
-	const n = 8
+	const n = 200
 	codes := make(chan int, n)
 	for range n {
 		go func() {
@@ -312,6 +314,7 @@ func TestConcurrentStartsOneCreated(t *testing.T) {
 				codes <- 0
 				return
 			}
+			req.Header.Set("Authorization", "Bearer "+s.tokens[admin])
 			resp, err := s.http.Client().Do(req)
 			if err != nil {
 				codes <- 0
@@ -333,7 +336,6 @@ func TestConcurrentStartsOneCreated(t *testing.T) {
 	if runs := m.Runs(); runs != 1 {
 		t.Fatalf("runs %d, want 1", runs)
 	}
-	other := env.addMinion()
 	var e apiError
 	if code := s.do(t, "POST", "/v1/requests/configure/"+other.ID(), strings.NewReader(`{"request_id":"`+id+`"}`), &e); code != http.StatusConflict || e.Reason != "mismatch" {
 		t.Fatalf("the id for another minion: %d %+v, want 409 mismatch", code, e)

@@ -3,12 +3,17 @@ package service_test
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -25,15 +30,18 @@ import (
 // controller services on it served by httptest over real sockets.
 type simEnv struct {
 	*simenv.Env
-	t      testing.TB
-	sim    *salttest.Master
-	claims string // the claim store directory the services share
+	t       testing.TB
+	sim     *salttest.Master
+	claims  string // the claim store directory the services share
+	catalog string // the custom-state catalog next to it
+	minions []string
 }
 
 func startSim(t testing.TB) *simEnv {
 	t.Helper()
 	e := simenv.Start(t)
-	return &simEnv{Env: e, t: t, sim: e.Master(), claims: filepath.Join(t.TempDir(), "claims")}
+	dir := t.TempDir()
+	return &simEnv{Env: e, t: t, sim: e.Master(), claims: filepath.Join(dir, "claims"), catalog: filepath.Join(dir, "catalog")}
 }
 
 // settings are the ODUFLOW_* settings of a service on the simulator.
@@ -42,24 +50,79 @@ func (e *simEnv) settings() oduflowenv.Settings {
 		PKIDir: e.sim.PKIDir(), StateDir: e.claims}
 }
 
-// addMinion adds a fake minion whose configure runs succeed (3/3) unless opts say otherwise.
+// addMinion adds a fake minion whose configure runs succeed (3/3) unless opts say otherwise; a server
+// made afterwards binds it to company acme.
 func (e *simEnv) addMinion(opts ...fakeminion.ModelOption) *fakeminion.Model {
 	e.t.Helper()
-	return e.AddMinion(opts...)
+	m := e.AddMinion(opts...)
+	e.minions = append(e.minions, m.ID())
+	return m
 }
 
-// server is a service on the simulator behind an httptest server; the service's log goes to logs.
+// The test principals: administrators and observers of company acme (every minion's) and of globex,
+// and an administrator of every company.
+const (
+	admin         = "admin"          // administrator acme
+	observer      = "observer"       // observer acme
+	otherObserver = "other-observer" // observer globex
+	otherAdmin    = "other-admin"    // administrator globex
+	rootAdmin     = "root"           // administrator *
+	nobody        = ""               // no token
+)
+
+var principals = map[string]string{admin: "administrator acme", observer: "observer acme,initech",
+	otherObserver: "observer globex", otherAdmin: "administrator globex,initech", rootAdmin: "administrator *"}
+
+// server is a service on the simulator behind an httptest server; the service's log goes to logs, its
+// audit trail (JSON) to audit. do sends the token of as (admin by default).
 type server struct {
-	svc  *service.Service
-	http *httptest.Server
-	logs *lockedWriter
+	svc    *service.Service
+	http   *httptest.Server
+	logs   *lockedWriter
+	audit  *lockedWriter
+	tokens map[string]string // principal -> token
+	as     string
 }
 
-func (e *simEnv) server() *server {
+// serverConfig is a service's configuration on the simulator: a token file (0600) for principals, the
+// client bindings of every minion added so far (acme), the catalog next to the claims.
+func (e *simEnv) serverConfig() (service.Config, map[string]string) {
 	e.t.Helper()
-	logs := &lockedWriter{w: new(bytes.Buffer)}
-	svc, err := service.Open(context.Background(), service.Config{Settings: e.settings()},
+	dir := e.t.TempDir()
+	tokens := map[string]string{}
+	var tf strings.Builder
+	tf.WriteString("# test principals\n\n")
+	for name, rest := range principals {
+		tok := fmt.Sprintf("tok-%s-%d", name, time.Now().UnixNano())
+		tokens[name] = tok
+		sum := sha256.Sum256([]byte(tok))
+		fmt.Fprintf(&tf, "%s %s %s\n", name, rest, hex.EncodeToString(sum[:]))
+	}
+	tokFile, clientsFile := filepath.Join(dir, "tokens"), filepath.Join(dir, "clients")
+	var cf strings.Builder
+	for _, m := range e.minions {
+		fmt.Fprintf(&cf, "%s acme\n", m)
+	}
+	if err := os.WriteFile(tokFile, []byte(tf.String()), 0o600); err != nil {
+		e.t.Fatal(err)
+	}
+	if err := os.WriteFile(clientsFile, []byte(cf.String()), 0o644); err != nil {
+		e.t.Fatal(err)
+	}
+	return service.Config{Settings: e.settings(), CatalogDir: e.catalog,
+		Auth: service.AuthConfig{TokensFile: tokFile, ClientsFile: clientsFile}}, tokens
+}
+
+func (e *simEnv) server(edit ...func(*service.Config)) *server {
+	e.t.Helper()
+	logs, audit := &lockedWriter{w: new(bytes.Buffer)}, &lockedWriter{w: new(bytes.Buffer)}
+	cfg, tokens := e.serverConfig()
+	for _, f := range edit {
+		f(&cfg)
+	}
+	svc, err := service.Open(context.Background(), cfg,
 		service.WithLogger(slog.New(slog.NewTextHandler(logs, nil))),
+		service.WithAuditLogger(slog.New(slog.NewJSONHandler(audit, nil))),
 		service.WithDispatcherOptions(oduflow.WithTimers(testTimers())))
 	if err != nil {
 		e.t.Fatal(err)
@@ -71,17 +134,33 @@ func (e *simEnv) server() *server {
 		defer cancel()
 		_ = svc.Close(ctx)
 	})
-	return &server{svc: svc, http: hs, logs: logs}
+	return &server{svc: svc, http: hs, logs: logs, audit: audit, tokens: tokens, as: admin}
 }
 
-// do sends a request and decodes the JSON answer into out (when not nil); it returns the status code.
+// do sends a request as s.as and decodes the JSON answer into out (when not nil); it returns the status
+// code.
 func (s *server) do(t testing.TB, method, path string, body io.Reader, out any) int {
+	t.Helper()
+	return s.doAs(t, s.as, method, path, body, out)
+}
+
+// request is a request carrying who's token (none for nobody).
+func (s *server) request(t testing.TB, who, method, path string, body io.Reader) *http.Request {
 	t.Helper()
 	req, err := http.NewRequest(method, s.http.URL+path, body)
 	if err != nil {
 		t.Fatal(err)
 	}
-	resp, err := s.http.Client().Do(req)
+	if who != nobody {
+		req.Header.Set("Authorization", "Bearer "+s.tokens[who])
+	}
+	return req
+}
+
+// doAs is do as who.
+func (s *server) doAs(t testing.TB, who, method, path string, body io.Reader, out any) int {
+	t.Helper()
+	resp, err := s.http.Client().Do(s.request(t, who, method, path, body))
 	if err != nil {
 		t.Fatal(err)
 	}

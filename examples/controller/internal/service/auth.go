@@ -1,0 +1,92 @@
+package service
+
+import (
+	"context"
+	"crypto/tls"
+	"net/http"
+)
+
+// authenticator finds the principal of a request: a verified client certificate's CommonName in the
+// principal mapping, else a bearer token; in the insecure mode, an administrator of every company.
+type authenticator struct {
+	tokens   *tokenSet
+	certs    map[string]Principal
+	insecure bool
+}
+
+// insecurePrincipal is every caller in the insecure mode.
+var insecurePrincipal = Principal{Name: "insecure-no-auth", Role: RoleAdministrator, All: true}
+
+// loadAuth reads the files a (checked) configuration names: tokens, the TLS principal mapping, the
+// server's TLS configuration.
+func loadAuth(ctx context.Context, a AuthConfig) (*authenticator, *tls.Config, error) {
+	au := &authenticator{insecure: a.Insecure}
+	if a.TokensFile != "" {
+		ts, err := loadTokens(ctx, "ODUFLOW_AUTH_TOKENS", a.TokensFile)
+		if err != nil {
+			return nil, nil, err
+		}
+		au.tokens = ts
+	}
+	if a.TLSPrincipals != "" {
+		m, err := loadPrincipals(ctx, "ODUFLOW_TLS_PRINCIPALS", a.TLSPrincipals)
+		if err != nil {
+			return nil, nil, err
+		}
+		au.certs = m
+	}
+	tc, err := serverTLS(ctx, a)
+	if err != nil {
+		return nil, nil, err
+	}
+	return au, tc, nil
+}
+
+func (a *authenticator) principal(r *http.Request) (Principal, bool) {
+	if a.insecure {
+		return insecurePrincipal, true
+	}
+	if p, ok := certPrincipal(r, a.certs); ok {
+		return p, true
+	}
+	return a.tokens.authenticate(bearerToken(r.Header.Get("Authorization")))
+}
+
+type principalKey struct{}
+
+// principalOf is the request's authenticated principal (set by protect).
+func principalOf(ctx context.Context) Principal {
+	p, _ := ctx.Value(principalKey{}).(Principal)
+	return p
+}
+
+// protect is every route but /healthz and /readyz: it names the action for the audit trail, answers 401
+// (WWW-Authenticate: Bearer) without a valid principal and 429 over the principal's bound, and only
+// then runs h.
+func (s *Service) protect(action string, mutating bool, h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		rec := auditOf(r.Context())
+		rec.action, rec.mutating = action, mutating
+		rec.noteTarget(r)
+		if rec.minion != "" {
+			rec.company = s.clients[rec.minion] // the target's company, refusals included
+		}
+		p, ok := s.auth.principal(r)
+		if !ok {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="oduflow"`)
+			s.writeError(w, r, action, http.StatusUnauthorized,
+				body("authentication required: a bearer token or a client certificate", exitNothingWritten, "unauthenticated"))
+			return
+		}
+		rec.principal = &p
+		release, ok := s.limit.acquire(p.Name)
+		if !ok {
+			w.Header().Set("Retry-After", "1")
+			s.writeError(w, r, action, http.StatusTooManyRequests,
+				body("too many requests in progress for this principal", exitRetry, "too_many_requests"))
+			return
+		}
+		defer release()
+		h(w, r.WithContext(context.WithValue(r.Context(), principalKey{}, p)))
+	}
+}

@@ -1,0 +1,346 @@
+package service
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+
+	"github.com/oduflow/oduflow-go/examples/internal/oduflowenv"
+	"github.com/oduflow/oduflow-go/oduflow/catalog"
+	"github.com/oduflow/oduflow-go/profiles"
+	"github.com/oduflow/oduflow-go/receipt"
+)
+
+// MaxCustomBodyBytes bounds a custom-state request body: a source of profiles.MaxSourceBytes, JSON-escaped.
+const MaxCustomBodyBytes = 4*profiles.MaxSourceBytes + 4096
+
+// customRoutes are the custom-state API over the catalog: definitions with revisions, validate (compiles,
+// never executes), assignments, apply and apply again, status with counts and error codes.
+func (s *Service) customRoutes(route func(pattern, action string, mutating bool, h http.HandlerFunc)) {
+	route("POST /v1/custom-states/validate", "custom_validate", false, s.validateCustom)
+	route("POST /v1/custom-states", "custom_create", true, s.createCustom)
+	route("GET /v1/custom-states", "custom_list", false, s.listCustom)
+	route("GET /v1/custom-states/{id}", "custom_get", false, s.getCustom)
+	route("PUT /v1/custom-states/{id}/source", "custom_save", true, s.saveCustom)
+	route("PUT /v1/minions/{minion}/custom-states/{id}", "custom_assign", true, s.assignCustom)
+	route("GET /v1/minions/{minion}/custom-states", "custom_assignments", false, s.listAssignments)
+	route("POST /v1/minions/{minion}/custom-states/{id}/apply", "custom_apply", true, s.applyCustom)
+	route("GET /v1/minions/{minion}/custom-executions", "custom_executions", false, s.listExecutions)
+	route("GET /v1/minions/{minion}/custom-executions/{request_id}", "custom_status", false, s.executionStatus)
+}
+
+// decodeBody reads one strict JSON object (unknown fields refused) of at most max bytes; an empty body
+// is the zero value when empty is allowed.
+func decodeBody(w http.ResponseWriter, r *http.Request, op string, max int64, empty bool, v any) error {
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, max))
+	dec.DisallowUnknownFields()
+	err := dec.Decode(v)
+	if err == nil {
+		err = dec.Decode(&struct{}{})
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err == nil {
+			err = errors.New("more than one value")
+		}
+	} else if errors.Is(err, io.EOF) && empty {
+		return nil
+	}
+	var tooLarge *http.MaxBytesError
+	if errors.As(err, &tooLarge) {
+		return fmt.Errorf("%s: body over %d bytes: %w", op, max, err)
+	}
+	return usageError(fmt.Sprintf("%s: malformed JSON body: %s", op, oduflowenv.OneLine(truncate(err.Error(), 200))))
+}
+
+// sourceBody is the body of validate and save.
+type sourceBody struct {
+	Source string `json:"source"`
+}
+
+func (s *Service) validateCustom(w http.ResponseWriter, r *http.Request) {
+	const op = "custom_validate"
+	if !s.requireAdmin(w, r, op) {
+		return
+	}
+	var in sourceBody
+	if err := decodeBody(w, r, op, MaxCustomBodyBytes, false, &in); err != nil {
+		s.fail(w, r, op, err)
+		return
+	}
+	c, err := profiles.CompileCustom([]byte(in.Source))
+	if err != nil {
+		s.invalidSource(w, r, op, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"valid": true, "digest": c.Digest, "states": len(c.HighData)})
+}
+
+// invalidSource answers a compiler refusal as 422 with its code, line and column (never the source), or
+// err as fail maps it.
+func (s *Service) invalidSource(w http.ResponseWriter, r *http.Request, op string, err error) {
+	var ce *profiles.CustomError
+	if !errors.As(err, &ce) {
+		s.fail(w, r, op, err)
+		return
+	}
+	auditOf(r.Context()).errorCode = "invalid_source"
+	writeJSON(w, http.StatusUnprocessableEntity, map[string]any{"valid": false,
+		"error": fmt.Sprintf("%s: invalid custom source: %s at line %d, column %d", op, ce.Code, ce.Line, ce.Column),
+		"code":  oduflowenv.ExitName(oduflowenv.ExitUsage), "exit_status": oduflowenv.ExitUsage, "reason": "invalid_source",
+		"source_error": map[string]any{"code": ce.Code, "message": ce.Message, "line": ce.Line, "column": ce.Column}})
+}
+
+func (s *Service) createCustom(w http.ResponseWriter, r *http.Request) {
+	const op = "custom_create"
+	if !s.requireAdmin(w, r, op) {
+		return
+	}
+	var in struct {
+		Company string `json:"company"`
+		Name    string `json:"name"`
+		Source  string `json:"source"`
+	}
+	if err := decodeBody(w, r, op, MaxCustomBodyBytes, false, &in); err != nil {
+		s.fail(w, r, op, err)
+		return
+	}
+	if !validCompany(in.Company) {
+		s.fail(w, r, op, usageError(op+": company: want 1-128 letters, digits or . _ -"))
+		return
+	}
+	if !s.companyScope(w, r, op, in.Company) {
+		return
+	}
+	d, err := s.cat.CreateDefinition(r.Context(), in.Company, in.Name, []byte(in.Source))
+	if err != nil {
+		s.invalidSource(w, r, op, err)
+		return
+	}
+	writeJSON(w, http.StatusCreated, viewOfDefinition(d))
+}
+
+func (s *Service) listCustom(w http.ResponseWriter, r *http.Request) {
+	defs, err := s.cat.Definitions(r.Context())
+	if err != nil {
+		s.fail(w, r, "custom_list", err)
+		return
+	}
+	p := principalOf(r.Context())
+	out := []definitionView{}
+	for _, d := range defs {
+		if p.InCompany(d.Company) {
+			out = append(out, viewOfDefinition(d))
+		}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"definitions": out})
+}
+
+// definition reads {id} and checks its company (404 unknown, 403 another company's).
+func (s *Service) definition(w http.ResponseWriter, r *http.Request, op string) (catalog.Definition, bool) {
+	d, err := s.cat.Definition(r.Context(), r.PathValue("id"))
+	if err != nil {
+		s.fail(w, r, op, err)
+		return catalog.Definition{}, false
+	}
+	if !s.companyScope(w, r, op, d.Company) {
+		return catalog.Definition{}, false
+	}
+	return d, true
+}
+
+// getCustom: administrators of the definition's company read its source, observers its metadata.
+func (s *Service) getCustom(w http.ResponseWriter, r *http.Request) {
+	d, ok := s.definition(w, r, "custom_get")
+	if !ok {
+		return
+	}
+	if !principalOf(r.Context()).IsAdministrator() {
+		writeJSON(w, http.StatusOK, viewOfDefinition(d))
+		return
+	}
+	writeJSON(w, http.StatusOK, definitionSource{definitionView: viewOfDefinition(d), Source: string(d.Source)})
+}
+
+// saveCustom replaces the source: changed source is a new revision; frozen executions do not change.
+func (s *Service) saveCustom(w http.ResponseWriter, r *http.Request) {
+	const op = "custom_save"
+	if !s.requireAdmin(w, r, op) {
+		return
+	}
+	var in sourceBody
+	if err := decodeBody(w, r, op, MaxCustomBodyBytes, false, &in); err != nil {
+		s.fail(w, r, op, err)
+		return
+	}
+	d, ok := s.definition(w, r, op)
+	if !ok {
+		return
+	}
+	d, err := s.cat.SaveSource(r.Context(), d.ID, []byte(in.Source))
+	if err != nil {
+		s.invalidSource(w, r, op, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, viewOfDefinition(d))
+}
+
+// assignCustom assigns a definition to a client of the definition's company (the client's binding).
+func (s *Service) assignCustom(w http.ResponseWriter, r *http.Request) {
+	const op = "custom_assign"
+	if !s.requireAdmin(w, r, op) {
+		return
+	}
+	minion, company, ok := s.minionScope(w, r, op, true)
+	if !ok {
+		return
+	}
+	d, ok := s.definition(w, r, op)
+	if !ok {
+		return
+	}
+	if err := d.AssignableTo(company); err != nil {
+		s.fail(w, r, op, err)
+		return
+	}
+	a, err := s.cat.Assign(r.Context(), d.ID, minion, company)
+	if err != nil {
+		s.fail(w, r, op, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, assignmentView{DefinitionID: a.DefinitionID, DefinitionName: d.Name, Revision: d.Revision,
+		MinionID: a.MinionID, Company: a.Company, CreatedAt: a.CreatedAt})
+}
+
+func (s *Service) listAssignments(w http.ResponseWriter, r *http.Request) {
+	const op = "custom_assignments"
+	minion, _, ok := s.minionScope(w, r, op, false)
+	if !ok {
+		return
+	}
+	as, err := s.cat.Assignments(r.Context(), minion)
+	if err != nil {
+		s.fail(w, r, op, err)
+		return
+	}
+	p := principalOf(r.Context())
+	out := []assignmentView{}
+	for _, a := range as {
+		if !p.InCompany(a.Company) {
+			continue
+		}
+		v := assignmentView{DefinitionID: a.DefinitionID, MinionID: a.MinionID, Company: a.Company, CreatedAt: a.CreatedAt}
+		if d, err := s.cat.Definition(r.Context(), a.DefinitionID); err == nil {
+			v.DefinitionName, v.Revision = d.Name, d.Revision
+		}
+		out = append(out, v)
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"assignments": out})
+}
+
+// applyBody is the optional body of an apply: the request id (new when absent) and again (apply again
+// after a known terminal result: catalog.ModeApplyAgain).
+type applyBody struct {
+	RequestID string `json:"request_id"`
+	Again     bool   `json:"again"`
+}
+
+// applyCustom applies an assigned definition. The same request id again answers from its execution and
+// never publishes again; a running or succeeded execution of the same digest is reused (the response's
+// reused says which), as oduflow.Dispatcher.CustomStart decides.
+func (s *Service) applyCustom(w http.ResponseWriter, r *http.Request) {
+	const op = "custom_apply"
+	if !s.requireAdmin(w, r, op) {
+		return
+	}
+	minion, _, ok := s.minionScope(w, r, op, true)
+	if !ok {
+		return
+	}
+	var in applyBody
+	if err := decodeBody(w, r, op, MaxBodyBytes, true, &in); err != nil {
+		s.fail(w, r, op, err)
+		return
+	}
+	if in.RequestID == "" {
+		in.RequestID = receipt.NewRequestID()
+	} else if err := oduflowenv.CheckRequest(op, in.RequestID); err != nil {
+		s.fail(w, r, op, err)
+		return
+	}
+	auditOf(r.Context()).noteRequest(in.RequestID)
+	if d, ok := s.definition(w, r, op); !ok {
+		return
+	} else if err := d.AssignableTo(s.clients[minion]); err != nil {
+		s.fail(w, r, op, err)
+		return
+	}
+	mode := catalog.ModeApply
+	if in.Again {
+		mode = catalog.ModeApplyAgain
+	}
+	ctx, created := withCreatedFlag(r.Context())
+	resp, err := s.d.CustomStart(ctx, minion, in.RequestID, r.PathValue("id"), mode)
+	if err != nil {
+		s.fail(w, r, op, err)
+		return
+	}
+	code := http.StatusOK
+	if created.Load() {
+		code = http.StatusCreated
+	}
+	writeJSON(w, code, resp)
+}
+
+func (s *Service) listExecutions(w http.ResponseWriter, r *http.Request) {
+	const op = "custom_executions"
+	minion, _, ok := s.minionScope(w, r, op, false)
+	if !ok {
+		return
+	}
+	es, err := s.cat.Executions(r.Context(), minion)
+	if err != nil {
+		s.fail(w, r, op, err)
+		return
+	}
+	p := principalOf(r.Context())
+	out := []executionView{}
+	for _, e := range es {
+		if p.InCompany(e.Company) {
+			out = append(out, viewOfExecution(e))
+		}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"executions": out})
+}
+
+// executionStatus is the live custom status and the execution record of a request id (its own
+// execution, or the one it points to).
+func (s *Service) executionStatus(w http.ResponseWriter, r *http.Request) {
+	const op = "custom_status"
+	minion, _, ok := s.minionScope(w, r, op, false)
+	if !ok {
+		return
+	}
+	request := r.PathValue("request_id")
+	if err := oduflowenv.CheckRequest(op, request); err != nil {
+		s.fail(w, r, op, err)
+		return
+	}
+	e, _, err := s.cat.Resolve(r.Context(), request)
+	if err != nil {
+		s.fail(w, r, op, err)
+		return
+	}
+	if e.MinionID != minion || !principalOf(r.Context()).InCompany(e.Company) {
+		s.fail(w, r, op, fmt.Errorf("%s: no execution of this client for the request: %w", op, catalog.ErrNotFound))
+		return
+	}
+	st, err := s.d.CustomStatus(r.Context(), minion, request)
+	if err != nil {
+		s.fail(w, r, op, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"status": st, "execution": viewOfExecution(e)})
+}
