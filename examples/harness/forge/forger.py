@@ -151,12 +151,21 @@ def main():
     ap.add_argument("--forge", required=True, choices=("succeeded", "failed"), help="the forged status")
     ap.add_argument("--stop-file", required=True)
     ap.add_argument("--master-conf", default="/srv/saltlab/etc/master")
-    ap.add_argument("--host", default="127.0.0.1")
-    ap.add_argument("--port", type=int, default=4506)
+    ap.add_argument("--host", default="", help="the master's address (default: interface of --master-conf)")
+    ap.add_argument("--port", type=int, default=0, help="the master's ret_port (default: that of --master-conf)")
     ap.add_argument("--timeout", type=float, default=90.0)
     ap.add_argument("--workdir", default="")
     args = ap.parse_args()
 
+    # The master the forger signs in to is the one whose bus it reads (--master-conf) unless named: a
+    # default port would sign in to whichever lab listens there, another Salt than the one under test.
+    master_opts = salt.config.master_config(args.master_conf)
+    if not args.host:
+        args.host = master_opts.get("interface") or "127.0.0.1"
+        if args.host in ("0.0.0.0", "::"):
+            args.host = "127.0.0.1"
+    if not args.port:
+        args.port = int(master_opts["ret_port"])
     workdir = args.workdir or tempfile.mkdtemp(prefix="oduflow-forger-")
     forger_id = "client-" + str(uuid.uuid4())
     opts = forger_opts(workdir, forger_id, args.host, args.port)
@@ -169,7 +178,6 @@ def main():
     channel = salt.channel.client.ReqChannel.factory(opts, crypt="aes")
     pub_ok = os.path.exists(os.path.join(workdir, "pki", "minion.pub"))
 
-    master_opts = salt.config.master_config(args.master_conf)
     bus = salt.utils.event.get_master_event(master_opts, master_opts["sock_dir"], listen=True)
     local = salt.client.LocalClient(mopts=master_opts)
 

@@ -29,6 +29,12 @@ unset ODUFLOW_SALT_MASTER_B ODUFLOW_SALT_EVENTS_B ODUFLOW_SALT_KEY_FILE_B ODUFLO
 
 lab=$ODUFLOW_SALTLAB_DIR
 minion=$ODUFLOW_SALT_MINION
+# The forger signs in to the master the dispatcher uses (tcp://HOST:PORT): several labs run side by side on
+# their own port bases, and a forger signing in elsewhere would test another Salt (or fail to sign in).
+master_hostport=${ODUFLOW_SALT_MASTER#tcp://}
+master_host=${master_hostport%:*}
+master_port=${master_hostport##*:}
+case $master_port in '' | *[!0-9]*) echo "forge: ODUFLOW_SALT_MASTER=$ODUFLOW_SALT_MASTER is not tcp://HOST:PORT" >&2; exit 2 ;; esac
 work=$(mktemp -d /tmp/oduflow-forge.XXXXXX)
 export ODUFLOW_STATE_DIR=$work/state
 mkdir -m 0700 "$ODUFLOW_STATE_DIR"
@@ -84,7 +90,7 @@ run_case() { # run_case PROFILE FORGED_STATUS WANT_STATUS WANT_PASSED WANT_TOTAL
   echo
   echo "== case $profile: real result $want_status $want_passed/$want_total, forged $forge receipt"
   py "$here/forger.py" --victim "$minion" --profile "$profile" --forge "$forge" --stop-file "$stop" \
-    --master-conf "$lab/etc/master" --workdir "$work/forger-$profile" >"$flog" 2>"$flog.err" &
+    --master-conf "$lab/etc/master" --host "$master_host" --port "$master_port" --workdir "$work/forger-$profile" >"$flog" 2>"$flog.err" &
   local fpid=$!
   local i
   for i in $(seq 1 600); do
