@@ -51,7 +51,7 @@ func executions(t *testing.T, h *fakeminion.PythonHost, minion string) int {
 func TestPythonModuleEndToEnd(t *testing.T) {
 	e := startSim(t)
 	minion, h := startPyMinion(t, e, fakeminion.PythonConfig{})
-	d := e.dispatcher()
+	d := e.dispatcher(pyTimers())
 	ctx := context.Background()
 
 	ready, err := d.Ping(ctx, minion)
@@ -85,7 +85,7 @@ func TestPythonModuleLostReturnAndLostReply(t *testing.T) {
 	ctx := context.Background()
 
 	// Lost return: recovered by polling the module's durable receipt.
-	d := e.dispatcher(onStep(stepPublishSending, func() { e.sim.DropNextReturn("") }))
+	d := e.dispatcher(pyTimers(), onStep(stepPublishSending, func() { e.sim.DropNextReturn("") }))
 	req := uuid.NewString()
 	mustStart(t, d, receipt.ProfileConfigure, minion, req)
 	if got := waitFinal(t, d, receipt.ProfileConfigure, minion, req); got.Status != receipt.StatusSucceeded || got.Total != 3 {
@@ -96,7 +96,7 @@ func TestPythonModuleLostReturnAndLostReply(t *testing.T) {
 	// on polling, and the module's durable receipt replaces unknown.
 	req2 := uuid.NewString()
 	var d2 *Dispatcher
-	d2 = e.dispatcher(onStep(stepDispatchRecorded, func() { loseReplyAndReturn(t, e, d2, req2) }))
+	d2 = e.dispatcher(pyTimers(), onStep(stepDispatchRecorded, func() { loseReplyAndReturn(t, e, d2, req2) }))
 	mustStart(t, d2, receipt.ProfileProduction, minion, req2)
 	c := waitClaim(t, d2, req2, "final", func(c *Claim) bool { return c.Phase.Final() })
 	if c.Status != receipt.StatusUnknown || c.ErrorCode != codeOutcomeUnknown || !c.Quarantining() {
@@ -112,4 +112,16 @@ func TestPythonModuleLostReturnAndLostReply(t *testing.T) {
 	if e.runs() != 2 || executions(t, h, minion) != 2 {
 		t.Fatalf("runs %d executions %d", e.runs(), executions(t, h, minion))
 	}
+}
+
+// pyTimers gives the Python-hosted minion's calls room: each capabilities or status call starts a Python
+// interpreter that imports Salt, which takes seconds on a loaded 2-core CI machine (a 2 s CallTimeout made
+// the preflight end capability_unverified there). The windows keep their order (call < wait < deadline).
+func pyTimers() Option {
+	t := testTimers()
+	t.CallTimeout = 10 * time.Second
+	t.ExecutionWait = 30 * time.Second
+	t.HardDeadline = 32 * time.Second
+	t.StatusExpiry = 34 * time.Second
+	return WithTimers(t)
 }
