@@ -19,6 +19,7 @@
 //	GET  /v1/minions/{minion}/custom-executions/{request_id}   A, O  one execution and its live status
 //	GET  /metrics                                              A, O  the oduflow/prom collector
 //	GET  /healthz, /readyz                                     open  the process serves; a new request would be admitted
+//	                                                                 (/readyz: plus the guard reasons pings saw, counted)
 //
 // Authentication (AuthConfig): bearer tokens whose SHA-256 a 0600 file lists with a role and companies,
 // or mutual TLS whose client certificate's subject CommonName a 0600 mapping file names; without either

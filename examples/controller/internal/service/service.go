@@ -36,6 +36,7 @@ type Service struct {
 	audit   *slog.Logger
 	cat     catalog.Store
 	clients clientBindings
+	guards  *guardSeen // the runtime-guard reasons the ping route saw, for /readyz
 }
 
 // Option configures Open.
@@ -72,7 +73,8 @@ func Open(ctx context.Context, cfg Config, opts ...Option) (_ *Service, err erro
 	if o.audit == nil {
 		o.audit = o.logger
 	}
-	s := &Service{log: o.logger, audit: o.audit, registry: prometheus.NewRegistry(), limit: newInflightLimit(cfg.Auth.MaxInflight)}
+	s := &Service{log: o.logger, audit: o.audit, registry: prometheus.NewRegistry(), limit: newInflightLimit(cfg.Auth.MaxInflight),
+		guards: newGuardSeen(time.Now)}
 	defer func() {
 		if err != nil {
 			s.closeConnections()
