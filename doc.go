@@ -5,7 +5,7 @@
 // The root package holds no code. Imports point one way: internal helpers at the bottom, then salt and
 // receipt (which import no other public package), profiles and receipt/proof (which import receipt), the
 // catalog, the dispatcher oduflow (which imports salt, receipt, receipt/proof, profiles and catalog), and
-// the stores, adapters and test kits built on it; nothing points back up.
+// the stores, adapters and test kits on top; nothing points back up.
 //
 // The library, in this module:
 //
