@@ -1,6 +1,7 @@
 // Package profiles owns what may ever reach Salt: the fixed profile -> role
 // table, and custom state sources (validation, compilation to Salt high data,
-// canonical JSON and its SHA-256 digest). It imports only receipt.
+// canonical JSON and its SHA-256 digest). It imports only receipt (and the
+// internal error marks).
 //
 // # Fixed profiles
 //

@@ -50,8 +50,9 @@
 // alg (another algorithm), key (no key or an RSA key under 2048 bits) and
 // signature (wrong key, other nonce, changed receipt).
 //
-// It imports nothing from the rest of the module, knows nothing of ZeroMQ or
-// the dispatcher, and does no logging.
+// It imports nothing from the rest of the module but the internal error marks
+// (internal/errmark), knows nothing of ZeroMQ or the dispatcher, and does no
+// logging.
 //
 // # Minion receipt state machine
 //

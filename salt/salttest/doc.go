@@ -1,6 +1,7 @@
-// Package salttest is a fake Salt 3006 master for tests, in the way raft ships an in-memory
-// transport and pgx a mock server: a master on real sockets (a ZMTP request port and the event
-// bus), generic minions, fault injection and publication counts. It speaks Salt's real wire and
+// Package salttest is a fake Salt master for tests (3006 by default, later masters through
+// WithGeneration), in the way raft ships an in-memory transport and pgx a mock server: a master
+// on real sockets (a ZMTP request port and the event bus), generic minions, fault injection and
+// publication counts. It speaks Salt's real wire and
 // is written independently of package salt (it imports nothing from this module), so the two
 // do not share bugs; package salt and the dispatcher are tested against it, and so can a
 // service that uses them.

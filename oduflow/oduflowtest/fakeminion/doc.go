@@ -33,6 +33,6 @@
 //
 // This is a separate package from oduflowtest because package oduflow's own in-package tests use these
 // minions: oduflowtest imports oduflow (its ClaimStore suite is written against oduflow's types), so a
-// minion in oduflowtest would be an import cycle for them. This package imports only receipt and
-// salt/salttest, never oduflow.
+// minion in oduflowtest would be an import cycle for them. This package imports only receipt,
+// receipt/proof, salt/salttest and the internal error marks, never oduflow.
 package fakeminion
