@@ -16,6 +16,9 @@
 #                  compose      examples/harness/check-compose.sh  (compose.yaml and the Salt config, no docker)
 #                  test         go test -race -count=1 ./...       in each module (the root module's includes
 #                               the minion module's whole Python suite, receipt/minion_python_test.go)
+#                The root module, oduflow/etcdstore and examples (one module until 0.4.0) share one vet,
+#                staticcheck and go test invocation from the root (./... ./oduflow/etcdstore/... ./examples/...),
+#                so that their packages run in parallel as before; every other module runs in its directory.
 #   -quick       a developer's fast loop: modules, gofmt, vet, and go test -short -count=1 ./... (no race
 #                detector; -short skips the tests that fork processes or build binaries) in each module
 #   -module DIR  only this module (a directory of go.work's use list, e.g. oduflow/prom; repeatable) for
@@ -38,7 +41,7 @@ while [ $# -gt 0 ]; do
     -list | --list) list=1 ;;
     -module | --module) [ $# -ge 2 ] || { echo "test.sh: $1 needs a directory" >&2; exit 2; }; m=${2%/}; m=${m#./}; modules+=("${m:-.}"); shift ;;
     -step | --step) [ $# -ge 2 ] || { echo "test.sh: $1 needs a step name" >&2; exit 2; }; steps+=("$2"); shift ;;
-    -h | -help | --help) sed -n '2,30p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | -help | --help) sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d' | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "test.sh: unknown argument $1 (see scripts/test.sh -h)" >&2; exit 2 ;;
   esac
   shift
@@ -96,17 +99,37 @@ if wanted signing; then
   add "receipt proof signing on every backend: go test -run TestVerifyProofPythonSigned ./receipt/proof/" . \
     "go test -count=1 -run TestVerifyProofPythonSigned ./receipt/proof/"
 fi
-if wanted vet; then for m in "${modules[@]}"; do add "go vet ./...  (module $m)" "$m" "go vet ./..."; done; fi
-if wanted staticcheck; then for m in "${modules[@]}"; do add "staticcheck ./...  (module $m)" "$m" run_staticcheck; done; fi
+# per_module STEP COMMAND: one step per module, COMMAND followed by the module's package patterns. The
+# modules of "together" (those that were one module until 0.4.0) share one invocation from the root, as
+# they did then, so that their packages still run in parallel (go test -p, GOMAXPROCS); in workspace
+# mode ./DIR/... matches the packages of the module at DIR only. Every other module runs alone in its
+# directory, as before.
+together=". oduflow/etcdstore examples"
+per_module() {
+  local step=$1 cmd=$2 m g group=() pats=()
+  for m in "${modules[@]}"; do
+    case " $together " in *" $m "*) group+=("$m") ;; esac
+  done
+  for m in "${modules[@]}"; do
+    case " $together " in
+      *" $m "*)
+        [ "$m" = "${group[0]}" ] || continue # the group's step, where its first module would be
+        pats=()
+        for g in "${group[@]}"; do if [ "$g" = . ]; then pats+=(./...); else pats+=("./$g/..."); fi; done
+        add "$step ${pats[*]}  (module${group[1]+s} ${group[*]})" . "$cmd ${pats[*]}" ;;
+      *) add "$step ./...  (module $m)" "$m" "$cmd ./..." ;;
+    esac
+  done
+}
+wanted vet && per_module "go vet" "go vet"
+wanted staticcheck && per_module "staticcheck" run_staticcheck
 wanted compose && add "compose file syntax: examples/harness/check-compose.sh" . "bash examples/harness/check-compose.sh"
 if wanted test; then
-  for m in "${modules[@]}"; do
-    if [ "$quick" = 1 ]; then
-      add "go test -short -count=1 ./...  (module $m)" "$m" "go test -short -count=1 ./..."
-    else
-      add "go test -race -count=1 ./...  (module $m)" "$m" "go test -race -count=1 ./..."
-    fi
-  done
+  if [ "$quick" = 1 ]; then
+    per_module "go test -short -count=1" "go test -short -count=1"
+  else
+    per_module "go test -race -count=1" "go test -race -count=1"
+  fi
 fi
 
 if [ "$list" = 1 ]; then
@@ -139,7 +162,7 @@ run_staticcheck() {
     echo "staticcheck is not installed: skipped (go install honnef.co/go/tools/cmd/staticcheck@v0.8.2)"
     return 0
   fi
-  staticcheck ./...
+  staticcheck "$@"
 }
 
 # ---- run them in order, stop at the first failure --------------------------------------------------
