@@ -5,8 +5,10 @@ go 1.26.0
 require (
 	github.com/cockroachdb/errors v1.14.0
 	github.com/google/uuid v1.6.0
-	github.com/oduflow/oduflow-go v0.0.0
-	github.com/oduflow/oduflow-go/oduflow/prom v0.0.0
+	github.com/oduflow/oduflow-go v0.4.0
+	github.com/oduflow/oduflow-go/examples v0.4.0
+	github.com/oduflow/oduflow-go/oduflow/etcdstore v0.4.0
+	github.com/oduflow/oduflow-go/oduflow/prom v0.4.0
 	github.com/prometheus/client_golang v1.23.2
 )
 
@@ -45,9 +47,4 @@ require (
 	google.golang.org/genproto/googleapis/rpc v0.0.0-20261110000943-09e21b237f2c // indirect
 	google.golang.org/grpc v1.83.2 // indirect
 	google.golang.org/protobuf v1.36.12 // indirect
-)
-
-replace (
-	github.com/oduflow/oduflow-go => ../..
-	github.com/oduflow/oduflow-go/oduflow/prom => ../../oduflow/prom
 )

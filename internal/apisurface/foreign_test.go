@@ -18,7 +18,7 @@ import (
 // see the standard error interface only.
 func TestNoCockroachTypeInPublicAPI(t *testing.T) {
 	root := moduleRoot(t)
-	pkgs, err := readSurface(root)
+	pkgs, err := readLibrarySurface(root, libraryModules)
 	if err != nil {
 		t.Fatal(err)
 	}

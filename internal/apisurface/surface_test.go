@@ -8,6 +8,7 @@ import (
 	"go/token"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -60,6 +61,30 @@ func readSurface(root string) (map[string]pkgInfo, error) {
 		return nil
 	})
 	return out, err
+}
+
+// readLibrarySurface is readSurface of the module at root plus that of each
+// nested module in nested (directories relative to root), its packages keyed
+// by their directory relative to root: the library's API is spread over the
+// root module and the nested modules published with it (oduflow/etcdstore is
+// its own module so that its etcd, grpc and zap dependencies stay out of the
+// root module's graph), and a package must not escape its budget by moving
+// into a go.mod of its own.
+func readLibrarySurface(root string, nested []string) (map[string]pkgInfo, error) {
+	out, err := readSurface(root)
+	if err != nil {
+		return nil, err
+	}
+	for _, m := range nested {
+		pkgs, err := readSurface(filepath.Join(root, filepath.FromSlash(m)))
+		if err != nil {
+			return nil, err
+		}
+		for rel, info := range pkgs {
+			out[path.Join(m, rel)] = info
+		}
+	}
+	return out, nil
 }
 
 // exportedNames parses the non-test Go files of dir. pkgName is their package

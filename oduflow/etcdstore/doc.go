@@ -239,15 +239,15 @@
 //
 // # Modules
 //
-// This package lives in the main module and imports only go.etcd.io/etcd/client/v3 (v3.7.3). Requiring it
-// adds 14 modules to the main go.mod (etcd's api/v3, client/pkg/v3 and client/v3, grpc, protobuf and
-// golang/protobuf, genproto's api and rpc, grpc-gateway/v2 (its protos are part of etcd's api), zap,
-// multierr, x/net, go-semver, go-systemd) and upgrades three (x/sync, x/text, go-internal); all 14 are
-// linked into a program that imports this package, none into one that does not. "go mod graph" grows
-// from 47 to 102 distinct modules, the difference being mostly test-only dependencies of those modules,
-// which are never built. The tests that start a real etcd server (go.etcd.io/etcd/server/v3/embed) live in
-// the nested module oduflow/etcdstore/etcdtest, which requires the main module through a replace
-// directive: the server's own dependencies (bbolt, raft, otel, prometheus, cobra, grpc-gateway's runtime,
-// ...) never enter the module graph of a user of oduflow-go, and "go test ./..." of the main module does
-// not build a server.
+// This package is its own module, github.com/oduflow/oduflow-go/oduflow/etcdstore, tagged
+// oduflow/etcdstore/vX.Y.Z with each release of github.com/oduflow/oduflow-go (it imports that module's
+// internal packages, so the two are released in lockstep: require the same version of both). It imports
+// only go.etcd.io/etcd/client/v3 (v3.7.3; etcd servers 3.4 and later) and brings etcd's api/v3, client/pkg/v3
+// and client/v3, grpc, protobuf and golang/protobuf, genproto's api and rpc, grpc-gateway/v2 (its protos are
+// part of etcd's api), zap, multierr, x/net, go-semver and go-systemd; "go list -m all" is 102 modules here
+// and 47 for github.com/oduflow/oduflow-go, which requires none of them. The tests that start a real etcd
+// server (go.etcd.io/etcd/server/v3/embed) are one more module, oduflow/etcdstore/etcdtest, so that the
+// server's own dependencies (bbolt, raft, otel, prometheus, cobra, grpc-gateway's runtime, ...) are not
+// in this module's graph either; the go.work at the repository root builds all of them from the working
+// copy.
 package etcdstore

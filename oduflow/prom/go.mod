@@ -4,7 +4,7 @@ go 1.26.0
 
 require (
 	github.com/google/uuid v1.6.0
-	github.com/oduflow/oduflow-go v0.0.0
+	github.com/oduflow/oduflow-go v0.4.0
 	github.com/prometheus/client_golang v1.23.2
 )
 
@@ -33,5 +33,3 @@ require (
 	golang.org/x/text v0.43.0 // indirect
 	google.golang.org/protobuf v1.36.12 // indirect
 )
-
-replace github.com/oduflow/oduflow-go => ../..

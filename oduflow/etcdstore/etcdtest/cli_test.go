@@ -17,7 +17,8 @@ import (
 	"github.com/oduflow/oduflow-go/receipt"
 )
 
-// The oduflowctl binary, built once per test binary from the main module (through the replace directive).
+// The oduflowctl binary, built once per test binary in the examples module, the one that holds it (the
+// go.work at the repository root makes that, and what it requires, the working copy).
 var ctlBinary struct {
 	once sync.Once
 	path string
@@ -32,6 +33,7 @@ func oduflowctl(t *testing.T) string {
 	ctlBinary.once.Do(func() {
 		ctlBinary.path = filepath.Join(tempRoot, "oduflowctl")
 		cmd := exec.Command("go", "build", "-o", ctlBinary.path, "github.com/oduflow/oduflow-go/examples/oduflowctl")
+		cmd.Dir = filepath.Join("..", "..", "..", "examples")
 		out, err := cmd.CombinedOutput()
 		if err != nil {
 			ctlBinary.err = fmt.Errorf("go build oduflowctl: %v\n%s", err, out)

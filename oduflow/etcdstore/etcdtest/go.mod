@@ -4,7 +4,8 @@ go 1.26.0
 
 require (
 	github.com/google/uuid v1.6.0
-	github.com/oduflow/oduflow-go v0.0.0
+	github.com/oduflow/oduflow-go v0.4.0
+	github.com/oduflow/oduflow-go/oduflow/etcdstore v0.4.0
 	go.etcd.io/etcd/client/v3 v3.7.3
 	go.etcd.io/etcd/server/v3 v3.7.3
 )
@@ -78,5 +79,3 @@ require (
 	k8s.io/utils v0.0.0-20260108192941-914a6e750570 // indirect
 	sigs.k8s.io/yaml v1.6.0 // indirect
 )
-
-replace github.com/oduflow/oduflow-go => ../../..
