@@ -15,7 +15,8 @@
 #   ping        oduflowctl ping: ready (the guard's forms printed in the log)
 #   configure   start configure --wait: succeeded 3/3
 #   production  start production --wait: failed 2/3 (the real run)
-#   no_raw      no *.p (state caches, parallel results) in the minion's cachedir after the runs
+#   no_raw      no *.p (state caches, parallel results) in the minion's cachedir after the two runs
+#               (those plain Salt runs left before are removed first)
 #   live        go test -p 1 -run 'Integration|Live' ./...: every live test passed (none failed)
 #   pause       examples/harness/pause/run.sh (fencing through a paused worker; needs master B)
 #   forge       examples/harness/forge/run.sh (forged returns never accepted)
@@ -74,6 +75,10 @@ for line in sys.stdin:
     s=$(echo "$out" | field status) p=$(echo "$out" | field passed) t=$(echo "$out" | field total)
     if [ "$s" = "$2" ] && [ "$p" = "$3" ] && [ "$t" = "$4" ]; then result "$1" "ok"; else result "$1" FAIL; fi
   }
+  # Salt's own state runs (a plain state.apply: the live tests compare one with the module's) leave
+  # sls.p and highstate.cache.p: remove those first, so no_raw sees only what the two runs below leave.
+  step "the minion's cachedir before the runs: remove *.p left by plain Salt runs"
+  find "$cache" -name '*.p' -print -delete 2>&1 || true
   start configure succeeded 3 3
   start production failed 2 3
 
