@@ -143,7 +143,7 @@ func (d *Dispatcher) adoptable(ctx context.Context, c *Claim) bool {
 		// Final unknown: only after an outcome-unknown publish does its worker go on listening; gone, it
 		// is adopted (adopt sees a worker still holding the lock). Any other unknown is its worker's own
 		// last word (window spent, the minion's own unknown): an operator's Resume or Reconcile.
-		return c.ErrorCode == codeOutcomeUnknown
+		return c.ErrorCode == CodeOutcomeUnknown
 	}
 	lv, err := d.liveness(ctx, c)
 	return err == nil && !lv.RequestLockHeld && (c.WasDispatched() || !lv.LaunchOpen)
@@ -178,12 +178,12 @@ func (d *Dispatcher) adopt(ctx context.Context, c *Claim) {
 	if !cur.WasDispatched() {
 		if cur.Phase == PhaseClaimed && d.launchOver(ctx, cur) {
 			lg.Warn("adoption: the worker of a request never dispatched is gone; not publishing it")
-			d.finalize(ctx, cur, receipt.StatusUnknown, 0, 0, codeWorkerLost, evidenceNone)
+			d.finalize(ctx, cur, receipt.StatusUnknown, 0, 0, CodeWorkerLost, evidenceNone)
 		}
 		return
 	}
 	deadline, open := d.resumeWindow(cur)
-	if !open || (cur.Phase.Final() && cur.ErrorCode != codeOutcomeUnknown) {
+	if !open || (cur.Phase.Final() && cur.ErrorCode != CodeOutcomeUnknown) {
 		return
 	}
 	lease, err := d.leases.AcquireClientLease(ctx, cur.MinionID, adoptLeaseWait)
@@ -229,7 +229,7 @@ func (d *Dispatcher) settleAdopted(ctx context.Context, c *Claim, r *receipt.Rec
 	switch {
 	case r == nil:
 		if !c.Phase.Final() {
-			d.finalize(ctx, c, receipt.StatusUnknown, 0, 0, codeNoTrustworthyReturn, evidenceNone)
+			d.finalize(ctx, c, receipt.StatusUnknown, 0, 0, CodeNoTrustworthyReturn, evidenceNone)
 		}
 	case c.Phase.Final():
 		if r.Status.Terminal() {

@@ -107,7 +107,7 @@ func TestLegacyQuarantineBlocksDispatch(t *testing.T) {
 	req := uuid.NewString()
 	mustStart(t, d, receipt.ProfileConfigure, pre.MinionID, req)
 	got := waitFinal(t, d, receipt.ProfileConfigure, pre.MinionID, req)
-	if got.Status != receipt.StatusFailed || got.Total != 1 || mustClaim(t, d, req).ErrorCode != codeQuarantined || e.runs() != 0 {
+	if got.Status != receipt.StatusFailed || got.Total != 1 || mustClaim(t, d, req).ErrorCode != CodeQuarantined || e.runs() != 0 {
 		t.Fatalf("%+v runs %d", got, e.runs())
 	}
 	// The minion answering not_started never resolves a legacy claim.

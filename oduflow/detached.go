@@ -119,7 +119,7 @@ func (d *Dispatcher) launchDetached(c *Claim) (<-chan error, error) {
 	return done, nil
 }
 
-// failLaunch commits terminal failed (codeWorkerLaunch, a preflight record: nothing was published) for a
+// failLaunch commits terminal failed (CodeWorkerLaunch, a preflight record: nothing was published) for a
 // claim whose worker could not be started, if it is still in phase claimed and nobody holds its request
 // lock. It returns the current claim.
 func (d *Dispatcher) failLaunch(ctx context.Context, c *Claim) *Claim {
@@ -132,7 +132,7 @@ func (d *Dispatcher) failLaunch(ctx context.Context, c *Claim) *Claim {
 	if err != nil || cur.Phase != PhaseClaimed {
 		return c
 	}
-	if out := d.finalize(ctx, cur, receipt.StatusFailed, 0, 1, codeWorkerLaunch, evidencePreflight); out != nil {
+	if out := d.finalize(ctx, cur, receipt.StatusFailed, 0, 1, CodeWorkerLaunch, evidencePreflight); out != nil {
 		return out
 	}
 	return cur

@@ -106,7 +106,7 @@ func TestCrashConsistencyDetachedWorker(t *testing.T) {
 					if err != nil || r.Status != receipt.StatusFailed {
 						t.Fatalf("reconcile of a publication never started: %+v %v", r, err)
 					}
-					if c := mustClaim(t, d, req); c.ErrorCode != codeNeverRan || c.Quarantining() {
+					if c := mustClaim(t, d, req); c.ErrorCode != CodeNeverRan || c.Quarantining() {
 						t.Fatalf("never ran: %+v", c)
 					}
 				}

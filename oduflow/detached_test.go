@@ -63,7 +63,7 @@ func TestDetachedLaunchFailureFailsClaim(t *testing.T) {
 		t.Fatalf("response %+v", r)
 	}
 	c := mustClaim(t, d, req)
-	if c.Phase != PhaseTerminal || c.ErrorCode != codeWorkerLaunch || c.Evidence != evidencePreflight ||
+	if c.Phase != PhaseTerminal || c.ErrorCode != CodeWorkerLaunch || c.Evidence != evidencePreflight ||
 		c.Quarantining() || c.WasDispatched() {
 		t.Fatalf("%+v", c)
 	}
@@ -84,7 +84,7 @@ func TestDetachedLaunchFailureFailsClaim(t *testing.T) {
 	if _, err := d2.Start(ctx, m.ID(), req2, receipt.ProfileConfigure); !errors.Is(err, ErrWorkerLaunch) {
 		t.Fatalf("unsafe log: %v", err)
 	}
-	if c := mustClaim(t, d2, req2); c.ErrorCode != codeWorkerLaunch || c.Status != receipt.StatusFailed {
+	if c := mustClaim(t, d2, req2); c.ErrorCode != CodeWorkerLaunch || c.Status != receipt.StatusFailed {
 		t.Fatalf("%+v", c)
 	}
 }

@@ -88,7 +88,7 @@ func (e *mismatchError) Unwrap() error {
 // unreadableClaimError: FileClaimStore.ListByClient found a claim of the client it cannot read (unsafe file,
 // FIFO, corrupt or duplicate-key JSON, ...). It is ErrCorruptClaim for errors.Is and keeps the cause
 // reachable; RequestID names the claim (an identifier, not a secret). A client whose claims cannot all be
-// read cannot be proven clear, so the dispatcher refuses to dispatch to it (codeClaimStore) and logs the
+// read cannot be proven clear, so the dispatcher refuses to dispatch to it (CodeClaimStore) and logs the
 // request id; it never reads the unreadable claim as "quarantined".
 type unreadableClaimError struct {
 	RequestID string
@@ -114,34 +114,34 @@ func invalid(err error, what string) error {
 
 // Error codes recorded (sanitized) in claims.
 const (
-	codeLeaseBusy           = "lease_busy"
-	codeQuarantined         = "quarantined"
-	codeClaimStore          = "claim_store_unreadable" // the client's claims or leases cannot be read safely
-	codeCapability          = "capability_unverified"
-	codeMinionKey           = "minion_key_unavailable"
-	codeEventBus            = "event_bus_unavailable"
-	codeRoleNotAllowed      = "role_not_allowed"
-	codePayload             = "payload_unavailable"
-	codeAuthentication      = "publish_authentication"
-	codeAuthorization       = "publish_authorization"
-	codeNoMinions           = "publish_no_minions"
-	codeBadLoad             = "publish_bad_load"
-	codeMasterException     = "publish_master_exception"
-	codeNotSent             = "publish_not_sent"
-	codeRefused             = "publish_refused"
-	codeOutcomeUnknown      = "publish_outcome_unknown"
-	codeNoTrustworthyReturn = "no_trustworthy_return"
-	codeMinionUnknown       = "minion_reported_unknown"
-	codeWorkerLost          = "worker_lost"
-	codeWorkerLaunch        = "worker_launch_failed"
-	codeJIDCollision        = "jid_collision"
-	codeAsserted            = "asserted"
-	codeFenced              = "fenced"
-	codeFenceBehind         = "fence_behind" // the store issued a token not above the minion's mark
-	codeNeverRan            = "never_ran"
-	codeDispatcherClosed    = "dispatcher_closed"
-	codeRuntimeGuard        = "runtime_guard_failed" // the module's runtime guard does not hold (it refuses every run)
-	codeMinionRefused       = "minion_refused"       // the module refused the run before any state work
+	CodeLeaseBusy           = "lease_busy"
+	CodeQuarantined         = "quarantined"
+	CodeClaimStore          = "claim_store_unreadable" // the client's claims or leases cannot be read safely
+	CodeCapability          = "capability_unverified"
+	CodeMinionKey           = "minion_key_unavailable"
+	CodeEventBus            = "event_bus_unavailable"
+	CodeRoleNotAllowed      = "role_not_allowed"
+	CodePayload             = "payload_unavailable"
+	CodeAuthentication      = "publish_authentication"
+	CodeAuthorization       = "publish_authorization"
+	CodeNoMinions           = "publish_no_minions"
+	CodeBadLoad             = "publish_bad_load"
+	CodeMasterException     = "publish_master_exception"
+	CodeNotSent             = "publish_not_sent"
+	CodeRefused             = "publish_refused"
+	CodeOutcomeUnknown      = "publish_outcome_unknown"
+	CodeNoTrustworthyReturn = "no_trustworthy_return"
+	CodeMinionUnknown       = "minion_reported_unknown"
+	CodeWorkerLost          = "worker_lost"
+	CodeWorkerLaunch        = "worker_launch_failed"
+	CodeJIDCollision        = "jid_collision"
+	CodeAsserted            = "asserted"
+	CodeFenced              = "fenced"
+	CodeFenceBehind         = "fence_behind" // the store issued a token not above the minion's mark
+	CodeNeverRan            = "never_ran"
+	CodeDispatcherClosed    = "dispatcher_closed"
+	CodeRuntimeGuard        = "runtime_guard_failed" // the module's runtime guard does not hold (it refuses every run)
+	CodeMinionRefused       = "minion_refused"       // the module refused the run before any state work
 )
 
 // Readiness sentinels. A Start (or CustomStart) of a request that has no claim yet first checks that the

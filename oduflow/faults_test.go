@@ -68,7 +68,7 @@ func TestLostPublishReplyIsUnknownAndQuarantines(t *testing.T) {
 	ctx := context.Background()
 	mustStart(t, d, receipt.ProfileConfigure, m.ID(), req)
 	c := waitClaim(t, d, req, "final", func(c *Claim) bool { return c.Phase.Final() })
-	if c.Status != receipt.StatusUnknown || c.ErrorCode != codeOutcomeUnknown || !c.Quarantining() {
+	if c.Status != receipt.StatusUnknown || c.ErrorCode != CodeOutcomeUnknown || !c.Quarantining() {
 		t.Fatalf("right after the publish: %+v", c)
 	}
 	if got, _ := d.Status(ctx, m.ID(), req, receipt.ProfileConfigure); got.Status != receipt.StatusUnknown {
@@ -88,7 +88,7 @@ func TestLostPublishReplyIsUnknownAndQuarantines(t *testing.T) {
 	if got := waitFinal(t, d, receipt.ProfileCredentials, m.ID(), req2); got.Status != receipt.StatusFailed {
 		t.Fatalf("%+v", got)
 	}
-	if mustClaim(t, d, req2).ErrorCode != codeQuarantined || e.runs() != 1 {
+	if mustClaim(t, d, req2).ErrorCode != CodeQuarantined || e.runs() != 1 {
 		t.Fatal("not quarantined")
 	}
 	// The minion finishes; its return is lost; the worker's status poll reads the receipt.
@@ -143,7 +143,7 @@ func TestLostPublishNeverRunIsFencedByReconcile(t *testing.T) {
 		t.Fatal(err)
 	}
 	c = mustClaim(t, d, req)
-	if c.Status != receipt.StatusUnknown || c.ErrorCode != codeOutcomeUnknown || !c.Quarantining() ||
+	if c.Status != receipt.StatusUnknown || c.ErrorCode != CodeOutcomeUnknown || !c.Quarantining() ||
 		m.Calls(funStatus) == 0 || m.Runs() != 0 {
 		t.Fatalf("after the window: %+v status calls %d runs %d", c, m.Calls(funStatus), m.Runs())
 	}
@@ -152,7 +152,7 @@ func TestLostPublishNeverRunIsFencedByReconcile(t *testing.T) {
 		t.Fatalf("reconcile of a publication the minion never started: %+v %v", r, err)
 	}
 	c = mustClaim(t, d, req)
-	if c.ErrorCode != codeNeverRan || c.Evidence != evidenceFenced || c.Quarantining() || m.Calls(funFence) != 1 {
+	if c.ErrorCode != CodeNeverRan || c.Evidence != evidenceFenced || c.Quarantining() || m.Calls(funFence) != 1 {
 		t.Fatalf("never ran: %+v (fence calls %d)", c, m.Calls(funFence))
 	}
 	if q, _ := d.Quarantine(ctx, m.ID()); len(q) != 0 {
@@ -169,7 +169,7 @@ func TestLostPublishNeverRunIsFencedByReconcile(t *testing.T) {
 	if rc, ok := m.Receipt(req); m.Runs() != 0 || !ok || !rc.Fenced() {
 		t.Fatalf("late publication: runs %d receipt %+v", m.Runs(), rc)
 	}
-	if got := mustClaim(t, d, req); got.ErrorCode != codeNeverRan || got.Status != receipt.StatusFailed {
+	if got := mustClaim(t, d, req); got.ErrorCode != CodeNeverRan || got.Status != receipt.StatusFailed {
 		t.Fatalf("after the late publication: %+v", got)
 	}
 }
@@ -335,23 +335,23 @@ func TestRefusedPublishFailsWithoutQuarantine(t *testing.T) {
 	}{
 		{"authentication", func() Publisher {
 			return runOnly{normal: e.client, run: e.newClient(salt.WithAuth(salt.UserKey("root", badKey)))}
-		}, codeAuthentication},
+		}, CodeAuthentication},
 		{"authorization", func() Publisher {
 			return runOnly{normal: e.client, run: e.newClient(salt.WithAuth(salt.Eauth("file", "reader", "pw-reader")))}
-		}, codeAuthorization},
+		}, CodeAuthorization},
 		{"no minions", func() Publisher {
 			return runOnly{normal: e.client, run: e.client, mutate: func(r *salt.PublishRequest) {
 				r.Target = salt.ListTarget(newMinionID())
 			}}
-		}, codeNoMinions},
+		}, CodeNoMinions},
 		{"bad load", func() Publisher {
 			return runOnly{normal: e.client, run: e.newClient(salt.WithEnvelopeVersion(1))}
-		}, codeBadLoad},
+		}, CodeBadLoad},
 		{"master exception", func() Publisher { // "Some exception handling minion payload"
 			return runOnly{normal: e.client, run: e.client, mutate: func(*salt.PublishRequest) {
 				e.sim.ExceptionNextReply("publish")
 			}}
-		}, codeMasterException},
+		}, CodeMasterException},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -391,7 +391,7 @@ func TestUserKeyReadAgainAfterAuthError(t *testing.T) {
 	if got := waitFinal(t, d, receipt.ProfileConfigure, m.ID(), req); got.Status != receipt.StatusFailed {
 		t.Fatalf("%+v", got)
 	}
-	if c := mustClaim(t, d, req); c.ErrorCode != codeAuthentication || c.Quarantining() {
+	if c := mustClaim(t, d, req); c.ErrorCode != CodeAuthentication || c.Quarantining() {
 		t.Fatalf("%+v", c)
 	}
 	e.syncKey() // the deployment's key file now holds the new key: the next request reads it
@@ -427,7 +427,7 @@ func TestAssertNeedsConfirmedFence(t *testing.T) {
 	if err != nil || r.Status != receipt.StatusFailed {
 		t.Fatalf("assert with the minion answering: %+v %v", r, err)
 	}
-	if c := mustClaim(t, d, req); c.ErrorCode != codeNeverRan || c.Evidence != evidenceFenced || c.Quarantining() {
+	if c := mustClaim(t, d, req); c.ErrorCode != CodeNeverRan || c.Evidence != evidenceFenced || c.Quarantining() {
 		t.Fatalf("never ran: %+v", c)
 	}
 }

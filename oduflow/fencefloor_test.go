@@ -58,7 +58,7 @@ func TestStoreIgnoringTheFloorPublishesNothing(t *testing.T) {
 	mustStart(t, d, receipt.ProfileConfigure, m.ID(), req)
 	got := waitFinal(t, d, receipt.ProfileConfigure, m.ID(), req)
 	c := mustClaim(t, d, req)
-	if got.Status != receipt.StatusFailed || got.ErrorCode != codeFenceBehind || c.Evidence != evidencePreflight ||
+	if got.Status != receipt.StatusFailed || got.ErrorCode != CodeFenceBehind || c.Evidence != evidencePreflight ||
 		c.Quarantining() {
 		t.Fatalf("store behind the minion's mark: %+v, claim %+v", got, c)
 	}

@@ -134,7 +134,7 @@ func TestWorkerLockFailureEndsClaim(t *testing.T) {
 	for {
 		c, err := st.Get(ctx, req)
 		if err == nil && c.Phase.Final() {
-			if c.Status != receipt.StatusFailed || c.ErrorCode != codeClaimStore || c.WasDispatched() {
+			if c.Status != receipt.StatusFailed || c.ErrorCode != CodeClaimStore || c.WasDispatched() {
 				t.Fatalf("claim after the worker's lock failed: %+v", c)
 			}
 			break
@@ -287,7 +287,7 @@ func TestClaimStoreFullDisk(t *testing.T) {
 		t.Fatalf("Create on a full file system: %v, want ErrClaimStore", full)
 	}
 	next := first.clone()
-	next.Phase, next.Status, next.ErrorCode, next.Evidence = PhaseTerminal, receipt.StatusFailed, codeLeaseBusy, evidencePreflight
+	next.Phase, next.Status, next.ErrorCode, next.Evidence = PhaseTerminal, receipt.StatusFailed, CodeLeaseBusy, evidencePreflight
 	now := time.Now().UTC()
 	next.FinishedAt = &now
 	next.Total = 1

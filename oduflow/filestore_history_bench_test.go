@@ -72,7 +72,7 @@ func seedFileHistory(b *testing.B, st ClaimStore, minion string, n int) {
 			if err == nil {
 				now := time.Now().UTC()
 				c.Phase, c.Status, c.Total, c.ErrorCode, c.Evidence, c.FinishedAt = PhaseTerminal, receipt.StatusFailed, 1,
-					codeCapability, evidencePreflight, &now
+					CodeCapability, evidencePreflight, &now
 				_, err = st.CompareAndSwap(ctx, c)
 			}
 			if err != nil {

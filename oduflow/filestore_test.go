@@ -175,7 +175,7 @@ func TestRoleTamperingRefusedByWorker(t *testing.T) {
 	if err := d.RunWorker(ctx, []string{m.ID(), req}); !errors.Is(err, errRoleNotAllowed) {
 		t.Fatalf("tampered role: %v", err)
 	}
-	if c := mustClaim(t, d, req); c.ErrorCode != codeRoleNotAllowed || c.Status != receipt.StatusFailed || e.runs() != 0 {
+	if c := mustClaim(t, d, req); c.ErrorCode != CodeRoleNotAllowed || c.Status != receipt.StatusFailed || e.runs() != 0 {
 		t.Fatalf("%+v", c)
 	}
 	if err := d.RunWorker(ctx, []string{m.ID()}); !errors.Is(err, ErrInvalidInput) {

@@ -114,7 +114,7 @@ func TestUnreadableSiblingClaimIsNotQuarantine(t *testing.T) {
 				}
 			})
 			c := mustClaim(t, d, second)
-			if c.ErrorCode != codeClaimStore || c.WasDispatched() || e.runs() != 1 {
+			if c.ErrorCode != CodeClaimStore || c.WasDispatched() || e.runs() != 1 {
 				t.Fatalf("second claim %+v, runs %d", c, e.runs())
 			}
 			if out := logs.String(); !strings.Contains(out, "unreadable_request_id="+first) || !strings.Contains(out, "level=WARN") {
@@ -144,7 +144,7 @@ func TestFIFOClientLeaseIsNotBusy(t *testing.T) {
 		mustStart(t, d, receipt.ProfileConfigure, m.ID(), req)
 		waitFinal(t, d, receipt.ProfileConfigure, m.ID(), req)
 	})
-	if c := mustClaim(t, d, req); c.ErrorCode != codeClaimStore || e.runs() != 0 {
+	if c := mustClaim(t, d, req); c.ErrorCode != CodeClaimStore || e.runs() != 0 {
 		t.Fatalf("%+v", c)
 	}
 	if out := logs.String(); !strings.Contains(out, "client lease unusable") {

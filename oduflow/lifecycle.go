@@ -104,7 +104,7 @@ func (d *Dispatcher) failClosed(ctx context.Context, t target, reqLock Lease) {
 		}
 		now := d.clock.Now()
 		next.Phase, next.Status, next.Passed, next.Total = PhaseTerminal, receipt.StatusFailed, 0, 1
-		next.ErrorCode, next.Evidence, next.FinishedAt = codeDispatcherClosed, evidencePreflight, &now
+		next.ErrorCode, next.Evidence, next.FinishedAt = CodeDispatcherClosed, evidencePreflight, &now
 		return true
 	})
 	if err != nil {
@@ -112,7 +112,7 @@ func (d *Dispatcher) failClosed(ctx context.Context, t target, reqLock Lease) {
 		return
 	}
 	if changed {
-		d.claimLog(c).Info("close: request never dispatched; failed", slog.String("code", codeDispatcherClosed))
-		d.hooks.outcome(ctx, out, out.Status, codeDispatcherClosed)
+		d.claimLog(c).Info("close: request never dispatched; failed", slog.String("code", CodeDispatcherClosed))
+		d.hooks.outcome(ctx, out, out.Status, CodeDispatcherClosed)
 	}
 }

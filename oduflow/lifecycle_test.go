@@ -87,7 +87,7 @@ func TestCloseMidRunThenAdoption(t *testing.T) {
 		t.Fatalf("drain cut short: %v", err)
 	}
 	// Never dispatched: failed, nothing published, no quarantine.
-	if c := mustClaim(t, d1, parkedReq); c.Phase != PhaseTerminal || c.ErrorCode != codeDispatcherClosed ||
+	if c := mustClaim(t, d1, parkedReq); c.Phase != PhaseTerminal || c.ErrorCode != CodeDispatcherClosed ||
 		c.Status != receipt.StatusFailed || c.Quarantining() {
 		t.Fatalf("claim never dispatched after Close: %+v", c)
 	}
@@ -111,7 +111,7 @@ func TestCloseMidRunThenAdoption(t *testing.T) {
 		t.Fatalf("publications of the adopted request: %d", n)
 	}
 	never := waitFinal(t, d2, receipt.ProfileConfigure, fenced.ID(), fencedReq)
-	if c := mustClaim(t, d2, fencedReq); never.Status != receipt.StatusFailed || c.ErrorCode != codeNeverRan ||
+	if c := mustClaim(t, d2, fencedReq); never.Status != receipt.StatusFailed || c.ErrorCode != CodeNeverRan ||
 		c.Evidence != evidenceFenced {
 		t.Fatalf("adopted request never sent: %+v %+v", never, c)
 	}
@@ -152,7 +152,7 @@ func TestOneAnswerForAClient(t *testing.T) {
 		code, _ := d.clientCheck(ctx, other)
 		_, rerr := d.resumable(ctx, target{minion: m.ID(), request: req})
 		resumable := rerr == nil
-		if listed != blocked || (code == codeQuarantined) != blocked || resumable != blocked || code != wantCode {
+		if listed != blocked || (code == CodeQuarantined) != blocked || resumable != blocked || code != wantCode {
 			t.Fatalf("%s: Quarantine lists it %v, preflight %q (want %q), Resume accepts it %v (%v); want blocked %v",
 				point, listed, code, wantCode, resumable, rerr, blocked)
 		}
@@ -161,13 +161,13 @@ func TestOneAnswerForAClient(t *testing.T) {
 	agree("no claim", d1, false, "")
 	mustStart(t, d1, receipt.ProfileConfigure, m.ID(), req)
 	waitClaim(t, d1, req, "dispatched", func(c *Claim) bool { return c.Phase == PhaseDispatched })
-	agree("dispatched, worker alive", d1, false, codeLeaseBusy)
+	agree("dispatched, worker alive", d1, false, CodeLeaseBusy)
 	if err := d1.Close(closedContext()); !errors.Is(err, context.Canceled) {
 		t.Fatalf("close cut short: %v", err)
 	}
 	waitLockFree(t, d1, req)
 	d2 := e.dispatcher()
-	agree("dispatched, worker gone", d2, true, codeQuarantined)
+	agree("dispatched, worker gone", d2, true, CodeQuarantined)
 	d3 := e.dispatcher(WithAdoption(time.Hour))
 	deadline := time.Now().Add(10 * time.Second)
 	for held, _ := d3.leases.RequestLockHeld(ctx, req); !held; held, _ = d3.leases.RequestLockHeld(ctx, req) {
@@ -176,7 +176,7 @@ func TestOneAnswerForAClient(t *testing.T) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
-	agree("adopted", d2, false, codeLeaseBusy)
+	agree("adopted", d2, false, CodeLeaseBusy)
 	m.Release()
 	if r := waitFinal(t, d2, receipt.ProfileConfigure, m.ID(), req); r.Status != receipt.StatusSucceeded {
 		t.Fatalf("final: %+v", r)
@@ -199,7 +199,7 @@ func TestAdoptionAfterKilledDetachedWorker(t *testing.T) {
 		code    string
 	}{
 		{"killed after the publish reply", stepPublishReplied, 1, receipt.StatusSucceeded, ""},
-		{"killed after the intent, before sending", stepDispatchRecorded, 0, receipt.StatusFailed, codeNeverRan},
+		{"killed after the intent, before sending", stepDispatchRecorded, 0, receipt.StatusFailed, CodeNeverRan},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := startSim(t)
@@ -258,7 +258,7 @@ func TestAdoptionNeverPublishesAClaimedRequest(t *testing.T) {
 	young := claimed()
 	adopter := e.dispatcher(WithTimers(tm), WithAdoption(20*time.Millisecond))
 	got := waitFinal(t, adopter, receipt.ProfileConfigure, m.ID(), old.RequestID)
-	if c := mustClaim(t, adopter, old.RequestID); got.Status != receipt.StatusUnknown || c.ErrorCode != codeWorkerLost || c.Quarantining() {
+	if c := mustClaim(t, adopter, old.RequestID); got.Status != receipt.StatusUnknown || c.ErrorCode != CodeWorkerLost || c.Quarantining() {
 		t.Fatalf("claimed past its grace: %+v %+v", got, c)
 	}
 	if c := mustClaim(t, adopter, young.RequestID); c.Phase != PhaseClaimed {

@@ -259,7 +259,7 @@ func TestPreflightRequiresProof(t *testing.T) {
 		req := uuid.NewString()
 		mustStart(t, d, receipt.ProfileConfigure, m.ID(), req)
 		r := waitFinal(t, d, receipt.ProfileConfigure, m.ID(), req)
-		if c := mustClaim(t, d, req); r.Status != receipt.StatusFailed || c.ErrorCode != codeCapability || m.Runs() != 0 {
+		if c := mustClaim(t, d, req); r.Status != receipt.StatusFailed || c.ErrorCode != CodeCapability || m.Runs() != 0 {
 			t.Fatalf("%+v %+v runs %d", r, c, m.Runs())
 		}
 		ready, err := d.Ping(context.Background(), m.ID())
@@ -275,7 +275,7 @@ func TestPreflightRequiresProof(t *testing.T) {
 		req := uuid.NewString()
 		mustStart(t, d, receipt.ProfileConfigure, m.ID(), req)
 		waitFinal(t, d, receipt.ProfileConfigure, m.ID(), req)
-		if c := mustClaim(t, d, req); c.ErrorCode != codeMinionKey || m.Runs() != 0 {
+		if c := mustClaim(t, d, req); c.ErrorCode != CodeMinionKey || m.Runs() != 0 {
 			t.Fatalf("%+v runs %d", c, m.Runs())
 		}
 	})

@@ -77,23 +77,23 @@ func (d *Dispatcher) publishTo(ctx context.Context, target salt.Target, fun stri
 func publishErrorCode(err error) string {
 	switch {
 	case salt.IsOutcomeUnknown(err):
-		return codeOutcomeUnknown
+		return CodeOutcomeUnknown
 	case errors.Is(err, salt.ErrAuthentication):
-		return codeAuthentication
+		return CodeAuthentication
 	case errors.Is(err, salt.ErrAuthorization):
-		return codeAuthorization
+		return CodeAuthorization
 	case errors.Is(err, salt.ErrNoMinions):
-		return codeNoMinions
+		return CodeNoMinions
 	case errors.Is(err, salt.ErrBadLoad):
-		return codeBadLoad
+		return CodeBadLoad
 	case errors.Is(err, salt.ErrMasterException):
-		return codeMasterException
+		return CodeMasterException
 	case errors.Is(err, salt.ErrNotSent):
-		return codeNotSent
+		return CodeNotSent
 	case salt.IsNotPublished(err):
-		return codeRefused
+		return CodeRefused
 	}
-	return codeOutcomeUnknown
+	return CodeOutcomeUnknown
 }
 
 // callAttempts bounds how often a read-only call is published again after an event gap hid its return.

@@ -99,7 +99,7 @@ func TestPythonModuleLostReturnAndLostReply(t *testing.T) {
 	d2 = e.dispatcher(pyTimers(), onStep(stepDispatchRecorded, func() { loseReplyAndReturn(t, e, d2, req2) }))
 	mustStart(t, d2, receipt.ProfileProduction, minion, req2)
 	c := waitClaim(t, d2, req2, "final", func(c *Claim) bool { return c.Phase.Final() })
-	if c.Status != receipt.StatusUnknown || c.ErrorCode != codeOutcomeUnknown || !c.Quarantining() {
+	if c.Status != receipt.StatusUnknown || c.ErrorCode != CodeOutcomeUnknown || !c.Quarantining() {
 		t.Fatalf("lost reply: %+v", c)
 	}
 	c = waitClaim(t, d2, req2, "resolved", func(c *Claim) bool { return c.Status != receipt.StatusUnknown })

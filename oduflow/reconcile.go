@@ -81,7 +81,7 @@ func (d *Dispatcher) Reconcile(ctx context.Context, minion, request string, ev R
 		out, err := d.commitFromUnknown(ctx, c, false, func(n *Claim) {
 			now := d.clock.Now()
 			n.Phase, n.Status, n.Passed, n.Total = PhaseAsserted, e.Outcome, e.Passed, e.Total
-			n.ErrorCode, n.Evidence, n.FinishedAt = codeAsserted, evidenceAsserted, &now
+			n.ErrorCode, n.Evidence, n.FinishedAt = CodeAsserted, evidenceAsserted, &now
 			n.AssertedBy, n.AssertedWhy = e.Who, e.Why
 		})
 		if err != nil {
@@ -89,7 +89,7 @@ func (d *Dispatcher) Reconcile(ctx context.Context, minion, request string, ev R
 		}
 		lg.Warn("reconciled by assertion", slog.String("status", string(e.Outcome)),
 			slog.String("asserted_by", e.Who))
-		d.hooks.outcome(ctx, out, out.Status, codeAsserted)
+		d.hooks.outcome(ctx, out, out.Status, CodeAsserted)
 		return d.respond(ctx, out)
 	case FromMinion:
 		if c.legacy() != notLegacy {
@@ -129,7 +129,7 @@ func (d *Dispatcher) recordMinionReceipt(ctx context.Context, c *Claim, live *re
 	}
 	code := ""
 	if live.Fenced() {
-		code = codeNeverRan
+		code = CodeNeverRan
 	}
 	d.claimLog(c).Info("reconciled from the minion's receipt", slog.String("status", string(out.Status)),
 		slog.String("code", code), slog.Bool("replaced_assertion", wasAsserted))
@@ -146,7 +146,7 @@ func (d *Dispatcher) commitMinionReceipt(ctx context.Context, c *Claim, live *re
 		// AssertedBy/AssertedWhy of a replaced assertion are kept for audit.
 		if live.Fenced() {
 			n.Phase, n.Status, n.Passed, n.Total = PhaseTerminal, receipt.StatusFailed, 0, 1
-			n.ErrorCode, n.Evidence, n.FinishedAt = codeNeverRan, evidenceFenced, &now
+			n.ErrorCode, n.Evidence, n.FinishedAt = CodeNeverRan, evidenceFenced, &now
 			return
 		}
 		n.Phase, n.Status, n.Passed, n.Total = PhaseTerminal, live.Status, live.Passed, live.Total
@@ -162,7 +162,7 @@ func (d *Dispatcher) commitNeverRan(ctx context.Context, c *Claim, f *receipt.Re
 		return nil, err
 	}
 	d.claimLog(c).Info("adoption: fenced before it started; never ran", slog.String("status", string(out.Status)))
-	d.hooks.outcome(ctx, out, out.Status, codeNeverRan)
+	d.hooks.outcome(ctx, out, out.Status, CodeNeverRan)
 	return out, nil
 }
 

@@ -33,7 +33,7 @@ func TestRuntimeGuardFailureNotReadyAndPreflight(t *testing.T) {
 	req := uuid.NewString()
 	mustStart(t, d, receipt.ProfileConfigure, m.ID(), req)
 	got := waitFinal(t, d, receipt.ProfileConfigure, m.ID(), req)
-	if got.Status != receipt.StatusFailed || got.Passed != 0 || got.Total != 1 || got.ErrorCode != codeRuntimeGuard {
+	if got.Status != receipt.StatusFailed || got.Passed != 0 || got.Total != 1 || got.ErrorCode != CodeRuntimeGuard {
 		t.Fatalf("%+v", got)
 	}
 	if n := e.runs(); n != 0 {
@@ -61,7 +61,7 @@ func TestRuntimeGuardReasonPerCheck(t *testing.T) {
 		req := uuid.NewString()
 		mustStart(t, d, receipt.ProfileConfigure, m.ID(), req)
 		got := waitFinal(t, d, receipt.ProfileConfigure, m.ID(), req)
-		if got.Status != receipt.StatusFailed || got.Passed != 0 || got.Total != 1 || got.ErrorCode != codeRuntimeGuard {
+		if got.Status != receipt.StatusFailed || got.Passed != 0 || got.Total != 1 || got.ErrorCode != CodeRuntimeGuard {
 			t.Fatalf("%s: %+v", reason, got)
 		}
 	}
@@ -136,8 +136,8 @@ func TestRunRefusedIsFinalAtOnce(t *testing.T) {
 		refusal string
 		code    string
 	}{
-		"unprotected": {"oduflow_job: refusing to run unprotected: jid_injection: __pub_jid not the publication's", codeRuntimeGuard},
-		"other":       {"oduflow_job: caller execution options are refused", codeMinionRefused},
+		"unprotected": {"oduflow_job: refusing to run unprotected: jid_injection: __pub_jid not the publication's", CodeRuntimeGuard},
+		"other":       {"oduflow_job: caller execution options are refused", CodeMinionRefused},
 	} {
 		t.Run(name, func(t *testing.T) {
 			e := startSim(t)
@@ -208,7 +208,7 @@ func TestBusStalledIsTypedGap(t *testing.T) {
 	// The request in flight: its preflight call got no return while the bus was stalled; it failed before
 	// publishing, and says why.
 	if got := waitFinal(t, d, receipt.ProfileConfigure, m.ID(), req); got.Status != receipt.StatusFailed ||
-		got.ErrorCode != codeEventBus || e.runs() != 1 {
+		got.ErrorCode != CodeEventBus || e.runs() != 1 {
 		t.Fatalf("in flight during the stall: %+v, runs %d", got, e.runs())
 	}
 	e.sim.StallEventBus(false)

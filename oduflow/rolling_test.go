@@ -96,8 +96,8 @@ func TestRollingRestartTwoReplicas(t *testing.T) {
 		switch {
 		case r.Status == receipt.StatusSucceeded && pubs == 1:
 			succeeded[j.minion]++
-		case r.Status == receipt.StatusFailed && (c.ErrorCode == codeDispatcherClosed && pubs == 0 ||
-			c.ErrorCode == codeLeaseBusy && pubs == 0 || c.ErrorCode == codeNeverRan && pubs <= 1):
+		case r.Status == receipt.StatusFailed && (c.ErrorCode == CodeDispatcherClosed && pubs == 0 ||
+			c.ErrorCode == CodeLeaseBusy && pubs == 0 || c.ErrorCode == CodeNeverRan && pubs <= 1):
 			// Cut before its intent (nothing published), refused at preflight because the client's lease
 			// stayed busy past LeaseWait while an earlier request of it was adopted (nothing published),
 			// or cut after its intent and before the minion started it (the adopter fenced it: it never

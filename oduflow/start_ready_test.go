@@ -149,14 +149,14 @@ func TestPreflightFailureNamesAuthentication(t *testing.T) {
 	if got.Status != receipt.StatusFailed || e.runs() != 0 {
 		t.Fatalf("%+v runs %d", got, e.runs())
 	}
-	if c := mustClaim(t, d, req); c.ErrorCode != codeAuthentication {
-		t.Fatalf("code %q, want %q", c.ErrorCode, codeAuthentication)
+	if c := mustClaim(t, d, req); c.ErrorCode != CodeAuthentication {
+		t.Fatalf("code %q, want %q", c.ErrorCode, CodeAuthentication)
 	}
 	// The answer itself names the reason, in Go and in JSON.
-	if got.ErrorCode != codeAuthentication {
-		t.Fatalf("response error_code %q, want %q", got.ErrorCode, codeAuthentication)
+	if got.ErrorCode != CodeAuthentication {
+		t.Fatalf("response error_code %q, want %q", got.ErrorCode, CodeAuthentication)
 	}
-	if b, _ := json.Marshal(got); !strings.Contains(string(b), `"error_code":"`+codeAuthentication+`"`) {
+	if b, _ := json.Marshal(got); !strings.Contains(string(b), `"error_code":"`+CodeAuthentication+`"`) {
 		t.Fatalf("json %s", b)
 	}
 }

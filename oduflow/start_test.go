@@ -76,7 +76,7 @@ func TestBusyTargetFailsPreflight(t *testing.T) {
 	if got.Status != receipt.StatusFailed || got.Passed != 0 || got.Total != 1 {
 		t.Fatalf("busy: %+v", got)
 	}
-	if c := mustClaim(t, d, b); c.ErrorCode != codeLeaseBusy || c.WasDispatched() || c.Quarantining() {
+	if c := mustClaim(t, d, b); c.ErrorCode != CodeLeaseBusy || c.WasDispatched() || c.Quarantining() {
 		t.Fatalf("busy claim: %+v", c)
 	}
 	m.Release()
@@ -109,7 +109,7 @@ func TestCapabilityUnverified(t *testing.T) {
 	if got.Status != receipt.StatusFailed || got.Total != 1 || e.runs() != 0 {
 		t.Fatalf("%+v runs=%d", got, e.runs())
 	}
-	if c := mustClaim(t, d, req); c.ErrorCode != codeCapability || c.Quarantining() {
+	if c := mustClaim(t, d, req); c.ErrorCode != CodeCapability || c.Quarantining() {
 		t.Fatalf("%+v", c)
 	}
 }
@@ -161,7 +161,7 @@ func TestWindowSpentThenResume(t *testing.T) {
 		t.Fatalf("%+v", got)
 	}
 	c := mustClaim(t, d, req)
-	if c.ErrorCode != codeNoTrustworthyReturn || !c.Quarantining() {
+	if c.ErrorCode != CodeNoTrustworthyReturn || !c.Quarantining() {
 		t.Fatalf("%+v", c)
 	}
 	if q, _ := d.Quarantine(ctx, m.ID()); len(q) != 1 {
@@ -173,7 +173,7 @@ func TestWindowSpentThenResume(t *testing.T) {
 	if got := waitFinal(t, d, receipt.ProfileProduction, m.ID(), req2); got.Status != receipt.StatusFailed || got.Total != 1 {
 		t.Fatalf("quarantined start: %+v", got)
 	}
-	if c2 := mustClaim(t, d, req2); c2.ErrorCode != codeQuarantined {
+	if c2 := mustClaim(t, d, req2); c2.ErrorCode != CodeQuarantined {
 		t.Fatalf("%+v", c2)
 	}
 	// Resume polls again; the minion finishes; unknown is replaced by the receipt.

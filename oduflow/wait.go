@@ -300,9 +300,9 @@ func refusalCode(minion string, jr *salt.JobReturn) string {
 		return ""
 	}
 	if strings.Contains(s, "refusing to run unprotected") {
-		return codeRuntimeGuard
+		return CodeRuntimeGuard
 	}
-	return codeMinionRefused
+	return CodeMinionRefused
 }
 
 // pending: a wake-up came (or may have) since step last returned not done.

@@ -118,7 +118,7 @@ func (d *Dispatcher) failUnlocked(ctx context.Context, c *Claim) {
 		}
 		now := d.clock.Now()
 		next.Phase, next.Status, next.Passed, next.Total = PhaseTerminal, receipt.StatusFailed, 0, 1
-		next.ErrorCode, next.Evidence, next.FinishedAt = codeClaimStore, evidencePreflight, &now
+		next.ErrorCode, next.Evidence, next.FinishedAt = CodeClaimStore, evidencePreflight, &now
 		return true
 	})
 	if err != nil {
@@ -126,7 +126,7 @@ func (d *Dispatcher) failUnlocked(ctx context.Context, c *Claim) {
 		return
 	}
 	if changed {
-		d.hooks.outcome(ctx, out, out.Status, codeClaimStore)
+		d.hooks.outcome(ctx, out, out.Status, CodeClaimStore)
 	}
 }
 
@@ -219,13 +219,13 @@ func (d *Dispatcher) work(ctx context.Context, t target, reqLock Lease, inGrace 
 	if !launchOpen {
 		// Status may have been reporting this launch as unknown (worker disappeared): never dispatch it now.
 		d.claimLog(c).Warn("worker: started after the launch window; not dispatching")
-		d.finalize(ctx, c, receipt.StatusUnknown, 0, 0, codeWorkerLost, evidenceNone)
+		d.finalize(ctx, c, receipt.StatusUnknown, 0, 0, CodeWorkerLost, evidenceNone)
 		return nil
 	}
 	d.stepHook(ctx, c, stepClaimed)
 	if c.Profile != receipt.ProfileCustom {
 		if err := checkRole(c); err != nil {
-			d.finalize(ctx, c, receipt.StatusFailed, 0, 1, codeRoleNotAllowed, evidencePreflight)
+			d.finalize(ctx, c, receipt.StatusFailed, 0, 1, CodeRoleNotAllowed, evidencePreflight)
 			return err
 		}
 	}
@@ -258,7 +258,7 @@ func (d *Dispatcher) work(ctx context.Context, t target, reqLock Lease, inGrace 
 	}
 	spec, err := d.pubsrc.Publication(ctx, c)
 	if err != nil {
-		d.finalize(ctx, c, receipt.StatusFailed, 0, 1, codePayload, evidencePreflight)
+		d.finalize(ctx, c, receipt.StatusFailed, 0, 1, CodePayload, evidencePreflight)
 		return nil
 	}
 	jid := salt.JID(c.JID)
@@ -268,7 +268,7 @@ func (d *Dispatcher) work(ctx context.Context, t target, reqLock Lease, inGrace 
 			return ctx.Err()
 		}
 		d.claimLog(c).Warn("worker: event bus unavailable; preflight failure, nothing published", slog.String("error", err.Error()))
-		d.finalize(ctx, c, receipt.StatusFailed, 0, 1, codeEventBus, evidencePreflight)
+		d.finalize(ctx, c, receipt.StatusFailed, 0, 1, CodeEventBus, evidencePreflight)
 		return nil
 	}
 	defer func() {
@@ -304,7 +304,7 @@ func (d *Dispatcher) work(ctx context.Context, t target, reqLock Lease, inGrace 
 		// A claim store that issues no fencing token breaks the ClaimStore contract: never publish
 		// unfenced. Nothing was sent.
 		d.claimLog(c).Error("worker: the claim store issued no fencing token; nothing published")
-		d.finalize(ctx, c, receipt.StatusFailed, 0, 1, codeClaimStore, evidencePreflight)
+		d.finalize(ctx, c, receipt.StatusFailed, 0, 1, CodeClaimStore, evidencePreflight)
 		return nil
 	}
 	if c.FenceToken <= fenceMark {
@@ -312,7 +312,7 @@ func (d *Dispatcher) work(ctx context.Context, t target, reqLock Lease, inGrace 
 		// publishing a run that can only be fenced. Nothing was sent.
 		d.claimLog(c).Error("worker: fencing token not above the minion's mark; nothing published",
 			slog.Uint64("fence_token", c.FenceToken), slog.Uint64("fence_mark", fenceMark))
-		d.finalize(ctx, c, receipt.StatusFailed, 0, 1, codeFenceBehind, evidencePreflight)
+		d.finalize(ctx, c, receipt.StatusFailed, 0, 1, CodeFenceBehind, evidencePreflight)
 		return nil
 	}
 	d.stepHook(ctx, c, stepDispatchRecorded)
@@ -406,7 +406,7 @@ func (d *Dispatcher) settleDispatched(ctx context.Context, c *Claim, r *receipt.
 	d.hooks.observe(ctx, "dispatch_to_final", time.Since(start))
 	if r == nil {
 		d.claimLog(c).Warn("worker: no trustworthy receipt within the window or budget; unknown")
-		d.finalize(ctx, c, receipt.StatusUnknown, 0, 0, codeNoTrustworthyReturn, evidenceNone)
+		d.finalize(ctx, c, receipt.StatusUnknown, 0, 0, CodeNoTrustworthyReturn, evidenceNone)
 		return nil
 	}
 	d.stepHook(ctx, c, stepReturned)
@@ -441,13 +441,13 @@ func (d *Dispatcher) leaseAndClear(ctx context.Context, c *Claim) (Lease, string
 			if !errors.Is(err, ErrLeaseBusy) {
 				// Not a live holder: the lease file itself is unusable (a FIFO, a foreign file, ...).
 				d.claimLog(c).Warn("worker: client lease unusable; preflight failure", slog.String("error", err.Error()))
-				return nil, codeClaimStore, nil
+				return nil, CodeClaimStore, nil
 			}
 			d.claimLog(c).Warn("worker: client lease busy; preflight failure")
-			return nil, codeLeaseBusy, nil
+			return nil, CodeLeaseBusy, nil
 		}
 		code, blocker := d.clientCheck(ctx, c)
-		if code != codeQuarantined || !d.adoption.on || time.Now().After(by) || !d.adoptable(ctx, blocker) {
+		if code != CodeQuarantined || !d.adoption.on || time.Now().After(by) || !d.adoptable(ctx, blocker) {
 			return lease, code, nil
 		}
 		_ = lease.Release()
@@ -478,7 +478,7 @@ func (d *Dispatcher) clientCheck(ctx context.Context, c *Claim) (string, *Claim)
 			attrs = append(attrs, slog.String("unreadable_request_id", uc.RequestID))
 		}
 		d.claimLog(c).Warn("worker: client claims unreadable; preflight failure", attrs...)
-		return codeClaimStore, nil
+		return CodeClaimStore, nil
 	}
 	for _, o := range others {
 		if o.RequestID == c.RequestID {
@@ -490,19 +490,19 @@ func (d *Dispatcher) clientCheck(ctx context.Context, c *Claim) (string, *Claim)
 			st, err := d.computeStatus(ctx, o)
 			if err != nil {
 				d.claimLog(c).Warn("worker: client claims unreadable; preflight failure", slog.String("error", err.Error()))
-				return codeClaimStore, nil
+				return CodeClaimStore, nil
 			}
 			if blocksClient(o, st) {
 				d.claimLog(c).Warn("worker: client quarantined", slog.String("blocking_request_id", o.RequestID))
-				return codeQuarantined, o
+				return CodeQuarantined, o
 			}
 			d.claimLog(c).Warn("worker: client busy with a request being polled", slog.String("busy_request_id", o.RequestID))
-			return codeLeaseBusy, o
+			return CodeLeaseBusy, o
 		}
 		if o.JID == c.JID {
 			// Two dispatcher processes drew the same JID in the same microsecond for one client: the minion
 			// would refuse the second binding. Fail before publishing; a retry is a new request.
-			return codeJIDCollision, o
+			return CodeJIDCollision, o
 		}
 	}
 	return "", nil
@@ -515,7 +515,7 @@ func (d *Dispatcher) preflight(ctx context.Context, c *Claim) (code, keySHA stri
 	caps, err := d.capabilities(ctx, c.MinionID)
 	if err != nil {
 		if errors.Is(err, errNoReturn) && d.hub.isStalled() {
-			return codeEventBus, "", 0 // no return because the bus delivers nothing, not the minion's fault
+			return CodeEventBus, "", 0 // no return because the bus delivers nothing, not the minion's fault
 		}
 		return callErrorCode(err), "", 0 // names the cause: credentials, event bus, transport, or the minion
 	}
@@ -524,15 +524,15 @@ func (d *Dispatcher) preflight(ctx context.Context, c *Claim) (code, keySHA stri
 		// Its reason (bounded, printable: see guardReason) names the Salt internal it did not recognise.
 		d.claimLog(c).Warn("worker: the minion module's runtime guard fails; nothing published",
 			slog.String("runtime_guard_error", caps.GuardError))
-		return codeRuntimeGuard, "", 0
+		return CodeRuntimeGuard, "", 0
 	}
 	if caps.Protocol != protocolVersion || !caps.Proof || !caps.Fencing {
-		return codeCapability, "", 0 // no silent fallback to unproven receipts or unfenced runs
+		return CodeCapability, "", 0 // no silent fallback to unproven receipts or unfenced runs
 	}
 	key, err := loadMinionKey(ctx, d.pkiDir, c.MinionID)
 	if err != nil {
 		d.claimLog(c).Warn("worker: accepted minion key unavailable", slog.String("error", err.Error()))
-		return codeMinionKey, "", 0
+		return CodeMinionKey, "", 0
 	}
 	return "", key.SHA256, caps.FenceMark
 }
@@ -545,7 +545,7 @@ func (d *Dispatcher) preflight(ctx context.Context, c *Claim) (code, keySHA stri
 // quarantine); a minion answering not_started never does.
 func (d *Dispatcher) listenAfterUnknownPublish(ctx, wctx context.Context, c *Claim, w *waiter, lease Lease, start time.Time) error {
 	lg := d.claimLog(c)
-	cur := d.finalize(ctx, c, receipt.StatusUnknown, 0, 0, codeOutcomeUnknown, evidenceNone)
+	cur := d.finalize(ctx, c, receipt.StatusUnknown, 0, 0, CodeOutcomeUnknown, evidenceNone)
 	if cur == nil || cur.Phase != PhaseTerminal || cur.Status != receipt.StatusUnknown {
 		return nil // not committed, or someone else committed another final result (kept)
 	}
@@ -568,20 +568,20 @@ func (d *Dispatcher) listenAfterUnknownPublish(ctx, wctx context.Context, c *Cla
 }
 
 // callErrorCode names the cause of a failed read-only preflight call (capabilities) for the claim: the
-// credentials, the event bus or the master's transport; codeCapability when the minion did not answer
+// credentials, the event bus or the master's transport; CodeCapability when the minion did not answer
 // protocol 1.
 func callErrorCode(err error) string {
 	switch {
 	case errors.Is(err, errEventBus):
-		return codeEventBus
+		return CodeEventBus
 	case errors.Is(err, salt.ErrAuthentication):
-		return codeAuthentication
+		return CodeAuthentication
 	case errors.Is(err, salt.ErrAuthorization):
-		return codeAuthorization
+		return CodeAuthorization
 	case errors.Is(err, salt.ErrNotSent):
-		return codeNotSent
+		return CodeNotSent
 	}
-	return codeCapability
+	return CodeCapability
 }
 
 // Worker steps reported to the step hook (tests).
@@ -600,9 +600,9 @@ const (
 func receiptCode(r *receipt.Receipt) string {
 	switch {
 	case r.Fenced():
-		return codeFenced
+		return CodeFenced
 	case r.Status == receipt.StatusUnknown:
-		return codeMinionUnknown
+		return CodeMinionUnknown
 	}
 	return ""
 }

@@ -26,7 +26,7 @@ func TestLateWorkerNeverDispatches(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := mustClaim(t, d, req)
-	if c.Status != receipt.StatusUnknown || c.ErrorCode != codeWorkerLost || c.Quarantining() || e.runs() != 0 {
+	if c.Status != receipt.StatusUnknown || c.ErrorCode != CodeWorkerLost || c.Quarantining() || e.runs() != 0 {
 		t.Fatalf("%+v runs %d", c, e.runs())
 	}
 }
@@ -54,7 +54,7 @@ func TestJIDCollisionFailsPreflight(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := mustClaim(t, d, c.RequestID)
-	if got.ErrorCode != codeJIDCollision || got.Status != receipt.StatusFailed || e.runs() != 0 {
+	if got.ErrorCode != CodeJIDCollision || got.Status != receipt.StatusFailed || e.runs() != 0 {
 		t.Fatalf("%+v runs %d", got, e.runs())
 	}
 }
