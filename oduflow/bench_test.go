@@ -103,7 +103,7 @@ func BenchmarkDispatcher(b *testing.B) {
 			codes := map[string]int{}
 			for _, r := range reqs {
 				c, _ := d.store.Get(ctx, r)
-				codes[string(c.Phase)+"/"+c.ErrorCode]++
+				codes[string(c.Phase)+"/"+string(c.ErrorCode)]++
 			}
 			b.Fatalf("only %d of %d in flight: %v", e.runs(), n, codes)
 		}

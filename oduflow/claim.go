@@ -85,7 +85,7 @@ type Claim struct {
 	Status      receipt.Status `json:"status,omitempty"`
 	Passed      int            `json:"passed"`
 	Total       int            `json:"total"`
-	ErrorCode   string         `json:"error_code,omitempty"`
+	ErrorCode   ErrorCode      `json:"error_code,omitempty"`
 	Evidence    string         `json:"evidence,omitempty"`
 	AssertedBy  string         `json:"asserted_by,omitempty"`
 	AssertedWhy string         `json:"asserted_reason,omitempty"`
@@ -327,7 +327,7 @@ func decodeClaim(data []byte) (*Claim, error) {
 			c.DispatchedAt = &t
 		}
 		if lc.ErrorText != "" && c.ErrorCode == "" {
-			c.ErrorCode = "legacy_error"
+			c.ErrorCode = CodeLegacyError
 		}
 	}
 	if err := c.Validate(); err != nil {

@@ -96,7 +96,7 @@ func ownIntent(cur, next *Claim) bool {
 }
 
 // finalize commits a final result unless someone else committed one meanwhile (which is kept).
-func (d *Dispatcher) finalize(ctx context.Context, c *Claim, st receipt.Status, passed, total int, code, evidence string) *Claim {
+func (d *Dispatcher) finalize(ctx context.Context, c *Claim, st receipt.Status, passed, total int, code ErrorCode, evidence string) *Claim {
 	lg := d.claimLog(c)
 	out, changed, err := d.updateClaim(ctx, c, func(next *Claim) bool {
 		if next.Phase.Final() {
@@ -117,7 +117,7 @@ func (d *Dispatcher) finalize(ctx context.Context, c *Claim, st receipt.Status, 
 	}
 	d.hooks.outcome(ctx, out, st, code)
 	lg.Info("final result committed", slog.String("status", string(st)), slog.Int("passed", passed),
-		slog.Int("total", total), slog.String("code", code))
+		slog.Int("total", total), slog.String("code", string(code)))
 	return out
 }
 

@@ -23,7 +23,7 @@ type CustomResponse struct {
 	Passed      int            `json:"passed"`
 	Total       int            `json:"total"`
 	// ErrorCode is the execution's sanitized error code, "" when none (Response.ErrorCode).
-	ErrorCode string `json:"error_code"`
+	ErrorCode ErrorCode `json:"error_code"`
 	// Reused is "", "reuse_running" (reuseRunning) or "reuse_succeeded" (reuseSucceeded).
 	Reused string `json:"reused,omitempty"`
 }
@@ -217,7 +217,7 @@ func (d *Dispatcher) customRespond(ctx context.Context, cat catalog.Store, e cat
 	if e.Outcome.ConfirmedBy == catalog.ConfirmedByMinionReceipt && claimConfirmation(c) == catalog.ConfirmedByOperatorAssertion {
 		// The catalog holds the minion's receipt read after an assertion: the stronger evidence.
 		o = e.Outcome
-		out.Status, out.Passed, out.Total, out.ErrorCode = o.Status, o.Passed, o.Total, o.ErrorCode
+		out.Status, out.Passed, out.Total, out.ErrorCode = o.Status, o.Passed, o.Total, ErrorCode(o.ErrorCode)
 	}
 	d.mirror(ctx, cat, e, o)
 	return out, nil

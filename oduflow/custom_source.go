@@ -86,7 +86,7 @@ func claimConfirmation(c *Claim) catalog.Confirmation {
 func outcomeOf(c *Claim, st receipt.Status) catalog.Outcome {
 	o := catalog.Outcome{Status: st, Dispatched: c.WasDispatched()}
 	if c.Phase.Final() {
-		o.Passed, o.Total, o.ErrorCode = c.Passed, c.Total, c.ErrorCode
+		o.Passed, o.Total, o.ErrorCode = c.Passed, c.Total, string(c.ErrorCode)
 		o.ConfirmedBy = claimConfirmation(c)
 	}
 	if !st.Terminal() {

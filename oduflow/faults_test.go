@@ -331,7 +331,7 @@ func TestRefusedPublishFailsWithoutQuarantine(t *testing.T) {
 	cases := []struct {
 		name string
 		pub  func() Publisher
-		code string
+		code ErrorCode
 	}{
 		{"authentication", func() Publisher {
 			return runOnly{normal: e.client, run: e.newClient(salt.WithAuth(salt.UserKey("root", badKey)))}

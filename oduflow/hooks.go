@@ -137,9 +137,9 @@ func (s hookSet) published(ctx context.Context, fun, result string) {
 	}
 }
 
-func (s hookSet) outcome(ctx context.Context, c *Claim, st receipt.Status, code string) {
+func (s hookSet) outcome(ctx context.Context, c *Claim, st receipt.Status, code ErrorCode) {
 	if s.h.Outcome != nil {
-		s.h.Outcome(ctx, refOf(c), st, code)
+		s.h.Outcome(ctx, refOf(c), st, string(code))
 	}
 }
 

@@ -112,7 +112,7 @@ func (d *Dispatcher) failClosed(ctx context.Context, t target, reqLock Lease) {
 		return
 	}
 	if changed {
-		d.claimLog(c).Info("close: request never dispatched; failed", slog.String("code", CodeDispatcherClosed))
+		d.claimLog(c).Info("close: request never dispatched; failed", slog.String("code", string(CodeDispatcherClosed)))
 		d.hooks.outcome(ctx, out, out.Status, CodeDispatcherClosed)
 	}
 }

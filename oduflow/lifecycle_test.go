@@ -141,7 +141,7 @@ func TestOneAnswerForAClient(t *testing.T) {
 	ctx := context.Background()
 	m := e.addMinion(fakeminion.WithHold())
 	req := uuid.NewString()
-	agree := func(point string, d *Dispatcher, blocked bool, wantCode string) {
+	agree := func(point string, d *Dispatcher, blocked bool, wantCode ErrorCode) {
 		t.Helper()
 		q, err := d.Quarantine(ctx, m.ID())
 		if err != nil {
@@ -196,7 +196,7 @@ func TestAdoptionAfterKilledDetachedWorker(t *testing.T) {
 		pauseAt string
 		runs    int
 		want    receipt.Status
-		code    string
+		code    ErrorCode
 	}{
 		{"killed after the publish reply", stepPublishReplied, 1, receipt.StatusSucceeded, ""},
 		{"killed after the intent, before sending", stepDispatchRecorded, 0, receipt.StatusFailed, CodeNeverRan},

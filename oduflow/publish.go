@@ -65,7 +65,7 @@ func (d *Dispatcher) publishTo(ctx context.Context, target salt.Target, fun stri
 	})
 	d.hooks.observe(ctx, "publish", time.Since(t0))
 	if err != nil {
-		d.hooks.published(ctx, fun, publishErrorCode(err))
+		d.hooks.published(ctx, fun, string(publishErrorCode(err)))
 		return nil, err
 	}
 	d.hooks.published(ctx, fun, "ok")
@@ -74,7 +74,7 @@ func (d *Dispatcher) publishTo(ctx context.Context, target salt.Target, fun stri
 }
 
 // publishErrorCode maps a publish error to its sanitized code.
-func publishErrorCode(err error) string {
+func publishErrorCode(err error) ErrorCode {
 	switch {
 	case salt.IsOutcomeUnknown(err):
 		return CodeOutcomeUnknown

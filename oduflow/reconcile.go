@@ -127,12 +127,12 @@ func (d *Dispatcher) recordMinionReceipt(ctx context.Context, c *Claim, live *re
 	if err != nil {
 		return Response{}, err
 	}
-	code := ""
+	var code ErrorCode
 	if live.Fenced() {
 		code = CodeNeverRan
 	}
 	d.claimLog(c).Info("reconciled from the minion's receipt", slog.String("status", string(out.Status)),
-		slog.String("code", code), slog.Bool("replaced_assertion", wasAsserted))
+		slog.String("code", string(code)), slog.Bool("replaced_assertion", wasAsserted))
 	d.hooks.outcome(ctx, out, out.Status, code)
 	return d.respond(ctx, out)
 }

@@ -134,7 +134,7 @@ func TestReadinessNeedsRuntimeGuard(t *testing.T) {
 func TestRunRefusedIsFinalAtOnce(t *testing.T) {
 	for name, tc := range map[string]struct {
 		refusal string
-		code    string
+		code    ErrorCode
 	}{
 		"unprotected": {"oduflow_job: refusing to run unprotected: jid_injection: __pub_jid not the publication's", CodeRuntimeGuard},
 		"other":       {"oduflow_job: caller execution options are refused", CodeMinionRefused},

@@ -156,7 +156,7 @@ func TestPreflightFailureNamesAuthentication(t *testing.T) {
 	if got.ErrorCode != CodeAuthentication {
 		t.Fatalf("response error_code %q, want %q", got.ErrorCode, CodeAuthentication)
 	}
-	if b, _ := json.Marshal(got); !strings.Contains(string(b), `"error_code":"`+CodeAuthentication+`"`) {
+	if b, _ := json.Marshal(got); !strings.Contains(string(b), `"error_code":"`+string(CodeAuthentication)+`"`) {
 		t.Fatalf("json %s", b)
 	}
 }

@@ -17,11 +17,11 @@ type Response struct {
 	Status    receipt.Status `json:"status"`
 	Passed    int            `json:"passed"`
 	Total     int            `json:"total"`
-	// ErrorCode is the sanitized reason the claim records (one of the codes in the package doc's table,
-	// e.g. "quarantined", "publish_no_minions", "minion_refused"), "" when none: a succeeded request, a
+	// ErrorCode is the sanitized reason the claim records (one of the Code* constants, e.g.
+	// CodeQuarantined, CodeNoMinions, CodeMinionRefused), "" when none: a succeeded request, a
 	// running one, not_started. Always present in JSON (an empty string, never omitted), so that a
 	// client reads one schema.
-	ErrorCode string `json:"error_code"`
+	ErrorCode ErrorCode `json:"error_code"`
 }
 
 func notStarted(t target) Response {

@@ -112,7 +112,7 @@ type awaitLoop struct {
 	gapPolls     proofLimiter
 	gapPoll      bool
 	pendingProof bool
-	pendingFence string // a refusal's code whose fence the limiter deferred to the next poll
+	pendingFence ErrorCode // a refusal's code whose fence the limiter deferred to the next poll
 	pollNow      bool
 	unknownPolls int
 	nextPoll     time.Time
@@ -269,9 +269,9 @@ func (l *awaitLoop) step() (*receipt.Receipt, bool) {
 // wait ends with it, and the worker commits it as failed 0 of 1 with the refusal's code. A signed
 // terminal receipt (the refusal was not the run's: it ran) ends the wait as any terminal one; anything
 // else (running, not_started, no answer that counts) lets the wait go on.
-func (l *awaitLoop) fenceRefused(code string) (*receipt.Receipt, bool) {
+func (l *awaitLoop) fenceRefused(code ErrorCode) (*receipt.Receipt, bool) {
 	d, c := l.d, l.c
-	d.claimLog(c).Warn("worker: the minion refused the run; fencing it", slog.String("code", code))
+	d.claimLog(c).Warn("worker: the minion refused the run; fencing it", slog.String("code", string(code)))
 	r := d.fence(l.ctx, c)
 	switch {
 	case r != nil && r.Fenced():
@@ -287,7 +287,7 @@ func (l *awaitLoop) fenceRefused(code string) (*receipt.Receipt, bool) {
 // not 0) whose text is an oduflow_job refusal, as Salt returns a CommandExecutionError ("ERROR:
 // oduflow_job: ..."). It returns the refusal's code (runtime_guard_failed for "refusing to run
 // unprotected", else minion_refused), or "" for anything else. Only the text's kind is read, never logged.
-func refusalCode(minion string, jr *salt.JobReturn) string {
+func refusalCode(minion string, jr *salt.JobReturn) ErrorCode {
 	if jr == nil || eventReason(minion, jr) != "" || jr.Retcode == 0 {
 		return ""
 	}

@@ -252,7 +252,7 @@ func (d *Dispatcher) work(ctx context.Context, t target, reqLock Lease, inGrace 
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		d.claimLog(c).Warn("worker: preflight failure; nothing published", slog.String("code", code))
+		d.claimLog(c).Warn("worker: preflight failure; nothing published", slog.String("code", string(code)))
 		d.finalize(ctx, c, receipt.StatusFailed, 0, 1, code, evidencePreflight)
 		return nil
 	}
@@ -332,11 +332,11 @@ func (d *Dispatcher) work(ctx context.Context, t target, reqLock Lease, inGrace 
 	if err != nil {
 		code := publishErrorCode(err)
 		if salt.IsNotPublished(err) && !salt.IsOutcomeUnknown(err) {
-			d.claimLog(c).Warn("worker: publish refused; nothing published", slog.String("code", code))
+			d.claimLog(c).Warn("worker: publish refused; nothing published", slog.String("code", string(code)))
 			d.finalize(ctx, c, receipt.StatusFailed, 0, 1, code, evidenceRefused)
 			return nil
 		}
-		d.claimLog(c).Error("worker: publish outcome unknown; never retried; client quarantined", slog.String("code", code))
+		d.claimLog(c).Error("worker: publish outcome unknown; never retried; client quarantined", slog.String("code", string(code)))
 		adm.release()
 		return d.listenAfterUnknownPublish(ctx, wctx, c, w, lease, start)
 	}
@@ -413,7 +413,7 @@ func (d *Dispatcher) settleDispatched(ctx context.Context, c *Claim, r *receipt.
 	if code, refused := d.refusals.LoadAndDelete(c.RequestID); refused && r.Fenced() {
 		// The minion refused the run (its return said so) and then signed that the publication never ran
 		// (fenced): final at once, failed 0 of 1 with the refusal's code.
-		d.finalize(ctx, c, receipt.StatusFailed, 0, 1, code.(string), evidenceFenced)
+		d.finalize(ctx, c, receipt.StatusFailed, 0, 1, code.(ErrorCode), evidenceFenced)
 		d.stepHook(ctx, c, stepCommitted)
 		return nil
 	}
@@ -430,7 +430,7 @@ func (d *Dispatcher) settleDispatched(ctx context.Context, c *Claim, r *receipt.
 // released for the adopter (the adoption loop is woken), and taken again, until the request is resolved
 // or adopted (then the client is busy) or the lease wait is spent. So a request started during a
 // rolling restart waits for its client's orphaned request instead of failing quarantined.
-func (d *Dispatcher) leaseAndClear(ctx context.Context, c *Claim) (Lease, string, error) {
+func (d *Dispatcher) leaseAndClear(ctx context.Context, c *Claim) (Lease, ErrorCode, error) {
 	by := time.Now().Add(d.timers.LeaseWait)
 	for {
 		lease, err := d.leases.AcquireClientLease(ctx, c.MinionID, max(time.Until(by), 0))
@@ -468,7 +468,7 @@ func (d *Dispatcher) leaseAndClear(ctx context.Context, c *Claim) (Lease, string
 // (claim_store_unreadable, naming the claim); the one quarantine rule (blocksClient) refuses quarantined;
 // another dispatched request a live worker, adopter or Resume holds refuses lease_busy (it may be running
 // on the minion); a JID drawn twice refuses jid_collision.
-func (d *Dispatcher) clientCheck(ctx context.Context, c *Claim) (string, *Claim) {
+func (d *Dispatcher) clientCheck(ctx context.Context, c *Claim) (ErrorCode, *Claim) {
 	others, err := listUnresolved(ctx, d.store, c.MinionID) // not the client's history: its open requests
 	if err != nil {
 		// Cannot prove the client is clear: refuse, but say why and which claim, not "quarantined".
@@ -510,7 +510,7 @@ func (d *Dispatcher) clientCheck(ctx context.Context, c *Claim) (string, *Claim)
 
 // preflight checks the minion before the intent: it answers an error code ("" when clear), the key the
 // master accepted for the minion (its SHA-256) and the minion's fence high-water mark.
-func (d *Dispatcher) preflight(ctx context.Context, c *Claim) (code, keySHA string, fenceMark uint64) {
+func (d *Dispatcher) preflight(ctx context.Context, c *Claim) (code ErrorCode, keySHA string, fenceMark uint64) {
 	// CallTimeout bounds the check from its publication on (call), not the wait for a publish slot.
 	caps, err := d.capabilities(ctx, c.MinionID)
 	if err != nil {
@@ -570,7 +570,7 @@ func (d *Dispatcher) listenAfterUnknownPublish(ctx, wctx context.Context, c *Cla
 // callErrorCode names the cause of a failed read-only preflight call (capabilities) for the claim: the
 // credentials, the event bus or the master's transport; CodeCapability when the minion did not answer
 // protocol 1.
-func callErrorCode(err error) string {
+func callErrorCode(err error) ErrorCode {
 	switch {
 	case errors.Is(err, errEventBus):
 		return CodeEventBus
@@ -597,7 +597,7 @@ const (
 
 // receiptCode is the error code recorded with a verified receipt r: fenced when the minion refused the
 // run for its fencing token (nothing ran), minion_reported_unknown for its own unknown, "" otherwise.
-func receiptCode(r *receipt.Receipt) string {
+func receiptCode(r *receipt.Receipt) ErrorCode {
 	switch {
 	case r.Fenced():
 		return CodeFenced

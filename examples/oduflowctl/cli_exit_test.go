@@ -141,7 +141,7 @@ func TestGuardFailureNamedByPingAndStart(t *testing.T) {
 	}
 	r := run(t, l.env, "start", "configure", l.minion, "--wait", "--interval", "50ms")
 	must(t, r, ExitFailed)
-	if s := response(t, oneLine(t, r.stdout)); s["status"] != "failed" || s["error_code"] != "runtime_guard_failed" {
+	if s := response(t, oneLine(t, r.stdout)); s["status"] != "failed" || s["error_code"] != string(oduflow.CodeRuntimeGuard) {
 		t.Fatalf("start: %s", r)
 	}
 	if !strings.Contains(r.stderr, "error code runtime_guard_failed (the minion module's guard: "+reason+")") {
@@ -163,7 +163,7 @@ func TestExitRefusedAfterClaimPrintsCode(t *testing.T) {
 	}
 	r := run(t, withEnv(l.env, "ODUFLOW_SALT_KEY_FILE="+key), "start", "configure", l.minion, "--wait", "--interval", "50ms")
 	must(t, r, ExitRefused)
-	if !strings.Contains(r.stderr, "error code "+"publish_authentication") {
+	if !strings.Contains(r.stderr, "error code "+string(oduflow.CodeAuthentication)) {
 		t.Fatalf("no error code printed: %s", r)
 	}
 	if n := l.sim.PublicationCount("oduflow_job.run", ""); n != 0 {

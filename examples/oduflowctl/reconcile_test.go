@@ -122,7 +122,7 @@ func TestReconcileALostRequest(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Phase != oduflow.PhaseTerminal || c.ErrorCode != "never_ran" || c.Evidence != "fenced" || c.Quarantining() {
+	if c.Phase != oduflow.PhaseTerminal || c.ErrorCode != oduflow.CodeNeverRan || c.Evidence != "fenced" || c.Quarantining() {
 		t.Fatalf("claim after reconcile: %+v", c)
 	}
 	// A lost request that never recorded its dispatch intent can never be published: an operator
@@ -163,7 +163,7 @@ func forgetResult(t *testing.T, stateDir, request string) {
 		t.Fatal(err)
 	}
 	c.Status, c.Passed, c.Total = receipt.StatusUnknown, 0, 0
-	c.ErrorCode, c.Evidence = "no_trustworthy_return", "none"
+	c.ErrorCode, c.Evidence = oduflow.CodeNoTrustworthyReturn, "none"
 	if _, err := st.CompareAndSwap(context.Background(), c); err != nil {
 		t.Fatal(err)
 	}

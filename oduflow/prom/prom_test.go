@@ -63,7 +63,7 @@ oduflow_starts_total{created="true",profile="configure"} 2
 # HELP oduflow_outcomes_total Final outcomes committed by this process, by profile, status and error code.
 # TYPE oduflow_outcomes_total counter
 oduflow_outcomes_total{error_code="",profile="configure",status="succeeded"} 1
-oduflow_outcomes_total{error_code="` + rr.ErrorCode + `",profile="configure",status="failed"} 1
+oduflow_outcomes_total{error_code="` + string(rr.ErrorCode) + `",profile="configure",status="failed"} 1
 # HELP oduflow_requests_in_flight Requests created by this process that have no final outcome here yet.
 # TYPE oduflow_requests_in_flight gauge
 oduflow_requests_in_flight 0

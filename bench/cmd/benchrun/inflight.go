@@ -101,7 +101,7 @@ func cmdInflight(ctx context.Context, args []string) (any, error) {
 				if c, err := d.Lookup(ctx, benchsim.MinionID(i), r); err != nil {
 					codes["get: "+err.Error()]++
 				} else {
-					codes[string(c.Phase)+"/"+c.ErrorCode]++
+					codes[string(c.Phase)+"/"+string(c.ErrorCode)]++
 				}
 			}
 			return nil, fmt.Errorf("only %d of %d published after %v (open fds %d of %d); claims: %v",

@@ -81,7 +81,7 @@ func cmdInflight(ctx context.Context, args []string) (any, error) {
 			case err != nil:
 				unpublished["read error"]++
 			case c.Phase != oduflow.PhaseDispatched: // dispatched: published, its reply recorded
-				unpublished[string(c.Phase)+" "+c.ErrorCode]++
+				unpublished[string(c.Phase)+" "+string(c.ErrorCode)]++
 			}
 		}
 	}

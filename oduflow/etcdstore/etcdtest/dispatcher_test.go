@@ -135,7 +135,7 @@ func TestDispatchersShareOneClient(t *testing.T) {
 		if c.WasDispatched() {
 			dispatched++
 		}
-		codes[c.ErrorCode]++
+		codes[string(c.ErrorCode)]++
 	}
 	master.mu.Lock()
 	total := 0

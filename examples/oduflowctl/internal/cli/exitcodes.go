@@ -87,12 +87,12 @@ func exitFor(err error) int {
 
 // statusCode is the exit status of a response: its status, the recorded error code (a failure the master
 // refused is 4), and whether a --wait ran out while it was still running.
-func statusCode(s receipt.Status, code string, waitTimedOut bool) int {
+func statusCode(s receipt.Status, code oduflow.ErrorCode, waitTimedOut bool) int {
 	switch s {
 	case receipt.StatusSucceeded:
 		return ExitOK
 	case receipt.StatusFailed:
-		if code == "publish_authentication" || code == "publish_authorization" {
+		if code == oduflow.CodeAuthentication || code == oduflow.CodeAuthorization {
 			return ExitRefused
 		}
 		return ExitFailed

@@ -61,7 +61,7 @@ func TestExitFor(t *testing.T) {
 func TestStatusCode(t *testing.T) {
 	for _, tc := range []struct {
 		st       receipt.Status
-		code     string
+		code     oduflow.ErrorCode
 		timedOut bool
 		want     int
 	}{
@@ -70,10 +70,10 @@ func TestStatusCode(t *testing.T) {
 		{receipt.StatusNotStarted, "", false, ExitOK},
 		{receipt.StatusRunning, "", true, ExitStillRunning},
 		{receipt.StatusFailed, "", false, ExitFailed},
-		{receipt.StatusFailed, "capability_unverified", false, ExitFailed},
-		{receipt.StatusFailed, "publish_authentication", false, ExitRefused},
-		{receipt.StatusFailed, "publish_authorization", false, ExitRefused},
-		{receipt.StatusUnknown, "worker_lost", false, ExitUnknown},
+		{receipt.StatusFailed, oduflow.CodeCapability, false, ExitFailed},
+		{receipt.StatusFailed, oduflow.CodeAuthentication, false, ExitRefused},
+		{receipt.StatusFailed, oduflow.CodeAuthorization, false, ExitRefused},
+		{receipt.StatusUnknown, oduflow.CodeWorkerLost, false, ExitUnknown},
 	} {
 		if got := statusCode(tc.st, tc.code, tc.timedOut); got != tc.want {
 			t.Errorf("statusCode(%s, %q, %v) = %d, want %d", tc.st, tc.code, tc.timedOut, got, tc.want)
