@@ -292,7 +292,7 @@ func (d *Dispatcher) customDecisionFor(ctx context.Context, cat catalog.Store, m
 		}
 		req.Mode, req.DefinitionID, req.Digest = mode, definitionID, digest
 		dec, err := decideCustom(req)
-		var nc *needsConfirmationError
+		var nc *NeedsConfirmationError
 		if attempt > 0 || !errors.As(err, &nc) || !nc.Dispatched {
 			return dec, err
 		}

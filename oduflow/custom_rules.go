@@ -15,32 +15,41 @@ import (
 // customMode is how a custom execution is requested: catalog.ModeApply or catalog.ModeApplyAgain.
 type customMode = catalog.Mode
 
-// needsConfirmationError names the failed execution that must be confirmed.
-type needsConfirmationError struct {
+// NeedsConfirmationError is what CustomStart returns when the latest execution of the definition on the
+// server failed and nothing confirms that failure yet; it matches ErrNeedsConfirmation (errors.Is) and
+// names the execution (errors.As). Nothing was started for the new request.
+type NeedsConfirmationError struct {
+	// RequestID is the failed execution's request id (its claim's; catalog.Execution.RequestID).
 	RequestID string
-	// Dispatched: the attempt may have been published, so only the minion's receipt confirms it
-	// (oduflow_job.status, or Reconcile with FromMinion).
+	// Dispatched: the attempt may have been published, so only the minion's receipt confirms it:
+	// Reconcile(minion, RequestID, FromMinion{}) records it (CustomStart tried that once itself). When
+	// false, the failure has no master record that confirms it either (an operator's assertion never
+	// does): inspect the server before anything else.
 	Dispatched bool
 }
 
-func (e *needsConfirmationError) Error() string {
+func (e *NeedsConfirmationError) Error() string {
 	return "oduflow: failure of custom execution " + e.RequestID + " is not confirmed by a minion receipt"
 }
 
 // Unwrap makes errors.Is(err, ErrNeedsConfirmation) true.
-func (e *needsConfirmationError) Unwrap() error { return ErrNeedsConfirmation }
+func (e *NeedsConfirmationError) Unwrap() error { return ErrNeedsConfirmation }
 
-// uncertainError names the custom execution whose outcome is unknown.
-type uncertainError struct {
+// UncertainError is what CustomStart returns when a custom execution on the server has an unknown
+// outcome: it blocks new custom executions there. It matches ErrUncertain (errors.Is) and names the
+// execution (errors.As). Nothing was started for the new request; reconcile RequestID first (Reconcile
+// FromMinion, or Assert after inspecting the server), never start a replacement.
+type UncertainError struct {
+	// RequestID is the uncertain execution's request id (its claim's; catalog.Execution.RequestID).
 	RequestID string
 }
 
-func (e *uncertainError) Error() string {
+func (e *UncertainError) Error() string {
 	return "oduflow: custom execution " + e.RequestID + " has an unknown outcome; reconcile it first"
 }
 
 // Unwrap makes errors.Is(err, ErrUncertain) true.
-func (e *uncertainError) Unwrap() error { return ErrUncertain }
+func (e *UncertainError) Unwrap() error { return ErrUncertain }
 
 // customRecord is one custom execution on the server, as the reuse rules see it.
 type customRecord struct {
@@ -148,7 +157,7 @@ func decideCustom(req customRequest) (customDecision, error) {
 	for _, r := range hist {
 		if !r.Status.Terminal() && r.Status != receipt.StatusNotStarted && r.Status != receipt.StatusRunning {
 			// unknown, or anything this version does not know: never assume it finished.
-			return customDecision{}, &uncertainError{RequestID: r.RequestID}
+			return customDecision{}, &UncertainError{RequestID: r.RequestID}
 		}
 	}
 	var last *customRecord
@@ -162,7 +171,7 @@ func decideCustom(req customRequest) (customDecision, error) {
 		return customDecision{}, ErrApplyAgainWithoutTerminal
 	}
 	if last != nil && last.Status == receipt.StatusFailed && !failureConfirmed(*last) {
-		return customDecision{}, &needsConfirmationError{RequestID: last.RequestID, Dispatched: last.Dispatched}
+		return customDecision{}, &NeedsConfirmationError{RequestID: last.RequestID, Dispatched: last.Dispatched}
 	}
 	if req.Mode == catalog.ModeApply && last != nil && last.Status == receipt.StatusSucceeded &&
 		last.Confirmation == catalog.ConfirmedByMinionReceipt && last.Digest == req.Digest {

@@ -186,13 +186,13 @@ func TestDecideCustomScenarios(t *testing.T) {
 func TestDecideCustomTypedErrors(t *testing.T) {
 	_, err := decideCustom(customRequest{Mode: apply, DefinitionID: ruleDef, Digest: digestA, Configure: configured,
 		History: []customRecord{cstRec("f1", ruleDef, digestA, fail, byOp, true, 1)}})
-	var nc *needsConfirmationError
+	var nc *NeedsConfirmationError
 	if !errors.As(err, &nc) || nc.RequestID != "f1" || !nc.Dispatched {
 		t.Fatalf("needs confirmation: %v", err)
 	}
 	_, err = decideCustom(customRequest{Mode: apply, DefinitionID: ruleDef, Digest: digestA, Configure: configured,
 		History: []customRecord{cstRec("u1", ruleOther, digestA, unk, byNo, true, 1)}})
-	var ue *uncertainError
+	var ue *UncertainError
 	if !errors.As(err, &ue) || ue.RequestID != "u1" {
 		t.Fatalf("uncertain: %v", err)
 	}

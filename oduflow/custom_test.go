@@ -212,7 +212,7 @@ func TestCustomUnknownBlocksAndAssertedFailureNeedsReceipt(t *testing.T) {
 	if f := e.final(r1); f.Status != receipt.StatusUnknown {
 		t.Fatalf("lost reply: %+v", f)
 	}
-	var ue *uncertainError
+	var ue *UncertainError
 	_, err := e.d.CustomStart(ctx, e.minion.id, receipt.NewRequestID(), other.ID, catalog.ModeApply)
 	if !errors.As(err, &ue) || ue.RequestID != r1 {
 		t.Fatalf("other definition while uncertain: %v", err)
@@ -222,7 +222,7 @@ func TestCustomUnknownBlocksAndAssertedFailureNeedsReceipt(t *testing.T) {
 		Who: "ops", Why: "looked at the box"}); err != nil {
 		t.Fatal(err)
 	}
-	var nc *needsConfirmationError
+	var nc *NeedsConfirmationError
 	_, err = e.d.CustomStart(ctx, e.minion.id, receipt.NewRequestID(), def.ID, catalog.ModeApplyAgain)
 	if !errors.As(err, &nc) || nc.RequestID != r1 || !nc.Dispatched {
 		t.Fatalf("asserted failure: %v", err)

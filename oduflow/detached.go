@@ -25,13 +25,20 @@ const workerEnv = "ODUFLOW_DETACHED_WORKER"
 // (filepath.Join(claimDir, workerLogName) suits WithWorkerLog).
 const workerLogName = "worker.log"
 
-// workerLaunchError reports a failed detached worker launch for one request.
-type workerLaunchError struct {
+// WorkerLaunchError reports a failed detached worker launch for one request; it matches ErrWorkerLaunch
+// (errors.Is). Start returns it with the response: the claim was committed failed (CodeWorkerLaunch) and
+// nothing was published. Resume returns it when its worker could not be started or ended at once with an
+// error; the request stays unknown.
+type WorkerLaunchError struct {
+	// RequestID is the request whose worker was not launched.
 	RequestID string
-	Cause     error
+	// Cause is why (the os/exec error, or the worker's own exit). It is not in the Unwrap chain: decide on
+	// ErrWorkerLaunch and log Cause (read the field), so that a cause such as context.Canceled never makes
+	// errors.Is read this known failure (nothing published) as an interrupted one.
+	Cause error
 }
 
-func (e *workerLaunchError) Error() string {
+func (e *WorkerLaunchError) Error() string {
 	msg := "oduflow: worker launch failed for request " + e.RequestID
 	if e.Cause != nil {
 		msg += ": " + e.Cause.Error()
@@ -40,7 +47,7 @@ func (e *workerLaunchError) Error() string {
 }
 
 // Unwrap makes errors.Is(err, ErrWorkerLaunch) true.
-func (e *workerLaunchError) Unwrap() error { return ErrWorkerLaunch }
+func (e *WorkerLaunchError) Unwrap() error { return ErrWorkerLaunch }
 
 // openWorkerLogChecked opens path as WithWorkerLog does. A path that exists and is not a regular file (a
 // FIFO, a device, a symlink) is refused before it is opened, so the open never blocks.
@@ -159,7 +166,7 @@ func (d *Dispatcher) resumeDetached(ctx context.Context, c *Claim) (Response, er
 		if rerr != nil {
 			return Response{}, rerr
 		}
-		return r, &workerLaunchError{RequestID: c.RequestID, Cause: err}
+		return r, &WorkerLaunchError{RequestID: c.RequestID, Cause: err}
 	}
 	grace := time.NewTimer(d.timers.LaunchGrace)
 	defer grace.Stop()
@@ -177,7 +184,7 @@ func (d *Dispatcher) resumeDetached(ctx context.Context, c *Claim) (Response, er
 				return Response{}, rerr
 			}
 			if werr != nil && r.Status == receipt.StatusUnknown {
-				return r, &workerLaunchError{RequestID: c.RequestID, Cause: werr}
+				return r, &WorkerLaunchError{RequestID: c.RequestID, Cause: werr}
 			}
 			return r, nil
 		case <-tick.C:

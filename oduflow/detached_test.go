@@ -54,7 +54,7 @@ func TestDetachedLaunchFailureFailsClaim(t *testing.T) {
 	ctx := context.Background()
 	req := uuid.NewString()
 	r, err := d.Start(ctx, m.ID(), req, receipt.ProfileConfigure)
-	var le *workerLaunchError
+	var le *WorkerLaunchError
 	if !errors.Is(err, ErrWorkerLaunch) || !errors.As(err, &le) || le.RequestID != req {
 		t.Fatalf("launch error: %v", err)
 	}

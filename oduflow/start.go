@@ -98,7 +98,7 @@ func (d *Dispatcher) createAdmitted(ctx context.Context, c *Claim) (Response, er
 		if rerr != nil {
 			r = responseFor(out, receipt.StatusUnknown)
 		}
-		return r, &workerLaunchError{RequestID: c.RequestID, Cause: err}
+		return r, &WorkerLaunchError{RequestID: c.RequestID, Cause: err}
 	}
 	return responseFor(c, receipt.StatusRunning), nil
 }
