@@ -3,7 +3,6 @@ module github.com/oduflow/oduflow-go/examples/controller
 go 1.26.0
 
 require (
-	github.com/cockroachdb/errors v1.14.0
 	github.com/google/uuid v1.6.0
 	github.com/oduflow/oduflow-go v0.4.0
 	github.com/oduflow/oduflow-go/examples v0.4.0
@@ -15,6 +14,7 @@ require (
 require (
 	github.com/beorn7/perks v1.0.1 // indirect
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
+	github.com/cockroachdb/errors v1.14.0 // indirect
 	github.com/cockroachdb/logtags v0.0.0-20230118201751-21c54148d20b // indirect
 	github.com/cockroachdb/redact v1.1.5 // indirect
 	github.com/coreos/go-semver v0.3.1 // indirect

@@ -122,3 +122,34 @@ func exportedRecv(r *ast.FieldList) bool {
 	id, ok := x.(*ast.Ident)
 	return ok && id.IsExported()
 }
+
+// A caller needs no cockroachdb package to handle the library's errors: no file under examples/ (programs,
+// the controller module, their tests) imports github.com/cockroachdb/..., so the examples show that the
+// standard library's errors.Is/As and fmt are enough.
+func TestExamplesNeedNoCockroach(t *testing.T) {
+	root := moduleRoot(t)
+	fset := token.NewFileSet()
+	var bad []string
+	err := filepath.WalkDir(filepath.Join(root, "examples"), func(path string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".go") {
+			return err
+		}
+		f, err := parser.ParseFile(fset, path, nil, parser.ImportsOnly)
+		if err != nil {
+			return err
+		}
+		for _, im := range f.Imports {
+			if p, _ := strconv.Unquote(im.Path.Value); strings.HasPrefix(p, "github.com/cockroachdb/") {
+				rel, _ := filepath.Rel(root, path)
+				bad = append(bad, filepath.ToSlash(rel)+" imports "+p)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(bad) > 0 {
+		t.Fatalf("examples import cockroachdb (use the standard library's errors and fmt):\n%s", strings.Join(bad, "\n"))
+	}
+}

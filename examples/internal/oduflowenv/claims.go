@@ -6,7 +6,6 @@ import (
 	"os"
 	"strings"
 
-	crdb "github.com/cockroachdb/errors"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -110,7 +109,7 @@ func (s Settings) OpenEtcd(ctx context.Context) (*etcdstore.Store, error) {
 	}
 	msg := "etcd claim store: " + OneLine(err.Error())
 	switch {
-	case stderrors.Is(err, oduflow.ErrInvalidInput) || crdb.Is(err, oduflow.ErrInvalidInput):
+	case stderrors.Is(err, oduflow.ErrInvalidInput): // errmark-marked: the standard library sees it
 		return nil, &Error{Kind: ErrUsage, Msg: msg, Cause: err}
 	case etcdRefused(err):
 		return nil, &Error{Kind: ErrRefused, Msg: msg, Cause: err}

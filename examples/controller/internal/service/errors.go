@@ -6,8 +6,6 @@ import (
 	"net/http"
 	"regexp"
 
-	crdb "github.com/cockroachdb/errors"
-
 	"github.com/oduflow/oduflow-go/examples/internal/oduflowenv"
 	"github.com/oduflow/oduflow-go/oduflow"
 	"github.com/oduflow/oduflow-go/oduflow/catalog"
@@ -41,10 +39,10 @@ type errorClass struct {
 	reason string
 }
 
-// is matches target with the standard library first; cockroachdb's check is the fallback for errors a
-// package marks with its errors.Mark (invisible to the standard library).
+// is matches target with the standard library's errors.Is, which is enough: the library marks its
+// sentinels so that it sees them (internal/errmark), and its cockroachdb wrappers unwrap to their causes.
 func is(target error) func(error) bool {
-	return func(err error) bool { return errors.Is(err, target) || crdb.Is(err, target) }
+	return func(err error) bool { return errors.Is(err, target) }
 }
 
 // errorClasses: the most specific proof first (a closing dispatcher, a damaged store), the vaguest last;
@@ -94,7 +92,7 @@ var errorClasses = []errorClass{
 func classify(err error) (int, apiError) {
 	msg := scrubPaths(oduflowenv.OneLine(err.Error()))
 	var se *profiles.CustomError
-	if errors.As(err, &se) || crdb.As(err, &se) {
+	if errors.As(err, &se) {
 		return http.StatusUnprocessableEntity, body(msg, oduflowenv.ExitUsage, "invalid_source")
 	}
 	var ce *oduflowenv.Error

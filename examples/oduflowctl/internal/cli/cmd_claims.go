@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -115,7 +116,7 @@ func migrate(ctx context.Context, src *oduflow.FileClaimStore, dst oduflow.Claim
 		rep.Read++
 		c, err := src.Get(ctx, req)
 		if err != nil {
-			if is(err, oduflow.ErrNoClaim) {
+			if errors.Is(err, oduflow.ErrNoClaim) {
 				rep.Read--
 				continue
 			}
@@ -134,7 +135,7 @@ func migrate(ctx context.Context, src *oduflow.FileClaimStore, dst oduflow.Claim
 			if !c.Phase.Final() {
 				rep.Unresolved++
 			}
-		case is(err, oduflow.ErrClaimExists):
+		case errors.Is(err, oduflow.ErrClaimExists):
 			cur, gerr := dst.Get(ctx, req)
 			if gerr != nil {
 				return rep, gerr

@@ -1,12 +1,11 @@
 package cli
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
-
-	"github.com/cockroachdb/errors"
 
 	"github.com/oduflow/oduflow-go/profiles"
 )
@@ -39,14 +38,26 @@ func cmdCustom(e *env, args []string) error {
 func readSource(cmd, path string) ([]byte, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, usagef("%s: cannot read %q: %v", cmd, path, errors.UnwrapAll(err))
+		return nil, usagef("%s: cannot read %q: %v", cmd, path, rootCause(err))
 	}
 	defer f.Close()
 	src, err := io.ReadAll(io.LimitReader(f, profiles.MaxSourceBytes+1))
 	if err != nil {
-		return nil, usagef("%s: cannot read %q: %v", cmd, path, errors.UnwrapAll(err))
+		return nil, usagef("%s: cannot read %q: %v", cmd, path, rootCause(err))
 	}
 	return src, nil
+}
+
+// rootCause is the innermost error of err's chain (for *os.PathError, the errno's text: "no such file or
+// directory"), so that the message names the path once, in the CLI's own words.
+func rootCause(err error) error {
+	for {
+		next := errors.Unwrap(err)
+		if next == nil {
+			return err
+		}
+		err = next
+	}
 }
 
 // customInvalid reports an invalid source: one line naming the file, line, column and code.

@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -189,10 +190,10 @@ func cmdRun(e *env, args []string) error {
 // runError maps a refusal made before sending to exit status 2; other errors keep exitFor's
 // mapping (unreachable 3, refused 4, outcome unknown 5).
 func runError(err error) error {
-	if is(err, salt.ErrInvalidRequest) {
+	if errors.Is(err, salt.ErrInvalidRequest) {
 		return usagef("run: %v", oneLine(err.Error()))
 	}
-	if is(err, salt.ErrNoMinions) {
+	if errors.Is(err, salt.ErrNoMinions) {
 		return failedf("run: no minions matched the target")
 	}
 	return err

@@ -10,8 +10,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/cockroachdb/errors"
-
 	"github.com/oduflow/oduflow-go/oduflow"
 	"github.com/oduflow/oduflow-go/oduflow/catalog"
 	"github.com/oduflow/oduflow-go/receipt"
@@ -99,7 +97,7 @@ func RunDemo(ctx context.Context, w io.Writer) (err error) {
 	}
 	sim, err := salttest.Start(ctx, salttest.WithDir(filepath.Join(dir, "sim")), salttest.WithLogger(quiet))
 	if err != nil {
-		return errors.Wrap(err, "demo: start the simulator")
+		return fmt.Errorf("demo: start the simulator: %w", err)
 	}
 	defer sim.Close()
 	dm.sim = sim

@@ -2,9 +2,8 @@ package cli
 
 import (
 	"context"
+	"fmt"
 	"time"
-
-	"github.com/cockroachdb/errors"
 
 	"github.com/oduflow/oduflow-go/oduflow"
 	"github.com/oduflow/oduflow-go/oduflow/catalog"
@@ -59,7 +58,7 @@ func (dm *demo) custom(ctx context.Context) error {
 	}
 	dm.say("custom status -> %s", asJSON(r))
 	if r.Status != receipt.StatusSucceeded {
-		return errors.Newf("demo: expected succeeded, got %s", r.Status)
+		return fmt.Errorf("demo: expected succeeded, got %s", r.Status)
 	}
 	return nil
 }
@@ -74,7 +73,7 @@ func (dm *demo) followCustom(ctx context.Context, request string) (oduflow.Custo
 		}
 		select {
 		case <-ctx.Done():
-			return r, errors.Wrap(ctx.Err(), "demo: waiting for the custom execution")
+			return r, fmt.Errorf("demo: waiting for the custom execution: %w", ctx.Err())
 		case <-time.After(50 * time.Millisecond):
 		}
 	}

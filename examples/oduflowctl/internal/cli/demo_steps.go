@@ -3,9 +3,9 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"time"
-
-	"github.com/cockroachdb/errors"
 
 	"github.com/oduflow/oduflow-go/oduflow"
 	"github.com/oduflow/oduflow-go/receipt"
@@ -35,7 +35,7 @@ func (dm *demo) follow(ctx context.Context, profile receipt.Profile, request str
 		}
 		select {
 		case <-ctx.Done():
-			return r, reads, errors.Wrap(ctx.Err(), "demo: waiting for a terminal status")
+			return r, reads, fmt.Errorf("demo: waiting for a terminal status: %w", ctx.Err())
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
@@ -73,7 +73,7 @@ func deref(s *string) string {
 
 func expect(r oduflow.Response, st receipt.Status) error {
 	if r.Status != st {
-		return errors.Newf("demo: expected %s, got %s", st, r.Status)
+		return fmt.Errorf("demo: expected %s, got %s", st, r.Status)
 	}
 	return nil
 }

@@ -2,10 +2,8 @@ package cli
 
 import (
 	"context"
-	stderrors "errors"
+	"errors"
 	"flag"
-
-	crdb "github.com/cockroachdb/errors"
 
 	"github.com/oduflow/oduflow-go/examples/internal/oduflowenv"
 	"github.com/oduflow/oduflow-go/oduflow"
@@ -41,45 +39,42 @@ const exitTable = `Exit status:
 `
 
 // errConfig marks a configuration error found by the CLI itself (exit status 2).
-var errConfig = stderrors.New("oduflowctl: configuration error")
-
-// is reports whether err matches target, for the standard library's errors.Is first. The cockroachdb
-// check is the fallback for errors a package still marks with cockroachdb's errors.Mark (invisible to the
-// standard library); it sees errmark's marks too.
-func is(err, target error) bool { return stderrors.Is(err, target) || crdb.Is(err, target) }
+var errConfig = errors.New("oduflowctl: configuration error")
 
 // exitFor maps an error to its exit status: the one place where errors become exit statuses. The order
 // matters: the most specific proof first (a damaged store, refused credentials), the vaguest last.
 func exitFor(err error) int {
-	if err == nil || stderrors.Is(err, flag.ErrHelp) {
+	if err == nil || errors.Is(err, flag.ErrHelp) {
 		return ExitOK
 	}
 	var s silentExit
-	if stderrors.As(err, &s) {
+	if errors.As(err, &s) {
 		return int(s)
 	}
 	var ee *exitError
-	if stderrors.As(err, &ee) {
+	if errors.As(err, &ee) {
 		return ee.code
 	}
+	// The standard library's errors.Is is enough: the library marks its sentinels so that it sees them
+	// (internal/errmark), and its cockroachdb wrappers unwrap to their causes.
 	switch {
-	case is(err, oduflow.ErrCorruptClaim), is(err, catalog.ErrCorrupt):
+	case errors.Is(err, oduflow.ErrCorruptClaim), errors.Is(err, catalog.ErrCorrupt):
 		return ExitDamaged
-	case is(err, salt.ErrKeyFile), is(err, errConfig):
+	case errors.Is(err, salt.ErrKeyFile), errors.Is(err, errConfig):
 		return ExitUsage // unreadable or malformed credentials, directories, addresses
-	case is(err, salt.ErrAuthentication), is(err, salt.ErrAuthorization):
+	case errors.Is(err, salt.ErrAuthentication), errors.Is(err, salt.ErrAuthorization):
 		return ExitRefused
-	case is(err, oduflow.ErrInvalidInput), is(err, oduflow.ErrMismatch), is(err, receipt.ErrInvalidID),
-		is(err, receipt.ErrUnknownProfile), is(err, catalog.ErrInvalid):
+	case errors.Is(err, oduflow.ErrInvalidInput), errors.Is(err, oduflow.ErrMismatch), errors.Is(err, receipt.ErrInvalidID),
+		errors.Is(err, receipt.ErrUnknownProfile), errors.Is(err, catalog.ErrInvalid):
 		return ExitUsage
-	case is(err, etcdstore.ErrOutcomeUnknown):
+	case errors.Is(err, etcdstore.ErrOutcomeUnknown):
 		return ExitUnknown // a write to etcd that may have committed: never "nothing written"
-	case is(err, oduflow.ErrNotReady),
-		is(err, oduflow.ErrClaimStore), is(err, salt.ErrNotSent):
+	case errors.Is(err, oduflow.ErrNotReady),
+		errors.Is(err, oduflow.ErrClaimStore), errors.Is(err, salt.ErrNotSent):
 		return ExitUnreachable // nothing was written
-	case is(err, oduflow.ErrUncertain), is(err, oduflow.ErrUnresolved), is(err, oduflow.ErrNotFenced),
-		is(err, salt.ErrOutcomeUnknown),
-		is(err, context.Canceled), is(err, context.DeadlineExceeded):
+	case errors.Is(err, oduflow.ErrUncertain), errors.Is(err, oduflow.ErrUnresolved), errors.Is(err, oduflow.ErrNotFenced),
+		errors.Is(err, salt.ErrOutcomeUnknown),
+		errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return ExitUnknown
 	}
 	return ExitFailed

@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"testing"
 
-	crdb "github.com/cockroachdb/errors"
-
 	"github.com/oduflow/oduflow-go/internal/errmark"
 	"github.com/oduflow/oduflow-go/oduflow"
 	"github.com/oduflow/oduflow-go/oduflow/catalog"
@@ -36,15 +34,17 @@ func TestExitFor(t *testing.T) {
 		{"bad request id", receipt.ErrInvalidID, ExitUsage},
 		{"catalog invalid input (a refused custom source)", catalog.ErrInvalid, ExitUsage},
 		{"key file missing (not ready)", notReady(salt.ErrKeyFile), ExitUsage},
-		{"key file (cockroachdb mark)", crdb.Mark(errors.New("open: no such file"), salt.ErrKeyFile), ExitUsage},
+		// The salt package's own shape of a missing key file (keyfile_unix.go: the open error marked, then wrapped).
+		{"key file (the salt package's mark, wrapped)", fmt.Errorf("opening /k: %w",
+			errmark.Mark(errors.New("open: no such file"), salt.ErrKeyFile)), ExitUsage},
 		{"wrong password (not ready)", notReady(salt.ErrAuthentication), ExitRefused},
 		{"authorization", fmt.Errorf("publish: %w", salt.ErrAuthorization), ExitRefused},
 		{"master error authentication", &salt.MasterError{Name: "EauthAuthenticationError"}, ExitRefused},
 		{"event bus (not ready)", notReady(oduflow.ErrNotReady), ExitUnreachable},
 		{"master unreachable (not ready)", notReady(oduflow.ErrNotReady), ExitUnreachable},
 		{"claim store", errmark.Mark(errors.New("EIO"), oduflow.ErrClaimStore), ExitUnreachable},
-		{"not sent", crdb.Mark(errors.New("dial"), salt.ErrNotSent), ExitUnreachable},
-		{"corrupt claim", crdb.Wrap(oduflow.ErrCorruptClaim, "decode"), ExitDamaged},
+		{"not sent", errmark.Mark(errors.New("dial"), salt.ErrNotSent), ExitUnreachable},
+		{"corrupt claim (the library's own decode error)", new(oduflow.Claim).UnmarshalBinary([]byte("{")), ExitDamaged},
 		{"corrupt catalog record", fmt.Errorf("x: %w", catalog.ErrCorrupt), ExitDamaged},
 		{"outcome unknown", fmt.Errorf("x: %w", salt.ErrOutcomeUnknown), ExitUnknown},
 		{"uncertain custom", oduflow.ErrUncertain, ExitUnknown},
