@@ -4,8 +4,10 @@
 // cockroachdb's errors.Mark is invisible to the standard library: its wrapper unwraps only to the cause, and
 // the mark is compared by cockroachdb's own Is. A caller that writes errors.Is(err, salt.ErrOutcomeUnknown)
 // with import "errors" must get true, or it may retry a publish that went out. Mark returns a wrapper whose
-// Unwrap() []error yields the cause and the sentinels, which both libraries traverse. The message and the
-// redaction-safe formatting are the cause's: the sentinels add nothing to the text.
+// Unwrap() error yields the cause and whose Is method reports the sentinels: both libraries call Is on every
+// error of the chain they walk, so both see the marks, and errors.As walks on into the cause (a sentinel is
+// compared, never a target of As). The message and the redaction-safe formatting are the cause's: the
+// sentinels add nothing to the text.
 //
 // OneLine (oneline.go) gives an error its public form: one line for every verb and in every slog
 // handler, its causes still reachable; the public packages apply it at their API boundary (Boundary).
