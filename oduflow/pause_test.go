@@ -118,7 +118,7 @@ func pausedWorkerScenario(t *testing.T, step string, reconcile, other bool) {
 	if liftedWithoutRun && ran {
 		t.Errorf("the paused request ran after its reconciliation said it did not: %+v", rc)
 	}
-	if c := mustClaim(t, d, r1); c.ErrorCode == "never_ran" && ran {
+	if c := mustClaim(t, d, r1); c.ErrorCode == CodeNeverRan && ran {
 		t.Errorf("claim says never ran, the minion ran it: %+v", rc)
 	}
 }
@@ -139,7 +139,7 @@ func reconcileLikeOperator(t *testing.T, d *Dispatcher, m *fakeminion.Model, req
 	}
 	c := mustClaim(t, d, request)
 	rc, ok := m.Receipt(request)
-	return c.Phase.Final() && !(ok && !rc.Fenced()) && (c.ErrorCode == "never_ran" || c.Phase == PhaseAsserted)
+	return c.Phase.Final() && !(ok && !rc.Fenced()) && (c.ErrorCode == CodeNeverRan || c.Phase == PhaseAsserted)
 }
 
 // waitProcessGone waits until the detached worker process pid has exited (its parent reaps it).

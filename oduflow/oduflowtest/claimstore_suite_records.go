@@ -110,7 +110,7 @@ func mutate(c *oduflow.Claim) {
 	c.DispatchedAt, c.FinishedAt, c.ResumedAt = &now, &later, &now
 	c.Status = receipt.StatusSucceeded
 	c.Passed, c.Total = 3, 4
-	c.ErrorCode = "no_trustworthy_return"
+	c.ErrorCode = oduflow.CodeNoTrustworthyReturn
 	c.Evidence = "receipt"
 }
 

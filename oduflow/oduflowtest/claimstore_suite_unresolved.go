@@ -70,12 +70,12 @@ func (s *suite) testListUnresolved(t *testing.T) {
 	swap(c1, func(c *oduflow.Claim) { c.Phase = oduflow.PhaseDispatched })
 	swap(c2, func(c *oduflow.Claim) {
 		c.Phase, c.Status, c.ErrorCode, c.Evidence, c.FinishedAt = oduflow.PhaseTerminal, receipt.StatusFailed,
-			"quarantined", "preflight", &now
+			oduflow.CodeQuarantined, "preflight", &now
 	})
 	want("one dispatched, one failed at preflight", c1.RequestID)
 	swap(c1, func(c *oduflow.Claim) {
 		c.Phase, c.Status, c.ErrorCode, c.Evidence, c.FinishedAt = oduflow.PhaseTerminal, receipt.StatusUnknown,
-			"no_trustworthy_return", "none", &now
+			oduflow.CodeNoTrustworthyReturn, "none", &now
 	})
 	want("terminal unknown still quarantines", c1.RequestID)
 	swap(c1, func(c *oduflow.Claim) {
@@ -89,7 +89,7 @@ func (s *suite) testListUnresolved(t *testing.T) {
 	swap(c3, func(c *oduflow.Claim) { c.Phase, c.DispatchedAt = oduflow.PhaseDispatching, &now })
 	swap(c3, func(c *oduflow.Claim) {
 		c.Phase, c.Status, c.ErrorCode, c.Evidence, c.FinishedAt = oduflow.PhaseAsserted, receipt.StatusFailed,
-			"asserted", "asserted", &now
+			oduflow.CodeAsserted, "asserted", &now
 	})
 	want("resolved by an assertion")
 }

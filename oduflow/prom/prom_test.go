@@ -51,7 +51,7 @@ func TestCollectorCountsARequest(t *testing.T) {
 	if err := d.Wait(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if rr.Status != receipt.StatusFailed || rr.ErrorCode != "minion_refused" {
+	if rr.Status != receipt.StatusFailed || rr.ErrorCode != oduflow.CodeMinionRefused {
 		t.Fatalf("refused run: %+v", rr)
 	}
 

@@ -232,7 +232,7 @@ func TestKillDispatcherAtEachStep(t *testing.T) {
 						t.Fatal(err)
 					}
 					got := waitFinalClaim(t, d, m.id, other)
-					if got.Status != receipt.StatusFailed || got.ErrorCode != "quarantined" {
+					if got.Status != receipt.StatusFailed || got.ErrorCode != oduflow.CodeQuarantined {
 						t.Fatalf("%s start on a quarantined client: %+v", p, got)
 					}
 				}

@@ -76,7 +76,7 @@ func seedHistory(b *testing.B, st interface {
 			}
 			now := time.Now().UTC()
 			c.Phase, c.Status, c.ErrorCode, c.Evidence, c.FinishedAt = oduflow.PhaseTerminal, receipt.StatusFailed,
-				"capability_unverified", "preflight", &now
+				oduflow.CodeCapability, "preflight", &now
 			_, err := st.CompareAndSwap(ctx, c)
 			return err
 		})

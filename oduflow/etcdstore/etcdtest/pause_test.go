@@ -251,7 +251,7 @@ func reconcileAsOperator(t *testing.T, d *oduflow.Dispatcher, m *fakeminion.Mode
 		return false
 	}
 	_, ran := minionRan(m, r1)
-	return !ran && (c.ErrorCode == "never_ran" || c.Phase == oduflow.PhaseAsserted)
+	return !ran && (c.ErrorCode == oduflow.CodeNeverRan || c.Phase == oduflow.PhaseAsserted)
 }
 
 // minionRan reports the minion's receipt of request and whether it says the run started (anything but
@@ -274,7 +274,7 @@ func checkPauseInvariants(t *testing.T, d *oduflow.Dispatcher, m *fakeminion.Mod
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.ErrorCode == "never_ran" && ran {
+	if c.ErrorCode == oduflow.CodeNeverRan && ran {
 		t.Errorf("claim says never ran, the minion ran it: %+v", rc)
 	}
 	if c.Phase.Final() && c.Status == receipt.StatusSucceeded && !ran {
