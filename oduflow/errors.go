@@ -114,10 +114,11 @@ func invalid(err error, what string) error {
 
 // ErrorCode is the sanitized reason a claim records for its result: Claim.ErrorCode, Response.ErrorCode and
 // CustomResponse.ErrorCode ("error_code" in JSON, a plain string there). It is "" when there is none (a
-// succeeded request, a running one, not_started) or one of the Code* constants below (the package doc's
-// table). The code says why; the status alone says whether the run may have happened: failed is a known
-// result (a new request id may follow), unknown is not (never start a replacement; Reconcile). A claim
-// written by another version may carry a code this one does not name: read it as text, never reject it.
+// succeeded request, a running one, not_started) or one of the Code* constants below (the repository
+// README's "Error codes" table). The code says why; the status says whether the run may have happened:
+// failed is a known result (a new request id may follow), unknown is not (never start a replacement;
+// Reconcile). Claims are not validated against this list: one written by another version may carry a
+// code this one does not name, so read an unknown code as text, never as an error.
 type ErrorCode string
 
 // Error codes recorded (sanitized) in claims. Each says what it means, whether the run may have
@@ -181,9 +182,10 @@ const (
 	// unknown (its run was claimed or started and the minion's worker died). Inspect the server, then
 	// Reconcile with Assert; never start a replacement blindly.
 	CodeMinionUnknown ErrorCode = "minion_reported_unknown"
-	// CodeWorkerLost: unknown; nothing published by this request: its worker took the request lock after
-	// the launch window, when Status may already have read it unknown, so it never dispatches (the claim
-	// has no dispatch intent and does not quarantine the client). Start a new request id.
+	// CodeWorkerLost: unknown; nothing published: the worker of a request never dispatched took its lock
+	// after the launch window (or was gone and an adopter found it), when Status may already have read it
+	// unknown, so it is never dispatched later (no dispatch intent: it does not quarantine the client).
+	// Start a new request id.
 	CodeWorkerLost ErrorCode = "worker_lost"
 	// CodeWorkerLaunch: failed; nothing published. A detached worker process could not be started (Start
 	// returned an error matching ErrWorkerLaunch). Fix the executable or the host, then start a new
