@@ -3,7 +3,6 @@ module github.com/oduflow/oduflow-go/examples
 go 1.26.0
 
 require (
-	github.com/cockroachdb/errors v1.14.0
 	github.com/oduflow/oduflow-go v0.4.0
 	github.com/oduflow/oduflow-go/oduflow/etcdstore v0.4.0
 	go.etcd.io/etcd/api/v3 v3.7.3
@@ -12,6 +11,7 @@ require (
 )
 
 require (
+	github.com/cockroachdb/errors v1.14.0 // indirect
 	github.com/cockroachdb/logtags v0.0.0-20230118201751-21c54148d20b // indirect
 	github.com/cockroachdb/redact v1.1.5 // indirect
 	github.com/coreos/go-semver v0.3.1 // indirect
