@@ -17,6 +17,7 @@ import (
 // A detached worker process is SIGKILLed at each step; afterwards Status is right and no second
 // publication ever happens.
 func TestCrashConsistencyDetachedWorker(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("spawns processes")
 	}
@@ -43,6 +44,7 @@ func TestCrashConsistencyDetachedWorker(t *testing.T) {
 	for round := 0; round < 2; round++ {
 		for _, tc := range cases {
 			t.Run(tc.name, func(t *testing.T) {
+				t.Parallel()
 				e := startSim(t)
 				m := e.addMinion()
 				stepFile := filepath.Join(t.TempDir(), "steps")

@@ -200,6 +200,7 @@ func TestDetachedWorkerDoesNotInheritOutput(t *testing.T) {
 // A detached Resume returns once its worker process polls; the worker (started with the two identities
 // only) decides from the persisted claim to poll, and the minion's receipt replaces unknown.
 func TestDetachedResume(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("spawns processes")
 	}

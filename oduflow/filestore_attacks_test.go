@@ -112,6 +112,7 @@ func TestPoolUnusableFailsStart(t *testing.T) {
 // the claim stayed claimed, read running for the launch grace and unknown after it. Now it is committed
 // failed (claim_store_unreadable, nothing published) at once.
 func TestWorkerLockFailureEndsClaim(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	e := startSim(t)
 	m := e.addMinion()
@@ -155,6 +156,7 @@ func TestWorkerLockFailureEndsClaim(t *testing.T) {
 // two requests published on one client. Now the first write's lease check after the rename fails
 // (ErrLeaseLost: its worker publishes nothing), so at most one intent write succeeds.
 func TestPoolReplacedDuringIntent(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	dir := claimDir(t)
 	minion := newMinionID()
@@ -339,6 +341,7 @@ func TestClaimStoreFullDisk(t *testing.T) {
 // run's success onto the re-created claim: another run's record said succeeded. Now every final commit
 // compares the claim's identity, JID included, and leaves the re-created claim alone.
 func TestFinalCommitComparesJID(t *testing.T) {
+	t.Parallel()
 	e := startSim(t)
 	m := e.addMinion(fakeminion.WithHold())
 	committed, replied := make(chan struct{}, 1), make(chan struct{}, 1)

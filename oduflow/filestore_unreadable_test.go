@@ -51,6 +51,7 @@ func within(t *testing.T, what string, op func()) {
 }
 
 func TestUnreadableSiblingClaimIsNotQuarantine(t *testing.T) {
+	t.Parallel()
 	plant := map[string]func(t *testing.T, path string){
 		"fifo": func(t *testing.T, path string) {
 			if err := os.Remove(path); err != nil {

@@ -19,6 +19,7 @@ import (
 // Close with time to spare lets every in-flight worker finish; afterwards new requests are refused
 // with ErrClosed and nothing is written.
 func TestCloseDrainsInFlightWorkers(t *testing.T) {
+	t.Parallel()
 	e := startSim(t)
 	d := e.dispatcher()
 	ctx := context.Background()
@@ -58,6 +59,7 @@ func TestCloseDrainsInFlightWorkers(t *testing.T) {
 // adoption takes both kinds over: the published one is polled to its minion's result (one publication),
 // the one never sent is fenced and recorded never ran; no quarantine is left.
 func TestCloseMidRunThenAdoption(t *testing.T) {
+	t.Parallel()
 	e := startSim(t)
 	ctx := context.Background()
 	held := e.addMinion(fakeminion.WithHold()) // published; its run waits for Release
@@ -188,6 +190,7 @@ func TestOneAnswerForAClient(t *testing.T) {
 // sending: a dispatcher with adoption takes both over, at once (no launch grace to wait for): the
 // first ends with its minion's result, the second is fenced and never runs; one publication in all.
 func TestAdoptionAfterKilledDetachedWorker(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("spawns processes")
 	}
@@ -239,6 +242,7 @@ func TestAdoptionAfterKilledDetachedWorker(t *testing.T) {
 // within its launch grace it is left alone (its worker may not hold the lock yet); past it, it is
 // committed unknown (worker_lost), which never quarantines its client.
 func TestAdoptionNeverPublishesAClaimedRequest(t *testing.T) {
+	t.Parallel()
 	e := startSim(t)
 	ctx := context.Background()
 	m := e.addMinion()

@@ -79,7 +79,9 @@ func pausedWorkerScenario(t *testing.T, step string, reconcile, other bool) {
 		t.Fatal(err)
 	}
 	if step == stepPublishReplied || step == stepReturned || step == stepCommitted {
-		time.Sleep(pauseRunDelay + 300*time.Millisecond) // the run published before the pause ends meanwhile
+		// The run published before the pause ends meanwhile: wait for its receipt (at once when it had
+		// returned already), for at most as long as the run lasts and a margin.
+		waitUntil(pauseRunDelay+300*time.Millisecond, func() bool { _, ok := m.Receipt(r1); return ok })
 	}
 	clk.Advance(3 * time.Hour)
 	r, err := d.Status(ctx, m.ID(), r1, receipt.ProfileConfigure)
@@ -109,7 +111,7 @@ func pausedWorkerScenario(t *testing.T, step string, reconcile, other bool) {
 	if other {
 		waitClaim(t, d, r2, "second request final", func(c *Claim) bool { return c.Phase.Final() })
 	}
-	time.Sleep(pauseRunDelay + 500*time.Millisecond) // a late publication's run would have ended by now
+	waitLateRunsEnded(t, m, r1, r2)
 	if n := m.MaxConcurrentRuns(); n > 1 {
 		t.Errorf("%d runs overlapped on one client", n)
 	}
@@ -152,4 +154,39 @@ func waitProcessGone(t *testing.T, pid int) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// lateRunGrace is how long after the continued worker is gone a late publication of its request is given
+// to reach the minion and start there.
+const lateRunGrace = 500 * time.Millisecond
+
+// waitLateRunsEnded waits until a late publication's run (one started up to lateRunGrace after the
+// worker was gone) would have ended: the grace, then until every run the minion started has its terminal
+// receipt. The requests are the only ones of the minion; a run it refused as busy (terminal, never
+// started) means two runs overlapped, which the caller reports, so it ends the wait too.
+func waitLateRunsEnded(t *testing.T, m *fakeminion.Model, requests ...string) {
+	t.Helper()
+	time.Sleep(lateRunGrace)
+	ended := func() bool {
+		done := 0
+		for _, r := range requests {
+			if rc, ok := m.Receipt(r); r != "" && ok && !rc.Fenced() {
+				done++
+			}
+		}
+		return m.MaxConcurrentRuns() > 1 || m.Runs() <= done
+	}
+	if !waitUntil(pauseRunDelay+10*time.Second, ended) {
+		t.Fatalf("runs still in flight: %d started", m.Runs())
+	}
+}
+
+// waitUntil polls cond every few milliseconds until it holds (true) or d has passed (false).
+func waitUntil(d time.Duration, cond func() bool) bool {
+	for deadline := time.Now().Add(d); !cond(); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			return false
+		}
+	}
+	return true
 }

@@ -59,6 +59,7 @@ func realReturnData(id, jid string, ret any) map[string]any {
 }
 
 func TestForgedReturnsAreNeverEvidence(t *testing.T) {
+	t.Parallel()
 	e := startSim(t)
 	m := e.addMinion(fakeminion.WithHold(),
 		fakeminion.WithResult(receipt.ProfileConfigure, fakeminion.Result{Status: receipt.StatusFailed, Passed: 1, Total: 2}))
@@ -138,6 +139,7 @@ func (r *racingMinion) handle(ctx context.Context, job salttest.Job) (any, int) 
 }
 
 func TestForgedProofsAreRefused(t *testing.T) {
+	t.Parallel()
 	otherKey, err := rsa.GenerateKey(rand.Reader, 2048)
 	if err != nil {
 		t.Fatal(err)
@@ -192,6 +194,7 @@ func TestForgedProofsAreRefused(t *testing.T) {
 }
 
 func TestForgedFloodDoesNotSpendPollBudget(t *testing.T) {
+	t.Parallel()
 	e := startSim(t)
 	m := e.addMinion(fakeminion.WithHold())
 	h := newRecHooks()
@@ -252,6 +255,7 @@ func TestForgedFloodDoesNotSpendPollBudget(t *testing.T) {
 }
 
 func TestPreflightRequiresProof(t *testing.T) {
+	t.Parallel()
 	t.Run("module without proof", func(t *testing.T) {
 		e := startSim(t)
 		m := e.addMinion(fakeminion.WithoutProof())
@@ -282,6 +286,7 @@ func TestPreflightRequiresProof(t *testing.T) {
 }
 
 func TestKeyChangedAfterPreflightIsNeverEvidence(t *testing.T) {
+	t.Parallel()
 	e := startSim(t)
 	m := fakeminion.NewModel(newMinionID(), fakeminion.WithHold())
 	decoy := fakeminion.NewModel(m.ID()) // the key the master had accepted at preflight
@@ -307,6 +312,7 @@ func TestKeyChangedAfterPreflightIsNeverEvidence(t *testing.T) {
 // TestPollCommitsOnlyFromProof: the path Resume and Reconcile FromMinion share (pollOnce) returns a final
 // answer only when the minion's signed answer verifies; a status answer alone never counts.
 func TestPollCommitsOnlyFromProof(t *testing.T) {
+	t.Parallel()
 	e := startSim(t)
 	m := e.addMinion()
 	d := e.dispatcher()

@@ -46,6 +46,7 @@ func TestRuntimeGuardFailureNotReadyAndPreflight(t *testing.T) {
 // at the preflight with nothing published. A minion whose guard holds reports the forms it found
 // (RuntimeGuardForms) and no reason.
 func TestRuntimeGuardReasonPerCheck(t *testing.T) {
+	t.Parallel()
 	e := startSim(t)
 	d := e.dispatcher()
 	ctx := context.Background()
@@ -132,6 +133,7 @@ func TestReadinessNeedsRuntimeGuard(t *testing.T) {
 // never ran, and the request is failed 0/1 with the refusal's code, never a wait for the whole window
 // (8 s here, 7,200 s in production) ending unknown.
 func TestRunRefusedIsFinalAtOnce(t *testing.T) {
+	t.Parallel()
 	for name, tc := range map[string]struct {
 		refusal string
 		code    string
@@ -167,6 +169,7 @@ func TestRunRefusedIsFinalAtOnce(t *testing.T) {
 // gets bus_stalled, and a new Start is refused with nothing written (the bus is not live) until an event
 // arrives again.
 func TestBusStalledIsTypedGap(t *testing.T) {
+	t.Parallel()
 	e := startSim(t)
 	m := e.addMinion()
 	var mu sync.Mutex

@@ -23,6 +23,7 @@ import (
 // minion's start were fenced by their adopter and never ran (the driver retries both under new ids, as
 // a caller must); every job ran exactly once, no run overlapped on a client, no client is quarantined, nothing is left unresolved.
 func TestRollingRestartTwoReplicas(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("a rolling restart")
 	}

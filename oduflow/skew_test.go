@@ -32,6 +32,7 @@ func skewTimers() Timers {
 // at once). Within the launch window a replica 2 minutes ahead reads it running and refuses an Assert;
 // after the window a replica 2 minutes behind reads it unknown (not running for 2 more minutes).
 func TestSkewedReplicaLaunchWindow(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	e := startSim(t)
 	m := e.addMinion()
@@ -62,6 +63,7 @@ func TestSkewedReplicaLaunchWindow(t *testing.T) {
 // the run. A replica 2 minutes ahead (more than the 60 s status expiry) reads it running and refuses an
 // Assert on it.
 func TestSkewedReplicaDispatchWindow(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	e := startSim(t)
 	m := e.addMinion(fakeminion.WithHold())

@@ -133,6 +133,7 @@ func TestStartNotReadyBusReconnectingWritesNothing(t *testing.T) {
 
 // The readiness ping is shared: a burst of Starts within masterProofTTL costs one ping in all.
 func TestStartReadinessPingCached(t *testing.T) {
+	t.Parallel()
 	e := startSim(t)
 	m := e.addMinion()
 	p := &pingCountingClient{Client: e.client}

@@ -63,6 +63,7 @@ func TestStartSucceededAndFailed(t *testing.T) {
 }
 
 func TestBusyTargetFailsPreflight(t *testing.T) {
+	t.Parallel()
 	e := startSim(t)
 	m := e.addMinion(fakeminion.WithHold())
 	tm := testTimers()
@@ -115,6 +116,7 @@ func TestCapabilityUnverified(t *testing.T) {
 }
 
 func TestPing(t *testing.T) {
+	t.Parallel()
 	e := startSim(t)
 	ok := e.addMinion()
 	old := e.addMinion(fakeminion.WithProtocol(0))
@@ -148,6 +150,7 @@ func TestPing(t *testing.T) {
 }
 
 func TestWindowSpentThenResume(t *testing.T) {
+	t.Parallel()
 	e := startSim(t)
 	m := e.addMinion(fakeminion.WithHold())
 	tm := testTimers()
