@@ -410,12 +410,8 @@ func (m *cstMinion) receiptOf(request string) (receipt.Receipt, bool) {
 
 func cstWaitFor(t *testing.T, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not reached")
-		}
-		time.Sleep(10 * time.Millisecond)
+	if !waitUntil(20*time.Second, cond) {
+		t.Fatal("condition not reached")
 	}
 }
 

@@ -99,16 +99,12 @@ func TestDetachedLogFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := "worker-stderr " + m.ID() + " " + req
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		data, _ := os.ReadFile(logPath)
-		if strings.Contains(string(data), want) && strings.Contains(string(data), "worker-stdout") {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("log %q", data)
-		}
-		time.Sleep(10 * time.Millisecond)
+	var data []byte
+	if !waitUntil(10*time.Second, func() bool {
+		data, _ = os.ReadFile(logPath)
+		return strings.Contains(string(data), want) && strings.Contains(string(data), "worker-stdout")
+	}) {
+		t.Fatalf("log %q", data)
 	}
 	if fi, err := os.Lstat(logPath); err != nil || fi.Mode().Perm() != 0o600 || !fi.Mode().IsRegular() {
 		t.Fatalf("log file %v %v", fi.Mode(), err)

@@ -33,15 +33,15 @@ func onStep(step string, fn func()) Option {
 // waitClaim polls the claim until ok(claim) holds.
 func waitClaim(t *testing.T, d *Dispatcher, req string, what string, ok func(*Claim) bool) *Claim {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for time.Now().Before(deadline) {
-		if c, err := d.store.Get(context.Background(), req); err == nil && ok(c) {
-			return c
-		}
-		time.Sleep(10 * time.Millisecond)
+	var c *Claim
+	if !waitUntil(20*time.Second, func() bool {
+		got, err := d.store.Get(context.Background(), req)
+		c = got
+		return err == nil && ok(got)
+	}) {
+		t.Fatalf("request %s: never %s: %+v", req, what, mustClaim(t, d, req))
 	}
-	t.Fatalf("request %s: never %s: %+v", req, what, mustClaim(t, d, req))
-	return nil
+	return c
 }
 
 // loseReplyAndReturn arms the simulator to drop the reply of the run publish and the return event of its
@@ -167,7 +167,8 @@ func TestLostPublishNeverRunIsFencedByReconcile(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitRuns(t, e, 1)
-	time.Sleep(100 * time.Millisecond)
+	// The minion's answer: a receipt, or a run it started.
+	waitUntil(5*time.Second, func() bool { _, ok := m.Receipt(req); return ok || m.Runs() > 0 })
 	if rc, ok := m.Receipt(req); m.Runs() != 0 || !ok || !rc.Fenced() {
 		t.Fatalf("late publication: runs %d receipt %+v", m.Runs(), rc)
 	}

@@ -131,19 +131,16 @@ func TestWorkerLockFailureEndsClaim(t *testing.T) {
 	if _, err := d.Start(ctx, m.ID(), req, receipt.ProfileConfigure); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		c, err := st.Get(ctx, req)
-		if err == nil && c.Phase.Final() {
-			if c.Status != receipt.StatusFailed || c.ErrorCode != codeClaimStore || c.WasDispatched() {
-				t.Fatalf("claim after the worker's lock failed: %+v", c)
-			}
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("claim still %v 5 s after its worker could not lock it", c.Phase)
-		}
-		time.Sleep(20 * time.Millisecond)
+	var c *Claim
+	if !waitUntil(5*time.Second, func() bool {
+		got, err := st.Get(ctx, req)
+		c = got
+		return err == nil && got.Phase.Final()
+	}) {
+		t.Fatalf("claim not final 5 s after its worker could not lock it: %+v", c)
+	}
+	if c.Status != receipt.StatusFailed || c.ErrorCode != codeClaimStore || c.WasDispatched() {
+		t.Fatalf("claim after the worker's lock failed: %+v", c)
 	}
 	if n := e.runs(); n != 0 {
 		t.Fatalf("%d publications", n)
@@ -363,10 +360,8 @@ func TestFinalCommitComparesJID(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("never published")
 	}
-	for deadline := time.Now().Add(10 * time.Second); m.Runs() == 0; time.Sleep(10 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("the minion never started the run")
-		}
+	if !waitUntil(10*time.Second, func() bool { return m.Runs() > 0 }) {
+		t.Fatal("the minion never started the run")
 	}
 	st := mustFileStore(t, d)
 	recreated := mustClaim(t, d, req).clone()

@@ -171,12 +171,8 @@ func TestOneAnswerForAClient(t *testing.T) {
 	d2 := e.dispatcher()
 	agree("dispatched, worker gone", d2, true, codeQuarantined)
 	d3 := e.dispatcher(WithAdoption(time.Hour))
-	deadline := time.Now().Add(10 * time.Second)
-	for held, _ := d3.leases.RequestLockHeld(ctx, req); !held; held, _ = d3.leases.RequestLockHeld(ctx, req) {
-		if time.Now().After(deadline) {
-			t.Fatal("never adopted")
-		}
-		time.Sleep(5 * time.Millisecond)
+	if !waitUntil(10*time.Second, func() bool { held, _ := d3.leases.RequestLockHeld(ctx, req); return held }) {
+		t.Fatal("never adopted")
 	}
 	agree("adopted", d2, false, codeLeaseBusy)
 	m.Release()

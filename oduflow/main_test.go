@@ -72,11 +72,8 @@ func childDispatcher() (*Dispatcher, error) {
 		if step != pauseAt {
 			return
 		}
-		for {
-			if _, err := os.Stat(stepFile + ".go"); err == nil {
-				return
-			}
-			time.Sleep(5 * time.Millisecond)
+		// Until "<step file>.go" exists, or the test kills this process.
+		for !waitUntil(time.Hour, func() bool { _, err := os.Stat(stepFile + ".go"); return err == nil }) {
 		}
 	}
 	tm := testTimers()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -39,13 +40,20 @@ func TestPausedWorkerAtEachStepFileStore(t *testing.T) {
 	}
 	variants := []variant{{"alone", false, false}, {"reconcile", true, false}, {"second", false, true},
 		{"reconcile+second", true, true}}
+	// A scenario mostly waits (for its worker process, its minion's runs): the four variants of a step
+	// run at once, beside other steps (parallel subtests), so that the 28 scenarios do not queue for
+	// the -parallel slots (GOMAXPROCS: 2 on a small CI machine).
 	for _, step := range steps {
-		for _, v := range variants {
-			t.Run(step+"/"+v.name, func(t *testing.T) {
-				t.Parallel()
-				pausedWorkerScenario(t, step, v.reconcile, v.other)
-			})
-		}
+		t.Run(step, func(t *testing.T) {
+			t.Parallel()
+			var wg sync.WaitGroup
+			for _, v := range variants {
+				wg.Go(func() {
+					t.Run(v.name, func(t *testing.T) { pausedWorkerScenario(t, step, v.reconcile, v.other) })
+				})
+			}
+			wg.Wait()
+		})
 	}
 }
 
@@ -147,12 +155,8 @@ func reconcileLikeOperator(t *testing.T, d *Dispatcher, m *fakeminion.Model, req
 // waitProcessGone waits until the detached worker process pid has exited (its parent reaps it).
 func waitProcessGone(t *testing.T, pid int) {
 	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for syscall.Kill(pid, 0) == nil {
-		if time.Now().After(deadline) {
-			t.Fatal("continued worker did not finish")
-		}
-		time.Sleep(20 * time.Millisecond)
+	if !waitUntil(60*time.Second, func() bool { return syscall.Kill(pid, 0) != nil }) {
+		t.Fatal("continued worker did not finish")
 	}
 }
 
@@ -179,14 +183,4 @@ func waitLateRunsEnded(t *testing.T, m *fakeminion.Model, requests ...string) {
 	if !waitUntil(pauseRunDelay+10*time.Second, ended) {
 		t.Fatalf("runs still in flight: %d started", m.Runs())
 	}
-}
-
-// waitUntil polls cond every few milliseconds until it holds (true) or d has passed (false).
-func waitUntil(d time.Duration, cond func() bool) bool {
-	for deadline := time.Now().Add(d); !cond(); time.Sleep(10 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			return false
-		}
-	}
-	return true
 }

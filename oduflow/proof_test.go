@@ -32,17 +32,15 @@ func (h *recHooks) unverifiedCount(reason string) int {
 // waitPhase waits until the claim reaches phase p and returns it.
 func waitPhase(t *testing.T, d *Dispatcher, request string, p Phase) *Claim {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		c, err := d.store.Get(context.Background(), request)
-		if err == nil && c.Phase == p {
-			return c
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("request %s never reached %s (%+v)", request, p, c)
-		}
-		time.Sleep(5 * time.Millisecond)
+	var c *Claim
+	if !waitUntil(10*time.Second, func() bool {
+		got, err := d.store.Get(context.Background(), request)
+		c = got
+		return err == nil && got.Phase == p
+	}) {
+		t.Fatalf("request %s never reached %s (%+v)", request, p, c)
 	}
+	return c
 }
 
 // forgedReceipt is a succeeded receipt bound to c: exactly what the real minion would return.
@@ -94,13 +92,11 @@ func TestForgedReturnsAreNeverEvidence(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	deadline := time.Now().Add(3 * time.Second)
-	for h.unverifiedCount(unverifiedMinionEvent) == 0 || h.unverifiedCount(unverifiedWrongMinion) == 0 ||
-		h.unverifiedCount(unverifiedIDMismatch) == 0 || h.unverifiedCount(unverifiedUnproven) == 0 {
-		if time.Now().After(deadline) {
-			t.Fatalf("unverified events not all counted: %v", h.unverified)
-		}
-		time.Sleep(10 * time.Millisecond)
+	if !waitUntil(3*time.Second, func() bool {
+		return h.unverifiedCount(unverifiedMinionEvent) > 0 && h.unverifiedCount(unverifiedWrongMinion) > 0 &&
+			h.unverifiedCount(unverifiedIDMismatch) > 0 && h.unverifiedCount(unverifiedUnproven) > 0
+	}) {
+		t.Fatalf("unverified events not all counted: %v", h.unverified)
 	}
 	if cur := mustClaim(t, d, req); cur.Phase.Final() {
 		t.Fatalf("a forged return was accepted: %+v", cur)
@@ -194,7 +190,6 @@ func TestForgedProofsAreRefused(t *testing.T) {
 }
 
 func TestForgedFloodDoesNotSpendPollBudget(t *testing.T) {
-	t.Parallel()
 	e := startSim(t)
 	m := e.addMinion(fakeminion.WithHold())
 	h := newRecHooks()

@@ -190,18 +190,14 @@ func TestBusStalledIsTypedGap(t *testing.T) {
 	e.sim.StallEventBus(true)
 	req := uuid.NewString()
 	mustStart(t, d, receipt.ProfileConfigure, m.ID(), req) // the bus was live when it was checked
-	deadline := time.Now().Add(5 * time.Second)
-	for {
+	if !waitUntil(5*time.Second, func() bool {
 		mu.Lock()
-		n := gaps[busGapStalled]
-		mu.Unlock()
-		if n > 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no bus_stalled gap; gaps %v", gaps)
-		}
-		time.Sleep(20 * time.Millisecond)
+		defer mu.Unlock()
+		return gaps[busGapStalled] > 0
+	}) {
+		mu.Lock()
+		defer mu.Unlock()
+		t.Fatalf("no bus_stalled gap; gaps %v", gaps)
 	}
 	next := uuid.NewString()
 	if _, err := d.Start(ctx, m.ID(), next, receipt.ProfileConfigure); !errors.Is(err, ErrNotReady) || !errors.Is(err, errEventBus) {

@@ -29,10 +29,7 @@ func TestRollingRestartTwoReplicas(t *testing.T) {
 	}
 	e := startSim(t)
 	ctx := context.Background()
-	var minions []*fakeminion.Model
-	for range 10 {
-		minions = append(minions, e.addMinion(fakeminion.WithDelay(400*time.Millisecond)))
-	}
+	minions := e.addMinions(10, fakeminion.WithDelay(400*time.Millisecond))
 	var adoptions atomic.Int64
 	hooks := Hooks{Observe: func(_ context.Context, _ RequestRef, op string, _ time.Duration) {
 		if op == "adoption" {

@@ -72,10 +72,8 @@ func TestSkewedReplicaDispatchWindow(t *testing.T) {
 	ahead := e.dispatcher(WithTimers(skewTimers()), WithClock(skewedBy(replicaSkew)))
 	req := uuid.NewString()
 	mustStart(t, a, receipt.ProfileConfigure, m.ID(), req)
-	for deadline := time.Now().Add(10 * time.Second); e.runs() == 0; time.Sleep(10 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("never published")
-		}
+	if !waitUntil(10*time.Second, func() bool { return e.runs() > 0 }) {
+		t.Fatal("never published")
 	}
 	if r, err := ahead.Status(ctx, m.ID(), req, receipt.ProfileConfigure); err != nil || r.Status != receipt.StatusRunning {
 		t.Errorf("replica 2 min ahead, live dispatched request: %+v %v, want running", r, err)

@@ -91,12 +91,8 @@ func TestBusyTargetFailsPreflight(t *testing.T) {
 
 func waitRuns(t testing.TB, e *simEnv, n int) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for e.runs() < n {
-		if time.Now().After(deadline) {
-			t.Fatalf("runs %d < %d", e.runs(), n)
-		}
-		time.Sleep(5 * time.Millisecond)
+	if !waitUntil(10*time.Second, func() bool { return e.runs() >= n }) {
+		t.Fatalf("runs %d < %d", e.runs(), n)
 	}
 }
 
