@@ -82,8 +82,8 @@ func TestStartNotReadyMasterStoppedRepeatAnswers(t *testing.T) {
 	d.masterProvedAt.Store(time.Now().Add(-masterProofTTL - time.Millisecond).UnixNano())
 	req := uuid.NewString()
 	_, err := d.Start(context.Background(), m.ID(), req, receipt.ProfileConfigure)
-	if !errors.Is(err, ErrNotReady) {
-		t.Fatalf("stopped master: %v", err)
+	if !errors.Is(err, ErrNotReady) || !errors.Is(err, errMasterUnreachable) {
+		t.Fatalf("stopped master: %v, want ErrNotReady naming the master (its proof is stale)", err)
 	}
 	noClaim(t, d, req)
 	r, err := d.Start(context.Background(), m.ID(), first, receipt.ProfileConfigure)
