@@ -238,7 +238,6 @@ func TestAdoptionAfterKilledDetachedWorker(t *testing.T) {
 // within its launch grace it is left alone (its worker may not hold the lock yet); past it, it is
 // committed unknown (worker_lost), which never quarantines its client.
 func TestAdoptionNeverPublishesAClaimedRequest(t *testing.T) {
-	t.Parallel()
 	e := startSim(t)
 	ctx := context.Background()
 	m := e.addMinion()

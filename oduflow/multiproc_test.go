@@ -17,7 +17,6 @@ import (
 // 1,000 concurrent Start calls for one request from 4 OS processes sharing one claim directory: exactly one
 // claim is created and exactly one oduflow_job.run is published (counted at the simulator).
 func TestAtMostOnceAcrossProcesses(t *testing.T) {
-	t.Parallel()
 	if testing.Short() {
 		t.Skip("spawns processes")
 	}
