@@ -387,6 +387,7 @@ func TestCustomQueuedSnapshotIsDrivenNotDuplicated(t *testing.T) {
 }
 
 func TestCustomDigestMismatchRefusedByMinion(t *testing.T) {
+	t.Parallel()
 	// The minion refuses a payload whose digest differs; the dispatcher never sends one, but the publication
 	// source refuses a snapshot that does not match the claim before publishing.
 	e := newCstEnv(t)

@@ -16,6 +16,7 @@ import (
 // openWorkerLogChecked refuses a FIFO at once (it never blocks waiting for a reader), and a log opened before
 // Start receives the detached worker's output.
 func TestOpenWorkerLogBeforeStart(t *testing.T) {
+	t.Parallel()
 	dir := claimDir(t)
 	if _, err := OpenFileClaimStore(dir); err != nil {
 		t.Fatal(err)

@@ -48,6 +48,7 @@ func scriptWorker(t testing.TB, sleep int) string {
 }
 
 func TestDetachedLaunchFailureFailsClaim(t *testing.T) {
+	t.Parallel()
 	e := startSim(t)
 	m := e.addMinion()
 	d := e.dispatcher(WithDetachedWorkers("/nonexistent/never-started"))
@@ -90,6 +91,7 @@ func TestDetachedLaunchFailureFailsClaim(t *testing.T) {
 }
 
 func TestDetachedLogFile(t *testing.T) {
+	t.Parallel()
 	e := startSim(t)
 	m := e.addMinion()
 	logPath := filepath.Join(e.dir, workerLogName)
@@ -161,6 +163,7 @@ func runLauncherChild() int {
 // `tool start ... 2>&1 | tee log` ends when the tool exits: the detached worker does not inherit the
 // launcher's stdout or stderr.
 func TestDetachedWorkerDoesNotInheritOutput(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("spawns processes")
 	}

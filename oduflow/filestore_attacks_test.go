@@ -80,6 +80,7 @@ func TestPoolReplacedReopens(t *testing.T) {
 // for ever, Status running then unknown, an untyped error). Now Start fails with ErrClaimStore before
 // writing anything.
 func TestPoolUnusableFailsStart(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	e := startSim(t)
 	m := e.addMinion()

@@ -126,6 +126,7 @@ func TestUnreadableSiblingClaimIsNotQuarantine(t *testing.T) {
 }
 
 func TestFIFOClientLeaseIsNotBusy(t *testing.T) {
+	t.Parallel()
 	e := startSim(t)
 	m := e.addMinion()
 	logs := &lockedBuffer{}

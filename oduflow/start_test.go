@@ -97,6 +97,7 @@ func waitRuns(t testing.TB, e *simEnv, n int) {
 }
 
 func TestCapabilityUnverified(t *testing.T) {
+	t.Parallel()
 	e := startSim(t)
 	m := e.addMinion(fakeminion.WithProtocol(0))
 	d := e.dispatcher()
