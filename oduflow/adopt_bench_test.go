@@ -113,14 +113,10 @@ func median(xs []float64) float64 {
 
 func waitClaimB(b *testing.B, d *Dispatcher, req string, ok func(*Claim) bool) {
 	b.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		if c, err := d.store.Get(context.Background(), req); err == nil && ok(c) {
-			return
-		}
-		if time.Now().After(deadline) {
-			b.Fatalf("request %s: condition not met", req)
-		}
-		time.Sleep(5 * time.Millisecond)
+	if !waitUntil(30*time.Second, func() bool {
+		c, err := d.store.Get(context.Background(), req)
+		return err == nil && ok(c)
+	}) {
+		b.Fatalf("request %s: condition not met", req)
 	}
 }

@@ -97,17 +97,13 @@ func BenchmarkDispatcher(b *testing.B) {
 	}
 	wg.Wait()
 	startAll := time.Since(t0)
-	deadline := time.Now().Add(3 * time.Minute)
-	for e.runs() < n {
-		if time.Now().After(deadline) {
-			codes := map[string]int{}
-			for _, r := range reqs {
-				c, _ := d.store.Get(ctx, r)
-				codes[string(c.Phase)+"/"+string(c.ErrorCode)]++
-			}
-			b.Fatalf("only %d of %d in flight: %v", e.runs(), n, codes)
+	if !waitUntil(3*time.Minute, func() bool { return e.runs() >= n }) {
+		codes := map[string]int{}
+		for _, r := range reqs {
+			c, _ := d.store.Get(ctx, r)
+			codes[string(c.Phase)+"/"+string(c.ErrorCode)]++
 		}
-		time.Sleep(50 * time.Millisecond)
+		b.Fatalf("only %d of %d in flight: %v", e.runs(), n, codes)
 	}
 	inflight := time.Since(t0)
 	runtime.GC()

@@ -16,6 +16,7 @@ import (
 // published for it), one unknown minion id is refused by the master without spoiling its batch, and
 // every run publication still targets exactly one minion.
 func TestCapabilityChecksShareAPublication(t *testing.T) {
+	t.Parallel()
 	e := startSim(t)
 	d := e.dispatcher()
 	const n = 12

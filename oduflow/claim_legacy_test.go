@@ -98,6 +98,7 @@ func TestLegacyClaims(t *testing.T) {
 }
 
 func TestLegacyQuarantineBlocksDispatch(t *testing.T) {
+	t.Parallel()
 	e := startSim(t)
 	d := e.dispatcher()
 	pre := installFixture(t, d, "preprotocol_production_dispatched.json")

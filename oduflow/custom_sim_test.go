@@ -360,15 +360,15 @@ func (e *cstEnv) configure() {
 
 func (e *cstEnv) waitClaimFinal(req string) *Claim {
 	e.t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for time.Now().Before(deadline) {
-		if c, err := e.d.store.Get(context.Background(), req); err == nil && c.Phase.Final() {
-			return c
-		}
-		time.Sleep(10 * time.Millisecond)
+	var c *Claim
+	if !waitUntil(20*time.Second, func() bool {
+		got, err := e.d.store.Get(context.Background(), req)
+		c = got
+		return err == nil && got.Phase.Final()
+	}) {
+		e.t.Fatalf("request %s not final", req)
 	}
-	e.t.Fatalf("request %s not final", req)
-	return nil
+	return c
 }
 
 // define creates and assigns a definition.
@@ -388,19 +388,18 @@ func (e *cstEnv) define(company, source string) catalog.Definition {
 // final waits until CustomStatus of req is neither running nor not_started.
 func (e *cstEnv) final(req string) CustomResponse {
 	e.t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for time.Now().Before(deadline) {
-		r, err := e.d.CustomStatus(context.Background(), e.minion.id, req)
-		if err != nil {
-			e.t.Fatal(err)
-		}
-		if r.Status != receipt.StatusRunning && r.Status != receipt.StatusNotStarted {
-			return r
-		}
-		time.Sleep(10 * time.Millisecond)
+	var r CustomResponse
+	var err error
+	if !waitUntil(20*time.Second, func() bool {
+		r, err = e.d.CustomStatus(context.Background(), e.minion.id, req)
+		return err != nil || r.Status != receipt.StatusRunning && r.Status != receipt.StatusNotStarted
+	}) {
+		e.t.Fatalf("custom request %s not final", req)
 	}
-	e.t.Fatalf("custom request %s not final", req)
-	return CustomResponse{}
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return r
 }
 
 func cstJSONHas(v any, needle string) bool {

@@ -18,6 +18,7 @@ import (
 // Assign refuses it (catalog.ErrInvalid, the server stays unassigned), and a crossed assignment record
 // planted around Assign makes CustomStart fail with catalog.ErrCorrupt: nothing frozen, nothing published.
 func TestCustomStartTenancy(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	e := newCstEnv(t)
 	e.configure() // custom states need a succeeded configuration first

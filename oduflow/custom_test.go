@@ -37,6 +37,7 @@ will_fail:
 )
 
 func TestCustomNeedsInitialConfiguration(t *testing.T) {
+	t.Parallel()
 	e := newCstEnv(t)
 	ctx := context.Background()
 	def := e.define("acme", cstOK)
@@ -79,6 +80,7 @@ func TestCustomNeedsInitialConfiguration(t *testing.T) {
 }
 
 func TestCustomAssertedConfigurationDoesNotCount(t *testing.T) {
+	t.Parallel()
 	e := newCstEnv(t)
 	ctx := context.Background()
 	// A configure claim whose publish outcome is unknown, then asserted succeeded by an operator.
@@ -104,6 +106,7 @@ func TestCustomAssertedConfigurationDoesNotCount(t *testing.T) {
 }
 
 func TestCustomReuseRunningThenSucceededThenApplyAgain(t *testing.T) {
+	t.Parallel()
 	e := newCstEnv(t)
 	ctx := context.Background()
 	e.configure()
@@ -174,6 +177,7 @@ func TestCustomReuseRunningThenSucceededThenApplyAgain(t *testing.T) {
 }
 
 func TestCustomFailureConfirmedByReceipt(t *testing.T) {
+	t.Parallel()
 	e := newCstEnv(t)
 	ctx := context.Background()
 	e.configure()
@@ -197,6 +201,7 @@ func TestCustomFailureConfirmedByReceipt(t *testing.T) {
 }
 
 func TestCustomUnknownBlocksAndAssertedFailureNeedsReceipt(t *testing.T) {
+	t.Parallel()
 	e := newCstEnv(t)
 	ctx := context.Background()
 	e.configure()
@@ -258,6 +263,7 @@ func TestCustomUnknownBlocksAndAssertedFailureNeedsReceipt(t *testing.T) {
 }
 
 func TestCustomPreflightFailureConfirmedByMaster(t *testing.T) {
+	t.Parallel()
 	e := newCstEnv(t)
 	ctx := context.Background()
 	e.configure()
@@ -286,6 +292,7 @@ func TestCustomPreflightFailureConfirmedByMaster(t *testing.T) {
 }
 
 func TestCustomBindingsAndRefusals(t *testing.T) {
+	t.Parallel()
 	e := newCstEnv(t)
 	ctx := context.Background()
 	e.configure()
@@ -350,6 +357,7 @@ func TestCustomBindingsAndRefusals(t *testing.T) {
 }
 
 func TestCustomQueuedSnapshotIsDrivenNotDuplicated(t *testing.T) {
+	t.Parallel()
 	e := newCstEnv(t)
 	ctx := context.Background()
 	e.configure()
@@ -379,6 +387,7 @@ func TestCustomQueuedSnapshotIsDrivenNotDuplicated(t *testing.T) {
 }
 
 func TestCustomDigestMismatchRefusedByMinion(t *testing.T) {
+	t.Parallel()
 	// The minion refuses a payload whose digest differs; the dispatcher never sends one, but the publication
 	// source refuses a snapshot that does not match the claim before publishing.
 	e := newCstEnv(t)
@@ -402,16 +411,13 @@ func (m *cstMinion) receiptOf(request string) (receipt.Receipt, bool) {
 
 func cstWaitFor(t *testing.T, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not reached")
-		}
-		time.Sleep(10 * time.Millisecond)
+	if !waitUntil(20*time.Second, cond) {
+		t.Fatal("condition not reached")
 	}
 }
 
 func TestCustomConcurrentAppliesRunOnce(t *testing.T) {
+	t.Parallel()
 	e := newCstEnv(t)
 	ctx := context.Background()
 	e.configure()

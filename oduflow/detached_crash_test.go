@@ -17,6 +17,7 @@ import (
 // A detached worker process is SIGKILLed at each step; afterwards Status is right and no second
 // publication ever happens.
 func TestCrashConsistencyDetachedWorker(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("spawns processes")
 	}
@@ -43,6 +44,7 @@ func TestCrashConsistencyDetachedWorker(t *testing.T) {
 	for round := 0; round < 2; round++ {
 		for _, tc := range cases {
 			t.Run(tc.name, func(t *testing.T) {
+				t.Parallel()
 				e := startSim(t)
 				m := e.addMinion()
 				stepFile := filepath.Join(t.TempDir(), "steps")
@@ -66,7 +68,9 @@ func TestCrashConsistencyDetachedWorker(t *testing.T) {
 						t.Fatal(err)
 					}
 					waitRuns(t, e, 1)
-					time.Sleep(50 * time.Millisecond)
+					if !waitUntil(5*time.Second, func() bool { return m.Runs() > 0 }) {
+						t.Fatal("the minion never started the publication")
+					}
 				}
 				if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 					t.Fatal(err)
@@ -121,27 +125,24 @@ func TestCrashConsistencyDetachedWorker(t *testing.T) {
 
 func waitStep(t *testing.T, stepFile, step string) int {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for time.Now().Before(deadline) {
-		if steps, pid := readSteps(stepFile); slices.Contains(steps, step) {
-			return pid
-		}
-		time.Sleep(5 * time.Millisecond)
+	var pid int
+	if !waitUntil(20*time.Second, func() bool {
+		var steps []string
+		steps, pid = readSteps(stepFile)
+		return slices.Contains(steps, step)
+	}) {
+		steps, _ := readSteps(stepFile)
+		t.Fatalf("worker never reached %s (steps %v)", step, steps)
 	}
-	steps, _ := readSteps(stepFile)
-	t.Fatalf("worker never reached %s (steps %v)", step, steps)
-	return 0
+	return pid
 }
 
 func waitLockFree(t *testing.T, d *Dispatcher, req string) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
+	if !waitUntil(10*time.Second, func() bool {
 		held, err := d.leases.RequestLockHeld(context.Background(), req)
-		if err == nil && !held {
-			return
-		}
-		time.Sleep(5 * time.Millisecond)
+		return err == nil && !held
+	}) {
+		t.Fatal("request lock still held after kill")
 	}
-	t.Fatal("request lock still held after kill")
 }

@@ -16,6 +16,7 @@ import (
 // openWorkerLogChecked refuses a FIFO at once (it never blocks waiting for a reader), and a log opened before
 // Start receives the detached worker's output.
 func TestOpenWorkerLogBeforeStart(t *testing.T) {
+	t.Parallel()
 	dir := claimDir(t)
 	if _, err := OpenFileClaimStore(dir); err != nil {
 		t.Fatal(err)
@@ -50,14 +51,7 @@ func TestOpenWorkerLogBeforeStart(t *testing.T) {
 	if _, err := d.Start(context.Background(), m.ID(), uuid.NewString(), receipt.ProfileConfigure); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		if b, _ := os.ReadFile(logPath); len(b) > 0 {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the worker wrote nothing to the log opened before Start")
-		}
-		time.Sleep(20 * time.Millisecond)
+	if !waitUntil(5*time.Second, func() bool { b, _ := os.ReadFile(logPath); return len(b) > 0 }) {
+		t.Fatal("the worker wrote nothing to the log opened before Start")
 	}
 }

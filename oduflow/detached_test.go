@@ -48,6 +48,7 @@ func scriptWorker(t testing.TB, sleep int) string {
 }
 
 func TestDetachedLaunchFailureFailsClaim(t *testing.T) {
+	t.Parallel()
 	e := startSim(t)
 	m := e.addMinion()
 	d := e.dispatcher(WithDetachedWorkers("/nonexistent/never-started"))
@@ -90,6 +91,7 @@ func TestDetachedLaunchFailureFailsClaim(t *testing.T) {
 }
 
 func TestDetachedLogFile(t *testing.T) {
+	t.Parallel()
 	e := startSim(t)
 	m := e.addMinion()
 	logPath := filepath.Join(e.dir, workerLogName)
@@ -99,16 +101,12 @@ func TestDetachedLogFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := "worker-stderr " + m.ID() + " " + req
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		data, _ := os.ReadFile(logPath)
-		if strings.Contains(string(data), want) && strings.Contains(string(data), "worker-stdout") {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("log %q", data)
-		}
-		time.Sleep(10 * time.Millisecond)
+	var data []byte
+	if !waitUntil(10*time.Second, func() bool {
+		data, _ = os.ReadFile(logPath)
+		return strings.Contains(string(data), want) && strings.Contains(string(data), "worker-stdout")
+	}) {
+		t.Fatalf("log %q", data)
 	}
 	if fi, err := os.Lstat(logPath); err != nil || fi.Mode().Perm() != 0o600 || !fi.Mode().IsRegular() {
 		t.Fatalf("log file %v %v", fi.Mode(), err)
@@ -165,6 +163,7 @@ func runLauncherChild() int {
 // `tool start ... 2>&1 | tee log` ends when the tool exits: the detached worker does not inherit the
 // launcher's stdout or stderr.
 func TestDetachedWorkerDoesNotInheritOutput(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("spawns processes")
 	}
@@ -200,6 +199,7 @@ func TestDetachedWorkerDoesNotInheritOutput(t *testing.T) {
 // A detached Resume returns once its worker process polls; the worker (started with the two identities
 // only) decides from the persisted claim to poll, and the minion's receipt replaces unknown.
 func TestDetachedResume(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("spawns processes")
 	}

@@ -33,15 +33,15 @@ func onStep(step string, fn func()) Option {
 // waitClaim polls the claim until ok(claim) holds.
 func waitClaim(t *testing.T, d *Dispatcher, req string, what string, ok func(*Claim) bool) *Claim {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for time.Now().Before(deadline) {
-		if c, err := d.store.Get(context.Background(), req); err == nil && ok(c) {
-			return c
-		}
-		time.Sleep(10 * time.Millisecond)
+	var c *Claim
+	if !waitUntil(20*time.Second, func() bool {
+		got, err := d.store.Get(context.Background(), req)
+		c = got
+		return err == nil && ok(got)
+	}) {
+		t.Fatalf("request %s: never %s: %+v", req, what, mustClaim(t, d, req))
 	}
-	t.Fatalf("request %s: never %s: %+v", req, what, mustClaim(t, d, req))
-	return nil
+	return c
 }
 
 // loseReplyAndReturn arms the simulator to drop the reply of the run publish and the return event of its
@@ -60,6 +60,7 @@ func loseReplyAndReturn(t *testing.T, e *simEnv, d *Dispatcher, req string) {
 // receipt (read by a status poll: the return event is lost too) replaces unknown and releases the
 // quarantine. Nothing is ever republished.
 func TestLostPublishReplyIsUnknownAndQuarantines(t *testing.T) {
+	t.Parallel()
 	e := startSim(t)
 	m := e.addMinion(fakeminion.WithHold())
 	req := uuid.NewString()
@@ -127,6 +128,7 @@ func (p lostRun) Publish(ctx context.Context, req salt.PublishRequest) (*salt.Pu
 // worker's polls leave it unknown); Reconcile FromMinion fences the publication first and records "never
 // ran" from the minion's signed fenced receipt, and a late delivery of that publication runs nothing.
 func TestLostPublishNeverRunIsFencedByReconcile(t *testing.T) {
+	t.Parallel()
 	e := startSim(t)
 	m := e.addMinion()
 	tm := testTimers()
@@ -165,7 +167,8 @@ func TestLostPublishNeverRunIsFencedByReconcile(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitRuns(t, e, 1)
-	time.Sleep(100 * time.Millisecond)
+	// The minion's answer: a receipt, or a run it started.
+	waitUntil(5*time.Second, func() bool { _, ok := m.Receipt(req); return ok || m.Runs() > 0 })
 	if rc, ok := m.Receipt(req); m.Runs() != 0 || !ok || !rc.Fenced() {
 		t.Fatalf("late publication: runs %d receipt %+v", m.Runs(), rc)
 	}
@@ -178,6 +181,7 @@ func TestLostPublishNeverRunIsFencedByReconcile(t *testing.T) {
 // tell (unknown): the fence is confirmed (the publication can never start again), so the operator's
 // outcome is recorded.
 func TestAssertReleasesQuarantine(t *testing.T) {
+	t.Parallel()
 	e := startSim(t)
 	m := e.addMinion(fakeminion.WithResult(receipt.ProfileProduction, fakeminion.Result{Status: receipt.StatusUnknown}))
 	d := e.dispatcher()
@@ -222,6 +226,7 @@ func TestAssertReleasesQuarantine(t *testing.T) {
 // Reconcile FromMinion replaces an operator's assertion by the minion's exact terminal receipt (evidence
 // reconciled), keeping who and why for audit.
 func TestReconcileFromMinionReplacesAssertion(t *testing.T) {
+	t.Parallel()
 	e := startSim(t)
 	m := e.addMinion(fakeminion.WithHold(),
 		fakeminion.WithResult(receipt.ProfileProduction, fakeminion.Result{Status: receipt.StatusFailed, Passed: 2, Total: 3}))
@@ -272,6 +277,7 @@ func TestReconcileFromMinionReplacesAssertion(t *testing.T) {
 }
 
 func TestLostReturnRecoveredByPolling(t *testing.T) {
+	t.Parallel()
 	e := startSim(t)
 	m := e.addMinion()
 	d := e.dispatcher(onStep(stepPublishSending, func() { e.sim.DropNextReturn("") }))
@@ -287,6 +293,7 @@ func TestLostReturnRecoveredByPolling(t *testing.T) {
 }
 
 func TestEventBusClosedAndReopened(t *testing.T) {
+	t.Parallel()
 	e := startSim(t)
 	m := e.addMinion(fakeminion.WithDelay(300 * time.Millisecond))
 	d := e.dispatcher(onStep(stepPublishReplied, func() { e.sim.CloseEventBus() }))
@@ -321,6 +328,7 @@ func (p runOnly) Publish(ctx context.Context, req salt.PublishRequest) (*salt.Pu
 }
 
 func TestRefusedPublishFailsWithoutQuarantine(t *testing.T) {
+	t.Parallel()
 	e := startSim(t, salttest.WithMinimumAuthVersion(3), // as 3006.17+ masters: lower envelopes get "bad load"
 		salttest.WithEauthUser("file", "reader", "pw-reader", []salttest.ACLEntry{
 			salttest.AllowOn("client-*", `test.*`, `oduflow_job.status`, `oduflow_job.capabilities`)}))
@@ -378,6 +386,7 @@ func TestRefusedPublishFailsWithoutQuarantine(t *testing.T) {
 }
 
 func TestUserKeyReadAgainAfterAuthError(t *testing.T) {
+	t.Parallel()
 	e := startSim(t)
 	m := e.addMinion()
 	// The master restarts (rotating its key) between the capability check and the run publish.
@@ -406,6 +415,7 @@ func TestUserKeyReadAgainAfterAuthError(t *testing.T) {
 // confirms the fence: a minion that cannot answer leaves it refused (ErrNotFenced, nothing written); one
 // that answers records the stronger evidence, "never ran", instead of the assertion.
 func TestAssertNeedsConfirmedFence(t *testing.T) {
+	t.Parallel()
 	e := startSim(t)
 	m := e.addMinion()
 	d := e.dispatcherWith(lostRun{e.client})

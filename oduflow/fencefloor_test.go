@@ -13,6 +13,7 @@ import (
 // minion's mark at preflight and the intent issues a token above it. Before floors every run of such a
 // client was refused as fenced until the store's counter passed the mark.
 func TestMinionMarkAheadOfTheStore(t *testing.T) {
+	t.Parallel()
 	e := startSim(t)
 	const mark = 1_000_000
 	m := e.addMinion(fakeminion.WithFenceMark(mark))
@@ -47,6 +48,7 @@ func (s floorIgnoringStore) CompareAndSwapHeld(ctx context.Context, next *Claim,
 // TestStoreIgnoringTheFloorPublishesNothing: a token not above the minion's mark would only be refused
 // by the minion; the worker fails the request typed (fence_behind) before publishing anything.
 func TestStoreIgnoringTheFloorPublishesNothing(t *testing.T) {
+	t.Parallel()
 	e := startSim(t)
 	m := e.addMinion(fakeminion.WithFenceMark(50))
 	fs, err := OpenFileClaimStore(e.dir)

@@ -80,6 +80,7 @@ func TestPoolReplacedReopens(t *testing.T) {
 // for ever, Status running then unknown, an untyped error). Now Start fails with ErrClaimStore before
 // writing anything.
 func TestPoolUnusableFailsStart(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	e := startSim(t)
 	m := e.addMinion()
@@ -112,6 +113,7 @@ func TestPoolUnusableFailsStart(t *testing.T) {
 // the claim stayed claimed, read running for the launch grace and unknown after it. Now it is committed
 // failed (claim_store_unreadable, nothing published) at once.
 func TestWorkerLockFailureEndsClaim(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	e := startSim(t)
 	m := e.addMinion()
@@ -130,19 +132,16 @@ func TestWorkerLockFailureEndsClaim(t *testing.T) {
 	if _, err := d.Start(ctx, m.ID(), req, receipt.ProfileConfigure); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		c, err := st.Get(ctx, req)
-		if err == nil && c.Phase.Final() {
-			if c.Status != receipt.StatusFailed || c.ErrorCode != CodeClaimStore || c.WasDispatched() {
-				t.Fatalf("claim after the worker's lock failed: %+v", c)
-			}
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("claim still %v 5 s after its worker could not lock it", c.Phase)
-		}
-		time.Sleep(20 * time.Millisecond)
+	var c *Claim
+	if !waitUntil(5*time.Second, func() bool {
+		got, err := st.Get(ctx, req)
+		c = got
+		return err == nil && got.Phase.Final()
+	}) {
+		t.Fatalf("claim not final 5 s after its worker could not lock it: %+v", c)
+	}
+	if c.Status != receipt.StatusFailed || c.ErrorCode != CodeClaimStore || c.WasDispatched() {
+		t.Fatalf("claim after the worker's lock failed: %+v", c)
 	}
 	if n := e.runs(); n != 0 {
 		t.Fatalf("%d publications", n)
@@ -155,6 +154,7 @@ func TestWorkerLockFailureEndsClaim(t *testing.T) {
 // two requests published on one client. Now the first write's lease check after the rename fails
 // (ErrLeaseLost: its worker publishes nothing), so at most one intent write succeeds.
 func TestPoolReplacedDuringIntent(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	dir := claimDir(t)
 	minion := newMinionID()
@@ -339,6 +339,7 @@ func TestClaimStoreFullDisk(t *testing.T) {
 // run's success onto the re-created claim: another run's record said succeeded. Now every final commit
 // compares the claim's identity, JID included, and leaves the re-created claim alone.
 func TestFinalCommitComparesJID(t *testing.T) {
+	t.Parallel()
 	e := startSim(t)
 	m := e.addMinion(fakeminion.WithHold())
 	committed, replied := make(chan struct{}, 1), make(chan struct{}, 1)
@@ -360,10 +361,8 @@ func TestFinalCommitComparesJID(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("never published")
 	}
-	for deadline := time.Now().Add(10 * time.Second); m.Runs() == 0; time.Sleep(10 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("the minion never started the run")
-		}
+	if !waitUntil(10*time.Second, func() bool { return m.Runs() > 0 }) {
+		t.Fatal("the minion never started the run")
 	}
 	st := mustFileStore(t, d)
 	recreated := mustClaim(t, d, req).clone()

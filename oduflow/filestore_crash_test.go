@@ -59,11 +59,13 @@ func runCreatorChild() int {
 // dispatches once) or a claim that its client's index lists (the quarantine check sees it) and that was
 // never dispatched; never a claim without its index entry.
 func TestCrashDuringCreate(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("spawns processes")
 	}
 	for _, stage := range createCrashStages {
 		t.Run(stage, func(t *testing.T) {
+			t.Parallel()
 			e := startSim(t)
 			m := e.addMinion()
 			req := uuid.NewString()

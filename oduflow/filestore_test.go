@@ -159,6 +159,7 @@ func TestLegacyIndexedByScan(t *testing.T) {
 }
 
 func TestRoleTamperingRefusedByWorker(t *testing.T) {
+	t.Parallel()
 	e := startSim(t)
 	m := e.addMinion()
 	d := e.dispatcher(WithDetachedWorkers(noopWorker(t)))

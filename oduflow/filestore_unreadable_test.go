@@ -51,6 +51,7 @@ func within(t *testing.T, what string, op func()) {
 }
 
 func TestUnreadableSiblingClaimIsNotQuarantine(t *testing.T) {
+	t.Parallel()
 	plant := map[string]func(t *testing.T, path string){
 		"fifo": func(t *testing.T, path string) {
 			if err := os.Remove(path); err != nil {
@@ -125,6 +126,7 @@ func TestUnreadableSiblingClaimIsNotQuarantine(t *testing.T) {
 }
 
 func TestFIFOClientLeaseIsNotBusy(t *testing.T) {
+	t.Parallel()
 	e := startSim(t)
 	m := e.addMinion()
 	logs := &lockedBuffer{}

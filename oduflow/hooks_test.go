@@ -66,6 +66,7 @@ type traceKey struct{}
 // profile, and the JID once the claim exists), and the worker's events carry the values of the Start
 // call's ctx (the caller's trace) although that ctx was cancelled as soon as Start returned.
 func TestHooksCarryCallerContextAndIdentity(t *testing.T) {
+	t.Parallel()
 	e := startSim(t)
 	m := e.addMinion()
 	req := uuid.NewString()

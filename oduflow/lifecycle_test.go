@@ -19,6 +19,7 @@ import (
 // Close with time to spare lets every in-flight worker finish; afterwards new requests are refused
 // with ErrClosed and nothing is written.
 func TestCloseDrainsInFlightWorkers(t *testing.T) {
+	t.Parallel()
 	e := startSim(t)
 	d := e.dispatcher()
 	ctx := context.Background()
@@ -58,6 +59,7 @@ func TestCloseDrainsInFlightWorkers(t *testing.T) {
 // adoption takes both kinds over: the published one is polled to its minion's result (one publication),
 // the one never sent is fenced and recorded never ran; no quarantine is left.
 func TestCloseMidRunThenAdoption(t *testing.T) {
+	t.Parallel()
 	e := startSim(t)
 	ctx := context.Background()
 	held := e.addMinion(fakeminion.WithHold()) // published; its run waits for Release
@@ -169,12 +171,8 @@ func TestOneAnswerForAClient(t *testing.T) {
 	d2 := e.dispatcher()
 	agree("dispatched, worker gone", d2, true, CodeQuarantined)
 	d3 := e.dispatcher(WithAdoption(time.Hour))
-	deadline := time.Now().Add(10 * time.Second)
-	for held, _ := d3.leases.RequestLockHeld(ctx, req); !held; held, _ = d3.leases.RequestLockHeld(ctx, req) {
-		if time.Now().After(deadline) {
-			t.Fatal("never adopted")
-		}
-		time.Sleep(5 * time.Millisecond)
+	if !waitUntil(10*time.Second, func() bool { held, _ := d3.leases.RequestLockHeld(ctx, req); return held }) {
+		t.Fatal("never adopted")
 	}
 	agree("adopted", d2, false, CodeLeaseBusy)
 	m.Release()
@@ -188,6 +186,7 @@ func TestOneAnswerForAClient(t *testing.T) {
 // sending: a dispatcher with adoption takes both over, at once (no launch grace to wait for): the
 // first ends with its minion's result, the second is fenced and never runs; one publication in all.
 func TestAdoptionAfterKilledDetachedWorker(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("spawns processes")
 	}

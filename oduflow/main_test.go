@@ -2,8 +2,11 @@ package oduflow
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"os"
+	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -47,7 +50,22 @@ func TestMain(m *testing.M) {
 	case "creator":
 		os.Exit(runCreatorChild())
 	}
+	flag.Parse()
+	widenParallel()
 	os.Exit(m.Run())
+}
+
+// testParallel is -test.parallel unless the command line sets it: the tests that run in parallel mostly
+// wait (on worker processes, the simulator's sockets, the minion model's timed runs), so the default,
+// GOMAXPROCS (2 on a small CI machine), would leave them queued with the CPU idle.
+const testParallel = 4
+
+func widenParallel() {
+	set := false
+	flag.Visit(func(f *flag.Flag) { set = set || f.Name == "test.parallel" })
+	if f := flag.Lookup("test.parallel"); f != nil && !set && runtime.GOMAXPROCS(0) < testParallel {
+		_ = f.Value.Set(strconv.Itoa(testParallel))
+	}
 }
 
 // childDispatcher builds the child's dispatcher from the environment, with the step hook: each step is
@@ -72,11 +90,8 @@ func childDispatcher() (*Dispatcher, error) {
 		if step != pauseAt {
 			return
 		}
-		for {
-			if _, err := os.Stat(stepFile + ".go"); err == nil {
-				return
-			}
-			time.Sleep(5 * time.Millisecond)
+		// Until "<step file>.go" exists, or the test kills this process.
+		for !waitUntil(time.Hour, func() bool { _, err := os.Stat(stepFile + ".go"); return err == nil }) {
 		}
 	}
 	tm := testTimers()

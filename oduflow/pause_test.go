@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -39,13 +40,20 @@ func TestPausedWorkerAtEachStepFileStore(t *testing.T) {
 	}
 	variants := []variant{{"alone", false, false}, {"reconcile", true, false}, {"second", false, true},
 		{"reconcile+second", true, true}}
+	// A scenario mostly waits (for its worker process, its minion's runs): the four variants of a step
+	// run at once, beside other steps (parallel subtests), so that the 28 scenarios do not queue for
+	// the -parallel slots (GOMAXPROCS: 2 on a small CI machine).
 	for _, step := range steps {
-		for _, v := range variants {
-			t.Run(step+"/"+v.name, func(t *testing.T) {
-				t.Parallel()
-				pausedWorkerScenario(t, step, v.reconcile, v.other)
-			})
-		}
+		t.Run(step, func(t *testing.T) {
+			t.Parallel()
+			var wg sync.WaitGroup
+			for _, v := range variants {
+				wg.Go(func() {
+					t.Run(v.name, func(t *testing.T) { pausedWorkerScenario(t, step, v.reconcile, v.other) })
+				})
+			}
+			wg.Wait()
+		})
 	}
 }
 
@@ -79,7 +87,9 @@ func pausedWorkerScenario(t *testing.T, step string, reconcile, other bool) {
 		t.Fatal(err)
 	}
 	if step == stepPublishReplied || step == stepReturned || step == stepCommitted {
-		time.Sleep(pauseRunDelay + 300*time.Millisecond) // the run published before the pause ends meanwhile
+		// The run published before the pause ends meanwhile: wait for its receipt (at once when it had
+		// returned already), for at most as long as the run lasts and a margin.
+		waitUntil(pauseRunDelay+300*time.Millisecond, func() bool { _, ok := m.Receipt(r1); return ok })
 	}
 	clk.Advance(3 * time.Hour)
 	r, err := d.Status(ctx, m.ID(), r1, receipt.ProfileConfigure)
@@ -109,7 +119,7 @@ func pausedWorkerScenario(t *testing.T, step string, reconcile, other bool) {
 	if other {
 		waitClaim(t, d, r2, "second request final", func(c *Claim) bool { return c.Phase.Final() })
 	}
-	time.Sleep(pauseRunDelay + 500*time.Millisecond) // a late publication's run would have ended by now
+	waitLateRunsEnded(t, m, r1, r2)
 	if n := m.MaxConcurrentRuns(); n > 1 {
 		t.Errorf("%d runs overlapped on one client", n)
 	}
@@ -145,11 +155,32 @@ func reconcileLikeOperator(t *testing.T, d *Dispatcher, m *fakeminion.Model, req
 // waitProcessGone waits until the detached worker process pid has exited (its parent reaps it).
 func waitProcessGone(t *testing.T, pid int) {
 	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for syscall.Kill(pid, 0) == nil {
-		if time.Now().After(deadline) {
-			t.Fatal("continued worker did not finish")
+	if !waitUntil(60*time.Second, func() bool { return syscall.Kill(pid, 0) != nil }) {
+		t.Fatal("continued worker did not finish")
+	}
+}
+
+// lateRunGrace is how long after the continued worker is gone a late publication of its request is given
+// to reach the minion and start there.
+const lateRunGrace = 500 * time.Millisecond
+
+// waitLateRunsEnded waits until a late publication's run (one started up to lateRunGrace after the
+// worker was gone) would have ended: the grace, then until every run the minion started has its terminal
+// receipt. The requests are the only ones of the minion; a run it refused as busy (terminal, never
+// started) means two runs overlapped, which the caller reports, so it ends the wait too.
+func waitLateRunsEnded(t *testing.T, m *fakeminion.Model, requests ...string) {
+	t.Helper()
+	time.Sleep(lateRunGrace)
+	ended := func() bool {
+		done := 0
+		for _, r := range requests {
+			if rc, ok := m.Receipt(r); r != "" && ok && !rc.Fenced() {
+				done++
+			}
 		}
-		time.Sleep(20 * time.Millisecond)
+		return m.MaxConcurrentRuns() > 1 || m.Runs() <= done
+	}
+	if !waitUntil(pauseRunDelay+10*time.Second, ended) {
+		t.Fatalf("runs still in flight: %d started", m.Runs())
 	}
 }

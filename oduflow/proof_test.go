@@ -32,17 +32,15 @@ func (h *recHooks) unverifiedCount(reason string) int {
 // waitPhase waits until the claim reaches phase p and returns it.
 func waitPhase(t *testing.T, d *Dispatcher, request string, p Phase) *Claim {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		c, err := d.store.Get(context.Background(), request)
-		if err == nil && c.Phase == p {
-			return c
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("request %s never reached %s (%+v)", request, p, c)
-		}
-		time.Sleep(5 * time.Millisecond)
+	var c *Claim
+	if !waitUntil(10*time.Second, func() bool {
+		got, err := d.store.Get(context.Background(), request)
+		c = got
+		return err == nil && got.Phase == p
+	}) {
+		t.Fatalf("request %s never reached %s (%+v)", request, p, c)
 	}
+	return c
 }
 
 // forgedReceipt is a succeeded receipt bound to c: exactly what the real minion would return.
@@ -59,6 +57,7 @@ func realReturnData(id, jid string, ret any) map[string]any {
 }
 
 func TestForgedReturnsAreNeverEvidence(t *testing.T) {
+	t.Parallel()
 	e := startSim(t)
 	m := e.addMinion(fakeminion.WithHold(),
 		fakeminion.WithResult(receipt.ProfileConfigure, fakeminion.Result{Status: receipt.StatusFailed, Passed: 1, Total: 2}))
@@ -93,13 +92,11 @@ func TestForgedReturnsAreNeverEvidence(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	deadline := time.Now().Add(3 * time.Second)
-	for h.unverifiedCount(unverifiedMinionEvent) == 0 || h.unverifiedCount(unverifiedWrongMinion) == 0 ||
-		h.unverifiedCount(unverifiedIDMismatch) == 0 || h.unverifiedCount(unverifiedUnproven) == 0 {
-		if time.Now().After(deadline) {
-			t.Fatalf("unverified events not all counted: %v", h.unverified)
-		}
-		time.Sleep(10 * time.Millisecond)
+	if !waitUntil(3*time.Second, func() bool {
+		return h.unverifiedCount(unverifiedMinionEvent) > 0 && h.unverifiedCount(unverifiedWrongMinion) > 0 &&
+			h.unverifiedCount(unverifiedIDMismatch) > 0 && h.unverifiedCount(unverifiedUnproven) > 0
+	}) {
+		t.Fatalf("unverified events not all counted: %v", h.unverified)
 	}
 	if cur := mustClaim(t, d, req); cur.Phase.Final() {
 		t.Fatalf("a forged return was accepted: %+v", cur)
@@ -138,6 +135,7 @@ func (r *racingMinion) handle(ctx context.Context, job salttest.Job) (any, int) 
 }
 
 func TestForgedProofsAreRefused(t *testing.T) {
+	t.Parallel()
 	otherKey, err := rsa.GenerateKey(rand.Reader, 2048)
 	if err != nil {
 		t.Fatal(err)
@@ -252,6 +250,7 @@ func TestForgedFloodDoesNotSpendPollBudget(t *testing.T) {
 }
 
 func TestPreflightRequiresProof(t *testing.T) {
+	t.Parallel()
 	t.Run("module without proof", func(t *testing.T) {
 		e := startSim(t)
 		m := e.addMinion(fakeminion.WithoutProof())
@@ -282,6 +281,7 @@ func TestPreflightRequiresProof(t *testing.T) {
 }
 
 func TestKeyChangedAfterPreflightIsNeverEvidence(t *testing.T) {
+	t.Parallel()
 	e := startSim(t)
 	m := fakeminion.NewModel(newMinionID(), fakeminion.WithHold())
 	decoy := fakeminion.NewModel(m.ID()) // the key the master had accepted at preflight
@@ -307,6 +307,7 @@ func TestKeyChangedAfterPreflightIsNeverEvidence(t *testing.T) {
 // TestPollCommitsOnlyFromProof: the path Resume and Reconcile FromMinion share (pollOnce) returns a final
 // answer only when the minion's signed answer verifies; a status answer alone never counts.
 func TestPollCommitsOnlyFromProof(t *testing.T) {
+	t.Parallel()
 	e := startSim(t)
 	m := e.addMinion()
 	d := e.dispatcher()

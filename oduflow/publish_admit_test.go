@@ -63,10 +63,7 @@ func TestHeldRequestsHoldNoDescriptorsNorGoroutines(t *testing.T) {
 	e := startSim(t)
 	const n = 40
 	d := e.dispatcher()
-	var minions []*fakeminion.Model
-	for range n {
-		minions = append(minions, e.addMinion(fakeminion.WithHold()))
-	}
+	minions := e.addMinions(n, fakeminion.WithHold())
 	// One request first: it opens what a dispatcher keeps (the event subscription, the lock pool).
 	mustStart(t, d, receipt.ProfileConfigure, minions[0].ID(), uuid.NewString())
 	waitRuns(t, e, 1)
@@ -82,12 +79,10 @@ func TestHeldRequestsHoldNoDescriptorsNorGoroutines(t *testing.T) {
 	// A worker that published still records "dispatched" and parks its wait: on a loaded machine that
 	// takes a while, so the counts are taken once they settle (or at the deadline, and judged then).
 	var fds, gs int
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+	waitUntil(10*time.Second, func() bool {
 		fds, gs = countFDs(t), runtime.NumGoroutine()
-		if (fds <= fds0+3 && gs <= gs0+(n-1)+3) || time.Now().After(deadline) {
-			break
-		}
-	}
+		return fds <= fds0+3 && gs <= gs0+(n-1)+3
+	})
 	if fds > fds0+3 || gs > gs0+(n-1)+3 {
 		t.Fatalf("%d more requests held: descriptors %d -> %d, goroutines %d -> %d (the simulator holds %d)",
 			n-1, fds0, fds, gs0, gs, n-1)

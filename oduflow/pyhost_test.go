@@ -49,6 +49,7 @@ func executions(t *testing.T, h *fakeminion.PythonHost, minion string) int {
 }
 
 func TestPythonModuleEndToEnd(t *testing.T) {
+	t.Parallel()
 	e := startSim(t)
 	minion, h := startPyMinion(t, e, fakeminion.PythonConfig{})
 	d := e.dispatcher(pyTimers())
@@ -80,6 +81,7 @@ func TestPythonModuleEndToEnd(t *testing.T) {
 }
 
 func TestPythonModuleLostReturnAndLostReply(t *testing.T) {
+	t.Parallel()
 	e := startSim(t)
 	minion, h := startPyMinion(t, e, fakeminion.PythonConfig{})
 	ctx := context.Background()

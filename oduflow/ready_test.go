@@ -24,11 +24,8 @@ func TestReadyFollowsTheMasterAndClose(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The cached proof of the master expires after masterProofTTL.
-	deadline := time.Now().Add(masterProofTTL + 10*time.Second)
 	var err error
-	for err = d.Ready(ctx); err == nil && time.Now().Before(deadline); err = d.Ready(ctx) {
-		time.Sleep(100 * time.Millisecond)
-	}
+	waitUntil(masterProofTTL+10*time.Second, func() bool { err = d.Ready(ctx); return err != nil })
 	if !errors.Is(err, ErrNotReady) || !errors.Is(err, errMasterUnreachable) && !errors.Is(err, errEventBus) {
 		t.Fatalf("ready with the master gone: %v, want ErrNotReady naming the master or the bus", err)
 	}

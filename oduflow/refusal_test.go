@@ -46,6 +46,7 @@ func TestRuntimeGuardFailureNotReadyAndPreflight(t *testing.T) {
 // at the preflight with nothing published. A minion whose guard holds reports the forms it found
 // (RuntimeGuardForms) and no reason.
 func TestRuntimeGuardReasonPerCheck(t *testing.T) {
+	t.Parallel()
 	e := startSim(t)
 	d := e.dispatcher()
 	ctx := context.Background()
@@ -132,6 +133,7 @@ func TestReadinessNeedsRuntimeGuard(t *testing.T) {
 // never ran, and the request is failed 0/1 with the refusal's code, never a wait for the whole window
 // (8 s here, 7,200 s in production) ending unknown.
 func TestRunRefusedIsFinalAtOnce(t *testing.T) {
+	t.Parallel()
 	for name, tc := range map[string]struct {
 		refusal string
 		code    ErrorCode
@@ -167,6 +169,7 @@ func TestRunRefusedIsFinalAtOnce(t *testing.T) {
 // gets bus_stalled, and a new Start is refused with nothing written (the bus is not live) until an event
 // arrives again.
 func TestBusStalledIsTypedGap(t *testing.T) {
+	t.Parallel()
 	e := startSim(t)
 	m := e.addMinion()
 	var mu sync.Mutex
@@ -187,18 +190,14 @@ func TestBusStalledIsTypedGap(t *testing.T) {
 	e.sim.StallEventBus(true)
 	req := uuid.NewString()
 	mustStart(t, d, receipt.ProfileConfigure, m.ID(), req) // the bus was live when it was checked
-	deadline := time.Now().Add(5 * time.Second)
-	for {
+	if !waitUntil(5*time.Second, func() bool {
 		mu.Lock()
-		n := gaps[busGapStalled]
-		mu.Unlock()
-		if n > 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no bus_stalled gap; gaps %v", gaps)
-		}
-		time.Sleep(20 * time.Millisecond)
+		defer mu.Unlock()
+		return gaps[busGapStalled] > 0
+	}) {
+		mu.Lock()
+		defer mu.Unlock()
+		t.Fatalf("no bus_stalled gap; gaps %v", gaps)
 	}
 	next := uuid.NewString()
 	if _, err := d.Start(ctx, m.ID(), next, receipt.ProfileConfigure); !errors.Is(err, ErrNotReady) || !errors.Is(err, errEventBus) {

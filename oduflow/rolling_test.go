@@ -23,15 +23,13 @@ import (
 // minion's start were fenced by their adopter and never ran (the driver retries both under new ids, as
 // a caller must); every job ran exactly once, no run overlapped on a client, no client is quarantined, nothing is left unresolved.
 func TestRollingRestartTwoReplicas(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("a rolling restart")
 	}
 	e := startSim(t)
 	ctx := context.Background()
-	var minions []*fakeminion.Model
-	for range 10 {
-		minions = append(minions, e.addMinion(fakeminion.WithDelay(400*time.Millisecond)))
-	}
+	minions := e.addMinions(10, fakeminion.WithDelay(400*time.Millisecond))
 	var adoptions atomic.Int64
 	hooks := Hooks{Observe: func(_ context.Context, _ RequestRef, op string, _ time.Duration) {
 		if op == "adoption" {

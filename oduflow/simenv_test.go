@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -91,6 +92,22 @@ func (e *simEnv) addMinion(opts ...fakeminion.ModelOption) *fakeminion.Model {
 	return m
 }
 
+// addMinions adds n minions with the same options. Their RSA keys (what takes the time, much more under
+// the race detector) are made concurrently; the master learns them in order.
+func (e *simEnv) addMinions(n int, opts ...fakeminion.ModelOption) []*fakeminion.Model {
+	ms := make([]*fakeminion.Model, n)
+	var wg sync.WaitGroup
+	for i := range ms {
+		wg.Go(func() { ms[i] = fakeminion.NewModel(newMinionID(), opts...) })
+	}
+	wg.Wait()
+	for _, m := range ms {
+		e.accept(m)
+		e.sim.AddMinion(m.ID(), m.Handle)
+	}
+	return ms
+}
+
 // accept stores m's public key as the master's accepted key for its id (what proofs verify against).
 func (e *simEnv) accept(m *fakeminion.Model) {
 	e.t.Helper()
@@ -121,21 +138,17 @@ func (e *simEnv) runs() int { return e.sim.PublicationCount(funRun, "") }
 // waitFinal polls Status until it is neither running nor (optionally) unknown-while-launching.
 func waitFinal(t testing.TB, d *Dispatcher, p receipt.Profile, minion, request string) Response {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	if !waitUntil(30*time.Second, func() bool {
 		c, err := d.store.Get(context.Background(), request)
-		if err == nil && c.Phase.Final() {
-			r, err := d.Status(context.Background(), minion, request, p)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return r
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("request %s not final", request)
-		}
-		time.Sleep(20 * time.Millisecond)
+		return err == nil && c.Phase.Final()
+	}) {
+		t.Fatalf("request %s not final", request)
 	}
+	r, err := d.Status(context.Background(), minion, request, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
 }
 
 func mustStart(t testing.TB, d *Dispatcher, p receipt.Profile, minion, request string) Response {

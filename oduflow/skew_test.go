@@ -32,6 +32,7 @@ func skewTimers() Timers {
 // at once). Within the launch window a replica 2 minutes ahead reads it running and refuses an Assert;
 // after the window a replica 2 minutes behind reads it unknown (not running for 2 more minutes).
 func TestSkewedReplicaLaunchWindow(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	e := startSim(t)
 	m := e.addMinion()
@@ -62,6 +63,7 @@ func TestSkewedReplicaLaunchWindow(t *testing.T) {
 // the run. A replica 2 minutes ahead (more than the 60 s status expiry) reads it running and refuses an
 // Assert on it.
 func TestSkewedReplicaDispatchWindow(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	e := startSim(t)
 	m := e.addMinion(fakeminion.WithHold())
@@ -70,10 +72,8 @@ func TestSkewedReplicaDispatchWindow(t *testing.T) {
 	ahead := e.dispatcher(WithTimers(skewTimers()), WithClock(skewedBy(replicaSkew)))
 	req := uuid.NewString()
 	mustStart(t, a, receipt.ProfileConfigure, m.ID(), req)
-	for deadline := time.Now().Add(10 * time.Second); e.runs() == 0; time.Sleep(10 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("never published")
-		}
+	if !waitUntil(10*time.Second, func() bool { return e.runs() > 0 }) {
+		t.Fatal("never published")
 	}
 	if r, err := ahead.Status(ctx, m.ID(), req, receipt.ProfileConfigure); err != nil || r.Status != receipt.StatusRunning {
 		t.Errorf("replica 2 min ahead, live dispatched request: %+v %v, want running", r, err)

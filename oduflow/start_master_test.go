@@ -64,7 +64,7 @@ func TestStartNotReadyMasterPortClosed(t *testing.T) {
 }
 
 // The master stopped after a first request: a new request is refused with nothing written (once the
-// ping's proof is older than masterProofTTL: the test waits it out), while the first request's repeated
+// ping's proof is older than masterProofTTL: the test backdates it), while the first request's repeated
 // Start still answers from its claim.
 func TestStartNotReadyMasterStoppedRepeatAnswers(t *testing.T) {
 	e := startSim(t)
@@ -78,11 +78,12 @@ func TestStartNotReadyMasterStoppedRepeatAnswers(t *testing.T) {
 	if err := e.sim.Close(); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(masterProofTTL + 100*time.Millisecond)
+	// The master's last proof is older than masterProofTTL: backdated, rather than waited out.
+	d.masterProvedAt.Store(time.Now().Add(-masterProofTTL - time.Millisecond).UnixNano())
 	req := uuid.NewString()
 	_, err := d.Start(context.Background(), m.ID(), req, receipt.ProfileConfigure)
-	if !errors.Is(err, ErrNotReady) {
-		t.Fatalf("stopped master: %v", err)
+	if !errors.Is(err, ErrNotReady) || !errors.Is(err, errMasterUnreachable) {
+		t.Fatalf("stopped master: %v, want ErrNotReady naming the master (its proof is stale)", err)
 	}
 	noClaim(t, d, req)
 	r, err := d.Start(context.Background(), m.ID(), first, receipt.ProfileConfigure)
@@ -113,12 +114,8 @@ func TestStartNotReadyBusReconnectingWritesNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	_ = bus.Close()
-	deadline := time.Now().Add(5 * time.Second)
-	for d.hub.live(context.Background()) == nil {
-		if time.Now().After(deadline) {
-			t.Fatal("the subscription still reads as live 5 s after its master stopped")
-		}
-		time.Sleep(10 * time.Millisecond)
+	if !waitUntil(5*time.Second, func() bool { return d.hub.live(context.Background()) != nil }) {
+		t.Fatal("the subscription still reads as live 5 s after its master stopped")
 	}
 	req := uuid.NewString()
 	_, err = d.Start(context.Background(), m.ID(), req, receipt.ProfileConfigure)
@@ -133,6 +130,7 @@ func TestStartNotReadyBusReconnectingWritesNothing(t *testing.T) {
 
 // The readiness ping is shared: a burst of Starts within masterProofTTL costs one ping in all.
 func TestStartReadinessPingCached(t *testing.T) {
+	t.Parallel()
 	e := startSim(t)
 	m := e.addMinion()
 	p := &pingCountingClient{Client: e.client}

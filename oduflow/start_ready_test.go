@@ -73,6 +73,7 @@ func TestStartNotReadyEventBusWritesNothing(t *testing.T) {
 // check is mk_token, never a publish carrying the password). With the right password, the token is
 // obtained once and every later Start adds no round trip.
 func TestStartNotReadyWrongPasswordAndTokenCached(t *testing.T) {
+	t.Parallel()
 	e := startSim(t, salttest.WithEauthUser("pam", "ops", "right", salttest.LabACL()))
 	m := e.addMinion()
 	tokenDispatcher := func(password string) *Dispatcher {

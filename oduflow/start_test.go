@@ -63,6 +63,7 @@ func TestStartSucceededAndFailed(t *testing.T) {
 }
 
 func TestBusyTargetFailsPreflight(t *testing.T) {
+	t.Parallel()
 	e := startSim(t)
 	m := e.addMinion(fakeminion.WithHold())
 	tm := testTimers()
@@ -90,16 +91,13 @@ func TestBusyTargetFailsPreflight(t *testing.T) {
 
 func waitRuns(t testing.TB, e *simEnv, n int) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for e.runs() < n {
-		if time.Now().After(deadline) {
-			t.Fatalf("runs %d < %d", e.runs(), n)
-		}
-		time.Sleep(5 * time.Millisecond)
+	if !waitUntil(10*time.Second, func() bool { return e.runs() >= n }) {
+		t.Fatalf("runs %d < %d", e.runs(), n)
 	}
 }
 
 func TestCapabilityUnverified(t *testing.T) {
+	t.Parallel()
 	e := startSim(t)
 	m := e.addMinion(fakeminion.WithProtocol(0))
 	d := e.dispatcher()
@@ -115,6 +113,7 @@ func TestCapabilityUnverified(t *testing.T) {
 }
 
 func TestPing(t *testing.T) {
+	t.Parallel()
 	e := startSim(t)
 	ok := e.addMinion()
 	old := e.addMinion(fakeminion.WithProtocol(0))
@@ -148,6 +147,7 @@ func TestPing(t *testing.T) {
 }
 
 func TestWindowSpentThenResume(t *testing.T) {
+	t.Parallel()
 	e := startSim(t)
 	m := e.addMinion(fakeminion.WithHold())
 	tm := testTimers()
