@@ -106,8 +106,15 @@ func (d *Dispatcher) Reconcile(ctx context.Context, minion, request string, ev R
 			// first; the minion's signed answer afterwards is final (fenced: it never runs).
 			live = d.fence(ctx, c)
 		}
-		if live == nil || !live.Status.Terminal() {
-			return Response{}, ErrUnresolved
+		switch {
+		case live == nil:
+			// Say which: an operator retries a minion that did not answer in time (a loaded minion, a
+			// restarting master), but waits for one that reports the run going on.
+			return Response{}, errors.Wrap(ErrUnresolved,
+				"oduflow: reconcile from minion: no verified answer from the minion within the call timeout")
+		case !live.Status.Terminal():
+			return Response{}, errors.Wrapf(ErrUnresolved, "oduflow: reconcile from minion: minion reports %s",
+				errors.Safe(string(live.Status)))
 		}
 		if e.Receipt != nil && *e.Receipt != *live {
 			return Response{}, errEvidenceMismatch
