@@ -32,7 +32,7 @@ const adoptRecheck = 25 * time.Millisecond
 // it lists the unresolved requests of every client (the store must implement UnresolvedScanner, as
 // FileClaimStore and etcdstore.Store do) and, for each one whose request lock is free, takes the lock
 // and, for a dispatched request, the client lease, and polls it through the minion's signed receipt until
-// it is final (package documentation, Lifecycle). It never publishes a request and never creates one.
+// it is final (docs/ARCHITECTURE.md, Lifecycle). It never publishes a request and never creates one.
 // Off by default: a short-lived tool should not adopt; a service should.
 func WithAdoption(every time.Duration) Option {
 	return func(c *config) { c.adoption.on, c.adoption.every = true, every }
@@ -158,7 +158,7 @@ func (d *Dispatcher) launchOver(ctx context.Context, c *Claim) bool {
 
 // adopt takes over one request whose worker is gone, under its request lock:
 //   - never dispatched (phase claimed, past its launch grace): committed unknown (worker_lost), as its
-//     own worker would if it started now; an adopter never publishes (package documentation, Lifecycle);
+//     own worker would if it started now; an adopter never publishes (docs/ARCHITECTURE.md, Lifecycle);
 //   - dispatched: with the client lease too (as its worker held it), the minion is asked at once; a
 //     not_started answer makes the adopter fence the publication (oduflow_job.fence) and record the
 //     minion's signed "never ran"; otherwise the adopter waits for the run's verified receipt as the

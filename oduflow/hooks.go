@@ -76,8 +76,8 @@ type Hooks struct {
 	// waiting workers poll at once). It belongs to no request (ctx is the dispatcher's). reason is one of:
 	//
 	//	bus_stalled   connected, but nothing at all arrived within Timers.BusStall of a publish the master
-	//	              acknowledged: the master's event publisher is blocked (see the README: what the
-	//	              operator does); returns and status answers cannot arrive meanwhile
+	//	              acknowledged: the master's event publisher is blocked (docs/ARCHITECTURE.md, "Readiness,
+	//	              refusals and a stalled bus": what the operator does); returns and status answers cannot arrive meanwhile
 	//	disconnected  the connection dropped (the stream reconnects by itself)
 	//	other         reconnected, a slow consumer, an undecodable or oversized frame
 	BusGap func(ctx context.Context, reason string)

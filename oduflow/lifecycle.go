@@ -14,7 +14,7 @@ import (
 // commits of workers that never reached their dispatch intent).
 const closeCommitTimeout = 10 * time.Second
 
-// Close drains the Dispatcher and releases everything it holds (package documentation, Lifecycle):
+// Close drains the Dispatcher and releases everything it holds (docs/ARCHITECTURE.md, Lifecycle):
 //
 //  1. it stops admitting at once: a Start, CustomStart or Resume that would write or launch anything
 //     gets an error matching ErrClosed (nothing written); the adoption loop stops taking requests;

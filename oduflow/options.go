@@ -70,7 +70,7 @@ func WithHooks(h Hooks) Option { return func(c *config) { c.hooks = h } }
 // WithClock sets the wall clock the dispatcher reads for the times it records in claims (created,
 // dispatched, finished, resumed: records for people and audits; default time.Now in UTC). No status rule
 // compares such a time with another host's clock: the launch and dispatch windows are measured by the
-// claim store (see the package doc, Status rules and timers), so a replica whose clock is minutes off
+// claim store (see docs/ARCHITECTURE.md, Status rules and timers), so a replica whose clock is minutes off
 // reports the same statuses (tests inject a skewed clock here).
 func WithClock(now func() time.Time) Option {
 	return func(c *config) { c.clock = funcClock(now) }

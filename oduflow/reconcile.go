@@ -384,7 +384,7 @@ func (d *Dispatcher) resumePolling(ctx context.Context, c *Claim, deadline time.
 // Quarantine lists the client's requests that block new dispatches: dispatched, no final result other
 // than unknown, and reading unknown (blocksClient; legacy ones included). Empty means the client is
 // clear: a new request's preflight is then not refused quarantined, and Resume accepts exactly the
-// protocol-1 requests listed here (package documentation, One answer for a client).
+// protocol-1 requests listed here (docs/ARCHITECTURE.md, One answer for a client).
 func (d *Dispatcher) Quarantine(ctx context.Context, minion string) (_ []Response, err error) {
 	defer errmark.Boundary(&err)
 	if err := receipt.ValidateMinionID(minion); err != nil {

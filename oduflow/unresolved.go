@@ -125,7 +125,7 @@ func (d *Dispatcher) scanUnresolved(ctx context.Context) iter.Seq2[*Claim, error
 	}
 }
 
-// blocksClient is the one quarantine rule (package documentation, Quarantine and reconciliation): a
+// blocksClient is the one quarantine rule (docs/ARCHITECTURE.md, Quarantine and reconciliation): a
 // request blocks new dispatches to its client when it was dispatched, has no final result other than
 // unknown, and its status is unknown (no live worker, adopter or Resume holds it, or its window ran
 // out). Quarantine lists exactly these, the preflight of a new request of the client fails quarantined
