@@ -40,9 +40,11 @@
 // result), unknown (the outcome cannot be proven: the publish reply was lost, no trustworthy return within
 // Timers.ExecutionWait and the poll budget, the worker disappeared, or Timers.StatusExpiry has passed since
 // dispatch). The claim store measures these windows itself, so no rule compares one host's wall clock with a
-// time another host wrote. ErrorCode is "" or one sanitized word (lease_busy, quarantined,
-// publish_outcome_unknown, ...), also the code label of Hooks.Outcome; the repository README's "Error
-// codes" table lists each one.
+// time another host wrote. ErrorCode (type ErrorCode) is "" or one of the Code* constants (CodeLeaseBusy,
+// CodeQuarantined, CodeOutcomeUnknown, ...): compare with them, never with string literals. The status says
+// whether the run may have happened (failed: a new request id may follow; unknown: reconcile, never start a
+// replacement), the code says why; it is also the code label of Hooks.Outcome, and the repository README's
+// "Error codes" table lists each one.
 //
 // # Claims
 //
@@ -99,5 +101,7 @@
 // custom executions ErrNeedsConfirmation, ErrApplyAgainWithoutTerminal, ErrInitialConfigurationMissing,
 // ErrUncertain and ErrNotAssigned; for stores ErrClaimExists, ErrConflict, ErrLeaseBusy and ErrLeaseLost.
 // Every error the package returns is one short line in any slog handler and for %+v, with the details
-// reachable through errors.As.
+// reachable through errors.As with the standard library: CustomStart's refusals name the execution to deal
+// with (*NeedsConfirmationError, *UncertainError), Start and Resume the request whose detached worker did
+// not start (*WorkerLaunchError). No caller needs cockroachdb/errors.
 package oduflow
