@@ -17,7 +17,7 @@
 #   production  start production --wait: failed 2/3 (the real run)
 #   no_raw      no *.p (state caches, parallel results) in the minion's cachedir after the two runs
 #               (those plain Salt runs left before are removed first)
-#   live        go test -p 1 -run 'Integration|Live' ./...: every live test passed (none failed)
+#   live        go test -p 1 -run 'Integration|Live' ./... ./oduflow/etcdstore/... ./examples/... (every module of the workspace but the nested test modules): every live test passed (none failed)
 #   pause       examples/harness/pause/run.sh (fencing through a paused worker; needs master B)
 #   forge       examples/harness/forge/run.sh (forged returns never accepted)
 # --quick skips live, pause and forge. --disruptive also runs the live steps that restart the minion
@@ -90,9 +90,9 @@ for line in sys.stdin:
     result live skip; result pause skip; result forge skip
     exit 0
   fi
-  step "live tests: go test -p 1 -run 'Integration|Live' ./..."
+  step "live tests: go test -p 1 -run 'Integration|Live' ./... ./oduflow/etcdstore/... ./examples/..."
   [ "$disruptive" = 0 ] || export ODUFLOW_LAB_DISRUPTIVE=1
-  (cd "$root" && go test -p 1 -count=1 -run 'Integration|Live' -v ./... 2>&1) > "$ODUFLOW_STATE_DIR/live.log"
+  (cd "$root" && go test -p 1 -count=1 -run 'Integration|Live' -v ./... ./oduflow/etcdstore/... ./examples/... 2>&1) > "$ODUFLOW_STATE_DIR/live.log"
   rc=$?
   grep -E '^(ok|FAIL|panic:)\s|^--- (PASS|FAIL|SKIP): \S*(Integration|Live)' "$ODUFLOW_STATE_DIR/live.log"
   passed=$(grep -cE '^--- PASS: \S*(Integration|Live)' "$ODUFLOW_STATE_DIR/live.log")
