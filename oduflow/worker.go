@@ -490,13 +490,14 @@ func (d *Dispatcher) handOffPhase(ctx context.Context, p *published, h *workerHo
 		return d.awaitDispatched(ctx, p.wctx, p.c, h.w, p.start)
 	}
 	parked := h.take()
+	c, start := p.c, p.start // not p: the parked wait keeps no reference to p.wctx
 	d.wg.Add(1)
-	window := earlier(p.start.Add(d.timers.ExecutionWait), p.start.Add(d.timers.HardDeadline))
-	d.awaitParked(ctx, p.c, parked.w, window, func(r *receipt.Receipt) {
+	window := earlier(start.Add(d.timers.ExecutionWait), start.Add(d.timers.HardDeadline))
+	d.awaitParked(ctx, c, parked.w, window, func(r *receipt.Receipt) {
 		defer d.wg.Done()
 		defer parked.release()
-		if err := d.settleDispatched(ctx, p.c, r, p.start); err != nil {
-			d.claimLog(p.c).Warn("worker ended with error", slog.String("error", err.Error()))
+		if err := d.settleDispatched(ctx, c, r, start); err != nil {
+			d.claimLog(c).Warn("worker ended with error", slog.String("error", err.Error()))
 		}
 	})
 	return nil
