@@ -271,15 +271,20 @@ func (h *workerHold) release() {
 
 // take hands the hold over to a parked wait: the context is cancelled (the parked wait needs none: the
 // hard deadline bounds its window instead), everything else moves to the returned hold, and h holds
-// nothing.
-func (h *workerHold) take() *workerHold {
+// nothing. The hold is returned as a value, for the parked wait's closure to carry without an
+// allocation of its own (releaseTaken).
+func (h *workerHold) take() workerHold {
 	if h.cancel != nil {
 		h.cancel()
 	}
-	moved := &workerHold{reqLock: h.reqLock, lease: h.lease, w: h.w}
+	moved := workerHold{reqLock: h.reqLock, lease: h.lease, w: h.w}
 	*h = workerHold{}
 	return moved
 }
+
+// releaseTaken releases a hold take returned (a copy of it: the closure's own is never addressed, so it
+// stays in the closure).
+func releaseTaken(h workerHold) { h.release() }
 
 // failPreflight commits c failed 0 of 1 with code and evidence preflight: a check before the publication
 // refused, nothing was published.
@@ -495,7 +500,7 @@ func (d *Dispatcher) handOffPhase(ctx context.Context, p *published, h *workerHo
 	window := earlier(start.Add(d.timers.ExecutionWait), start.Add(d.timers.HardDeadline))
 	d.awaitParked(ctx, c, parked.w, window, func(r *receipt.Receipt) {
 		defer d.wg.Done()
-		defer parked.release()
+		defer releaseTaken(parked)
 		if err := d.settleDispatched(ctx, c, r, start); err != nil {
 			d.claimLog(c).Warn("worker ended with error", slog.String("error", err.Error()))
 		}
