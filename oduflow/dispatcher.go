@@ -30,7 +30,7 @@ type Dispatcher struct {
 	step   func(string)
 	pubsrc publicationSource
 	pubSem chan struct{}
-	admit  *admitter  // in-process workers between their request lock and their run publish (publish.go)
+	admit  *admitter  // in-process workers between their request lock and their run publish (admission.go)
 	caps   capBatcher // capability checks sharing publications (capbatch.go)
 	// workerLog is where detached workers' stdout/stderr go ("" = /dev/null).
 	workerLog     string

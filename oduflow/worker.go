@@ -183,25 +183,128 @@ func (d *Dispatcher) runWorker(ctx context.Context, minion, request string) erro
 
 // work executes the worker steps (package documentation, Worker) for one claim whose request lock the
 // caller took (work releases it): within the launch window when *inGrace, or, when inGrace is nil, if the
-// store reads the window open now (the lock is already held, so it was open when the lock was taken). It publishes oduflow_job.run at most once, and only from
-// phase claimed while holding the request lock and the client lease. With an admission (in-process
-// workers), once the run publication is made the slot is freed and the wait for the return goes on
-// parked, without a goroutine (awaitParked), owning the leases and the event waiter; work returns.
+// store reads the window open now (the lock is already held, so it was open when the lock was taken). It
+// publishes oduflow_job.run at most once, and only from phase claimed while holding the request lock and
+// the client lease. With an admission (in-process workers), once the run publication is made the slot is
+// freed and the wait for the return goes on parked, without a goroutine (awaitParked), owning the leases
+// and the event waiter; work returns.
+//
+// The steps run in phases, one method each, and each puts what it acquires into the worker's hold
+// (workerHold): the claim read (claimToDispatch: may this worker dispatch it at all), preflightPhase (the
+// client lease and the event waiter), intentPhase (the one fenced transition to dispatching), publishPhase
+// (the publication's deadline and the one publication) and handOffPhase (the wait for the return: parked,
+// taking the hold with it, or on this goroutine). Whatever the hold still has when work returns is
+// released by endWork, once; a hand-off leaves it empty.
 func (d *Dispatcher) work(ctx context.Context, t target, reqLock Lease, inGrace *bool, adm *admission) error {
-	handedOff := false // set once the parked wait owns the leases, the waiter and wctx
-	defer func() {
-		if !handedOff {
-			_ = reqLock.Release()
-		}
-	}()
-	defer adm.release()
-	defer d.failClosed(ctx, t, reqLock) // before the lock's release: a claim left claimed by Close
-	c, launchOpen, err := d.workerClaim(ctx, t, inGrace)
-	if err != nil {
+	h := &workerHold{reqLock: reqLock}
+	defer d.endWork(ctx, t, reqLock, h, adm) // the caller's ctx, not the request's below
+	c, err := d.claimToDispatch(ctx, t, inGrace, adm)
+	if c == nil {
 		return err
 	}
+	ctx = withRequest(ctx, refOf(c))
+	plan, err := d.preflightPhase(ctx, c, h)
+	if plan == nil {
+		return err
+	}
+	if c, err = d.intentPhase(ctx, c, h, plan); c == nil {
+		return err
+	}
+	pub, err := d.publishPhase(ctx, t, c, h, plan, adm)
+	if pub == nil {
+		return err
+	}
+	return d.handOffPhase(ctx, pub, h, adm)
+}
+
+// endWork releases what the worker's hold h still has when work returns, newest first: what the
+// preflight and publish phases acquired, then (failClosed needs the request lock, and looks at it even
+// when a parked wait holds it now) the admission slot and the request lock.
+func (d *Dispatcher) endWork(ctx context.Context, t target, reqLock Lease, h *workerHold, adm *admission) {
+	h.releaseDispatch()
+	d.failClosed(ctx, t, reqLock) // before the lock's release: a claim left claimed by Close
+	adm.release()
+	h.release() // the request lock, unless the wait was handed off with it
+}
+
+// workerHold is what one worker holds for its claim, each acquired by one phase of work: the request
+// lock (taken before work), the client lease and the event waiter (preflightPhase), the context bounding
+// the publication and the wait by the hard deadline (publishPhase). Each is released exactly once, newest
+// first; take moves the whole hold to the parked wait, which releases it once the result is committed.
+type workerHold struct {
+	reqLock Lease
+	lease   Lease
+	w       *waiter
+	cancel  context.CancelFunc
+}
+
+// releaseDispatch releases what the preflight and publish phases acquired (not the request lock).
+func (h *workerHold) releaseDispatch() {
+	if h.cancel != nil {
+		h.cancel()
+		h.cancel = nil
+	}
+	if h.w != nil {
+		h.w.close()
+		h.w = nil
+	}
+	h.releaseLease()
+}
+
+// releaseLease releases the client lease early (a publish whose outcome is unknown: the quarantine
+// guards the client from then on).
+func (h *workerHold) releaseLease() {
+	if h.lease != nil {
+		_ = h.lease.Release()
+		h.lease = nil
+	}
+}
+
+// release releases everything still held: releaseDispatch, then the request lock.
+func (h *workerHold) release() {
+	h.releaseDispatch()
+	if h.reqLock != nil {
+		_ = h.reqLock.Release()
+		h.reqLock = nil
+	}
+}
+
+// take hands the hold over to a parked wait: the context is cancelled (the parked wait needs none: the
+// hard deadline bounds its window instead), everything else moves to the returned hold, and h holds
+// nothing. The hold is returned as a value, for the parked wait's closure to carry without an
+// allocation of its own (releaseTaken).
+func (h *workerHold) take() workerHold {
+	if h.cancel != nil {
+		h.cancel()
+	}
+	moved := workerHold{reqLock: h.reqLock, lease: h.lease, w: h.w}
+	*h = workerHold{}
+	return moved
+}
+
+// releaseTaken releases a hold take returned (a copy of it: the closure's own is never addressed, so it
+// stays in the closure).
+func releaseTaken(h workerHold) { h.release() }
+
+// failPreflight commits c failed 0 of 1 with code and evidence preflight: a check before the publication
+// refused, nothing was published.
+func (d *Dispatcher) failPreflight(ctx context.Context, c *Claim, code ErrorCode) {
+	d.finalize(ctx, c, receipt.StatusFailed, 0, 1, code, evidencePreflight)
+}
+
+// claimToDispatch reads the worker's claim and decides whether this worker may dispatch it: the claim is
+// returned only when it is bound to t's minion, still in phase claimed (not a legacy one) and its request
+// lock was taken within the launch window. Otherwise nil: err for a claim that cannot be read or is bound
+// to another minion; a claim past phase claimed is polled (a detached Resume within its window, its
+// admission slot freed) or left as it is; a launch after the window is committed unknown, never
+// dispatched.
+func (d *Dispatcher) claimToDispatch(ctx context.Context, t target, inGrace *bool, adm *admission) (*Claim, error) {
+	c, launchOpen, err := d.workerClaim(ctx, t, inGrace)
+	if err != nil {
+		return nil, err
+	}
 	if c.MinionID != t.minion {
-		return &mismatchError{Field: "minion_id", Bound: c.MinionID}
+		return nil, &mismatchError{Field: "minion_id", Bound: c.MinionID}
 	}
 	ctx = withRequest(ctx, refOf(c))
 	if c.Phase != PhaseClaimed || c.legacy() != notLegacy {
@@ -209,10 +312,10 @@ func (d *Dispatcher) work(ctx context.Context, t target, reqLock Lease, inGrace 
 			// A detached Resume: poll the unknown dispatched request (never publish it again).
 			adm.release()
 			d.resumePolling(ctx, c, deadline)
-			return nil
+			return nil, nil
 		}
 		d.claimLog(c).Info("worker: claim past phase claimed; never dispatched twice", slog.String("phase", string(c.Phase)))
-		return nil
+		return nil, nil
 	}
 	// The launch window when the request lock was taken: a wait for admission since then was reported
 	// running.
@@ -220,154 +323,184 @@ func (d *Dispatcher) work(ctx context.Context, t target, reqLock Lease, inGrace 
 		// Status may have been reporting this launch as unknown (worker disappeared): never dispatch it now.
 		d.claimLog(c).Warn("worker: started after the launch window; not dispatching")
 		d.finalize(ctx, c, receipt.StatusUnknown, 0, 0, CodeWorkerLost, evidenceNone)
-		return nil
+		return nil, nil
 	}
+	return c, nil
+}
+
+// dispatchPlan is what the preflight settled for the intent and the publication.
+type dispatchPlan struct {
+	keySHA    string // the key the master accepted for the minion: pinned in the claim
+	fenceMark uint64 // the minion's fence high-water mark: the floor of the token
+	spec      publicationSpec
+	jid       salt.JID
+}
+
+// preflightPhase runs the checks before the intent on c, read in phase claimed: the role, the client
+// lease and the client's other requests (leaseAndClear), the minion (preflight), the publication, then
+// the event waiter, subscribed before anything is published. The lease and the waiter go into h. It
+// returns what the intent and the publication need, or nil when the worker ends: a preflight failure
+// committed (failPreflight: nothing was published), or err.
+func (d *Dispatcher) preflightPhase(ctx context.Context, c *Claim, h *workerHold) (*dispatchPlan, error) {
 	d.stepHook(ctx, c, stepClaimed)
 	if c.Profile != receipt.ProfileCustom {
 		if err := checkRole(c); err != nil {
-			d.finalize(ctx, c, receipt.StatusFailed, 0, 1, CodeRoleNotAllowed, evidencePreflight)
-			return err
+			d.failPreflight(ctx, c, CodeRoleNotAllowed)
+			return nil, err
 		}
 	}
 	lease, code, err := d.leaseAndClear(ctx, c)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if lease == nil {
-		d.finalize(ctx, c, receipt.StatusFailed, 0, 1, code, evidencePreflight)
-		return nil
+		d.failPreflight(ctx, c, code)
+		return nil, nil
 	}
-	defer func() {
-		if !handedOff {
-			_ = lease.Release()
-		}
-	}()
+	h.lease = lease
 	d.stepHook(ctx, c, stepLease)
-	var keySHA string
-	var fenceMark uint64
+	plan := &dispatchPlan{}
 	if code == "" {
-		code, keySHA, fenceMark = d.preflight(ctx, c)
+		code, plan.keySHA, plan.fenceMark = d.preflight(ctx, c)
 	}
 	if code != "" {
 		if ctx.Err() != nil {
-			return ctx.Err()
+			return nil, ctx.Err()
 		}
 		d.claimLog(c).Warn("worker: preflight failure; nothing published", slog.String("code", string(code)))
-		d.finalize(ctx, c, receipt.StatusFailed, 0, 1, code, evidencePreflight)
-		return nil
+		d.failPreflight(ctx, c, code)
+		return nil, nil
 	}
-	spec, err := d.pubsrc.Publication(ctx, c)
-	if err != nil {
-		d.finalize(ctx, c, receipt.StatusFailed, 0, 1, CodePayload, evidencePreflight)
-		return nil
+	if plan.spec, err = d.pubsrc.Publication(ctx, c); err != nil {
+		d.failPreflight(ctx, c, CodePayload)
+		return nil, nil
 	}
-	jid := salt.JID(c.JID)
-	w, err := d.hub.watch(ctx, jid) // subscribe BEFORE publishing: the bus has no replay
+	plan.jid = salt.JID(c.JID)
+	w, err := d.hub.watch(ctx, plan.jid) // subscribe BEFORE publishing: the bus has no replay
 	if err != nil {
 		if ctx.Err() != nil {
-			return ctx.Err()
+			return nil, ctx.Err()
 		}
 		d.claimLog(c).Warn("worker: event bus unavailable; preflight failure, nothing published", slog.String("error", err.Error()))
-		d.finalize(ctx, c, receipt.StatusFailed, 0, 1, CodeEventBus, evidencePreflight)
-		return nil
+		d.failPreflight(ctx, c, CodeEventBus)
+		return nil, nil
 	}
-	defer func() {
-		if !handedOff {
-			w.close()
-		}
-	}()
+	h.w = w
+	return plan, nil
+}
 
-	// Record the dispatch intent durably; from here on the request may have been published.
+// intentPhase records the dispatch intent durably: from here on the request may have been published. It
+// returns the claim in phase dispatching with its fencing token, or nil when nothing may be published:
+// err when the intent was not recorded (or its outcome stays undecided), or a committed failure for a
+// token the minion would refuse.
+func (d *Dispatcher) intentPhase(ctx context.Context, c *Claim, h *workerHold, plan *dispatchPlan) (*Claim, error) {
 	dispatchedAt := d.clock.Now()
 	next := c.clone()
 	next.Phase = PhaseDispatching
 	next.DispatchedAt = &dispatchedAt
-	next.MinionKeySHA256 = keySHA // only proofs signed by this key are evidence for this request
+	next.MinionKeySHA256 = plan.keySHA // only proofs signed by this key are evidence for this request
 	// The floor of the token: the minion's high-water mark, so a new or restored store (or one that
 	// shares the client with another) issues a token the minion accepts. A floor only raises a token.
-	next.FenceToken = fenceMark
+	next.FenceToken = plan.fenceMark
 	// The one fenced transition: the intent is recorded only while this worker still holds the request
 	// lock and the client lease (ClaimStore.CompareAndSwapHeld), so a worker whose leases expired never
 	// records an intent and never publishes.
-	if c, err = d.store.CompareAndSwapHeld(ctx, next, reqLock, lease); err != nil {
+	c, err := d.store.CompareAndSwapHeld(ctx, next, h.reqLock, h.lease)
+	if err != nil {
 		if !isOutcomeUnknown(err) {
-			return errors.Wrap(err, "oduflow: record dispatch") // nothing written, nothing published
+			return nil, errors.Wrap(err, "oduflow: record dispatch") // nothing written, nothing published
 		}
 		// The acknowledgement was lost: the intent may be recorded. Publish only once it is proven to be
 		// this worker's (settleIntent); otherwise nothing is published and the request ends unknown.
 		var mine bool
-		if c, mine = d.settleIntent(ctx, next, reqLock, lease); !mine {
-			return errors.Wrap(err, "oduflow: record dispatch (outcome undecided, nothing published)")
+		if c, mine = d.settleIntent(ctx, next, h.reqLock, h.lease); !mine {
+			return nil, errors.Wrap(err, "oduflow: record dispatch (outcome undecided, nothing published)")
 		}
 	}
 	if c.FenceToken < 1 || c.FenceToken > MaxFenceToken {
 		// A claim store that issues no fencing token breaks the ClaimStore contract: never publish
 		// unfenced. Nothing was sent.
 		d.claimLog(c).Error("worker: the claim store issued no fencing token; nothing published")
-		d.finalize(ctx, c, receipt.StatusFailed, 0, 1, CodeClaimStore, evidencePreflight)
-		return nil
+		d.failPreflight(ctx, c, CodeClaimStore)
+		return nil, nil
 	}
-	if c.FenceToken <= fenceMark {
+	if c.FenceToken <= plan.fenceMark {
 		// The store ignored the floor: the minion would refuse this token. Fail typed instead of
 		// publishing a run that can only be fenced. Nothing was sent.
 		d.claimLog(c).Error("worker: fencing token not above the minion's mark; nothing published",
-			slog.Uint64("fence_token", c.FenceToken), slog.Uint64("fence_mark", fenceMark))
-		d.finalize(ctx, c, receipt.StatusFailed, 0, 1, CodeFenceBehind, evidencePreflight)
-		return nil
+			slog.Uint64("fence_token", c.FenceToken), slog.Uint64("fence_mark", plan.fenceMark))
+		d.failPreflight(ctx, c, CodeFenceBehind)
+		return nil, nil
 	}
 	d.stepHook(ctx, c, stepDispatchRecorded)
+	return c, nil
+}
+
+// published is a run publication the master accepted: the claim (dispatched, unless that write failed
+// with no final result committed meanwhile), the context bounding its wait by the hard deadline, and
+// when the publication began.
+type published struct {
+	c     *Claim
+	wctx  context.Context
+	start time.Time
+}
+
+// publishPhase publishes oduflow_job.run for c, once, never retried, under a context bounded by the hard
+// deadline (its cancel goes into h), and records phase dispatched. It returns nil when the worker ends
+// here: a refused publish committed failed (nothing was published), a publish whose outcome is unknown
+// (committed unknown and listened for: listenAfterUnknownPublish), or a final result someone else
+// committed meanwhile.
+func (d *Dispatcher) publishPhase(ctx context.Context, t target, c *Claim, h *workerHold, plan *dispatchPlan, adm *admission) (*published, error) {
 	start := time.Now()
 	wctx, cancel := context.WithDeadline(ctx, start.Add(d.timers.HardDeadline))
-	defer func() {
-		if !handedOff {
-			cancel()
-		}
-	}()
+	h.cancel = cancel
 
 	d.stepHook(ctx, c, stepPublishSending)
 	// The fencing token goes as Salt's keyword argument (a trailing {"__kwarg__": true, ...} map): the
 	// minion starts the run only if the token is above every token it has started or fenced.
-	_, err = d.publishSlotted(wctx, t.minion, funRun, []any{c.RequestID, string(c.Profile), spec.StateDataJSON},
-		map[string]any{"fence_token": int64(c.FenceToken)}, jid, nil)
+	_, err := d.publishSlotted(wctx, t.minion, funRun, []any{c.RequestID, string(c.Profile), plan.spec.StateDataJSON},
+		map[string]any{"fence_token": int64(c.FenceToken)}, plan.jid, nil)
 	if err != nil {
 		code := publishErrorCode(err)
 		if salt.IsNotPublished(err) && !salt.IsOutcomeUnknown(err) {
 			d.claimLog(c).Warn("worker: publish refused; nothing published", slog.String("code", string(code)))
 			d.finalize(ctx, c, receipt.StatusFailed, 0, 1, code, evidenceRefused)
-			return nil
+			return nil, nil
 		}
 		d.claimLog(c).Error("worker: publish outcome unknown; never retried; client quarantined", slog.String("code", string(code)))
 		adm.release()
-		return d.listenAfterUnknownPublish(ctx, wctx, c, w, lease, start)
+		return nil, d.listenAfterUnknownPublish(ctx, wctx, c, h, start)
 	}
-	next = c.clone()
+	next := c.clone()
 	next.Phase = PhaseDispatched
 	if nc, err := d.store.CompareAndSwap(ctx, next); err == nil {
 		c = nc
 	} else if cur, gerr := d.store.Get(ctx, t.request); gerr == nil && cur.Phase.Final() {
-		return nil // someone else committed a final result
+		return nil, nil // someone else committed a final result
 	}
 	d.stepHook(ctx, c, stepPublishReplied)
 	d.claimLog(c).Info("worker: published", slog.String("fun", funRun))
+	return &published{c: c, wctx: wctx, start: start}, nil
+}
+
+// handOffPhase waits for the return of the published run and commits the final result. The admission
+// slot is freed first: waiting needs none. Without an admission (a detached worker process, one request)
+// the wait runs on this goroutine. Otherwise it goes on without one (awaitParked), taking the hold with
+// it (take), and releases it once the result is committed. It needs no context of its own (a context,
+// its timer and its children cost as much as the rest of the wait): the hard deadline bounds its window
+// instead, and every call it makes is bounded by that window.
+func (d *Dispatcher) handOffPhase(ctx context.Context, p *published, h *workerHold, adm *admission) error {
 	adm.release() // waiting for the return needs no admission slot
 	if adm == nil {
-		return d.awaitDispatched(ctx, wctx, c, w, start)
+		return d.awaitDispatched(ctx, p.wctx, p.c, h.w, p.start)
 	}
-	// The wait goes on without this goroutine (awaitParked): it owns the leases and the waiter now, and
-	// releases them, in the order of the deferred releases above, once the result is committed. It needs no
-	// context of its own (a context, its timer and its children cost as much as the rest of the wait): the
-	// hard deadline bounds its window instead, and every call it makes is bounded by that window.
-	cancel()
-	handedOff = true
+	parked := h.take()
+	c, start := p.c, p.start // not p: the parked wait keeps no reference to p.wctx
 	d.wg.Add(1)
 	window := earlier(start.Add(d.timers.ExecutionWait), start.Add(d.timers.HardDeadline))
-	d.awaitParked(ctx, c, w, window, func(r *receipt.Receipt) {
+	d.awaitParked(ctx, c, parked.w, window, func(r *receipt.Receipt) {
 		defer d.wg.Done()
-		defer func() {
-			w.close()
-			_ = lease.Release()
-			_ = reqLock.Release()
-		}()
+		defer releaseTaken(parked)
 		if err := d.settleDispatched(ctx, c, r, start); err != nil {
 			d.claimLog(c).Warn("worker ended with error", slog.String("error", err.Error()))
 		}
@@ -543,14 +676,14 @@ func (d *Dispatcher) preflight(ctx context.Context, c *Claim) (code ErrorCode, k
 // return and polling oduflow_job.status for the rest of the window and budget. The publish is never
 // repeated. A trustworthy terminal receipt bound to the claim replaces unknown (and so releases the
 // quarantine); a minion answering not_started never does.
-func (d *Dispatcher) listenAfterUnknownPublish(ctx, wctx context.Context, c *Claim, w *waiter, lease Lease, start time.Time) error {
+func (d *Dispatcher) listenAfterUnknownPublish(ctx, wctx context.Context, c *Claim, h *workerHold, start time.Time) error {
 	lg := d.claimLog(c)
 	cur := d.finalize(ctx, c, receipt.StatusUnknown, 0, 0, CodeOutcomeUnknown, evidenceNone)
 	if cur == nil || cur.Phase != PhaseTerminal || cur.Status != receipt.StatusUnknown {
 		return nil // not committed, or someone else committed another final result (kept)
 	}
-	_ = lease.Release()
-	r := d.await(wctx, cur, w, start.Add(d.timers.ExecutionWait))
+	h.releaseLease()
+	r := d.await(wctx, cur, h.w, start.Add(d.timers.ExecutionWait))
 	d.refusals.Delete(cur.RequestID) // a fenced refusal commits as fenced here (replaceUnknown)
 	if ctx.Err() != nil {
 		return ctx.Err()
