@@ -69,6 +69,14 @@
 // commits a final result. Workers run in-process by default; WithDetachedWorkers(exe) starts each one as a
 // process of the same binary, whose main calls RunWorkerIfRequested first.
 //
+// The worker runs in phases (worker.go: preflight, intent, publish, hand-off), each adding what it
+// acquires to one hold released exactly once. A request in flight costs no goroutine: once its run is
+// published, the wait for the return is parked (one timer, the event waiter's notification and the
+// context's AfterFunc wake it) and a goroutine runs only while there is work. Measured on the
+// 10,000-in-flight row, parked waits peak at about 101 MiB RSS with 8 goroutines; a goroutine per wait
+// peaks at about 237 MiB (10,008 goroutines, 83 MiB of stacks), 1.8 times the 128 MiB bar, so the
+// dispatcher parks (wait.go).
+//
 // # Quarantine, reconciliation and fencing
 //
 // An unknown request that was dispatched blocks every new dispatch to its client, across profiles, until
