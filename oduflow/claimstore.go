@@ -92,11 +92,31 @@ type Leases interface {
 	AcquireClientLease(ctx context.Context, minionID string, maxWait time.Duration) (Lease, error)
 }
 
-// claimLockReader is an optional method of a ClaimStore that is also the dispatcher's Leases: the claim
-// and whether its request lock is held, read at one instant in one round trip (etcdstore: one read
-// transaction instead of two reads). Status uses it; the answer is that of Get then RequestLockHeld,
-// with both read at the same point in time.
-type claimLockReader interface {
+// Store is what a Dispatcher runs on (WithClaimStore): the claims and the liveness locks of one backend in
+// one value, so the compiler checks both. FileClaimStore (the default) and etcdstore.Store implement it.
+//
+// A Store may also implement these optional capabilities; the Dispatcher uses each one it finds (a type
+// assertion at New), and the conformance suite oduflowtest.TestClaimStore checks each one a store has:
+//
+//   - ClaimLockReader: the claim and its request lock read at one instant (Status in one round trip).
+//   - WindowedStore: the status rules' launch and dispatch windows measured by the store itself. Without
+//     it the Dispatcher compares the claim's recorded times with its own clock (WithClock), which is
+//     only as good as the replicas' clocks agree.
+//   - UnresolvedLister: each client's unresolved claims apart from its history (preflight and Quarantine
+//     read only those; without it they read ListByClient).
+//   - UnresolvedScanner: every client's unresolved claims (Dispatcher.Unresolved and adoption need it;
+//     without it they answer an error matching errors.ErrUnsupported).
+//
+// A write whose acknowledgement is lost is marked, not a capability: see ClaimStore.
+type Store interface {
+	ClaimStore
+	Leases
+}
+
+// ClaimLockReader is an optional capability of a Store: the claim and whether its request lock is held,
+// read at one instant in one round trip (etcdstore: one read transaction instead of two reads). Status
+// uses it; the answer must be that of Get then RequestLockHeld, with both read at the same point in time.
+type ClaimLockReader interface {
 	GetWithRequestLock(ctx context.Context, requestID string) (*Claim, bool, error)
 }
 

@@ -52,10 +52,10 @@ type Dispatcher struct {
 	masterPingMu   sync.Mutex
 
 	// claimLock is the store when it is also the Leases and reads a claim with its lock state at once.
-	claimLock claimLockReader
+	claimLock ClaimLockReader
 	// windows is the store when it is also the Leases and measures the status windows itself (nil: this
 	// dispatcher's clock measures them against the claims' timestamps).
-	windows windowedStore
+	windows WindowedStore
 
 	ctx    context.Context // workers run under it; Close cancels it
 	cancel context.CancelFunc
@@ -102,18 +102,10 @@ func New(client Publisher, events EventSource, opts ...Option) (_ *Dispatcher, e
 		}
 		cfg.store = fs
 	}
-	var claimLock claimLockReader
-	var windows windowedStore
-	if cfg.leases == nil {
-		l, ok := cfg.store.(Leases)
-		if !ok {
-			return nil, errmark.Mark(errors.New("oduflow: the claim store does not implement Leases"), ErrInvalidInput)
-		}
-		cfg.leases = l
-		claimLock, _ = cfg.store.(claimLockReader)
-		if windows, _ = cfg.store.(windowedStore); windows != nil {
-			windows.SetStatusWindows(cfg.timers.LaunchGrace, cfg.timers.StatusExpiry)
-		}
+	claimLock, _ := cfg.store.(ClaimLockReader)
+	windows, _ := cfg.store.(WindowedStore)
+	if windows != nil {
+		windows.SetStatusWindows(cfg.timers.LaunchGrace, cfg.timers.StatusExpiry)
 	}
 	if cfg.workerLogOpen != "" && cfg.workerLogFile == nil {
 		f, err := openWorkerLogChecked(cfg.workerLogOpen)
@@ -123,7 +115,7 @@ func New(client Publisher, events EventSource, opts ...Option) (_ *Dispatcher, e
 		cfg.workerLogFile, ownLog = f, true
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	d := &Dispatcher{pub: client, store: cfg.store, leases: cfg.leases, claimLock: claimLock, windows: windows, clock: cfg.clock, log: cfg.logger,
+	d := &Dispatcher{pub: client, store: cfg.store, leases: cfg.store, claimLock: claimLock, windows: windows, clock: cfg.clock, log: cfg.logger,
 		hooks: hookSet{cfg.hooks}, mode: cfg.mode, timers: cfg.timers, jids: cfg.jids, step: cfg.stepHook,
 		pubsrc: cfg.publishing, pubSem: make(chan struct{}, cfg.maxPublish),
 		admit: newAdmitter(admitPerPublish * cfg.maxPublish), workerLog: cfg.workerLog, workerLogFile: cfg.workerLogFile, ownLog: ownLog,

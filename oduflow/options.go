@@ -14,8 +14,7 @@ type Option func(*config)
 
 type config struct {
 	claimDir   string
-	store      ClaimStore
-	leases     Leases
+	store      Store
 	clock      clockSource
 	logger     *slog.Logger
 	hooks      Hooks
@@ -57,9 +56,9 @@ func WithClaimDir(dir string) Option { return func(c *config) { c.claimDir = dir
 // defaultMaxConcurrentPublishes is the default bound of publish requests in flight.
 const defaultMaxConcurrentPublishes = 32
 
-// WithClaimStore replaces the file claim store. The store must also implement Leases (as FileClaimStore
-// and etcdstore do): New refuses one that does not (ErrInvalidInput).
-func WithClaimStore(s ClaimStore) Option { return func(c *config) { c.store = s } }
+// WithClaimStore replaces the file claim store with s: its claims and its leases (Store), and whichever
+// optional capabilities it implements (see Store).
+func WithClaimStore(s Store) Option { return func(c *config) { c.store = s } }
 
 // WithLogger sets the structured logger (default: slog.Default()).
 func WithLogger(l *slog.Logger) Option { return func(c *config) { c.logger = l } }

@@ -98,7 +98,7 @@ func (d *Dispatcher) computeStatus(ctx context.Context, c *Claim) (receipt.Statu
 //   - lock free, never dispatched: running while the launch window (Timers.LaunchGrace from creation)
 //     is open, unknown (worker disappeared) after it.
 //
-// Both windows are measured by the store (windowedStore), never by comparing this replica's clock with
+// Both windows are measured by the store (WindowedStore), never by comparing this replica's clock with
 // a time another replica wrote.
 func statusOf(c *Claim, lv Liveness) receipt.Status {
 	switch {

@@ -26,7 +26,7 @@ type Liveness struct {
 	DispatchOpen bool
 }
 
-// windowedStore is implemented by a claim store that measures the status rules' two windows itself,
+// WindowedStore is the optional capability of a Store that measures the status rules' two windows itself,
 // with what it expires (etcdstore: a launching key and a dispatch-window key, each on an etcd lease of
 // the window's TTL, so the cluster expires them) or with one host's monotonic clock (FileClaimStore:
 // CLOCK_BOOTTIME and the boot id, stamped into the claim by the store at creation and at the intent).
@@ -34,7 +34,7 @@ type Liveness struct {
 // StatusExpiry); dispatchers sharing one store value must use the same two timers. Liveness reads the
 // windows and the request lock of a claim already read; GetWithLiveness reads the claim with them at
 // one instant.
-type windowedStore interface {
+type WindowedStore interface {
 	SetStatusWindows(launchGrace, statusExpiry time.Duration)
 	Liveness(ctx context.Context, c *Claim) (Liveness, error)
 	GetWithLiveness(ctx context.Context, requestID string) (*Claim, Liveness, error)

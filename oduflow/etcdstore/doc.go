@@ -5,7 +5,7 @@
 //	st, err := etcdstore.Open(ctx, etcdstore.WithEndpoints("10.0.0.1:2379", "10.0.0.2:2379"),
 //		etcdstore.WithPrefix("/oduflow/prod"), etcdstore.WithAuth(user, password))
 //	cat, err := st.Catalog()
-//	d, err := oduflow.New(client, bus, oduflow.WithClaimStore(st), oduflow.WithCustomCatalog(cat)) // st is its Leases too
+//	d, err := oduflow.New(client, bus, oduflow.WithClaimStore(st), oduflow.WithCustomCatalog(cat)) // st is an oduflow.Store: claims and leases
 //
 // The CLI reads ODUFLOW_CLAIMS=etcd://HOST:PORT[,HOST:PORT...]/PREFIX through ParseURL, and then keeps
 // its custom catalog in the same store unless ODUFLOW_CATALOG_DIR names a directory.

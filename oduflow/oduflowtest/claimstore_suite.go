@@ -13,10 +13,7 @@ import (
 )
 
 // Store is what the conformance suite tests: a claim store together with the leases paired with it.
-type Store interface {
-	oduflow.ClaimStore
-	oduflow.Leases
-}
+type Store = oduflow.Store
 
 // Capabilities say what a store can and cannot do; the suite skips (and says why) what a store cannot do.
 type Capabilities struct {
@@ -49,8 +46,9 @@ type StoreFactory struct {
 	KillSession func(s Store)
 }
 
-// TestClaimStore runs the conformance suite of oduflow.ClaimStore and oduflow.Leases against the stores f
-// makes, one subtest per contract clause. Call it from a Test function of the store's package; with
+// TestClaimStore runs the conformance suite of oduflow.Store (ClaimStore and Leases, and each optional
+// capability the store implements: UnresolvedLister, UnresolvedScanner, ClaimLockReader, WindowedStore)
+// against the stores f makes, one subtest per contract clause. Call it from a Test function of the store's package; with
 // Capabilities.MultiProcess the suite re-executes the test binary running that same Test function, and
 // TestClaimStore then plays the child's role instead of running the suite (see the package
 // documentation).
@@ -76,6 +74,9 @@ func TestClaimStore(t *testing.T, f StoreFactory) {
 	t.Run("FenceTokens", s.testFenceTokens)
 	t.Run("ListByClient", s.testListByClient)
 	t.Run("ListUnresolved", s.testListUnresolved)
+	t.Run("ScanUnresolved", s.testScanUnresolved)
+	t.Run("ClaimLockReader", s.testClaimLockReader)
+	t.Run("WindowedStore", s.testWindowedStore)
 	t.Run("Leases", s.testLeases)
 	t.Run("Corrupt", s.testCorrupt)
 }

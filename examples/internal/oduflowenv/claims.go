@@ -41,7 +41,7 @@ func (s Settings) ClaimDir() (string, error) {
 }
 
 // OpenFileClaims opens (creating it 0700) the file claim store in dir.
-func OpenFileClaims(dir string) (oduflow.ClaimStore, error) {
+func OpenFileClaims(dir string) (oduflow.Store, error) {
 	store, err := oduflow.OpenFileClaimStore(dir)
 	if err != nil {
 		return nil, configf(err, "claim store %q", dir)

@@ -133,7 +133,7 @@ func Open(ctx context.Context, cfg Config, opts ...Option) (_ *Service, err erro
 
 // openClaims opens the claim store ODUFLOW_CLAIMS names: etcd (the state directory is created for
 // this process's files) or a directory (ODUFLOW_STATE_DIR by default).
-func (s *Service) openClaims(ctx context.Context, set oduflowenv.Settings) (oduflow.ClaimStore, error) {
+func (s *Service) openClaims(ctx context.Context, set oduflowenv.Settings) (oduflow.Store, error) {
 	if set.EtcdClaims() {
 		if err := oduflowenv.OpenStateDir(set.StateDir); err != nil {
 			return nil, err

@@ -109,7 +109,7 @@ func (e *env) dispatcher(ctx context.Context, opts ...oduflow.Option) (*oduflow.
 // claimStore opens the claim store --claims names (etcd, or a directory, by default --state-dir) and
 // returns it with the directory that holds the detached workers' log. It is closed when the command
 // ends.
-func (e *env) claimStore(ctx context.Context) (oduflow.ClaimStore, string, error) {
+func (e *env) claimStore(ctx context.Context) (oduflow.Store, string, error) {
 	if e.g.etcdClaims() {
 		if err := openStateDir(e.g.stateDir); err != nil {
 			return nil, "", err
