@@ -51,9 +51,9 @@ type Dispatcher struct {
 	masterProvedAt atomic.Int64
 	masterPingMu   sync.Mutex
 
-	// claimLock is the store when it is also the Leases and reads a claim with its lock state at once.
+	// claimLock is the store when it reads a claim with its lock state at once (nil: Get, then RequestLockHeld).
 	claimLock ClaimLockReader
-	// windows is the store when it is also the Leases and measures the status windows itself (nil: this
+	// windows is the store when it measures the status windows itself (nil: this
 	// dispatcher's clock measures them against the claims' timestamps).
 	windows WindowedStore
 

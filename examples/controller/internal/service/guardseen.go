@@ -1,7 +1,9 @@
 package service
 
 import (
+	"cmp"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 )
@@ -85,16 +87,7 @@ func (g *guardSeen) failures() []guardFailure {
 		out = append(out, guardFailure{Reason: r, Minions: n})
 	}
 	slices.SortFunc(out, func(a, b guardFailure) int {
-		if a.Minions != b.Minions {
-			return b.Minions - a.Minions
-		}
-		if a.Reason < b.Reason {
-			return -1
-		}
-		if a.Reason > b.Reason {
-			return 1
-		}
-		return 0
+		return cmp.Or(cmp.Compare(b.Minions, a.Minions), strings.Compare(a.Reason, b.Reason))
 	})
 	return out
 }
