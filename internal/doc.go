@@ -4,6 +4,8 @@
 //
 //   - safefile: the durable file discipline under the file claim store, the custom catalog
 //     and the receipt tests (safe opens, atomic and exclusive writes, flock and OFD locks);
+//   - saltwire: Salt's wire, written once for the client (salt) and the simulator (salt/salttest):
+//     ZMTP 3.1 framing and Salt's two msgpack dialects, with the decode budget;
 //   - strictjson: one JSON value, no duplicate keys, before encoding/json decodes a record;
 //   - errmark: sentinels that both errors.Is of the standard library and cockroachdb see, and the
 //     one-line public form of every returned error (OneLine, Boundary: no stack in any slog handler);

@@ -51,7 +51,7 @@ func NewClient(addr string, opts ...Option) (_ *Client, err error) {
 	if cfg.maxReply <= 0 {
 		return nil, errors.Wrap(ErrInvalidRequest, "max reply bytes must be positive")
 	}
-	if !cfg.decode.valid() {
+	if !cfg.decode.Valid() {
 		return nil, errors.Wrap(ErrInvalidRequest, "invalid reply decode limits")
 	}
 	if cfg.logger == nil {

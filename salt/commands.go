@@ -142,9 +142,9 @@ func parseWheelReply(v any) (*WheelResult, error) {
 func pingLoad(extra *orderedMap) *orderedMap {
 	load := newOrderedMap().Set("cmd", "ping")
 	if extra != nil {
-		for _, k := range extra.keys {
-			if k != "cmd" {
-				load.Set(k, extra.vals[k])
+		for i, k := range extra.Keys {
+			if ks, ok := k.(string); ok && ks != "cmd" {
+				load.Set(ks, extra.Vals[i])
 			}
 		}
 	}

@@ -145,10 +145,10 @@
 //	           eventframe.go      event bus framing: bare or length-prefixed frames, size caps
 //	           eventdecode.go     one frame to one Event: fast single pass, reference fallback
 //	           eventqueue.go      the bounded queue between the bus reader and its consumer
-//	wire       zmtp.go            ZMTP 3.1 REQ peer: greeting, READY, frames, PING/PONG
-//	           msgpack_encode.go  Salt's msgpack dialect for requests (orderedMap keeps key order)
-//	           msgpack_decode.go  the tolerant decoder of replies and event data
-//	           msgpack_strdecode.go  the same decoder over a string (the event fast path)
+//	wire       zmtp.go            the ZMTP 3.1 REQ peer: handshake, one reply, PING/PONG
+//	           msgpack_encode.go  requests in Salt's request dialect (orderedMap keeps key order)
+//	           msgpack_decode.go  replies and event data, tolerantly, within this package's limits
+//	                              (the bytes themselves: internal/saltwire, shared with salttest)
 //	base       errors.go          every sentinel, MasterError, IsNotPublished, IsOutcomeUnknown
 //	           limits.go          Limits; the decode budget every decoder charges
 //	           jid.go             JID, ParseJID, JIDGenerator
@@ -162,9 +162,10 @@
 // over ZMTP (zmtp.go); the reply is decoded (msgpack_decode.go), classified
 // (client.go, errors.go) and checked against the request (publish.go). An
 // event: the EventStream (events.go) reads a frame (eventframe.go), decodes it
-// (eventdecode.go, msgpack_strdecode.go) into an Event (eventtypes.go) and
-// queues it (eventqueue.go) for the consumer. Of this module, salt
-// imports only the internal leaf helpers backoff, errmark and salttrace;
+// (eventdecode.go) into an Event (eventtypes.go) and queues it (eventqueue.go)
+// for the consumer. Of this module, salt imports only the internal leaf
+// helpers backoff, errmark, salttrace and saltwire (the wire, written once for
+// this client and the simulator);
 // salt/salttest, the master simulator, is imported by this package's tests
 // only.
 package salt

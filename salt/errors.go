@@ -7,6 +7,7 @@ import (
 	"github.com/cockroachdb/redact"
 
 	"github.com/oduflow/oduflow-go/internal/errmark"
+	"github.com/oduflow/oduflow-go/internal/saltwire"
 )
 
 // Sentinel errors. Test with errors.Is; every error the package returns wraps
@@ -203,15 +204,16 @@ var (
 	// errReplyTooLarge: the reply exceeded Limits.MaxMessageBytes.
 	errReplyTooLarge error = &limitError{"salt: reply too large"}
 
-	// errMsgpack is the sentinel of every decoding failure of msgpack data.
-	errMsgpack = errors.New("salt: invalid msgpack data")
+	// errMsgpack is the sentinel of every decoding failure of msgpack data (the wire's own:
+	// the decoder in internal/saltwire returns it).
+	errMsgpack = saltwire.ErrMsgpack
 
 	// errUnsupportedType is returned by the encoder for Go values that have no
-	// msgpack form in Salt's dialect (channels, functions, time.Time, ...).
-	errUnsupportedType = errors.New("salt: value cannot be encoded as Salt msgpack")
+	// msgpack form in Salt's dialect (channels, functions, structs, ...).
+	errUnsupportedType = saltwire.ErrUnsupportedType
 
 	// errProtocol is the cause of ZMTP protocol violations by the peer.
-	errProtocol = errors.New("salt: ZMTP protocol error")
+	errProtocol = saltwire.ErrProtocol
 
 	// errFrameTimeout: an event frame had started but did not complete within
 	// WithFrameTimeout; the connection is dropped (a Gap whose Err is this).

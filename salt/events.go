@@ -17,6 +17,7 @@ import (
 
 	"github.com/oduflow/oduflow-go/internal/backoff"
 	"github.com/oduflow/oduflow-go/internal/errmark"
+	"github.com/oduflow/oduflow-go/internal/saltwire"
 )
 
 // Event stream defaults.
@@ -102,7 +103,7 @@ func SubscribeEvents(ctx context.Context, addr string, opts ...Option) (_ *Event
 		maxFrame = math.MaxInt32 // a frame length is at most 4 bytes on the wire
 	}
 	cfg.maxFrame = int(maxFrame)
-	if cfg.buffer < 1 || cfg.bufBytes < 1 || cfg.maxFrame < 16 || cfg.frameTime <= 0 || !cfg.decode.valid() || cfg.backoffMin <= 0 || cfg.backoffMax < cfg.backoffMin {
+	if cfg.buffer < 1 || cfg.bufBytes < 1 || cfg.maxFrame < 16 || cfg.frameTime <= 0 || !cfg.decode.Valid() || cfg.backoffMin <= 0 || cfg.backoffMax < cfg.backoffMin {
 		return nil, errors.Wrap(ErrInvalidRequest, "invalid event stream options")
 	}
 	if cfg.logger == nil {
@@ -310,9 +311,9 @@ func (s *EventStream) handleFrame(frame []byte, shared bool, framing frameFormat
 	// owned frame (read into its own slice, never written again) becomes the
 	// event's text itself, so that a frame at the cap is not copied once more.
 	view := unsafe.String(unsafe.SliceData(frame), len(frame))
-	bud.reset(s.cfg.decode)
-	sp, split := (&strDecoder{s: view, bud: bud}).splitEventFrame()
-	if split && !s.match(view[sp.tagLo:sp.tagHi]) {
+	bud.Reset(s.cfg.decode)
+	sp, split := saltwire.SplitEventFrame(view, bud)
+	if split && !s.match(view[sp.TagLo:sp.TagHi]) {
 		return false // not decoded at all
 	}
 	text := view

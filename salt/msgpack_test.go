@@ -49,10 +49,18 @@ func TestEncodeSaltDialect(t *testing.T) {
 	if !bytes.HasPrefix(got, []byte{0xdb, 0, 1, 0x11, 0x70}) {
 		t.Fatalf("str32 header %x", got[:5])
 	}
-	for _, bad := range []any{struct{}{}, make(chan int), map[int]int{1: 1}, time.Now()} {
+	for _, bad := range []any{struct{}{}, make(chan int), func() {}, &struct{}{}} {
 		if _, err := encodeValue(bad); !errors.Is(err, errUnsupportedType) {
 			t.Errorf("%T accepted: %v", bad, err)
 		}
+	}
+	// what salt.payload also packs: a datetime as ext 78, a dict with int keys
+	at := time.Date(2026, 12, 4, 1, 2, 3, 4000, time.UTC)
+	if got, _ := encodeValue(at); hex.EncodeToString(got) != "c7184e"+hex.EncodeToString([]byte("20261204T01:02:03.000004")) {
+		t.Errorf("datetime: %x", got)
+	}
+	if got, _ := encodeValue(map[int]int{2: 20, 1: 10}); hex.EncodeToString(got) != "82010a0214" {
+		t.Errorf("int keys: %x", got)
 	}
 	deep := any("x")
 	for i := 0; i < 200; i++ {

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/go-zeromq/zmq4"
+
+	"github.com/oduflow/oduflow-go/internal/saltwire"
 )
 
 // rawRouter is a hand-written ZMTP ROUTER for fault injection: for every
@@ -86,7 +88,7 @@ func startRawRouter(t *testing.T, handle func(c *rawConn, req []byte)) (*rawRout
 				if _, err := io.ReadFull(zc.br, g[:]); err != nil {
 					return
 				}
-				if _, err := nc.Write(zmtpReady("ROUTER")); err != nil {
+				if _, err := nc.Write(saltwire.Ready("ROUTER")); err != nil {
 					return
 				}
 				if _, _, err := zc.readFrame(1 << 16); err != nil { // READY

@@ -46,8 +46,8 @@ func TestGenericMinionRolesAndRegisteredFuncs(t *testing.T) {
 	got := map[string]any{} // the two returns arrive in either order
 	for len(got) < 2 {
 		ev := evs.waitTag(t, "salt/job/20261201120000000004/ret/*")
-		id, _ := ev.data.str("id")
-		got[id], _ = ev.data.get("return")
+		id, _ := ev.data.Str("id")
+		got[id], _ = ev.data.Get("return")
 	}
 	if got[labMinion] != "hello "+labMinion || got[custom] != "hello "+custom {
 		t.Errorf("registered function returns %v", got)

@@ -15,9 +15,9 @@ type authKind struct {
 
 func prepAuthInfo(x *omap) authKind {
 	switch {
-	case x.has("token"):
+	case x.Has("token"):
 		return authKind{"token", "TokenAuthenticationError", []string{"token"}}
-	case x.has("eauth"):
+	case x.Has("eauth"):
 		return authKind{"eauth", "EauthAuthenticationError", []string{"username", "password", "eauth", "token"}}
 	}
 	return authKind{"user", "UserAuthenticationError", nil}
@@ -36,7 +36,7 @@ func errMap(name, message string) *omap { return newOmap("name", name, "message"
 // by kind. For "user" it pops "key" from load, as Salt does.
 func (s *Master) checkAuthentication(load *omap, kind string, showUsername bool) authCheck {
 	username := "UNKNOWN"
-	if u, ok := load.str("username"); ok {
+	if u, ok := load.Str("username"); ok {
 		username = u
 	}
 	res := authCheck{username: username}
@@ -69,15 +69,15 @@ func (s *Master) checkAuthentication(load *omap, kind string, showUsername bool)
 }
 
 func mustStr(m *omap, k string) string {
-	v, _ := m.str(k)
+	v, _ := m.Str(k)
 	return v
 }
 
 // authenticateKey is LoadAuth.authenticate_key for a master running as root whose only key is
 // the root key: root (or a sudo_ user, or any user presenting the root key) gets full access.
 func (s *Master) authenticateKey(load *omap) bool {
-	v, ok := load.get("key")
-	load.del("key")
+	v, ok := load.Get("key")
+	load.Del("key")
 	if !ok {
 		return false
 	}
@@ -91,9 +91,9 @@ func (s *Master) authenticateKey(load *omap) bool {
 
 // authenticateEauth checks eauth/username/password against the configured users.
 func (s *Master) authenticateEauth(load *omap) bool {
-	backend, ok1 := load.str("eauth")
-	user, ok2 := load.str("username")
-	pw, ok3 := load.str("password")
+	backend, ok1 := load.Str("eauth")
+	user, ok2 := load.Str("username")
+	pw, ok3 := load.Str("password")
 	good := false
 	if ok1 && ok2 && ok3 {
 		for _, u := range s.cfg.users {

@@ -31,11 +31,11 @@ func (s *Master) runnerWheelAuth(load *omap, form string) (string, *omap, error)
 				`Authentication failure of type "%s" occurred for user %s.`, ak.kind, username))), nil
 		}
 		for _, k := range ak.sensitive {
-			load.del(k)
+			load.Del(k)
 		}
 	} else {
 		username = "root" // the master's OS user
-		if u, ok := load.str("user"); ok && len(u) > 0 {
+		if u, ok := load.Str("user"); ok && len(u) > 0 {
 			username = u
 			if len(u) > 5 && u[:5] == "sudo_" {
 				username = "root"
@@ -52,21 +52,21 @@ func (s *Master) runner(load *omap) (any, error) {
 	if err != nil || denied != nil {
 		return denied, err
 	}
-	funV, ok := load.get("fun")
+	funV, ok := load.Get("fun")
 	if !ok {
 		return newOmap("error", newOmap("name", "KeyError", "args", []any{"fun"}, "message", "'fun'")), nil
 	}
-	load.del("fun")
+	load.Del("fun")
 	fun, _ := funV.(string)
 	var args []any
 	kwargs := &omap{}
-	if kv, ok := load.get("kwarg"); ok {
+	if kv, ok := load.Get("kwarg"); ok {
 		if km, isMap := kv.(*omap); isMap {
-			if km.has("arg") || km.has("kwarg") {
-				if a, ok := km.get("arg"); ok {
+			if km.Has("arg") || km.Has("kwarg") {
+				if a, ok := km.Get("arg"); ok {
 					args, _ = a.([]any)
 				}
-				if k, ok := km.get("kwarg"); ok {
+				if k, ok := km.Get("kwarg"); ok {
 					if kmm, isMap := k.(*omap); isMap {
 						kwargs = kmm
 					}
@@ -77,7 +77,7 @@ func (s *Master) runner(load *omap) (any, error) {
 		}
 	}
 	funArgs := append([]any{}, args...)
-	if kwargs.len() > 0 {
+	if kwargs.Len() > 0 {
 		funArgs = append(funArgs, kwargs)
 	}
 	jid := s.newJID()
@@ -85,11 +85,11 @@ func (s *Master) runner(load *omap) (any, error) {
 	go func() {
 		defer s.wg.Done()
 		data := newOmap("fun", "runner."+fun, "jid", jid, "user", user, "fun_args", funArgs)
-		s.fire("salt/run/"+jid+"/new", data.clone())
+		s.fire("salt/run/"+jid+"/new", data.Clone())
 		ret, success := s.runRunner(fun, args, kwargs)
-		data.set("_stamp", stamp(time.Now()))
-		data.set("return", ret)
-		data.set("success", success)
+		data.Set("_stamp", stamp(time.Now()))
+		data.Set("return", ret)
+		data.Set("success", success)
 		s.fire("salt/run/"+jid+"/ret", data)
 	}()
 	return newOmap("tag", "salt/run/"+jid, "jid", jid), nil
@@ -103,7 +103,7 @@ func (s *Master) runRunner(fun string, args []any, kwargs *omap) (any, bool) {
 	case "jobs.list_jobs":
 		out := &omap{}
 		for _, p := range s.Publications() {
-			out.set(p.JID, newOmap("Function", p.Fun, "Arguments", p.Args, "Target", p.tgt,
+			out.Set(p.JID, newOmap("Function", p.Fun, "Arguments", p.Args, "Target", p.tgt,
 				"Target-type", p.tgtType, "User", p.User, "StartTime", jidTime(p.JID)))
 		}
 		return out, true
@@ -114,7 +114,7 @@ func (s *Master) runRunner(fun string, args []any, kwargs *omap) (any, bool) {
 		if len(args) > 0 {
 			jid, _ = args[0].(string)
 		}
-		if v, ok := kwargs.str("jid"); ok {
+		if v, ok := kwargs.Str("jid"); ok {
 			jid = v
 		}
 		s.mu.Lock()
@@ -148,7 +148,7 @@ func (s *Master) wheel(load *omap) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	load.del("fun")
+	load.Del("fun")
 	fun, _ := funV.(string)
 	tag := "salt/wheel/" + jid
 	data := newOmap("fun", "wheel."+fun, "jid", jid, "tag", tag, "user", user)
@@ -156,14 +156,14 @@ func (s *Master) wheel(load *omap) (any, error) {
 	// the inner call fires its own pair of events under a second jid
 	inner := s.newJID()
 	innerData := newOmap("fun", "wheel."+fun, "jid", inner, "user", "UNKNOWN", "fun_args", []any{})
-	s.fire("salt/wheel/"+inner+"/new", innerData.clone())
+	s.fire("salt/wheel/"+inner+"/new", innerData.Clone())
 	ret, success := s.runWheel(fun, load)
-	innerData.set("_stamp", stamp(time.Now()))
-	innerData.set("return", ret)
-	innerData.set("success", success)
+	innerData.Set("_stamp", stamp(time.Now()))
+	innerData.Set("return", ret)
+	innerData.Set("success", success)
 	s.fire("salt/wheel/"+inner+"/ret", innerData)
-	data.set("return", ret)
-	data.set("success", success)
+	data.Set("return", ret)
+	data.Set("success", success)
 	s.fire(tag+"/ret", data)
 	return newOmap("tag", tag, "data", data), nil
 }
@@ -172,7 +172,7 @@ func (s *Master) wheel(load *omap) (any, error) {
 func (s *Master) runWheel(fun string, load *omap) (any, bool) {
 	switch fun {
 	case "key.list_all", "key.list":
-		for _, k := range load.keys {
+		for _, k := range load.Keys {
 			if k == "user" {
 				return fmt.Sprintf("Exception occurred in wheel %s: TypeError: list_all() got an unexpected "+
 					"keyword argument 'user'", fun), false

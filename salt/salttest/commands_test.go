@@ -94,7 +94,7 @@ func TestPublishAuth(t *testing.T) {
 		t.Errorf("bad key: %s", shape(got, ""))
 	}
 	ev := evs.waitTag(t, "salt/job/20261129170000000002/error")
-	if ev.data.has("key") || !ev.data.has("error") {
+	if ev.data.Has("key") || !ev.data.Has("error") {
 		t.Errorf("error event %s", shape(ev.data, ""))
 	}
 	// eauth wrong password -> AuthenticationError; the password is on the bus, like Salt

@@ -87,13 +87,13 @@
 // salt/job/<jid>/ret/<id> with {cmd: _return, id, success, return, retcode, jid, fun, fun_args,
 // user[, out][, metadata], _stamp}.
 //
-// msgpack is decoded with github.com/vmihailenco/msgpack/v5, a library independent of package
-// salt's decoder. Event-bus values are encoded by a direct appender that writes exactly
-// msgpack/v5's bytes for what events are made of (tested value by value and fuzzed against it),
-// msgpack/v5 for anything else; a return is encoded straight into its frame, and frames queued
-// for one reader go out in one vectored write (the same bytes on the stream, fewer system calls):
-// a fleet of 10,000 minions answers a run in about 0.1 s. Request-channel replies go through one
-// small old-spec string writer because msgpack/v5 always writes str8. The package's tests replay every
+// The bytes are the client's own wire (internal/saltwire: ZMTP framing and Salt's two msgpack
+// dialects, written once for package salt and this simulator); what the master does with them
+// is written here. Because the two ends share a codec, the captured vectors of a real 3006.0
+// master are the independent check (and saltwire's tests hold its codec against
+// github.com/vmihailenco/msgpack/v5). A return is encoded straight into its frame, and frames
+// queued for one reader go out in one vectored write (the same bytes on the stream, fewer
+// system calls). The package's tests replay every
 // captured request of a real 3006.0 master and compare replies and events structurally.
 //
 // # What it does not model

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/cockroachdb/errors"
+
+	"github.com/oduflow/oduflow-go/internal/saltwire"
 )
 
 // eventBus is the read side of the master event bus (master_event_pub.ipc, optionally TCP):
@@ -208,18 +210,12 @@ func (b *eventBus) remove(r *evReader) {
 // {"head": {}, "body": bin(tag "\n\n" data)}, with its length prefix under
 // FramingLengthPrefixed (TestFrameMatchesPackedMap holds it equal to packEvent of that map).
 func (b *eventBus) frame(tag string, data *omap) ([]byte, error) {
-	if !data.has("_stamp") {
-		data.set("_stamp", stamp(time.Now()))
+	if !data.Has("_stamp") {
+		data.Set("_stamp", stamp(time.Now()))
 	}
-	buf := frameStart(tag, frameDataGuess)
-	dataStart := len(buf)
-	buf, ok := appendEvent(buf, data)
-	if !ok {
-		packed, err := pack(data, false)
-		if err != nil {
-			return nil, err
-		}
-		buf = append(buf[:dataStart], packed...)
+	buf, err := saltwire.Append(frameStart(tag, frameDataGuess), saltwire.Event, data)
+	if err != nil {
+		return nil, err
 	}
 	return b.frameFinish(buf), nil
 }
@@ -249,7 +245,7 @@ func (b *eventBus) frameFinish(buf []byte) []byte {
 		h = append(h, 0, 0, 0, 0) // the frame's length, once known
 	}
 	h = append(h, 0x82, 0xa4, 'h', 'e', 'a', 'd', 0x80, 0xa4, 'b', 'o', 'd', 'y')
-	h = appendBinHeader(h, len(buf)-frameRoom)
+	h = saltwire.AppendBinHeader(h, len(buf)-frameRoom)
 	start := frameRoom - len(h)
 	copy(buf[start:], h)
 	f := buf[start:]
@@ -462,7 +458,7 @@ func (s *Master) FireEvent(tag string, data map[string]any) error {
 	}
 	m := &omap{}
 	for _, k := range sortedKeys(data) {
-		m.set(k, data[k])
+		m.Set(k, data[k])
 	}
 	s.lifeMu.Lock()
 	b := s.bus

@@ -137,13 +137,13 @@ func (s *Master) rewritePublishReply(reply any) any {
 	if !ok {
 		return reply
 	}
-	load, ok := m.get("load")
+	load, ok := m.Get("load")
 	lm, isMap := load.(*omap)
 	if !ok || !isMap {
 		return reply
 	}
-	jid, _ := lm.str("jid")
-	mv, _ := lm.get("minions")
+	jid, _ := lm.Str("jid")
+	mv, _ := lm.Get("minions")
 	minions, _ := mv.([]string)
 	s.mu.Lock()
 	if len(s.faults.rewritePublish) == 0 {
@@ -154,7 +154,7 @@ func (s *Master) rewritePublishReply(reply any) any {
 	s.faults.rewritePublish = s.faults.rewritePublish[1:]
 	s.mu.Unlock()
 	jid, minions = f(jid, append([]string(nil), minions...))
-	lm.set("jid", jid)
-	lm.set("minions", minions)
+	lm.Set("jid", jid)
+	lm.Set("minions", minions)
 	return reply
 }

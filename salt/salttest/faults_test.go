@@ -262,7 +262,7 @@ func TestEventBusFaults(t *testing.T) {
 	if err := s.FireEvent("custom/tag", map[string]any{"a": 1}); err != nil {
 		t.Fatal(err)
 	}
-	if ev := evs.waitTag(t, "custom/tag"); mget(t, ev.data, "a") != int64(1) || !ev.data.has("_stamp") {
+	if ev := evs.waitTag(t, "custom/tag"); mget(t, ev.data, "a") != int64(1) || !ev.data.Has("_stamp") {
 		t.Errorf("fired %s", shape(ev.data, ""))
 	}
 	s.CloseEventBus()

@@ -27,7 +27,7 @@ func TestGenerationPublishEvent(t *testing.T) {
 				}
 				tags = append(tags, ev.tag)
 				if strings.HasSuffix(ev.tag, "/publish") {
-					if got, want := ev.data.keys, []any{"fun", "arg", "tgt", "jid", "ret", "tgt_type", "user", "_stamp"}; !reflect.DeepEqual(got, want) {
+					if got, want := ev.data.Keys, []any{"fun", "arg", "tgt", "jid", "ret", "tgt_type", "user", "_stamp"}; !reflect.DeepEqual(got, want) {
 						t.Fatalf("publish keys %v want %v", got, want)
 					}
 					if mget(t, ev.data, "fun") != "test.ping" || mget(t, ev.data, "jid") != jid {

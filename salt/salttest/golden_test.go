@@ -15,6 +15,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/oduflow/oduflow-go/internal/saltwire"
 )
 
 // volatile keys: values that differ between runs (compared by type only).
@@ -29,10 +31,10 @@ func shape(v any, key string) string {
 	}
 	switch x := v.(type) {
 	case *omap:
-		parts := make([]string, x.len())
-		for i, k := range x.keys {
+		parts := make([]string, x.Len())
+		for i, k := range x.Keys {
 			ks := keyString(k)
-			parts[i] = strconv.Quote(ks) + ":" + shape(x.vals[i], ks)
+			parts[i] = strconv.Quote(ks) + ":" + shape(x.Vals[i], ks)
 		}
 		return "{" + strings.Join(parts, ",") + "}"
 	case []any:
@@ -53,8 +55,7 @@ func shape(v any, key string) string {
 func kinds(t *testing.T, b []byte) map[string]int {
 	t.Helper()
 	out := map[string]int{}
-	r := newReader(b)
-	r.onCode = func(c byte) {
+	onCode := func(c byte) {
 		switch {
 		case c >= 0xa0 && c <= 0xbf:
 			out["fixstr"]++
@@ -66,7 +67,7 @@ func kinds(t *testing.T, b []byte) map[string]int {
 			out["bin"]++
 		}
 	}
-	if _, err := r.value(); err != nil {
+	if _, _, err := saltwire.DecodeOrdered(b, decodeLimits, onCode); err != nil {
 		t.Fatal(err)
 	}
 	return out
@@ -169,9 +170,9 @@ func eventKey(ev event, preassigned map[string]bool) string {
 		}
 		return "<jid>"
 	})
-	data := ev.data.clone()
-	if f, _ := data.str("fun"); f == "runner.jobs.list_jobs" && data.has("return") {
-		data.set("return", "<jobs>")
+	data := ev.data.Clone()
+	if f, _ := data.Str("fun"); f == "runner.jobs.list_jobs" && data.Has("return") {
+		data.Set("return", "<jobs>")
 	}
 	return tag + " " + shape(data, "")
 }
@@ -218,7 +219,7 @@ func TestGoldenClearReplies(t *testing.T) {
 		req, _ := os.ReadFile(f)
 		want := readTestdata(t, "clear", name+".reply.bin")
 		if v, err := unpack(req); err == nil {
-			if j, ok := mget(t, v, "load").(*omap).str("jid"); ok && j != "" {
+			if j, ok := mget(t, v, "load").(*omap).Str("jid"); ok && j != "" {
 				preassigned[j] = true
 			}
 		}

@@ -124,35 +124,35 @@ func stateReturn(role string, o Outcome, test bool) (any, int) {
 			"This is likely due to a missing include statement or an incorrectly typed ID.\nEnsure that a state with an ID " +
 			"of 'id_that_does_not_exist' is available\nin environment 'base' and to SLS '" + role + "'"}, 1
 	case MissingRequisite:
-		ret.set("test_|-runs_fine_|-runs fine_|-succeed_without_changes",
+		ret.Set("test_|-runs_fine_|-runs fine_|-succeed_without_changes",
 			testEntry("runs_fine", "runs fine", role, 0, true, clock))
-		ret.set("test_|-needs_missing_|-needs a missing id_|-succeed_without_changes", newOmap(
+		ret.Set("test_|-needs_missing_|-needs a missing id_|-succeed_without_changes", newOmap(
 			"changes", &omap{}, "result", false, "duration", 0.002, "start_time", startTime(clock),
 			"comment", "The following requisites were not found:\n                   require:\n"+
 				"                       test: id_that_does_not_exist\n",
 			"__run_num__", 1, "__sls__", role, "__id__", "needs_missing", "name", "needs a missing id"))
 		return ret, 2
 	case Fails:
-		ret.set("test_|-"+base+"_ok_|-"+words+" ok_|-succeed_without_changes",
+		ret.Set("test_|-"+base+"_ok_|-"+words+" ok_|-succeed_without_changes",
 			testEntry(base+"_ok", words+" ok", role, 0, true, clock))
-		ret.set("test_|-"+base+"_fails_|-"+words+" deliberately fails_|-fail_without_changes",
+		ret.Set("test_|-"+base+"_fails_|-"+words+" deliberately fails_|-fail_without_changes",
 			testEntry(base+"_fails", words+" deliberately fails", role, 1, false, clock))
 	default:
-		ret.set("test_|-"+base+"_step_one_|-"+words+" step one_|-succeed_without_changes",
+		ret.Set("test_|-"+base+"_step_one_|-"+words+" step one_|-succeed_without_changes",
 			testEntry(base+"_step_one", words+" step one", role, 0, true, clock))
-		ret.set("test_|-"+base+"_step_two_|-"+words+" step two_|-succeed_without_changes",
+		ret.Set("test_|-"+base+"_step_two_|-"+words+" step two_|-succeed_without_changes",
 			testEntry(base+"_step_two", words+" step two", role, 1, true, clock))
 	}
 	fileEntry := newOmap("changes", newOmap("diff", "New file"), "comment", "File "+file+" updated",
 		"name", file, "result", true, "__sls__", role, "__run_num__", 2, "start_time", startTime(clock),
 		"duration", 34.965, "__id__", file)
 	if test {
-		fileEntry.set("changes", newOmap("newfile", file))
-		fileEntry.set("comment", "The file "+file+" is set to be changed\nNote: No changes made, actual changes may\n"+
+		fileEntry.Set("changes", newOmap("newfile", file))
+		fileEntry.Set("comment", "The file "+file+" is set to be changed\nNote: No changes made, actual changes may\n"+
 			"be different due to other states.")
-		fileEntry.set("result", nil)
+		fileEntry.Set("result", nil)
 	}
-	ret.set("file_|-"+file+"_|-"+file+"_|-managed", fileEntry)
+	ret.Set("file_|-"+file+"_|-"+file+"_|-managed", fileEntry)
 	if o == Fails {
 		return ret, 2
 	}
@@ -212,7 +212,7 @@ func stateHigh() MinionHandler {
 				if !good {
 					retcode = 2
 				}
-				ret.set(mod+"_|-"+id+"_|-"+name+"_|-"+fn, testEntry(id, name, sls, run, good, clock))
+				ret.Set(mod+"_|-"+id+"_|-"+name+"_|-"+fn, testEntry(id, name, sls, run, good, clock))
 				run++
 			}
 		}

@@ -274,7 +274,7 @@ func mget(t *testing.T, v any, path ...string) any {
 		if !ok {
 			t.Fatalf("not a map at %q: %s", p, pyRepr(v))
 		}
-		v, ok = m.get(p)
+		v, ok = m.Get(p)
 		if !ok {
 			t.Fatalf("no key %q in %s", p, pyRepr(m))
 		}

@@ -39,14 +39,7 @@ func appendStamp(b []byte, t time.Time) []byte {
 }
 
 // stamp formats t like Python's datetime.utcnow().isoformat(): microseconds omitted when zero.
-func stamp(t time.Time) string {
-	t = t.UTC()
-	base := t.Format("2006-01-02T15:04:05")
-	if us := t.Nanosecond() / 1000; us != 0 {
-		return base + fmt.Sprintf(".%06d", us)
-	}
-	return base
-}
+func stamp(t time.Time) string { return string(appendStamp(make([]byte, 0, 26), t)) }
 
 func sortedKeys[V any](m map[string]V) []string {
 	keys := make([]string, 0, len(m))

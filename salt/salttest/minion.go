@@ -7,6 +7,8 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
+
+	"github.com/oduflow/oduflow-go/internal/saltwire"
 )
 
 // Job is one publication as a simulated minion runs it.
@@ -190,9 +192,9 @@ func loadArgs(args []any) (pos []any, kwargs map[string]any, funArgs []any) {
 	for _, a := range args {
 		switch x := a.(type) {
 		case *omap:
-			if v, ok := x.get("__kwarg__"); ok && v == true {
-				c := x.clone()
-				c.del("__kwarg__")
+			if v, ok := x.Get("__kwarg__"); ok && v == true {
+				c := x.Clone()
+				c.Del("__kwarg__")
 				for k, v := range plain(c).(map[string]any) {
 					kwargs[k] = v
 				}
@@ -321,25 +323,26 @@ func (s *Master) fireReturn(id string, pub Publication, funArgs []any, metadata 
 		return
 	}
 	tag := "salt/job/" + pub.JID + "/ret/" + id
-	if !s.fireReturnEncoded(tag, id, pub, funArgs, metadata, ret, retcode, dup, mirrors) {
-		// a value only packer encodes (a datetime, a handler's own slice or map type)
-		s.fireReturnMap(tag, returnData(id, pub, funArgs, metadata, ret, retcode), dup, mirrors)
+	if err := s.fireReturnEncoded(tag, id, pub, funArgs, metadata, ret, retcode, dup, mirrors); err != nil {
+		// unreachable for a handler's return (runJob replaced one that does not encode), and
+		// funArgs and metadata were decoded from the publication
+		s.log.Error("return not fired: cannot be encoded", "jid", pub.JID, "minion", id, "err", err)
 	}
 }
 
 // fireReturnEncoded fires a return encoded straight into its frame (appendReturnData): on
-// this master's bus, again with a later _stamp when dup, and the same data on every mirror's;
-// false (nothing fired) when a value is one appendReturnData leaves to packer.
+// this master's bus, again with a later _stamp when dup, and the same data on every mirror's.
+// Nothing is fired when it does not encode.
 func (s *Master) fireReturnEncoded(tag, id string, pub Publication, funArgs []any, metadata any, ret any,
-	retcode int, dup bool, mirrors []*Master) bool {
+	retcode int, dup bool, mirrors []*Master) error {
 	s.lifeMu.Lock()
 	b := s.bus
 	s.lifeMu.Unlock()
 	buf := frameStart(tag, frameDataGuess)
 	dataStart := len(buf)
-	buf, ok := appendReturnData(buf, id, pub, funArgs, metadata, ret, retcode, time.Now())
-	if !ok {
-		return false
+	buf, err := appendReturnData(buf, id, pub, funArgs, metadata, ret, retcode, time.Now())
+	if err != nil {
+		return err
 	}
 	data := buf[dataStart:]
 	if b != nil {
@@ -352,7 +355,7 @@ func (s *Master) fireReturnEncoded(tag, id string, pub Publication, funArgs []an
 	for _, other := range mirrors {
 		other.fireEncoded(tag, data)
 	}
-	return true
+	return nil
 }
 
 // returnData is a minion's return event data as the master fires it, in its key order
@@ -361,10 +364,10 @@ func returnData(id string, pub Publication, funArgs []any, metadata any, ret any
 	data := newOmap("cmd", "_return", "id", id, "success", retcode == 0, "return", ret, "retcode", retcode,
 		"jid", pub.JID, "fun", pub.Fun, "fun_args", funArgs, "user", pub.User)
 	if out := returnOut(pub.Fun, ret, retcode); out != "" {
-		data.set("out", out)
+		data.Set("out", out)
 	}
 	if _, isMap := metadata.(*omap); isMap {
-		data.set("metadata", metadata)
+		data.Set("metadata", metadata)
 	}
 	return data
 }
@@ -380,65 +383,10 @@ func returnOut(fun string, ret any, retcode int) string {
 	return ""
 }
 
-// appendReturnData appends the encoding of returnData plus "_stamp": stamp(now), without
-// building it: the bytes packEvent gives for that map (TestReturnDataEncoding). ok=false
-// when a value is not one appendEvent covers.
+// appendReturnData appends the encoding of returnData plus "_stamp": stamp(now) to b.
 func appendReturnData(b []byte, id string, pub Publication, funArgs []any, metadata any, ret any, retcode int,
-	now time.Time) (_ []byte, ok bool) {
-	out := returnOut(pub.Fun, ret, retcode)
-	_, hasMetadata := metadata.(*omap)
-	n := 10 // cmd, id, success, return, retcode, jid, fun, fun_args, user, _stamp
-	if out != "" {
-		n++
-	}
-	if hasMetadata {
-		n++
-	}
-	b = appendCollHeader(b, n, 0x80, 0xde)
-	b = appendEventStr(appendEventStr(b, "cmd"), "_return")
-	b = appendEventStr(appendEventStr(b, "id"), id)
-	b = appendEventStr(b, "success")
-	if b, ok = appendEventDepth(b, retcode == 0, 2); !ok {
-		return b, false
-	}
-	if b, ok = appendEventDepth(appendEventStr(b, "return"), ret, 2); !ok {
-		return b, false
-	}
-	b = appendInt(appendEventStr(b, "retcode"), int64(retcode))
-	b = appendEventStr(appendEventStr(b, "jid"), pub.JID)
-	b = appendEventStr(appendEventStr(b, "fun"), pub.Fun)
-	if b, ok = appendEventDepth(appendEventStr(b, "fun_args"), funArgs, 2); !ok {
-		return b, false
-	}
-	b = appendEventStr(appendEventStr(b, "user"), pub.User)
-	if out != "" {
-		b = appendEventStr(appendEventStr(b, "out"), out)
-	}
-	if hasMetadata {
-		if b, ok = appendEventDepth(appendEventStr(b, "metadata"), metadata, 2); !ok {
-			return b, false
-		}
-	}
-	b = appendEventStr(b, "_stamp")
-	stampAt := len(b)
-	b = append(b, 0) // fixstr header: a stamp is 19 or 26 bytes
-	b = appendStamp(b, now)
-	b[stampAt] = 0xa0 | byte(len(b)-stampAt-1)
-	return b, true
-}
-
-// fireReturnMap fires a return built as a map (returnData), for values appendReturnData
-// leaves to packer.
-func (s *Master) fireReturnMap(tag string, data *omap, dup bool, mirrors []*Master) {
-	var again *omap
-	if dup {
-		again = data.clone() // before fire stamps data: the copy gets its own, later, _stamp
-	}
-	s.fire(tag, data)
-	if dup {
-		s.fire(tag, again)
-	}
-	for _, other := range mirrors {
-		other.fire(tag, data)
-	}
+	now time.Time) ([]byte, error) {
+	data := returnData(id, pub, funArgs, metadata, ret, retcode)
+	data.Set("_stamp", stamp(now))
+	return saltwire.Append(b, saltwire.Event, data)
 }

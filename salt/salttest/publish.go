@@ -22,7 +22,7 @@ type Publication struct {
 // publish is ClearFuncs.publish, in the order of the protocol spec section 3.4.
 func (s *Master) publish(load *omap) (any, error) {
 	extra := &omap{}
-	if v, ok := load.get("kwargs"); ok {
+	if v, ok := load.Get("kwargs"); ok {
 		m, isMap := v.(*omap)
 		if !isMap {
 			return nil, errors.Wrap(errException, "kwargs is not a dict")
@@ -52,7 +52,7 @@ func (s *Master) publish(load *omap) (any, error) {
 		return nil, err
 	}
 	tgtType := "glob"
-	if v, ok := load.get("tgt_type"); ok {
+	if v, ok := load.Get("tgt_type"); ok {
 		tgtType, _ = v.(string)
 	}
 	minions, missing := s.checkMinions(tgt, tgtType)
@@ -74,7 +74,7 @@ func (s *Master) publish(load *omap) (any, error) {
 			return s.publishDenied(load, "AuthorizationError", "Authorization error occurred."), nil
 		}
 		// 5. effective user
-		load.set("user", check.username)
+		load.Set("user", check.username)
 	}
 	// 6. no minions
 	if len(minions) == 0 {
@@ -88,7 +88,7 @@ func (s *Master) publish(load *omap) (any, error) {
 	}
 	// 8. jid: a preassigned (truthy) jid is used verbatim
 	jid := ""
-	if v, ok := load.get("jid"); ok {
+	if v, ok := load.Get("jid"); ok {
 		if str, isStr := v.(string); isStr && str != "" {
 			jid = str
 		} else if v != nil && v != false && v != "" {
@@ -98,7 +98,7 @@ func (s *Master) publish(load *omap) (any, error) {
 	if jid == "" {
 		jid = s.newJID()
 	}
-	load.set("jid", jid)
+	load.Set("jid", jid)
 	// 9. legacy job event
 	s.fire(jid, newOmap("minions", minions))
 	// 10. salt/job/<jid>/new (KeyError on missing tgt_type or arg, after event 9)
@@ -110,7 +110,7 @@ func (s *Master) publish(load *omap) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	userNow, _ := load.get("user")
+	userNow, _ := load.Get("user")
 	s.fire("salt/job/"+jid+"/new", newOmap("jid", jid, "tgt_type", tt, "tgt", tgt,
 		"user", userNow, "fun", fun, "arg", arg, "minions", minions, "missing", missing))
 	// 13. the publication needs "ret"
@@ -121,11 +121,11 @@ func (s *Master) publish(load *omap) (any, error) {
 	if !isList {
 		args = []any{arg}
 	}
-	pubUser, _ := load.str("user")
+	pubUser, _ := load.Str("user")
 	pub := Publication{JID: jid, Fun: fun, Args: plain(args).([]any), Target: append([]string(nil), minions...),
 		Missing: append([]string(nil), missing...), tgt: plain(tgt), tgtType: tgtType, User: pubUser}
 	var metadata any
-	if md, ok := extra.get("metadata"); ok {
+	if md, ok := extra.Get("metadata"); ok {
 		metadata = md
 		if m, isMap := plain(md).(map[string]any); isMap {
 			pub.Metadata = m
@@ -134,12 +134,12 @@ func (s *Master) publish(load *omap) (any, error) {
 	// 13b. Generation3007+: salt/job/<jid>/publish, a copy of the publish load (_prep_pub's
 	// payload, in its key order)
 	if s.cfg.generation.publishEvent() {
-		retv, _ := load.get("ret")
+		retv, _ := load.Get("ret")
 		pl := newOmap("fun", fun, "arg", arg, "tgt", tgt, "jid", jid, "ret", retv, "tgt_type", tt)
 		if metadata != nil {
-			pl.set("metadata", metadata)
+			pl.Set("metadata", metadata)
 		}
-		pl.set("user", userNow)
+		pl.Set("user", userNow)
 		s.fire("salt/job/"+jid+"/publish", pl)
 	}
 	// 14. publish to the minions
@@ -155,10 +155,10 @@ func (s *Master) publish(load *omap) (any, error) {
 // plus the error, then returns the bare error reply.
 func (s *Master) publishDenied(load *omap, name, message string) *omap {
 	em := errMap(name, message)
-	data := load.clone()
-	data.set("error", em)
+	data := load.Clone()
+	data.Set("error", em)
 	tag := "salt/job/error"
-	if v, ok := load.get("jid"); ok {
+	if v, ok := load.Get("jid"); ok {
 		if str, isStr := v.(string); isStr && str != "" {
 			tag = "salt/job/" + str + "/error"
 		}

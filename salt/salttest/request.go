@@ -66,24 +66,24 @@ func (s *Master) process(body []byte) (string, any) {
 		return "", newOmap("msg", replyBadLoad)
 	}
 	env, ok := doc.(*omap)
-	if !ok || !env.has("enc") || !env.has("load") {
+	if !ok || !env.Has("enc") || !env.Has("load") {
 		return "", replyBadLoad
 	}
 	version := 0
-	if v, ok := env.get("version"); ok {
+	if v, ok := env.Get("version"); ok {
 		version = toInt(v)
 	}
-	load, _ := env.get("load")
+	load, _ := env.Get("load")
 	cmd := ""
 	if lm, ok := load.(*omap); ok {
-		cmd, _ = lm.str("cmd")
+		cmd, _ = lm.Str("cmd")
 	}
 	if s.cfg.minAuthVersion > 0 && version < s.cfg.minAuthVersion {
 		s.log.Warn("rejected request with old protocol version", "version", version,
 			"minimum", s.cfg.minAuthVersion)
 		return cmd, replyBadLoad
 	}
-	if enc, _ := env.str("enc"); enc == "aes" {
+	if enc, _ := env.Str("enc"); enc == "aes" {
 		// No minion session keys here: decryption fails like a stale key does.
 		return cmd, replyBadLoad
 	}
@@ -91,7 +91,7 @@ func (s *Master) process(body []byte) (string, any) {
 	if !ok {
 		return cmd, "payload and load must be a dict"
 	}
-	if id, ok := lm.get("id"); ok {
+	if id, ok := lm.Get("id"); ok {
 		ids, isStr := id.(string)
 		if !isStr {
 			return cmd, "bad load: id " + pyRepr(id) + " is not a string"
@@ -107,9 +107,9 @@ func (s *Master) process(body []byte) (string, any) {
 		return cmd, newOmap("enc", "clear", "load", newOmap("ret", false))
 	}
 	if version > 1 {
-		lm.del("nonce")
+		lm.Del("nonce")
 	}
-	if cv, has := lm.get("cmd"); !has {
+	if cv, has := lm.Get("cmd"); !has {
 		return cmd, replyException
 	} else if _, isStr := cv.(string); !isStr {
 		return cmd, replyException
@@ -172,7 +172,7 @@ func toInt(v any) int {
 
 // need reads a required load key; a missing key is a Python KeyError (errException).
 func need(m *omap, key string) (any, error) {
-	v, ok := m.get(key)
+	v, ok := m.Get(key)
 	if !ok {
 		return nil, errors.Wrapf(errException, "KeyError: %s", errors.Safe(key))
 	}

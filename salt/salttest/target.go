@@ -296,9 +296,9 @@ func pyRepr(v any) string {
 		}
 		return "[" + strings.Join(parts, ", ") + "]"
 	case *omap:
-		parts := make([]string, x.len())
-		for i := range x.keys {
-			parts[i] = pyRepr(x.keys[i]) + ": " + pyRepr(x.vals[i])
+		parts := make([]string, x.Len())
+		for i := range x.Keys {
+			parts[i] = pyRepr(x.Keys[i]) + ": " + pyRepr(x.Vals[i])
 		}
 		return "{" + strings.Join(parts, ", ") + "}"
 	}

@@ -9,7 +9,7 @@ import (
 // lookupToken is LoadAuth.authenticate_token: the token must exist, not be expired (an expired
 // one is deleted) and its eauth backend must still be configured.
 func (s *Master) lookupToken(load *omap) (tokenData, bool) {
-	v, _ := load.get("token")
+	v, _ := load.Get("token")
 	tok, ok := v.(string)
 	if !ok {
 		return tokenData{}, false
@@ -42,7 +42,7 @@ func tokenMap(t tokenData) *omap {
 
 // mkToken is ClearFuncs.mk_token: the token map, or "" when eauth fails.
 func (s *Master) mkToken(load *omap) (any, error) {
-	if !load.has("eauth") || !s.authenticateEauth(load) {
+	if !load.Has("eauth") || !s.authenticateEauth(load) {
 		s.log.Warn(`Authentication failure of type "eauth" occurred.`)
 		return "", nil
 	}
@@ -59,7 +59,7 @@ func (s *Master) mkToken(load *omap) (any, error) {
 
 // getToken is ClearFuncs.get_token: false without "token", {} for an unknown or expired one.
 func (s *Master) getToken(load *omap) (any, error) {
-	v, ok := load.get("token")
+	v, ok := load.Get("token")
 	if !ok {
 		return false, nil
 	}

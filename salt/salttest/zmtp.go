@@ -5,7 +5,8 @@ package salttest
 // because zmq4's ROUTER cannot do what the fake master must: send ZMTP PING commands to its
 // peers unprompted (later 3006 masters do), drop, delay or truncate one chosen reply while the
 // connection stays up, and reproduce the captured master's byte stream (greeting with libzmq's
-// padding, READY ROUTER) exactly. msgpack, the rest of the wire, goes through a library. It is a minimal ZMTP 3.1 ROUTER over NULL security,
+// padding, READY ROUTER) exactly. The frames are internal/saltwire's, the client's own; the
+// ROUTER's behaviour is written here. It is a minimal ZMTP 3.1 ROUTER over NULL security,
 // enough to serve REQ (and DEALER) peers the way the master's ret_port ROUTER does: greeting,
 // READY with Socket-Type ROUTER, multipart messages routed back to the connection they came
 // from, PING/PONG commands.
@@ -14,67 +15,25 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"encoding/binary"
 	"io"
 	"net"
 	"sync"
 	"time"
 
 	"github.com/cockroachdb/errors"
+
+	"github.com/oduflow/oduflow-go/internal/saltwire"
 )
 
 const (
-	flagMore    = 0x01
-	flagLong    = 0x02
-	flagCommand = 0x04
-
 	handshakeTimeout = 10 * time.Second
 	writeTimeout     = 10 * time.Second
 )
-
-var errZMTP = errors.New("salttest: ZMTP protocol error")
-
-// greeting is what libzmq 4.3 sends: signature (with 0x01 in the last padding byte), version
-// 3.1, mechanism NULL, as-server 0.
-func greeting() []byte {
-	g := make([]byte, 64)
-	g[0] = 0xff
-	g[8] = 0x01
-	g[9] = 0x7f
-	g[10], g[11] = 3, 1
-	copy(g[12:32], "NULL")
-	return g
-}
 
 // zcommand builds a command body: name length, name, data.
 func zcommand(name string, data []byte) []byte {
 	b := append([]byte{byte(len(name))}, name...)
 	return append(b, data...)
-}
-
-func zproperty(name, value string) []byte {
-	b := append([]byte{byte(len(name))}, name...)
-	b = binary.BigEndian.AppendUint32(b, uint32(len(value)))
-	return append(b, value...)
-}
-
-func parseProperties(b []byte) (map[string]string, error) {
-	props := map[string]string{}
-	for len(b) > 0 {
-		n := int(b[0])
-		if len(b) < 1+n+4 {
-			return nil, errors.Wrap(errZMTP, "truncated property")
-		}
-		name := string(b[1 : 1+n])
-		vl := binary.BigEndian.Uint32(b[1+n:])
-		b = b[1+n+4:]
-		if uint64(len(b)) < uint64(vl) {
-			return nil, errors.Wrap(errZMTP, "truncated property value")
-		}
-		props[name] = string(b[:vl])
-		b = b[vl:]
-	}
-	return props, nil
 }
 
 // zconn is one peer connection of the ROUTER.
@@ -91,77 +50,39 @@ func (c *zconn) close() { c.closeMu.Do(func() { _ = c.nc.Close() }) }
 
 // writeFrames writes frames atomically with respect to other writers on this connection.
 func (c *zconn) writeFrames(cmd bool, frames ...[]byte) error {
-	var buf bytes.Buffer
-	for i, f := range frames {
-		var fl byte
-		if cmd {
-			fl |= flagCommand
-		} else if i < len(frames)-1 {
-			fl |= flagMore
+	var buf []byte
+	if cmd {
+		for _, f := range frames {
+			buf = saltwire.AppendFrame(buf, saltwire.FlagCommand, f)
 		}
-		if len(f) > 255 {
-			fl |= flagLong
-			buf.WriteByte(fl)
-			_ = binary.Write(&buf, binary.BigEndian, uint64(len(f)))
-		} else {
-			buf.WriteByte(fl)
-			buf.WriteByte(byte(len(f)))
-		}
-		buf.Write(f)
+	} else {
+		buf = saltwire.AppendMessage(buf, frames...)
 	}
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
 	_ = c.nc.SetWriteDeadline(time.Now().Add(writeTimeout))
-	_, err := c.nc.Write(buf.Bytes())
+	_, err := c.nc.Write(buf)
 	return err
 }
 
 // readFrame reads one frame; it returns its flags and body.
-func (c *zconn) readFrame() (byte, []byte, error) {
-	var hdr [2]byte
-	if _, err := io.ReadFull(c.r, hdr[:]); err != nil {
-		return 0, nil, err
-	}
-	fl := hdr[0]
-	if fl&^(flagMore|flagLong|flagCommand) != 0 {
-		return 0, nil, errors.Wrap(errZMTP, "reserved flag bits")
-	}
-	size := uint64(hdr[1])
-	if fl&flagLong != 0 {
-		var rest [7]byte
-		if _, err := io.ReadFull(c.r, rest[:]); err != nil {
-			return 0, nil, err
-		}
-		size = binary.BigEndian.Uint64(append([]byte{hdr[1]}, rest[:]...))
-	}
-	if size > c.maxSize {
-		return 0, nil, errors.Wrap(errZMTP, "frame too large")
-	}
-	body := make([]byte, size)
-	if _, err := io.ReadFull(c.r, body); err != nil {
-		return 0, nil, err
-	}
-	return fl, body, nil
-}
+func (c *zconn) readFrame() (byte, []byte, error) { return saltwire.ReadFrame(c.r, c.maxSize) }
 
 // handshake exchanges greetings and READY commands with a REQ or DEALER peer.
 func (c *zconn) handshake() error {
 	_ = c.nc.SetDeadline(time.Now().Add(handshakeTimeout))
 	defer func() { _ = c.nc.SetDeadline(time.Time{}) }()
-	if _, err := c.nc.Write(greeting()); err != nil {
+	if _, err := c.nc.Write(saltwire.Greeting()); err != nil {
 		return err
 	}
-	var peer [64]byte
+	var peer [saltwire.GreetingSize]byte
 	if _, err := io.ReadFull(c.r, peer[:]); err != nil {
 		return err
 	}
-	if peer[0] != 0xff || peer[9] != 0x7f || peer[10] < 3 {
-		return errors.Wrap(errZMTP, "bad greeting")
+	if err := saltwire.CheckGreeting(peer[:]); err != nil {
+		return err
 	}
-	if string(bytes.TrimRight(peer[12:32], "\x00")) != "NULL" {
-		return errors.Wrap(errZMTP, "unsupported security mechanism")
-	}
-	ready := zcommand("READY", append(zproperty("Socket-Type", "ROUTER"), zproperty("Identity", "")...))
+	ready := zcommand("READY", saltwire.AppendProperty(saltwire.AppendProperty(nil, "Socket-Type", "ROUTER"), "Identity", ""))
 	if err := c.writeFrames(true, ready); err != nil {
 		return err
 	}
@@ -169,18 +90,15 @@ func (c *zconn) handshake() error {
 	if err != nil {
 		return err
 	}
-	if fl&flagCommand == 0 || len(body) < 6 || string(body[1:1+int(body[0])]) != "READY" {
-		return errors.Wrap(errZMTP, "expected READY")
-	}
-	props, err := parseProperties(body[1+int(body[0]):])
+	props, err := saltwire.ParseReady(fl, body)
 	if err != nil {
 		return err
 	}
-	switch props["Socket-Type"] {
+	switch props["socket-type"] {
 	case "REQ", "DEALER":
 		return nil
 	}
-	return errors.Wrap(errZMTP, "incompatible peer socket type")
+	return errors.Wrap(saltwire.ErrProtocol, "incompatible peer socket type")
 }
 
 // readMessage returns the next multipart message, answering PING commands on the way.
@@ -191,12 +109,11 @@ func (c *zconn) readMessage() ([][]byte, error) {
 		if err != nil {
 			return nil, err
 		}
-		if fl&flagCommand != 0 {
-			if len(body) == 0 || len(body) < 1+int(body[0]) {
-				return nil, errors.Wrap(errZMTP, "bad command")
+		if fl&saltwire.FlagCommand != 0 {
+			name, data, err := saltwire.ParseCommand(body)
+			if err != nil {
+				return nil, err
 			}
-			name := string(body[1 : 1+int(body[0])])
-			data := body[1+int(body[0]):]
 			switch name {
 			case "PING":
 				// PING: TTL (2 bytes), then up to 16 bytes of context echoed in PONG.
@@ -215,7 +132,7 @@ func (c *zconn) readMessage() ([][]byte, error) {
 			continue
 		}
 		frames = append(frames, body)
-		if fl&flagMore == 0 {
+		if fl&saltwire.FlagMore == 0 {
 			return frames, nil
 		}
 	}

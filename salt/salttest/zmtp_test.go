@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/oduflow/oduflow-go/internal/saltwire"
 )
 
 // rawPeer is a hand-driven ZMTP peer for protocol edge cases.
@@ -28,22 +30,22 @@ func dialRaw(t *testing.T, s *Master, socketType string) *rawPeer {
 	t.Cleanup(func() { _ = c.Close() })
 	_ = c.SetDeadline(time.Now().Add(5 * time.Second))
 	p := &rawPeer{t: t, c: c, z: &zconn{nc: c, r: bufio.NewReader(c), maxSize: 1 << 20}}
-	if _, err := c.Write(greeting()); err != nil {
+	if _, err := c.Write(saltwire.Greeting()); err != nil {
 		t.Fatal(err)
 	}
 	var g [64]byte
 	if _, err := io.ReadFull(p.z.r, g[:]); err != nil {
 		t.Fatal(err)
 	}
-	if !bytes.Equal(g[:], greeting()) {
+	if !bytes.Equal(g[:], saltwire.Greeting()) {
 		t.Errorf("greeting %x", g)
 	}
-	ready := zcommand("READY", append(zproperty("Socket-Type", socketType), zproperty("Identity", "")...))
+	ready := zcommand("READY", append(saltwire.AppendProperty(nil, "Socket-Type", socketType), saltwire.AppendProperty(nil, "Identity", "")...))
 	if err := p.z.writeFrames(true, ready); err != nil {
 		t.Fatal(err)
 	}
 	fl, body, err := p.z.readFrame()
-	if err != nil || fl != flagCommand || !bytes.HasPrefix(body, []byte("\x05READY")) {
+	if err != nil || fl != saltwire.FlagCommand || !bytes.HasPrefix(body, []byte("\x05READY")) {
 		t.Fatalf("server READY: %x %q %v", fl, body, err)
 	}
 	return p
@@ -57,7 +59,7 @@ func TestZMTPPingPongAndDealer(t *testing.T) {
 		t.Fatal(err)
 	}
 	fl, body, err := p.z.readFrame()
-	if err != nil || fl != flagCommand || string(body) != "\x04PONGctx" {
+	if err != nil || fl != saltwire.FlagCommand || string(body) != "\x04PONGctx" {
 		t.Fatalf("PONG: %x %q %v", fl, body, err)
 	}
 	// DEALER with a routing envelope: the reply keeps it; a body over 255 bytes uses LONG frames
@@ -79,7 +81,7 @@ func TestZMTPPingPongAndDealer(t *testing.T) {
 		t.Errorf("heartbeat peers = %d", n)
 	}
 	fl, body, err = p.z.readFrame()
-	if err != nil || fl != flagCommand || !bytes.HasPrefix(body, []byte("\x04PING")) {
+	if err != nil || fl != saltwire.FlagCommand || !bytes.HasPrefix(body, []byte("\x04PING")) {
 		t.Fatalf("PING: %x %q %v", fl, body, err)
 	}
 	if err := p.z.writeFrames(true, zcommand("PONG", nil)); err != nil {
@@ -107,7 +109,7 @@ func TestZMTPRejects(t *testing.T) {
 	}
 	// oversized frame: connection dropped
 	p = dialRaw(t, s, "REQ")
-	hdr := []byte{flagMore, 0, flagLong}
+	hdr := []byte{saltwire.FlagMore, 0, saltwire.FlagLong}
 	hdr = binary.BigEndian.AppendUint64(hdr, 1<<30)
 	if _, err := p.c.Write(hdr); err != nil {
 		t.Fatal(err)

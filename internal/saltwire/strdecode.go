@@ -1,8 +1,11 @@
-package salt
+package saltwire
 
 import (
 	"math"
+	"strings"
 	"time"
+
+	"github.com/cockroachdb/errors"
 )
 
 // The event reader's fast path. One frame is copied once into a string and
@@ -11,8 +14,8 @@ import (
 // The price: any retained string of an event (its Tag too) keeps that whole
 // frame's text alive; a consumer that keeps one field of many events for
 // long should copy it (strings.Clone).
-// It reports failure as a bare false: on any failure decodeEventFrame runs
-// the reference decoder (frameBody, decodeValue) on the same bytes, which
+// It reports failure as a bare false: on any failure the caller runs
+// the reference decoder (EventFrameBody, Decode) on the same bytes, which
 // returns the canonical error. Success here must therefore mean exactly what
 // success of the reference decoder means, with equal values
 // (FuzzFastEventDecodeMatches checks both).
@@ -21,7 +24,7 @@ import (
 type strDecoder struct {
 	s   string
 	off int
-	bud *decodeBudget
+	bud *Budget
 }
 
 func (d *strDecoder) boxString(s string) any {
@@ -123,7 +126,7 @@ func (d *strDecoder) value(depth int) (any, bool) {
 	if !ok {
 		return nil, false
 	}
-	if isNumberByte(c) && !d.bud.charge(0, costNumber) {
+	if isNumberByte(c) && !d.bud.Charge(0, costNumber) {
 		return nil, false
 	}
 	switch {
@@ -140,7 +143,7 @@ func (d *strDecoder) value(depth int) (any, bool) {
 		if !ok {
 			return nil, false
 		}
-		if !d.bud.charge(0, costString+int64(n)) {
+		if !d.bud.Charge(0, costString+int64(n)) {
 			return nil, false
 		}
 		s, ok := d.take(n)
@@ -208,7 +211,7 @@ func (d *strDecoder) value(depth int) (any, bool) {
 }
 
 func (d *strDecoder) array(n, depth int) (any, bool) {
-	if n > len(d.s)-d.off || !d.bud.charge(int64(n), costArray+costSlot*int64(n)) {
+	if n > len(d.s)-d.off || !d.bud.Charge(int64(n), costArray+CostSlot*int64(n)) {
 		return nil, false
 	}
 	out := make([]any, n)
@@ -231,7 +234,7 @@ func (d *strDecoder) mapN(n, depth int) (any, bool) {
 }
 
 func (d *strDecoder) mapBody(n, depth int) (map[string]any, bool) {
-	if n > (len(d.s)-d.off)/2 || !d.bud.charge(2*int64(n), mapCharge(n)) {
+	if n > (len(d.s)-d.off)/2 || !d.bud.Charge(2*int64(n), mapCharge(n)) {
 		return nil, false
 	}
 	out := make(map[string]any, min(n, maxMapHint))
@@ -244,7 +247,7 @@ func (d *strDecoder) mapBody(n, depth int) (map[string]any, bool) {
 		if !ok {
 			return nil, false
 		}
-		if _, dup := out[k]; !dup && len(out) >= min(n, maxMapHint) && !d.bud.charge(0, costEntry) {
+		if _, dup := out[k]; !dup && len(out) >= min(n, maxMapHint) && !d.bud.Charge(0, costEntry) {
 			return nil, false
 		}
 		out[k] = v
@@ -262,7 +265,7 @@ func (d *strDecoder) key(depth int) (string, bool) {
 	c := d.s[d.off]
 	d.off++
 	if n, isStr, ok := d.strHeader(c); isStr {
-		if !ok || !d.bud.charge(0, costString+int64(n)) {
+		if !ok || !d.bud.Charge(0, costString+int64(n)) {
 			return "", false
 		}
 		return d.take(n)
@@ -272,8 +275,8 @@ func (d *strDecoder) key(depth int) (string, bool) {
 	if !ok {
 		return "", false
 	}
-	ks, err := mapKeyString(v)
-	return ks, err == nil && d.bud.charge(0, costString)
+	ks, err := MapKeyString(v)
+	return ks, err == nil && d.bud.Charge(0, costString)
 }
 
 func (d *strDecoder) ext(n, depth int) (any, bool) {
@@ -282,7 +285,7 @@ func (d *strDecoder) ext(n, depth int) (any, bool) {
 		return nil, false
 	}
 	typ := int8(th)
-	if !d.bud.charge(0, costExt+int64(n)) {
+	if !d.bud.Charge(0, costExt+int64(n)) {
 		return nil, false
 	}
 	payload, ok := d.take(n)
@@ -291,19 +294,19 @@ func (d *strDecoder) ext(n, depth int) (any, bool) {
 	}
 	switch typ {
 	case 78:
-		if t, err := time.Parse(datetimeLayout, payload); err == nil {
+		if t, err := time.Parse(DatetimeLayout, payload); err == nil {
 			return t, true
 		}
 	case 79:
 		inner := &strDecoder{s: payload, bud: d.bud}
-		if !inner.bud.charge(1, 0) {
+		if !inner.bud.Charge(1, 0) {
 			return nil, false
 		}
 		v, ok := inner.value(depth + 1)
 		if ok && inner.off == len(payload) {
 			if arr, ok := v.([]any); ok && len(arr) == 2 {
 				if name, ok := arr[0].(string); ok {
-					return saltConstant{Name: name, Value: arr[1]}, true
+					return Constant{Name: name, Value: arr[1]}, true
 				}
 			}
 		}
@@ -312,7 +315,7 @@ func (d *strDecoder) ext(n, depth int) (any, bool) {
 			return t, true
 		}
 	}
-	return extValue{Type: typ, Data: []byte(payload)}, true
+	return Ext{Type: typ, Data: []byte(payload)}, true
 }
 
 // skip succeeds exactly when value(depth) would, without building values.
@@ -386,4 +389,165 @@ func (d *strDecoder) skipMap(n, depth int) bool {
 		}
 	}
 	return true
+}
+
+// EventSplit locates the tag and the data of a frame's body in the frame text.
+type EventSplit struct{ TagLo, TagHi, DataLo, DataHi int }
+
+// splitEventFrame parses the {head, body} frame text d.s without building any
+// value and locates the body's tag and data. ok=false means "ask the
+// reference decoder" (or, with d.bud.Exceeded, over the budget).
+func (d *strDecoder) splitEventFrame() (sp EventSplit, ok bool) {
+	c, ok := d.byte1()
+	if !ok {
+		return EventSplit{}, false
+	}
+	var n int
+	switch {
+	case c&0xf0 == 0x80:
+		n = int(c & 0x0f)
+	case c == 0xde || c == 0xdf:
+		if n, ok = d.length(2 << (c - 0xde)); !ok {
+			return EventSplit{}, false
+		}
+	default:
+		return EventSplit{}, false
+	}
+	bodyLo, bodyHi := 0, 0
+	haveBody := false
+	for i := 0; i < n; i++ {
+		// a key is value(1): str or bin "body" selects the body
+		isBody := false
+		if d.off >= len(d.s) {
+			return EventSplit{}, false
+		}
+		kc := d.s[d.off]
+		d.off++
+		if kn, isStr, ok := d.strHeader(kc); isStr {
+			k, ok2 := d.take(kn)
+			if !ok || !ok2 {
+				return EventSplit{}, false
+			}
+			isBody = k == "body"
+		} else {
+			d.off--
+			if !d.skip(1) {
+				return EventSplit{}, false
+			}
+		}
+		if !isBody {
+			if !d.skip(1) {
+				return EventSplit{}, false
+			}
+			continue
+		}
+		if d.off >= len(d.s) {
+			return EventSplit{}, false
+		}
+		bc := d.s[d.off]
+		d.off++
+		bn, isStr, ok := d.strHeader(bc)
+		if !isStr || !ok {
+			return EventSplit{}, false
+		}
+		if !d.skipN(bn) {
+			return EventSplit{}, false
+		}
+		bodyLo, bodyHi, haveBody = d.off-bn, d.off, true
+	}
+	if d.off != len(d.s) || !haveBody {
+		return EventSplit{}, false
+	}
+	i := strings.Index(d.s[bodyLo:bodyHi], TagEnd)
+	if i < 0 {
+		return EventSplit{}, false
+	}
+	return EventSplit{TagLo: bodyLo, TagHi: bodyLo + i, DataLo: bodyLo + i + len(TagEnd), DataHi: bodyHi}, true
+}
+
+// SplitEventFrame parses the {head, body} frame text s within bud, building no value, and locates
+// the body's tag and data. ok=false means "ask the reference decoder (EventFrameBody, Decode)",
+// or, with bud.Exceeded, that the frame is over the budget.
+func SplitEventFrame(s string, bud *Budget) (EventSplit, bool) {
+	return (&strDecoder{s: s, bud: bud}).splitEventFrame()
+}
+
+// DecodeEventData decodes the data of a split frame text s within bud, which the split already
+// charged; s may be another copy of the text that was split. Every string of data is a substring
+// of s. ok=false means "ask the reference decoder", unless overBudget: then the frame is refused
+// as it is.
+func DecodeEventData(s string, sp EventSplit, bud *Budget) (data map[string]any, ok, overBudget bool) {
+	dd := strDecoder{s: s[sp.DataLo:sp.DataHi], bud: bud}
+	mc, ok := dd.byte1()
+	if !ok {
+		return nil, false, false
+	}
+	var n int
+	switch {
+	case mc&0xf0 == 0x80:
+		n = int(mc & 0x0f)
+	case mc == 0xde || mc == 0xdf:
+		if n, ok = dd.length(2 << (mc - 0xde)); !ok {
+			return nil, false, false
+		}
+	default:
+		return nil, false, false // not a map (or a map inside something else)
+	}
+	if !bud.Charge(1, CostSlot) {
+		return nil, false, true
+	}
+	data, ok = dd.mapBody(n, 0)
+	if !ok || dd.off != len(dd.s) || bud.Exceeded {
+		return nil, false, bud.Exceeded
+	}
+	return data, true, false
+}
+
+// TagEnd separates an event body's tag from its data.
+const TagEnd = "\n\n"
+
+// EventFrameBody returns the body of a {head, body} frame without copying it.
+func EventFrameBody(frame []byte, lim Limits) ([]byte, error) {
+	d := &tolerantDecoder{b: frame, bud: NewBudget(lim)}
+	h, err := d.need(1)
+	if err != nil {
+		return nil, err
+	}
+	var n int
+	switch c := h[0]; {
+	case c&0xf0 == 0x80:
+		n = int(c & 0x0f)
+	case c == 0xde:
+		n, err = d.length(2)
+	case c == 0xdf:
+		n, err = d.length(4)
+	default:
+		return nil, errors.Wrap(ErrMsgpack, "event frame is not a map")
+	}
+	if err != nil {
+		return nil, err
+	}
+	var body []byte
+	for i := 0; i < n; i++ {
+		k, err := d.value(1)
+		if err != nil {
+			return nil, err
+		}
+		if k == "body" {
+			if body, err = d.rawString(); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		if _, err := d.value(1); err != nil {
+			return nil, err
+		}
+	}
+	if d.off != len(frame) {
+		return nil, errors.Wrap(ErrMsgpack, "trailing bytes after event frame")
+	}
+	if body == nil {
+		return nil, errors.Wrap(ErrMsgpack, "event frame without body")
+	}
+	return body, nil
 }
