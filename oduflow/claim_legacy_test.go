@@ -7,8 +7,22 @@ import (
 	"github.com/cockroachdb/errors"
 	"github.com/google/uuid"
 
+	"github.com/oduflow/oduflow-go/oduflow/claims"
 	"github.com/oduflow/oduflow-go/receipt"
 )
+
+// TestLegacyErrorCode: the code the claim decoder (package claims) records for a legacy error text is
+// this package's CodeLegacyError, and a legacy fixture with an error text carries it.
+func TestLegacyErrorCode(t *testing.T) {
+	if CodeLegacyError != claims.CodeLegacyError {
+		t.Fatalf("CodeLegacyError %q, claims.CodeLegacyError %q", CodeLegacyError, claims.CodeLegacyError)
+	}
+	c, err := claims.Decode([]byte(`{"minion_id":"` + newMinionID() + `","request_id":"` + uuid.NewString() +
+		`","jid":"20261201000000000000","state":"dispatched","created":1764547200,"error":"raw"}`))
+	if err != nil || c.ErrorCode != CodeLegacyError {
+		t.Fatalf("%+v %v", c, err)
+	}
+}
 
 func TestLegacyClaims(t *testing.T) {
 	ctx := context.Background()

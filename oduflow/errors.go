@@ -202,9 +202,9 @@ const (
 	// before any state work. Read the minion's log, then start a new request id.
 	CodeMinionRefused ErrorCode = "minion_refused"
 	// CodeLegacyError: a legacy (pre-protocol) claim recorded an error text; its status is the legacy
-	// record's. The text is not kept: the code only says there was one (claims.CodeLegacyError: the
-	// claim decoder records it).
-	CodeLegacyError = claims.CodeLegacyError
+	// record's. The text is not kept: the code only says there was one (the claim decoder records it:
+	// claims.CodeLegacyError, the same value).
+	CodeLegacyError ErrorCode = "legacy_error"
 )
 
 // Readiness sentinels. A Start (or CustomStart) of a request that has no claim yet first checks that the
