@@ -129,7 +129,7 @@ func (d *Dispatcher) adoptRound(ctx context.Context) int {
 // window is still open; a final unknown only when its worker would still be listening
 // (publish_outcome_unknown). Without the lock held the answer can change; adopt checks again under it.
 func (d *Dispatcher) adoptable(ctx context.Context, c *Claim) bool {
-	if !unresolved(c) || c.legacy() != notLegacy {
+	if !unresolved(c) || c.Legacy() {
 		return false
 	}
 	if c.WasDispatched() {
@@ -170,7 +170,7 @@ func (d *Dispatcher) adopt(ctx context.Context, c *Claim) {
 	}
 	defer func() { _ = lk.Release() }()
 	cur, err := d.store.Get(ctx, c.RequestID)
-	if err != nil || !unresolved(cur) || cur.legacy() != notLegacy {
+	if err != nil || !unresolved(cur) || cur.Legacy() {
 		return
 	}
 	ctx = withRequest(ctx, refOf(cur))

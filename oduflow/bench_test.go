@@ -321,7 +321,7 @@ func BenchmarkIntentWrite(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		next := c.clone()
+		next := c.Clone()
 		now := time.Now().UTC()
 		next.Phase, next.DispatchedAt = PhaseDispatching, &now
 		b.StartTimer()

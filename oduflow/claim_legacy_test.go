@@ -7,33 +7,20 @@ import (
 	"github.com/cockroachdb/errors"
 	"github.com/google/uuid"
 
+	"github.com/oduflow/oduflow-go/oduflow/claims"
 	"github.com/oduflow/oduflow-go/receipt"
 )
 
-func TestLegacyFixturesDecode(t *testing.T) {
-	cases := []struct {
-		file     string
-		kind     legacyClass
-		profile  receipt.Profile
-		phase    Phase
-		dispatch bool
-		quar     bool
-	}{
-		{"unprofiled_dispatched.json", legacyUnprofiled, receipt.ProfileConfigure, PhaseDispatched, true, true},
-		{"unprofiled_succeeded.json", legacyUnprofiled, receipt.ProfileConfigure, PhaseTerminal, true, false},
-		{"unprofiled_claimed.json", legacyUnprofiled, receipt.ProfileConfigure, PhaseClaimed, false, false},
-		{"preprotocol_production_dispatched.json", legacyPreProtocol, receipt.ProfileProduction, PhaseDispatched, true, true},
-		{"preprotocol_configure_failed.json", legacyPreProtocol, receipt.ProfileConfigure, PhaseTerminal, true, false},
+// TestLegacyErrorCode: the code the claim decoder (package claims) records for a legacy error text is
+// this package's CodeLegacyError, and a legacy fixture with an error text carries it.
+func TestLegacyErrorCode(t *testing.T) {
+	if CodeLegacyError != claims.CodeLegacyError {
+		t.Fatalf("CodeLegacyError %q, claims.CodeLegacyError %q", CodeLegacyError, claims.CodeLegacyError)
 	}
-	for _, tc := range cases {
-		c, err := decodeClaim(readFixture(t, tc.file))
-		if err != nil {
-			t.Fatalf("%s: %v", tc.file, err)
-		}
-		if c.legacy() != tc.kind || c.EffectiveProfile() != tc.profile || c.Phase != tc.phase ||
-			c.WasDispatched() != tc.dispatch || c.Quarantining() != tc.quar || c.CreatedAt.IsZero() {
-			t.Fatalf("%s: %+v", tc.file, c)
-		}
+	c, err := claims.Decode([]byte(`{"minion_id":"` + newMinionID() + `","request_id":"` + uuid.NewString() +
+		`","jid":"20261201000000000000","state":"dispatched","created":1764547200,"error":"raw"}`))
+	if err != nil || c.ErrorCode != CodeLegacyError {
+		t.Fatalf("%+v %v", c, err)
 	}
 }
 
@@ -92,7 +79,7 @@ func TestLegacyClaims(t *testing.T) {
 		t.Fatalf("quarantine after assert %+v", q)
 	}
 	c := mustClaim(t, d, disp.RequestID)
-	if c.legacy() != legacyUnprofiled || c.Phase != PhaseAsserted {
+	if !c.Legacy() || c.Profile != "" || c.Phase != PhaseAsserted { // still a legacy unprofiled claim
 		t.Fatalf("%+v", c)
 	}
 }

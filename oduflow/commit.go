@@ -88,6 +88,14 @@ func (d *Dispatcher) intentAttempt(ctx context.Context, next *Claim, reqLock, le
 	return nil, true, false // ErrLeaseLost and anything else: cannot prove the intent is this worker's
 }
 
+// sameIdentity: a and b are the same request's claim as created, JID included (the identity fields a
+// store never changes, and the file store's creation stamp).
+func sameIdentity(a, b *Claim) bool {
+	return a.MinionID == b.MinionID && a.RequestID == b.RequestID && a.Profile == b.Profile &&
+		a.Role == b.Role && a.StateDigest == b.StateDigest && a.JID == b.JID && a.PayloadRef == b.PayloadRef &&
+		a.CreatedAt.Equal(b.CreatedAt) && a.Protocol == b.Protocol && a.CreatedClock == b.CreatedClock
+}
+
 // ownIntent reports whether cur is the dispatch intent next, as written (possibly re-confirmed).
 func ownIntent(cur, next *Claim) bool {
 	return cur.Phase == PhaseDispatching && cur.Generation > next.Generation &&
@@ -187,7 +195,7 @@ func (d *Dispatcher) updateClaim(ctx context.Context, c *Claim, change func(next
 		if !sameIdentity(cur, c) {
 			return nil, false, errors.Wrapf(errClaimReplaced, "stored JID %s, this run's %s", errors.Safe(cur.JID), errors.Safe(c.JID))
 		}
-		next := cur.clone()
+		next := cur.Clone()
 		if !change(next) {
 			return cur, false, nil
 		}

@@ -297,7 +297,7 @@ func (d *Dispatcher) customDecisionFor(ctx context.Context, cat catalog.Store, m
 			return dec, err
 		}
 		c := claims[nc.RequestID]
-		if c == nil || c.legacy() != notLegacy {
+		if c == nil || c.Legacy() {
 			return dec, err
 		}
 		// The minion's own receipt (oduflow_job.status), bound to the claim, confirms or corrects the

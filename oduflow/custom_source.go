@@ -103,7 +103,7 @@ func configRecords(claims []*Claim) []customConfigRecord {
 			continue
 		}
 		out = append(out, customConfigRecord{Status: c.Status, Confirmation: claimConfirmation(c),
-			Legacy: c.legacy() != notLegacy})
+			Legacy: c.Legacy()})
 	}
 	return out
 }

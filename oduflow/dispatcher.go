@@ -10,6 +10,7 @@ import (
 	"github.com/cockroachdb/errors"
 
 	"github.com/oduflow/oduflow-go/internal/errmark"
+	"github.com/oduflow/oduflow-go/oduflow/filestore"
 	"github.com/oduflow/oduflow-go/receipt"
 	"github.com/oduflow/oduflow-go/salt"
 )
@@ -96,7 +97,7 @@ func New(client Publisher, events EventSource, opts ...Option) (_ *Dispatcher, e
 		cfg.publishing = fixedPublications{}
 	}
 	if cfg.store == nil {
-		fs, err := OpenFileClaimStore(cfg.claimDir)
+		fs, err := filestore.Open(cfg.claimDir, cfg.fileHooks)
 		if err != nil {
 			return nil, err
 		}
@@ -158,7 +159,7 @@ func (d *Dispatcher) Lookup(ctx context.Context, minion, request string) (_ *Cla
 	if err := checkBinding(c, "", t.minion); err != nil {
 		return nil, err
 	}
-	return c.clone(), nil
+	return c.Clone(), nil
 }
 
 // target names a request the way every call does: the minion it runs on and its request id. It is

@@ -51,10 +51,12 @@
 // A claim (phase claimed, JID preassigned, profile and its fixed role) is written with create-if-absent
 // semantics before the worker starts, and the dispatch intent is recorded durably before the one
 // publication; a publish is never retried. Claims live behind ClaimStore and Leases (a request lock and a
-// per-client execution lease shared by all profiles). FileClaimStore, the default, keeps them in a 0700
-// directory (default /var/cache/salt/oduflow-apply) for the processes of one host; the nested module
-// oduflow/etcdstore keeps them on etcd for replicas on several hosts; oduflowtest.TestClaimStore is the
-// contract's conformance suite. Before a new claim is written, Start checks that it can dispatch (the
+// per-client execution lease shared by all profiles): the contract is package oduflow/claims (this
+// package declares each of its names too, as aliases), which a store imports instead of the dispatcher.
+// FileClaimStore (package oduflow/filestore), the default, keeps them in a 0700 directory (default
+// /var/cache/salt/oduflow-apply) for the processes of one host; the nested module oduflow/etcdstore keeps
+// them on etcd for replicas on several hosts; oduflowtest.TestClaimStore is the contract's conformance
+// suite. Before a new claim is written, Start checks that it can dispatch (the
 // claim store, the credentials, a live event bus, a master that answers); when it cannot, it returns
 // ErrNotReady and writes nothing.
 //

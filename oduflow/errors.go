@@ -4,29 +4,32 @@ import (
 	"github.com/cockroachdb/errors"
 
 	"github.com/oduflow/oduflow-go/internal/errmark"
+	"github.com/oduflow/oduflow-go/oduflow/claims"
 )
 
-// Sentinel errors. Test them with errors.Is.
+// Sentinel errors. Test them with errors.Is. Those of the claim store contract (ErrInvalidInput,
+// ErrNoClaim, ErrClaimExists, ErrConflict, ErrLeaseLost, ErrLeaseBusy, ErrCorruptClaim, and ErrClaimStore
+// below) are package claims' values under the same names: errors.Is sees one value either way.
 var (
 	// ErrInvalidInput: a minion id, request id, profile or evidence argument is malformed. It wraps the
 	// receipt package's id errors (receipt.ErrInvalidID, ...).
-	ErrInvalidInput = errors.New("oduflow: invalid input")
+	ErrInvalidInput = claims.ErrInvalidInput
 	// ErrMismatch: the request id is bound to another minion, another profile or (CustomStart) another
 	// definition; the message names the binding. A caller-supplied receipt that differs from the minion's
 	// live reply (Reconcile FromMinion) is ErrMismatch too.
 	ErrMismatch = errors.New("oduflow: request bound elsewhere")
 	// ErrNoClaim: there is no claim for the request (Reconcile, Resume).
-	ErrNoClaim = errors.New("oduflow: no claim for request")
+	ErrNoClaim = claims.ErrNoClaim
 	// ErrClaimExists: ClaimStore.Create found a claim for the request already.
-	ErrClaimExists = errors.New("oduflow: claim already exists")
+	ErrClaimExists = claims.ErrClaimExists
 	// ErrConflict: a fenced update lost its compare-and-swap (the generation changed meanwhile).
-	ErrConflict = errors.New("oduflow: claim generation conflict")
+	ErrConflict = claims.ErrConflict
 	// ErrLeaseLost: a guarded update found that the caller no longer holds a lease it named (released,
 	// expired, or not from this store's Leases); nothing was written.
-	ErrLeaseLost = errors.New("oduflow: lease no longer held")
+	ErrLeaseLost = claims.ErrLeaseLost
 	// ErrLeaseBusy: a lease is held by someone else: Leases.TryRequestLock found the request lock held, or
 	// Leases.AcquireClientLease could not have the per-client execution lease within its wait.
-	ErrLeaseBusy = errors.New("oduflow: lease held by someone else")
+	ErrLeaseBusy = claims.ErrLeaseBusy
 	// ErrNotUnknown: Reconcile or Resume of a request whose status is not unknown.
 	ErrNotUnknown = errors.New("oduflow: request is not unknown")
 	// ErrUnresolved: the minion's live reply is not a terminal receipt bound to the claim, or (a legacy
@@ -39,7 +42,7 @@ var (
 	// Reconcile FromMinion, or Assert again once the minion answers.
 	ErrNotFenced = errors.New("oduflow: the request may still be published; the minion did not confirm its fence")
 	// ErrCorruptClaim: a stored claim fails validation.
-	ErrCorruptClaim = errors.New("oduflow: corrupt claim")
+	ErrCorruptClaim = claims.ErrCorruptClaim
 	// ErrClosed: the Dispatcher is draining or closed (Close): it admits no new request (Start,
 	// CustomStart, Resume); nothing was written. Send the request to another replica.
 	ErrClosed = errors.New("oduflow: dispatcher closed")
@@ -85,29 +88,6 @@ func (e *mismatchError) Unwrap() error {
 	return errMinionMismatch
 }
 
-// unreadableClaimError: FileClaimStore.ListByClient found a claim of the client it cannot read (unsafe file,
-// FIFO, corrupt or duplicate-key JSON, ...). It is ErrCorruptClaim for errors.Is and keeps the cause
-// reachable; RequestID names the claim (an identifier, not a secret). A client whose claims cannot all be
-// read cannot be proven clear, so the dispatcher refuses to dispatch to it (CodeClaimStore) and logs the
-// request id; it never reads the unreadable claim as "quarantined".
-type unreadableClaimError struct {
-	RequestID string
-	Err       error
-}
-
-func (e *unreadableClaimError) Error() string {
-	return "oduflow: unreadable claim " + e.RequestID + ": " + e.Err.Error()
-}
-
-// Unwrap makes errors.Is(err, ErrCorruptClaim) true and keeps the cause (e.g. safefile.ErrNotRegular) visible.
-func (e *unreadableClaimError) Unwrap() []error { return []error{e.Err, ErrCorruptClaim} }
-
-// SafeFormatError prints the request id (an identifier) and the cause's own redaction-safe form.
-func (e *unreadableClaimError) SafeFormatError(p errors.Printer) (next error) {
-	p.Printf("oduflow: unreadable claim %s", errors.Safe(e.RequestID))
-	return e.Err
-}
-
 func invalid(err error, what string) error {
 	return errmark.Mark(errors.Wrapf(err, "oduflow: invalid %s", errors.Safe(what)), ErrInvalidInput)
 }
@@ -119,7 +99,9 @@ func invalid(err error, what string) error {
 // failed is a known result (a new request id may follow), unknown is not (never start a replacement;
 // Reconcile). Claims are not validated against this list: one written by another version may carry a
 // code this one does not name, so read an unknown code as text, never as an error.
-type ErrorCode string
+//
+// It is claims.ErrorCode, the type of Claim.ErrorCode.
+type ErrorCode = claims.ErrorCode
 
 // Error codes recorded (sanitized) in claims. Each says what it means, whether the run may have
 // happened, and what to do. A retry is always a new request id: nothing retries on its own.
@@ -220,7 +202,8 @@ const (
 	// before any state work. Read the minion's log, then start a new request id.
 	CodeMinionRefused ErrorCode = "minion_refused"
 	// CodeLegacyError: a legacy (pre-protocol) claim recorded an error text; its status is the legacy
-	// record's. The text is not kept: the code only says there was one.
+	// record's. The text is not kept: the code only says there was one (the claim decoder records it:
+	// claims.CodeLegacyError, the same value).
 	CodeLegacyError ErrorCode = "legacy_error"
 )
 
@@ -233,7 +216,7 @@ var (
 	// ErrNotReady: the dispatcher cannot dispatch now; nothing was written (no claim, no snapshot).
 	ErrNotReady = errors.New("oduflow: not ready to dispatch; nothing written")
 	// ErrClaimStore: the claim store could not be read or written.
-	ErrClaimStore = errors.New("oduflow: claim store unavailable")
+	ErrClaimStore = claims.ErrClaimStore
 )
 
 // Custom execution refusals. Test them with errors.Is; the typed errors below carry the request id that

@@ -90,7 +90,7 @@ func TestStdlibErrorsFileClaimStore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	next := cur.clone()
+	next := cur.Clone()
 	next.Phase = PhaseDispatching
 	if _, err := fs.CompareAndSwap(ctx, next); err != nil {
 		t.Fatal(err)
@@ -118,7 +118,7 @@ func TestStdlibErrorsFileClaimStore(t *testing.T) {
 	if err := lease.Release(); err != nil {
 		t.Fatal(err)
 	}
-	next = cur.clone()
+	next = cur.Clone()
 	next.Phase = PhaseDispatched
 	_, err = fs.CompareAndSwapHeld(ctx, next, lease)
 	if !errors.Is(err, ErrLeaseLost) {
@@ -149,10 +149,10 @@ func TestStdlibErrorsFileClaimStore(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = fs.ListByClient(ctx, c.MinionID)
-	var uc *unreadableClaimError
+	var uc unreadableClaim
 	var ue *safefile.UnsafePathError
 	if !errors.Is(err, ErrCorruptClaim) || !errors.Is(err, safefile.ErrNotRegular) || !errors.As(err, &uc) ||
-		uc.RequestID != c.RequestID || !errors.As(err, &ue) || ue.Reason != "not_regular" {
+		uc.UnreadableRequestID() != c.RequestID || !errors.As(err, &ue) || ue.Reason != "not_regular" {
 		t.Fatalf("unreadable sibling: %v", err)
 	}
 	wantOneLine(t, "ErrCorruptClaim", err)

@@ -7,10 +7,21 @@ import (
 	"os"
 	"testing"
 	"time"
+
+	"github.com/oduflow/oduflow-go/internal/hostclock"
 )
 
-// withClock injects the time source (tests).
-func withClock(clk clockSource) Option { return func(c *config) { c.clock = clk } }
+// withClock injects the time source (tests). A *fakeClock also gives the default file store its host
+// clock, which only advanceWindows and setHostClock move (the wall clock alone does not move the store's
+// windows, as on a real host).
+func withClock(clk clockSource) Option {
+	return func(c *config) {
+		c.clock = clk
+		if fc, ok := clk.(*fakeClock); ok {
+			c.fileHooks.Clock = &fc.host
+		}
+	}
+}
 
 // withStepHook calls fn at each worker step (tests: pause or announce steps to kill a worker at each).
 // Steps: the step* constants.
@@ -23,27 +34,35 @@ func detachedLog(path string) Option { return func(c *config) { c.workerLog = pa
 // withWorkerLogFile sends detached workers' output to f, opened by the caller (tests).
 func withWorkerLogFile(f *os.File) Option { return func(c *config) { c.workerLogFile = f } }
 
-// setHostClock makes fs's host clock read d after the stamp (a claim's CreatedClock or DispatchedClock):
-// tests move the file store's status windows with it.
-func setHostClock(t testing.TB, fs *FileClaimStore, stamp string, d time.Duration) {
+// setHostClock makes clk's host clock (that of the file store of a Dispatcher made withClock(clk)) read d
+// after the stamp (a claim's CreatedClock or DispatchedClock): tests move the file store's status windows
+// with it.
+func setHostClock(t testing.TB, clk *fakeClock, stamp string, d time.Duration) {
 	t.Helper()
-	st, err := parseHostStamp(stamp)
-	if err != nil {
-		t.Fatal(err)
-	}
-	fs.clock.offset.Store(0)
-	now, err := fs.clock.now()
-	if err != nil {
-		t.Fatal(err)
-	}
-	fs.clock.offset.Store(st.ns + int64(d) - now.ns)
+	shiftHostClock(t, &clk.host, stamp, d)
 }
 
-// advanceWindows moves the test's wall clock and, when d's store is a FileClaimStore, its host clock by
-// dur: both the wall-clock times and the store's windows.
+// shiftHostClock makes hc read d after the stamp.
+func shiftHostClock(t testing.TB, hc *hostclock.Clock, stamp string, d time.Duration) {
+	t.Helper()
+	st, ok := hostclock.Parse(stamp)
+	if !ok {
+		t.Fatalf("host clock stamp %q", stamp)
+	}
+	hc.SetShift(0)
+	now, err := hc.Now()
+	if err != nil {
+		t.Fatal(err)
+	}
+	hc.SetShift(time.Duration(st.NS + int64(d) - now.NS))
+}
+
+// advanceWindows moves the test's wall clock and, when d's store is a FileClaimStore (the default store
+// of a Dispatcher made withClock(clk)), its host clock by dur: both the wall-clock times and the store's
+// windows.
 func advanceWindows(d *Dispatcher, clk *fakeClock, dur time.Duration) {
 	clk.Advance(dur)
-	if fs, ok := d.store.(*FileClaimStore); ok {
-		fs.clock.offset.Add(int64(dur))
+	if _, ok := d.store.(*FileClaimStore); ok {
+		clk.host.Shift(dur)
 	}
 }

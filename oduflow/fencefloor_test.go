@@ -40,7 +40,7 @@ func TestMinionMarkAheadOfTheStore(t *testing.T) {
 type floorIgnoringStore struct{ *FileClaimStore }
 
 func (s floorIgnoringStore) CompareAndSwapHeld(ctx context.Context, next *Claim, held ...Lease) (*Claim, error) {
-	n := next.clone()
+	n := next.Clone()
 	n.FenceToken = 0
 	return s.FileClaimStore.CompareAndSwapHeld(ctx, n, held...)
 }

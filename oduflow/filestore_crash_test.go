@@ -12,7 +12,9 @@ import (
 	"github.com/cockroachdb/errors"
 	"github.com/google/uuid"
 
+	"github.com/oduflow/oduflow-go/internal/filestorehook"
 	"github.com/oduflow/oduflow-go/internal/testproc"
+	"github.com/oduflow/oduflow-go/oduflow/filestore"
 	"github.com/oduflow/oduflow-go/receipt"
 	"github.com/oduflow/oduflow-go/salt"
 )
@@ -28,12 +30,12 @@ var createCrashStages = []string{"index-staged", "after-temp-write", "index-sync
 // READY and parks at the stage envPauseAt (the parent SIGKILLs it there).
 func runCreatorChild() int {
 	stage := os.Getenv(envPauseAt)
-	fs, err := openFileClaimStore(os.Getenv(envClaimDir), func(s string) {
+	fs, err := filestore.Open(os.Getenv(envClaimDir), filestorehook.Hooks{Stage: func(s string) {
 		if s == stage {
 			fmt.Println("READY")
 			time.Sleep(time.Hour)
 		}
-	})
+	}})
 	if err != nil {
 		fmt.Println("ERR", err)
 		return 1
@@ -78,7 +80,7 @@ func TestCrashDuringCreate(t *testing.T) {
 			d := e.dispatcher(withClock(clk))
 			fs := mustFileStore(t, d)
 			ctx := context.Background()
-			entry := filepath.Join(e.dir, indexDirName, m.ID(), req)
+			entry := filepath.Join(e.dir, fsIndexDir, m.ID(), req)
 			if fi, err := os.Lstat(entry); err != nil || !fi.Mode().IsRegular() || fi.Size() != 0 {
 				t.Fatalf("index entry after kill at %s: %v", stage, err)
 			}

@@ -89,7 +89,7 @@ func TestUnreadableSiblingClaimIsNotQuarantine(t *testing.T) {
 			// Damaged while unresolved, as far as the store knows: its open entry is there, so the
 			// preflight, which reads the client's unresolved set, must read it. (A claim damaged after it
 			// was resolved is outside that set: it can no longer block the client.)
-			if err := os.WriteFile(filepath.Join(e.dir, openDirName, m.ID(), first), nil, 0o600); err != nil {
+			if err := os.WriteFile(filepath.Join(e.dir, fsOpenDir, m.ID(), first), nil, 0o600); err != nil {
 				t.Fatal(err)
 			}
 			spoil(t, filepath.Join(e.dir, claimName(first)))
@@ -97,8 +97,8 @@ func TestUnreadableSiblingClaimIsNotQuarantine(t *testing.T) {
 			fs := mustFileStore(t, d)
 			within(t, "ListByClient", func() {
 				_, err := fs.ListByClient(ctx, m.ID())
-				var uc *unreadableClaimError
-				if !errors.Is(err, ErrCorruptClaim) || !errors.As(err, &uc) || uc.RequestID != first {
+				var uc unreadableClaim
+				if !errors.Is(err, ErrCorruptClaim) || !errors.As(err, &uc) || uc.UnreadableRequestID() != first {
 					t.Errorf("ListByClient: %v", err)
 				}
 				if name == "fifo" && !errors.Is(err, safefile.ErrNotRegular) {
@@ -131,7 +131,7 @@ func TestFIFOClientLeaseIsNotBusy(t *testing.T) {
 	m := e.addMinion()
 	logs := &lockedBuffer{}
 	d := e.dispatcher(WithLogger(slog.New(slog.NewTextHandler(logs, nil))))
-	if err := unix.Mkfifo(filepath.Join(e.dir, clientLeasePfx+m.ID()+".lock"), 0o600); err != nil {
+	if err := unix.Mkfifo(filepath.Join(e.dir, fsClientLeasePfx+m.ID()+".lock"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	fs := mustFileStore(t, d)
@@ -151,30 +151,5 @@ func TestFIFOClientLeaseIsNotBusy(t *testing.T) {
 	}
 	if out := logs.String(); !strings.Contains(out, "client lease unusable") {
 		t.Fatalf("no warning:\n%s", out)
-	}
-}
-
-func TestNonRegularIndexEntryRefusedAtOnce(t *testing.T) {
-	ctx := context.Background()
-	clk := newFakeClock()
-	fs, err := OpenFileClaimStore(claimDir(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := newClaim(clk, receipt.ProfileConfigure)
-	idx := filepath.Join(fs.Dir(), "clients", c.MinionID)
-	if err := os.MkdirAll(idx, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	if err := unix.Mkfifo(filepath.Join(idx, c.RequestID), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	within(t, "Create beside a FIFO index entry", func() {
-		if err := fs.Create(ctx, c); !errors.Is(err, safefile.ErrNotRegular) {
-			t.Errorf("Create: %v", err)
-		}
-	})
-	if _, err := fs.Get(ctx, c.RequestID); !errors.Is(err, ErrNoClaim) {
-		t.Fatalf("claim written despite the refused index entry: %v", err)
 	}
 }

@@ -10,12 +10,19 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/oduflow/oduflow-go/internal/hostclock"
+	"github.com/oduflow/oduflow-go/internal/safefile"
+	"github.com/oduflow/oduflow-go/oduflow/claims"
+	"github.com/oduflow/oduflow-go/receipt"
 	"github.com/oduflow/oduflow-go/salt"
 )
 
 type fakeClock struct {
 	mu sync.Mutex
 	t  time.Time
+	// host is the host clock of the file store of a Dispatcher made withClock with this clock
+	// (advanceWindows, setHostClock move it).
+	host hostclock.Clock
 }
 
 func newFakeClock() *fakeClock { return &fakeClock{t: time.Now().UTC()} }
@@ -91,15 +98,48 @@ func mustFileStore(t testing.TB, d *Dispatcher) *FileClaimStore {
 	return fs
 }
 
+// The file store's layout (oduflow/filestore), as the tests that plant hostile files in a claim
+// directory name it; a store that moved them would fail those tests.
+const (
+	fsIndexDir       = "clients" // clients/<minion id>/<request id>
+	fsRequestLockPfx = "run-"    // run-<request id>.lock
+	fsClientLeasePfx = "lease-"  // lease-<minion id>.lock
+	fsOpenDir        = "open"    // open/<minion id>/<request id>
+)
+
+// claimName is the name of a request's claim file in the claim directory.
+func claimName(requestID string) string { return requestID + ".json" }
+
+// claimFiles is the safe file store on fs's claim directory: tests read and write claim files through it
+// (hostile records, fixtures), beside the store.
+func claimFiles(t testing.TB, fs *FileClaimStore) *safefile.Store {
+	t.Helper()
+	st, err := safefile.OpenStore(fs.Dir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
+// newTestClaim is a protocol-1 claim in phase claimed.
+func newTestClaim(minion string) *Claim {
+	return &Claim{Protocol: claimProtocol, MinionID: minion, RequestID: receipt.NewRequestID(),
+		Profile: receipt.ProfileConfigure, Role: "roles.client_stack", JID: "20261201000000000000",
+		Phase: PhaseClaimed, CreatedAt: time.Now().UTC()}
+}
+
+// encodeClaim is the claim as a store keeps it (MarshalBinary).
+func encodeClaim(c *Claim) ([]byte, error) { return c.MarshalBinary() }
+
 // installFixture writes a legacy claim into the dispatcher's claim directory and returns it decoded.
 func installFixture(t testing.TB, d *Dispatcher, name string) *Claim {
 	t.Helper()
 	data := readFixture(t, name)
-	c, err := decodeClaim(data)
+	c, err := claims.Decode(data)
 	if err != nil {
 		t.Fatalf("%s: %v", name, err)
 	}
-	if err := mustFileStore(t, d).files().WriteAtomic(claimName(c.RequestID), data); err != nil {
+	if err := claimFiles(t, mustFileStore(t, d)).WriteAtomic(claimName(c.RequestID), data); err != nil {
 		t.Fatal(err)
 	}
 	return c

@@ -5,6 +5,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/oduflow/oduflow-go/internal/filestorehook"
 	"github.com/oduflow/oduflow-go/oduflow/catalog"
 	"github.com/oduflow/oduflow-go/salt"
 )
@@ -31,6 +32,9 @@ type config struct {
 	workerLogFile *os.File
 	pkiDir        string
 	adoption      adoptionConfig
+	// fileHooks are the test hooks of the default file store New opens (withClock: the fake clock's host
+	// clock); the zero value, no hook, in production.
+	fileHooks filestorehook.Hooks
 }
 
 // workerMode says where workers run: in-process goroutines (the zero value) or detached processes.

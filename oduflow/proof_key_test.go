@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/cockroachdb/errors"
+	"github.com/oduflow/oduflow-go/oduflow/claims"
 )
 
 func writeKey(t *testing.T, pki, id string, data []byte) {
@@ -117,7 +118,7 @@ func TestClaimKeyPin(t *testing.T) {
 	if err != nil || strings.Contains(string(data), "minion_key_sha256") {
 		t.Fatalf("%s %v", data, err)
 	}
-	if _, err := decodeClaim(data); err != nil {
+	if _, err := claims.Decode(data); err != nil {
 		t.Fatal(err)
 	}
 	var m map[string]any
@@ -125,7 +126,7 @@ func TestClaimKeyPin(t *testing.T) {
 	for v, ok := range map[string]bool{strings.Repeat("a", 64): true, "ABC": false, strings.Repeat("A", 64): false} {
 		m["minion_key_sha256"] = v
 		b, _ := json.Marshal(m)
-		got, err := decodeClaim(b)
+		got, err := claims.Decode(b)
 		if (err == nil) != ok || (ok && got.MinionKeySHA256 != v) {
 			t.Errorf("pin %q: %v", v, err)
 		}

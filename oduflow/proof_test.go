@@ -333,13 +333,13 @@ func TestPollCommitsOnlyFromProof(t *testing.T) {
 	}
 	// a legacy claim without a pin verifies against the accepted key
 	e.sim.AddMinion(m.ID(), m.Handle)
-	legacy := c.clone()
+	legacy := c.Clone()
 	legacy.MinionKeySHA256 = ""
 	if r := d.pollOnce(ctx, legacy, time.Now().Add(3*time.Second)); r == nil || r.Status != receipt.StatusSucceeded {
 		t.Fatalf("unpinned claim: %+v", r)
 	}
 	// a claim pinned to another key: never evidence
-	pinned := c.clone()
+	pinned := c.Clone()
 	pinned.MinionKeySHA256 = strings.Repeat("0", 64)
 	if r := d.pollOnce(ctx, pinned, time.Now().Add(3*time.Second)); r != nil {
 		t.Fatalf("pinned to another key: %+v", r)

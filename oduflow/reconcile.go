@@ -61,7 +61,7 @@ func (d *Dispatcher) Reconcile(ctx context.Context, minion, request string, ev R
 		if err := e.validate(); err != nil {
 			return Response{}, err
 		}
-		if c.legacy() == notLegacy && c.WasDispatched() {
+		if !c.Legacy() && c.WasDispatched() {
 			// The publication may still reach the minion (a paused worker): an assertion that lifts the
 			// quarantine is recorded only once the minion confirms the fence, so it can never run later.
 			r := d.fence(ctx, c)
@@ -92,7 +92,7 @@ func (d *Dispatcher) Reconcile(ctx context.Context, minion, request string, ev R
 		d.hooks.outcome(ctx, out, out.Status, CodeAsserted)
 		return d.respond(ctx, out)
 	case FromMinion:
-		if c.legacy() != notLegacy {
+		if c.Legacy() {
 			return Response{}, errors.Wrap(errLegacyClaim, "oduflow: reconcile from minion")
 		}
 		if e.Receipt != nil {
@@ -312,7 +312,7 @@ func (d *Dispatcher) resumable(ctx context.Context, t target) (*Claim, error) {
 	if err != nil {
 		return nil, err
 	}
-	if c.legacy() != notLegacy {
+	if c.Legacy() {
 		return nil, errors.Wrap(errLegacyClaim, "oduflow: resume")
 	}
 	if !c.WasDispatched() {
@@ -343,7 +343,7 @@ func (d *Dispatcher) markResumed(ctx context.Context, c *Claim) (*Claim, error) 
 // dispatched protocol-1 claim whose window (Timers.ExecutionWait from its dispatch or its latest Resume) is still
 // open. It returns the real-time deadline of the polling.
 func (d *Dispatcher) resumeWindow(c *Claim) (time.Time, bool) {
-	if c.legacy() != notLegacy || !c.WasDispatched() || !unresolved(c) {
+	if c.Legacy() || !c.WasDispatched() || !unresolved(c) {
 		return time.Time{}, false
 	}
 	var from time.Time

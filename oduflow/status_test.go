@@ -59,12 +59,12 @@ func TestStatusContractRows(t *testing.T) {
 		c := newClaim(clk, receipt.ProfileConfigure)
 		putClaim(t, d, c)
 		clk.Set(c.CreatedAt.Add(29 * time.Second))
-		setHostClock(t, fs, mustClaim(t, d, c.RequestID).CreatedClock, 29*time.Second)
+		setHostClock(t, clk, mustClaim(t, d, c.RequestID).CreatedClock, 29*time.Second)
 		if st := status(t, d, c); st != receipt.StatusRunning {
 			t.Fatalf("29s: %s", st)
 		}
 		clk.Set(c.CreatedAt.Add(31 * time.Second))
-		setHostClock(t, fs, mustClaim(t, d, c.RequestID).CreatedClock, 31*time.Second)
+		setHostClock(t, clk, mustClaim(t, d, c.RequestID).CreatedClock, 31*time.Second)
 		if st := status(t, d, c); st != receipt.StatusUnknown {
 			t.Fatalf("31s: %s", st)
 		}
@@ -83,18 +83,18 @@ func TestStatusContractRows(t *testing.T) {
 		}
 		defer func() { _ = lk.Release() }()
 		clk.Set(disp.Add(7259 * time.Second))
-		setHostClock(t, fs, mustClaim(t, d, c.RequestID).DispatchedClock, 7259*time.Second)
+		setHostClock(t, clk, mustClaim(t, d, c.RequestID).DispatchedClock, 7259*time.Second)
 		if st := status(t, d, c); st != receipt.StatusRunning {
 			t.Fatalf("7259s: %s", st)
 		}
 		clk.Set(disp.Add(7261 * time.Second))
-		setHostClock(t, fs, mustClaim(t, d, c.RequestID).DispatchedClock, 7261*time.Second)
+		setHostClock(t, clk, mustClaim(t, d, c.RequestID).DispatchedClock, 7261*time.Second)
 		if st := status(t, d, c); st != receipt.StatusUnknown {
 			t.Fatalf("7261s: %s", st)
 		}
 		_ = lk.Release()
 		clk.Set(disp.Add(100 * time.Second))
-		setHostClock(t, fs, mustClaim(t, d, c.RequestID).DispatchedClock, 100*time.Second)
+		setHostClock(t, clk, mustClaim(t, d, c.RequestID).DispatchedClock, 100*time.Second)
 		if st := status(t, d, c); st != receipt.StatusUnknown {
 			t.Fatalf("lock free after grace: %s", st)
 		}

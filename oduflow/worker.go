@@ -307,7 +307,7 @@ func (d *Dispatcher) claimToDispatch(ctx context.Context, t target, inGrace *boo
 		return nil, &mismatchError{Field: "minion_id", Bound: c.MinionID}
 	}
 	ctx = withRequest(ctx, refOf(c))
-	if c.Phase != PhaseClaimed || c.legacy() != notLegacy {
+	if c.Phase != PhaseClaimed || c.Legacy() {
 		if deadline, ok := d.resumeWindow(c); ok {
 			// A detached Resume: poll the unknown dispatched request (never publish it again).
 			adm.release()
@@ -395,7 +395,7 @@ func (d *Dispatcher) preflightPhase(ctx context.Context, c *Claim, h *workerHold
 // token the minion would refuse.
 func (d *Dispatcher) intentPhase(ctx context.Context, c *Claim, h *workerHold, plan *dispatchPlan) (*Claim, error) {
 	dispatchedAt := d.clock.Now()
-	next := c.clone()
+	next := c.Clone()
 	next.Phase = PhaseDispatching
 	next.DispatchedAt = &dispatchedAt
 	next.MinionKeySHA256 = plan.keySHA // only proofs signed by this key are evidence for this request
@@ -471,7 +471,7 @@ func (d *Dispatcher) publishPhase(ctx context.Context, t target, c *Claim, h *wo
 		adm.release()
 		return nil, d.listenAfterUnknownPublish(ctx, wctx, c, h, start)
 	}
-	next := c.clone()
+	next := c.Clone()
 	next.Phase = PhaseDispatched
 	if nc, err := d.store.CompareAndSwap(ctx, next); err == nil {
 		c = nc
@@ -606,9 +606,9 @@ func (d *Dispatcher) clientCheck(ctx context.Context, c *Claim) (ErrorCode, *Cla
 	if err != nil {
 		// Cannot prove the client is clear: refuse, but say why and which claim, not "quarantined".
 		attrs := []any{slog.String("error", err.Error())}
-		var uc *unreadableClaimError
+		var uc unreadableClaim
 		if errors.As(err, &uc) {
-			attrs = append(attrs, slog.String("unreadable_request_id", uc.RequestID))
+			attrs = append(attrs, slog.String("unreadable_request_id", uc.UnreadableRequestID()))
 		}
 		d.claimLog(c).Warn("worker: client claims unreadable; preflight failure", attrs...)
 		return CodeClaimStore, nil

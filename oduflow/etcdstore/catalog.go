@@ -64,7 +64,7 @@ var _ catalog.Store = (*catalogStore)(nil)
 // to the claims, so that replicas sharing the claims share definitions, executions and the per-server
 // lock. Sources are validated and compiled with catalog.Compile, as by catalog.Open. Errors match the catalog's sentinels (catalog.ErrNotFound, ErrExists,
 // ErrInvalid, ErrCorrupt); a write whose acknowledgement was lost matches ErrOutcomeUnknown, a failed read
-// oduflow.ErrClaimStore. The catalog lives as long as the Store.
+// claims.ErrClaimStore. The catalog lives as long as the Store.
 func (s *Store) Catalog() (_ catalog.Store, err error) {
 	defer errmark.Boundary(&err)
 	return &catalogStore{s: s}, nil

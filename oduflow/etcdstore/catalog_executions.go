@@ -78,7 +78,7 @@ func (c *catalogStore) execution(ctx context.Context, minionID, requestID string
 // LockServer implements catalog.Store: the key PREFIX/locks/server/<minion id> on an etcd lease of its
 // own, kept alive by the Store's session machinery. A holder that dies or is cut off releases it when
 // the lease's TTL runs out; waiting for another holder gives up after catalogLockWait
-// (oduflow.ErrLeaseBusy).
+// (claims.ErrLeaseBusy).
 func (c *catalogStore) LockServer(ctx context.Context, minionID string) (func() error, error) {
 	if err := checkCatalogMinion(minionID); err != nil {
 		return nil, err

@@ -10,7 +10,7 @@ import (
 	"github.com/cockroachdb/errors"
 
 	"github.com/oduflow/oduflow-go/internal/errmark"
-	"github.com/oduflow/oduflow-go/oduflow"
+	"github.com/oduflow/oduflow-go/oduflow/claims"
 )
 
 // Size caps on what is read back from the cluster. A claim encodes to about 600 bytes; anything far
@@ -21,20 +21,20 @@ const (
 )
 
 func corrupt(format string, args ...any) error {
-	return errmark.Mark(errors.Newf("etcdstore: "+format, args...), oduflow.ErrCorruptClaim)
+	return errmark.Mark(errors.Newf("etcdstore: "+format, args...), claims.ErrCorruptClaim)
 }
 
-// claimFields lists the JSON names of oduflow.Claim's fields plus the legacy spellings.
+// claimFields lists the JSON names of claims.Claim's fields plus the legacy spellings.
 func claimFields() map[string]bool {
 	out := make(map[string]bool)
-	t := reflect.TypeFor[oduflow.Claim]()
+	t := reflect.TypeFor[claims.Claim]()
 	for i := 0; i < t.NumField(); i++ {
 		name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ",")
 		if name != "" && name != "-" {
 			out[name] = true
 		}
 	}
-	// The field spellings of earlier runners that (*oduflow.Claim).UnmarshalBinary accepts (claims migrated from a claim
+	// The field spellings of earlier runners that (*claims.Claim).UnmarshalBinary accepts (claims migrated from a claim
 	// directory keep them).
 	for _, f := range []string{"state", "created", "dispatched", "command", "error"} {
 		out[f] = true
@@ -81,16 +81,16 @@ func checkStrict(data []byte) error {
 }
 
 // decodeClaim decodes a stored claim strictly and checks that it is the record of requestID.
-func decodeClaim(data []byte, requestID string) (*oduflow.Claim, error) {
+func decodeClaim(data []byte, requestID string) (*claims.Claim, error) {
 	if len(data) > MaxClaimSize {
 		return nil, corrupt("claim record of %d bytes exceeds the cap", errors.Safe(len(data)))
 	}
 	if err := checkStrict(data); err != nil {
 		return nil, err
 	}
-	c := new(oduflow.Claim)
+	c := new(claims.Claim)
 	if err := c.UnmarshalBinary(data); err != nil {
-		return nil, errmark.Mark(err, oduflow.ErrCorruptClaim)
+		return nil, errmark.Mark(err, claims.ErrCorruptClaim)
 	}
 	if c.RequestID != requestID {
 		return nil, corrupt("claim record holds another request")
@@ -98,7 +98,7 @@ func decodeClaim(data []byte, requestID string) (*oduflow.Claim, error) {
 	return c, nil
 }
 
-func cloneClaim(c *oduflow.Claim) *oduflow.Claim {
+func cloneClaim(c *claims.Claim) *claims.Claim {
 	cp := *c
 	for _, p := range []**time.Time{&cp.DispatchedAt, &cp.FinishedAt, &cp.ResumedAt} {
 		if *p != nil {
@@ -109,7 +109,7 @@ func cloneClaim(c *oduflow.Claim) *oduflow.Claim {
 	return &cp
 }
 
-func sameIdentity(a, b *oduflow.Claim) bool {
+func sameIdentity(a, b *claims.Claim) bool {
 	return a.MinionID == b.MinionID && a.RequestID == b.RequestID && a.Profile == b.Profile &&
 		a.Role == b.Role && a.StateDigest == b.StateDigest && a.JID == b.JID && a.PayloadRef == b.PayloadRef &&
 		a.CreatedAt.Equal(b.CreatedAt) && a.Protocol == b.Protocol

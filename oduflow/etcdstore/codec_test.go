@@ -6,15 +6,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/oduflow/oduflow-go/oduflow"
+	"github.com/oduflow/oduflow-go/oduflow/claims"
 	"github.com/oduflow/oduflow-go/receipt"
 )
 
-func sampleClaim() *oduflow.Claim {
+func sampleClaim() *claims.Claim {
 	d := time.Date(2026, 12, 1, 13, 0, 0, 123456000, time.UTC)
-	return &oduflow.Claim{Protocol: 1, MinionID: "client-" + "0f0e0d0c-0b0a-4908-8706-050403020100",
+	return &claims.Claim{Protocol: 1, MinionID: "client-" + "0f0e0d0c-0b0a-4908-8706-050403020100",
 		RequestID: "6f1c9a52-8d7e-4b1f-9a3c-2e5d7f8a9b0c", Profile: receipt.ProfileProduction, Role: "production",
-		StateDigest: strings.Repeat("ab", 32), JID: "20261201130000123456", Phase: oduflow.PhaseTerminal,
+		StateDigest: strings.Repeat("ab", 32), JID: "20261201130000123456", Phase: claims.PhaseTerminal,
 		CreatedAt: d, DispatchedAt: &d, FinishedAt: &d, Status: receipt.StatusSucceeded, Passed: 60, Total: 60,
 		Evidence: "receipt", Generation: 4}
 }
@@ -34,7 +34,7 @@ func TestDecodeStrict(t *testing.T) {
 	legacy := `{"minion_id":"` + c.MinionID + `","request_id":"` + c.RequestID + `","jid":"` + c.JID +
 		`","state":"running","created":1764594000.5,"passed":0,"total":0,"generation":1}`
 	if lc, err := decodeClaim([]byte(legacy), c.RequestID); err != nil || !lc.Legacy() ||
-		lc.Phase != oduflow.PhaseDispatched {
+		lc.Phase != claims.PhaseDispatched {
 		t.Fatalf("legacy: %+v %v", lc, err)
 	}
 	s := string(data)
@@ -52,7 +52,7 @@ func TestDecodeStrict(t *testing.T) {
 		"empty":       "",
 		"nested junk": strings.Replace(s, `"passed":60`, `"passed":[[[[[[[[[[]]]]]]]]]]`, 1),
 	} {
-		if _, err := decodeClaim([]byte(bad), c.RequestID); !errors.Is(err, oduflow.ErrCorruptClaim) {
+		if _, err := decodeClaim([]byte(bad), c.RequestID); !errors.Is(err, claims.ErrCorruptClaim) {
 			t.Errorf("%s: %v", name, err)
 		}
 	}
@@ -65,7 +65,7 @@ func FuzzDecodeClaim(f *testing.F) {
 	f.Fuzz(func(t *testing.T, b []byte) {
 		c, err := decodeClaim(b, sampleClaim().RequestID)
 		if err != nil {
-			if !errors.Is(err, oduflow.ErrCorruptClaim) {
+			if !errors.Is(err, claims.ErrCorruptClaim) {
 				t.Fatalf("untyped error %v", err)
 			}
 			return

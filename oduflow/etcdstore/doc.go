@@ -1,18 +1,19 @@
-// Package etcdstore is an etcd-backed oduflow.ClaimStore and oduflow.Leases, and the custom catalog
-// (catalog.Store) beside them, so that several controller replicas (each a Dispatcher with its own Store)
-// share claims, locks, custom definitions and executions.
+// Package etcdstore is an etcd-backed claim store (claims.ClaimStore and claims.Leases, package
+// oduflow/claims), and the custom catalog (catalog.Store) beside them, so that several controller
+// replicas (each a Dispatcher with its own Store) share claims, locks, custom definitions and executions.
+// It imports the contract only (oduflow/claims), never the dispatcher.
 //
 //	st, err := etcdstore.Open(ctx, etcdstore.WithEndpoints("10.0.0.1:2379", "10.0.0.2:2379"),
 //		etcdstore.WithPrefix("/oduflow/prod"), etcdstore.WithAuth(user, password))
 //	cat, err := st.Catalog()
-//	d, err := oduflow.New(client, bus, oduflow.WithClaimStore(st), oduflow.WithCustomCatalog(cat)) // st is an oduflow.Store: claims and leases
+//	d, err := oduflow.New(client, bus, oduflow.WithClaimStore(st), oduflow.WithCustomCatalog(cat)) // st is a claims.Store: claims and leases
 //
 // The CLI reads ODUFLOW_CLAIMS=etcd://HOST:PORT[,HOST:PORT...]/PREFIX through ParseURL, and then keeps
 // its custom catalog in the same store unless ODUFLOW_CATALOG_DIR names a directory.
 //
 // # Records
 //
-// A claim is one key, PREFIX/claims/<request id>, holding (*oduflow.Claim).MarshalBinary's JSON; it is read back with
+// A claim is one key, PREFIX/claims/<request id>, holding (*claims.Claim).MarshalBinary's JSON; it is read back with
 // a strict decoder (one object, known fields only, no repeated field, no trailing data, at most
 // MaxClaimSize bytes, the request id of its key) and anything else under the prefix is ErrCorruptClaim,
 // never a panic. Create is one transaction If(CreateRevision(claim) == 0, CreateRevision(index entry) ==
@@ -23,10 +24,10 @@
 // CompareAndSwap checks the generation of the record it read and writes If(ModRevision == the revision
 // read), storing Generation+1. Claims are never deleted.
 //
-// The open entries are the client's unresolved set ((*oduflow.Claim).Unresolved: not final, or
+// The open entries are the client's unresolved set ((*claims.Claim).Unresolved: not final, or
 // quarantining): Create puts one, and the CompareAndSwap transaction that moves a claim out of (or back
 // into) the set deletes (or puts) it, so at every revision a client's open entries are exactly its
-// unresolved claims. ListUnresolved (oduflow.UnresolvedLister) reads them (one prefix read, which fixes a
+// unresolved claims. ListUnresolved (claims.UnresolvedLister) reads them (one prefix read, which fixes a
 // revision) and their claims at that revision: the worker's preflight and Quarantine cost what the
 // client's open requests cost, not its history, once the cluster compacts (--auto-compaction-retention):
 // until then etcd's range over a client's open entries steps over the deleted entries of its resolved
@@ -47,7 +48,7 @@
 // returns an error matching ErrOutcomeUnknown (and, for the dispatcher, carrying OutcomeUnknown() true):
 // it may have committed. Only errors that prove the server
 // refused the request (bad request, permission, quota, authentication) are not outcome-unknown. A read
-// that fails (Get, ListByClient, RequestLockHeld, the probe of Open) matches oduflow.ErrClaimStore: nothing
+// that fails (Get, ListByClient, RequestLockHeld, the probe of Open) matches claims.ErrClaimStore: nothing
 // was written. The CLI maps the two to its exit statuses 5 and 3.
 //
 // # Custom catalog
@@ -73,7 +74,7 @@
 // identical snapshot again returns the stored one, anything else under that request id is
 // catalog.ErrExists. A final outcome (catalog.Outcome.Final) is never rewritten. LockServer is a lock key
 // like the client lease, on its own etcd lease: a holder that dies frees it after the TTL, and a waiter
-// gives up after 10 s with oduflow.ErrLeaseBusy.
+// gives up after 10 s with claims.ErrLeaseBusy.
 //
 // Every record read is at most 1 MiB (below etcd's default --max-request-bytes of 1.5 MiB; a larger
 // record is refused on write with catalog.ErrInvalid), one JSON object with known fields only, no
@@ -81,7 +82,7 @@
 // catalog's rules; anything else is catalog.ErrCorrupt, never a panic or a silent skip. A custom source is
 // at most 64 KiB and a definition record about 4/3 of its source (base64); an execution record holds the source
 // and the canonical payload (base64) plus about 110 bytes per pointer, typically a few KiB. Errors: a
-// write whose acknowledgement was lost matches ErrOutcomeUnknown, a read that failed oduflow.ErrClaimStore.
+// write whose acknowledgement was lost matches ErrOutcomeUnknown, a read that failed claims.ErrClaimStore.
 //
 // # Locks
 //
@@ -104,7 +105,7 @@
 // create or dispatch the request again. Every Store keeps the highest revision the cluster answered it
 // with, and the cluster id; every read and write of the claim store records the mark when it is sent
 // and refuses an answer below it, or from another cluster, with ErrRevisionRegressed (which matches
-// oduflow.ErrClaimStore: the CLI exits 3) before anything read from it can lead to a publication. Reads
+// claims.ErrClaimStore: the CLI exits 3) before anything read from it can lead to a publication. Reads
 // are linearizable, so a request sent after an answer at revision r is always answered at r or later; the
 // mark a request compares with is the one from before it was sent, never one raised by a concurrent
 // request. What this cannot see: a Store opened after the rewind (a restarted replica, a detached worker's
@@ -118,7 +119,7 @@
 // CompareAndSwapHeld is one transaction comparing the claim's mod revision and, for each lease, that its
 // key still exists with the create revision recorded when it was taken and this session's lease id. A
 // lock that expired, was revoked or was taken over by anybody since fails the transaction: nothing is
-// written and the error matches oduflow.ErrLeaseLost.
+// written and the error matches claims.ErrLeaseLost.
 //
 // # At most once
 //

@@ -11,7 +11,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/oduflow/oduflow-go/internal/errmark"
-	"github.com/oduflow/oduflow-go/oduflow"
+	"github.com/oduflow/oduflow-go/oduflow/claims"
 )
 
 // ErrOutcomeUnknown: a write transaction was sent but its acknowledgement was lost (timeout, leader
@@ -70,9 +70,9 @@ func (e *unknownOutcome) SafeFormatError(crdb.Printer) (next error) { return e.c
 // Format keeps %+v the cause's (cockroachdb's formatter).
 func (e *unknownOutcome) Format(s fmt.State, verb rune) { crdb.FormatError(e, s, verb) }
 
-// readErr wraps a read error (a read has no outcome to lose). It matches oduflow.ErrClaimStore, so that a
+// readErr wraps a read error (a read has no outcome to lose). It matches claims.ErrClaimStore, so that a
 // caller (the CLI's exit status) can tell "the store could not be read, nothing was written" from a
 // failed request.
 func readErr(err error, what string) error {
-	return errmark.Mark(crdb.Wrapf(err, "etcdstore: %s", crdb.Safe(what)), oduflow.ErrClaimStore)
+	return errmark.Mark(crdb.Wrapf(err, "etcdstore: %s", crdb.Safe(what)), claims.ErrClaimStore)
 }

@@ -9,7 +9,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/oduflow/oduflow-go/internal/errmark"
-	"github.com/oduflow/oduflow-go/oduflow"
+	"github.com/oduflow/oduflow-go/oduflow/claims"
 )
 
 // Fencing tokens. The token of a dispatch intent is the client's fence base plus the revision of the
@@ -27,13 +27,13 @@ import (
 // last saw for a client is cached, and a stale cache costs one more transaction, never a wrong token.
 //
 // A transaction cannot write its own revision into the value it puts, so the intent's record holds a
-// placeholder, fence_token = 2^53 + base (above oduflow.MaxFenceToken, so never a token), and a reader
+// placeholder, fence_token = 2^53 + base (above claims.MaxFenceToken, so never a token), and a reader
 // replaces it by base + the record's mod revision (withFenceToken), which is the intent's revision until
 // the claim's next write. Every later write carries the token from the record it replaces
 // (compareAndSwap fences on that record's mod revision, so the first write after the intent reads
 // exactly the intent's revision) and stores it as a number. Claims dispatched before fencing (or through
 // a plain CompareAndSwap) have no token and get none.
-const fenceTokenPending = oduflow.MaxFenceToken + 1
+const fenceTokenPending = claims.MaxFenceToken + 1
 
 // fenceHeadroom is how far below MaxFenceToken a base must stay for base + revision to remain a token
 // (2^40 revisions: decades of writes).
@@ -110,9 +110,9 @@ func (s *Store) planFenceIntent(minion string, b fenceBase, floor uint64, claimR
 		fi.cmp = clientv3.Compare(clientv3.ModRevision(key), "=", b.modRev)
 	}
 	if floor > 0 && b.value+uint64(claimRev) <= floor {
-		if floor > oduflow.MaxFenceToken-fenceHeadroom {
+		if floor > claims.MaxFenceToken-fenceHeadroom {
 			return fi, errmark.Mark(errors.Newf("etcdstore: fence tokens exhausted (floor %d)", errors.Safe(floor)),
-				oduflow.ErrClaimStore)
+				claims.ErrClaimStore)
 		}
 		put := clientv3.OpPut(key, strconv.FormatUint(floor, 10))
 		fi.put, fi.base.value = &put, floor
@@ -127,7 +127,7 @@ func readFenceBase(resp *clientv3.GetResponse) (fenceBase, error) {
 	}
 	kv := resp.Kvs[0]
 	v, err := strconv.ParseUint(string(kv.Value), 10, 64)
-	if err != nil || len(kv.Value) > 20 || v > oduflow.MaxFenceToken-fenceHeadroom || kv.Lease != 0 {
+	if err != nil || len(kv.Value) > 20 || v > claims.MaxFenceToken-fenceHeadroom || kv.Lease != 0 {
 		return fenceBase{}, corrupt("fence base of a client is not a decimal base written by this store")
 	}
 	return fenceBase{value: v, modRev: kv.ModRevision}, nil

@@ -12,7 +12,7 @@ import (
 	"go.etcd.io/etcd/client/v3/concurrency"
 
 	"github.com/oduflow/oduflow-go/internal/errmark"
-	"github.com/oduflow/oduflow-go/oduflow"
+	"github.com/oduflow/oduflow-go/oduflow/claims"
 	"github.com/oduflow/oduflow-go/receipt"
 )
 
@@ -32,7 +32,7 @@ type Lease struct {
 	relErr error
 }
 
-// Release implements oduflow.Lease: it stops the keepalive and revokes the etcd lease (deleting the lock
+// Release implements claims.Lease: it stops the keepalive and revokes the etcd lease (deleting the lock
 // key). Idempotent; only the first call can return an error, and the lock is free within the TTL even
 // then.
 func (l *Lease) Release() (err error) {
@@ -46,7 +46,7 @@ func (l *Lease) Release() (err error) {
 	return l.relErr
 }
 
-// Held implements oduflow.Lease: false after Release, or once the session is known lost (its etcd lease
+// Held implements claims.Lease: false after Release, or once the session is known lost (its etcd lease
 // expired or was revoked, or the Store was closed).
 func (l *Lease) Held() bool {
 	l.mu.Lock()
@@ -146,8 +146,8 @@ func (s *Store) clientLockKey(minion string) string {
 	return s.prefix + clientLocksDir + minion
 }
 
-// TryRequestLock implements oduflow.Leases.
-func (s *Store) TryRequestLock(ctx context.Context, requestID string) (_ oduflow.Lease, err error) {
+// TryRequestLock implements claims.Leases.
+func (s *Store) TryRequestLock(ctx context.Context, requestID string) (_ claims.Lease, err error) {
 	defer errmark.Boundary(&err)
 	if err := receipt.ValidateRequestID(requestID); err != nil {
 		return nil, invalidID(err, "request id")
@@ -164,12 +164,12 @@ func (s *Store) TryRequestLock(ctx context.Context, requestID string) (_ oduflow
 		if err != nil {
 			return nil, err
 		}
-		return nil, errors.Wrap(oduflow.ErrLeaseBusy, "etcdstore: request lock")
+		return nil, errors.Wrap(claims.ErrLeaseBusy, "etcdstore: request lock")
 	}
 	return &Lease{s: s, key: key, sess: sess, createRev: rev}, nil
 }
 
-// RequestLockHeld implements oduflow.Leases: the lock key exists (a linearizable read); a lock key
+// RequestLockHeld implements claims.Leases: the lock key exists (a linearizable read); a lock key
 // without an etcd lease is ErrCorruptClaim.
 func (s *Store) RequestLockHeld(ctx context.Context, requestID string) (_ bool, err error) {
 	defer errmark.Boundary(&err)
@@ -183,9 +183,9 @@ func (s *Store) RequestLockHeld(ctx context.Context, requestID string) (_ bool, 
 	return lockHeld(rangeKVs(resp, 0))
 }
 
-// AcquireClientLease implements oduflow.Leases: it tries to create the client's lock key and, while
+// AcquireClientLease implements claims.Leases: it tries to create the client's lock key and, while
 // another holder has it, watches for its deletion, for at most maxWait (ErrLeaseBusy after that).
-func (s *Store) AcquireClientLease(ctx context.Context, minionID string, maxWait time.Duration) (_ oduflow.Lease, err error) {
+func (s *Store) AcquireClientLease(ctx context.Context, minionID string, maxWait time.Duration) (_ claims.Lease, err error) {
 	defer errmark.Boundary(&err)
 	if err := receipt.ValidateMinionID(minionID); err != nil {
 		return nil, invalidID(err, "minion id")
@@ -228,7 +228,7 @@ func (s *Store) acquire(ctx context.Context, key string, maxWait time.Duration, 
 			return l, nil
 		}
 		if !time.Now().Before(deadline) {
-			return nil, errors.Wrapf(oduflow.ErrLeaseBusy, "etcdstore: %s", errors.Safe(what))
+			return nil, errors.Wrapf(claims.ErrLeaseBusy, "etcdstore: %s", errors.Safe(what))
 		}
 		s.waitDeleted(ctx, key, rev, deadline)
 		if err := ctx.Err(); err != nil {

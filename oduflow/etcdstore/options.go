@@ -14,7 +14,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/oduflow/oduflow-go/internal/errmark"
-	"github.com/oduflow/oduflow-go/oduflow"
+	"github.com/oduflow/oduflow-go/oduflow/claims"
 )
 
 // Defaults.
@@ -96,7 +96,7 @@ func (c *config) tlsConfig() (*tls.Config, error) {
 	}
 	out := &tls.Config{MinVersion: tls.VersionTLS12}
 	if (c.certFile == "") != (c.keyFile == "") {
-		return nil, errmark.Mark(errors.New("etcdstore: TLS certificate and key go together"), oduflow.ErrInvalidInput)
+		return nil, errmark.Mark(errors.New("etcdstore: TLS certificate and key go together"), claims.ErrInvalidInput)
 	}
 	if c.certFile != "" {
 		cert, err := tls.LoadX509KeyPair(c.certFile, c.keyFile)
@@ -112,7 +112,7 @@ func (c *config) tlsConfig() (*tls.Config, error) {
 		}
 		pool := x509.NewCertPool()
 		if !pool.AppendCertsFromPEM(pem) {
-			return nil, errmark.Mark(errors.New("etcdstore: TLS CA bundle holds no certificate"), oduflow.ErrInvalidInput)
+			return nil, errmark.Mark(errors.New("etcdstore: TLS CA bundle holds no certificate"), claims.ErrInvalidInput)
 		}
 		out.RootCAs = pool
 	}
@@ -141,7 +141,7 @@ func validPrefix(p string) bool {
 func ParseURL(raw string) (_ []Option, err error) {
 	defer errmark.Boundary(&err)
 	bad := func(why string) error {
-		return errmark.Mark(errors.Newf("etcdstore: claims URL: %s", errors.Safe(why)), oduflow.ErrInvalidInput)
+		return errmark.Mark(errors.Newf("etcdstore: claims URL: %s", errors.Safe(why)), claims.ErrInvalidInput)
 	}
 	u, err := url.Parse(raw)
 	if err != nil {

@@ -10,7 +10,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
-	"github.com/oduflow/oduflow-go/oduflow"
+	"github.com/oduflow/oduflow-go/oduflow/claims"
 )
 
 func TestParseURL(t *testing.T) {
@@ -43,7 +43,7 @@ func TestParseURL(t *testing.T) {
 		"etcd://user:hunter2@a:1/p",
 	} {
 		_, err := ParseURL(bad)
-		if !errors.Is(err, oduflow.ErrInvalidInput) {
+		if !errors.Is(err, claims.ErrInvalidInput) {
 			t.Fatalf("%q accepted or untyped: %v", bad, err)
 		}
 		if strings.Contains(err.Error(), "hunter2") || (bad != "" && strings.Contains(err.Error(), bad)) {
@@ -60,7 +60,7 @@ func TestOpenRefusesBadConfig(t *testing.T) {
 		"bad ttl":     {WithEndpoints("127.0.0.1:1"), WithTTL(0)},
 		"half tls":    {WithEndpoints("127.0.0.1:1"), WithTLSFiles("cert.pem", "", "")},
 	} {
-		if _, err := Open(ctx, opts...); !errors.Is(err, oduflow.ErrInvalidInput) {
+		if _, err := Open(ctx, opts...); !errors.Is(err, claims.ErrInvalidInput) {
 			t.Fatalf("%s: %v", name, err)
 		}
 	}

@@ -36,7 +36,7 @@ func rangeOp(key string, rev int64, keysOnly bool) *pb.RequestOp {
 
 // readTxn runs ops in one read transaction (linearizable, one snapshot) whose answer may be at most
 // maxBytes, checking its revision against the Store's high-water mark. An answer over maxBytes is
-// ErrCorruptClaim; other failures match oduflow.ErrClaimStore (or rpctypes.ErrCompacted for a read at a
+// ErrCorruptClaim; other failures match claims.ErrClaimStore (or rpctypes.ErrCompacted for a read at a
 // compacted revision).
 func (s *Store) readTxn(ctx context.Context, what string, maxBytes int, ops ...*pb.RequestOp) (*pb.TxnResponse, error) {
 	floor := s.rev.floor()

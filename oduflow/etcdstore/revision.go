@@ -7,17 +7,17 @@ import (
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 
 	"github.com/oduflow/oduflow-go/internal/errmark"
-	"github.com/oduflow/oduflow-go/oduflow"
+	"github.com/oduflow/oduflow-go/oduflow/claims"
 )
 
 // ErrRevisionRegressed: the cluster answered at a revision lower than one this Store had already seen
 // before it sent the request, or as another cluster: it was restored from an earlier copy of its data
 // (a data directory, a snapshot) or replaced. Its records may describe a past in which a request was not
 // yet dispatched although it was, so nothing read from it may lead to a publication: every read and
-// write of the claim store is refused with this error (which also matches oduflow.ErrClaimStore) until
+// write of the claim store is refused with this error (which also matches claims.ErrClaimStore) until
 // an operator has looked. Visible to the standard library's errors.Is.
 var ErrRevisionRegressed = errmark.Mark(errors.New("etcdstore: cluster revision went backwards (restored or replaced cluster)"),
-	oduflow.ErrClaimStore)
+	claims.ErrClaimStore)
 
 // revisionGuard is a Store's high-water mark of the cluster revision and the cluster id it answered
 // with. etcd's revision only grows, and every read the store makes is linearizable, so a request sent

@@ -6,7 +6,7 @@ import (
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 
-	"github.com/oduflow/oduflow-go/oduflow"
+	"github.com/oduflow/oduflow-go/oduflow/claims"
 )
 
 // TestRevisionGuard: an answer below the mark of its request's start is a rewind; an answer below a mark
@@ -25,7 +25,7 @@ func TestRevisionGuard(t *testing.T) {
 		t.Fatalf("a read sent before the write at 10, answered at 9: %v", err)
 	}
 	err := g.observe(h(9, 7), g.floor())
-	if !errors.Is(err, ErrRevisionRegressed) || !errors.Is(err, oduflow.ErrClaimStore) {
+	if !errors.Is(err, ErrRevisionRegressed) || !errors.Is(err, claims.ErrClaimStore) {
 		t.Fatalf("a read sent after 10 answered at 9: %v", err)
 	}
 	if err := g.observe(h(11, 8), g.floor()); !errors.Is(err, ErrRevisionRegressed) {

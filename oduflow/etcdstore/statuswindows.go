@@ -10,7 +10,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/oduflow/oduflow-go/internal/errmark"
-	"github.com/oduflow/oduflow-go/oduflow"
+	"github.com/oduflow/oduflow-go/oduflow/claims"
 	"github.com/oduflow/oduflow-go/receipt"
 )
 
@@ -148,48 +148,48 @@ func (s *Store) forgetWindowLease(id clientv3.LeaseID) {
 }
 
 // Liveness reads the request lock and the two window keys of c at one revision (one read transaction).
-func (s *Store) Liveness(ctx context.Context, c *oduflow.Claim) (_ oduflow.Liveness, err error) {
+func (s *Store) Liveness(ctx context.Context, c *claims.Claim) (_ claims.Liveness, err error) {
 	defer errmark.Boundary(&err)
 	if err := receipt.ValidateRequestID(c.RequestID); err != nil {
-		return oduflow.Liveness{}, invalidID(err, "request id")
+		return claims.Liveness{}, invalidID(err, "request id")
 	}
 	resp, err := s.readTxn(ctx, "read request lock and windows", claimAnswerCap(1),
 		rangeOp(s.runLockKey(c.RequestID), 0, false), rangeOp(s.launchWindowKey(c.RequestID), 0, true),
 		rangeOp(s.dispatchWindowKey(c.RequestID), 0, true))
 	if err != nil {
-		return oduflow.Liveness{}, err
+		return claims.Liveness{}, err
 	}
 	return livenessFrom(rangeKVs(resp, 0), rangeKVs(resp, 1), rangeKVs(resp, 2))
 }
 
 // GetWithLiveness reads the claim, its request lock and its two window keys in one linearizable read
 // transaction (one snapshot, one round trip): the dispatcher's Status.
-func (s *Store) GetWithLiveness(ctx context.Context, requestID string) (_ *oduflow.Claim, _ oduflow.Liveness, err error) {
+func (s *Store) GetWithLiveness(ctx context.Context, requestID string) (_ *claims.Claim, _ claims.Liveness, err error) {
 	defer errmark.Boundary(&err)
 	if err := receipt.ValidateRequestID(requestID); err != nil {
-		return nil, oduflow.Liveness{}, invalidID(err, "request id")
+		return nil, claims.Liveness{}, invalidID(err, "request id")
 	}
 	resp, err := s.readTxn(ctx, "read claim, request lock and windows", claimAnswerCap(2),
 		rangeOp(s.claimKey(requestID), 0, false), rangeOp(s.runLockKey(requestID), 0, false),
 		rangeOp(s.launchWindowKey(requestID), 0, true), rangeOp(s.dispatchWindowKey(requestID), 0, true))
 	if err != nil {
-		return nil, oduflow.Liveness{}, err
+		return nil, claims.Liveness{}, err
 	}
 	c, _, err := s.claimFrom(rangeKVs(resp, 0), requestID)
 	if err != nil {
-		return nil, oduflow.Liveness{}, err
+		return nil, claims.Liveness{}, err
 	}
 	lv, err := livenessFrom(rangeKVs(resp, 1), rangeKVs(resp, 2), rangeKVs(resp, 3))
 	if err != nil {
-		return nil, oduflow.Liveness{}, err
+		return nil, claims.Liveness{}, err
 	}
 	return c, lv, nil
 }
 
-func livenessFrom(lock, launch, dispatch []*mvccpb.KeyValue) (oduflow.Liveness, error) {
+func livenessFrom(lock, launch, dispatch []*mvccpb.KeyValue) (claims.Liveness, error) {
 	held, err := lockHeld(lock)
 	if err != nil {
-		return oduflow.Liveness{}, err
+		return claims.Liveness{}, err
 	}
-	return oduflow.Liveness{RequestLockHeld: held, LaunchOpen: len(launch) > 0, DispatchOpen: len(dispatch) > 0}, nil
+	return claims.Liveness{RequestLockHeld: held, LaunchOpen: len(launch) > 0, DispatchOpen: len(dispatch) > 0}, nil
 }

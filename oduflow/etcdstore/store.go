@@ -17,13 +17,13 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/oduflow/oduflow-go/internal/errmark"
-	"github.com/oduflow/oduflow-go/oduflow"
+	"github.com/oduflow/oduflow-go/oduflow/claims"
 	"github.com/oduflow/oduflow-go/receipt"
 )
 
 // Key layout under the prefix (request and minion ids are canonical UUID forms, so no id holds a "/"):
 //
-//	PREFIX/claims/<request id>            the claim ((*oduflow.Claim).MarshalBinary JSON)
+//	PREFIX/claims/<request id>            the claim ((*claims.Claim).MarshalBinary JSON)
 //	PREFIX/clients/<minion id>/<request>  empty index entry, written in the claim's creating transaction;
 //	                                      never deleted: it is the tombstone that keeps a request id used
 //	PREFIX/open/<minion id>/<request>     empty entry while the claim is unresolved (unresolved.go)
@@ -42,7 +42,7 @@ const (
 	listBatch = 64
 )
 
-// Store is an etcd-backed oduflow.ClaimStore and oduflow.Leases. Several Stores (controller replicas,
+// Store is an etcd-backed claims.ClaimStore and claims.Leases. Several Stores (controller replicas,
 // each with its own client) sharing a cluster and a prefix share claims and locks. Safe for concurrent
 // use. Close releases the client.
 type Store struct {
@@ -72,14 +72,14 @@ func Open(ctx context.Context, opts ...Option) (_ *Store, err error) {
 		o(&cfg)
 	}
 	if len(cfg.endpoints) == 0 {
-		return nil, errmark.Mark(errors.New("etcdstore: no endpoint"), oduflow.ErrInvalidInput)
+		return nil, errmark.Mark(errors.New("etcdstore: no endpoint"), claims.ErrInvalidInput)
 	}
 	if !validPrefix(cfg.prefix) {
 		return nil, errmark.Mark(errors.New("etcdstore: prefix must be absolute printable ASCII without empty segments"),
-			oduflow.ErrInvalidInput)
+			claims.ErrInvalidInput)
 	}
 	if cfg.ttl <= 0 || cfg.dialTimeout <= 0 || cfg.reqTimeout <= 0 {
-		return nil, errmark.Mark(errors.New("etcdstore: TTL and timeouts must be positive"), oduflow.ErrInvalidInput)
+		return nil, errmark.Mark(errors.New("etcdstore: TTL and timeouts must be positive"), claims.ErrInvalidInput)
 	}
 	tcfg, err := cfg.tlsConfig()
 	if err != nil {
@@ -133,15 +133,15 @@ func (s *Store) indexPrefix(minion string) string {
 }
 
 func invalidID(err error, what string) error {
-	return errmark.Mark(errors.Wrapf(err, "etcdstore: invalid %s", errors.Safe(what)), oduflow.ErrInvalidInput)
+	return errmark.Mark(errors.Wrapf(err, "etcdstore: invalid %s", errors.Safe(what)), claims.ErrInvalidInput)
 }
 
-// Create implements oduflow.ClaimStore: one transaction If(CreateRevision(claim) == 0,
+// Create implements claims.ClaimStore: one transaction If(CreateRevision(claim) == 0,
 // CreateRevision(index entry) == 0) Then(Put claim, Put index entry, Put open entry). The index entry is
 // never deleted, so a request id whose claim was deleted (by hand, or by a tool) is never created again:
 // that Create fails with ErrCorruptClaim instead of starting the request a second time under a new JID.
 // Its error matches ErrOutcomeUnknown when the acknowledgement was lost.
-func (s *Store) Create(ctx context.Context, c *oduflow.Claim) (err error) {
+func (s *Store) Create(ctx context.Context, c *claims.Claim) (err error) {
 	defer errmark.Boundary(&err)
 	if err := ctx.Err(); err != nil {
 		return err
@@ -149,7 +149,7 @@ func (s *Store) Create(ctx context.Context, c *oduflow.Claim) (err error) {
 	cp := cloneClaim(c)
 	cp.Generation = 1
 	if err := cp.Validate(); err != nil {
-		return errmark.Mark(err, oduflow.ErrInvalidInput)
+		return errmark.Mark(err, claims.ErrInvalidInput)
 	}
 	data, err := cp.MarshalBinary()
 	if err != nil {
@@ -185,20 +185,20 @@ func (s *Store) Create(ctx context.Context, c *oduflow.Claim) (err error) {
 		if resp.Responses[0].GetResponseRange().GetCount() == 0 {
 			return corrupt("claim deleted while its index entry remains: the request id was used")
 		}
-		return errors.Wrap(oduflow.ErrClaimExists, "etcdstore: create claim")
+		return errors.Wrap(claims.ErrClaimExists, "etcdstore: create claim")
 	}
 	c.Generation = 1
 	return nil
 }
 
-// Get implements oduflow.ClaimStore (a linearizable read).
-func (s *Store) Get(ctx context.Context, requestID string) (_ *oduflow.Claim, err error) {
+// Get implements claims.ClaimStore (a linearizable read).
+func (s *Store) Get(ctx context.Context, requestID string) (_ *claims.Claim, err error) {
 	defer errmark.Boundary(&err)
 	c, _, err := s.get(ctx, requestID)
 	return c, err
 }
 
-func (s *Store) get(ctx context.Context, requestID string) (*oduflow.Claim, int64, error) {
+func (s *Store) get(ctx context.Context, requestID string) (*claims.Claim, int64, error) {
 	if err := receipt.ValidateRequestID(requestID); err != nil {
 		return nil, 0, invalidID(err, "request id")
 	}
@@ -209,9 +209,9 @@ func (s *Store) get(ctx context.Context, requestID string) (*oduflow.Claim, int6
 	return s.claimFrom(rangeKVs(resp, 0), requestID)
 }
 
-func (s *Store) claimFrom(kvs []*mvccpb.KeyValue, requestID string) (*oduflow.Claim, int64, error) {
+func (s *Store) claimFrom(kvs []*mvccpb.KeyValue, requestID string) (*claims.Claim, int64, error) {
 	if len(kvs) == 0 {
-		return nil, 0, errors.Wrap(oduflow.ErrNoClaim, "etcdstore: read claim")
+		return nil, 0, errors.Wrap(claims.ErrNoClaim, "etcdstore: read claim")
 	}
 	c, err := decodeClaim(withFenceToken(kvs[0].Value, kvs[0].ModRevision), requestID)
 	if err != nil {
@@ -223,7 +223,7 @@ func (s *Store) claimFrom(kvs []*mvccpb.KeyValue, requestID string) (*oduflow.Cl
 // GetWithRequestLock reads the claim and whether its request lock is held in one linearizable read
 // transaction (one snapshot, one round trip): the dispatcher's Status uses it instead of Get then
 // RequestLockHeld.
-func (s *Store) GetWithRequestLock(ctx context.Context, requestID string) (_ *oduflow.Claim, _ bool, err error) {
+func (s *Store) GetWithRequestLock(ctx context.Context, requestID string) (_ *claims.Claim, _ bool, err error) {
 	defer errmark.Boundary(&err)
 	if err := receipt.ValidateRequestID(requestID); err != nil {
 		return nil, false, invalidID(err, "request id")
@@ -244,36 +244,36 @@ func (s *Store) GetWithRequestLock(ctx context.Context, requestID string) (_ *od
 	return c, held, nil
 }
 
-// CompareAndSwap implements oduflow.ClaimStore: the generation check is made on the record read, and the
+// CompareAndSwap implements claims.ClaimStore: the generation check is made on the record read, and the
 // write is fenced on that record's mod revision.
-func (s *Store) CompareAndSwap(ctx context.Context, next *oduflow.Claim) (_ *oduflow.Claim, err error) {
+func (s *Store) CompareAndSwap(ctx context.Context, next *claims.Claim) (_ *claims.Claim, err error) {
 	defer errmark.Boundary(&err)
 	return s.compareAndSwap(ctx, next, nil)
 }
 
-// CompareAndSwapHeld implements oduflow.ClaimStore: one transaction compares the record's mod revision
+// CompareAndSwapHeld implements claims.ClaimStore: one transaction compares the record's mod revision
 // and, for each lease, that its lock key still exists with the create revision recorded when it was
 // taken and the etcd lease of its holder. A lease from another Store is refused with ErrLeaseLost.
-func (s *Store) CompareAndSwapHeld(ctx context.Context, next *oduflow.Claim, held ...oduflow.Lease) (_ *oduflow.Claim, err error) {
+func (s *Store) CompareAndSwapHeld(ctx context.Context, next *claims.Claim, held ...claims.Lease) (_ *claims.Claim, err error) {
 	defer errmark.Boundary(&err)
 	ls := make([]*Lease, 0, len(held))
 	for _, h := range held {
 		l, ok := h.(*Lease)
 		if !ok || l == nil || l.s != s {
-			return nil, errors.Wrap(oduflow.ErrLeaseLost, "etcdstore: lease not from this store")
+			return nil, errors.Wrap(claims.ErrLeaseLost, "etcdstore: lease not from this store")
 		}
 		ls = append(ls, l)
 	}
 	return s.compareAndSwap(ctx, next, ls)
 }
 
-func (s *Store) compareAndSwap(ctx context.Context, next *oduflow.Claim, held []*Lease) (*oduflow.Claim, error) {
+func (s *Store) compareAndSwap(ctx context.Context, next *claims.Claim, held []*Lease) (*claims.Claim, error) {
 	if err := next.Validate(); err != nil {
-		return nil, errmark.Mark(err, oduflow.ErrInvalidInput)
+		return nil, errmark.Mark(err, claims.ErrInvalidInput)
 	}
 	for _, l := range held {
 		if !l.Held() {
-			return nil, errors.Wrap(oduflow.ErrLeaseLost, "etcdstore: lease released or expired")
+			return nil, errors.Wrap(claims.ErrLeaseLost, "etcdstore: lease released or expired")
 		}
 	}
 	cur, rev, err := s.get(ctx, next.RequestID)
@@ -281,16 +281,16 @@ func (s *Store) compareAndSwap(ctx context.Context, next *oduflow.Claim, held []
 		return nil, err
 	}
 	if cur.Generation != next.Generation {
-		return cur, errors.Wrapf(oduflow.ErrConflict, "generation %d, expected %d",
+		return cur, errors.Wrapf(claims.ErrConflict, "generation %d, expected %d",
 			errors.Safe(cur.Generation), errors.Safe(next.Generation))
 	}
 	if !sameIdentity(cur, next) {
-		return cur, errors.Wrap(oduflow.ErrConflict, "identity fields are immutable")
+		return cur, errors.Wrap(claims.ErrConflict, "identity fields are immutable")
 	}
 	out := cloneClaim(next)
 	out.Generation = cur.Generation + 1
 	out.FenceToken = cur.FenceToken // issued once, never changed (read back from the record if unwritten)
-	intent := held != nil && cur.Phase == oduflow.PhaseClaimed && out.Phase == oduflow.PhaseDispatching
+	intent := held != nil && cur.Phase == claims.PhaseClaimed && out.Phase == claims.PhaseDispatching
 	key := s.claimKey(next.RequestID)
 	cmps := []clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(key), "=", rev)}
 	var thens []clientv3.Op
@@ -364,7 +364,7 @@ func (s *Store) compareAndSwap(ctx context.Context, next *oduflow.Claim, held []
 		for i, l := range held {
 			kvs := resp.Responses[1+i].GetResponseRange().GetKvs()
 			if len(kvs) == 0 || kvs[0].CreateRevision != l.createRev || clientv3.LeaseID(kvs[0].Lease) != l.sess.Lease() {
-				return now, errors.Wrap(oduflow.ErrLeaseLost, "etcdstore: lock key gone or taken over")
+				return now, errors.Wrap(claims.ErrLeaseLost, "etcdstore: lock key gone or taken over")
 			}
 		}
 		if intent && nowRev == rev {
@@ -380,13 +380,13 @@ func (s *Store) compareAndSwap(ctx context.Context, next *oduflow.Claim, held []
 				continue
 			}
 		}
-		return now, errors.Wrap(oduflow.ErrConflict, "etcdstore: claim changed meanwhile")
+		return now, errors.Wrap(claims.ErrConflict, "etcdstore: claim changed meanwhile")
 	}
 }
 
-// ListByClient implements oduflow.ClaimStore: one read of the client's index entries, then its claims in
+// ListByClient implements claims.ClaimStore: one read of the client's index entries, then its claims in
 // bounded batches (readClaims).
-func (s *Store) ListByClient(ctx context.Context, minionID string) (_ []*oduflow.Claim, err error) {
+func (s *Store) ListByClient(ctx context.Context, minionID string) (_ []*claims.Claim, err error) {
 	defer errmark.Boundary(&err)
 	if err := receipt.ValidateMinionID(minionID); err != nil {
 		return nil, invalidID(err, "minion id")
@@ -430,8 +430,8 @@ func (s *Store) listIndex(ctx context.Context, pfx, what string) ([]string, int6
 // point during the call, which is all a listing promises (the quarantine argument needs only that every
 // claim indexed before the index read is read at or after it). An entry without its claim is
 // ErrCorruptClaim: claims are never deleted, and skipping a deleted one could lift a quarantine.
-func (s *Store) readClaims(ctx context.Context, minionID string, reqs []string, rev int64) ([]*oduflow.Claim, error) {
-	out := make([]*oduflow.Claim, 0, len(reqs))
+func (s *Store) readClaims(ctx context.Context, minionID string, reqs []string, rev int64) ([]*claims.Claim, error) {
+	out := make([]*claims.Claim, 0, len(reqs))
 	for start := 0; start < len(reqs); start += listBatch {
 		batch := reqs[start:min(start+listBatch, len(reqs))]
 		ops := make([]*pb.RequestOp, len(batch))
@@ -451,7 +451,7 @@ func (s *Store) readClaims(ctx context.Context, minionID string, reqs []string, 
 		}
 		for i, req := range batch {
 			c, _, err := s.claimFrom(rangeKVs(tr, i), req)
-			if errors.Is(err, oduflow.ErrNoClaim) {
+			if errors.Is(err, claims.ErrNoClaim) {
 				return nil, corrupt("index entry without a claim")
 			}
 			if err != nil {
@@ -467,10 +467,10 @@ func (s *Store) readClaims(ctx context.Context, minionID string, reqs []string, 
 }
 
 var (
-	_ oduflow.ClaimStore = (*Store)(nil)
-	_ oduflow.Leases     = (*Store)(nil)
-	_ oduflow.Lease      = (*Lease)(nil)
+	_ claims.ClaimStore = (*Store)(nil)
+	_ claims.Leases     = (*Store)(nil)
+	_ claims.Lease      = (*Lease)(nil)
 
-	_ oduflow.UnresolvedLister  = (*Store)(nil)
-	_ oduflow.UnresolvedScanner = (*Store)(nil)
+	_ claims.UnresolvedLister  = (*Store)(nil)
+	_ claims.UnresolvedScanner = (*Store)(nil)
 )

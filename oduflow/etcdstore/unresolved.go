@@ -10,12 +10,12 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/oduflow/oduflow-go/internal/errmark"
-	"github.com/oduflow/oduflow-go/oduflow"
+	"github.com/oduflow/oduflow-go/oduflow/claims"
 	"github.com/oduflow/oduflow-go/receipt"
 )
 
 // The open index: PREFIX/open/<minion id>/<request id> exists exactly while the claim is unresolved
-// ((*oduflow.Claim).Unresolved: not final, or quarantining). Create puts it in the claim's creating
+// ((*claims.Claim).Unresolved: not final, or quarantining). Create puts it in the claim's creating
 // transaction; CompareAndSwap puts or deletes it in the transaction that moves the claim into or out of
 // the unresolved set. So at every revision the open entries of a client are its unresolved claims, and
 // the worker's preflight, Quarantine and Status read only those, whatever the client's history.
@@ -34,11 +34,11 @@ const (
 func (s *Store) openPrefix(minion string) string       { return s.prefix + openDir + minion + "/" }
 func (s *Store) openKey(minion, request string) string { return s.openPrefix(minion) + request }
 
-// ListUnresolved implements oduflow.UnresolvedLister: the client's open entries (one read, which fixes
+// ListUnresolved implements claims.UnresolvedLister: the client's open entries (one read, which fixes
 // a revision) and their claims at that revision, in bounded batches. The claims it returns are
 // unresolved at that revision; a claim resolved meanwhile may be returned as it was at a fresher one
 // (callers filter with Unresolved).
-func (s *Store) ListUnresolved(ctx context.Context, minionID string) (_ []*oduflow.Claim, err error) {
+func (s *Store) ListUnresolved(ctx context.Context, minionID string) (_ []*claims.Claim, err error) {
 	defer errmark.Boundary(&err)
 	if err := receipt.ValidateMinionID(minionID); err != nil {
 		return nil, invalidID(err, "minion id")
@@ -138,7 +138,7 @@ func (s *Store) buildOpenIndex(ctx context.Context) error {
 		if len(ops) > 0 {
 			tr, err := s.readTxn(ctx, "scan claims for the open index", claimAnswerCap(len(ops)), ops...)
 			switch {
-			case errors.Is(err, oduflow.ErrCorruptClaim): // an oversized record in the batch: one by one
+			case errors.Is(err, claims.ErrCorruptClaim): // an oversized record in the batch: one by one
 				for _, e := range batch {
 					if err := s.openEntryFor(ctx, e.minion, e.req); err != nil {
 						return err
@@ -175,7 +175,7 @@ func (s *Store) openEntryFor(ctx context.Context, minion, req string) error {
 	for {
 		c, rev, err := s.get(ctx, req)
 		switch {
-		case errors.Is(err, oduflow.ErrCorruptClaim) || errors.Is(err, oduflow.ErrNoClaim):
+		case errors.Is(err, claims.ErrCorruptClaim) || errors.Is(err, claims.ErrNoClaim):
 			if _, err := s.cli.Put(ctx, s.openKey(minion, req), ""); err != nil {
 				return writeErr(err, "build the open index")
 			}
@@ -197,12 +197,12 @@ func (s *Store) openEntryFor(ctx context.Context, minion, req string) error {
 	}
 }
 
-// ScanUnresolved implements oduflow.UnresolvedScanner: the open entries of every client, listBatch keys
+// ScanUnresolved implements claims.UnresolvedScanner: the open entries of every client, listBatch keys
 // per range read (key order, so a page resumes after the last key it saw), and the claims of each page
 // in bounded read transactions (readClaims). An entry without its claim is ErrCorruptClaim, as in a
 // client's listing. A claim may be yielded resolved (callers filter).
-func (s *Store) ScanUnresolved(ctx context.Context) iter.Seq2[*oduflow.Claim, error] {
-	return func(yield func(*oduflow.Claim, error) bool) {
+func (s *Store) ScanUnresolved(ctx context.Context) iter.Seq2[*claims.Claim, error] {
+	return func(yield func(*claims.Claim, error) bool) {
 		if err := s.ensureOpenIndex(ctx); err != nil {
 			yield(nil, err)
 			return

@@ -17,7 +17,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/oduflow/oduflow-go/oduflow"
+	"github.com/oduflow/oduflow-go/oduflow/claims"
 )
 
 // ChildEnv is the environment variable that turns a re-executed test binary into one of the suite's child
@@ -140,7 +140,7 @@ func runChild(t *testing.T, f StoreFactory, job childJob) {
 				switch err := st.Create(ctx, clone(c)); {
 				case err == nil:
 					ok.Add(1)
-				case errors.Is(err, oduflow.ErrClaimExists):
+				case errors.Is(err, claims.ErrClaimExists):
 					exists.Add(1)
 				default:
 					other.Add(1)

@@ -11,7 +11,7 @@ import (
 
 	crdb "github.com/cockroachdb/errors"
 
-	"github.com/oduflow/oduflow-go/oduflow"
+	"github.com/oduflow/oduflow-go/oduflow/claims"
 	"github.com/oduflow/oduflow-go/oduflow/oduflowtest"
 )
 
@@ -78,9 +78,9 @@ type mutant struct {
 	name string
 }
 
-func (m mutant) Create(ctx context.Context, c *oduflow.Claim) error {
+func (m mutant) Create(ctx context.Context, c *claims.Claim) error {
 	err := m.Store.Create(ctx, c)
-	if m.name == "create overwrites" && errors.Is(err, oduflow.ErrClaimExists) {
+	if m.name == "create overwrites" && errors.Is(err, claims.ErrClaimExists) {
 		cur, gerr := m.Store.Get(ctx, c.RequestID)
 		if gerr != nil {
 			return gerr
@@ -93,15 +93,15 @@ func (m mutant) Create(ctx context.Context, c *oduflow.Claim) error {
 	return err
 }
 
-func (m mutant) Get(ctx context.Context, requestID string) (*oduflow.Claim, error) {
+func (m mutant) Get(ctx context.Context, requestID string) (*claims.Claim, error) {
 	c, err := m.Store.Get(ctx, requestID)
-	if m.name == "cockroach-only sentinels" && errors.Is(err, oduflow.ErrNoClaim) {
-		return nil, crdb.Mark(crdb.New("no such claim"), oduflow.ErrNoClaim)
+	if m.name == "cockroach-only sentinels" && errors.Is(err, claims.ErrNoClaim) {
+		return nil, crdb.Mark(crdb.New("no such claim"), claims.ErrNoClaim)
 	}
 	return c, err
 }
 
-func (m mutant) CompareAndSwap(ctx context.Context, next *oduflow.Claim) (*oduflow.Claim, error) {
+func (m mutant) CompareAndSwap(ctx context.Context, next *claims.Claim) (*claims.Claim, error) {
 	switch m.name {
 	case "cas ignores generation", "identity mutable":
 		cur, err := m.Store.Get(ctx, next.RequestID)
@@ -124,7 +124,7 @@ func (m mutant) CompareAndSwap(ctx context.Context, next *oduflow.Claim) (*odufl
 	return m.Store.CompareAndSwap(ctx, next)
 }
 
-func (m mutant) CompareAndSwapHeld(ctx context.Context, next *oduflow.Claim, held ...oduflow.Lease) (*oduflow.Claim, error) {
+func (m mutant) CompareAndSwapHeld(ctx context.Context, next *claims.Claim, held ...claims.Lease) (*claims.Claim, error) {
 	if m.name == "held ignores leases" {
 		return m.Store.CompareAndSwap(ctx, next)
 	}
@@ -145,9 +145,9 @@ func (m mutant) CompareAndSwapHeld(ctx context.Context, next *oduflow.Claim, hel
 	return out, err
 }
 
-func (m mutant) ListByClient(ctx context.Context, minionID string) ([]*oduflow.Claim, error) {
+func (m mutant) ListByClient(ctx context.Context, minionID string) ([]*claims.Claim, error) {
 	list, err := m.Store.ListByClient(ctx, minionID)
-	if m.name == "list hides corrupt" && errors.Is(err, oduflow.ErrCorruptClaim) {
+	if m.name == "list hides corrupt" && errors.Is(err, claims.ErrCorruptClaim) {
 		return nil, nil
 	}
 	return list, err
@@ -158,9 +158,9 @@ type freeLease struct{}
 func (freeLease) Release() error { return nil }
 func (freeLease) Held() bool     { return true }
 
-func (m mutant) TryRequestLock(ctx context.Context, requestID string) (oduflow.Lease, error) {
+func (m mutant) TryRequestLock(ctx context.Context, requestID string) (claims.Lease, error) {
 	l, err := m.Store.TryRequestLock(ctx, requestID)
-	if m.name == "lock not exclusive" && errors.Is(err, oduflow.ErrLeaseBusy) {
+	if m.name == "lock not exclusive" && errors.Is(err, claims.ErrLeaseBusy) {
 		return freeLease{}, nil
 	}
 	return l, err

@@ -8,12 +8,21 @@ import (
 	"testing"
 	"time"
 
-	"github.com/oduflow/oduflow-go/oduflow"
+	"github.com/oduflow/oduflow-go/oduflow/claims"
 	"github.com/oduflow/oduflow-go/receipt"
 )
 
+// The error codes of the claims the suite writes: package oduflow's CodeQuarantined, CodeNoTrustworthyReturn
+// and CodeAsserted, spelled here so that the suite needs only the contract (oduflow/claims), never the
+// dispatcher (TestSuiteErrorCodes holds them equal).
+const (
+	codeQuarantined         claims.ErrorCode = "quarantined"
+	codeNoTrustworthyReturn claims.ErrorCode = "no_trustworthy_return"
+	codeAsserted            claims.ErrorCode = "asserted"
+)
+
 // Store is what the conformance suite tests: a claim store together with the leases paired with it.
-type Store = oduflow.Store
+type Store = claims.Store
 
 // Capabilities say what a store can and cannot do; the suite skips (and says why) what a store cannot do.
 type Capabilities struct {
@@ -46,7 +55,7 @@ type StoreFactory struct {
 	KillSession func(s Store)
 }
 
-// TestClaimStore runs the conformance suite of oduflow.Store (ClaimStore and Leases, and each optional
+// TestClaimStore runs the conformance suite of claims.Store (ClaimStore and Leases, and each optional
 // capability the store implements: UnresolvedLister, UnresolvedScanner, ClaimLockReader, WindowedStore)
 // against the stores f makes, one subtest per contract clause. Call it from a Test function of the store's package; with
 // Capabilities.MultiProcess the suite re-executes the test binary running that same Test function, and
@@ -122,15 +131,15 @@ func (s *suite) releaseGrace() time.Duration {
 
 // NewClaim returns a valid protocol-1 claim in phase claimed for a fresh minion and request, the kind the
 // dispatcher creates. The suite uses it; store authors may too.
-func NewClaim() *oduflow.Claim {
-	return &oduflow.Claim{
+func NewClaim() *claims.Claim {
+	return &claims.Claim{
 		Protocol:  1,
 		MinionID:  "client-" + receipt.NewRequestID(),
 		RequestID: receipt.NewRequestID(),
 		Profile:   receipt.ProfileConfigure,
 		Role:      "roles.client_stack",
 		JID:       randomJID(),
-		Phase:     oduflow.PhaseClaimed,
+		Phase:     claims.PhaseClaimed,
 		CreatedAt: time.Now().UTC(),
 	}
 }
@@ -145,7 +154,7 @@ func randomJID() string {
 	return string(b[:])
 }
 
-func clone(c *oduflow.Claim) *oduflow.Claim {
+func clone(c *claims.Claim) *claims.Claim {
 	data, err := c.MarshalBinary()
 	if err != nil {
 		panic(err)
@@ -157,7 +166,7 @@ func clone(c *oduflow.Claim) *oduflow.Claim {
 	return out
 }
 
-func encode(t testing.TB, c *oduflow.Claim) string {
+func encode(t testing.TB, c *claims.Claim) string {
 	t.Helper()
 	data, err := c.MarshalBinary()
 	if err != nil {
@@ -167,7 +176,7 @@ func encode(t testing.TB, c *oduflow.Claim) string {
 }
 
 // sameClaim fails unless got is want field for field (compared in the stored encoding).
-func sameClaim(t testing.TB, what string, got, want *oduflow.Claim) {
+func sameClaim(t testing.TB, what string, got, want *claims.Claim) {
 	t.Helper()
 	if got == nil {
 		t.Fatalf("%s: nil claim", what)
@@ -183,7 +192,7 @@ func sameClaim(t testing.TB, what string, got, want *oduflow.Claim) {
 }
 
 // mustGet returns the stored claim.
-func mustGet(t testing.TB, st Store, requestID string) *oduflow.Claim {
+func mustGet(t testing.TB, st Store, requestID string) *claims.Claim {
 	t.Helper()
 	c, err := st.Get(testContext(t), requestID)
 	if err != nil {
@@ -193,7 +202,7 @@ func mustGet(t testing.TB, st Store, requestID string) *oduflow.Claim {
 }
 
 // mustCreate creates c and returns the stored claim (Generation 1).
-func mustCreate(t testing.TB, st Store, c *oduflow.Claim) *oduflow.Claim {
+func mustCreate(t testing.TB, st Store, c *claims.Claim) *claims.Claim {
 	t.Helper()
 	if err := st.Create(testContext(t), clone(c)); err != nil {
 		t.Fatalf("Create: %v", err)
@@ -202,7 +211,7 @@ func mustCreate(t testing.TB, st Store, c *oduflow.Claim) *oduflow.Claim {
 }
 
 // unchanged fails unless the stored claim still equals before (a refused write wrote nothing).
-func unchanged(t testing.TB, st Store, before *oduflow.Claim) {
+func unchanged(t testing.TB, st Store, before *claims.Claim) {
 	t.Helper()
 	sameClaim(t, "record after a refused write", mustGet(t, st, before.RequestID), before)
 }

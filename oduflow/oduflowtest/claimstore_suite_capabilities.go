@@ -4,37 +4,37 @@ import (
 	"testing"
 	"time"
 
-	"github.com/oduflow/oduflow-go/oduflow"
+	"github.com/oduflow/oduflow-go/oduflow/claims"
 	"github.com/oduflow/oduflow-go/receipt"
 )
 
-// The clauses of the optional capabilities of oduflow.Store (ListUnresolved has its own file). Each is
+// The clauses of the optional capabilities of claims.Store (ListUnresolved has its own file). Each is
 // skipped, saying so, for a store without the capability: the Dispatcher then does without it.
 
-// testScanUnresolved: a store that implements oduflow.UnresolvedScanner yields, through every handle,
+// testScanUnresolved: a store that implements claims.UnresolvedScanner yields, through every handle,
 // every unresolved claim of every client (and never one that is resolved when the scan begins, unless
 // current: callers filter), each one once.
 func (s *suite) testScanUnresolved(t *testing.T) {
 	loc := s.backend(t)
 	a, b := s.open(t, loc), s.open(t, loc)
-	if _, ok := a.(oduflow.UnresolvedScanner); !ok {
-		t.Skip("oduflowtest: the store has no index of unresolved claims across clients (oduflow.UnresolvedScanner)")
+	if _, ok := a.(claims.UnresolvedScanner); !ok {
+		t.Skip("oduflowtest: the store has no index of unresolved claims across clients (claims.UnresolvedScanner)")
 	}
 	ctx := testContext(t)
 	open1, open2, done := NewClaim(), NewClaim(), NewClaim()
-	for _, c := range []*oduflow.Claim{open1, open2, done} {
+	for _, c := range []*claims.Claim{open1, open2, done} {
 		mustCreate(t, a, c)
 	}
 	now := time.Now().UTC()
 	next := clone(mustGet(t, a, done.RequestID))
-	next.Phase, next.Status, next.ErrorCode, next.Evidence, next.FinishedAt = oduflow.PhaseTerminal,
-		receipt.StatusFailed, oduflow.CodeQuarantined, "preflight", &now
+	next.Phase, next.Status, next.ErrorCode, next.Evidence, next.FinishedAt = claims.PhaseTerminal,
+		receipt.StatusFailed, codeQuarantined, "preflight", &now
 	if _, err := a.CompareAndSwap(ctx, next); err != nil {
 		t.Fatalf("CompareAndSwap: %v", err)
 	}
 	for i, h := range []Store{a, b} {
 		seen := map[string]int{}
-		for c, err := range h.(oduflow.UnresolvedScanner).ScanUnresolved(ctx) {
+		for c, err := range h.(claims.UnresolvedScanner).ScanUnresolved(ctx) {
 			if err != nil {
 				t.Fatalf("handle %d: ScanUnresolved: %v", i, err)
 			}
@@ -44,7 +44,7 @@ func (s *suite) testScanUnresolved(t *testing.T) {
 				t.Fatalf("handle %d: a resolved claim of another test listed: %s", i, c.RequestID)
 			}
 		}
-		for _, c := range []*oduflow.Claim{open1, open2} {
+		for _, c := range []*claims.Claim{open1, open2} {
 			if seen[c.RequestID] != 1 {
 				t.Fatalf("handle %d: unresolved claim %s yielded %d times, want once", i, c.RequestID, seen[c.RequestID])
 			}
@@ -60,15 +60,15 @@ func (s *suite) testScanUnresolved(t *testing.T) {
 func (s *suite) testClaimLockReader(t *testing.T) {
 	loc := s.backend(t)
 	a, b := s.open(t, loc), s.open(t, loc)
-	if _, ok := a.(oduflow.ClaimLockReader); !ok {
-		t.Skip("oduflowtest: the store reads the claim and its request lock apart (no oduflow.ClaimLockReader)")
+	if _, ok := a.(claims.ClaimLockReader); !ok {
+		t.Skip("oduflowtest: the store reads the claim and its request lock apart (no claims.ClaimLockReader)")
 	}
 	ctx := testContext(t)
 	c := mustCreate(t, a, NewClaim())
 	want := func(step string, held bool) {
 		t.Helper()
 		for i, h := range []Store{a, b} {
-			got, locked, err := h.(oduflow.ClaimLockReader).GetWithRequestLock(ctx, c.RequestID)
+			got, locked, err := h.(claims.ClaimLockReader).GetWithRequestLock(ctx, c.RequestID)
 			if err != nil {
 				t.Fatalf("%s: handle %d: GetWithRequestLock: %v", step, i, err)
 			}
@@ -88,13 +88,13 @@ func (s *suite) testClaimLockReader(t *testing.T) {
 		t.Fatalf("Release: %v", err)
 	}
 	if !eventually(s.releaseGrace(), func() bool {
-		_, locked, err := a.(oduflow.ClaimLockReader).GetWithRequestLock(ctx, c.RequestID)
+		_, locked, err := a.(claims.ClaimLockReader).GetWithRequestLock(ctx, c.RequestID)
 		return err == nil && !locked
 	}) {
 		t.Fatal("request lock still read held after Release")
 	}
 	want("released", false)
-	if _, _, err := a.(oduflow.ClaimLockReader).GetWithRequestLock(ctx, NewClaim().RequestID); !isErr(err, oduflow.ErrNoClaim) {
+	if _, _, err := a.(claims.ClaimLockReader).GetWithRequestLock(ctx, NewClaim().RequestID); !isErr(err, claims.ErrNoClaim) {
 		t.Fatalf("GetWithRequestLock of a missing claim: %v (want ErrNoClaim)", err)
 	}
 }
@@ -105,20 +105,20 @@ func (s *suite) testClaimLockReader(t *testing.T) {
 func (s *suite) testWindowedStore(t *testing.T) {
 	loc := s.backend(t)
 	a, b := s.open(t, loc), s.open(t, loc)
-	if _, ok := a.(oduflow.WindowedStore); !ok {
-		t.Skip("oduflowtest: the store does not measure the status windows (no oduflow.WindowedStore)")
+	if _, ok := a.(claims.WindowedStore); !ok {
+		t.Skip("oduflowtest: the store does not measure the status windows (no claims.WindowedStore)")
 	}
 	// Windows long enough that a loaded machine never runs them out by accident, short enough to see one
 	// run out: a launch grace of 1.5 s, a dispatch window of 30 s.
 	const grace, expiry = 1500 * time.Millisecond, 30 * time.Second
 	for _, h := range []Store{a, b} {
-		h.(oduflow.WindowedStore).SetStatusWindows(grace, expiry)
+		h.(claims.WindowedStore).SetStatusWindows(grace, expiry)
 	}
 	ctx := testContext(t)
 	c := mustCreate(t, a, NewClaim())
-	lv := func(step string, h Store, cl *oduflow.Claim) oduflow.Liveness {
+	lv := func(step string, h Store, cl *claims.Claim) claims.Liveness {
 		t.Helper()
-		w := h.(oduflow.WindowedStore)
+		w := h.(claims.WindowedStore)
 		l, err := w.Liveness(ctx, cl)
 		if err != nil {
 			t.Fatalf("%s: Liveness: %v", step, err)
@@ -147,7 +147,7 @@ func (s *suite) testWindowedStore(t *testing.T) {
 	}
 	_ = lock.Release()
 	if !eventually(grace+s.releaseGrace()+5*time.Second, func() bool {
-		l, err := a.(oduflow.WindowedStore).Liveness(ctx, c)
+		l, err := a.(claims.WindowedStore).Liveness(ctx, c)
 		return err == nil && !l.LaunchOpen && !l.RequestLockHeld
 	}) {
 		t.Fatalf("the launch window of %v still open (or the lock held) long after it ran out", grace)

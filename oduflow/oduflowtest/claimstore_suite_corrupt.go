@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/oduflow/oduflow-go/oduflow"
+	"github.com/oduflow/oduflow-go/oduflow/claims"
 	"github.com/oduflow/oduflow-go/receipt"
 )
 
@@ -75,7 +75,7 @@ func (s *suite) testCorrupt(t *testing.T) {
 		}
 		// Hiding the claim would hide a possibly dispatched request from the quarantine check.
 		list, err := st.ListByClient(testContext(t), c.MinionID)
-		wantErr(t, "ListByClient of a client with a corrupt claim", err, oduflow.ErrCorruptClaim)
+		wantErr(t, "ListByClient of a client with a corrupt claim", err, claims.ErrCorruptClaim)
 		if len(list) != 0 {
 			t.Fatalf("ListByClient returned %d claims with its error", len(list))
 		}
@@ -91,17 +91,17 @@ func (s *suite) wantCorrupt(t *testing.T, st Store, req string) {
 		}
 	}()
 	c, err := st.Get(testContext(t), req)
-	wantErr(t, "Get of a corrupt record", err, oduflow.ErrCorruptClaim)
+	wantErr(t, "Get of a corrupt record", err, claims.ErrCorruptClaim)
 	if c != nil {
 		t.Fatalf("Get returned %+v with its error", c)
 	}
 	next := NewClaim()
 	next.RequestID, next.Generation = req, 1
 	_, err = st.CompareAndSwap(testContext(t), next)
-	wantErr(t, "CompareAndSwap over a corrupt record", err, oduflow.ErrCorruptClaim)
+	wantErr(t, "CompareAndSwap over a corrupt record", err, claims.ErrCorruptClaim)
 	_, err = st.CompareAndSwapHeld(testContext(t), next)
-	wantErr(t, "CompareAndSwapHeld over a corrupt record", err, oduflow.ErrCorruptClaim)
-	wantErr(t, "Create over a corrupt record", st.Create(testContext(t), next), oduflow.ErrClaimExists)
+	wantErr(t, "CompareAndSwapHeld over a corrupt record", err, claims.ErrCorruptClaim)
+	wantErr(t, "Create over a corrupt record", st.Create(testContext(t), next), claims.ErrClaimExists)
 	_, err = st.Get(testContext(t), req)
-	wantErr(t, "Get after the refused writes", err, oduflow.ErrCorruptClaim)
+	wantErr(t, "Get after the refused writes", err, claims.ErrCorruptClaim)
 }

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/oduflow/oduflow-go/oduflow"
+	"github.com/oduflow/oduflow-go/oduflow/claims"
 )
 
 // roleFence: record dispatch intents of fresh claims of one client, each under the client lease,
@@ -39,7 +39,7 @@ func (s *suite) testFenceTokens(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if out.FenceToken < 1 || out.FenceToken > oduflow.MaxFenceToken {
+		if out.FenceToken < 1 || out.FenceToken > claims.MaxFenceToken {
 			t.Fatalf("intent issued fence token %d", out.FenceToken)
 		}
 		if got := mustGet(t, st, c.RequestID); got.FenceToken != out.FenceToken {
@@ -52,7 +52,7 @@ func (s *suite) testFenceTokens(t *testing.T) {
 		}
 		next := clone(again)
 		next.FenceToken = 0
-		next.Phase = oduflow.PhaseDispatched
+		next.Phase = claims.PhaseDispatched
 		done, err := st.CompareAndSwap(testContext(t), next)
 		if err != nil || done.FenceToken != out.FenceToken || mustGet(t, st, c.RequestID).FenceToken != out.FenceToken {
 			t.Fatalf("later write: token %d (issued %d), %v", tokenOf(done), out.FenceToken, err)
@@ -75,7 +75,7 @@ func (s *suite) testFenceTokens(t *testing.T) {
 	t.Run("above the caller's floor", func(t *testing.T) {
 		st := s.open(t, s.backend(t))
 		minion := NewClaim().MinionID
-		intentWith := func(floor uint64) (*oduflow.Claim, error) {
+		intentWith := func(floor uint64) (*claims.Claim, error) {
 			c := NewClaim()
 			c.MinionID = minion
 			c = mustCreate(t, st, c)
@@ -88,7 +88,7 @@ func (s *suite) testFenceTokens(t *testing.T) {
 				t.Fatalf("stored fence token %d, issued %d", mustGet(t, st, c.RequestID).FenceToken, out.FenceToken)
 			}
 			if err != nil {
-				if got := mustGet(t, st, c.RequestID); got.Phase != oduflow.PhaseClaimed || got.FenceToken != 0 {
+				if got := mustGet(t, st, c.RequestID); got.Phase != claims.PhaseClaimed || got.FenceToken != 0 {
 					t.Fatalf("a refused intent wrote phase %s, token %d", got.Phase, got.FenceToken)
 				}
 			}
@@ -114,7 +114,7 @@ func (s *suite) testFenceTokens(t *testing.T) {
 			prev = out.FenceToken
 		}
 		// A floor no token can be above: refused as a store failure, nothing written.
-		if out, err := intentWith(oduflow.MaxFenceToken); !errors.Is(err, oduflow.ErrClaimStore) {
+		if out, err := intentWith(claims.MaxFenceToken); !errors.Is(err, claims.ErrClaimStore) {
 			t.Fatalf("intent with floor MaxFenceToken: token %d, %v; want ErrClaimStore", tokenOf(out), err)
 		}
 	})
@@ -171,7 +171,7 @@ func (s *suite) testFenceTokens(t *testing.T) {
 	})
 }
 
-func tokenOf(c *oduflow.Claim) uint64 {
+func tokenOf(c *claims.Claim) uint64 {
 	if c == nil {
 		return 0
 	}

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/oduflow/oduflow-go/oduflow"
+	"github.com/oduflow/oduflow-go/oduflow/claims"
 	"github.com/oduflow/oduflow-go/receipt"
 )
 
@@ -30,7 +30,7 @@ func incrementTotal(ctx context.Context, st Store, requestID string, rounds int)
 		case err == nil:
 			done++
 			cur = out
-		case errors.Is(err, oduflow.ErrConflict) && out != nil:
+		case errors.Is(err, claims.ErrConflict) && out != nil:
 			cur = out
 		default:
 			return done, err
@@ -41,7 +41,7 @@ func incrementTotal(ctx context.Context, st Store, requestID string, rounds int)
 
 // holdBoth takes the request lock and the client lease of c, the pair the dispatcher holds while it
 // records the dispatch intent.
-func holdBoth(t testing.TB, st Store, c *oduflow.Claim) (reqLock, clientLease oduflow.Lease) {
+func holdBoth(t testing.TB, st Store, c *claims.Claim) (reqLock, clientLease claims.Lease) {
 	t.Helper()
 	reqLock, err := st.TryRequestLock(testContext(t), c.RequestID)
 	if err != nil {
@@ -55,10 +55,10 @@ func holdBoth(t testing.TB, st Store, c *oduflow.Claim) (reqLock, clientLease od
 	return reqLock, clientLease
 }
 
-func intent(c *oduflow.Claim) *oduflow.Claim {
+func intent(c *claims.Claim) *claims.Claim {
 	next := clone(c)
 	now := time.Now().UTC()
-	next.Phase, next.DispatchedAt = oduflow.PhaseDispatching, &now
+	next.Phase, next.DispatchedAt = claims.PhaseDispatching, &now
 	return next
 }
 
@@ -109,7 +109,7 @@ func (s *suite) testCompareAndSwapHeld(t *testing.T) {
 				t.Fatal("Held() true after Release")
 			}
 			_, err := st.CompareAndSwapHeld(testContext(t), intent(cur), rl, cl)
-			wantErr(t, "CompareAndSwapHeld after Release", err, oduflow.ErrLeaseLost)
+			wantErr(t, "CompareAndSwapHeld after Release", err, claims.ErrLeaseLost)
 			unchanged(t, st, cur)
 		})
 	}
@@ -127,7 +127,7 @@ func (s *suite) testCompareAndSwapHeld(t *testing.T) {
 		}
 		defer func() { _ = again.Release() }()
 		_, err = a.CompareAndSwapHeld(testContext(t), intent(cur), rl, cl)
-		wantErr(t, "CompareAndSwapHeld naming a lock now held by another", err, oduflow.ErrLeaseLost)
+		wantErr(t, "CompareAndSwapHeld naming a lock now held by another", err, claims.ErrLeaseLost)
 		unchanged(t, a, cur)
 	})
 	t.Run("foreign lease", func(t *testing.T) {
@@ -135,12 +135,12 @@ func (s *suite) testCompareAndSwapHeld(t *testing.T) {
 		elsewhere := s.open(t, s.backend(t)) // another backend's lease for the same names
 		cur := mustCreate(t, st, NewClaim())
 		frl, fcl := holdBoth(t, elsewhere, cur)
-		for name, held := range map[string][]oduflow.Lease{
+		for name, held := range map[string][]claims.Lease{
 			"another backend's request lock": {frl}, "another backend's client lease": {fcl},
 			"a lease of no store": {fakeLease{}},
 		} {
 			_, err := st.CompareAndSwapHeld(testContext(t), intent(cur), held...)
-			wantErr(t, "CompareAndSwapHeld with "+name, err, oduflow.ErrLeaseLost)
+			wantErr(t, "CompareAndSwapHeld with "+name, err, claims.ErrLeaseLost)
 			unchanged(t, st, cur)
 		}
 	})
@@ -153,7 +153,7 @@ func (s *suite) testCompareAndSwapHeld(t *testing.T) {
 			t.Fatal(err)
 		}
 		_, err = st.CompareAndSwapHeld(testContext(t), intent(cur), rl, cl)
-		wantErr(t, "CompareAndSwapHeld with a stale generation", err, oduflow.ErrConflict)
+		wantErr(t, "CompareAndSwapHeld with a stale generation", err, claims.ErrConflict)
 		unchanged(t, st, won)
 	})
 	t.Run("after session death", func(t *testing.T) {
@@ -166,11 +166,11 @@ func (s *suite) testCompareAndSwapHeld(t *testing.T) {
 		s.f.KillSession(st)
 		// Until the TTL runs out the leases may still count as held; once it has, the guarded write must
 		// refuse and write nothing.
-		var last *oduflow.Claim
+		var last *claims.Claim
 		lost := eventually(s.releaseGrace(), func() bool {
 			last = mustGet(t, st, cur.RequestID)
 			_, err := st.CompareAndSwapHeld(testContext(t), intent(last), rl, cl)
-			if err != nil && !errors.Is(err, oduflow.ErrLeaseLost) {
+			if err != nil && !errors.Is(err, claims.ErrLeaseLost) {
 				t.Fatalf("CompareAndSwapHeld after session death: %v", err)
 			}
 			return err != nil
@@ -202,7 +202,7 @@ func (s *suite) testLeases(t *testing.T) {
 		}
 		for i, h := range []Store{a, b} {
 			_, err := h.TryRequestLock(testContext(t), req)
-			wantErr(t, "TryRequestLock of a held lock", err, oduflow.ErrLeaseBusy)
+			wantErr(t, "TryRequestLock of a held lock", err, claims.ErrLeaseBusy)
 			if held, err := h.RequestLockHeld(testContext(t), req); err != nil || !held {
 				t.Fatalf("handle %d: RequestLockHeld while held = %v, %v", i, held, err)
 			}
@@ -238,7 +238,7 @@ func (s *suite) testLeases(t *testing.T) {
 		req := receipt.NewRequestID()
 		var wins, held atomic.Int64
 		var won sync.Map
-		defer won.Range(func(l, _ any) bool { _ = l.(oduflow.Lease).Release(); return true })
+		defer won.Range(func(l, _ any) bool { _ = l.(claims.Lease).Release(); return true })
 		var wg sync.WaitGroup
 		start := make(chan struct{})
 		for _, h := range handles {
@@ -252,7 +252,7 @@ func (s *suite) testLeases(t *testing.T) {
 					case err == nil:
 						won.Store(l, true)
 						wins.Add(1)
-					case errors.Is(err, oduflow.ErrLeaseBusy):
+					case errors.Is(err, claims.ErrLeaseBusy):
 						held.Add(1)
 					default:
 						t.Errorf("TryRequestLock: %v", err)
@@ -278,12 +278,12 @@ func (s *suite) testLeases(t *testing.T) {
 		const wait = 300 * time.Millisecond
 		start := time.Now()
 		_, err = b.AcquireClientLease(testContext(t), minion, wait)
-		wantErr(t, "AcquireClientLease of a held lease", err, oduflow.ErrLeaseBusy)
+		wantErr(t, "AcquireClientLease of a held lease", err, claims.ErrLeaseBusy)
 		if el := time.Since(start); el < wait*3/4 {
 			t.Fatalf("gave up after %v, before maxWait %v", el, wait)
 		}
 		_, err = a.AcquireClientLease(testContext(t), minion, 0)
-		wantErr(t, "AcquireClientLease by the same handle", err, oduflow.ErrLeaseBusy)
+		wantErr(t, "AcquireClientLease by the same handle", err, claims.ErrLeaseBusy)
 		ctx, cancel := context.WithCancel(testContext(t))
 		cancel()
 		if got, err := b.AcquireClientLease(ctx, minion, time.Minute); err == nil {
@@ -370,13 +370,13 @@ func (s *suite) testLeases(t *testing.T) {
 }
 
 // waitFree fails unless st can take both leases of c within the release grace period.
-func (s *suite) waitFree(t testing.TB, st Store, c *oduflow.Claim) {
+func (s *suite) waitFree(t testing.TB, st Store, c *claims.Claim) {
 	t.Helper()
-	var rl oduflow.Lease
+	var rl claims.Lease
 	if !eventually(s.releaseGrace(), func() bool {
 		var err error
 		rl, err = st.TryRequestLock(testContext(t), c.RequestID)
-		if err != nil && !errors.Is(err, oduflow.ErrLeaseBusy) {
+		if err != nil && !errors.Is(err, claims.ErrLeaseBusy) {
 			t.Fatalf("TryRequestLock: %v", err)
 		}
 		return err == nil

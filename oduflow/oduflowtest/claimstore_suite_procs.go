@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/oduflow/oduflow-go/oduflow"
+	"github.com/oduflow/oduflow-go/oduflow/claims"
 )
 
 func (s *suite) needProcesses(t *testing.T) {
@@ -21,7 +21,7 @@ func (s *suite) needProcesses(t *testing.T) {
 
 // race runs childProcs children with role on c, opens the barrier once all are ready, and returns the sums
 // of their ok and exists counts.
-func (s *suite) race(t *testing.T, loc, role string, c *oduflow.Claim, rounds int) (ok, exists int) {
+func (s *suite) race(t *testing.T, loc, role string, c *claims.Claim, rounds int) (ok, exists int) {
 	data, err := c.MarshalBinary()
 	if err != nil {
 		t.Fatal(err)
@@ -84,12 +84,12 @@ func (s *suite) testHolderDeathProcess(t *testing.T) {
 	k := s.spawn(t, childJob{Role: roleHold, Location: loc, Claim: data})
 	k.expect(t, lineHeld)
 	_, err = st.TryRequestLock(testContext(t), c.RequestID)
-	wantErr(t, "TryRequestLock held by another process", err, oduflow.ErrLeaseBusy)
+	wantErr(t, "TryRequestLock held by another process", err, claims.ErrLeaseBusy)
 	if held, err := st.RequestLockHeld(testContext(t), c.RequestID); err != nil || !held {
 		t.Fatalf("RequestLockHeld while another process holds it = %v, %v", held, err)
 	}
 	_, err = st.AcquireClientLease(testContext(t), c.MinionID, 200*time.Millisecond)
-	wantErr(t, "AcquireClientLease held by another process", err, oduflow.ErrLeaseBusy)
+	wantErr(t, "AcquireClientLease held by another process", err, claims.ErrLeaseBusy)
 
 	k.kill(t)
 	if !eventually(s.releaseGrace(), func() bool {

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/oduflow/oduflow-go/oduflow"
+	"github.com/oduflow/oduflow-go/oduflow/claims"
 	"github.com/oduflow/oduflow-go/receipt"
 )
 
@@ -27,7 +27,7 @@ func (s *suite) testCreate(t *testing.T) {
 		if err := st.Create(testContext(t), in); err != nil {
 			t.Fatal(err)
 		}
-		in.Phase = oduflow.PhaseTerminal // the store keeps no reference to the caller's claim
+		in.Phase = claims.PhaseTerminal // the store keeps no reference to the caller's claim
 		want := clone(c)
 		want.Generation = 1
 		sameClaim(t, "created claim", mustGet(t, st, c.RequestID), want)
@@ -39,7 +39,7 @@ func (s *suite) testCreate(t *testing.T) {
 		other := clone(c)
 		other.MinionID = "client-" + receipt.NewRequestID()
 		other.JID = randomJID()
-		wantErr(t, "second Create", st.Create(testContext(t), other), oduflow.ErrClaimExists)
+		wantErr(t, "second Create", st.Create(testContext(t), other), claims.ErrClaimExists)
 		unchanged(t, st, first)
 	})
 	t.Run("visible to another handle", func(t *testing.T) {
@@ -47,7 +47,7 @@ func (s *suite) testCreate(t *testing.T) {
 		a, b := s.open(t, loc), s.open(t, loc)
 		c := mustCreate(t, a, NewClaim())
 		sameClaim(t, "read through a replica", mustGet(t, b, c.RequestID), c)
-		wantErr(t, "Create through a replica", b.Create(testContext(t), clone(c)), oduflow.ErrClaimExists)
+		wantErr(t, "Create through a replica", b.Create(testContext(t), clone(c)), claims.ErrClaimExists)
 	})
 	t.Run("race goroutines two handles", func(t *testing.T) {
 		loc := s.backend(t)
@@ -66,7 +66,7 @@ func (s *suite) testCreate(t *testing.T) {
 					switch {
 					case err == nil:
 						wins.Add(1)
-					case isErr(err, oduflow.ErrClaimExists):
+					case isErr(err, claims.ErrClaimExists):
 						exists.Add(1)
 					default:
 						t.Errorf("Create: %v", err)
@@ -90,7 +90,7 @@ func (s *suite) testGet(t *testing.T) {
 	t.Run("no claim", func(t *testing.T) {
 		st := s.open(t, s.backend(t))
 		_, err := st.Get(testContext(t), receipt.NewRequestID())
-		wantErr(t, "Get of an absent request", err, oduflow.ErrNoClaim)
+		wantErr(t, "Get of an absent request", err, claims.ErrNoClaim)
 	})
 	t.Run("invalid request id", func(t *testing.T) {
 		st := s.open(t, s.backend(t))
@@ -103,14 +103,14 @@ func (s *suite) testGet(t *testing.T) {
 }
 
 // mutate sets every mutable field of a claim to a new value (what a final commit writes).
-func mutate(c *oduflow.Claim) {
+func mutate(c *claims.Claim) {
 	now := time.Now().UTC()
 	later := now.Add(time.Second)
-	c.Phase = oduflow.PhaseTerminal
+	c.Phase = claims.PhaseTerminal
 	c.DispatchedAt, c.FinishedAt, c.ResumedAt = &now, &later, &now
 	c.Status = receipt.StatusSucceeded
 	c.Passed, c.Total = 3, 4
-	c.ErrorCode = oduflow.CodeNoTrustworthyReturn
+	c.ErrorCode = codeNoTrustworthyReturn
 	c.Evidence = "receipt"
 }
 
@@ -137,14 +137,14 @@ func (s *suite) testCompareAndSwap(t *testing.T) {
 		a, b := s.open(t, loc), s.open(t, loc)
 		cur := mustCreate(t, a, NewClaim())
 		first, second := clone(cur), clone(cur)
-		first.Phase = oduflow.PhaseDispatching
+		first.Phase = claims.PhaseDispatching
 		won, err := a.CompareAndSwap(testContext(t), first)
 		if err != nil {
 			t.Fatal(err)
 		}
 		mutate(second)
 		got, err := b.CompareAndSwap(testContext(t), second)
-		wantErr(t, "CompareAndSwap with a stale generation", err, oduflow.ErrConflict)
+		wantErr(t, "CompareAndSwap with a stale generation", err, claims.ErrConflict)
 		sameClaim(t, "current claim returned with ErrConflict", got, won)
 		unchanged(t, a, won)
 	})
@@ -153,30 +153,30 @@ func (s *suite) testCompareAndSwap(t *testing.T) {
 		c := NewClaim()
 		c.Generation = 1
 		_, err := st.CompareAndSwap(testContext(t), c)
-		wantErr(t, "CompareAndSwap of an absent request", err, oduflow.ErrNoClaim)
+		wantErr(t, "CompareAndSwap of an absent request", err, claims.ErrNoClaim)
 		_, err = st.Get(testContext(t), c.RequestID)
-		wantErr(t, "Get after a refused CompareAndSwap", err, oduflow.ErrNoClaim)
+		wantErr(t, "Get after a refused CompareAndSwap", err, claims.ErrNoClaim)
 	})
 	t.Run("identity immutable", func(t *testing.T) {
 		st := s.open(t, s.backend(t))
 		cur := mustCreate(t, st, NewClaim())
 		for _, tc := range []struct {
 			field string
-			set   func(*oduflow.Claim)
+			set   func(*claims.Claim)
 		}{
-			{"minion_id", func(c *oduflow.Claim) { c.MinionID = "client-" + receipt.NewRequestID() }},
-			{"profile", func(c *oduflow.Claim) { c.Profile = receipt.ProfileProduction }},
-			{"role", func(c *oduflow.Claim) { c.Role = "roles.client_production" }},
-			{"state_digest", func(c *oduflow.Claim) { c.StateDigest = "sha256:00" }},
-			{"payload_ref", func(c *oduflow.Claim) { c.PayloadRef = "payload-1" }},
-			{"jid", func(c *oduflow.Claim) { c.JID = randomJID() }},
-			{"created_at", func(c *oduflow.Claim) { c.CreatedAt = c.CreatedAt.Add(-time.Hour) }},
-			{"protocol", func(c *oduflow.Claim) { c.Protocol = 0 }},
+			{"minion_id", func(c *claims.Claim) { c.MinionID = "client-" + receipt.NewRequestID() }},
+			{"profile", func(c *claims.Claim) { c.Profile = receipt.ProfileProduction }},
+			{"role", func(c *claims.Claim) { c.Role = "roles.client_production" }},
+			{"state_digest", func(c *claims.Claim) { c.StateDigest = "sha256:00" }},
+			{"payload_ref", func(c *claims.Claim) { c.PayloadRef = "payload-1" }},
+			{"jid", func(c *claims.Claim) { c.JID = randomJID() }},
+			{"created_at", func(c *claims.Claim) { c.CreatedAt = c.CreatedAt.Add(-time.Hour) }},
+			{"protocol", func(c *claims.Claim) { c.Protocol = 0 }},
 		} {
 			next := clone(cur)
 			tc.set(next)
 			_, err := st.CompareAndSwap(testContext(t), next)
-			wantErr(t, "CompareAndSwap changing "+tc.field, err, oduflow.ErrConflict)
+			wantErr(t, "CompareAndSwap changing "+tc.field, err, claims.ErrConflict)
 			unchanged(t, st, cur)
 		}
 	})
@@ -302,13 +302,13 @@ func (s *suite) testListByClient(t *testing.T) {
 }
 
 // listMap lists a minion's claims by request id, failing on duplicates and invalid claims.
-func listMap(t testing.TB, st Store, minionID string) map[string]*oduflow.Claim {
+func listMap(t testing.TB, st Store, minionID string) map[string]*claims.Claim {
 	t.Helper()
 	list, err := st.ListByClient(testContext(t), minionID)
 	if err != nil {
 		t.Fatalf("ListByClient: %v", err)
 	}
-	out := make(map[string]*oduflow.Claim, len(list))
+	out := make(map[string]*claims.Claim, len(list))
 	for _, c := range list {
 		if c == nil || c.Validate() != nil {
 			t.Fatalf("ListByClient returned an invalid claim %+v", c)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/oduflow/oduflow-go/oduflow"
+	"github.com/oduflow/oduflow-go/oduflow/claims"
 	"github.com/oduflow/oduflow-go/oduflow/oduflowtest"
 	"github.com/oduflow/oduflow-go/receipt"
 )
@@ -101,7 +102,7 @@ func TestExpiringLeasesConformance(t *testing.T) {
 type sessionStore struct {
 	oduflowtest.Store
 	mu     sync.Mutex
-	leases []oduflow.Lease
+	leases []claims.Lease
 }
 
 func (s *sessionStore) expire() {
@@ -112,7 +113,7 @@ func (s *sessionStore) expire() {
 	}
 }
 
-func (s *sessionStore) track(l oduflow.Lease, err error) (oduflow.Lease, error) {
+func (s *sessionStore) track(l claims.Lease, err error) (claims.Lease, error) {
 	if err != nil {
 		return nil, err
 	}
@@ -124,20 +125,20 @@ func (s *sessionStore) track(l oduflow.Lease, err error) (oduflow.Lease, error) 
 
 // sessionLease marks a lease as this handle's: another handle's CompareAndSwapHeld sees a foreign lease.
 type sessionLease struct {
-	oduflow.Lease
+	claims.Lease
 	s *sessionStore
 }
 
-func (s *sessionStore) TryRequestLock(ctx context.Context, requestID string) (oduflow.Lease, error) {
+func (s *sessionStore) TryRequestLock(ctx context.Context, requestID string) (claims.Lease, error) {
 	return s.track(s.Store.TryRequestLock(ctx, requestID))
 }
 
-func (s *sessionStore) AcquireClientLease(ctx context.Context, minionID string, maxWait time.Duration) (oduflow.Lease, error) {
+func (s *sessionStore) AcquireClientLease(ctx context.Context, minionID string, maxWait time.Duration) (claims.Lease, error) {
 	return s.track(s.Store.AcquireClientLease(ctx, minionID, maxWait))
 }
 
-func (s *sessionStore) CompareAndSwapHeld(ctx context.Context, next *oduflow.Claim, held ...oduflow.Lease) (*oduflow.Claim, error) {
-	inner := make([]oduflow.Lease, len(held))
+func (s *sessionStore) CompareAndSwapHeld(ctx context.Context, next *claims.Claim, held ...claims.Lease) (*claims.Claim, error) {
+	inner := make([]claims.Lease, len(held))
 	for i, l := range held {
 		inner[i] = l
 		if sl, ok := l.(*sessionLease); ok && sl.s == s {

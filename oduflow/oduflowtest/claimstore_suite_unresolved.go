@@ -4,11 +4,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/oduflow/oduflow-go/oduflow"
+	"github.com/oduflow/oduflow-go/oduflow/claims"
 	"github.com/oduflow/oduflow-go/receipt"
 )
 
-// testListUnresolved: a store that implements oduflow.UnresolvedLister lists, through every handle, every
+// testListUnresolved: a store that implements claims.UnresolvedLister lists, through every handle, every
 // unresolved claim of the client at each step of the transitions the dispatcher makes (created,
 // dispatching, dispatched, terminal unknown, resolved by a receipt or an assertion, and terminal unknown
 // replaced by a receipt), and nothing of other clients. Resolved claims it still returns must be current
@@ -16,20 +16,20 @@ import (
 func (s *suite) testListUnresolved(t *testing.T) {
 	loc := s.backend(t)
 	a, b := s.open(t, loc), s.open(t, loc)
-	if _, ok := a.(oduflow.UnresolvedLister); !ok {
-		t.Skip("oduflowtest: the store has no unresolved index (oduflow.UnresolvedLister)")
+	if _, ok := a.(claims.UnresolvedLister); !ok {
+		t.Skip("oduflowtest: the store has no unresolved index (claims.UnresolvedLister)")
 	}
 	ctx := testContext(t)
 	c1, c2, other := NewClaim(), NewClaim(), NewClaim()
 	c2.MinionID = c1.MinionID
-	cur := map[string]*oduflow.Claim{}
-	for _, c := range []*oduflow.Claim{c1, c2, other} {
+	cur := map[string]*claims.Claim{}
+	for _, c := range []*claims.Claim{c1, c2, other} {
 		cur[c.RequestID] = mustCreate(t, a, c)
 	}
 	want := func(step string, ids ...string) {
 		t.Helper()
 		for i, h := range []Store{a, b} {
-			got, err := h.(oduflow.UnresolvedLister).ListUnresolved(ctx, c1.MinionID)
+			got, err := h.(claims.UnresolvedLister).ListUnresolved(ctx, c1.MinionID)
 			if err != nil {
 				t.Fatalf("%s: handle %d: ListUnresolved: %v", step, i, err)
 			}
@@ -54,7 +54,7 @@ func (s *suite) testListUnresolved(t *testing.T) {
 			}
 		}
 	}
-	swap := func(c *oduflow.Claim, change func(*oduflow.Claim)) {
+	swap := func(c *claims.Claim, change func(*claims.Claim)) {
 		t.Helper()
 		next := clone(cur[c.RequestID])
 		change(next)
@@ -66,19 +66,19 @@ func (s *suite) testListUnresolved(t *testing.T) {
 	}
 	now := time.Now().UTC()
 	want("created", c1.RequestID, c2.RequestID)
-	swap(c1, func(c *oduflow.Claim) { c.Phase, c.DispatchedAt = oduflow.PhaseDispatching, &now })
-	swap(c1, func(c *oduflow.Claim) { c.Phase = oduflow.PhaseDispatched })
-	swap(c2, func(c *oduflow.Claim) {
-		c.Phase, c.Status, c.ErrorCode, c.Evidence, c.FinishedAt = oduflow.PhaseTerminal, receipt.StatusFailed,
-			oduflow.CodeQuarantined, "preflight", &now
+	swap(c1, func(c *claims.Claim) { c.Phase, c.DispatchedAt = claims.PhaseDispatching, &now })
+	swap(c1, func(c *claims.Claim) { c.Phase = claims.PhaseDispatched })
+	swap(c2, func(c *claims.Claim) {
+		c.Phase, c.Status, c.ErrorCode, c.Evidence, c.FinishedAt = claims.PhaseTerminal, receipt.StatusFailed,
+			codeQuarantined, "preflight", &now
 	})
 	want("one dispatched, one failed at preflight", c1.RequestID)
-	swap(c1, func(c *oduflow.Claim) {
-		c.Phase, c.Status, c.ErrorCode, c.Evidence, c.FinishedAt = oduflow.PhaseTerminal, receipt.StatusUnknown,
-			oduflow.CodeNoTrustworthyReturn, "none", &now
+	swap(c1, func(c *claims.Claim) {
+		c.Phase, c.Status, c.ErrorCode, c.Evidence, c.FinishedAt = claims.PhaseTerminal, receipt.StatusUnknown,
+			codeNoTrustworthyReturn, "none", &now
 	})
 	want("terminal unknown still quarantines", c1.RequestID)
-	swap(c1, func(c *oduflow.Claim) {
+	swap(c1, func(c *claims.Claim) {
 		c.Status, c.Passed, c.Total, c.ErrorCode, c.Evidence = receipt.StatusSucceeded, 3, 3, "", "reconciled"
 	})
 	want("resolved by the minion's receipt")
@@ -86,10 +86,10 @@ func (s *suite) testListUnresolved(t *testing.T) {
 	c3.MinionID = c1.MinionID
 	cur[c3.RequestID] = mustCreate(t, b, c3)
 	want("a new request", c3.RequestID)
-	swap(c3, func(c *oduflow.Claim) { c.Phase, c.DispatchedAt = oduflow.PhaseDispatching, &now })
-	swap(c3, func(c *oduflow.Claim) {
-		c.Phase, c.Status, c.ErrorCode, c.Evidence, c.FinishedAt = oduflow.PhaseAsserted, receipt.StatusFailed,
-			oduflow.CodeAsserted, "asserted", &now
+	swap(c3, func(c *claims.Claim) { c.Phase, c.DispatchedAt = claims.PhaseDispatching, &now })
+	swap(c3, func(c *claims.Claim) {
+		c.Phase, c.Status, c.ErrorCode, c.Evidence, c.FinishedAt = claims.PhaseAsserted, receipt.StatusFailed,
+			codeAsserted, "asserted", &now
 	})
 	want("resolved by an assertion")
 }

@@ -1,6 +1,8 @@
 // Package oduflowtest holds test helpers for code built on package oduflow: the conformance suite every
-// oduflow.ClaimStore and oduflow.Leases implementation must pass, and MemoryStore, an in-memory store for
-// unit tests of services that embed the dispatcher (not durable, single process).
+// claims.ClaimStore and claims.Leases implementation must pass (the contract of package oduflow/claims,
+// which package oduflow names too), and MemoryStore, an in-memory store for unit tests of services that
+// embed the dispatcher (not durable, single process). The suite and MemoryStore are written against
+// package claims only: this package does not import the dispatcher.
 //
 // # Fake minions
 //
@@ -9,7 +11,7 @@
 // fake Salt master of package salt/salttest with fakeminion.Add (key accepted, so signed receipt proofs
 // verify). Together with MemoryStore they let a service test its controller end to end over real sockets
 // (see the fakeminion package example). They are a separate package because package oduflow's own tests
-// use them, and this package imports oduflow: minions here would be an import cycle for those tests.
+// use them, and need none of the suite.
 //
 // # Running the suite against a store
 //

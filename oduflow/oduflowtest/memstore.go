@@ -8,11 +8,11 @@ import (
 	"github.com/cockroachdb/errors"
 
 	"github.com/oduflow/oduflow-go/internal/errmark"
-	"github.com/oduflow/oduflow-go/oduflow"
+	"github.com/oduflow/oduflow-go/oduflow/claims"
 	"github.com/oduflow/oduflow-go/receipt"
 )
 
-// MemoryStore is an oduflow.ClaimStore and oduflow.Leases held in memory, for unit tests of services that
+// MemoryStore is an claims.ClaimStore and claims.Leases held in memory, for unit tests of services that
 // embed the dispatcher. It is NOT durable (a restart forgets every claim, so it cannot keep the
 // at-most-once promise across restarts) and it is single-process (other processes cannot see its claims
 // or its leases). Pass it with oduflow.WithClaimStore (it is its own Leases). Records are kept encoded,
@@ -47,29 +47,29 @@ func (s *MemoryStore) Corrupt(requestID string, data []byte) {
 
 func checkRequestID(requestID string) error {
 	if err := receipt.ValidateRequestID(requestID); err != nil {
-		return errmark.Mark(errors.Wrap(err, "oduflowtest: invalid request id"), oduflow.ErrInvalidInput)
+		return errmark.Mark(errors.Wrap(err, "oduflowtest: invalid request id"), claims.ErrInvalidInput)
 	}
 	return nil
 }
 
 // decodeLocked decodes the record of requestID; s.mu is held.
-func (s *MemoryStore) decodeLocked(requestID string) (*oduflow.Claim, error) {
+func (s *MemoryStore) decodeLocked(requestID string) (*claims.Claim, error) {
 	data, ok := s.records[requestID]
 	if !ok {
-		return nil, errors.Wrap(oduflow.ErrNoClaim, "oduflowtest: memory store")
+		return nil, errors.Wrap(claims.ErrNoClaim, "oduflowtest: memory store")
 	}
 	c, err := unmarshalClaim(data)
 	if err != nil {
-		return nil, errmark.Mark(err, oduflow.ErrCorruptClaim)
+		return nil, errmark.Mark(err, claims.ErrCorruptClaim)
 	}
 	if c.RequestID != requestID {
-		return nil, errors.Wrap(oduflow.ErrCorruptClaim, "oduflowtest: record holds another request")
+		return nil, errors.Wrap(claims.ErrCorruptClaim, "oduflowtest: record holds another request")
 	}
 	return c, nil
 }
 
-// Create implements oduflow.ClaimStore.
-func (s *MemoryStore) Create(ctx context.Context, c *oduflow.Claim) error {
+// Create implements claims.ClaimStore.
+func (s *MemoryStore) Create(ctx context.Context, c *claims.Claim) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -85,7 +85,7 @@ func (s *MemoryStore) Create(ctx context.Context, c *oduflow.Claim) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if _, ok := s.records[cp.RequestID]; ok {
-		return errors.Wrap(oduflow.ErrClaimExists, "oduflowtest: memory store")
+		return errors.Wrap(claims.ErrClaimExists, "oduflowtest: memory store")
 	}
 	s.records[cp.RequestID] = data
 	s.clients[cp.MinionID] = append(s.clients[cp.MinionID], cp.RequestID)
@@ -93,8 +93,8 @@ func (s *MemoryStore) Create(ctx context.Context, c *oduflow.Claim) error {
 	return nil
 }
 
-// Get implements oduflow.ClaimStore.
-func (s *MemoryStore) Get(ctx context.Context, requestID string) (*oduflow.Claim, error) {
+// Get implements claims.ClaimStore.
+func (s *MemoryStore) Get(ctx context.Context, requestID string) (*claims.Claim, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -106,19 +106,19 @@ func (s *MemoryStore) Get(ctx context.Context, requestID string) (*oduflow.Claim
 	return s.decodeLocked(requestID)
 }
 
-// CompareAndSwap implements oduflow.ClaimStore.
-func (s *MemoryStore) CompareAndSwap(ctx context.Context, next *oduflow.Claim) (*oduflow.Claim, error) {
+// CompareAndSwap implements claims.ClaimStore.
+func (s *MemoryStore) CompareAndSwap(ctx context.Context, next *claims.Claim) (*claims.Claim, error) {
 	return s.compareAndSwap(ctx, next, nil, false)
 }
 
-// CompareAndSwapHeld implements oduflow.ClaimStore: the generation, identity and lease checks and the write
+// CompareAndSwapHeld implements claims.ClaimStore: the generation, identity and lease checks and the write
 // happen under one mutex. The intent (claimed to dispatching) gets the client's next fencing token, a
 // per-client counter kept under the same mutex.
-func (s *MemoryStore) CompareAndSwapHeld(ctx context.Context, next *oduflow.Claim, held ...oduflow.Lease) (*oduflow.Claim, error) {
+func (s *MemoryStore) CompareAndSwapHeld(ctx context.Context, next *claims.Claim, held ...claims.Lease) (*claims.Claim, error) {
 	return s.compareAndSwap(ctx, next, held, true)
 }
 
-func (s *MemoryStore) compareAndSwap(ctx context.Context, next *oduflow.Claim, held []oduflow.Lease, guarded bool) (*oduflow.Claim, error) {
+func (s *MemoryStore) compareAndSwap(ctx context.Context, next *claims.Claim, held []claims.Lease, guarded bool) (*claims.Claim, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -132,26 +132,26 @@ func (s *MemoryStore) compareAndSwap(ctx context.Context, next *oduflow.Claim, h
 		return nil, err
 	}
 	if cur.Generation != next.Generation {
-		return cur, errors.Wrapf(oduflow.ErrConflict, "generation %d, expected %d",
+		return cur, errors.Wrapf(claims.ErrConflict, "generation %d, expected %d",
 			errors.Safe(cur.Generation), errors.Safe(next.Generation))
 	}
 	if !sameIdentity(cur, next) {
-		return cur, errors.Wrap(oduflow.ErrConflict, "identity fields are immutable")
+		return cur, errors.Wrap(claims.ErrConflict, "identity fields are immutable")
 	}
 	for _, l := range held {
 		ml, ok := l.(*memLease)
 		if !ok || ml.s != s || !ml.heldLocked() {
-			return cur, errors.WithStack(oduflow.ErrLeaseLost)
+			return cur, errors.WithStack(claims.ErrLeaseLost)
 		}
 	}
 	out := *next
 	out.Generation = cur.Generation + 1
 	out.FenceToken = cur.FenceToken // issued once, never changed
-	if guarded && cur.Phase == oduflow.PhaseClaimed && out.Phase == oduflow.PhaseDispatching {
+	if guarded && cur.Phase == claims.PhaseClaimed && out.Phase == claims.PhaseDispatching {
 		// Above every token of the client and above the caller's floor (next.FenceToken).
 		last := max(s.fences[out.MinionID], next.FenceToken)
-		if last >= oduflow.MaxFenceToken {
-			return cur, errors.Wrap(oduflow.ErrClaimStore, "oduflowtest: fence tokens exhausted")
+		if last >= claims.MaxFenceToken {
+			return cur, errors.Wrap(claims.ErrClaimStore, "oduflowtest: fence tokens exhausted")
 		}
 		out.FenceToken = last + 1
 	}
@@ -166,24 +166,24 @@ func (s *MemoryStore) compareAndSwap(ctx context.Context, next *oduflow.Claim, h
 	return unmarshalClaim(data) // a copy the caller cannot share with next
 }
 
-func sameIdentity(a, b *oduflow.Claim) bool {
+func sameIdentity(a, b *claims.Claim) bool {
 	return a.MinionID == b.MinionID && a.RequestID == b.RequestID && a.Profile == b.Profile &&
 		a.Role == b.Role && a.StateDigest == b.StateDigest && a.JID == b.JID && a.PayloadRef == b.PayloadRef &&
 		a.CreatedAt.Equal(b.CreatedAt) && a.Protocol == b.Protocol
 }
 
-// ListByClient implements oduflow.ClaimStore. A corrupt claim of the client fails the whole list (as in
+// ListByClient implements claims.ClaimStore. A corrupt claim of the client fails the whole list (as in
 // the file store): hiding it could hide a dispatched request from the quarantine check.
-func (s *MemoryStore) ListByClient(ctx context.Context, minionID string) ([]*oduflow.Claim, error) {
+func (s *MemoryStore) ListByClient(ctx context.Context, minionID string) ([]*claims.Claim, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
 	if err := receipt.ValidateMinionID(minionID); err != nil {
-		return nil, errmark.Mark(errors.Wrap(err, "oduflowtest: invalid minion id"), oduflow.ErrInvalidInput)
+		return nil, errmark.Mark(errors.Wrap(err, "oduflowtest: invalid minion id"), claims.ErrInvalidInput)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	var out []*oduflow.Claim
+	var out []*claims.Claim
 	for _, req := range s.clients[minionID] {
 		c, err := s.decodeLocked(req)
 		if err != nil {
@@ -211,14 +211,14 @@ func (l *memLease) heldLocked() bool {
 	return h != nil && h.id == l.id
 }
 
-// Held implements oduflow.Lease.
+// Held implements claims.Lease.
 func (l *memLease) Held() bool {
 	l.s.mu.Lock()
 	defer l.s.mu.Unlock()
 	return l.heldLocked()
 }
 
-// Release implements oduflow.Lease (idempotent).
+// Release implements claims.Lease (idempotent).
 func (l *memLease) Release() error {
 	l.s.mu.Lock()
 	defer l.s.mu.Unlock()
@@ -241,8 +241,8 @@ func (s *MemoryStore) tryLock(name string) (*memLease, <-chan struct{}) {
 	return &memLease{s: s, name: name, id: s.nextID}, nil
 }
 
-// TryRequestLock implements oduflow.Leases.
-func (s *MemoryStore) TryRequestLock(ctx context.Context, requestID string) (oduflow.Lease, error) {
+// TryRequestLock implements claims.Leases.
+func (s *MemoryStore) TryRequestLock(ctx context.Context, requestID string) (claims.Lease, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -251,12 +251,12 @@ func (s *MemoryStore) TryRequestLock(ctx context.Context, requestID string) (odu
 	}
 	l, _ := s.tryLock(memRequestLock + requestID)
 	if l == nil {
-		return nil, errors.Wrap(oduflow.ErrLeaseBusy, "oduflowtest: request lock")
+		return nil, errors.Wrap(claims.ErrLeaseBusy, "oduflowtest: request lock")
 	}
 	return l, nil
 }
 
-// RequestLockHeld implements oduflow.Leases.
+// RequestLockHeld implements claims.Leases.
 func (s *MemoryStore) RequestLockHeld(ctx context.Context, requestID string) (bool, error) {
 	if err := ctx.Err(); err != nil {
 		return false, err
@@ -266,10 +266,10 @@ func (s *MemoryStore) RequestLockHeld(ctx context.Context, requestID string) (bo
 	return s.locks[memRequestLock+requestID] != nil, nil
 }
 
-// AcquireClientLease implements oduflow.Leases: it waits for the holder's release, at most maxWait.
-func (s *MemoryStore) AcquireClientLease(ctx context.Context, minionID string, maxWait time.Duration) (oduflow.Lease, error) {
+// AcquireClientLease implements claims.Leases: it waits for the holder's release, at most maxWait.
+func (s *MemoryStore) AcquireClientLease(ctx context.Context, minionID string, maxWait time.Duration) (claims.Lease, error) {
 	if err := receipt.ValidateMinionID(minionID); err != nil {
-		return nil, errmark.Mark(errors.Wrap(err, "oduflowtest: invalid minion id"), oduflow.ErrInvalidInput)
+		return nil, errmark.Mark(errors.Wrap(err, "oduflowtest: invalid minion id"), claims.ErrInvalidInput)
 	}
 	timer := time.NewTimer(maxWait)
 	defer timer.Stop()
@@ -284,7 +284,7 @@ func (s *MemoryStore) AcquireClientLease(ctx context.Context, minionID string, m
 		select {
 		case <-released:
 		case <-timer.C:
-			return nil, errors.Wrapf(oduflow.ErrLeaseBusy, "still held after %s", maxWait)
+			return nil, errors.Wrapf(claims.ErrLeaseBusy, "still held after %s", maxWait)
 		case <-ctx.Done():
 			return nil, errors.Wrap(ctx.Err(), "oduflowtest: waiting for the client lease")
 		}
@@ -292,14 +292,14 @@ func (s *MemoryStore) AcquireClientLease(ctx context.Context, minionID string, m
 }
 
 var (
-	_ oduflow.ClaimStore = (*MemoryStore)(nil)
-	_ oduflow.Leases     = (*MemoryStore)(nil)
-	_ Store              = (*MemoryStore)(nil)
+	_ claims.ClaimStore = (*MemoryStore)(nil)
+	_ claims.Leases     = (*MemoryStore)(nil)
+	_ Store             = (*MemoryStore)(nil)
 )
 
-// unmarshalClaim decodes a stored claim ((*oduflow.Claim).UnmarshalBinary) into a new claim.
-func unmarshalClaim(data []byte) (*oduflow.Claim, error) {
-	var c oduflow.Claim
+// unmarshalClaim decodes a stored claim ((*claims.Claim).UnmarshalBinary) into a new claim.
+func unmarshalClaim(data []byte) (*claims.Claim, error) {
+	var c claims.Claim
 	if err := c.UnmarshalBinary(data); err != nil {
 		return nil, err
 	}

@@ -1,4 +1,4 @@
-package oduflow
+package filestore
 
 import (
 	"context"
@@ -10,14 +10,15 @@ import (
 
 	"github.com/oduflow/oduflow-go/internal/errmark"
 	"github.com/oduflow/oduflow-go/internal/safefile"
+	"github.com/oduflow/oduflow-go/oduflow/claims"
 	"github.com/oduflow/oduflow-go/receipt"
 )
 
-// The per-client indexes of FileClaimStore, empty files:
+// The per-client indexes of Store, empty files:
 //
 //	clients/<minion id>/<request id>  every claim of the client, durable before its claim's name can
-//	                                  exist (FileClaimStore.Create); ListByClient reads only this index
-//	open/<minion id>/<request id>     the client's unresolved claims ((*Claim).Unresolved): created with
+//	                                  exist (Store.Create); ListByClient reads only this index
+//	open/<minion id>/<request id>     the client's unresolved claims (Claim.Unresolved): created with
 //	                                  the clients/ entry, in the same concurrent fsyncs; made durable
 //	                                  before a CompareAndSwap writes an unresolved state over a resolved
 //	                                  one, and removed after one writes a resolved state
@@ -135,7 +136,7 @@ func (t *indexTree) stage(minionID, requestID string) (func() error, error) {
 
 // stageIndex stages the claim's entry in clients/ and, when open is set, in open/, and returns the
 // work that makes all of it durable: their fsyncs, concurrently (one wait).
-func (s *FileClaimStore) stageIndex(minionID, requestID string, open bool) (func() error, error) {
+func (s *Store) stageIndex(minionID, requestID string, open bool) (func() error, error) {
 	durable, err := s.idx.stage(minionID, requestID)
 	if err != nil {
 		return nil, err
@@ -168,7 +169,7 @@ func (s *FileClaimStore) stageIndex(minionID, requestID string, open bool) (func
 
 // openEntry makes the claim's open entry durable (CompareAndSwap into the unresolved set: before the
 // claim's write).
-func (s *FileClaimStore) openEntry(minionID, requestID string) error {
+func (s *Store) openEntry(minionID, requestID string) error {
 	durable, err := s.open.stage(minionID, requestID)
 	if err != nil {
 		return err
@@ -179,7 +180,7 @@ func (s *FileClaimStore) openEntry(minionID, requestID string) error {
 // closeEntry removes the claim's open entry (CompareAndSwap out of the unresolved set: after the claim's
 // write is durable). It is not synced: an entry a crash brings back only costs a read, since readers
 // filter with Unresolved.
-func (s *FileClaimStore) closeEntry(minionID, requestID string) error {
+func (s *Store) closeEntry(minionID, requestID string) error {
 	ci, err := s.open.dir(minionID, false)
 	if err != nil || ci == nil {
 		return err
@@ -192,9 +193,9 @@ func (s *FileClaimStore) closeEntry(minionID, requestID string) error {
 
 // Reindex scans every claim of the directory and adds missing per-client index entries (legacy claims)
 // and the open entries of unresolved claims (claims written before the open index existed).
-// A claim it cannot read stops the scan with an error matching ErrCorruptClaim that names it. Every entry is
+// A claim it cannot read stops the scan with an error matching claims.ErrCorruptClaim that names it. Every entry is
 // durable before the scan is recorded done.
-func (s *FileClaimStore) Reindex(ctx context.Context) (err error) {
+func (s *Store) Reindex(ctx context.Context) (err error) {
 	defer errmark.Boundary(&err)
 	names, err := s.st.List("")
 	if err != nil {
@@ -210,7 +211,7 @@ func (s *FileClaimStore) Reindex(ctx context.Context) (err error) {
 		}
 		c, err := s.read(req)
 		if err != nil {
-			if errors.Is(err, ErrNoClaim) {
+			if errors.Is(err, claims.ErrNoClaim) {
 				continue
 			}
 			// Its owner is unknown, so no client can be proven clear of it: the scan stops (and is retried
@@ -243,7 +244,7 @@ func (s *FileClaimStore) Reindex(ctx context.Context) (err error) {
 }
 
 // hasIndexEntry: c's clients/ entry exists (a regular file).
-func (s *FileClaimStore) hasIndexEntry(c *Claim) bool {
+func (s *Store) hasIndexEntry(c *claims.Claim) bool {
 	ci, err := s.idx.dir(c.MinionID, false)
 	if err != nil || ci == nil {
 		return false
@@ -252,7 +253,7 @@ func (s *FileClaimStore) hasIndexEntry(c *Claim) bool {
 	return err == nil
 }
 
-func (s *FileClaimStore) ensureIndexed(ctx context.Context) error {
+func (s *Store) ensureIndexed(ctx context.Context) error {
 	s.mu.Lock()
 	done := s.indexed
 	s.mu.Unlock()

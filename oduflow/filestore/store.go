@@ -1,4 +1,4 @@
-package oduflow
+package filestore
 
 import (
 	"context"
@@ -11,12 +11,12 @@ import (
 	"github.com/cockroachdb/errors"
 
 	"github.com/oduflow/oduflow-go/internal/errmark"
+	"github.com/oduflow/oduflow-go/internal/filestorehook"
+	"github.com/oduflow/oduflow-go/internal/hostclock"
 	"github.com/oduflow/oduflow-go/internal/safefile"
+	"github.com/oduflow/oduflow-go/oduflow/claims"
 	"github.com/oduflow/oduflow-go/receipt"
 )
-
-// defaultClaimDir is where claims live unless WithClaimDir says otherwise.
-const defaultClaimDir = "/var/cache/salt/oduflow-apply"
 
 const (
 	claimSuffix    = ".json"
@@ -30,7 +30,7 @@ const (
 	claimBufMax    = 16 << 10        // read buffers larger than this are not pooled (claims are < 1 KiB)
 )
 
-// FileClaimStore keeps one claim file per request (<request id>.json, mode 0600) in a private directory
+// Store keeps one claim file per request (<request id>.json, mode 0600) in a private directory
 // (0700, owned by the service account) through safefile.Store: exclusive temp file, fsync, rename,
 // directory fsync; opens refuse symlinks, foreign owners, group/other bits and multiply linked files.
 // Create is an exclusive create (RENAME_NOREPLACE) made visible only after the client's index entry is
@@ -38,40 +38,54 @@ const (
 // per-client index (clients/<minion id>/<request id>, empty files) keeps ListByClient proportional to the
 // client's own claims. Claims without an index entry (legacy claims copied in by an earlier runner) are
 // indexed by a one-time scan the first time a store lists a client (recorded by the file index-v1.done);
-// call Reindex after adding legacy claims later. It also implements Leases with kernel locks, which the
-// kernel releases when a holder dies (filestore_lease.go).
+// call Reindex after adding legacy claims later. It also implements claims.Leases with kernel locks, which
+// the kernel releases when a holder dies (lease.go).
 // Safe for concurrent use by any number of goroutines and processes sharing the directory.
-type FileClaimStore struct {
+type Store struct {
 	st     *safefile.Store
 	idx    *indexTree      // clients/
 	open   *indexTree      // open/
-	fences *safefile.Store // fences/: the per-client fencing token counters (filestore_fence.go)
+	fences *safefile.Store // fences/: the per-client fencing token counters (fence.go)
 	stage  func(string)    // test hook: crash points of Create; nil in production
 
 	mu      sync.Mutex
 	owners  map[string]string // request id -> minion id (immutable once created)
 	indexed bool
 
-	leases leasePool // request locks and client leases (filestore_lease.go)
+	leases leasePool // request locks and client leases (lease.go)
 
-	bufs sync.Pool // *[]byte read buffers: a claim read allocates no file buffer (decodeClaim keeps none of it)
+	bufs sync.Pool // *[]byte read buffers: a claim read allocates no file buffer (claims.Decode keeps none of it)
 
-	clock   hostClock       // this host's boot id and CLOCK_BOOTTIME: the status windows (filestore_statuswindows.go)
-	windows [2]atomic.Int64 // launch grace, status expiry (nanoseconds; 0: the defaults)
+	clock   *hostclock.Clock // this host's boot id and CLOCK_BOOTTIME: the status windows (statuswindows.go)
+	windows [2]atomic.Int64  // launch grace, status expiry (nanoseconds; 0: the defaults)
 }
 
-// OpenFileClaimStore opens (creating it 0700 when missing) the claim directory.
-func OpenFileClaimStore(dir string) (_ *FileClaimStore, err error) {
+// Open opens (creating it 0700 when missing) the claim directory. hooks are the test hooks of this
+// module's own tests (crash points, a host clock they move); their type is internal to the module, so a
+// caller passes none.
+func Open(dir string, hooks ...filestorehook.Hooks) (_ *Store, err error) {
 	defer errmark.Boundary(&err)
-	return openFileClaimStore(dir, nil)
+	var h filestorehook.Hooks
+	for _, o := range hooks {
+		if o.Stage != nil {
+			h.Stage = o.Stage
+		}
+		if o.Clock != nil {
+			h.Clock = o.Clock
+		}
+	}
+	return open(dir, h)
 }
 
-// openFileClaimStore is OpenFileClaimStore with a test hook called at the crash points of Create (the
-// store's own and the safe file store's).
-func openFileClaimStore(dir string, stage func(string)) (*FileClaimStore, error) {
+// open is Open with the hooks merged: a hook called at the crash points of Create (the store's own and
+// the safe file store's) and the host clock.
+func open(dir string, h filestorehook.Hooks) (*Store, error) {
 	opts := []safefile.StoreOption{safefile.WithCreate()}
-	if stage != nil {
-		opts = append(opts, safefile.WithStageHook(stage))
+	if h.Stage != nil {
+		opts = append(opts, safefile.WithStageHook(h.Stage))
+	}
+	if h.Clock == nil {
+		h.Clock = new(hostclock.Clock)
 	}
 	st, err := safefile.OpenStore(dir, opts...)
 	if err != nil {
@@ -89,22 +103,22 @@ func openFileClaimStore(dir string, stage func(string)) (*FileClaimStore, error)
 	if err != nil {
 		return nil, errors.Wrap(err, "oduflow: open fence token directory")
 	}
-	return &FileClaimStore{st: st, idx: newIndexTree(idx), open: newIndexTree(open), fences: fences, stage: stage,
-		owners: make(map[string]string)}, nil
+	return &Store{st: st, idx: newIndexTree(idx), open: newIndexTree(open), fences: fences, stage: h.Stage,
+		owners: make(map[string]string), clock: h.Clock}, nil
 }
 
-func (s *FileClaimStore) at(stage string) {
+func (s *Store) at(stage string) {
 	if s.stage != nil {
 		s.stage(stage)
 	}
 }
 
 // Dir is the claim directory.
-func (s *FileClaimStore) Dir() string { return s.st.Dir() }
+func (s *Store) Dir() string { return s.st.Dir() }
 
 // files is the underlying safe store (tests write hostile records through it). It is not exported: the
 // safe file store is internal to the module.
-func (s *FileClaimStore) files() *safefile.Store { return s.st }
+func (s *Store) files() *safefile.Store { return s.st }
 
 func claimName(requestID string) string { return requestID + claimSuffix }
 
@@ -127,19 +141,19 @@ func claimName(requestID string) string { return requestID + claimSuffix }
 // quarantine check, which reads only the client's index, cannot miss it. A crash during 3 leaves the claim
 // or not; a claim whose rename was not yet durable can vanish only together with the Start that wrote it,
 // which had not returned (no worker ran). The worker starts after Create returns, so after step 3.
-func (s *FileClaimStore) Create(ctx context.Context, c *Claim) (err error) {
+func (s *Store) Create(ctx context.Context, c *claims.Claim) (err error) {
 	defer errmark.Boundary(&err)
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	cp := c.clone()
+	cp := c.Clone()
 	cp.Generation = 1
 	if cp.CreatedClock == "" || (cp.DispatchedAt != nil && cp.DispatchedClock == "") {
 		// The launch window opens now, on this host's monotonic clock (and the dispatch window of a claim
 		// created past its intent: one copied in from another store).
-		now, err := s.clock.now()
+		now, err := s.clock.Now()
 		if err != nil {
-			return errmark.Mark(err, ErrClaimStore)
+			return errmark.Mark(err, claims.ErrClaimStore)
 		}
 		if cp.CreatedClock == "" {
 			cp.CreatedClock = now.String()
@@ -151,12 +165,12 @@ func (s *FileClaimStore) Create(ctx context.Context, c *Claim) (err error) {
 	if err := cp.Validate(); err != nil {
 		return err
 	}
-	data, err := encodeClaim(cp)
+	data, err := cp.MarshalBinary()
 	if err != nil {
 		return err
 	}
 	// A worker must be able to lock the claim: a lease pool replaced and not reopenable fails the Start
-	// now, before anything is written (filestore_lease.go).
+	// now, before anything is written (lease.go).
 	if err := s.checkPool(); err != nil {
 		return err
 	}
@@ -165,7 +179,7 @@ func (s *FileClaimStore) Create(ctx context.Context, c *Claim) (err error) {
 	}
 	if err := s.st.CreateExclusiveAfter(claimName(cp.RequestID), data, index); err != nil {
 		if errors.Is(err, safefile.ErrExist) {
-			return errmark.Mark(errors.Wrap(err, "oduflow: create claim"), ErrClaimExists)
+			return errmark.Mark(errors.Wrap(err, "oduflow: create claim"), claims.ErrClaimExists)
 		}
 		return storageErr(errors.Wrap(err, "oduflow: create claim"))
 	}
@@ -175,7 +189,7 @@ func (s *FileClaimStore) Create(ctx context.Context, c *Claim) (err error) {
 }
 
 // Get implements ClaimStore.
-func (s *FileClaimStore) Get(ctx context.Context, requestID string) (_ *Claim, err error) {
+func (s *Store) Get(ctx context.Context, requestID string) (_ *claims.Claim, err error) {
 	defer errmark.Boundary(&err)
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -186,7 +200,7 @@ func (s *FileClaimStore) Get(ctx context.Context, requestID string) (_ *Claim, e
 	return s.read(requestID)
 }
 
-func (s *FileClaimStore) read(requestID string) (*Claim, error) {
+func (s *Store) read(requestID string) (*claims.Claim, error) {
 	bp, _ := s.bufs.Get().(*[]byte)
 	if bp == nil {
 		bp = new([]byte)
@@ -200,32 +214,32 @@ func (s *FileClaimStore) read(requestID string) (*Claim, error) {
 		if errors.Is(err, safefile.ErrNotExist) {
 			// The answer to "which request?" is the id, not the store's file layout: the message may
 			// travel to a service's caller.
-			return nil, errors.Wrapf(ErrNoClaim, "request %s", errors.Safe(requestID))
+			return nil, errors.Wrapf(claims.ErrNoClaim, "request %s", errors.Safe(requestID))
 		}
 		if errors.Is(err, safefile.ErrCorrupt) { // oversized or changing under the reader
-			return nil, errmark.Mark(errors.Wrap(err, "oduflow: read claim"), ErrCorruptClaim)
+			return nil, errmark.Mark(errors.Wrap(err, "oduflow: read claim"), claims.ErrCorruptClaim)
 		}
 		return nil, errors.Wrap(err, "oduflow: read claim")
 	}
-	c, err := decodeClaim(data)
+	c, err := claims.Decode(data)
 	if err != nil {
-		return nil, errmark.Mark(err, ErrCorruptClaim) // the standard library's errors.Is must see it
+		return nil, errmark.Mark(err, claims.ErrCorruptClaim) // the standard library's errors.Is must see it
 	}
 	if c.RequestID != requestID {
-		return nil, errors.Wrap(ErrCorruptClaim, "claim file holds another request")
+		return nil, errors.Wrap(claims.ErrCorruptClaim, "claim file holds another request")
 	}
 	s.remember(c)
 	return c, nil
 }
 
-func (s *FileClaimStore) remember(c *Claim) {
+func (s *Store) remember(c *claims.Claim) {
 	s.mu.Lock()
 	s.owners[c.RequestID] = c.MinionID
 	s.mu.Unlock()
 }
 
 // CompareAndSwap implements ClaimStore.
-func (s *FileClaimStore) CompareAndSwap(ctx context.Context, next *Claim) (_ *Claim, err error) {
+func (s *Store) CompareAndSwap(ctx context.Context, next *claims.Claim) (_ *claims.Claim, err error) {
 	defer errmark.Boundary(&err)
 	return s.compareAndSwap(ctx, next, nil)
 }
@@ -233,22 +247,22 @@ func (s *FileClaimStore) CompareAndSwap(ctx context.Context, next *Claim) (_ *Cl
 // CompareAndSwapHeld implements ClaimStore. A kernel lock cannot be lost while its holder lives, so "still held"
 // is: the lease is one of this store's, not released, and its lock file is still the one in the directory.
 // The check runs under the record lock, before the write.
-func (s *FileClaimStore) CompareAndSwapHeld(ctx context.Context, next *Claim, held ...Lease) (_ *Claim, err error) {
+func (s *Store) CompareAndSwapHeld(ctx context.Context, next *claims.Claim, held ...claims.Lease) (_ *claims.Claim, err error) {
 	defer errmark.Boundary(&err)
 	return s.compareAndSwap(ctx, next, held)
 }
 
-func (s *FileClaimStore) checkHeld(held []Lease) error {
+func (s *Store) checkHeld(held []claims.Lease) error {
 	for _, l := range held {
 		fl, ok := l.(fileLease)
 		if !ok || fl.st != s || !fl.Held() {
-			return errors.WithStack(ErrLeaseLost)
+			return errors.WithStack(claims.ErrLeaseLost)
 		}
 	}
 	return nil
 }
 
-func (s *FileClaimStore) compareAndSwap(ctx context.Context, next *Claim, held []Lease) (*Claim, error) {
+func (s *Store) compareAndSwap(ctx context.Context, next *claims.Claim, held []claims.Lease) (*claims.Claim, error) {
 	if err := next.Validate(); err != nil {
 		return nil, err
 	}
@@ -262,37 +276,37 @@ func (s *FileClaimStore) compareAndSwap(ctx context.Context, next *Claim, held [
 		return nil, err
 	}
 	if cur.Generation != next.Generation {
-		return cur, errors.Wrapf(ErrConflict, "generation %d, expected %d",
+		return cur, errors.Wrapf(claims.ErrConflict, "generation %d, expected %d",
 			errors.Safe(cur.Generation), errors.Safe(next.Generation))
 	}
 	if !sameIdentity(cur, next) {
-		return cur, errors.Wrap(ErrConflict, "identity fields are immutable")
+		return cur, errors.Wrap(claims.ErrConflict, "identity fields are immutable")
 	}
 	if err := s.checkHeld(held); err != nil {
 		return cur, err
 	}
-	out := next.clone()
+	out := next.Clone()
 	out.Generation = cur.Generation + 1
 	if cur.DispatchedAt == nil && out.DispatchedAt != nil {
 		// The dispatch intent: the dispatch window opens now, on this host's monotonic clock.
-		now, err := s.clock.now()
+		now, err := s.clock.Now()
 		if err != nil {
-			return nil, errmark.Mark(err, ErrClaimStore)
+			return nil, errmark.Mark(err, claims.ErrClaimStore)
 		}
 		out.DispatchedClock = now.String()
 	}
 	out.FenceToken = cur.FenceToken // issued once, never changed
 	var fence *fenceIssue
-	if held != nil && cur.Phase == PhaseClaimed && out.Phase == PhaseDispatching {
+	if held != nil && cur.Phase == claims.PhaseClaimed && out.Phase == claims.PhaseDispatching {
 		// The dispatch intent: the client's next fencing token, above the floor the caller passed in
-		// next.FenceToken, durable before the claim holding it (filestore_fence.go).
+		// next.FenceToken, durable before the claim holding it (fence.go).
 		if fence, err = s.stageFenceToken(ctx, out.MinionID, next.FenceToken); err != nil {
 			return nil, err
 		}
 		defer fence.release()
 		out.FenceToken = fence.token
 	}
-	data, err := encodeClaim(out)
+	data, err := out.MarshalBinary()
 	if err != nil {
 		return nil, err
 	}
@@ -326,17 +340,50 @@ func (s *FileClaimStore) compareAndSwap(ctx context.Context, next *Claim, held [
 	return out, nil
 }
 
+// unreadableClaimError: ListByClient (or ListUnresolved, Reindex) found a claim of the client it cannot
+// read (unsafe file, FIFO, corrupt or duplicate-key JSON, ...). It is ErrCorruptClaim for errors.Is and
+// keeps the cause reachable; RequestID names the claim (an identifier, not a secret), and
+// UnreadableRequestID tells the dispatcher which claim to log (claims.ClaimStore). A client whose claims
+// cannot all be read cannot be proven clear, so the dispatcher refuses to dispatch to it
+// (claim_store_unreadable) and logs the request id; it never reads the unreadable claim as "quarantined".
+type unreadableClaimError struct {
+	RequestID string
+	Err       error
+}
+
+func (e *unreadableClaimError) Error() string {
+	return "oduflow: unreadable claim " + e.RequestID + ": " + e.Err.Error()
+}
+
+// Unwrap makes errors.Is(err, ErrCorruptClaim) true and keeps the cause (e.g. safefile.ErrNotRegular) visible.
+func (e *unreadableClaimError) Unwrap() []error { return []error{e.Err, claims.ErrCorruptClaim} }
+
+// UnreadableRequestID names the unreadable claim (the contract's way, matched by behaviour).
+func (e *unreadableClaimError) UnreadableRequestID() string { return e.RequestID }
+
+// SafeFormatError prints the request id (an identifier) and the cause's own redaction-safe form.
+func (e *unreadableClaimError) SafeFormatError(p errors.Printer) (next error) {
+	p.Printf("oduflow: unreadable claim %s", errors.Safe(e.RequestID))
+	return e.Err
+}
+
+// invalid marks a malformed id argument with claims.ErrInvalidInput (the dispatcher's own helper, for the
+// store's arguments).
+func invalid(err error, what string) error {
+	return errmark.Mark(errors.Wrapf(err, "oduflow: invalid %s", errors.Safe(what)), claims.ErrInvalidInput)
+}
+
 // storageErr marks a write the file system refused for lack of room or permission to write (ENOSPC,
-// EDQUOT, EROFS) with ErrClaimStore: nothing was written (the safe file store removes its temporary
+// EDQUOT, EROFS) with claims.ErrClaimStore: nothing was written (the safe file store removes its temporary
 // file), and the CLI reports the store, not the request, as failed.
 func storageErr(err error) error {
 	if safefile.StorageRefused(err) {
-		return errmark.Mark(err, ErrClaimStore)
+		return errmark.Mark(err, claims.ErrClaimStore)
 	}
 	return err
 }
 
-func sameIdentity(a, b *Claim) bool {
+func sameIdentity(a, b *claims.Claim) bool {
 	return a.MinionID == b.MinionID && a.RequestID == b.RequestID && a.Profile == b.Profile &&
 		a.Role == b.Role && a.StateDigest == b.StateDigest && a.JID == b.JID && a.PayloadRef == b.PayloadRef &&
 		a.CreatedAt.Equal(b.CreatedAt) && a.Protocol == b.Protocol && a.CreatedClock == b.CreatedClock
@@ -344,8 +391,8 @@ func sameIdentity(a, b *Claim) bool {
 
 // ListByClient implements ClaimStore: it reads the client's index, then each indexed claim. A claim that
 // exists but cannot be read (unsafe or non-regular file, corrupt JSON) is an error matching
-// ErrCorruptClaim that names its request id.
-func (s *FileClaimStore) ListByClient(ctx context.Context, minionID string) (_ []*Claim, err error) {
+// claims.ErrCorruptClaim that names its request id.
+func (s *Store) ListByClient(ctx context.Context, minionID string) (_ []*claims.Claim, err error) {
 	defer errmark.Boundary(&err)
 	if err := receipt.ValidateMinionID(minionID); err != nil {
 		return nil, invalid(err, "minion id")
@@ -357,8 +404,8 @@ func (s *FileClaimStore) ListByClient(ctx context.Context, minionID string) (_ [
 }
 
 // ListUnresolved implements UnresolvedLister: the claims of the client's open entries (see
-// filestore_index.go). It may return resolved claims too (an entry a crash left behind).
-func (s *FileClaimStore) ListUnresolved(ctx context.Context, minionID string) (_ []*Claim, err error) {
+// index.go). It may return resolved claims too (an entry a crash left behind).
+func (s *Store) ListUnresolved(ctx context.Context, minionID string) (_ []*claims.Claim, err error) {
 	defer errmark.Boundary(&err)
 	if err := receipt.ValidateMinionID(minionID); err != nil {
 		return nil, invalid(err, "minion id")
@@ -371,15 +418,15 @@ func (s *FileClaimStore) ListUnresolved(ctx context.Context, minionID string) (_
 
 // ScanUnresolved implements UnresolvedScanner: the open entries of every client (open/<minion id>/),
 // one client's claims at a time. It may yield resolved claims too (an entry a crash left behind).
-func (s *FileClaimStore) ScanUnresolved(ctx context.Context) iter.Seq2[*Claim, error] {
-	return func(yield func(*Claim, error) bool) {
+func (s *Store) ScanUnresolved(ctx context.Context) iter.Seq2[*claims.Claim, error] {
+	return func(yield func(*claims.Claim, error) bool) {
 		if err := s.ensureIndexed(ctx); err != nil {
 			yield(nil, err)
 			return
 		}
 		minions, err := s.open.root.List("")
 		if err != nil {
-			yield(nil, errmark.Mark(errors.Wrap(err, "oduflow: list the unresolved index"), ErrClaimStore))
+			yield(nil, errmark.Mark(errors.Wrap(err, "oduflow: list the unresolved index"), claims.ErrClaimStore))
 			return
 		}
 		for _, m := range minions {
@@ -401,7 +448,7 @@ func (s *FileClaimStore) ScanUnresolved(ctx context.Context) iter.Seq2[*Claim, e
 }
 
 // listIndexed reads the claims named by the client's directory of t.
-func (s *FileClaimStore) listIndexed(ctx context.Context, t *indexTree, minionID string) ([]*Claim, error) {
+func (s *Store) listIndexed(ctx context.Context, t *indexTree, minionID string) ([]*claims.Claim, error) {
 	ci, err := t.dir(minionID, false)
 	if err != nil || ci == nil {
 		return nil, err
@@ -410,7 +457,7 @@ func (s *FileClaimStore) listIndexed(ctx context.Context, t *indexTree, minionID
 	if err != nil {
 		return nil, errors.Wrap(err, "oduflow: list client index")
 	}
-	var out []*Claim
+	var out []*claims.Claim
 	for _, req := range names {
 		if err := ctx.Err(); err != nil {
 			return nil, err
@@ -420,7 +467,7 @@ func (s *FileClaimStore) listIndexed(ctx context.Context, t *indexTree, minionID
 		}
 		c, err := s.read(req)
 		if err != nil {
-			if errors.Is(err, ErrNoClaim) {
+			if errors.Is(err, claims.ErrNoClaim) {
 				continue // indexed, but the claim was never created (or lost the race to another minion)
 			}
 			// Never skip it: the unreadable claim may be the client's unresolved dispatch.
@@ -434,8 +481,8 @@ func (s *FileClaimStore) listIndexed(ctx context.Context, t *indexTree, minionID
 }
 
 var (
-	_ ClaimStore        = (*FileClaimStore)(nil)
-	_ Leases            = (*FileClaimStore)(nil)
-	_ UnresolvedLister  = (*FileClaimStore)(nil)
-	_ UnresolvedScanner = (*FileClaimStore)(nil)
+	_ claims.ClaimStore        = (*Store)(nil)
+	_ claims.Leases            = (*Store)(nil)
+	_ claims.UnresolvedLister  = (*Store)(nil)
+	_ claims.UnresolvedScanner = (*Store)(nil)
 )

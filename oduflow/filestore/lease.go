@@ -1,4 +1,4 @@
-package oduflow
+package filestore
 
 import (
 	"context"
@@ -9,9 +9,10 @@ import (
 
 	"github.com/oduflow/oduflow-go/internal/errmark"
 	"github.com/oduflow/oduflow-go/internal/safefile"
+	"github.com/oduflow/oduflow-go/oduflow/claims"
 )
 
-// leasePool is the FileClaimStore's safefile.LockPool, opened at the first lease: every request lock
+// leasePool is the Store's safefile.LockPool, opened at the first lease: every request lock
 // (run-<id>) and client lease (lease-<minion>) of the store is a byte range of ONE open file, so the
 // requests in flight are not bounded by the open-file limit (a descriptor per held lock was two per
 // request). The kernel still drops a dead holder's ranges, and the pool keeps the goroutines of this
@@ -23,7 +24,7 @@ import (
 // that opened the new file: the operation fails with safefile.ErrLockPoolReplaced, the store closes the
 // old pool (every lock taken through it reads Held false, so a worker holding one can no longer record
 // an intent) and retries the operation once through a pool on the new file. Create checks the pool the
-// same way before it writes anything, so a pool that cannot be reopened fails Start with ErrClaimStore
+// same way before it writes anything, so a pool that cannot be reopened fails Start with claims.ErrClaimStore
 // instead of leaving a claim no worker can lock.
 type leasePool struct {
 	mu sync.Mutex
@@ -31,13 +32,13 @@ type leasePool struct {
 }
 
 // pool returns the current pool, opening it when there is none.
-func (s *FileClaimStore) pool() (*safefile.LockPool, error) {
+func (s *Store) pool() (*safefile.LockPool, error) {
 	s.leases.mu.Lock()
 	defer s.leases.mu.Unlock()
 	if s.leases.p == nil {
 		p, err := s.st.OpenLockPool()
 		if err != nil {
-			return nil, errmark.Mark(errors.Wrap(err, "oduflow: open lease pool"), ErrClaimStore)
+			return nil, errmark.Mark(errors.Wrap(err, "oduflow: open lease pool"), claims.ErrClaimStore)
 		}
 		s.leases.p = p
 	}
@@ -46,7 +47,7 @@ func (s *FileClaimStore) pool() (*safefile.LockPool, error) {
 
 // reopenPool replaces stale (a pool whose file was replaced) by a pool on the directory's current file,
 // unless another goroutine did already.
-func (s *FileClaimStore) reopenPool(stale *safefile.LockPool) {
+func (s *Store) reopenPool(stale *safefile.LockPool) {
 	s.leases.mu.Lock()
 	defer s.leases.mu.Unlock()
 	if s.leases.p == stale {
@@ -56,32 +57,32 @@ func (s *FileClaimStore) reopenPool(stale *safefile.LockPool) {
 }
 
 // withPool runs op on the current pool and, when the pool file was replaced, once more on a new pool.
-// Errors other than ErrLeaseBusy match ErrClaimStore.
-func (s *FileClaimStore) withPool(what string, op func(*safefile.LockPool) error) error {
+// Errors other than claims.ErrLeaseBusy match claims.ErrClaimStore.
+func (s *Store) withPool(what string, op func(*safefile.LockPool) error) error {
 	for attempt := 0; ; attempt++ {
 		p, err := s.pool()
 		if err != nil {
 			return err
 		}
 		err = op(p)
-		if err == nil || errors.Is(err, ErrLeaseBusy) {
+		if err == nil || errors.Is(err, claims.ErrLeaseBusy) {
 			return err
 		}
 		if errors.Is(err, safefile.ErrLockPoolReplaced) && attempt == 0 {
 			s.reopenPool(p)
 			continue
 		}
-		return errmark.Mark(errors.Wrapf(err, "oduflow: %s", errors.Safe(what)), ErrClaimStore)
+		return errmark.Mark(errors.Wrapf(err, "oduflow: %s", errors.Safe(what)), claims.ErrClaimStore)
 	}
 }
 
 // checkPool: the lease pool can be used (its file is the directory's, reopened when it was replaced).
-func (s *FileClaimStore) checkPool() error {
+func (s *Store) checkPool() error {
 	return s.withPool("lease pool", (*safefile.LockPool).Check)
 }
 
 type fileLease struct {
-	st *FileClaimStore
+	st *Store
 	lk *safefile.Lock
 }
 
@@ -89,7 +90,7 @@ func (l fileLease) Release() error { return l.lk.Release() }
 func (l fileLease) Held() bool     { return l.lk.Held() }
 
 // TryRequestLock implements Leases.
-func (s *FileClaimStore) TryRequestLock(ctx context.Context, requestID string) (_ Lease, err error) {
+func (s *Store) TryRequestLock(ctx context.Context, requestID string) (_ claims.Lease, err error) {
 	defer errmark.Boundary(&err)
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -98,7 +99,7 @@ func (s *FileClaimStore) TryRequestLock(ctx context.Context, requestID string) (
 	err = s.withPool("request lock", func(p *safefile.LockPool) error {
 		var err error
 		if lk, err = p.TryLock(requestLockPfx + requestID); errors.Is(err, safefile.ErrLocked) {
-			return errmark.Mark(err, ErrLeaseBusy)
+			return errmark.Mark(err, claims.ErrLeaseBusy)
 		}
 		return err
 	})
@@ -110,7 +111,7 @@ func (s *FileClaimStore) TryRequestLock(ctx context.Context, requestID string) (
 
 // RequestLockHeld implements Leases. The probe takes nothing (F_OFD_GETLK), so it never makes a starting
 // worker's TryRequestLock fail.
-func (s *FileClaimStore) RequestLockHeld(ctx context.Context, requestID string) (_ bool, err error) {
+func (s *Store) RequestLockHeld(ctx context.Context, requestID string) (_ bool, err error) {
 	defer errmark.Boundary(&err)
 	if err := ctx.Err(); err != nil {
 		return false, err
@@ -127,14 +128,14 @@ func (s *FileClaimStore) RequestLockHeld(ctx context.Context, requestID string) 
 }
 
 // AcquireClientLease implements Leases.
-func (s *FileClaimStore) AcquireClientLease(ctx context.Context, minionID string, maxWait time.Duration) (_ Lease, err error) {
+func (s *Store) AcquireClientLease(ctx context.Context, minionID string, maxWait time.Duration) (_ claims.Lease, err error) {
 	defer errmark.Boundary(&err)
 	var lk *safefile.Lock
 	err = s.withPool("client lease", func(p *safefile.LockPool) error {
 		var err error
 		lk, err = p.LockWait(ctx, clientLeasePfx+minionID, maxWait)
 		if errors.Is(err, safefile.ErrLocked) || errors.Is(err, context.DeadlineExceeded) {
-			return errmark.Mark(err, ErrLeaseBusy)
+			return errmark.Mark(err, claims.ErrLeaseBusy)
 		}
 		return err
 	})

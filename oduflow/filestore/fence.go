@@ -1,4 +1,4 @@
-package oduflow
+package filestore
 
 import (
 	"context"
@@ -10,9 +10,10 @@ import (
 
 	"github.com/oduflow/oduflow-go/internal/errmark"
 	"github.com/oduflow/oduflow-go/internal/safefile"
+	"github.com/oduflow/oduflow-go/oduflow/claims"
 )
 
-// The fencing tokens of FileClaimStore: a per-client counter kept as empty files, fences/<minion id>/t-<N>
+// The fencing tokens of Store: a per-client counter kept as empty files, fences/<minion id>/t-<N>
 // (N in 20 digits), the highest N being the last token issued. Issuing the next token, under the
 // counter's lock (fencelock-<minion id> in the claim directory) and inside the intent write:
 //
@@ -38,7 +39,7 @@ const (
 )
 
 // errFenceCounter: the client's fence counter cannot be read or holds something else; no intent is written.
-var errFenceCounter = errmark.Mark(errors.New("oduflow: fence counter unreadable"), ErrClaimStore)
+var errFenceCounter = errmark.Mark(errors.New("oduflow: fence counter unreadable"), claims.ErrClaimStore)
 
 // fenceIssue is one token being issued: prior creates its name (for WriteAtomicAfter), done discards the
 // lower names once the claim holding it is written, release frees the counter's lock.
@@ -52,7 +53,7 @@ type fenceIssue struct {
 
 // stageFenceToken takes the counter's lock and reads the client's next token, above floor; the caller
 // writes the claim with WriteAtomicAfter(issue.prior) and then calls issue.done and issue.release.
-func (s *FileClaimStore) stageFenceToken(ctx context.Context, minionID string, floor uint64) (*fenceIssue, error) {
+func (s *Store) stageFenceToken(ctx context.Context, minionID string, floor uint64) (*fenceIssue, error) {
 	lk, err := s.st.LockWait(ctx, fenceLockPfx+minionID, recordLockWait)
 	if err != nil {
 		return nil, errors.Wrap(err, "oduflow: fence counter lock")
@@ -81,7 +82,7 @@ func (s *FileClaimStore) stageFenceToken(ctx context.Context, minionID string, f
 		last = max(last, tok)
 	}
 	last = max(last, floor)
-	if last >= MaxFenceToken {
+	if last >= claims.MaxFenceToken {
 		return fail(errors.Wrap(errFenceCounter, "fence tokens exhausted"))
 	}
 	next := last + 1
@@ -121,7 +122,7 @@ func parseFenceName(name string) (uint64, bool) {
 		return 0, false
 	}
 	n, err := strconv.ParseUint(digits, 10, 64)
-	if err != nil || n < 1 || n > MaxFenceToken {
+	if err != nil || n < 1 || n > claims.MaxFenceToken {
 		return 0, false
 	}
 	return n, true
