@@ -12,6 +12,7 @@ import (
 
 	"github.com/oduflow/oduflow-go/oduflow"
 	"github.com/oduflow/oduflow-go/oduflow/etcdstore"
+	"github.com/oduflow/oduflow-go/oduflow/filestore"
 )
 
 // ClaimDir is the claim store directory: Claims (file:DIR or a plain DIR) when set, else StateDir. It must
@@ -40,10 +41,26 @@ func (s Settings) ClaimDir() (string, error) {
 	return dir, nil
 }
 
-// OpenFileClaims opens (creating it 0700) the file claim store in dir.
+// OpenFileClaims opens (creating it 0700) the file claim store in dir: for the commands that write a
+// claim (start, custom start, init).
 func OpenFileClaims(dir string) (oduflow.Store, error) {
-	store, err := oduflow.OpenFileClaimStore(dir)
+	store, err := filestore.Open(dir)
 	if err != nil {
+		return nil, configf(err, "claim store %q", dir)
+	}
+	return store, nil
+}
+
+// OpenExistingFileClaims opens the file claim store in dir for a command that only reads or follows
+// claims (status, resume, reconcile): a missing directory is an error matching filestore.ErrNoStore
+// (exit status 6, "damaged or missing claim store"), never a new empty store in which every request
+// would read not_started.
+func OpenExistingFileClaims(dir string) (oduflow.Store, error) {
+	store, err := filestore.OpenExisting(dir)
+	if err != nil {
+		if stderrors.Is(err, filestore.ErrNoStore) {
+			return nil, err
+		}
 		return nil, configf(err, "claim store %q", dir)
 	}
 	return store, nil
