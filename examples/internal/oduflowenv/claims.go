@@ -25,15 +25,15 @@ func (s Settings) ClaimDir() (string, error) {
 		case ok && scheme == "file":
 			dir = rest
 		case ok && (scheme == "etcd" || scheme == "etcds"):
-			return "", usagef("--claims: an etcd store is not a directory")
+			return "", usagef("%s: an etcd store is not a directory", s.name("--claims", "ODUFLOW_CLAIMS"))
 		case ok && strings.HasPrefix(rest, "//"):
-			return "", usagef("--claims %q: unknown scheme %q: want file:DIR or DIR", s.Claims, scheme)
+			return "", usagef("%s %q: unknown scheme %q: want file:DIR or DIR", s.name("--claims", "ODUFLOW_CLAIMS"), s.Claims, scheme)
 		default:
 			dir = s.Claims
 		}
 	}
 	if strings.TrimSpace(dir) == "" {
-		return "", usagef("--state-dir/--claims: empty claim store directory")
+		return "", usagef("%s: empty claim store directory", s.name("--state-dir/--claims", "ODUFLOW_STATE_DIR/ODUFLOW_CLAIMS"))
 	}
 	if st, err := os.Stat(dir); err == nil && !st.IsDir() {
 		return "", usagef("claim store %q is not a directory", dir)
@@ -86,7 +86,7 @@ func OpenStateDir(dir string) error {
 func (s Settings) EtcdOptions() ([]etcdstore.Option, error) {
 	opts, err := etcdstore.ParseURL(s.Claims)
 	if err != nil {
-		return nil, usagef("--claims: %s", OneLine(err.Error()))
+		return nil, usagef("%s: %s", s.name("--claims", "ODUFLOW_CLAIMS"), OneLine(err.Error()))
 	}
 	e := s.Etcd
 	user, password := e.User, e.Password

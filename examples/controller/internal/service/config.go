@@ -36,6 +36,7 @@ type Config struct {
 // timeout. Every error is an *oduflowenv.Error of kind ErrUsage.
 func ConfigFromEnv(getenv func(string) string) (Config, error) {
 	c := Config{Settings: oduflowenv.FromEnv(getenv), Listen: getenv("ODUFLOW_LISTEN"), DrainTimeout: DefaultDrainTimeout}
+	c.Settings.EnvOnly = true // the controller has no flags: its messages name the variables
 	if c.Listen == "" {
 		c.Listen = DefaultListen
 	}
@@ -50,6 +51,9 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 		c.DrainTimeout = d
 	}
 	if err := c.Settings.CheckMaster("controller", true); err != nil {
+		return Config{}, err
+	}
+	if err := c.Settings.CheckKeyFile(); err != nil {
 		return Config{}, err
 	}
 	c.CatalogDir = getenv("ODUFLOW_CATALOG_DIR")

@@ -80,8 +80,12 @@ func Open(ctx context.Context, cfg Config, opts ...Option) (_ *Service, err erro
 			s.closeConnections()
 		}
 	}()
+	cfg.Settings.EnvOnly = true // the controller has no flags: its messages name the variables
 	if err := cfg.Settings.CheckMaster("controller", true); err != nil {
 		return nil, err
+	}
+	if err := cfg.Settings.CheckKeyFile(); err != nil {
+		return nil, err // as oduflowctl would: refused before anything listens
 	}
 	listen := cfg.Listen
 	if listen == "" {
