@@ -53,9 +53,6 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 	if err := c.Settings.CheckMaster("controller", true); err != nil {
 		return Config{}, err
 	}
-	if err := c.Settings.CheckKeyFile(); err != nil {
-		return Config{}, err
-	}
 	c.CatalogDir = getenv("ODUFLOW_CATALOG_DIR")
 	a, err := authFromEnv(getenv)
 	if err != nil {
