@@ -81,6 +81,7 @@ func (d *Dispatcher) intentAttempt(ctx context.Context, next *Claim, reqLock, le
 	out, err = d.store.CompareAndSwapHeld(ctx, write, reqLock, lease)
 	switch {
 	case err == nil:
+		d.watchers.changed(write.RequestID)
 		return out, true, true
 	case errors.Is(err, ErrConflict), isOutcomeUnknown(err), errors.Is(err, ErrClaimStore):
 		return nil, false, false
@@ -201,6 +202,7 @@ func (d *Dispatcher) updateClaim(ctx context.Context, c *Claim, change func(next
 		}
 		out, err := d.store.CompareAndSwap(ctx, next)
 		if err == nil {
+			d.watchers.changed(next.RequestID)
 			return out, true, nil
 		}
 		if !errors.Is(err, ErrConflict) {

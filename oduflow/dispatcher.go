@@ -70,6 +70,11 @@ type Dispatcher struct {
 	adoption adoptionConfig
 	adoptSem chan struct{} // one token per adoption in flight (WithMaxAdoptions)
 	adoptNow chan struct{} // wakes the adoption loop (kickAdoption)
+
+	// watchers are the Watch calls waiting (watch.go); feedOnce starts the store's change feed for them.
+	watchers watchers
+	feedOnce sync.Once
+	feedWG   sync.WaitGroup
 }
 
 // New builds a Dispatcher. client publishes (a *salt.Client), events reads the master event bus

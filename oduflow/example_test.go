@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"time"
 
 	"github.com/oduflow/oduflow-go/oduflow"
 	"github.com/oduflow/oduflow-go/oduflow/oduflowtest/fakeminion"
@@ -54,9 +53,11 @@ func Example() {
 	first, _ := d.Start(ctx, minion, request, receipt.ProfileConfigure)
 	fmt.Println("start:", first.Status)
 	resp := first
-	for resp.Status == receipt.StatusRunning {
-		time.Sleep(10 * time.Millisecond)
-		resp, _ = d.Status(ctx, minion, request, receipt.ProfileConfigure)
+	for r, err := range d.Watch(ctx, minion, request, receipt.ProfileConfigure) { // each change, until succeeded or failed
+		if err != nil {
+			break
+		}
+		resp = r
 	}
 	fmt.Println("status:", resp.Status, resp.Passed, "/", resp.Total)
 	again, _ := d.Start(ctx, minion, request, receipt.ProfileConfigure)

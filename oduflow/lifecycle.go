@@ -53,6 +53,7 @@ func (d *Dispatcher) Close(ctx context.Context) error {
 	}
 	d.cancel()
 	<-done
+	d.feedWG.Wait() // the store's change feed (watch.go) ends with the context
 	d.hub.close()
 	var err error
 	if d.ownLog {

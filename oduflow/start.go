@@ -88,6 +88,7 @@ func (d *Dispatcher) createAdmitted(ctx context.Context, c *Claim) (Response, er
 		}
 		return Response{}, err
 	}
+	d.watchers.changed(c.RequestID)
 	d.hooks.started(ctx, c, true)
 	lg := d.claimLog(c)
 	lg.Info("claim created", slog.String("role", c.Role))

@@ -406,6 +406,9 @@ func (d *Dispatcher) intentPhase(ctx context.Context, c *Claim, h *workerHold, p
 	// lock and the client lease (ClaimStore.CompareAndSwapHeld), so a worker whose leases expired never
 	// records an intent and never publishes.
 	c, err := d.store.CompareAndSwapHeld(ctx, next, h.reqLock, h.lease)
+	if err == nil {
+		d.watchers.changed(next.RequestID)
+	}
 	if err != nil {
 		if !isOutcomeUnknown(err) {
 			return nil, errors.Wrap(err, "oduflow: record dispatch") // nothing written, nothing published
@@ -475,6 +478,7 @@ func (d *Dispatcher) publishPhase(ctx context.Context, t target, c *Claim, h *wo
 	next.Phase = PhaseDispatched
 	if nc, err := d.store.CompareAndSwap(ctx, next); err == nil {
 		c = nc
+		d.watchers.changed(next.RequestID)
 	} else if cur, gerr := d.store.Get(ctx, t.request); gerr == nil && cur.Phase.Final() {
 		return nil, nil // someone else committed a final result
 	}

@@ -85,6 +85,7 @@ func TestClaimStore(t *testing.T, f StoreFactory) {
 	t.Run("ListUnresolved", s.testListUnresolved)
 	t.Run("ScanUnresolved", s.testScanUnresolved)
 	t.Run("ClaimLockReader", s.testClaimLockReader)
+	t.Run("ChangeFeed", s.testChangeFeed)
 	t.Run("WindowedStore", s.testWindowedStore)
 	t.Run("Leases", s.testLeases)
 	t.Run("Corrupt", s.testCorrupt)

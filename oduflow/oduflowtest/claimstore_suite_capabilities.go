@@ -1,6 +1,7 @@
 package oduflowtest
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -165,5 +166,66 @@ func (s *suite) testWindowedStore(t *testing.T) {
 		if l := lv("intent", h, out); !l.DispatchOpen {
 			t.Fatalf("intent: handle %d: %+v, want the dispatch window open", i, l)
 		}
+	}
+}
+
+// testChangeFeed: a store that implements claims.ChangeFeed reports, on one handle, the writes made
+// through another (another process or replica): a Create and a CompareAndSwap each call changed with the
+// request id within seconds; WatchChanges returns once its context ends.
+func (s *suite) testChangeFeed(t *testing.T) {
+	loc := s.backend(t)
+	a, b := s.open(t, loc), s.open(t, loc)
+	feed, ok := a.(claims.ChangeFeed)
+	if !ok {
+		t.Skip("oduflowtest: the store has no change feed (claims.ChangeFeed): watchers see other writers at their rechecks only")
+	}
+	ctx, cancel := context.WithCancel(testContext(t))
+	seen := make(chan string, 64)
+	ended := make(chan error, 1)
+	go func() { ended <- feed.WatchChanges(ctx, func(req string) { seen <- req }) }()
+	wait := func(step, req string) {
+		t.Helper()
+		deadline := time.After(5 * time.Second)
+		for {
+			select {
+			case got := <-seen:
+				if got == req {
+					return
+				}
+			case err := <-ended:
+				t.Fatalf("%s: WatchChanges ended: %v", step, err)
+			case <-deadline:
+				t.Fatalf("%s: no change reported for %s within 5 s", step, req)
+			}
+		}
+	}
+	// The feed may need a moment to be in place: write until the first report arrives.
+	var c *claims.Claim
+	deadline := time.Now().Add(5 * time.Second)
+	for c == nil {
+		next := NewClaim()
+		mustCreate(t, b, next)
+		select {
+		case got := <-seen:
+			if got == next.RequestID {
+				c = next
+			}
+		case <-time.After(200 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("Create: no change reported within 5 s")
+		}
+	}
+	next := clone(mustGet(t, b, c.RequestID))
+	next.Phase = claims.PhaseDispatched
+	if _, err := b.CompareAndSwap(ctx, next); err != nil {
+		t.Fatalf("CompareAndSwap: %v", err)
+	}
+	wait("CompareAndSwap", c.RequestID)
+	cancel()
+	select {
+	case <-ended:
+	case <-time.After(5 * time.Second):
+		t.Fatal("WatchChanges did not return after its context ended")
 	}
 }

@@ -29,6 +29,7 @@ func (s *Service) customRoutes(route func(pattern, action string, mutating bool,
 	route("POST /v1/minions/{minion}/custom-states/{id}/apply", "custom_apply", true, s.applyCustom)
 	route("GET /v1/minions/{minion}/custom-executions", "custom_executions", false, s.listExecutions)
 	route("GET /v1/minions/{minion}/custom-executions/{request_id}", "custom_status", false, s.executionStatus)
+	route("GET /v1/minions/{minion}/custom-executions/{request_id}/events", "custom_status_events", false, s.executionEvents)
 }
 
 // decodeBody reads one strict JSON object (unknown fields refused) of at most max bytes; an empty body

@@ -35,6 +35,7 @@ func (s *Service) Handler() http.Handler {
 	}
 	route("POST /v1/requests/{profile}/{minion}", "start", true, s.start)
 	route("GET /v1/requests/{profile}/{minion}/{request_id}", "status", false, s.status)
+	route("GET /v1/requests/{profile}/{minion}/{request_id}/events", "status_events", false, s.statusEvents)
 	route("POST /v1/requests/{minion}/{request_id}/resume", "resume", true, s.resume)
 	route("GET /v1/unresolved", "unresolved", false, s.unresolved)
 	route("GET /v1/minions/{minion}/ping", "ping", false, s.ping)
