@@ -79,6 +79,13 @@ func (s *Service) protect(action string, mutating bool, h http.HandlerFunc) http
 			return
 		}
 		rec.principal = &p
+		if rec.company == "" && r.PathValue("id") != "" && s.cat != nil {
+			// A definition's route: its company names a refusal in the audit trail (metadata only,
+			// read once the caller is authenticated; the handler authorizes before reading a body).
+			if d, err := s.cat.Definition(r.Context(), r.PathValue("id")); err == nil {
+				rec.company = d.Company
+			}
+		}
 		release, ok := s.limit.acquire(p.Name)
 		if !ok {
 			w.Header().Set("Retry-After", "1")

@@ -125,5 +125,11 @@ func body(msg string, exit int, reason string) apiError {
 // error text's claim or catalog file): answers name no file.
 var absPath = regexp.MustCompile(`(^|[\s"'(=])(/[^\s"':,)]+){2,}`)
 
-// scrubPaths replaces the file paths in msg by <path>.
-func scrubPaths(msg string) string { return absPath.ReplaceAllString(msg, "$1<path>") }
+// fileName is a record's file name in an error text (a catalog's def.<id>.json, a lock, a temporary
+// file): relative names say as much about the store's layout as paths.
+var fileName = regexp.MustCompile(`[A-Za-z0-9_.<>-]*\.(json|lock|tmp|pem|key)\b`)
+
+// scrubPaths replaces the file paths in msg by <path> and the file names by <file>.
+func scrubPaths(msg string) string {
+	return fileName.ReplaceAllString(absPath.ReplaceAllString(msg, "$1<path>"), "<file>")
+}

@@ -30,6 +30,7 @@ type Service struct {
 	closers  []func() error // the Salt client, the etcd store: closed after the Dispatcher
 
 	etcd    *etcdstore.Store
+	store   oduflow.Store // the claim store (requestKey reads a caller's id in it)
 	auth    *authenticator
 	tls     *tls.Config // nil: plain HTTP
 	limit   *inflightLimit
@@ -100,6 +101,7 @@ func Open(ctx context.Context, cfg Config, opts ...Option) (_ *Service, err erro
 	if err != nil {
 		return nil, err
 	}
+	s.store = store
 	if s.cat, err = s.openCatalog(cfg); err != nil {
 		return nil, err
 	}
