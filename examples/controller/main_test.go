@@ -19,6 +19,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/oduflow/oduflow-go/examples/internal/oduflowenv"
 	"github.com/oduflow/oduflow-go/oduflow"
 	"github.com/oduflow/oduflow-go/oduflow/oduflowtest/fakeminion"
 	"github.com/oduflow/oduflow-go/receipt"
@@ -156,8 +157,9 @@ func TestSIGTERMDrainLeavesRequestsAdoptable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, id := range requests {
-		c, err := store.Get(context.Background(), id)
+	// The service stores a caller's request id under its client-scoped key.
+	for i, id := range requests {
+		c, err := store.Get(context.Background(), oduflowenv.ScopedRequestID(minions[i].ID(), id))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -168,7 +170,7 @@ func TestSIGTERMDrainLeavesRequestsAdoptable(t *testing.T) {
 	// The minions finish their runs while no replica runs; then replica B adopts.
 	waitFor(t, 10*time.Second, "every receipt written", func() bool {
 		for i, m := range minions {
-			if _, ok := m.Receipt(requests[i]); !ok {
+			if _, ok := m.Receipt(oduflowenv.ScopedRequestID(m.ID(), requests[i])); !ok {
 				return false
 			}
 		}
