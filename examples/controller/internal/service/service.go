@@ -12,6 +12,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/oduflow/oduflow-go/examples/internal/authfile"
 	"github.com/oduflow/oduflow-go/examples/internal/oduflowenv"
 	"github.com/oduflow/oduflow-go/oduflow"
 	"github.com/oduflow/oduflow-go/oduflow/catalog"
@@ -102,7 +103,7 @@ func Open(ctx context.Context, cfg Config, opts ...Option) (_ *Service, err erro
 		return nil, err
 	}
 	s.store = store
-	if s.cat, err = s.openCatalog(cfg); err != nil {
+	if s.cat, err = s.openCatalog(ctx, cfg); err != nil {
 		return nil, err
 	}
 	client, closeClient, err := cfg.Settings.Client(ctx, salt.WithLogger(o.logger), salt.WithRequestTimeout(20*time.Second))
@@ -157,7 +158,7 @@ func (s *Service) openClaims(ctx context.Context, set oduflowenv.Settings) (oduf
 
 // openCatalog opens the custom-state catalog: ODUFLOW_CATALOG_DIR, else the etcd claim store's catalog,
 // else the directory "catalog" next to the claim directory (created 0700).
-func (s *Service) openCatalog(cfg Config) (catalog.Store, error) {
+func (s *Service) openCatalog(ctx context.Context, cfg Config) (catalog.Store, error) {
 	dir := cfg.CatalogDir
 	if dir == "" && s.etcd != nil {
 		return s.etcd.Catalog()
@@ -168,6 +169,10 @@ func (s *Service) openCatalog(cfg Config) (catalog.Store, error) {
 			return nil, err
 		}
 		dir = filepath.Join(filepath.Dir(filepath.Clean(claims)), "catalog")
+	}
+	// The catalog holds what runs as root on the clients: checked like every authority file.
+	if err := authfile.CheckDir(ctx, "ODUFLOW_CATALOG_DIR", dir); err != nil {
+		return nil, usageError(err.Error())
 	}
 	c, err := catalog.Open(dir, catalog.WithCreate())
 	if err != nil {
