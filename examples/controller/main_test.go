@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -30,8 +31,18 @@ import (
 // drain test runs real controller processes and sends them real signals.
 const childEnv = "ODUFLOW_CONTROLLER_TEST_CHILD"
 
+// childNoFile is the child's RLIMIT_NOFILE, when set (the flood test).
+const childNoFile = "ODUFLOW_CONTROLLER_TEST_NOFILE"
+
 func TestMain(m *testing.M) {
 	if os.Getenv(childEnv) == "1" {
+		if n, err := strconv.ParseUint(os.Getenv(childNoFile), 10, 64); err == nil {
+			// The flood test's small descriptor limit, set in the controller process itself.
+			rl := syscall.Rlimit{Cur: n, Max: n}
+			if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &rl); err != nil {
+				panic(err)
+			}
+		}
 		main()
 		return
 	}

@@ -39,16 +39,25 @@ type Service struct {
 	cat     catalog.Store
 	clients clientBindings
 	guards  *guardSeen // the runtime-guard reasons the ping route saw, for /readyz
+
+	limits   Limits          // the flood bounds in force (defaults applied)
+	unauth   *sourceRate     // unauthenticated requests per source
+	refusals *refusalCounter // unauthenticated refusals, counted per source and interval
 }
 
 // Option configures Open.
 type Option func(*options)
 
 type options struct {
-	logger   *slog.Logger
-	audit    *slog.Logger
-	dispatch []oduflow.Option
+	logger          *slog.Logger
+	audit           *slog.Logger
+	dispatch        []oduflow.Option
+	refusalInterval time.Duration
 }
+
+// WithRefusalInterval sets the period of the refusal counts in the audit trail (default
+// DefaultRefusalInterval).
+func WithRefusalInterval(d time.Duration) Option { return func(o *options) { o.refusalInterval = d } }
 
 // WithAuditLogger sets the audit trail's logger (one line per mutating call and per refusal). Default:
 // the service's logger.
@@ -76,7 +85,9 @@ func Open(ctx context.Context, cfg Config, opts ...Option) (_ *Service, err erro
 		o.audit = o.logger
 	}
 	s := &Service{log: o.logger, audit: o.audit, registry: prometheus.NewRegistry(), limit: newInflightLimit(cfg.Auth.MaxInflight),
-		guards: newGuardSeen(time.Now)}
+		guards: newGuardSeen(time.Now), limits: cfg.Limits.withDefaults()}
+	s.unauth = newSourceRate(s.limits.UnauthenticatedPerSec, time.Now)
+	s.refusals = newRefusalCounter(o.audit, o.refusalInterval)
 	defer func() {
 		if err != nil {
 			s.closeConnections()
@@ -128,6 +139,7 @@ func Open(ctx context.Context, cfg Config, opts ...Option) (_ *Service, err erro
 		return nil, &oduflowenv.Error{Kind: oduflowenv.ErrUsage, Msg: "dispatcher: " + oduflowenv.OneLine(err.Error()), Cause: err}
 	}
 	s.d = d
+	s.refusals.start()
 	if cfg.Auth.Insecure {
 		s.log.Warn("ODUFLOW_INSECURE_NO_AUTH=1: no authentication, every caller is an administrator of every company", "listen", listen)
 	}
@@ -201,6 +213,7 @@ func (s *Service) Dispatcher() *oduflow.Dispatcher { return s.d }
 func (s *Service) Close(ctx context.Context) error {
 	s.draining.Store(true)
 	err := s.d.Close(ctx)
+	s.refusals.close()
 	return errors.Join(err, s.closeConnections())
 }
 
