@@ -237,6 +237,7 @@ type readiness struct {
 	Fencing           bool   `json:"fencing"`
 	RuntimeGuard      bool   `json:"runtime_guard"`
 	RuntimeGuardError string `json:"runtime_guard_error"`
+	FencingError      string `json:"fencing_error,omitempty"`
 }
 
 func (s *Service) ping(w http.ResponseWriter, r *http.Request) {
@@ -257,7 +258,7 @@ func (s *Service) ping(w http.ResponseWriter, r *http.Request) {
 	}
 	writeJSON(w, http.StatusOK, readiness{MinionID: minion, Ready: rd.Ready(), KeyAccepted: rd.KeyAccepted,
 		Reachable: rd.Reachable, Protocol: rd.Protocol, PillarReady: rd.PillarReady, Proof: rd.Proof,
-		Fencing: rd.Fencing, RuntimeGuard: rd.RuntimeGuard, RuntimeGuardError: rd.RuntimeGuardError})
+		Fencing: rd.Fencing, RuntimeGuard: rd.RuntimeGuard, RuntimeGuardError: rd.RuntimeGuardError, FencingError: rd.FencingError})
 }
 
 // readyz answers 200 while a new request would be admitted (Dispatcher.Ready: the master answers, the
