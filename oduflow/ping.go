@@ -175,6 +175,8 @@ func parseCapabilities(v any) minionCaps {
 		caps.Proof = alg == receiptproof.Alg && ready
 	}
 	if fm, ok := m["fencing"].(map[string]any); ok {
+		// A mark at MaxFenceToken is exhausted whether the module says ready or not (this module
+		// reports it not ready, "error": "exhausted"; earlier ones ready).
 		ready, _ := fm["ready"].(bool)
 		caps.Fencing = ready && intValue(fm["version"]) == fencingVersion
 		caps.FenceMark = fenceMarkValue(fm["mark"])

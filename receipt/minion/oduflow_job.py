@@ -1487,6 +1487,10 @@ def _fencing_capability(guard):
     except Exception as exc:  # pylint: disable=broad-except
         cap["ready"] = False
         cap["error"] = type(exc).__name__
+    if cap["mark"] >= _MAX_FENCE_TOKEN:
+        # No token above the mark exists: every run would be fenced. Not ready, and why.
+        cap["ready"] = False
+        cap["error"] = "exhausted"
     return cap
 
 

@@ -166,6 +166,16 @@ class Fencing(FenceCase):
         caps = host.call(self.load(), "capabilities")[0]
         self.assertEqual(caps["fencing"], {"version": 1, "ready": False, "token_required": False, "mark": 7})
 
+    def test_F6_capabilities_of_an_exhausted_counter(self):
+        # A mark at 2^53-1 cannot advance: fencing is not ready and says why; any token is fenced.
+        # Before: capabilities reported ready.
+        self.run_fenced(new_request(), new_jid(), 2 ** 53 - 1)
+        caps = host.call(self.mod, "capabilities")[0]["fencing"]
+        self.assertEqual((caps["ready"], caps.get("error"), caps["mark"]), (False, "exhausted", 2 ** 53 - 1))
+        req, jid = new_request(), new_jid()
+        self.assertFenced(self.run_fenced(req, jid, 2 ** 53 - 1)[0], req, jid)
+        self.assertEqual(self.executions(), 1)
+
     def test_capabilities_with_a_malformed_fence_record(self):
         self.run_fenced(new_request(), new_jid(), 3)
         with open(os.path.join(self.receipts, "fence.json"), "w") as handle:
