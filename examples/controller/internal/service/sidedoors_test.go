@@ -39,7 +39,7 @@ func twoCompanies(t *testing.T) (*simEnv, *server, string, string) {
 }
 
 // raw sends a request as who and answers the status and the body.
-func (s *server) raw(t *testing.T, who, method, path, body string) (int, string) {
+func (s *server) raw(t testing.TB, who, method, path, body string) (int, string) {
 	t.Helper()
 	var rd io.Reader
 	if body != "" {
