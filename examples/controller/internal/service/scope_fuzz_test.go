@@ -30,7 +30,9 @@ func FuzzRequestIDScope(f *testing.F) {
 	s := env.server(func(c *service.Config) { c.Auth.ClientsFile = clients; c.Auth.MaxInflight = 1000 })
 	ma, mb := a.ID(), b.ID()
 	used := map[string]map[string]bool{"acme": {}, "globex": {}} // company -> id -> started
-	raw := func(t *testing.T, who, method, path, body string) (int, string) { return s.raw(t, who, method, path, body) }
+	raw := func(t *testing.T, who, method, path, body string) (int, string) {
+		return s.raw(t, who, method, path, body)
+	}
 	f.Add(uint8(0), []byte{0, 4})
 	f.Add(uint8(1), []byte{1, 0, 4})
 	f.Add(uint8(2), []byte{0, 1, 0, 1})
