@@ -94,7 +94,7 @@ func run(ctx context.Context, getenv func(string) string, stderr io.Writer) int 
 		return exitStatus(err)
 	}
 	srv := &http.Server{Handler: svc.Handler(), ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second, MaxHeaderBytes: 64 << 10,
-		IdleTimeout: 60 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
+		IdleTimeout: 60 * time.Second, ErrorLog: svc.ServerErrorLog()}
 	scheme := "http"
 	ln = svc.Listener(ln) // connection bounds, before TLS
 	if tc := svc.TLSConfig(); tc != nil {

@@ -60,7 +60,7 @@ func TestAuditTrail(t *testing.T) {
 	}
 	count := lines[2]
 	if count["audit"] != true || count["action"] != "refusals" || count["reason"] != "unauthenticated" || count["count"] != float64(1) ||
-		count["source"] != "127.0.0.1" || count["outcome"] != "refused" || count["http_status"] != float64(401) {
+		count["source"] != "127.0.0.1" || count["outcome"] != "refused" || count["http_status"] != float64(401) || count["company"] != "acme" {
 		t.Fatalf("the refusal count: %v", count)
 	}
 	lines = lines[:2]

@@ -2,9 +2,11 @@ package service
 
 import (
 	"context"
+	"log"
 	"log/slog"
 	"net"
 	"net/http"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -95,7 +97,7 @@ func (l *limitListener) Accept() (net.Conn, error) {
 		if l.total >= l.max || l.per[src] >= l.perSource || len(l.per) >= maxSources && l.per[src] == 0 {
 			l.mu.Unlock()
 			_ = c.Close()
-			l.refusals.add(src, "connection_limit", 0)
+			l.refusals.add(src, "connection_limit", "", 0)
 			continue
 		}
 		l.total++
@@ -184,8 +186,9 @@ func (r *sourceRate) prune(now time.Time) {
 }
 
 // refusalCounter aggregates the refusals of callers that did not authenticate (401, 429 over the
-// source's rate, connections over a bound): one audit line per source and reason per interval, with the
-// count, instead of one line each.
+// source's rate, connections over a bound, TLS handshakes that failed): one audit line per source,
+// reason and target company (a minion's binding, when the path names one) per interval, with the count,
+// instead of one line each.
 type refusalCounter struct {
 	audit    *slog.Logger
 	interval time.Duration
@@ -197,8 +200,8 @@ type refusalCounter struct {
 }
 
 type refusalKey struct {
-	source, reason string
-	status         int
+	source, reason, company string
+	status                  int
 }
 
 func newRefusalCounter(audit *slog.Logger, interval time.Duration) *refusalCounter {
@@ -240,13 +243,13 @@ func (c *refusalCounter) close() {
 	<-c.done
 }
 
-func (c *refusalCounter) add(source, reason string, status int) {
+func (c *refusalCounter) add(source, reason, company string, status int) {
 	if c == nil {
 		return
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	k := refusalKey{source, reason, status}
+	k := refusalKey{source: source, reason: reason, company: company, status: status}
 	if _, ok := c.counts[k]; !ok && len(c.counts) >= maxSources {
 		k.source = "other" // bounded: the sources past the table's size are counted together
 	}
@@ -261,7 +264,7 @@ func (c *refusalCounter) flush() {
 	c.mu.Unlock()
 	for k, n := range counts {
 		c.audit.LogAttrs(context.Background(), slog.LevelInfo, "audit", slog.Bool("audit", true),
-			slog.String("action", "refusals"), slog.String("principal", ""), slog.String("company", ""),
+			slog.String("action", "refusals"), slog.String("principal", ""), slog.String("company", k.company),
 			slog.String("source", k.source), slog.String("reason", k.reason), slog.Int("count", n),
 			slog.Int("http_status", k.status), slog.String("outcome", "refused"),
 			slog.Time("since", since), slog.Time("until", now))
@@ -275,14 +278,38 @@ func (s *Service) refuseUnauthenticated(w http.ResponseWriter, r *http.Request) 
 	rec.aggregated = true
 	src := hostOf(r.RemoteAddr)
 	if s.unauth != nil && !s.unauth.allow(src) {
-		s.refusals.add(src, "unauthenticated_rate", http.StatusTooManyRequests)
+		s.refusals.add(src, "unauthenticated_rate", rec.company, http.StatusTooManyRequests)
 		rec.errorCode = "too_many_unauthenticated"
 		w.Header().Set("Retry-After", "1")
 		writeJSON(w, http.StatusTooManyRequests, body("too many unauthenticated requests from this address", exitRetry, "too_many_unauthenticated"))
 		return
 	}
-	s.refusals.add(src, "unauthenticated", http.StatusUnauthorized)
+	s.refusals.add(src, "unauthenticated", rec.company, http.StatusUnauthorized)
 	rec.errorCode = "unauthenticated"
 	w.Header().Set("WWW-Authenticate", `Bearer realm="oduflow"`)
 	writeJSON(w, http.StatusUnauthorized, body("authentication required: a bearer token or a client certificate", exitNothingWritten, "unauthenticated"))
+}
+
+// ServerErrorLog is the http.Server's ErrorLog for this service: a failed TLS handshake (a client without
+// a certificate of the client CA, a scanner) is counted as a refusal of its source (reason
+// tls_handshake), never logged one line each; anything else goes to the service's logger as a warning.
+func (s *Service) ServerErrorLog() *log.Logger {
+	return log.New(serverErrors{s}, "", 0)
+}
+
+type serverErrors struct{ s *Service }
+
+// tlsHandshakePrefix starts net/http's line for a failed handshake: "http: TLS handshake error from
+// ADDR: REASON".
+const tlsHandshakePrefix = "http: TLS handshake error from "
+
+func (w serverErrors) Write(p []byte) (int, error) {
+	line := strings.TrimSpace(string(p))
+	if rest, ok := strings.CutPrefix(line, tlsHandshakePrefix); ok {
+		addr, _, _ := strings.Cut(rest, ": ")
+		w.s.refusals.add(hostOf(addr), "tls_handshake", "", 0)
+		return len(p), nil
+	}
+	w.s.log.Warn("http server", "error", line)
+	return len(p), nil
 }
