@@ -33,6 +33,8 @@ func (d *Dispatcher) Ping(ctx context.Context, minion string) (_ *Readiness, err
 	case errors.Is(err, errNoReturn):
 		r.KeyAccepted = true
 		return r, nil
+	case errors.Is(err, errEventBus):
+		return nil, err // "oduflow: subscribe to event bus: ..." says it all, once (ErrNotReady)
 	default:
 		return nil, errors.Wrap(err, "oduflow: ping")
 	}
@@ -55,6 +57,8 @@ func (d *Dispatcher) Ping(ctx context.Context, minion string) (_ *Readiness, err
 			r.Proof = kerr == nil
 		}
 	case errors.Is(err, errNoReturn):
+	case errors.Is(err, errEventBus):
+		return nil, err
 	default:
 		return nil, errors.Wrap(err, "oduflow: capabilities")
 	}

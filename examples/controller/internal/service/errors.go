@@ -125,11 +125,16 @@ func body(msg string, exit int, reason string) apiError {
 // error text's claim or catalog file): answers name no file.
 var absPath = regexp.MustCompile(`(^|[\s"'(=])(/[^\s"':,)]+){2,}`)
 
+// socketURL is a unix socket address (the event bus: unix:///var/run/salt/master/master_event_pub.ipc).
+var socketURL = regexp.MustCompile(`unix://[^\s"',)]*`)
+
 // fileName is a record's file name in an error text (a catalog's def.<id>.json, a lock, a temporary
 // file): relative names say as much about the store's layout as paths.
 var fileName = regexp.MustCompile(`[A-Za-z0-9_.<>-]*\.(json|lock|tmp|pem|key)\b`)
 
-// scrubPaths replaces the file paths in msg by <path> and the file names by <file>.
+// scrubPaths replaces the file paths and unix socket addresses in msg by <path> and the file names by
+// <file>.
 func scrubPaths(msg string) string {
-	return fileName.ReplaceAllString(absPath.ReplaceAllString(msg, "$1<path>"), "<file>")
+	msg = absPath.ReplaceAllString(socketURL.ReplaceAllString(msg, "unix://<path>"), "$1<path>")
+	return fileName.ReplaceAllString(msg, "<file>")
 }

@@ -93,6 +93,7 @@ func Open(ctx context.Context, cfg Config, opts ...Option) (_ *Service, err erro
 			s.closeConnections()
 		}
 	}()
+	cfg.Settings.EnvOnly = true // the controller has no flags: its messages name the variables
 	if err := cfg.Settings.CheckMaster("controller", true); err != nil {
 		return nil, err
 	}
@@ -116,6 +117,9 @@ func Open(ctx context.Context, cfg Config, opts ...Option) (_ *Service, err erro
 	s.store = store
 	if s.cat, err = s.openCatalog(ctx, cfg); err != nil {
 		return nil, err
+	}
+	if err := cfg.Settings.CheckKeyFile(); err != nil {
+		return nil, err // as oduflowctl would: refused before anything listens
 	}
 	client, closeClient, err := cfg.Settings.Client(ctx, salt.WithLogger(o.logger), salt.WithRequestTimeout(20*time.Second))
 	if err != nil {
