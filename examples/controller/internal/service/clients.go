@@ -12,7 +12,8 @@ import (
 // servers, so a fixed-profile client's company comes from here; an assignment is made with it too.
 type clientBindings map[string]string
 
-// loadClients reads the bindings file (not secret: any mode; at most MaxAuthFileBytes).
+// loadClients reads the bindings file (not secret, but authority: not writable by others; at most
+// MaxAuthFileBytes; readPrivateFile's checks).
 func loadClients(ctx context.Context, env, path string) (clientBindings, error) {
 	out := clientBindings{}
 	if path == "" {
