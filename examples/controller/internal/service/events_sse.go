@@ -34,13 +34,18 @@ func (s *Service) statusEvents(w http.ResponseWriter, r *http.Request) {
 	if _, _, ok := s.minionScope(w, r, op, false); !ok {
 		return
 	}
+	key, err := s.requestKey(r.Context(), minion, request) // the status route's scope (scope.go)
+	if err != nil {
+		s.fail(w, r, op, err)
+		return
+	}
 	stream := newEventStream(w)
-	for resp, err := range s.d.Watch(r.Context(), minion, request, profile) {
+	for resp, err := range s.d.Watch(r.Context(), minion, key, profile) {
 		if err != nil {
-			stream.fail(s, r, op, err)
+			stream.fail(s, r, op, asCaller(err, key, request))
 			return
 		}
-		if !stream.send("status", resp) {
+		if !stream.send("status", callerResponse(resp, key, request)) {
 			return
 		}
 	}
@@ -58,22 +63,26 @@ func (s *Service) executionEvents(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, op, err)
 		return
 	}
-	e, _, err := s.cat.Resolve(r.Context(), request)
+	key, err := s.requestKey(r.Context(), minion, request) // the custom status route's scope (scope.go)
 	if err != nil {
 		s.fail(w, r, op, err)
 		return
 	}
-	if e.MinionID != minion || !principalOf(r.Context()).InCompany(e.Company) {
+	e, _, err := s.cat.Resolve(r.Context(), key)
+	if errors.Is(err, catalog.ErrNotFound) || err == nil && (e.MinionID != minion || !principalOf(r.Context()).InCompany(e.Company)) {
 		s.fail(w, r, op, fmt.Errorf("%s: no execution of this client for the request: %w", op, catalog.ErrNotFound))
+		return
+	} else if err != nil {
+		s.fail(w, r, op, asCaller(err, key, request))
 		return
 	}
 	stream := newEventStream(w)
-	for st, err := range s.d.CustomWatch(r.Context(), minion, request) {
+	for st, err := range s.d.CustomWatch(r.Context(), minion, key) {
 		if err != nil {
-			stream.fail(s, r, op, err)
+			stream.fail(s, r, op, asCaller(err, key, request))
 			return
 		}
-		if !stream.send("status", st) {
+		if !stream.send("status", callerCustom(st, key, request)) {
 			return
 		}
 	}
@@ -82,19 +91,16 @@ func (s *Service) executionEvents(w http.ResponseWriter, r *http.Request) {
 // noDeadline is the zero time: no write deadline.
 var noDeadline time.Time
 
-// eventStream writes text/event-stream: the headers with the first event, each event flushed.
+// eventStream writes text/event-stream: the headers with the first event, each event flushed (through
+// the wrappers of the route's middleware: http.ResponseController follows their Unwrap).
 type eventStream struct {
 	w       http.ResponseWriter
-	flush   func()
+	rc      *http.ResponseController
 	started bool
 }
 
 func newEventStream(w http.ResponseWriter) *eventStream {
-	es := &eventStream{w: w, flush: func() {}}
-	if f, ok := w.(http.Flusher); ok {
-		es.flush = f.Flush
-	}
-	return es
+	return &eventStream{w: w, rc: http.NewResponseController(w)}
 }
 
 func (es *eventStream) begin() {
@@ -108,7 +114,7 @@ func (es *eventStream) begin() {
 	h.Set("X-Accel-Buffering", "no") // a proxy must not hold the events back
 	es.w.WriteHeader(http.StatusOK)
 	// The server's write deadline (if any) would end a long stream: lift it for this response only.
-	_ = http.NewResponseController(es.w).SetWriteDeadline(noDeadline)
+	_ = es.rc.SetWriteDeadline(noDeadline)
 }
 
 // send writes one event; false when the client is gone.
@@ -121,8 +127,7 @@ func (es *eventStream) send(event string, v any) bool {
 	if _, err := fmt.Fprintf(es.w, "event: %s\ndata: %s\n\n", event, b); err != nil {
 		return false
 	}
-	es.flush()
-	return true
+	return es.rc.Flush() == nil
 }
 
 // fail ends the stream with err: the ordinary error answer before the first event, an "error" event
