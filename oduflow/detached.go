@@ -231,16 +231,16 @@ func RunWorkerIfRequested(ctx context.Context, build func() (*Dispatcher, error)
 		cancel() // the worker below has returned: nothing left to drain
 		_ = d.Close(done)
 	}()
-	return true, d.RunWorker(ctx, os.Args[1:])
+	return true, d.runDetachedWorker(ctx, os.Args[1:])
 }
 
-// RunWorker runs one worker synchronously in this process. args are exactly the minion id and the request
+// runDetachedWorker runs one worker synchronously in this process. args are exactly the minion id and the request
 // id; the persisted profile/role pair is re-validated against profiles.Fixed() before anything is
 // published. What it does is decided from the persisted claim alone: a claim in phase claimed is
 // dispatched (see docs/ARCHITECTURE.md, Worker); an unresolved dispatched protocol-1 claim whose polling window (from
 // its dispatch or its latest Resume) is still open is polled (a detached Resume); anything else is left
 // as it is.
-func (d *Dispatcher) RunWorker(ctx context.Context, args []string) (err error) {
+func (d *Dispatcher) runDetachedWorker(ctx context.Context, args []string) (err error) {
 	defer errmark.Boundary(&err)
 	if len(args) != 2 {
 		return errmark.Mark(errors.New("oduflow: worker arguments are exactly <minion id> <request id>"), ErrInvalidInput)

@@ -42,7 +42,7 @@ func TestStdlibErrorsInvalidInput(t *testing.T) {
 		t.Fatalf("bad request id: %v", err)
 	}
 	wantOneLine(t, "bad request id", err)
-	if err := d.RunWorker(ctx, []string{"only-one"}); !errors.Is(err, ErrInvalidInput) {
+	if err := d.runDetachedWorker(ctx, []string{"only-one"}); !errors.Is(err, ErrInvalidInput) {
 		t.Fatalf("worker arguments: %v", err)
 	}
 }

@@ -67,16 +67,16 @@ func TestRoleTamperingRefusedByWorker(t *testing.T) {
 	if err := claimFiles(t, mustFileStore(t, d)).WriteAtomic(claimName(req), data); err != nil {
 		t.Fatal(err)
 	}
-	if err := d.RunWorker(ctx, []string{m.ID(), req}); !errors.Is(err, errRoleNotAllowed) {
+	if err := d.runDetachedWorker(ctx, []string{m.ID(), req}); !errors.Is(err, errRoleNotAllowed) {
 		t.Fatalf("tampered role: %v", err)
 	}
 	if c := mustClaim(t, d, req); c.ErrorCode != CodeRoleNotAllowed || c.Status != receipt.StatusFailed || e.runs() != 0 {
 		t.Fatalf("%+v", c)
 	}
-	if err := d.RunWorker(ctx, []string{m.ID()}); !errors.Is(err, ErrInvalidInput) {
+	if err := d.runDetachedWorker(ctx, []string{m.ID()}); !errors.Is(err, ErrInvalidInput) {
 		t.Fatalf("args: %v", err)
 	}
-	if err := d.RunWorker(ctx, []string{newMinionID(), req}); !errors.Is(err, errMinionMismatch) {
+	if err := d.runDetachedWorker(ctx, []string{newMinionID(), req}); !errors.Is(err, errMinionMismatch) {
 		t.Fatalf("other minion: %v", err)
 	}
 }

@@ -22,7 +22,7 @@ func TestLateWorkerNeverDispatches(t *testing.T) {
 	if st := status(t, d, mustClaim(t, d, req)); st != receipt.StatusUnknown {
 		t.Fatalf("before: %s", st)
 	}
-	if err := d.RunWorker(context.Background(), []string{m.ID(), req}); err != nil {
+	if err := d.runDetachedWorker(context.Background(), []string{m.ID(), req}); err != nil {
 		t.Fatal(err)
 	}
 	c := mustClaim(t, d, req)
@@ -50,7 +50,7 @@ func TestJIDCollisionFailsPreflight(t *testing.T) {
 	if err := d.store.Create(ctx, c); err != nil {
 		t.Fatal(err)
 	}
-	if err := d.RunWorker(ctx, []string{m.ID(), c.RequestID}); err != nil {
+	if err := d.runDetachedWorker(ctx, []string{m.ID(), c.RequestID}); err != nil {
 		t.Fatal(err)
 	}
 	got := mustClaim(t, d, c.RequestID)
