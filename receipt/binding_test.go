@@ -7,6 +7,7 @@ import (
 )
 
 func TestBindingCheck(t *testing.T) {
+	t.Parallel()
 	r := goodReceipt()
 	b := r.Binding()
 	if err := b.Check(r); err != nil {

@@ -12,6 +12,7 @@ import (
 
 // RFC 8785 Appendix B: IEEE-754 bit patterns and their required JCS form.
 func TestECMAScriptNumberRFC8785AppendixB(t *testing.T) {
+	t.Parallel()
 	cases := []struct{ bits, want string }{
 		{"0000000000000000", "0"},
 		{"8000000000000000", "0"},
@@ -61,6 +62,7 @@ type named string
 type namedMap map[string]int
 
 func TestCanonicalJSONGoTypes(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name string
 		in   any
@@ -91,6 +93,7 @@ func TestCanonicalJSONGoTypes(t *testing.T) {
 }
 
 func TestCanonicalJSONRefuses(t *testing.T) {
+	t.Parallel()
 	deep := any("x")
 	for i := 0; i < maxDepth+2; i++ {
 		deep = []any{deep}
@@ -134,6 +137,7 @@ func TestCanonicalJSONRefuses(t *testing.T) {
 }
 
 func TestJSONNumberKind(t *testing.T) {
+	t.Parallel()
 	for s, want := range map[string][2]bool{
 		"0": {true, true}, "-0": {true, true}, "10": {true, true}, "1.0": {false, true}, "1e5": {false, true},
 		"1E+5": {false, true}, "-1.5e-3": {false, true}, "01": {false, false}, "1.": {false, false},
@@ -148,6 +152,7 @@ func TestJSONNumberKind(t *testing.T) {
 }
 
 func TestDigestKnownValue(t *testing.T) {
+	t.Parallel()
 	// sha256("{}") is a well-known constant.
 	d, err := digestOf(map[string]any{})
 	if err != nil || d != "44136fa355b3678a1146ad16f7e8649e94fb4fc21fe77e8310c060f61caaff8a" {

@@ -67,6 +67,7 @@ func decodeJSONValue(t testing.TB, data []byte) any {
 }
 
 func TestReduceCases(t *testing.T) {
+	t.Parallel()
 	cases := loadCases[reduceCase](t, "reduce-cases.json")
 	if len(cases) < 25 {
 		t.Fatalf("only %d reduce cases", len(cases))
@@ -106,6 +107,7 @@ func toAnyKeyed(v any) any {
 }
 
 func TestReceiptCases(t *testing.T) {
+	t.Parallel()
 	cases := loadCases[receiptCase](t, "receipt-cases.json")
 	if len(cases) < 30 {
 		t.Fatalf("only %d receipt cases", len(cases))
@@ -143,6 +145,7 @@ func TestReceiptCases(t *testing.T) {
 }
 
 func TestDigestCases(t *testing.T) {
+	t.Parallel()
 	cases := loadCases[digestCase](t, "digest-cases.json")
 	for _, c := range cases {
 		t.Run(c.Name, func(t *testing.T) {

@@ -7,6 +7,7 @@ import (
 )
 
 func TestValidateIDs(t *testing.T) {
+	t.Parallel()
 	const u = "5b2f8c1e-3c4d-4e5f-8a9b-0c1d2e3f4a5b"
 	good := map[string]func(string) error{
 		"client-" + u:                          ValidateMinionID,
@@ -52,6 +53,7 @@ func TestValidateIDs(t *testing.T) {
 }
 
 func TestNewRequestID(t *testing.T) {
+	t.Parallel()
 	seen := map[string]bool{}
 	for i := 0; i < 100; i++ {
 		id := NewRequestID()
@@ -69,6 +71,7 @@ func TestNewRequestID(t *testing.T) {
 }
 
 func TestProfilesAndStatuses(t *testing.T) {
+	t.Parallel()
 	for _, p := range allProfiles() {
 		got, err := ParseProfile(string(p))
 		if err != nil || got != p {

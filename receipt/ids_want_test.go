@@ -9,6 +9,7 @@ import (
 
 // Id errors name the form they want (never the value), and are one line however they are formatted.
 func TestIDErrorsNameTheExpectedForm(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		err  error
 		want string

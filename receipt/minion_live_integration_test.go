@@ -61,6 +61,7 @@ import (
 )
 
 func TestMinionModuleLiveIntegration(t *testing.T) {
+	t.Parallel()
 	lab := readLiveLab(t)
 	if testing.Short() {
 		t.Skip("-short: live checks against the lab skipped")

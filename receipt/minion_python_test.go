@@ -10,6 +10,7 @@ import (
 // TestMinionModulePython runs the minion module's own unittest suite (standard library only),
 // so that `go test ./...` checks both halves of protocol 1 against the same case files.
 func TestMinionModulePython(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("-short: the Python suite forks and kills real processes")
 	}

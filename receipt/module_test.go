@@ -11,6 +11,7 @@ import (
 )
 
 func TestMinionModuleIsACopy(t *testing.T) {
+	t.Parallel()
 	f := MinionModule()
 	a := f.Source
 	if len(a) == 0 || len(f.ReceiptsState) == 0 || len(f.CloudInit) == 0 || len(f.TestHost) == 0 {
@@ -40,6 +41,7 @@ func TestMinionModuleIsACopy(t *testing.T) {
 }
 
 func TestClientReceiptsStateMatchesModule(t *testing.T) {
+	t.Parallel()
 	sls := string(MinionModule().ReceiptsState)
 	if !strings.Contains(sls, "- source: "+MinionModule().SaltPath+"\n") {
 		t.Errorf("state does not source %s", MinionModule().SaltPath)
@@ -60,6 +62,7 @@ func TestClientReceiptsStateMatchesModule(t *testing.T) {
 }
 
 func TestCloudInitCarriesModule(t *testing.T) {
+	t.Parallel()
 	ci := string(MinionModule().CloudInit)
 	if !strings.HasPrefix(ci, "#cloud-config\n") {
 		t.Error("snippet is not #cloud-config")
@@ -94,6 +97,7 @@ func TestCloudInitCarriesModule(t *testing.T) {
 }
 
 func TestMinionTestHostEmbedded(t *testing.T) {
+	t.Parallel()
 	if !bytes.Contains(MinionModule().TestHost, []byte("def serve(")) {
 		t.Fatal("host.py not embedded")
 	}

@@ -104,6 +104,7 @@ func plausibleMsgpack(data []byte) bool {
 }
 
 func TestPlausibleMsgpack(t *testing.T) {
+	t.Parallel()
 	for _, c := range loadCases[reduceCase](t, "reduce-cases.json") {
 		var v any
 		if err := json.Unmarshal(c.Return, &v); err != nil {

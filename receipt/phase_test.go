@@ -10,6 +10,7 @@ import (
 // TestTransitionTable has one row per line of the table in doc.go, and then
 // checks that every other pair is illegal.
 func TestTransitionTable(t *testing.T) {
+	t.Parallel()
 	type row struct {
 		from, to phase
 		trust    bool

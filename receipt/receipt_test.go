@@ -35,6 +35,7 @@ func wantReason(t *testing.T, err error, reason string) {
 }
 
 func TestFromValueGoTypes(t *testing.T) {
+	t.Parallel()
 	base := func() map[string]any { return goodReceipt().Map() }
 	ok := []struct {
 		name string
@@ -98,6 +99,7 @@ func TestFromValueGoTypes(t *testing.T) {
 }
 
 func TestFromValueMsgpackRoundTrip(t *testing.T) {
+	t.Parallel()
 	packed, err := msgpack.Marshal(goodReceipt().Map())
 	if err != nil {
 		t.Fatal(err)
@@ -121,6 +123,7 @@ func TestFromValueMsgpackRoundTrip(t *testing.T) {
 }
 
 func TestValidateAndEncode(t *testing.T) {
+	t.Parallel()
 	r := goodReceipt()
 	enc, err := r.Encode()
 	if err != nil {
@@ -165,6 +168,7 @@ func TestValidateAndEncode(t *testing.T) {
 }
 
 func TestDecodeExtras(t *testing.T) {
+	t.Parallel()
 	enc, _ := goodReceipt().Encode()
 	// invalid UTF-8 inside a string is bad_json, not silently replaced.
 	bad := []byte(string(enc[:len(enc)-1]) + `,"x":"` + "\xff" + `"}`)

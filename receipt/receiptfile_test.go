@@ -90,6 +90,7 @@ func newStore(t *testing.T) *safefile.Store {
 }
 
 func TestReceiptRecords(t *testing.T) {
+	t.Parallel()
 	s := newStore(t)
 	running := goodReceipt()
 	running.Status, running.Passed, running.Total = StatusRunning, 0, 0
@@ -124,6 +125,7 @@ func TestReceiptRecords(t *testing.T) {
 }
 
 func TestCorruptReceiptRecord(t *testing.T) {
+	t.Parallel()
 	s := newStore(t)
 	enc, _ := goodReceipt().Encode()
 	p := filepath.Join(s.Dir(), "rec")
@@ -148,6 +150,7 @@ func TestCorruptReceiptRecord(t *testing.T) {
 }
 
 func TestUnsafeReceiptRecord(t *testing.T) {
+	t.Parallel()
 	s := newStore(t)
 	p := filepath.Join(s.Dir(), "rec")
 	if err := os.WriteFile(p, []byte("x"), 0o644); err != nil {

@@ -7,6 +7,7 @@ import (
 )
 
 func TestReduceGoShapes(t *testing.T) {
+	t.Parallel()
 	ok := map[string]any{"result": true}
 	cases := []struct {
 		name string
@@ -32,6 +33,7 @@ func TestReduceGoShapes(t *testing.T) {
 }
 
 func TestReduceDeepNestingNoRecursion(t *testing.T) {
+	t.Parallel()
 	var deep any = "leaf"
 	for i := 0; i < 200000; i++ {
 		deep = []any{deep}
@@ -43,6 +45,7 @@ func TestReduceDeepNestingNoRecursion(t *testing.T) {
 }
 
 func TestReduceMsgpackDecoded(t *testing.T) {
+	t.Parallel()
 	ret := map[string]any{
 		"test_|-a_|-a_|-succeed_without_changes": map[string]any{"result": true, "changes": map[string]any{}, "duration": 1.5},
 		"test_|-b_|-b_|-fail_without_changes":    map[string]any{"result": false, "__run_num__": 1},

@@ -12,6 +12,7 @@ import (
 // the shared checker refuses, Decode refuses too (a receipt holds no nested objects, so a nested duplicate
 // key is already wrong_type or unknown_key).
 func TestDecodeRefusesHostileRecords(t *testing.T) {
+	t.Parallel()
 	good, err := goodReceipt().Encode()
 	if err != nil {
 		t.Fatal(err)

@@ -196,6 +196,7 @@ func statusOf(t *testing.T, s *safefile.Store, b Binding) Status {
 }
 
 func TestWorkerCrashPoints(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		crashAt    string
 		afterKill  Status
@@ -251,6 +252,7 @@ func TestWorkerCrashPoints(t *testing.T) {
 }
 
 func TestWorkerStoppedIsRunning(t *testing.T) {
+	t.Parallel()
 	s := newStore(t)
 	marker := filepath.Join(t.TempDir(), "marker")
 	req, jid := NewRequestID(), "20261129154606051412"
@@ -272,6 +274,7 @@ func TestWorkerStoppedIsRunning(t *testing.T) {
 }
 
 func TestDuplicateWorkersAndConcurrentPolls(t *testing.T) {
+	t.Parallel()
 	s := newStore(t)
 	marker := filepath.Join(t.TempDir(), "marker")
 	req, jid := NewRequestID(), "20261129154606051413"
@@ -336,6 +339,7 @@ func TestDuplicateWorkersAndConcurrentPolls(t *testing.T) {
 }
 
 func TestWorkerStatusRefusesHostileRecord(t *testing.T) {
+	t.Parallel()
 	s := newStore(t)
 	req, jid := NewRequestID(), "20261129154606051414"
 	p := filepath.Join(s.Dir(), "req-"+req)

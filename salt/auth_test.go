@@ -13,6 +13,7 @@ import (
 )
 
 func TestReadKeyFileSafety(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	key := testUserKey("SECRETKEY")
 	write := func(name, content string, mode os.FileMode) string {
@@ -62,6 +63,7 @@ func TestReadKeyFileSafety(t *testing.T) {
 }
 
 func TestRenewingTokenSource(t *testing.T) {
+	t.Parallel()
 	addr, seen := fakeMaster(t, testUserKey("K"))
 	c, _ := NewClient(addr)
 	now := time.Now()

@@ -79,6 +79,7 @@ func fakeMaster(t *testing.T, key string) (string, *[]map[string]any) {
 }
 
 func TestClientCommandsAgainstZmq4Router(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	addr, seen := fakeMaster(t, testUserKey("KEY"))
 	keyFile := writeKey(t, testUserKey("KEY"))
@@ -156,6 +157,7 @@ func TestClientCommandsAgainstZmq4Router(t *testing.T) {
 // connection and checks that the client's bytes (greeting, READY, request)
 // equal what Salt's LocalClient sent, byte for byte.
 func TestWireGoldenLocalClient(t *testing.T) {
+	t.Parallel()
 	s2c := readVector(t, "wire/zmtp_req_publish.s2c.raw")
 	c2s := readVector(t, "wire/zmtp_req_publish.c2s.raw")
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -212,6 +214,7 @@ func publishOnce(t *testing.T, addr string, opts ...Option) (*PublishResult, err
 }
 
 func TestPingHeartbeatIsNotAReply(t *testing.T) {
+	t.Parallel()
 	pong := make(chan string, 1)
 	_, addr := startRawRouter(t, func(c *rawConn, req []byte) {
 		if err := c.ping([]byte("ctx1")); err != nil {
@@ -236,6 +239,7 @@ func TestPingHeartbeatIsNotAReply(t *testing.T) {
 }
 
 func TestPublishFaults(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name    string
 		handle  func(c *rawConn, req []byte)
@@ -285,6 +289,7 @@ func TestPublishFaults(t *testing.T) {
 }
 
 func TestNotSent(t *testing.T) {
+	t.Parallel()
 	ln, _ := net.Listen("tcp", "127.0.0.1:0")
 	closed := "tcp://" + ln.Addr().String()
 	_ = ln.Close()
@@ -326,6 +331,7 @@ func TestNotSent(t *testing.T) {
 }
 
 func TestContextCancelClosesSocket(t *testing.T) {
+	t.Parallel()
 	release := make(chan struct{})
 	r, addr := startRawRouter(t, func(c *rawConn, req []byte) { <-release })
 	defer close(release)

@@ -103,6 +103,7 @@ func (p *tcpProxy) freeze() {
 }
 
 func TestConnectionReuse(t *testing.T) {
+	t.Parallel()
 	e := startSim(t)
 	newClient := func(p *tcpProxy, opts ...salt.Option) *salt.Client {
 		c, err := salt.NewClient(p.addr(), append([]salt.Option{salt.WithAuth(salt.UserKey("root", e.sim.KeyFile())),

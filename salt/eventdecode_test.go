@@ -104,6 +104,7 @@ func eventFrameSeeds(t testing.TB) [][]byte {
 }
 
 func TestFastEventDecodeMatchesReference(t *testing.T) {
+	t.Parallel()
 	frames := eventFrameSeeds(t)
 	for _, f := range frames {
 		checkFastDecode(t, f)
@@ -176,6 +177,7 @@ func FuzzFrameReaderMatches(f *testing.F) {
 }
 
 func TestFrameReaderMatches(t *testing.T) {
+	t.Parallel()
 	raw := readVector(t, "eventbus/eventbus.raw")
 	for _, size := range []int{16, 100, 1000, 4096, 65536} {
 		for _, limit := range []int{16, 300, 1 << 20} {

@@ -23,6 +23,7 @@ import (
 // TestGolden3009PublishEventIsNeverAReturn decodes the captured publish event:
 // it is a JobPublish (a trace of the publish), never a JobReturn.
 func TestGolden3009PublishEventIsNeverAReturn(t *testing.T) {
+	t.Parallel()
 	frame := readVector(t, "eventbus_3009/event_publish.frame.bin")
 	ev, err := decodeEventFrame(frame)
 	if err != nil {
@@ -51,6 +52,7 @@ func TestGolden3009PublishEventIsNeverAReturn(t *testing.T) {
 // TestGolden3009StreamOneReturnPerJob reads the captured stream (new,
 // publish, return) through a real unix socket: exactly one return.
 func TestGolden3009StreamOneReturnPerJob(t *testing.T) {
+	t.Parallel()
 	raw := readVector(t, "eventbus_3009/eventbus.raw")
 	s, err := SubscribeEvents(context.Background(), serveRaw(t, raw), WithTagPrefixes("salt/job/"))
 	if err != nil {
@@ -101,6 +103,7 @@ func serveRaw(t *testing.T, raw []byte) string {
 // is delivered under its inner tag, with the peer named; the tag filter sees
 // the inner tag.
 func TestClusterTagsUnwrapped(t *testing.T) {
+	t.Parallel()
 	const jid = "20261202001740189067"
 	ev := classifyEvent("cluster/event/master-b/salt/job/"+jid+"/ret/m1", map[string]any{"return": true, "retcode": int64(0), "success": true})
 	if ev.Tag != "salt/job/"+jid+"/ret/m1" || ev.Peer != "master-b" || ev.JobReturn == nil || ev.JobReturn.MinionID != "m1" {
@@ -132,6 +135,7 @@ func TestClusterTagsUnwrapped(t *testing.T) {
 // and what to do. Root bypasses the mode, so the refusal comes from the
 // dialer (EACCES from connect(2)) on a real socket made 0600.
 func TestEventBusPermissionErrorNamesModeAndOwner(t *testing.T) {
+	t.Parallel()
 	dir, err := os.MkdirTemp("", "ev")
 	if err != nil {
 		t.Fatal(err)

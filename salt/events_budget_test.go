@@ -26,6 +26,7 @@ func nextEvent(t *testing.T, s *salt.EventStream, d time.Duration) (salt.Event, 
 // after the frame deadline, a gap is reported, and the stream reconnects. An idle bus (no byte at
 // all, or nothing after a complete frame) never yields a gap.
 func TestEventFrameDeadline(t *testing.T) {
+	t.Parallel()
 	const timeout = 300 * time.Millisecond
 	whole := mustEventFrame(t, "salt/test/whole", 10)
 	var conns atomic.Int32
@@ -79,6 +80,7 @@ func TestEventFrameDeadline(t *testing.T) {
 // A frame trickling in slower than its deadline is dropped; one that completes in time is not,
 // however slowly its bytes arrive within the deadline.
 func TestEventFrameDeadlineCountsFromTheFirstByte(t *testing.T) {
+	t.Parallel()
 	frame := mustEventFrame(t, "salt/test/slow", 100)
 	addr := serveEventConn(t, func(nc net.Conn) {
 		for i := 0; i < len(frame); i += 10 {
@@ -109,6 +111,7 @@ func TestEventFrameDeadlineCountsFromTheFirstByte(t *testing.T) {
 // The tag is filtered before the data is decoded: a frame whose data is over the decode budget
 // is dropped silently when its tag does not match, and reported as a gap when it does.
 func TestEventTagFilteredBeforeDecoding(t *testing.T) {
+	t.Parallel()
 	costly := mustEventFrame(t, "other/costly", 10) // 50 ints: over a budget of 10 elements
 	cheap, _ := salt.EncodeValue(map[string]any{"a": 1})
 	cheapFrame := eventFrameOf(t, "salt/cheap", cheap)
@@ -133,6 +136,7 @@ func TestEventTagFilteredBeforeDecoding(t *testing.T) {
 // Frame buffers of events that were filtered out, undecodable or dropped are reused for the next
 // large frame: an event that was queued must never see its text overwritten by a later frame.
 func TestRecycledFrameBuffersNeverAliasQueuedEvents(t *testing.T) {
+	t.Parallel()
 	var stream []byte
 	want := map[string]string{}
 	for i := 0; i < 24; i++ {

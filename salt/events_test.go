@@ -117,6 +117,7 @@ func next(t *testing.T, s *EventStream) Event {
 }
 
 func TestEventStreamBothFramings(t *testing.T) {
+	t.Parallel()
 	frames := capturedFrames(t)
 	for _, network := range []string{"unix", "tcp"} {
 		for _, framing := range []frameFormat{framingBare, framingLengthPrefixed} {
@@ -154,6 +155,7 @@ func TestEventStreamBothFramings(t *testing.T) {
 }
 
 func TestEventStreamFilterGapAndReconnect(t *testing.T) {
+	t.Parallel()
 	bus, addr := startBus(t, "unix", framingBare)
 	s, err := SubscribeEvents(context.Background(), addr,
 		WithTagPrefixes("salt/job/20261129154606042846/"), WithReconnectBackoff(10*time.Millisecond, 50*time.Millisecond))
@@ -201,6 +203,7 @@ func TestEventStreamFilterGapAndReconnect(t *testing.T) {
 }
 
 func TestEventStreamOverflowIsBoundedAndReported(t *testing.T) {
+	t.Parallel()
 	bus, addr := startBus(t, "unix", framingBare)
 	s, err := SubscribeEvents(context.Background(), addr, WithEventBuffer(4, 0))
 	if err != nil {
@@ -240,6 +243,7 @@ func TestEventStreamOverflowIsBoundedAndReported(t *testing.T) {
 }
 
 func TestEventStreamBadFrames(t *testing.T) {
+	t.Parallel()
 	bus, addr := startBus(t, "unix", framingLengthPrefixed)
 	s, err := SubscribeEvents(context.Background(), addr, WithMaxFrameBytes(1024),
 		WithReconnectBackoff(10*time.Millisecond, 20*time.Millisecond))
@@ -275,6 +279,7 @@ func TestEventStreamBadFrames(t *testing.T) {
 }
 
 func TestSubscribeEventsErrors(t *testing.T) {
+	t.Parallel()
 	if _, err := SubscribeEvents(context.Background(), "unix://"+filepath.Join(t.TempDir(), "missing.ipc")); err == nil {
 		t.Fatal("missing socket accepted")
 	}
@@ -295,6 +300,7 @@ func TestSubscribeEventsErrors(t *testing.T) {
 }
 
 func TestEventQueueByteBudget(t *testing.T) {
+	t.Parallel()
 	q := newEventQueue(100, 1000)
 	for i := 0; i < 10; i++ {
 		q.push(Event{Tag: "e"}, 400)
@@ -334,6 +340,7 @@ func TestEventQueueByteBudget(t *testing.T) {
 // TestEventQueueGrowsInOrder: the ring starts small and grows as events pile up, across its
 // wrap-around, keeping their order, up to the capacity (then events are dropped into a gap).
 func TestEventQueueGrowsInOrder(t *testing.T) {
+	t.Parallel()
 	q := newEventQueue(300, 1<<30)
 	next, want := 0, 0
 	push := func(k int) {

@@ -90,6 +90,7 @@ func ExampleIsNotPublished() {
 }
 
 func TestDecodeValueTolerantKeys(t *testing.T) {
+	t.Parallel()
 	// {1: "pid one", "raw": <bytes that are not UTF-8>}
 	v, err := salt.DecodeValue([]byte("\x82\x01\xa7pid one\xa3raw\xa2\xff\xfe"))
 	m, _ := v.(map[string]any)

@@ -15,6 +15,7 @@ import (
 // salt/job/<jid>/publish: the stream delivers it as a JobPublish, and the
 // only JobReturn of the job is the minion's.
 func TestSimulator3007PublishEventIsNotAReturn(t *testing.T) {
+	t.Parallel()
 	e := startSim(t, salttest.WithGeneration(salttest.Generation3007))
 	syncBus(t, e)
 	jid, err := e.ping(t, e.key)
@@ -41,6 +42,7 @@ func TestSimulator3007PublishEventIsNotAReturn(t *testing.T) {
 // everyone: the library's stream, expecting events after a publish, reports
 // the typed "bus stalled" gap; once the stalled reader goes, events flow again.
 func TestSimulator3007StalledReaderIsABusStalledGap(t *testing.T) {
+	t.Parallel()
 	e := startSim(t, salttest.WithGeneration(salttest.Generation3007))
 	syncBus(t, e)
 	stalled, err := net.Dial("unix", strings.TrimPrefix(e.sim.EventsAddr(), "unix://"))

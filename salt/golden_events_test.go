@@ -19,6 +19,7 @@ type eventView struct {
 // TestGoldenEventFrames decodes every captured event frame into the typed
 // values and compares the data with the capture's decoded view.
 func TestGoldenEventFrames(t *testing.T) {
+	t.Parallel()
 	files, _ := filepath.Glob(filepath.Join(vectorDir, "eventbus", "event_*.frame.bin"))
 	if len(files) != 14 {
 		t.Fatalf("want 14 frames, found %d", len(files))
@@ -126,6 +127,7 @@ func countResults(v any, want any) int {
 // TestGoldenEventStream reads both captured streams (unix and tcp mode) with
 // the bare framing, and the same frames re-framed with length prefixes.
 func TestGoldenEventStream(t *testing.T) {
+	t.Parallel()
 	for _, rel := range []string{"eventbus/eventbus.raw", "eventbus/tcp_mode/eventbus.raw"} {
 		raw := readVector(t, rel)
 		var views []eventView

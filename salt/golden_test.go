@@ -140,6 +140,7 @@ func scenarioNames(t *testing.T) []string {
 
 // TestGoldenRequests reproduces every captured request byte for byte.
 func TestGoldenRequests(t *testing.T) {
+	t.Parallel()
 	c, err := NewClient("tcp://127.0.0.1:1", WithEnvelopeVersion(2))
 	if err != nil {
 		t.Fatal(err)
@@ -184,6 +185,7 @@ type jsonView struct {
 // TestGoldenReplies decodes every captured reply, compares it with the
 // capture's decoded view, and interprets it with the command's parser.
 func TestGoldenReplies(t *testing.T) {
+	t.Parallel()
 	for _, name := range scenarioNames(t) {
 		t.Run(name, func(t *testing.T) {
 			raw := readVector(t, "clear/"+name+".reply.bin")

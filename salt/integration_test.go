@@ -76,6 +76,7 @@ func waitReturn(t *testing.T, s *salt.EventStream, jid salt.JID, minion string) 
 }
 
 func TestIntegrationLab(t *testing.T) {
+	t.Parallel()
 	env := readLabEnv(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()

@@ -9,6 +9,7 @@ import (
 )
 
 func TestJIDGeneratorUniqueUnderConcurrency(t *testing.T) {
+	t.Parallel()
 	frozen := time.Date(2026, 11, 29, 15, 46, 6, 999_998_000, time.UTC)
 	g := &JIDGenerator{now: func() time.Time { return frozen }}
 	const workers, per = 8, 500
@@ -44,6 +45,7 @@ func TestJIDGeneratorUniqueUnderConcurrency(t *testing.T) {
 }
 
 func TestJIDFormatAndMonotonic(t *testing.T) {
+	t.Parallel()
 	now := time.Date(2026, 11, 29, 15, 46, 6, 42_846_000, time.FixedZone("x", 3600))
 	clock := now
 	g := &JIDGenerator{now: func() time.Time { return clock }}
@@ -65,6 +67,7 @@ func TestJIDFormatAndMonotonic(t *testing.T) {
 }
 
 func TestParseJID(t *testing.T) {
+	t.Parallel()
 	for _, bad := range []string{"", "2026112915460604284", "202611291546060428461", "2026112915460604284x",
 		"20261129154606042846_123", "２0261129154606042846"} {
 		if _, err := ParseJID(bad); !errors.Is(err, ErrInvalidJID) {

@@ -16,6 +16,7 @@ import (
 // change of the file (rewrite in place, rename over it, chmod, a symlink in its place, removal)
 // is seen on the next request, with every check of readKeyFile.
 func TestUserKeyCacheFollowsTheFile(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	p := filepath.Join(dir, ".root_key")
 	k1, k2, k3 := testUserKey("FIRST"), testUserKey("SECOND"), testUserKey("THIRD")

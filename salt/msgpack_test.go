@@ -13,6 +13,7 @@ import (
 )
 
 func TestEncodeSaltDialect(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		v    any
 		want string
@@ -74,6 +75,7 @@ func TestEncodeSaltDialect(t *testing.T) {
 // TestEncodeRoundTripThroughVmihailenco cross-checks the encoder with an
 // independent decoder.
 func TestEncodeRoundTripThroughVmihailenco(t *testing.T) {
+	t.Parallel()
 	v := newOrderedMap().Set("s", strings.Repeat("é", 40)).Set("n", -70000).Set("f", 0.25).
 		Set("a", []any{nil, true, uint16(65535), map[string]any{"k": []string{"x"}}})
 	b, err := encodeValue(v)
@@ -94,6 +96,7 @@ func TestEncodeRoundTripThroughVmihailenco(t *testing.T) {
 }
 
 func TestDecodeTolerant(t *testing.T) {
+	t.Parallel()
 	// {1: "x", True: nil, "raw": <non-UTF-8 str>, "bin": <bin>, "dt": ext78, "c": ext79, "ts": ext-1, "e": ext5}
 	var b []byte
 	b = append(b, 0x88, 0x01, 0xa1, 'x', 0xc3, 0xc0)
@@ -127,6 +130,7 @@ func TestDecodeTolerant(t *testing.T) {
 }
 
 func TestDecodeRejectsWithoutHugeAllocations(t *testing.T) {
+	t.Parallel()
 	for _, h := range []string{"", "c1", "dbffffffff", "dfffffffff", "ddffffffff", "c9ffffffff01", "a5616263",
 		"82a161", "0000", "91" + strings.Repeat("91", 300) + "c0", "81" + "90" + "c0"} {
 		b, _ := hex.DecodeString(h)

@@ -10,6 +10,7 @@ import (
 
 // Printing or logging a credential holder in any form never shows the secret.
 func TestCredentialHoldersNeverPrintSecrets(t *testing.T) {
+	t.Parallel()
 	const pw, tok = "PW-SECRET-42", "TOKEN-SECRET-42"
 	eauth := Eauth("pam", "alice", pw)
 	static := staticToken(tok)

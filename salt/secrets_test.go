@@ -15,6 +15,7 @@ import (
 // logger and checks that no password, key or token appears in the logs or in
 // any error text (plain, %+v, or redacted).
 func TestNoSecretsInLogsOrErrors(t *testing.T) {
+	t.Parallel()
 	const pw = "PW-SECRET-0123456789"
 	key := testUserKey("KEY-SECRET-0123456789")
 	addr, _ := fakeMaster(t, key)
@@ -61,6 +62,7 @@ func TestNoSecretsInLogsOrErrors(t *testing.T) {
 // TestDefaultEnvelopeVersion3: the default envelope differs from the 3006.0
 // capture only in its version byte.
 func TestDefaultEnvelopeVersion3(t *testing.T) {
+	t.Parallel()
 	c, _ := NewClient("tcp://127.0.0.1:1")
 	name := "01_publish_rootkey_list_test_ping"
 	got, err := c.envelope(goldenRequest(t, name))

@@ -64,6 +64,7 @@ func (e *simEnv) ping(t testing.TB, c *salt.Client) (salt.JID, error) {
 }
 
 func TestSimulatorEveryCommand(t *testing.T) {
+	t.Parallel()
 	for _, framing := range []salttest.Framing{salttest.FramingBare, salttest.FramingLengthPrefixed} {
 		t.Run(framing.String(), func(t *testing.T) {
 			e := startSim(t, salttest.WithEventFraming(framing))
@@ -130,6 +131,7 @@ func TestSimulatorEveryCommand(t *testing.T) {
 }
 
 func TestSimulatorDroppedReplyIsUnknownAndPublishedOnce(t *testing.T) {
+	t.Parallel()
 	e := startSim(t)
 	c, _ := salt.NewClient(e.sim.Addr(), salt.WithAuth(salt.UserKey("root", e.sim.KeyFile())),
 		salt.WithRequestTimeout(500*time.Millisecond))
@@ -148,6 +150,7 @@ func TestSimulatorDroppedReplyIsUnknownAndPublishedOnce(t *testing.T) {
 }
 
 func TestSimulatorDelayedMalformedHeartbeat(t *testing.T) {
+	t.Parallel()
 	e := startSim(t, salttest.WithHeartbeat(20*time.Millisecond))
 	c, _ := salt.NewClient(e.sim.Addr(), salt.WithAuth(salt.UserKey("root", e.sim.KeyFile())),
 		salt.WithRequestTimeout(time.Second))
@@ -184,6 +187,7 @@ func TestSimulatorDelayedMalformedHeartbeat(t *testing.T) {
 }
 
 func TestSimulatorEventBusCloseAndRestart(t *testing.T) {
+	t.Parallel()
 	e := startSim(t, salttest.WithEventFraming(salttest.FramingLengthPrefixed))
 	syncBus(t, e)
 	e.sim.CloseEventBus()
@@ -216,6 +220,7 @@ func TestSimulatorEventBusCloseAndRestart(t *testing.T) {
 }
 
 func TestSimulatorMinimumAuthVersion(t *testing.T) {
+	t.Parallel()
 	e := startSim(t, salttest.WithMinimumAuthVersion(3))
 	if err := e.key.Ping(context.Background()); err != nil {
 		t.Fatalf("version 3: %v", err)

@@ -14,6 +14,7 @@ import (
 // A bus whose connection stays open but delivers nothing while events are expected is a typed gap
 // ("bus stalled", ErrBusStalled), reported once per stall; a frame arriving in time is no stall.
 func TestExpectEventsStalledBus(t *testing.T) {
+	t.Parallel()
 	frames := make(chan []byte, 4)
 	addr := serveEventConn(t, func(nc net.Conn) {
 		for f := range frames {
@@ -75,6 +76,7 @@ func TestExpectEventsStalledBus(t *testing.T) {
 
 // Connected follows the connection: false once the bus hangs up (the stream reconnects with backoff).
 func TestEventStreamConnected(t *testing.T) {
+	t.Parallel()
 	addr := serveEventConn(t, func(nc net.Conn) { _ = nc.Close() })
 	s, err := salt.SubscribeEvents(context.Background(), addr, salt.WithReconnectBackoff(time.Hour, time.Hour))
 	if err != nil {

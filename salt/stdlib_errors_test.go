@@ -49,6 +49,7 @@ func wantNot(t *testing.T, what string, err error, sentinels ...error) {
 }
 
 func TestStdlibErrorsNotSent(t *testing.T) {
+	t.Parallel()
 	// a closed port: the dial is refused
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -89,6 +90,7 @@ func TestStdlibErrorsNotSent(t *testing.T) {
 }
 
 func TestStdlibErrorsFromTheSimulator(t *testing.T) {
+	t.Parallel()
 	e := startSim(t, salttest.WithMinimumAuthVersion(3))
 	ctx := context.Background()
 	newClient := func(opts ...salt.Option) *salt.Client {
@@ -228,6 +230,7 @@ func TestStdlibErrorsFromTheSimulator(t *testing.T) {
 
 // TestStdlibErrorsEventFrames: the causes of event stream gaps are visible too.
 func TestStdlibErrorsEventFrames(t *testing.T) {
+	t.Parallel()
 	frame := mustEventFrame(t, "salt/test/big", 600)
 	for name, tc := range map[string]struct {
 		opts []salt.Option
@@ -285,6 +288,7 @@ func wantOneLine(t *testing.T, what string, err error) {
 
 // The sentinels refused before any I/O, and a closed client, render as one line too.
 func TestErrorsRenderOneLineLocal(t *testing.T) {
+	t.Parallel()
 	_, err := salt.ParseJID("2026-11-29")
 	wantIs(t, "ParseJID", err, salt.ErrInvalidJID)
 	_, err = salt.NewClient("http://127.0.0.1:4506")

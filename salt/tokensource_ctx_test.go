@@ -13,6 +13,7 @@ import (
 // A caller waiting for another caller's slow mk_token gives up when its own context ends, instead of
 // blocking until the login finishes; the login itself is still shared by everyone who waits for it.
 func TestTokenSourceWaitRespectsContext(t *testing.T) {
+	t.Parallel()
 	release := make(chan struct{})
 	var logins atomic.Int64
 	_, addr := startRawRouter(t, func(c *rawConn, req []byte) {

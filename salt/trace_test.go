@@ -11,6 +11,7 @@ import (
 // TestPublishTrace: a publish carrying an internal trace stamps every phase of its path, in
 // order: connect and handshake on a fresh connection, the PING proof instead on a reused one.
 func TestPublishTrace(t *testing.T) {
+	t.Parallel()
 	e := startSim(t)
 	addr, key := e.sim.Addr(), e.sim.KeyFile()
 	req := salt.PublishRequest{Target: salt.ListTarget(simMinion), Fun: "test.ping", JID: e.jids.Next()}

@@ -11,6 +11,7 @@ import (
 // A peer that streams empty MORE frames costs no reply bytes; the client must stop at maxReplyFrames
 // instead of collecting frames until the request timeout.
 func TestReplyFrameCountIsBounded(t *testing.T) {
+	t.Parallel()
 	_, addr := startRawRouter(t, func(c *rawConn, req []byte) {
 		frame := []byte{zmtpFlagMore, 0}
 		burst := bytes.Repeat(frame, 4096)
