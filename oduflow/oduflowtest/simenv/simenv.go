@@ -94,7 +94,7 @@ func (e *Env) DispatcherOn(client *salt.Client, opts ...oduflow.Option) *oduflow
 	return d
 }
 
-// WaitFinal polls Status until the request's status is final for now: succeeded, failed or unknown (20 s
+// WaitFinal watches the request (Dispatcher.Watch) until the request's status is final for now: succeeded, failed or unknown (20 s
 // at most). unknown is not the end of a request: a verified receipt that arrives later (the worker still
 // listens and polls through its window, and Resume polls again) turns it into succeeded or failed, so a
 // test that asserts a request's outcome waits with WaitVerified instead.
@@ -103,7 +103,7 @@ func WaitFinal(t testing.TB, d *oduflow.Dispatcher, p receipt.Profile, minion, r
 	return wait(t, d, p, minion, request, func(s receipt.Status) bool { return s.Terminal() || s == receipt.StatusUnknown }, "final")
 }
 
-// WaitVerified polls Status until the request is succeeded or failed: a verified terminal status, which
+// WaitVerified watches the request until the request is succeeded or failed: a verified terminal status, which
 // no later event changes (20 s at most; a request still unknown then fails the test).
 func WaitVerified(t testing.TB, d *oduflow.Dispatcher, p receipt.Profile, minion, request string) oduflow.Response {
 	t.Helper()
@@ -112,20 +112,20 @@ func WaitVerified(t testing.TB, d *oduflow.Dispatcher, p receipt.Profile, minion
 
 func wait(t testing.TB, d *oduflow.Dispatcher, p receipt.Profile, minion, request string, done func(receipt.Status) bool, what string) oduflow.Response {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		r, err := d.Status(context.Background(), minion, request, p)
+	// Dispatcher.Watch wakes on each claim write: no polling, and a failing test ends at the deadline.
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	var last oduflow.Response
+	for r, err := range d.Watch(ctx, minion, request, p) {
 		if err != nil {
-			t.Fatal(err)
+			t.Fatalf("request %s not %s (last %v): %v", request, what, last, err)
 		}
-		if done(r.Status) {
+		if last = r; done(r.Status) {
 			return r
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("request %s not %s: %+v", request, what, r)
-		}
-		time.Sleep(time.Millisecond)
 	}
+	t.Fatalf("request %s: the watch ended at %v, not %s", request, last, what)
+	return last
 }
 
 // Timers are short windows (an execution wait of 8 s, a lease wait and call timeout of 2 s), so a test

@@ -1,6 +1,7 @@
 package service_test
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"crypto/sha256"
@@ -177,23 +178,37 @@ func (s *server) doAs(t testing.TB, who, method, path string, body io.Reader, ou
 	return resp.StatusCode
 }
 
-// waitFinal polls GET status until the request is final.
+// waitFinal follows the request's server-sent events (GET …/events) until its status is final (succeeded,
+// failed or unknown): each change arrives as the worker commits it, no polling.
 func (s *server) waitFinal(t testing.TB, minion, request string) oduflow.Response {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		var r oduflow.Response
-		if code := s.do(t, "GET", "/v1/requests/configure/"+minion+"/"+request, nil, &r); code != http.StatusOK {
-			t.Fatalf("status: %d %+v", code, r)
-		}
-		if r.Status.Terminal() || r.Status == receipt.StatusUnknown {
-			return r
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("not final: %+v", r)
-		}
-		time.Sleep(5 * time.Millisecond)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	r := s.request(t, s.as, "GET", "/v1/requests/configure/"+minion+"/"+request+"/events", nil).WithContext(ctx)
+	resp, err := s.http.Client().Do(r)
+	if err != nil {
+		t.Fatal(err)
 	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("status events: %d", resp.StatusCode)
+	}
+	var last oduflow.Response
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		data, ok := strings.CutPrefix(sc.Text(), "data: ")
+		if !ok {
+			continue
+		}
+		if err := json.Unmarshal([]byte(data), &last); err != nil {
+			t.Fatalf("event %q: %v", data, err)
+		}
+		if last.Status.Terminal() || last.Status == receipt.StatusUnknown {
+			return last
+		}
+	}
+	t.Fatalf("not final: %+v (%v)", last, sc.Err())
+	return last
 }
 
 // startFinal starts a configure request of a new id on minion (201 created) and waits until its status
