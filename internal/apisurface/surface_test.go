@@ -20,9 +20,15 @@ import (
 // in non-test files; files for other platforms are read too, and a name
 // declared in several of them counts once).
 type pkgInfo struct {
-	names   []string
-	example bool // under examples/: counted and printed, never budgeted
-	command bool // package main elsewhere (a program): nothing can import it, never budgeted
+	names []string
+	// methods are the exported methods of exported types ("Type.Method"): part of the surface as much
+	// as the names, budgeted apart (methodBudgets).
+	methods []string
+	// deprecated are the top-level names whose doc says "Deprecated:": kept for callers for a release,
+	// counted in neither budget.
+	deprecated []string
+	example    bool // under examples/: counted and printed, never budgeted
+	command    bool // package main elsewhere (a program): nothing can import it, never budgeted
 }
 
 // readSurface maps each package of the module at root (its directory relative
@@ -50,13 +56,14 @@ func readSurface(root string) (map[string]pkgInfo, error) {
 				return filepath.SkipDir
 			}
 		}
-		names, pkgName, err := exportedNames(path)
+		sf, pkgName, err := exportedSurface(path)
 		if err != nil {
 			return err
 		}
 		if pkgName != "" {
 			example := rel == "examples" || strings.HasPrefix(rel, "examples/")
-			out[rel] = pkgInfo{names: names, example: example, command: !example && pkgName == "main"}
+			out[rel] = pkgInfo{names: sf.names, methods: sf.methods, deprecated: sf.deprecated, example: example,
+				command: !example && pkgName == "main"}
 		}
 		return nil
 	})
@@ -87,42 +94,92 @@ func readLibrarySurface(root string, nested []string) (map[string]pkgInfo, error
 	return out, nil
 }
 
-// exportedNames parses the non-test Go files of dir. pkgName is their package
-// name, "" when dir holds no such file.
+// surface is what exportedSurface reads of one package.
+type surface struct{ names, methods, deprecated []string }
+
+// isDeprecated reports whether a doc comment has a paragraph starting "Deprecated:" (the Go convention).
+func isDeprecated(docs ...*ast.CommentGroup) bool {
+	for _, d := range docs {
+		if d == nil {
+			continue
+		}
+		text := "\n" + d.Text()
+		if strings.Contains(text, "\nDeprecated:") {
+			return true
+		}
+	}
+	return false
+}
+
+// recvTypeName is the name of a method's receiver type (T for T, *T, T[P] and *T[P]).
+func recvTypeName(e ast.Expr) string {
+	switch x := e.(type) {
+	case *ast.StarExpr:
+		return recvTypeName(x.X)
+	case *ast.IndexExpr:
+		return recvTypeName(x.X)
+	case *ast.IndexListExpr:
+		return recvTypeName(x.X)
+	case *ast.Ident:
+		return x.Name
+	}
+	return ""
+}
+
+// exportedNames is exportedSurface's names (the top-level ones that are not deprecated).
 func exportedNames(dir string) (names []string, pkgName string, err error) {
+	sf, pkgName, err := exportedSurface(dir)
+	return sf.names, pkgName, err
+}
+
+// exportedSurface parses the non-test Go files of dir. pkgName is their package name, "" when dir holds
+// no such file.
+func exportedSurface(dir string) (sf surface, pkgName string, err error) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
-		return nil, "", err
+		return surface{}, "", err
 	}
-	seen := map[string]bool{}
+	seen, methods, deprecated := map[string]bool{}, map[string]bool{}, map[string]bool{}
+	add := func(name string, docs ...*ast.CommentGroup) {
+		if isDeprecated(docs...) {
+			deprecated[name] = true
+			return
+		}
+		seen[name] = true
+	}
 	fset := token.NewFileSet()
 	for _, e := range entries {
 		n := e.Name()
 		if e.IsDir() || !strings.HasSuffix(n, ".go") || strings.HasSuffix(n, "_test.go") {
 			continue
 		}
-		f, err := parser.ParseFile(fset, filepath.Join(dir, n), nil, parser.SkipObjectResolution)
+		f, err := parser.ParseFile(fset, filepath.Join(dir, n), nil, parser.SkipObjectResolution|parser.ParseComments)
 		if err != nil {
-			return nil, "", err
+			return surface{}, "", err
 		}
 		pkgName = f.Name.Name
 		for _, decl := range f.Decls {
 			switch d := decl.(type) {
 			case *ast.FuncDecl:
-				if d.Recv == nil && d.Name.IsExported() {
-					seen[d.Name.Name] = true
+				switch {
+				case d.Recv == nil && d.Name.IsExported():
+					add(d.Name.Name, d.Doc)
+				case d.Recv != nil && d.Name.IsExported() && len(d.Recv.List) == 1:
+					if t := recvTypeName(d.Recv.List[0].Type); ast.IsExported(t) && !isDeprecated(d.Doc) {
+						methods[t+"."+d.Name.Name] = true
+					}
 				}
 			case *ast.GenDecl:
 				for _, spec := range d.Specs {
 					switch s := spec.(type) {
 					case *ast.TypeSpec:
 						if s.Name.IsExported() {
-							seen[s.Name.Name] = true
+							add(s.Name.Name, d.Doc, s.Doc)
 						}
 					case *ast.ValueSpec:
 						for _, id := range s.Names {
 							if id.IsExported() {
-								seen[id.Name] = true
+								add(id.Name, d.Doc, s.Doc)
 							}
 						}
 					}
@@ -130,11 +187,21 @@ func exportedNames(dir string) (names []string, pkgName string, err error) {
 			}
 		}
 	}
-	for n := range seen {
-		names = append(names, n)
+	sorted := func(m map[string]bool) []string {
+		out := make([]string, 0, len(m))
+		for n := range m {
+			out = append(out, n)
+		}
+		sort.Strings(out)
+		return out
 	}
-	sort.Strings(names)
-	return names, pkgName, nil
+	// A method of a deprecated type is not counted either.
+	for m := range methods {
+		if deprecated[m[:strings.IndexByte(m, '.')]] {
+			delete(methods, m)
+		}
+	}
+	return surface{names: sorted(seen), methods: sorted(methods), deprecated: sorted(deprecated)}, pkgName, nil
 }
 
 // usedNames returns, per package of targets (relative directories), the
