@@ -205,6 +205,10 @@ const (
 	// record's. The text is not kept: the code only says there was one (the claim decoder records it:
 	// claims.CodeLegacyError, the same value).
 	CodeLegacyError ErrorCode = "legacy_error"
+	// CodeProfileTableMismatch: failed 0/1, evidence preflight; nothing was published. The minion's
+	// profile table (its oduflow_profiles config; the seeds' table without it) has another digest than
+	// the dispatcher's (WithProfiles): install the same table on both sides, then start a new request id.
+	CodeProfileTableMismatch ErrorCode = "profile_table_mismatch"
 )
 
 // Readiness sentinels. A Start (or CustomStart) of a request that has no claim yet first checks that the

@@ -9,7 +9,7 @@ import (
 	"github.com/cockroachdb/errors"
 
 	"github.com/oduflow/oduflow-go/internal/errmark"
-	"github.com/oduflow/oduflow-go/receipt"
+	"github.com/oduflow/oduflow-go/profiles"
 	receiptproof "github.com/oduflow/oduflow-go/receipt/proof"
 	"github.com/oduflow/oduflow-go/salt"
 )
@@ -19,7 +19,7 @@ import (
 // reported as KeyAccepted=false, not as an error; transport and authentication failures are errors.
 func (d *Dispatcher) Ping(ctx context.Context, minion string) (_ *Readiness, err error) {
 	defer errmark.Boundary(&err)
-	if err := receipt.ValidateMinionID(minion); err != nil {
+	if err := d.table.ValidateMinionID(minion); err != nil {
 		return nil, invalid(err, "minion id")
 	}
 	r := &Readiness{}
@@ -47,6 +47,7 @@ func (d *Dispatcher) Ping(ctx context.Context, minion string) (_ *Readiness, err
 			r.RuntimeGuardError = caps.GuardError
 		}
 		r.RuntimeGuardForms = caps.GuardForms
+		r.ProfileTable = caps.ProfileTable == d.table.Digest()
 		if caps.Proof {
 			_, kerr := loadMinionKey(ctx, d.pkiDir, minion)
 			r.Proof = kerr == nil
@@ -86,14 +87,17 @@ type Readiness struct {
 	// releases, the form the guard found (e.g. "salt.state.State.call_parallel": "3006.10+, 3007.2+,
 	// 3008"): which of Salt's histories this minion runs. Empty when the module did not report it.
 	RuntimeGuardForms map[string]string `json:"runtime_guard_forms,omitempty"`
+	// ProfileTable: the minion's profile table has the dispatcher's digest (WithProfiles; a minion
+	// without a table holds the seeds' one). Without it a new request fails profile_table_mismatch.
+	ProfileTable bool `json:"profile_table"`
 }
 
 // Ready reports whether a new request can be dispatched to the minion: every capability a new request
 // needs is present (protocol 1, pillar ready, receipt proofs with the accepted key, fencing, the runtime
-// guard).
+// guard, the same profile table).
 func (r Readiness) Ready() bool {
 	return r.KeyAccepted && r.Reachable && r.Protocol == protocolVersion && r.PillarReady && r.Proof && r.Fencing &&
-		r.RuntimeGuard
+		r.RuntimeGuard && r.ProfileTable
 }
 
 // protocolVersion is the minion protocol this dispatcher requires.
@@ -116,6 +120,9 @@ type minionCaps struct {
 	GuardError string
 	// GuardForms: the module's "runtime_guard_forms" (internal -> the form found), bounded and printable.
 	GuardForms map[string]string
+	// ProfileTable: the digest of the minion's profile table ("profile_table_sha256"); a module that does
+	// not report one holds the seeds' table (profiles.DefaultTable), and "" is a table it could not read.
+	ProfileTable string
 }
 
 // fencingVersion is the version of the minion's fencing capability this dispatcher requires.
@@ -157,6 +164,10 @@ func parseCapabilities(v any) minionCaps {
 		caps.GuardError = guardReason(reason)
 	}
 	caps.GuardForms = guardForms(m["runtime_guard_forms"])
+	caps.ProfileTable = defaultTableDigest
+	if v, ok := m["profile_table_sha256"]; ok {
+		caps.ProfileTable, _ = v.(string)
+	}
 	if pm, ok := m["proof"].(map[string]any); ok {
 		alg, _ := pm["alg"].(string)
 		ready, _ := pm["ready"].(bool)
@@ -169,6 +180,9 @@ func parseCapabilities(v any) minionCaps {
 	}
 	return caps
 }
+
+// defaultTableDigest is the digest of the seeds' table: what a module that reports no table holds.
+var defaultTableDigest = profiles.DefaultTable().Digest()
 
 // maxGuardReason bounds the module's guard reason as reported (the module's reasons are one short line).
 const maxGuardReason = 240

@@ -1,6 +1,7 @@
 package receipt
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/cockroachdb/errors"
@@ -10,6 +11,12 @@ func TestValidateIDs(t *testing.T) {
 	const u = "5b2f8c1e-3c4d-4e5f-8a9b-0c1d2e3f4a5b"
 	good := map[string]func(string) error{
 		"client-" + u:                          ValidateMinionID,
+		"client-" + u + "-":                    ValidateMinionID, // any id of the policy, not only the seeds'
+		"web01":                                ValidateMinionID,
+		"web01.lab.example":                    ValidateMinionID,
+		"WEB_01-a.b":                           ValidateMinionID,
+		"9":                                    ValidateMinionID,
+		strings.Repeat("a", 253):               ValidateMinionID,
 		u:                                      ValidateRequestID,
 		"00000000-0000-0000-0000-000000000000": ValidateRequestID,
 		"20261129154606051411":                 ValidateJID,
@@ -25,13 +32,30 @@ func TestValidateIDs(t *testing.T) {
 		f    func(string) error
 		want error
 	}{
+		{"", ValidateSeedMinionID, ErrInvalidID},
+		{u, ValidateSeedMinionID, ErrInvalidID},
+		{"Client-" + u, ValidateSeedMinionID, ErrInvalidID},
+		{"client-5B2F8C1E-3C4D-4E5F-8A9B-0C1D2E3F4A5B", ValidateSeedMinionID, ErrInvalidID},
+		{"client-" + u + "\n", ValidateSeedMinionID, ErrInvalidID},
+		{"client-" + u[:35] + "g", ValidateSeedMinionID, ErrInvalidID},
+		{"client--" + u[1:], ValidateSeedMinionID, ErrInvalidID},
+		{"web01.lab.example", ValidateSeedMinionID, ErrInvalidID},
 		{"", ValidateMinionID, ErrInvalidID},
-		{u, ValidateMinionID, ErrInvalidID},
-		{"Client-" + u, ValidateMinionID, ErrInvalidID},
-		{"client-5B2F8C1E-3C4D-4E5F-8A9B-0C1D2E3F4A5B", ValidateMinionID, ErrInvalidID},
 		{"client-" + u + "\n", ValidateMinionID, ErrInvalidID},
-		{"client-" + u[:35] + "g", ValidateMinionID, ErrInvalidID},
-		{"client--" + u[1:], ValidateMinionID, ErrInvalidID},
+		{"web01..example", ValidateMinionID, ErrInvalidID},
+		{".web01", ValidateMinionID, ErrInvalidID},
+		{"-web01", ValidateMinionID, ErrInvalidID},
+		{"_web01", ValidateMinionID, ErrInvalidID},
+		{"web01/etc", ValidateMinionID, ErrInvalidID},
+		{"web*", ValidateMinionID, ErrInvalidID},
+		{"web?", ValidateMinionID, ErrInvalidID},
+		{"web[0-9]", ValidateMinionID, ErrInvalidID},
+		{"web01,web02", ValidateMinionID, ErrInvalidID},
+		{"web 01", ValidateMinionID, ErrInvalidID},
+		{"web01\x00", ValidateMinionID, ErrInvalidID},
+		{"E@web.*", ValidateMinionID, ErrInvalidID},
+		{"wéb01", ValidateMinionID, ErrInvalidID},
+		{strings.Repeat("a", 254), ValidateMinionID, ErrInvalidID},
 		{"", ValidateRequestID, ErrInvalidID},
 		{"5b2f8c1e3c4d4e5f8a9b0c1d2e3f4a5b", ValidateRequestID, ErrInvalidID},
 		{"{" + u + "}", ValidateRequestID, ErrInvalidID},

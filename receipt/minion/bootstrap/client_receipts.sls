@@ -8,7 +8,7 @@ oduflow_job_module:
   file.managed:
     - name: {{ salt['config.get']('extension_modules') }}/modules/oduflow_job.py
     - source: salt://_modules/oduflow_job.py
-    - source_hash: sha256=f7824c7185cfe2f7e3b85e9635b38adb2ee49df44086b748319de066a9271b12
+    - source_hash: sha256=d49fc9af176f4b0acc5e4618f3142f60559c1263711f209c445faf4fe522c22d
     - user: root
     - group: root
     - mode: '0644'
