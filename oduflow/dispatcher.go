@@ -127,7 +127,7 @@ func New(client Publisher, events EventSource, opts ...Option) (_ *Dispatcher, e
 		pubsrc: cfg.publishing, pubSem: make(chan struct{}, cfg.maxPublish),
 		admit: newAdmitter(admitPerPublish * cfg.maxPublish), workerLog: cfg.workerLog, workerLogFile: cfg.workerLogFile, ownLog: ownLog,
 		pkiDir: cfg.pkiDir, table: cfg.profiles,
-		ctx:    ctx, cancel: cancel, draining: make(chan struct{}), adoption: cfg.adoption,
+		ctx: ctx, cancel: cancel, draining: make(chan struct{}), adoption: cfg.adoption,
 		adoptNow: make(chan struct{}, 1)}
 	d.hub = newHub(events, func(msg string, args ...any) { d.log.Warn(msg, args...) })
 	d.startAdoption()

@@ -34,7 +34,7 @@ type config struct {
 	pkiDir        string
 	// profiles is the profile table (WithProfiles); nil: profiles.DefaultTable().
 	profiles *profiles.Table
-	adoption      adoptionConfig
+	adoption adoptionConfig
 	// fileHooks are the test hooks of the default file store New opens (withClock: the fake clock's host
 	// clock); the zero value, no hook, in production.
 	fileHooks filestorehook.Hooks
