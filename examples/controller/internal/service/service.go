@@ -93,7 +93,11 @@ func Open(ctx context.Context, cfg Config, opts ...Option) (_ *Service, err erro
 	if s.auth, s.tls, err = loadAuth(ctx, cfg.Auth); err != nil {
 		return nil, err
 	}
-	if s.clients, err = loadClients(ctx, "ODUFLOW_CLIENTS", cfg.Auth.ClientsFile); err != nil {
+	table, err := cfg.Settings.Table(ctx) // ODUFLOW_PROFILES: refused before anything starts
+	if err != nil {
+		return nil, err
+	}
+	if s.clients, err = loadClients(ctx, "ODUFLOW_CLIENTS", cfg.Auth.ClientsFile, table); err != nil {
 		return nil, err
 	}
 	store, err := s.openClaims(ctx, cfg.Settings)
@@ -113,6 +117,7 @@ func Open(ctx context.Context, cfg Config, opts ...Option) (_ *Service, err erro
 		return nil, err
 	}
 	all := append([]oduflow.Option{
+		oduflow.WithProfiles(table),
 		oduflow.WithClaimStore(store),
 		oduflow.WithPKIDir(cfg.Settings.PKIDir),
 		oduflow.WithLogger(o.logger),
