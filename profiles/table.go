@@ -29,12 +29,12 @@ const (
 
 // Limits of a profile table.
 const (
-	// MaxTableBytes bounds a profile table file.
-	MaxTableBytes = 64 << 10
-	// MaxTableProfiles bounds how many profiles a table holds.
-	MaxTableProfiles = 64
-	// MaxProfileSLS bounds the sls list of one profile.
-	MaxProfileSLS = 32
+	// maxTableBytes bounds a profile table file.
+	maxTableBytes = 64 << 10
+	// maxTableProfiles bounds how many profiles a table holds.
+	maxTableProfiles = 64
+	// maxProfileSLS bounds the sls list of one profile.
+	maxProfileSLS = 32
 	// maxSLSLen bounds one sls name.
 	maxSLSLen = 200
 )
@@ -205,7 +205,7 @@ func mustDigest(t *Table) string {
 }
 
 // LoadTable reads a profile table file (ODUFLOW_PROFILES). The file must be a regular file of at most
-// MaxTableBytes that is not group or world writable (whoever can write it chooses what every minion
+// maxTableBytes that is not group or world writable (whoever can write it chooses what every minion
 // runs); its content is checked as ParseTable does. Errors match ErrInvalidTable (*TableError naming the
 // file, line and field) or are the file's I/O error.
 func LoadTable(ctx context.Context, path string) (_ *Table, err error) {
@@ -228,7 +228,7 @@ func LoadTable(ctx context.Context, path string) (_ *Table, err error) {
 	if st.Mode().Perm()&0o022 != 0 {
 		return nil, &TableError{File: path, Reason: "group or world writable (chmod go-w): whoever can write it chooses what minions run"}
 	}
-	data, err := io.ReadAll(io.LimitReader(f, MaxTableBytes+1))
+	data, err := io.ReadAll(io.LimitReader(f, maxTableBytes+1))
 	if err != nil {
 		return nil, errors.Wrap(err, "profiles: read the profile table")
 	}
@@ -245,15 +245,15 @@ func LoadTable(ctx context.Context, path string) (_ *Table, err error) {
 //
 // Refused, each with its line and field: unknown keys, duplicate keys, anchors, aliases, tags, merge
 // keys, profile names not [a-z][a-z0-9_]{0,31}, the reserved custom, an empty or over-long
-// (MaxProfileSLS) sls list, sls names that are not Salt sls names (see validSLS), both sls and
-// highstate, highstate not true, more than MaxTableProfiles profiles, several documents.
+// (maxProfileSLS) sls list, sls names that are not Salt sls names (see validSLS), both sls and
+// highstate, highstate not true, more than maxTableProfiles profiles, several documents.
 func ParseTable(data []byte, name string) (_ *Table, err error) {
 	defer errmark.Boundary(&err)
 	fail := func(line int, field, reason string) error {
 		return &TableError{File: name, Line: line, Field: field, Reason: reason}
 	}
-	if len(data) > MaxTableBytes {
-		return nil, fail(0, "", fmt.Sprintf("larger than %d bytes", MaxTableBytes))
+	if len(data) > maxTableBytes {
+		return nil, fail(0, "", fmt.Sprintf("larger than %d bytes", maxTableBytes))
 	}
 	if bytes.IndexByte(data, 0) >= 0 {
 		return nil, fail(0, "", "contains NUL")
@@ -323,8 +323,8 @@ func (t *Table) readProfiles(vn *yaml.Node, file string) error {
 	if vn.Kind != yaml.MappingNode || len(vn.Content) == 0 {
 		return fail(vn.Line, "profiles", "must be a mapping of 1 to 64 profiles")
 	}
-	if len(vn.Content)/2 > MaxTableProfiles {
-		return fail(vn.Line, "profiles", fmt.Sprintf("more than %d profiles", MaxTableProfiles))
+	if len(vn.Content)/2 > maxTableProfiles {
+		return fail(vn.Line, "profiles", fmt.Sprintf("more than %d profiles", maxTableProfiles))
 	}
 	return eachPair(vn, file, "profiles", func(k string, kn, pn *yaml.Node) error {
 		p := receipt.Profile(k)
@@ -344,8 +344,8 @@ func (t *Table) readProfiles(vn *yaml.Node, file string) error {
 			switch kk {
 			case "sls":
 				sawSLS = true
-				if v.Kind != yaml.SequenceNode || len(v.Content) == 0 || len(v.Content) > MaxProfileSLS {
-					return fail(v.Line, field+".sls", fmt.Sprintf("must be a list of 1 to %d sls names", MaxProfileSLS))
+				if v.Kind != yaml.SequenceNode || len(v.Content) == 0 || len(v.Content) > maxProfileSLS {
+					return fail(v.Line, field+".sls", fmt.Sprintf("must be a list of 1 to %d sls names", maxProfileSLS))
 				}
 				for i, s := range v.Content {
 					f := fmt.Sprintf("%s.sls[%d]", field, i)

@@ -32,8 +32,8 @@ func isCanonicalUUID(s string) bool {
 	return true
 }
 
-// MaxMinionIDLen is the longest minion id the id policy accepts (a DNS name's 253).
-const MaxMinionIDLen = 253
+// maxMinionIDLen is the longest minion id the id policy accepts (a DNS name's 253).
+const maxMinionIDLen = 253
 
 // ValidateMinionID accepts a minion id of the id policy: an ASCII letter or
 // digit, then up to 252 ASCII letters, digits, '.', '_' or '-', with no "..".
@@ -53,7 +53,7 @@ func ValidateMinionID(s string) (err error) {
 
 // isPolicyMinionID is the id policy of ValidateMinionID.
 func isPolicyMinionID(s string) bool {
-	if len(s) == 0 || len(s) > MaxMinionIDLen {
+	if len(s) == 0 || len(s) > maxMinionIDLen {
 		return false
 	}
 	for i := 0; i < len(s); i++ {
