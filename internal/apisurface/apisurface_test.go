@@ -31,8 +31,8 @@ const totalBudget = 276 // + 9: profile tables (the profiles table API, receipt.
 
 // budgets are the per-package targets; they add up to totalBudget.
 var budgets = map[string]int{
-	"salt":              63, // + JobPublish, EventBusPermissionError, ErrEventBusPermission (later Salt, issue 18)
-	"profiles":          19, // + the profile table: Table, DefaultTable, LoadTable, ParseTable, ErrInvalidTable, TableError, IDPolicy, IDsSeeds, IDsSalt
+	"salt":              63,  // + JobPublish, EventBusPermissionError, ErrEventBusPermission (later Salt, issue 18)
+	"profiles":          19,  // + the profile table: Table, DefaultTable, LoadTable, ParseTable, ErrInvalidTable, TableError, IDPolicy, IDsSeeds, IDsSalt
 	"receipt":           34,  // + Code (a receipt's refusal code; fencing); + ValidateSeedMinionID (the seeds' id policy)
 	"oduflow":           105, // + ErrorCode and its 29 Code* constants; NeedsConfirmationError, UncertainError, WorkerLaunchError; Store, ClaimLockReader, WindowedStore (the store contract, compiler-checked)
 	"oduflow/catalog":   23,
