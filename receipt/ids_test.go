@@ -1,6 +1,7 @@
 package receipt
 
 import (
+	"regexp"
 	"strings"
 	"testing"
 
@@ -116,4 +117,30 @@ func TestProfilesAndStatuses(t *testing.T) {
 	if Status("done").Valid() {
 		t.Error("Status(done) valid")
 	}
+}
+
+// idPolicyOracle is the id policy written as a regular expression plus the ".." rule, independently of
+// isPolicyMinionID's loop.
+var idPolicyOracle = regexp.MustCompile(`\A[A-Za-z0-9][A-Za-z0-9._-]{0,252}\z`)
+
+// FuzzValidateMinionID: the policy accepts exactly what the oracle accepts; every seeds' id is a policy
+// id; a refusal is ErrInvalidID and never echoes the value.
+func FuzzValidateMinionID(f *testing.F) {
+	for _, s := range []string{"web01.lab.example", "client-5b2f8c1e-3c4d-4e5f-8a9b-0c1d2e3f4a5b", "a..b", "-x", "web*",
+		"a,b", "a/b", "", "x\x00", "wéb"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		err := ValidateMinionID(s)
+		want := idPolicyOracle.MatchString(s) && !strings.Contains(s, "..")
+		if (err == nil) != want {
+			t.Fatalf("%q: err %v, oracle %v", s, err, want)
+		}
+		if err != nil && (!errors.Is(err, ErrInvalidID) || (len(s) > 3 && strings.Contains(err.Error(), s))) {
+			t.Fatalf("%q: %v", s, err)
+		}
+		if ValidateSeedMinionID(s) == nil && err != nil {
+			t.Fatalf("%q: a seeds' id outside the policy", s)
+		}
+	})
 }
