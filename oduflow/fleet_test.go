@@ -241,3 +241,45 @@ func newOfflineWith(t *testing.T, opts ...Option) *Dispatcher {
 func fakeminionJob(fun string, args []any, kwargs map[string]any) salttest.Job {
 	return salttest.Job{JID: "20261207010000000000", Fun: fun, Args: args, Kwargs: kwargs, MinionID: "web01.lab.example"}
 }
+
+// The real module on a host-named minion with the operator's table in its config (oduflow_profiles):
+// the dispatcher with the same table runs both profiles (the sls list, the highstate) with proofs and
+// fencing, at most once; a dispatcher with another table is refused profile_table_mismatch and
+// publishes nothing.
+func TestFleetPythonModule(t *testing.T) {
+	t.Parallel()
+	tb := fleetTable(t, fleetTableYAML)
+	e := startSim(t)
+	minion, h := startPyMinionNamed(t, e, fakeminion.PythonConfig{MinionOpts: map[string]any{
+		"oduflow_profiles": tb.Document()}}, "web01.lab.example")
+	d := e.dispatcher(pyTimers(), WithProfiles(tb))
+	ctx := context.Background()
+	if r, err := d.Ping(ctx, minion); err != nil || !r.Ready() {
+		t.Fatalf("ping %+v %v", r, err)
+	}
+	req := uuid.NewString()
+	first := mustStart(t, d, profWebserver, minion, req)
+	if got := waitFinal(t, d, profWebserver, minion, req); got.Status != receipt.StatusSucceeded || got.Passed != 4 {
+		t.Fatalf("webserver %+v", got)
+	}
+	if again := mustStart(t, d, profWebserver, minion, req); *again.JID != *first.JID || e.runs() != 1 {
+		t.Fatalf("repeat %+v runs %d", again, e.runs())
+	}
+	req2 := uuid.NewString()
+	mustStart(t, d, profFull, minion, req2)
+	if got := waitFinal(t, d, profFull, minion, req2); got.Status != receipt.StatusSucceeded || got.Passed != 5 {
+		t.Fatalf("full %+v", got)
+	}
+	if executions(t, h, minion) != 2 {
+		t.Fatalf("executions %d", executions(t, h, minion))
+	}
+	other := e.dispatcherWith(e.client, pyTimers(), WithClaimDir(claimDir(t)),
+		WithProfiles(fleetTable(t, "profiles:\n  webserver: {sls: [roles.webserver]}\nminion_ids: salt\n")))
+	req3 := uuid.NewString()
+	mustStart(t, other, profWebserver, minion, req3)
+	got := waitFinal(t, other, profWebserver, minion, req3)
+	if got.ErrorCode != CodeProfileTableMismatch || got.Status != receipt.StatusFailed || e.runs() != 2 ||
+		executions(t, h, minion) != 2 {
+		t.Fatalf("other table: %+v runs %d", got, e.runs())
+	}
+}
