@@ -9,7 +9,6 @@ import (
 	"github.com/cockroachdb/errors"
 
 	"github.com/oduflow/oduflow-go/internal/errmark"
-	"github.com/oduflow/oduflow-go/profiles"
 	receiptproof "github.com/oduflow/oduflow-go/receipt/proof"
 	"github.com/oduflow/oduflow-go/salt"
 )
@@ -47,7 +46,7 @@ func (d *Dispatcher) Ping(ctx context.Context, minion string) (_ *Readiness, err
 			r.RuntimeGuardError = caps.GuardError
 		}
 		r.RuntimeGuardForms = caps.GuardForms
-		r.ProfileTable = caps.ProfileTable == d.table.Digest()
+		r.ProfileTable = d.sameTable(caps)
 		if caps.Proof {
 			_, kerr := loadMinionKey(ctx, d.pkiDir, minion)
 			r.Proof = kerr == nil
@@ -164,7 +163,7 @@ func parseCapabilities(v any) minionCaps {
 		caps.GuardError = guardReason(reason)
 	}
 	caps.GuardForms = guardForms(m["runtime_guard_forms"])
-	caps.ProfileTable = defaultTableDigest
+	caps.ProfileTable = profileTableUnreported
 	if v, ok := m["profile_table_sha256"]; ok {
 		caps.ProfileTable, _ = v.(string)
 	}
@@ -181,8 +180,18 @@ func parseCapabilities(v any) minionCaps {
 	return caps
 }
 
-// defaultTableDigest is the digest of the seeds' table: what a module that reports no table holds.
-var defaultTableDigest = profiles.DefaultTable().Digest()
+// profileTableUnreported is minionCaps.ProfileTable for a module that reports no table: it holds the
+// seeds' one (see sameTable). It is no digest, so it can never equal one by accident.
+const profileTableUnreported = "unreported"
+
+// sameTable reports whether the minion holds the dispatcher's profile table: the digest it reports, or,
+// when it reports none, the seeds' table (a module without oduflow_profiles, or from before tables).
+func (d *Dispatcher) sameTable(caps minionCaps) bool {
+	if caps.ProfileTable == profileTableUnreported {
+		return d.table.IsDefault()
+	}
+	return caps.ProfileTable == d.table.Digest()
+}
 
 // maxGuardReason bounds the module's guard reason as reported (the module's reasons are one short line).
 const maxGuardReason = 240

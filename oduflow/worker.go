@@ -672,11 +672,11 @@ func (d *Dispatcher) preflight(ctx context.Context, c *Claim) (code ErrorCode, k
 	if caps.Protocol != protocolVersion || !caps.Proof || !caps.Fencing {
 		return CodeCapability, "", 0 // no silent fallback to unproven receipts or unfenced runs
 	}
-	if caps.ProfileTable != d.table.Digest() {
+	if !d.sameTable(caps) {
 		// Another table on the minion: the profile would run other states there (or none). Never
 		// defaulted: a minion without a table holds the seeds' one.
 		d.claimLog(c).Warn("worker: the minion's profile table differs from the dispatcher's; nothing published",
-			slog.String("dispatcher_table", d.table.Digest()), slog.Bool("minion_reports_table", caps.ProfileTable != ""))
+			slog.String("dispatcher_table", d.table.Digest()), slog.Bool("minion_reports_table", caps.ProfileTable != profileTableUnreported))
 		return CodeProfileTableMismatch, "", 0
 	}
 	key, err := loadMinionKey(ctx, d.pkiDir, c.MinionID)

@@ -35,7 +35,7 @@ func TestDefaultTableIsTheSeeds(t *testing.T) {
 	if string(c) != want {
 		t.Fatalf("document %s", c)
 	}
-	if d.Digest() != receipt.Digest(c) {
+	if d.Digest() != receipt.Digest(c) || mustDigest(d) != seedsTableDigest {
 		t.Fatal("digest is not the SHA-256 of the canonical document")
 	}
 	if d.Digest() != defaultTableDigest {

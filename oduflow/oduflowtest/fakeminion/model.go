@@ -115,7 +115,13 @@ func WithRunRefusal(refusal string) ModelOption { return func(m *Model) { m.runR
 // attest refuse a profile it does not hold; run refuses a publication whose profile_table differs
 // from its digest (or, with a table other than the seeds', carries none). Without it (or nil) the
 // minion holds the seeds' table and answers exactly as the module without the config key.
-func WithProfileTable(t *profiles.Table) ModelOption { return func(m *Model) { m.table = t } }
+func WithProfileTable(t *profiles.Table) ModelOption {
+	return func(m *Model) {
+		if t != nil {
+			m.table, m.tableSet = t, true
+		}
+	}
+}
 
 // Model is one simulated minion running the Go model of oduflow_job, with a fresh 2048-bit RSA Salt key
 // (PublicKeyPEM is what the master must accept: Add does it). Safe for concurrent use.
@@ -132,7 +138,8 @@ type Model struct {
 	guardError    string            // WithRuntimeGuardFailure: the guard's failure ("" holds)
 	guardForms    map[string]string // WithGuardForms: the forms the guard found
 	runRefusal    string            // WithRunRefusal: the refusal every run answers
-	table         *profiles.Table   // WithProfileTable: nil is the seeds' table, no config key
+	table         *profiles.Table   // the minion's table: the seeds' unless WithProfileTable
+	tableSet      bool              // WithProfileTable: the module has oduflow_profiles (capabilities say so)
 
 	mu       sync.Mutex
 	results  map[receipt.Profile]Result
@@ -156,7 +163,7 @@ func NewModel(id string, opts ...ModelOption) *Model {
 	m := &Model{id: id, protocol: 1, pillarReady: true, results: map[receipt.Profile]Result{},
 		terminal: map[string]receipt.Receipt{}, running: map[string]receipt.Receipt{},
 		jids: map[string]string{}, digests: map[string]string{}, calls: map[string]int{},
-		guardForms: defaultGuardForms()}
+		guardForms: defaultGuardForms(), table: profiles.DefaultTable()}
 	for _, o := range opts {
 		o(m)
 	}
@@ -264,7 +271,7 @@ func (m *Model) Handle(ctx context.Context, job salttest.Job) (any, int) {
 			caps["fencing"] = map[string]any{"version": int64(FencingVersion), "ready": m.guardError == "",
 				"token_required": m.tokenRequired, "mark": m.FenceMark()}
 		}
-		if m.table != nil {
+		if m.tableSet {
 			ps := []any{}
 			for _, p := range m.table.Profiles() {
 				ps = append(ps, string(p))
@@ -298,20 +305,13 @@ func (m *Model) holds(profile string) bool {
 	if profile == string(receipt.ProfileCustom) {
 		return true
 	}
-	t := m.table
-	if t == nil {
-		t = profiles.DefaultTable()
-	}
-	return t.Has(receipt.Profile(profile))
+	return m.table.Has(receipt.Profile(profile))
 }
 
 // tableRefusal is the module's refusal of a run publication's profile_table: present, it must be the
 // minion's digest; absent, the minion's table must be the seeds'. "" when the run may go on.
 func (m *Model) tableRefusal(job salttest.Job) string {
 	t := m.table
-	if t == nil {
-		t = profiles.DefaultTable()
-	}
 	if t.ValidateMinionID(m.id) != nil {
 		return "oduflow_job: this minion's id is outside the id policy"
 	}
