@@ -141,8 +141,9 @@ const (
 	// CodeAuthorization: failed; nothing published. The master refused the call for the credentials'
 	// permissions (publisher ACL, eauth). Fix them, then start a new request id (oduflowctl exits 4).
 	CodeAuthorization ErrorCode = "publish_authorization"
-	// CodeNoMinions: failed; nothing published. The master matched no minion for the id (not accepted,
-	// not connected). Start a new request id once the minion is there.
+	// CodeNoMinions: failed; nothing published. The master matched no minion for the id (its key is not
+	// accepted, or it is not connected), at the preflight capabilities call or at the publish. Start a new
+	// request id once the minion is there.
 	CodeNoMinions ErrorCode = "publish_no_minions"
 	// CodeBadLoad: failed; nothing published. The master refused the publish as a bad load.
 	CodeBadLoad ErrorCode = "publish_bad_load"

@@ -135,7 +135,7 @@ func (h *hub) ensure(ctx context.Context) error {
 	}
 	sub, err := h.src.Subscribe(ctx)
 	if err != nil {
-		return errmark.Mark(errors.Wrap(err, "oduflow: subscribe to event bus"), errEventBus)
+		return errmark.Mark(errors.Wrap(err, "oduflow: subscribe to event bus"), errEventBus, ErrNotReady)
 	}
 	h.mu.Lock()
 	if h.closed {
@@ -168,13 +168,13 @@ func (h *hub) live(ctx context.Context) error {
 	sub := h.sub
 	h.mu.Unlock()
 	if cr, ok := sub.(connectionReporter); ok && !cr.Connected() {
-		return errmark.Mark(errors.New("oduflow: event bus disconnected (reconnecting)"), errEventBus)
+		return errmark.Mark(errors.New("oduflow: event bus disconnected (reconnecting)"), errEventBus, ErrNotReady)
 	}
 	if sub == nil {
-		return errmark.Mark(errors.New("oduflow: event bus subscription ended"), errEventBus)
+		return errmark.Mark(errors.New("oduflow: event bus subscription ended"), errEventBus, ErrNotReady)
 	}
 	if h.isStalled() {
-		return errmark.Mark(errors.New("oduflow: event bus stalled (connected, nothing arrives)"), errEventBus)
+		return errmark.Mark(errors.New("oduflow: event bus stalled (connected, nothing arrives)"), errEventBus, ErrNotReady)
 	}
 	return nil
 }

@@ -52,7 +52,7 @@ func loseReplyAndReturn(t *testing.T, e *simEnv, d *Dispatcher, req string) {
 		t.Error(err)
 		return
 	}
-	e.sim.DropNextReply("publish")
+	e.sim.DropNextReply(funRun)
 	e.sim.DropNextReturn(c.JID)
 }
 

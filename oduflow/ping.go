@@ -32,6 +32,8 @@ func (d *Dispatcher) Ping(ctx context.Context, minion string) (_ *Readiness, err
 	case errors.Is(err, errNoReturn):
 		r.KeyAccepted = true
 		return r, nil
+	case errors.Is(err, errEventBus):
+		return nil, err // "oduflow: subscribe to event bus: ..." says it all, once (ErrNotReady)
 	default:
 		return nil, errors.Wrap(err, "oduflow: ping")
 	}
@@ -52,6 +54,8 @@ func (d *Dispatcher) Ping(ctx context.Context, minion string) (_ *Readiness, err
 			r.Proof = kerr == nil
 		}
 	case errors.Is(err, errNoReturn):
+	case errors.Is(err, errEventBus):
+		return nil, err
 	default:
 		return nil, errors.Wrap(err, "oduflow: capabilities")
 	}

@@ -1,6 +1,7 @@
 package oduflow
 
 import (
+	"fmt"
 	"context"
 	"time"
 
@@ -22,6 +23,21 @@ type Response struct {
 	// running one, not_started. Always present in JSON (an empty string, never omitted), so that a
 	// client reads one schema.
 	ErrorCode ErrorCode `json:"error_code"`
+}
+
+// String is the response on one line, with the JID's value (JID is a pointer, so %v of the struct would
+// print an address): "client-… 0d1c… jid=20261207011500123456 succeeded 3/3", plus "error_code=…" when
+// there is one and "jid=null" before a JID exists.
+func (r Response) String() string {
+	jid := "null"
+	if r.JID != nil {
+		jid = *r.JID
+	}
+	s := fmt.Sprintf("%s %s jid=%s %s %d/%d", r.MinionID, r.RequestID, jid, r.Status, r.Passed, r.Total)
+	if r.ErrorCode != "" {
+		s += " error_code=" + string(r.ErrorCode)
+	}
+	return s
 }
 
 func notStarted(t target) Response {

@@ -3,6 +3,8 @@ package oduflow
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -169,5 +171,21 @@ func TestMisuseRefused(t *testing.T) {
 	}
 	if _, err := d.Start(ctx, c.MinionID, uuid.NewString(), receipt.ProfileCustom); !errors.Is(err, ErrInvalidInput) {
 		t.Fatalf("custom through Start: %v", err)
+	}
+}
+
+// TestResponseStringShowsTheJID: %v and %+v of a Response print the JID's value, never the pointer's
+// address, and "null" before there is one.
+func TestResponseStringShowsTheJID(t *testing.T) {
+	jid := "20261207011500123456"
+	r := Response{MinionID: "web01.example", RequestID: "0d1c5b2e-0000-4000-8000-000000000001", JID: &jid,
+		Status: receipt.StatusFailed, Passed: 2, Total: 3, ErrorCode: CodeQuarantined}
+	for _, got := range []string{fmt.Sprintf("%v", r), fmt.Sprintf("%+v", r), r.String()} {
+		if !strings.Contains(got, "jid="+jid) || strings.Contains(got, "0x") || !strings.Contains(got, "error_code=quarantined") {
+			t.Errorf("got %q", got)
+		}
+	}
+	if got := (Response{Status: receipt.StatusNotStarted}).String(); !strings.Contains(got, "jid=null") {
+		t.Errorf("not started: %q", got)
 	}
 }

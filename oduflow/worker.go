@@ -718,8 +718,8 @@ func (d *Dispatcher) listenAfterUnknownPublish(ctx, wctx context.Context, c *Cla
 }
 
 // callErrorCode names the cause of a failed read-only preflight call (capabilities) for the claim: the
-// credentials, the event bus or the master's transport; CodeCapability when the minion did not answer
-// protocol 1.
+// credentials, the event bus, the master's transport, a minion the master does not know (CodeNoMinions,
+// as a publish would); CodeCapability when the minion did not answer protocol 1.
 func callErrorCode(err error) ErrorCode {
 	switch {
 	case errors.Is(err, errEventBus):
@@ -730,6 +730,8 @@ func callErrorCode(err error) ErrorCode {
 		return CodeAuthorization
 	case errors.Is(err, salt.ErrNotSent):
 		return CodeNotSent
+	case errors.Is(err, salt.ErrNoMinions):
+		return CodeNoMinions // the master matched no minion: its key is not accepted, or it is not connected
 	}
 	return CodeCapability
 }

@@ -111,7 +111,7 @@ func readKeyFileStat(path string) (string, keyFileID, error) {
 		return "", keyFileID{}, errors.Wrapf(ErrKeyFile, "%s is not a regular file", errors.Safe(path))
 	}
 	if st.Mode&0o027 != 0 {
-		return "", keyFileID{}, errors.Wrapf(ErrKeyFile, "%s has unsafe permissions %#o (group-write or other bits set)", errors.Safe(path), errors.Safe(st.Mode&0o777))
+		return "", keyFileID{}, errors.Wrapf(ErrKeyFile, "%s has unsafe permissions %#o (group-write or other bits set; want 0600 or 0640)", errors.Safe(path), errors.Safe(st.Mode&0o777))
 	}
 	b, err := io.ReadAll(io.LimitReader(f, maxKeyFileBytes+1))
 	if err != nil {
@@ -120,7 +120,7 @@ func readKeyFileStat(path string) (string, keyFileID, error) {
 	key, ok := parseUserKey(b)
 	if !ok {
 		// never the content, nor its length beyond the bound: the file may be anything (/etc/shadow)
-		return "", keyFileID{}, errors.Wrapf(ErrKeyFile, "%s is not a Salt user key (76 base64 characters)", errors.Safe(path))
+		return "", keyFileID{}, errors.Wrapf(ErrKeyFile, "%s is not a Salt user key (want the master's <cachedir>/.<user>_key, e.g. /var/cache/salt/master/.root_key: one line of 76 base64 characters)", errors.Safe(path))
 	}
 	return key, fileID(&st), nil
 }

@@ -54,3 +54,12 @@ func (a userKeyAuth) material(context.Context) (authMaterial, error) {
 	}
 	return authMaterial{kind: authKey, user: a.user, key: key}, nil
 }
+
+// CheckUserKey reads the user key file the way UserKey does before a request (a regular file, no
+// symlink, no group-write or other bits, exactly a Salt user key) and reports what is wrong with it
+// (ErrKeyFile), so that a service can refuse a bad file before it starts serving instead of on its
+// first request. Nothing is sent; the key is not kept.
+func CheckUserKey(keyFile string) error {
+	_, err := readKeyFile(keyFile)
+	return err
+}

@@ -134,7 +134,7 @@ controller_auth() { # the controller's token file (0600: it refuses a readable o
   (umask 077
    printf 'harness-admin administrator harness %s\nharness-observer observer harness %s\n' \
      "$(printf %s "$admin" | sha256sum | cut -d' ' -f1)" "$(printf %s "$observer" | sha256sum | cut -d' ' -f1)" >"$d/tokens"
-   printf 'ODUFLOW_CONTROLLER_ADMIN_TOKEN=%s\nODUFLOW_CONTROLLER_OBSERVER_TOKEN=%s\n' "$admin" "$observer" >"$d/tokens.env")
+   printf 'export ODUFLOW_CONTROLLER_ADMIN_TOKEN=%s\nexport ODUFLOW_CONTROLLER_OBSERVER_TOKEN=%s\n' "$admin" "$observer" >"$d/tokens.env")
   printf '%s harness\n' "${ODUFLOW_SALT_MINION:-client-7c9e6679-7425-40de-944b-e07fc1f90ae7}" >"$d/clients"
   chmod 0600 "$d/tokens" "$d/tokens.env"
   chmod 0644 "$d/clients"

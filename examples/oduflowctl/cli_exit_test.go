@@ -290,7 +290,7 @@ func TestExitUnknownAndDamaged(t *testing.T) {
 	}
 	r = run(t, l.env, "status", "configure", l.minion, bad)
 	must(t, r, ExitDamaged)
-	if !strings.Contains(oneLine(t, r.stderr), "damaged claim store") {
+	if !strings.Contains(oneLine(t, r.stderr), "damaged or missing claim store") {
 		t.Fatalf("damaged: %s", r)
 	}
 }
@@ -406,5 +406,85 @@ func TestRepeatedStartWhileMasterAndBusDown(t *testing.T) {
 	must(t, run(t, down, "start", "configure", l.minion), ExitUnreachable) // a new request: nothing written
 	if n := claims(t, stateDir(l.env)); n != 1 {
 		t.Fatalf("claims %d", n)
+	}
+}
+
+// TestReadCommandsNeverCreateTheStore: a command that only reads or follows claims, pointed at a claim
+// store that does not exist (a mistyped --state-dir), exits 6 naming the path and creates nothing; it
+// used to create an empty store and answer not_started with exit status 0, inviting a second run of
+// something that ran. init (and start) create it; then status answers.
+func TestReadCommandsNeverCreateTheStore(t *testing.T) {
+	t.Parallel()
+	l := newLabMinion(t, nil)
+	missing := filepath.Join(t.TempDir(), "typo", "oduflow-apply")
+	env := withEnv(l.env, "ODUFLOW_STATE_DIR="+missing)
+	req := receipt.NewRequestID()
+	for _, args := range [][]string{
+		{"status", "configure", l.minion, req},
+		{"resume", l.minion, req},
+		{"reconcile", l.minion, req, "--from-minion"},
+		{"custom", "status", l.minion, req},
+	} {
+		r := run(t, env, args...)
+		must(t, r, ExitDamaged)
+		if line := oneLine(t, r.stderr); !strings.Contains(line, "missing claim store") || !strings.Contains(line, missing) {
+			t.Errorf("%v: stderr does not name the missing store: %s", args, line)
+		}
+		if _, err := os.Lstat(filepath.Dir(missing)); !os.IsNotExist(err) {
+			t.Fatalf("%v created %s (%v)", args, filepath.Dir(missing), err)
+		}
+	}
+	must(t, run(t, env, "init"), ExitOK)
+	if st, err := os.Stat(missing); err != nil || st.Mode().Perm() != 0o700 {
+		t.Fatalf("init: %v %v", st, err)
+	}
+	r := run(t, env, "status", "configure", l.minion, req)
+	must(t, r, ExitOK)
+	if !strings.Contains(r.stdout, `"not_started"`) {
+		t.Fatalf("status after init: %s", r)
+	}
+}
+
+// TestErrorClassesTable: every error a user meets first is in the class the README's exit table gives it,
+// with its prefix once. Each row failed before: ping with the event bus unreachable exited 1 (failed) with
+// "oduflow: ping: oduflow: subscribe to event bus"; a start on a minion the master does not know ended
+// capability_unverified; status on a mistyped state dir answered not_started with exit 0.
+func TestErrorClassesTable(t *testing.T) {
+	t.Parallel()
+	l := newLabMinion(t, nil)
+	noBus := withEnv(l.env, "ODUFLOW_SALT_EVENTS=unix://"+filepath.Join(t.TempDir(), "none.ipc"))
+	noMaster := withEnv(l.env, "ODUFLOW_SALT_MASTER=tcp://127.0.0.1:1")
+	unknown := "client-" + receipt.NewRequestID() // no key on the master
+	badKey := filepath.Join(t.TempDir(), ".root_key")
+	if err := os.WriteFile(badKey, []byte("not a key"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name   string
+		env    []string
+		args   []string
+		exit   int
+		stderr string // a part of stderr's first line
+		stdout string // a part of stdout
+	}{
+		{"ping, event bus unreachable", noBus, []string{"ping", l.minion}, ExitUnreachable, "cannot reach the master, event bus", ""},
+		{"ping, master unreachable", noMaster, []string{"ping", l.minion}, ExitUnreachable, "cannot reach", ""},
+		{"ping, key not accepted", l.env, []string{"ping", unknown}, ExitFailed, "", `"key_accepted":false`},
+		{"start, key not accepted", l.env, []string{"start", "configure", unknown, "--wait", "--interval", "50ms"}, ExitFailed, "publish_no_minions", ""},
+		{"start, malformed key file", withEnv(l.env, "ODUFLOW_SALT_KEY_FILE="+badKey), []string{"start", "configure", l.minion}, ExitUsage, "key", ""},
+		{"status, missing store", withEnv(l.env, "ODUFLOW_STATE_DIR="+filepath.Join(t.TempDir(), "typo")), []string{"status", "configure", l.minion, receipt.NewRequestID()}, ExitDamaged, "missing claim store", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := run(t, tc.env, tc.args...)
+			must(t, r, tc.exit)
+			lines := strings.Split(strings.TrimRight(r.stderr, "\n"), "\n")
+			line := lines[len(lines)-1] // --wait prints its progress first
+			if !strings.Contains(line, tc.stderr) || !strings.Contains(r.stdout, tc.stdout) {
+				t.Fatalf("want stderr ~ %q, stdout ~ %q; got %s", tc.stderr, tc.stdout, r)
+			}
+			if strings.Count(line, "oduflow:") > 1 {
+				t.Errorf("a prefix repeats: %s", line)
+			}
+		})
 	}
 }

@@ -203,6 +203,7 @@ func TestStatusNotStartedHasNullJID(t *testing.T) {
 	t.Parallel()
 	l := newLab(t)
 	req := receipt.NewRequestID()
+	must(t, run(t, l.env, "init"), 0) // status never creates the claim store
 	r := run(t, l.env, "status", "production", l.minion, req)
 	must(t, r, 0)
 	want := `{"minion_id":"` + l.minion + `","request_id":"` + req + `","jid":null,"status":"not_started","passed":0,"total":0,"error_code":""}`

@@ -51,9 +51,15 @@ func StorageRefused(err error) bool {
 type UnsafePathError struct {
 	Path   string
 	Reason string // symlink, not_directory, not_regular, foreign_owner, permissions, multiple_links
+	// Detail says what was found and what is wanted ("mode 0755, want 0700"), for a person to fix it;
+	// "" when the reason says it all.
+	Detail string
 }
 
 func (e *UnsafePathError) Error() string {
+	if e.Detail != "" {
+		return fmt.Sprintf("safefile: unsafe path %q: %s (%s)", e.Path, e.Reason, e.Detail)
+	}
 	return fmt.Sprintf("safefile: unsafe path %q: %s", e.Path, e.Reason)
 }
 

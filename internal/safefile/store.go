@@ -1,6 +1,7 @@
 package safefile
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -184,18 +185,18 @@ func (s *Store) walkStat(create, lazy bool) (int, unix.Stat_t, bool, error) {
 		_ = unix.Close(fd)
 		return -1, st, false, errors.Wrap(err, "safefile: stat directory")
 	}
-	reason := ""
+	reason, detail := "", ""
 	switch {
 	case st.Mode&unix.S_IFMT != unix.S_IFDIR:
 		reason = "not_directory"
 	case int(st.Uid) != s.owner:
-		reason = "foreign_owner"
+		reason, detail = "foreign_owner", fmt.Sprintf("owner uid %d, want %d", st.Uid, s.owner)
 	case st.Mode&0o7777 != 0o700:
-		reason = "permissions"
+		reason, detail = "permissions", fmt.Sprintf("mode %#o, want 0700", st.Mode&0o7777)
 	}
 	if reason != "" {
 		_ = unix.Close(fd)
-		return -1, st, false, errors.WithStack(&UnsafePathError{Path: s.dir, Reason: reason})
+		return -1, st, false, errors.WithStack(&UnsafePathError{Path: s.dir, Reason: reason, Detail: detail})
 	}
 	return fd, st, made, nil
 }
@@ -238,21 +239,21 @@ func (s *Store) classifyOpenErr(dirfd int, name, path string, err error, wantDir
 
 // checkFile applies the file rules to the stat result of record (or lock file) name.
 func (s *Store) checkFile(st *unix.Stat_t, name string) error {
-	reason := ""
+	reason, detail := "", ""
 	switch {
 	case st.Mode&unix.S_IFMT == unix.S_IFLNK:
 		reason = "symlink"
 	case st.Mode&unix.S_IFMT != unix.S_IFREG:
 		reason = "not_regular"
 	case int(st.Uid) != s.owner:
-		reason = "foreign_owner"
+		reason, detail = "foreign_owner", fmt.Sprintf("owner uid %d, want %d", st.Uid, s.owner)
 	case st.Mode&0o077 != 0:
-		reason = "permissions"
+		reason, detail = "permissions", fmt.Sprintf("mode %#o, want 0600", st.Mode&0o7777)
 	case st.Nlink > 1:
 		reason = "multiple_links"
 	}
 	if reason != "" {
-		return errors.WithStack(&UnsafePathError{Path: s.path(name), Reason: reason})
+		return errors.WithStack(&UnsafePathError{Path: s.path(name), Reason: reason, Detail: detail})
 	}
 	return nil
 }

@@ -2,6 +2,7 @@ package filestore
 
 import (
 	"context"
+	"io/fs"
 	"iter"
 	"path/filepath"
 	"sync"
@@ -75,6 +76,25 @@ func Open(dir string, hooks ...filestorehook.Hooks) (_ *Store, err error) {
 		}
 	}
 	return open(dir, h)
+}
+
+// ErrNoStore: OpenExisting found no claim directory at the path it was given. Nothing was created: a
+// mistyped path must not look like an empty store, in which every request would read not_started.
+var ErrNoStore = errors.New("filestore: no claim directory")
+
+// OpenExisting opens a claim directory that must exist already, for readers (a status query, a
+// listing, a reconciliation): a missing directory is ErrNoStore (it also matches fs.ErrNotExist) and
+// nothing is created. The store's own subdirectories are still made inside an existing directory (a
+// store of an earlier layout gets its indexes), since they are part of the store, not a new one.
+func OpenExisting(dir string) (_ *Store, err error) {
+	defer errmark.Boundary(&err)
+	if _, err := safefile.OpenStore(dir); err != nil {
+		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, safefile.ErrNotExist) {
+			return nil, errors.Mark(errors.Wrapf(ErrNoStore, "claim directory %s does not exist (check the path: a reader never creates a claim store)", errors.Safe(dir)), fs.ErrNotExist)
+		}
+		return nil, errors.Wrap(err, "oduflow: open claim directory")
+	}
+	return open(dir, filestorehook.Hooks{})
 }
 
 // open is Open with the hooks merged: a hook called at the crash points of Create (the store's own and

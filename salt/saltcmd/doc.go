@@ -8,7 +8,10 @@
 //	c, _ := saltcmd.New(pub, "unix:///var/run/salt/master/master_event_pub.ipc")
 //	job, err := c.Run(ctx, saltcmd.Cmd{Target: salt.GlobTarget("web*"), Fun: "cmd.run",
 //		Args: []any{"uptime"}})
-//	for r := range job.Results() { ... r.Minion, r.State, r.Retcode, r.Text() ... }
+//	for r := range job.Results() {
+//		out, ok := r.Text() // cmd.run answers text; ok is false for anything else
+//		fmt.Println(r.Minion, r.State, r.Retcode, out, ok)
+//	}
 //	sum := job.Wait() // sum.NotReturned names every minion that did not return
 //
 // # A run

@@ -1,6 +1,9 @@
 package salttest
 
-import "time"
+import (
+	"strings"
+	"time"
+)
 
 // faults holds pending fault injections; each call of a Drop/Delay/Malform/... method arms one
 // occurrence, consumed by the next matching request or return. Guarded by Master.mu.
@@ -39,15 +42,47 @@ type replyFault struct {
 	delay   time.Duration
 }
 
-func (s *Master) takeReplyFault(cmd string) replyFault {
+// funArmed reports whether a reply fault is armed for a function name (a selector with a dot), so that
+// the request's function must be decoded to match it; guarded by s.mu.
+func (f *faults) funArmed() bool {
+	for _, m := range []map[string]int{f.dropReply, f.malformReply} {
+		for k, n := range m {
+			if n > 0 && strings.Contains(k, ".") {
+				return true
+			}
+		}
+	}
+	for k, q := range f.delayReply {
+		if len(q) > 0 && strings.Contains(k, ".") {
+			return true
+		}
+	}
+	return false
+}
+
+// takeReplyFault takes the fault armed for this request: by its function (a publish of fun, when fun
+// is not ""), else by its cmd, else for any request.
+func (s *Master) takeReplyFault(cmd, fun string) replyFault {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var f replyFault
-	f.drop = take(s.faults.dropReply, cmd)
-	if !f.drop {
-		f.malform = take(s.faults.malformReply, cmd)
+	keys := []string{cmd}
+	if fun != "" {
+		keys = []string{fun, cmd}
 	}
-	for _, k := range []string{cmd, ""} {
+	for _, k := range keys {
+		if f.drop = take(s.faults.dropReply, k); f.drop {
+			break
+		}
+	}
+	if !f.drop {
+		for _, k := range keys {
+			if f.malform = take(s.faults.malformReply, k); f.malform {
+				break
+			}
+		}
+	}
+	for _, k := range append(keys, "") {
 		if q := s.faults.delayReply[k]; len(q) > 0 {
 			f.delay = q[0]
 			s.faults.delayReply[k] = q[1:]
@@ -57,31 +92,37 @@ func (s *Master) takeReplyFault(cmd string) replyFault {
 	return f
 }
 
-// DropNextReply makes the next request with this cmd ("publish", "runner", ...; "" = any) be
-// processed normally (a publish IS published) but never answered: the client sees nothing.
-func (s *Master) DropNextReply(cmd string) {
+// DropNextReply makes the next request that sel selects be processed normally (a publish IS published)
+// but never answered: the client sees nothing. sel is a function name ("oduflow_job.run": the next
+// publish of that function, whatever is published before it), a cmd ("publish": the next publish of any
+// function, "runner", "mk_token", ...), or "" for the next request of any kind. A lost publish reply of
+// the run itself is DropNextReply("oduflow_job.run"): "publish" would drop the dispatcher's preflight
+// publication of oduflow_job.capabilities, which comes first.
+//
+// The same selectors serve DelayNextReply and MalformNextReply.
+func (s *Master) DropNextReply(sel string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	inc(&s.faults.dropReply, cmd)
+	inc(&s.faults.dropReply, sel)
 }
 
-// DelayNextReply processes the next request with this cmd at once but sends its reply only
+// DelayNextReply processes the next request sel selects (see DropNextReply) at once but sends its reply only
 // after d (the simulator keeps going if the client gives up meanwhile).
-func (s *Master) DelayNextReply(cmd string, d time.Duration) {
+func (s *Master) DelayNextReply(sel string, d time.Duration) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.faults.delayReply == nil {
 		s.faults.delayReply = map[string][]time.Duration{}
 	}
-	s.faults.delayReply[cmd] = append(s.faults.delayReply[cmd], d)
+	s.faults.delayReply[sel] = append(s.faults.delayReply[sel], d)
 }
 
-// MalformNextReply processes the next request with this cmd, then answers with bytes that are
+// MalformNextReply processes the next request sel selects (see DropNextReply), then answers with bytes that are
 // not a msgpack document (the real reply, truncated; or the reserved byte 0xc1).
-func (s *Master) MalformNextReply(cmd string) {
+func (s *Master) MalformNextReply(sel string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	inc(&s.faults.malformReply, cmd)
+	inc(&s.faults.malformReply, sel)
 }
 
 // ExceptionNextReply makes the next request with this cmd ("" = any) fail inside the master before it

@@ -39,6 +39,27 @@ func TestDropNextReply(t *testing.T) {
 	}
 }
 
+// TestDropNextReplyByFunction: a selector with a dot names the published function: the faults wait for
+// its publication and let every other one through (a dispatcher's preflight capabilities call is a
+// publish too, so "publish" used to hit it instead of the run).
+func TestDropNextReplyByFunction(t *testing.T) {
+	s := startLab(t)
+	s.DropNextReply("test.version")
+	if got := call(t, s, pingLoad("20261129170000000020")...); mget(t, got, "load", "jid") != "20261129170000000020" {
+		t.Fatalf("test.ping's reply was dropped: %s", shape(got, ""))
+	}
+	load := publishLoad("test.version", []any{labMinion}, "list", []any{}, "jid", "20261129170000000021")
+	if _, err := zreq(t, s.Addr(), envelope(t, 3, load...), 300*time.Millisecond); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("test.version answered: %v", err)
+	}
+	if n := s.PublicationCount("test.version", ""); n != 1 {
+		t.Errorf("test.version publications = %d, want 1 (processed, not answered)", n)
+	}
+	if got := call(t, s, pingLoad("20261129170000000022")...); mget(t, got, "load", "jid") != "20261129170000000022" {
+		t.Errorf("only one occurrence was armed: %s", shape(got, ""))
+	}
+}
+
 func TestDelayAndMalformReply(t *testing.T) {
 	s := startLab(t)
 	s.DelayNextReply("ping", 300*time.Millisecond)

@@ -29,7 +29,11 @@ func (s *Master) handleRequest(c *zconn, envelope [][]byte, body []byte) {
 		if cmd == "publish" {
 			reply = s.rewritePublishReply(reply)
 		}
-		f := s.takeReplyFault(cmd)
+		fun := ""
+		if cmd == "publish" && s.funFaultArmed() {
+			fun = publishFun(body) // decoded again only while a fault waits for a function
+		}
+		f := s.takeReplyFault(cmd, fun)
 		out, err := packSalt(reply)
 		if err != nil {
 			s.log.Error("cannot encode reply", "cmd", cmd, "err", err)
@@ -177,4 +181,30 @@ func need(m *omap, key string) (any, error) {
 		return nil, errors.Wrapf(errException, "KeyError: %s", errors.Safe(key))
 	}
 	return v, nil
+}
+
+// funFaultArmed reports whether a reply fault waits for a publish of a named function.
+func (s *Master) funFaultArmed() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.faults.funArmed()
+}
+
+// publishFun is the function a publish request names ("" when it names none).
+func publishFun(body []byte) string {
+	doc, err := unpack(body)
+	if err != nil {
+		return ""
+	}
+	env, ok := doc.(*omap)
+	if !ok {
+		return ""
+	}
+	load, _ := env.Get("load")
+	lm, ok := load.(*omap)
+	if !ok {
+		return ""
+	}
+	fun, _ := lm.Str("fun")
+	return fun
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/oduflow/oduflow-go/oduflow"
 	"github.com/oduflow/oduflow-go/oduflow/etcdstore"
+	"github.com/oduflow/oduflow-go/oduflow/filestore"
 )
 
 // ClaimDir is the claim store directory: Claims (file:DIR or a plain DIR) when set, else StateDir. It must
@@ -24,15 +25,15 @@ func (s Settings) ClaimDir() (string, error) {
 		case ok && scheme == "file":
 			dir = rest
 		case ok && (scheme == "etcd" || scheme == "etcds"):
-			return "", usagef("--claims: an etcd store is not a directory")
+			return "", usagef("%s: an etcd store is not a directory", s.name("--claims", "ODUFLOW_CLAIMS"))
 		case ok && strings.HasPrefix(rest, "//"):
-			return "", usagef("--claims %q: unknown scheme %q: want file:DIR or DIR", s.Claims, scheme)
+			return "", usagef("%s %q: unknown scheme %q: want file:DIR or DIR", s.name("--claims", "ODUFLOW_CLAIMS"), s.Claims, scheme)
 		default:
 			dir = s.Claims
 		}
 	}
 	if strings.TrimSpace(dir) == "" {
-		return "", usagef("--state-dir/--claims: empty claim store directory")
+		return "", usagef("%s: empty claim store directory", s.name("--state-dir/--claims", "ODUFLOW_STATE_DIR/ODUFLOW_CLAIMS"))
 	}
 	if st, err := os.Stat(dir); err == nil && !st.IsDir() {
 		return "", usagef("claim store %q is not a directory", dir)
@@ -40,10 +41,26 @@ func (s Settings) ClaimDir() (string, error) {
 	return dir, nil
 }
 
-// OpenFileClaims opens (creating it 0700) the file claim store in dir.
+// OpenFileClaims opens (creating it 0700) the file claim store in dir: for the commands that write a
+// claim (start, custom start, init).
 func OpenFileClaims(dir string) (oduflow.Store, error) {
-	store, err := oduflow.OpenFileClaimStore(dir)
+	store, err := filestore.Open(dir)
 	if err != nil {
+		return nil, configf(err, "claim store %q", dir)
+	}
+	return store, nil
+}
+
+// OpenExistingFileClaims opens the file claim store in dir for a command that only reads or follows
+// claims (status, resume, reconcile): a missing directory is an error matching filestore.ErrNoStore
+// (exit status 6, "damaged or missing claim store"), never a new empty store in which every request
+// would read not_started.
+func OpenExistingFileClaims(dir string) (oduflow.Store, error) {
+	store, err := filestore.OpenExisting(dir)
+	if err != nil {
+		if stderrors.Is(err, filestore.ErrNoStore) {
+			return nil, err
+		}
 		return nil, configf(err, "claim store %q", dir)
 	}
 	return store, nil
@@ -69,7 +86,7 @@ func OpenStateDir(dir string) error {
 func (s Settings) EtcdOptions() ([]etcdstore.Option, error) {
 	opts, err := etcdstore.ParseURL(s.Claims)
 	if err != nil {
-		return nil, usagef("--claims: %s", OneLine(err.Error()))
+		return nil, usagef("%s: %s", s.name("--claims", "ODUFLOW_CLAIMS"), OneLine(err.Error()))
 	}
 	e := s.Etcd
 	user, password := e.User, e.Password

@@ -9,7 +9,7 @@ const (
 	ExitUnreachable  = 3 // master, event bus or claim store unreachable; nothing written
 	ExitRefused      = 4 // refused by the master (authentication, authorization)
 	ExitUnknown      = 5 // outcome not proven: never start a replacement; reconcile
-	ExitDamaged      = 6 // damaged claim store (or catalog record)
+	ExitDamaged      = 6 // damaged or missing claim store (or catalog record)
 	ExitStillRunning = 7 // still running when --wait timed out; the request goes on
 )
 

@@ -32,6 +32,18 @@ type Settings struct {
 	CatalogDir string // ODUFLOW_CATALOG_DIR
 	Profiles   string // ODUFLOW_PROFILES: the profile table file (profiles.LoadTable); unset: the seeds'
 	Etcd       Etcd   // ODUFLOW_ETCD_*
+	// EnvOnly: the program reads these from the environment only (the controller has no flags), so
+	// messages name the variables, never a flag it does not have.
+	EnvOnly bool
+}
+
+// name is how a message names a setting: the flag (oduflowctl, whose flags override the variables) or,
+// for a program without flags, the environment variable.
+func (s Settings) name(flag, env string) string {
+	if s.EnvOnly {
+		return env
+	}
+	return flag
 }
 
 // FromEnv reads the settings through getenv (os.Getenv in a program), with the defaults filled in.

@@ -63,16 +63,30 @@ func (e *Env) AddMinionNamed(id string, opts ...fakeminion.ModelOption) *fakemin
 	return m
 }
 
-// Dispatcher is a Dispatcher on the simulator (a Client of its own, user key root) with Timers, a fresh
-// claim directory, the simulator's pki directory and a discarding logger; opts come after those, so
-// they override them.
-func (e *Env) Dispatcher(opts ...oduflow.Option) *oduflow.Dispatcher {
+// Client is a Client on the simulator (user key root); opts come after that, so a test can shorten its
+// timeouts: salt.WithRequestTimeout(300*time.Millisecond) makes a lost reply cost 300 ms, not the 60 s
+// default. The test's Cleanup closes it.
+func (e *Env) Client(opts ...salt.Option) *salt.Client {
 	e.t.Helper()
-	client, err := salt.NewClient(e.sim.Addr(), salt.WithAuth(salt.UserKey("root", e.sim.KeyFile())))
+	client, err := salt.NewClient(e.sim.Addr(), append([]salt.Option{salt.WithAuth(salt.UserKey("root", e.sim.KeyFile()))}, opts...)...)
 	if err != nil {
 		e.t.Fatal(err)
 	}
 	e.t.Cleanup(func() { _ = client.Close() })
+	return client
+}
+
+// Dispatcher is a Dispatcher on the simulator (a Client of its own, user key root) with Timers, a fresh
+// claim directory, the simulator's pki directory and a discarding logger; opts come after those, so
+// they override them. DispatcherOn takes the Client (and so its options) from the caller.
+func (e *Env) Dispatcher(opts ...oduflow.Option) *oduflow.Dispatcher {
+	e.t.Helper()
+	return e.DispatcherOn(e.Client(), opts...)
+}
+
+// DispatcherOn is Dispatcher on a Client of the caller's (Client with options of the test's own).
+func (e *Env) DispatcherOn(client *salt.Client, opts ...oduflow.Option) *oduflow.Dispatcher {
+	e.t.Helper()
 	opts = append([]oduflow.Option{oduflow.WithTimers(Timers()),
 		oduflow.WithClaimDir(filepath.Join(e.t.TempDir(), "claims")), oduflow.WithPKIDir(e.sim.PKIDir()),
 		oduflow.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil)))}, opts...)
@@ -88,8 +102,23 @@ func (e *Env) Dispatcher(opts ...oduflow.Option) *oduflow.Dispatcher {
 	return d
 }
 
-// WaitFinal polls Status until the request is succeeded, failed or unknown (20 s at most).
+// WaitFinal polls Status until the request's status is final for now: succeeded, failed or unknown (20 s
+// at most). unknown is not the end of a request: a verified receipt that arrives later (the worker still
+// listens and polls through its window, and Resume polls again) turns it into succeeded or failed, so a
+// test that asserts a request's outcome waits with WaitVerified instead.
 func WaitFinal(t testing.TB, d *oduflow.Dispatcher, p receipt.Profile, minion, request string) oduflow.Response {
+	t.Helper()
+	return wait(t, d, p, minion, request, func(s receipt.Status) bool { return s.Terminal() || s == receipt.StatusUnknown }, "final")
+}
+
+// WaitVerified polls Status until the request is succeeded or failed: a verified terminal status, which
+// no later event changes (20 s at most; a request still unknown then fails the test).
+func WaitVerified(t testing.TB, d *oduflow.Dispatcher, p receipt.Profile, minion, request string) oduflow.Response {
+	t.Helper()
+	return wait(t, d, p, minion, request, receipt.Status.Terminal, "verified (succeeded or failed)")
+}
+
+func wait(t testing.TB, d *oduflow.Dispatcher, p receipt.Profile, minion, request string, done func(receipt.Status) bool, what string) oduflow.Response {
 	t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
 	for {
@@ -97,11 +126,11 @@ func WaitFinal(t testing.TB, d *oduflow.Dispatcher, p receipt.Profile, minion, r
 		if err != nil {
 			t.Fatal(err)
 		}
-		if r.Status == receipt.StatusSucceeded || r.Status == receipt.StatusFailed || r.Status == receipt.StatusUnknown {
+		if done(r.Status) {
 			return r
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("request %s not final: %+v", request, r)
+			t.Fatalf("request %s not %s: %+v", request, what, r)
 		}
 		time.Sleep(time.Millisecond)
 	}

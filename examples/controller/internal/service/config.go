@@ -36,6 +36,7 @@ type Config struct {
 // timeout. Every error is an *oduflowenv.Error of kind ErrUsage.
 func ConfigFromEnv(getenv func(string) string) (Config, error) {
 	c := Config{Settings: oduflowenv.FromEnv(getenv), Listen: getenv("ODUFLOW_LISTEN"), DrainTimeout: DefaultDrainTimeout}
+	c.Settings.EnvOnly = true // the controller has no flags: its messages name the variables
 	if c.Listen == "" {
 		c.Listen = DefaultListen
 	}

@@ -125,5 +125,10 @@ func body(msg string, exit int, reason string) apiError {
 // error text's claim or catalog file): answers name no file.
 var absPath = regexp.MustCompile(`(^|[\s"'(=])(/[^\s"':,)]+){2,}`)
 
-// scrubPaths replaces the file paths in msg by <path>.
-func scrubPaths(msg string) string { return absPath.ReplaceAllString(msg, "$1<path>") }
+// socketURL is a unix socket address (the event bus: unix:///var/run/salt/master/master_event_pub.ipc).
+var socketURL = regexp.MustCompile(`unix://[^\s"',)]*`)
+
+// scrubPaths replaces the file paths and unix socket addresses in msg by <path>.
+func scrubPaths(msg string) string {
+	return absPath.ReplaceAllString(socketURL.ReplaceAllString(msg, "unix://<path>"), "$1<path>")
+}

@@ -80,6 +80,7 @@ func Open(ctx context.Context, cfg Config, opts ...Option) (_ *Service, err erro
 			s.closeConnections()
 		}
 	}()
+	cfg.Settings.EnvOnly = true // the controller has no flags: its messages name the variables
 	if err := cfg.Settings.CheckMaster("controller", true); err != nil {
 		return nil, err
 	}
@@ -106,6 +107,9 @@ func Open(ctx context.Context, cfg Config, opts ...Option) (_ *Service, err erro
 	}
 	if s.cat, err = s.openCatalog(cfg); err != nil {
 		return nil, err
+	}
+	if err := cfg.Settings.CheckKeyFile(); err != nil {
+		return nil, err // as oduflowctl would: refused before anything listens
 	}
 	client, closeClient, err := cfg.Settings.Client(ctx, salt.WithLogger(o.logger), salt.WithRequestTimeout(20*time.Second))
 	if err != nil {

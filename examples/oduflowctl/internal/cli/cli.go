@@ -63,6 +63,10 @@ type env struct {
 	etcd *etcdstore.Store
 	// worker: this process is a detached worker (it launches none).
 	worker bool
+	// createStore: the command writes claims (start, custom start, init), so its claim store and catalog
+	// are created when missing. Every other command opens existing ones only: a mistyped --state-dir is
+	// an error (exit status 6), never a new empty store that answers not_started.
+	createStore bool
 	// profiles is the profile table once loaded (ODUFLOW_PROFILES; the seeds' when unset).
 	profiles *profiles.Table
 }
@@ -86,6 +90,7 @@ type command struct {
 
 func commands() map[string]command {
 	return map[string]command{
+		"init":      {"create the claim store (and catalog) directories, 0700; start also creates them", cmdInit},
 		"ping":      {"check that a minion is reachable, its key accepted and oduflow_job protocol 1 present", cmdPing},
 		"start":     {"start a fixed-profile request (runs on in a detached worker)", cmdStart},
 		"status":    {"show a request's status", cmdStatus},
@@ -174,7 +179,7 @@ func exitCode(stderr io.Writer, name string, err error) int {
 	case ExitRefused:
 		msg = "refused by the master: " + msg
 	case ExitDamaged:
-		msg = "damaged claim store: " + msg
+		msg = "damaged or missing claim store: " + msg
 	}
 	fmt.Fprintf(stderr, "oduflowctl %s: %s\n", name, msg)
 	return code

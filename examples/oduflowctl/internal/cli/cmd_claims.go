@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/oduflow/oduflow-go/oduflow"
+	"github.com/oduflow/oduflow-go/oduflow/filestore"
 	"github.com/oduflow/oduflow-go/receipt"
 )
 
@@ -72,7 +73,7 @@ func cmdClaimsMigrate(e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	src, err := oduflow.OpenFileClaimStore(from)
+	src, err := filestore.OpenExisting(from)
 	if err != nil {
 		return configf(err, "claims migrate: claim store %q", from)
 	}

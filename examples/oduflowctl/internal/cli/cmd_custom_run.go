@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
+	"os"
 	"path/filepath"
 	"strings"
 
@@ -44,7 +46,14 @@ func (e *env) openCatalog() (catalog.Store, error) {
 		}
 		return st.Catalog()
 	}
-	cat, err := catalog.Open(e.g.catalogDir(), catalog.WithCreate())
+	var opts []catalog.Option
+	if e.createStore {
+		opts = append(opts, catalog.WithCreate())
+	} else if _, err := os.Lstat(e.g.catalogDir()); errors.Is(err, fs.ErrNotExist) {
+		return nil, &exitError{code: ExitDamaged, msg: fmt.Sprintf("damaged or missing claim store: catalog %s does not exist "+
+			"(check --state-dir or ODUFLOW_CATALOG_DIR; custom start or init creates it)", e.g.catalogDir())}
+	}
+	cat, err := catalog.Open(e.g.catalogDir(), opts...)
 	if err != nil {
 		return nil, configf(err, "catalog %s", e.g.catalogDir())
 	}
@@ -134,6 +143,7 @@ func cmdCustomStart(e *env, args []string) error {
 	if err := e.g.needMaster("custom start", true); err != nil {
 		return err
 	}
+	e.createStore = true
 	p, cat, d, err := e.customSession("custom start")
 	if err != nil {
 		return err

@@ -61,6 +61,7 @@ func cmdStart(e *env, args []string) error {
 	if err := e.checkRequestArgs("start", minion, request, &w); err != nil {
 		return err
 	}
+	e.createStore = true
 	p, d, err := e.printerAndDispatcher()
 	if err != nil {
 		return err

@@ -131,8 +131,13 @@ func (e *env) claimStore(ctx context.Context) (oduflow.Store, string, error) {
 	}
 	e.g.stateDir = dir // the effective claim store, also for the detached worker (childEnv)
 	e.g.claims = ""
-	// The claim store first (it creates the directory 0700), then the log inside it.
-	store, err := oduflowenv.OpenFileClaims(dir)
+	// The claim store first (a command that writes a claim creates the directory 0700; one that only
+	// reads or follows claims refuses a missing one), then the log inside it.
+	open := oduflowenv.OpenFileClaims
+	if !e.createStore {
+		open = oduflowenv.OpenExistingFileClaims
+	}
+	store, err := open(dir)
 	if err != nil {
 		return nil, "", fromEnv(err)
 	}

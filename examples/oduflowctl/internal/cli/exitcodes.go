@@ -9,6 +9,7 @@ import (
 	"github.com/oduflow/oduflow-go/oduflow"
 	"github.com/oduflow/oduflow-go/oduflow/catalog"
 	"github.com/oduflow/oduflow-go/oduflow/etcdstore"
+	"github.com/oduflow/oduflow-go/oduflow/filestore"
 	"github.com/oduflow/oduflow-go/receipt"
 	"github.com/oduflow/oduflow-go/salt"
 )
@@ -22,7 +23,7 @@ const (
 	ExitUnreachable  = oduflowenv.ExitUnreachable  // master, event bus or claim store unreachable; nothing written
 	ExitRefused      = oduflowenv.ExitRefused      // refused by the master (authentication, authorization)
 	ExitUnknown      = oduflowenv.ExitUnknown      // outcome not proven: never start a replacement; reconcile
-	ExitDamaged      = oduflowenv.ExitDamaged      // damaged claim store (or catalog record)
+	ExitDamaged      = oduflowenv.ExitDamaged      // damaged or missing claim store (or catalog record)
 	ExitStillRunning = oduflowenv.ExitStillRunning // still running when --wait timed out; the request goes on
 )
 
@@ -34,7 +35,7 @@ const exitTable = `Exit status:
   3  master, event bus or claim store unreachable; nothing written
   4  refused by the master (authentication, authorization)
   5  unknown: outcome not proven; never start a replacement, reconcile
-  6  damaged claim store
+  6  damaged or missing claim store (a read never creates one)
   7  still running when --wait timed out; the request goes on
 `
 
@@ -58,7 +59,7 @@ func exitFor(err error) int {
 	// The standard library's errors.Is is enough: the library marks its sentinels so that it sees them
 	// (internal/errmark), and its cockroachdb wrappers unwrap to their causes.
 	switch {
-	case errors.Is(err, oduflow.ErrCorruptClaim), errors.Is(err, catalog.ErrCorrupt):
+	case errors.Is(err, oduflow.ErrCorruptClaim), errors.Is(err, catalog.ErrCorrupt), errors.Is(err, filestore.ErrNoStore):
 		return ExitDamaged
 	case errors.Is(err, salt.ErrKeyFile), errors.Is(err, errConfig):
 		return ExitUsage // unreadable or malformed credentials, directories, addresses

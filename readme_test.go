@@ -1,0 +1,102 @@
+package oduflowgo_test
+
+import (
+	"bufio"
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// readmeSnippets returns the ```go blocks of a Markdown file that are whole programs (package main).
+func readmeSnippets(t *testing.T, path string) []string {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var out []string
+	var cur *strings.Builder
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		line := sc.Text()
+		switch {
+		case cur == nil && strings.HasPrefix(line, "```go"):
+			cur = new(strings.Builder)
+		case cur != nil && strings.HasPrefix(line, "```"):
+			if strings.HasPrefix(strings.TrimSpace(cur.String()), "package main") {
+				out = append(out, cur.String())
+			}
+			cur = nil
+		case cur != nil:
+			cur.WriteString(line + "\n")
+		}
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// TestReadmeProgramsBuildFromAClone follows the README's "From a clone" section as a new user does: a
+// module of its own in a directory outside the repository, one replace line pointing at the clone, no
+// go.work. Every Go program in a README.md of the repository must pass go vet and go build there. It
+// fails on a README snippet that does not compile (the token source handed its own client, Text()
+// used as one value) and on install instructions that do not work.
+func TestReadmeProgramsBuildFromAClone(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds a module outside the repository (seconds to minutes): not with -short")
+	}
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip("no go command on PATH")
+	}
+	clone, err := filepath.Abs(".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	readmes, err := filepath.Glob("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	more, _ := filepath.Glob("*/*/README.md")
+	readmes = append(readmes, more...)
+	more, _ = filepath.Glob("*/README.md")
+	readmes = append(readmes, more...)
+	mod := t.TempDir()
+	goMod := "module example.com/newuser\n\ngo 1.26\n\nrequire github.com/oduflow/oduflow-go v0.0.0\n\n" +
+		"replace github.com/oduflow/oduflow-go => " + clone + "\n"
+	if err := os.WriteFile(filepath.Join(mod, "go.mod"), []byte(goMod), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, readme := range readmes {
+		for i, src := range readmeSnippets(t, readme) {
+			n++
+			dir := filepath.Join(mod, "cmd", strings.NewReplacer("/", "_", ".", "_").Replace(readme)+"_"+string(rune('a'+i)))
+			if err := os.MkdirAll(dir, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(dir, "main.go"), []byte(src), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if n == 0 {
+		t.Fatal("no Go program in README.md: the tour is gone, or this test's extraction is broken")
+	}
+	env := append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=mod")
+	for _, args := range [][]string{{"mod", "tidy"}, {"vet", "./..."}, {"build", "./..."}} {
+		cmd := exec.Command(goBin, args...)
+		cmd.Dir, cmd.Env = mod, env
+		var out bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &out
+		if err := cmd.Run(); err != nil {
+			t.Fatalf("go %s in a module outside the repository (%d README programs): %v\n%s", strings.Join(args, " "), n, err, out.String())
+		}
+	}
+	t.Logf("%d README programs vetted and built from a clone with a replace line", n)
+}
