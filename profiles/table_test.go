@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/cockroachdb/errors"
+	"go.yaml.in/yaml/v3"
 
 	"github.com/oduflow/oduflow-go/receipt"
 )
@@ -366,4 +367,57 @@ func FuzzParseTable(f *testing.F) {
 			t.Fatalf("canonical document does not read back: %v", err)
 		}
 	})
+}
+
+// The minion's side of a table in each form carries exactly MinionConfig: the minion.d file's
+// oduflow_profiles reads back (as YAML, as Salt reads it) to the table's document and digest.
+func TestMinionSideRenderings(t *testing.T) {
+	tb, err := ParseTable([]byte("profiles:\n  webserver: {sls: [roles.webserver, roles.monitoring]}\n  full: {highstate: true}\nminion_ids: salt\n"), "t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	readBack := func(conf []byte) {
+		t.Helper()
+		var m map[string]any
+		if err := yaml.Unmarshal(conf, &m); err != nil {
+			t.Fatal(err)
+		}
+		c, err := receipt.CanonicalJSON(m["oduflow_profiles"])
+		if err != nil || receipt.Digest(c) != tb.Digest() {
+			t.Fatalf("minion config does not read back: %s %v", c, err)
+		}
+	}
+	readBack(tb.MinionConfig())
+	var state map[string]map[string][]map[string]any
+	if err := yaml.Unmarshal(tb.MinionState(), &state); err != nil {
+		t.Fatal(err)
+	}
+	args := map[string]any{}
+	for _, kv := range state["oduflow_profiles_config"]["file.managed"] {
+		for k, v := range kv {
+			args[k] = v
+		}
+	}
+	if args["name"] != "/etc/salt/minion.d/oduflow_profiles.conf" || args["mode"] != "0644" || args["user"] != "root" {
+		t.Fatalf("state %v", args)
+	}
+	readBack([]byte(args["contents"].(string)))
+	if strings.Contains(string(tb.MinionState()), "{{") || strings.Contains(string(tb.MinionState()), "{%") {
+		t.Fatal("the state would render Jinja")
+	}
+	var ci struct {
+		WriteFiles []struct {
+			Path, Owner, Permissions, Content string
+		} `yaml:"write_files"`
+	}
+	if err := yaml.Unmarshal(tb.MinionCloudInit(), &ci); err != nil || len(ci.WriteFiles) != 1 {
+		t.Fatalf("cloud-init %v", err)
+	}
+	if w := ci.WriteFiles[0]; w.Path != "/etc/salt/minion.d/oduflow_profiles.conf" || w.Permissions != "0644" || w.Owner != "root:root" {
+		t.Fatalf("cloud-init %+v", w)
+	}
+	readBack([]byte(ci.WriteFiles[0].Content))
+	if !strings.HasPrefix(string(tb.MinionCloudInit()), "#cloud-config\n") {
+		t.Fatal("not a cloud-config")
+	}
 }

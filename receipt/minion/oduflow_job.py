@@ -5,7 +5,7 @@ oduflow_job: protocol 1 of Oduflow's durable minion receipts (Salt execution mod
 Functions (all other names are private):
 
     oduflow_job.capabilities()
-    oduflow_job.run(request_id, profile, state_data_json="", fence_token=None)
+    oduflow_job.run(request_id, profile, state_data_json="", fence_token=None, profile_table=None)
     oduflow_job.status(request_id, jid, profile)
     oduflow_job.attest(request_id, jid, profile, nonce)
     oduflow_job.fence(request_id, jid, profile, token)
@@ -14,14 +14,20 @@ Functions (all other names are private):
 (read only from Salt's ``__pub_jid`` metadata), and commits a durable receipt before
 returning it to Salt:
 
-    {"protocol": 1, "minion_id": "client-<uuid>", "request_id": "<uuid>",
+    {"protocol": 1, "minion_id": "<this minion's id>", "request_id": "<uuid>",
      "jid": "<20 digits>", "profile": "configure", "state_digest": "",
      "status": "succeeded", "passed": 60, "total": 60}
 
-Fixed profiles run a fixed role through ``state.apply``; ``custom`` runs canonical high data
-through ``state.high``, bound by the SHA-256 of its RFC 8785 canonical JSON. The argument
-``state_data_json`` is "" for fixed profiles and, for custom, the JSON object text
-``{"digest": "<sha256 hex>", "high": <high data>}``.
+The profiles are those of this minion's profile table, the config key ``oduflow_profiles``
+(without it the seeds' table: configure -> roles.client_stack, ...; see _parse_table): a
+profile runs its sls list through ``state.apply a,b``, or the highstate (``state.apply`` with
+no argument); a profile the table does not hold is refused. ``profile_table`` is the
+dispatcher's table digest (sent with any table other than the seeds'): it must be this table's.
+``custom`` runs canonical high data through ``state.high``, bound by the SHA-256 of its RFC
+8785 canonical JSON. The argument ``state_data_json`` is "" for table profiles and, for
+custom, the JSON object text ``{"digest": "<sha256 hex>", "high": <high data>}``. The minion's
+own id must be within its table's id policy (seeds: client-<uuid>; salt: any Salt minion id
+of letters, digits, '.', '_', '-', no "..").
 
 ``status`` answers from local evidence only: the exact terminal receipt, ``running`` while a
 live worker holds the request lock, ``unknown`` for a partial claim or a dead worker,
@@ -67,7 +73,8 @@ free request lock next to a running record proves that the worker is gone, while
 one proves that it is alive. A file that merely exists proves nothing.
 
 Raw results never reach disk or the event bus from inside ``run``: the state cache files
-(``sls.p``, ``*.cache.p``) are written into memory, reads through that cache path are
+(``sls.p``, ``*.cache.p`` such as the highstate's ``highstate.cache.p``) are written into
+memory, reads through that cache path are
 refused, ``State.event`` is silenced and ``State.call_parallel`` refuses to spawn. The
 runtime guard (``_GUARD_CHECKS``) verifies, on any Salt from 3006.0 on, what the shims rely
 on: the signatures of the patched and called functions (each one of the forms it has had in

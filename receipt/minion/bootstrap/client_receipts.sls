@@ -8,7 +8,7 @@ oduflow_job_module:
   file.managed:
     - name: {{ salt['config.get']('extension_modules') }}/modules/oduflow_job.py
     - source: salt://_modules/oduflow_job.py
-    - source_hash: sha256=d49fc9af176f4b0acc5e4618f3142f60559c1263711f209c445faf4fe522c22d
+    - source_hash: sha256=0444f7960a06a14270a29573e6ad50dd79a57aa33c01981c4dfc20dd28ba51b1
     - user: root
     - group: root
     - mode: '0644'
