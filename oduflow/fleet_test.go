@@ -3,6 +3,7 @@ package oduflow
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/cockroachdb/errors"
 	"github.com/google/uuid"
@@ -10,6 +11,7 @@ import (
 	"github.com/oduflow/oduflow-go/oduflow/oduflowtest/fakeminion"
 	"github.com/oduflow/oduflow-go/profiles"
 	"github.com/oduflow/oduflow-go/receipt"
+	"github.com/oduflow/oduflow-go/salt"
 	"github.com/oduflow/oduflow-go/salt/salttest"
 )
 
@@ -281,5 +283,51 @@ func TestFleetPythonModule(t *testing.T) {
 	if got.ErrorCode != CodeProfileTableMismatch || got.Status != receipt.StatusFailed || e.runs() != 2 ||
 		executions(t, h, minion) != 2 {
 		t.Fatalf("other table: %+v runs %d", got, e.runs())
+	}
+}
+
+// A lost run publication to a host-named minion with the operator's table: unknown and quarantined; the
+// minion never started it (not_started never resolves it); Reconcile FromMinion fences it and records
+// "never ran" from the minion's signed fenced receipt, and the late publication runs nothing.
+func TestFleetLostPublicationFencedByReconcile(t *testing.T) {
+	t.Parallel()
+	tb := fleetTable(t, fleetTableYAML)
+	e := startSim(t)
+	m := e.addNamedMinion("db-02.example.com", fakeminion.WithProfileTable(tb))
+	tm := testTimers()
+	tm.ExecutionWait, tm.PollBudget = 1500*time.Millisecond, 3
+	d := e.dispatcherWith(lostRun{e.client}, WithTimers(tm), WithProfiles(tb))
+	ctx := context.Background()
+	req := uuid.NewString()
+	mustStart(t, d, profFull, m.ID(), req)
+	if err := d.Wait(ctx); err != nil {
+		t.Fatal(err)
+	}
+	c := mustClaim(t, d, req)
+	if c.Status != receipt.StatusUnknown || !c.Quarantining() || m.Runs() != 0 {
+		t.Fatalf("after the window: %+v", c)
+	}
+	// every profile of the table is quarantined
+	req2 := uuid.NewString()
+	mustStart(t, d, profWebserver, m.ID(), req2)
+	if got := waitFinal(t, d, profWebserver, m.ID(), req2); got.ErrorCode != CodeQuarantined {
+		t.Fatalf("%+v", got)
+	}
+	r, err := d.Reconcile(ctx, m.ID(), req, FromMinion{})
+	if err != nil || r.Status != receipt.StatusFailed || r.Passed != 0 || r.Total != 1 {
+		t.Fatalf("reconcile: %+v %v", r, err)
+	}
+	if c := mustClaim(t, d, req); c.ErrorCode != CodeNeverRan || c.Evidence != evidenceFenced || c.Quarantining() {
+		t.Fatalf("never ran: %+v", c)
+	}
+	c = mustClaim(t, d, req)
+	if _, err := e.client.Publish(ctx, salt.PublishRequest{Target: salt.ListTarget(m.ID()), Fun: funRun,
+		Args: []any{req, string(profFull), ""}, Kwargs: map[string]any{"fence_token": int64(c.FenceToken),
+			"profile_table": tb.Digest()}, JID: salt.JID(c.JID), Timeout: publishTimeout}); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(5*time.Second, func() bool { _, ok := m.Receipt(req); return ok || m.Runs() > 0 })
+	if rc, ok := m.Receipt(req); m.Runs() != 0 || !ok || !rc.Fenced() || rc.MinionID != m.ID() || rc.Profile != profFull {
+		t.Fatalf("late publication: runs %d receipt %+v", m.Runs(), rc)
 	}
 }
