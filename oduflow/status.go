@@ -1,8 +1,8 @@
 package oduflow
 
 import (
-	"fmt"
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/cockroachdb/errors"
