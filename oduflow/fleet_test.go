@@ -2,6 +2,7 @@ package oduflow
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -216,7 +217,7 @@ func TestFleetIDPolicy(t *testing.T) {
 	}
 	d := newOfflineWith(t, WithProfiles(fleetTable(t, fleetTableYAML)))
 	for _, id := range []string{"web*", "web01,web02", "web01/x", "..", "a..b", ".web", "-web", "web 01", "web\x00",
-		"", string(make([]byte, 254))} {
+		"", string(make([]byte, 254)), strings.Repeat("a", 129), "web01.lock"} {
 		if _, err := d.Start(ctx, id, uuid.NewString(), profWebserver); !errors.Is(err, receipt.ErrInvalidID) ||
 			!errors.Is(err, ErrInvalidInput) {
 			t.Fatalf("%q: %v", id, err)

@@ -5,7 +5,8 @@
 // It owns:
 //
 //   - identities: ValidateMinionID (the id policy: an ASCII letter or digit,
-//     then up to 252 of letters, digits, '.', '_', '-', no ".."; any Salt
+//     then up to 127 of letters, digits, '.', '_', '-', no "..", not ending in
+//     ".lock"; any Salt
 //     minion id that names one minion and is one path component),
 //     ValidateSeedMinionID ("client-" + canonical lowercase UUID, the seeds'
 //     policy), ValidateRequestID, NewRequestID, ValidateJID (exactly 20 ASCII

@@ -17,7 +17,8 @@ func TestValidateIDs(t *testing.T) {
 		"web01.lab.example":                    ValidateMinionID,
 		"WEB_01-a.b":                           ValidateMinionID,
 		"9":                                    ValidateMinionID,
-		strings.Repeat("a", 253):               ValidateMinionID,
+		strings.Repeat("a", 128):               ValidateMinionID,
+		"web01.locked":                         ValidateMinionID,
 		u:                                      ValidateRequestID,
 		"00000000-0000-0000-0000-000000000000": ValidateRequestID,
 		"20261129154606051411":                 ValidateJID,
@@ -56,7 +57,8 @@ func TestValidateIDs(t *testing.T) {
 		{"web01\x00", ValidateMinionID, ErrInvalidID},
 		{"E@web.*", ValidateMinionID, ErrInvalidID},
 		{"wéb01", ValidateMinionID, ErrInvalidID},
-		{strings.Repeat("a", 254), ValidateMinionID, ErrInvalidID},
+		{strings.Repeat("a", 129), ValidateMinionID, ErrInvalidID},
+		{"web01.lock", ValidateMinionID, ErrInvalidID},
 		{"", ValidateRequestID, ErrInvalidID},
 		{"5b2f8c1e3c4d4e5f8a9b0c1d2e3f4a5b", ValidateRequestID, ErrInvalidID},
 		{"{" + u + "}", ValidateRequestID, ErrInvalidID},
@@ -121,7 +123,7 @@ func TestProfilesAndStatuses(t *testing.T) {
 
 // idPolicyOracle is the id policy written as a regular expression plus the ".." rule, independently of
 // isPolicyMinionID's loop.
-var idPolicyOracle = regexp.MustCompile(`\A[A-Za-z0-9][A-Za-z0-9._-]{0,252}\z`)
+var idPolicyOracle = regexp.MustCompile(`\A[A-Za-z0-9][A-Za-z0-9._-]{0,127}\z`)
 
 // FuzzValidateMinionID: the policy accepts exactly what the oracle accepts; every seeds' id is a policy
 // id; a refusal is ErrInvalidID and never echoes the value.
@@ -132,7 +134,7 @@ func FuzzValidateMinionID(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, s string) {
 		err := ValidateMinionID(s)
-		want := idPolicyOracle.MatchString(s) && !strings.Contains(s, "..")
+		want := idPolicyOracle.MatchString(s) && !strings.Contains(s, "..") && !strings.HasSuffix(s, ".lock")
 		if (err == nil) != want {
 			t.Fatalf("%q: err %v, oracle %v", s, err, want)
 		}

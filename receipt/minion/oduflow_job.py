@@ -177,8 +177,8 @@ _JID_RE = re.compile(r"\A[0-9]{20}\Z")
 _DIGEST_RE = re.compile(r"\A[0-9a-f]{64}\Z")
 # The id policy (minion_ids: salt): what Salt's list matcher targets as exactly one minion and
 # what is one safe path component: a letter or digit, then letters, digits, '.', '_', '-', at most
-# 253 in all, no "..". Every client-<uuid> is one.
-_MINION_ID_RE = re.compile(r"\A[A-Za-z0-9][A-Za-z0-9._-]{0,252}\Z")
+# 128 in all, no "..", not ending in ".lock" (the stores' lock files). Every client-<uuid> is one.
+_MINION_ID_RE = re.compile(r"\A[A-Za-z0-9][A-Za-z0-9._-]{0,127}\Z")
 _NAME_RE = re.compile(r"\A[A-Za-z0-9][A-Za-z0-9._-]{0,199}\Z")
 
 _MAX_COUNT = 2 ** 53 - 1
@@ -250,7 +250,8 @@ def _is_uuid(value):
 
 def _is_minion_id(value):
     """The id policy: any id a receipt may carry (client-<uuid> or a Salt host name)."""
-    return isinstance(value, str) and bool(_MINION_ID_RE.match(value)) and ".." not in value
+    return (isinstance(value, str) and bool(_MINION_ID_RE.match(value)) and ".." not in value
+            and not value.endswith(".lock"))
 
 
 def _is_seed_minion_id(value):

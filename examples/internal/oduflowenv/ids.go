@@ -13,8 +13,8 @@ import (
 // table's own policy (minion_ids) is CheckMinionIn's, and the dispatcher's.
 func CheckMinion(cmd, s string) error {
 	if err := receipt.ValidateMinionID(s); err != nil {
-		return usagef("%s: invalid minion id %q: want a Salt minion id (1-253 of letters, digits, '.', '_', '-', "+
-			"starting with a letter or digit, no \"..\")", cmd, s)
+		return usagef("%s: invalid minion id %q: want a Salt minion id (1-128 of letters, digits, '.', '_', '-', "+
+			"starting with a letter or digit, no \"..\", not ending in .lock)", cmd, s)
 	}
 	return nil
 }

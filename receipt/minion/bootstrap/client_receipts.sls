@@ -8,7 +8,7 @@ oduflow_job_module:
   file.managed:
     - name: {{ salt['config.get']('extension_modules') }}/modules/oduflow_job.py
     - source: salt://_modules/oduflow_job.py
-    - source_hash: sha256=0444f7960a06a14270a29573e6ad50dd79a57aa33c01981c4dfc20dd28ba51b1
+    - source_hash: sha256=437babf38775356c3fe5016a901d79746a5db679006261a5b18ff0125333e07a
     - user: root
     - group: root
     - mode: '0644'

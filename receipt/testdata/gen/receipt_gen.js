@@ -76,8 +76,9 @@ bad("minion_id_braces", j(base({minion_id:"client-{"+M.slice(7)+"}"})), "bad_min
 bad("minion_id_trailing_newline", j(base({minion_id:M+"\n"})), "bad_minion_id");
 ok("minion_id_host_name", j(base({minion_id:"web01"})));
 ok("minion_id_fqdn", j(base({minion_id:"web01.lab.example"})));
-ok("minion_id_253_chars", j(base({minion_id:"a".repeat(253)})));
-bad("minion_id_254_chars", j(base({minion_id:"a".repeat(254)})), "bad_minion_id");
+ok("minion_id_128_chars", j(base({minion_id:"a".repeat(128)})));
+bad("minion_id_129_chars", j(base({minion_id:"a".repeat(129)})), "bad_minion_id");
+bad("minion_id_lock_suffix", j(base({minion_id:"web01.lock"})), "bad_minion_id");
 bad("minion_id_dot_dot", j(base({minion_id:"web01..example"})), "bad_minion_id");
 bad("minion_id_leading_dot", j(base({minion_id:".web01"})), "bad_minion_id");
 bad("minion_id_leading_dash", j(base({minion_id:"-web01"})), "bad_minion_id");

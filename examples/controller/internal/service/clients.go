@@ -30,8 +30,8 @@ func loadClients(ctx context.Context, env, path string, table *profiles.Table) (
 		}
 		if table.ValidateMinionID(l.fields[0]) != nil {
 			if table.MinionIDs() == profiles.IDsSalt {
-				return nil, lineError(env, l.n, "MINION: want a Salt minion id (1-253 of letters, digits, '.', '_', '-', "+
-					"starting with a letter or digit, no \"..\")")
+				return nil, lineError(env, l.n, "MINION: want a Salt minion id (1-128 of letters, digits, '.', '_', '-', "+
+					"starting with a letter or digit, no \"..\", not ending in .lock)")
 			}
 			return nil, lineError(env, l.n, "MINION: want client-<canonical lowercase UUID>")
 		}
