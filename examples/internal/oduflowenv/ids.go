@@ -56,20 +56,24 @@ func FixedProfile(cmd, s string) (receipt.Profile, error) {
 	return p, nil
 }
 
-// ProfileIn parses a profile of the table (not custom), ErrUsage otherwise, naming the table's profiles.
+// ProfileIn parses a profile of the table (not custom), ErrUsage otherwise, naming the table's profiles
+// (the seeds' table: the message of the four fixed profiles, as before tables).
 func ProfileIn(cmd, s string, t *profiles.Table) (receipt.Profile, error) {
-	p, err := FixedProfile(cmd, s)
-	if err != nil {
-		return "", err
+	p := receipt.Profile(s)
+	if p == receipt.ProfileCustom {
+		return "", usagef("%s: profile custom: use oduflowctl custom start/status", cmd)
 	}
-	if !t.Has(p) {
-		names := make([]string, 0, len(t.Profiles()))
-		for _, q := range t.Profiles() {
-			names = append(names, string(q))
-		}
-		return "", usagef("%s: unknown profile %q: want one of %s", cmd, s, strings.Join(names, ", "))
+	if p.ValidName() && t.Has(p) {
+		return p, nil
 	}
-	return p, nil
+	if t.IsDefault() {
+		return "", usagef("%s: unknown profile %q: want configure, production, volume_resize or credentials", cmd, s)
+	}
+	names := make([]string, 0, len(t.Profiles()))
+	for _, q := range t.Profiles() {
+		names = append(names, string(q))
+	}
+	return "", usagef("%s: unknown profile %q: want one of %s", cmd, s, strings.Join(names, ", "))
 }
 
 // Table loads the profile table named by ODUFLOW_PROFILES (Settings.Profiles); the seeds' table

@@ -17,6 +17,7 @@ import (
 	"github.com/oduflow/oduflow-go/oduflow/catalog"
 	"github.com/oduflow/oduflow-go/oduflow/etcdstore"
 	"github.com/oduflow/oduflow-go/oduflow/prom"
+	"github.com/oduflow/oduflow-go/profiles"
 	"github.com/oduflow/oduflow-go/salt"
 )
 
@@ -36,7 +37,8 @@ type Service struct {
 	audit   *slog.Logger
 	cat     catalog.Store
 	clients clientBindings
-	guards  *guardSeen // the runtime-guard reasons the ping route saw, for /readyz
+	table   *profiles.Table // ODUFLOW_PROFILES: the profiles the routes take and the minion id policy
+	guards  *guardSeen      // the runtime-guard reasons the ping route saw, for /readyz
 }
 
 // Option configures Open.
@@ -94,11 +96,10 @@ func Open(ctx context.Context, cfg Config, opts ...Option) (_ *Service, err erro
 	if s.auth, s.tls, err = loadAuth(ctx, cfg.Auth); err != nil {
 		return nil, err
 	}
-	table, err := cfg.Settings.Table(ctx) // ODUFLOW_PROFILES: refused before anything starts
-	if err != nil {
+	if s.table, err = cfg.Settings.Table(ctx); err != nil { // ODUFLOW_PROFILES: refused before anything starts
 		return nil, err
 	}
-	if s.clients, err = loadClients(ctx, "ODUFLOW_CLIENTS", cfg.Auth.ClientsFile, table); err != nil {
+	if s.clients, err = loadClients(ctx, "ODUFLOW_CLIENTS", cfg.Auth.ClientsFile, s.table); err != nil {
 		return nil, err
 	}
 	store, err := s.openClaims(ctx, cfg.Settings)
@@ -121,7 +122,7 @@ func Open(ctx context.Context, cfg Config, opts ...Option) (_ *Service, err erro
 		return nil, err
 	}
 	all := append([]oduflow.Option{
-		oduflow.WithProfiles(table),
+		oduflow.WithProfiles(s.table),
 		oduflow.WithClaimStore(store),
 		oduflow.WithPKIDir(cfg.Settings.PKIDir),
 		oduflow.WithLogger(o.logger),
