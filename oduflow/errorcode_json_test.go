@@ -106,6 +106,7 @@ func TestErrorCodeValues(t *testing.T) {
 		oduflow.CodeRuntimeGuard:         "runtime_guard_failed",
 		oduflow.CodeMinionRefused:        "minion_refused",
 		oduflow.CodeLegacyError:          "legacy_error",
+		oduflow.CodeFenceExhausted:       "fence_exhausted",
 		oduflow.CodeProfileTableMismatch: "profile_table_mismatch",
 	}
 	for c, v := range want {

@@ -206,6 +206,11 @@ const (
 	// record's. The text is not kept: the code only says there was one (the claim decoder records it:
 	// claims.CodeLegacyError, the same value).
 	CodeLegacyError ErrorCode = "legacy_error"
+	// CodeFenceExhausted: failed 0/1; nothing published. The minion's fence high-water mark is at
+	// MaxFenceToken: no token above it can be issued, so the fence counter cannot advance and every run
+	// would be refused (Ping: not ready, FencingError says so). No quarantine. Reset the minion's fence
+	// record deliberately (a minion re-installed with a new receipt directory), then start a new request id.
+	CodeFenceExhausted ErrorCode = "fence_exhausted"
 	// CodeProfileTableMismatch: failed 0/1, evidence preflight; nothing was published. The minion's
 	// profile table (its oduflow_profiles config; the seeds' table without it) has another digest than
 	// the dispatcher's (WithProfiles): install the same table on both sides, then start a new request id.

@@ -68,3 +68,31 @@ func TestStoreIgnoringTheFloorPublishesNothing(t *testing.T) {
 		t.Fatalf("published %d, minion runs %d, mark %d; want nothing published", e.runs(), m.Runs(), m.FenceMark())
 	}
 }
+
+// TestF6ExhaustedFenceCounter: a minion whose mark is at MaxFenceToken can take no token above it. Ping
+// says not ready with the reason; a start fails 0/1 fence_exhausted at preflight, publishes nothing and
+// quarantines nothing (a second start fails the same way, not quarantined). Before: ping said ready and
+// the request stayed claimed with no code, read unknown after the launch window, quarantining the client.
+func TestF6ExhaustedFenceCounter(t *testing.T) {
+	t.Parallel()
+	e := startSim(t)
+	m := e.addMinion(fakeminion.WithFenceMark(int64(MaxFenceToken)))
+	d := e.dispatcher()
+	rd, err := d.Ping(context.Background(), m.ID())
+	if err != nil || rd.Ready() || rd.Fencing || rd.FencingError == "" {
+		t.Fatalf("ping of an exhausted counter: %+v %v", rd, err)
+	}
+	for range 2 {
+		req := receipt.NewRequestID()
+		mustStart(t, d, receipt.ProfileConfigure, m.ID(), req)
+		got := waitFinal(t, d, receipt.ProfileConfigure, m.ID(), req)
+		c := mustClaim(t, d, req)
+		if got.Status != receipt.StatusFailed || got.ErrorCode != CodeFenceExhausted || got.Passed != 0 || got.Total != 1 ||
+			c.Evidence != evidencePreflight || c.Quarantining() {
+			t.Fatalf("start on an exhausted counter: %+v, claim %+v", got, c)
+		}
+	}
+	if e.runs() != 0 || m.Runs() != 0 {
+		t.Fatalf("published %d, minion runs %d; want nothing published", e.runs(), m.Runs())
+	}
+}

@@ -44,6 +44,9 @@ func (d *Dispatcher) Ping(ctx context.Context, minion string) (_ *Readiness, err
 	switch {
 	case err == nil:
 		r.Protocol, r.PillarReady, r.Fencing, r.RuntimeGuard = caps.Protocol, caps.PillarReady, caps.Fencing, caps.RuntimeGuard
+		if caps.FenceExhausted {
+			r.Fencing, r.FencingError = false, fenceExhaustedReason
+		}
 		if !caps.RuntimeGuard {
 			r.RuntimeGuardError = caps.GuardError
 		}
@@ -90,10 +93,17 @@ type Readiness struct {
 	// releases, the form the guard found (e.g. "salt.state.State.call_parallel": "3006.10+, 3007.2+,
 	// 3008"): which of Salt's histories this minion runs. Empty when the module did not report it.
 	RuntimeGuardForms map[string]string `json:"runtime_guard_forms,omitempty"`
+	// FencingError says why Fencing is false when the minion advertises fencing but it cannot serve a
+	// new request: its fence counter cannot advance (the mark is at MaxFenceToken; a start fails
+	// fence_exhausted). Empty otherwise.
+	FencingError string `json:"fencing_error,omitempty"`
 	// ProfileTable: the minion's profile table has the dispatcher's digest (WithProfiles; a minion
 	// without a table holds the seeds' one). Without it a new request fails profile_table_mismatch.
 	ProfileTable bool `json:"profile_table"`
 }
+
+// fenceExhaustedReason is Readiness.FencingError for a mark at MaxFenceToken.
+const fenceExhaustedReason = "fence counter exhausted: the minion's mark is at 2^53-1, no token can be issued above it"
 
 // Ready reports whether a new request can be dispatched to the minion: every capability a new request
 // needs is present (protocol 1, pillar ready, receipt proofs with the accepted key, fencing, the runtime
@@ -117,6 +127,8 @@ type minionCaps struct {
 	// FenceMark: the minion's fence high-water mark ("mark": the highest token it has started or fenced;
 	// 0 when not reported). The intent asks the store for a token above it.
 	FenceMark uint64
+	// FenceExhausted: the reported mark is MaxFenceToken, above which no token exists.
+	FenceExhausted bool
 	// RuntimeGuard: the module reports its runtime guard holding ("runtime_guard": true).
 	RuntimeGuard bool
 	// GuardError: the module's "runtime_guard_error" (bounded, printable) when the guard fails.
@@ -177,9 +189,12 @@ func parseCapabilities(v any) minionCaps {
 		caps.Proof = alg == receiptproof.Alg && ready
 	}
 	if fm, ok := m["fencing"].(map[string]any); ok {
+		// A mark at MaxFenceToken is exhausted whether the module says ready or not (this module
+		// reports it not ready, "error": "exhausted"; earlier ones ready).
 		ready, _ := fm["ready"].(bool)
 		caps.Fencing = ready && intValue(fm["version"]) == fencingVersion
 		caps.FenceMark = fenceMarkValue(fm["mark"])
+		caps.FenceExhausted = caps.FenceMark == MaxFenceToken
 	}
 	return caps
 }

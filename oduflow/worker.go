@@ -669,6 +669,13 @@ func (d *Dispatcher) preflight(ctx context.Context, c *Claim) (code ErrorCode, k
 			slog.String("runtime_guard_error", caps.GuardError))
 		return CodeRuntimeGuard, "", 0
 	}
+	if caps.Protocol == protocolVersion && caps.FenceExhausted {
+		// No token above the minion's mark exists: the store cannot issue one (a floor at MaxFenceToken)
+		// and the minion would refuse any other. A typed failure now, nothing published, no quarantine.
+		d.claimLog(c).Error("worker: the minion's fence counter is exhausted; nothing published",
+			slog.Uint64("fence_mark", caps.FenceMark))
+		return CodeFenceExhausted, "", 0
+	}
 	if caps.Protocol != protocolVersion || !caps.Proof || !caps.Fencing {
 		return CodeCapability, "", 0 // no silent fallback to unproven receipts or unfenced runs
 	}

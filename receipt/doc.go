@@ -154,12 +154,14 @@
 // a code keep exactly the nine keys, so earlier receipts decode unchanged.
 //
 // capabilities() reports "fencing": {"version": 1, "ready": <runtime guard
-// holds>, "token_required": <switch>}. While token_required is false a run
-// without fence_token is accepted as before (dispatchers that predate fencing)
-// and neither reads nor raises the mark. The dispatcher will require the
-// fencing capability (version 1, ready) for new requests and always send a
-// token; the module's single switch _REQUIRE_FENCE_TOKEN then makes a run
-// without one a refusal.
+// holds>, "token_required": <not the legacy mode>, "mark": <the mark>}. A run
+// without fence_token fails closed: it is refused before any state work unless
+// the operator set the minion option oduflow_allow_unfenced_runs: True (the
+// legacy mode, token_required false, for dispatchers that predate fencing); even
+// then it runs only while the minion has no mark (once it has one, a run
+// without a token is fenced like a stale token), and an untrusted fence record
+// refuses it. The dispatcher requires the fencing capability (version 1, ready)
+// for new requests and always sends a token.
 //
 // # Runtime guard
 //

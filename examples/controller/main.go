@@ -45,6 +45,9 @@ The oduflow HTTP controller service. It takes no arguments; it is configured by 
   ODUFLOW_CLIENTS                               MINION COMPANY per line: the company of each client
   ODUFLOW_CATALOG_DIR                           custom-state catalog (default: "catalog" next to the claims)
   ODUFLOW_MAX_INFLIGHT_PER_PRINCIPAL            requests in progress per principal (default 16; more: 429)
+  ODUFLOW_MAX_CONNECTIONS                       open connections (default 1024, at most the descriptor limit - 64)
+  ODUFLOW_MAX_CONNECTIONS_PER_SOURCE            open connections per source address (default 64)
+  ODUFLOW_MAX_UNAUTHENTICATED_PER_SOURCE        unauthenticated requests per second per source (default 10; more: 429)
   ODUFLOW_INSECURE_NO_AUTH=1                    no authentication, loopback ODUFLOW_LISTEN only
 
 API (README.md): /v1/requests/..., /v1/minions/{minion}/ping, /v1/custom-states/...,
@@ -91,8 +94,9 @@ func run(ctx context.Context, getenv func(string) string, stderr io.Writer) int 
 		return exitStatus(err)
 	}
 	srv := &http.Server{Handler: svc.Handler(), ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second, MaxHeaderBytes: 64 << 10,
-		IdleTimeout: 60 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
+		IdleTimeout: 60 * time.Second, ErrorLog: svc.ServerErrorLog()}
 	scheme := "http"
+	ln = svc.Listener(ln) // connection bounds, before TLS
 	if tc := svc.TLSConfig(); tc != nil {
 		ln, scheme = tls.NewListener(ln, tc), "https"
 	}

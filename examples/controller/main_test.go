@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -19,6 +20,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/oduflow/oduflow-go/examples/internal/oduflowenv"
 	"github.com/oduflow/oduflow-go/oduflow"
 	"github.com/oduflow/oduflow-go/oduflow/oduflowtest/fakeminion"
 	"github.com/oduflow/oduflow-go/receipt"
@@ -29,8 +31,18 @@ import (
 // drain test runs real controller processes and sends them real signals.
 const childEnv = "ODUFLOW_CONTROLLER_TEST_CHILD"
 
+// childNoFile is the child's RLIMIT_NOFILE, when set (the flood test).
+const childNoFile = "ODUFLOW_CONTROLLER_TEST_NOFILE"
+
 func TestMain(m *testing.M) {
 	if os.Getenv(childEnv) == "1" {
+		if n, err := strconv.ParseUint(os.Getenv(childNoFile), 10, 64); err == nil {
+			// The flood test's small descriptor limit, set in the controller process itself.
+			rl := syscall.Rlimit{Cur: n, Max: n}
+			if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &rl); err != nil {
+				panic(err)
+			}
+		}
 		main()
 		return
 	}
@@ -156,8 +168,9 @@ func TestSIGTERMDrainLeavesRequestsAdoptable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, id := range requests {
-		c, err := store.Get(context.Background(), id)
+	// The service stores a caller's request id under its client-scoped key.
+	for i, id := range requests {
+		c, err := store.Get(context.Background(), oduflowenv.ScopedRequestID(minions[i].ID(), id))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -168,7 +181,7 @@ func TestSIGTERMDrainLeavesRequestsAdoptable(t *testing.T) {
 	// The minions finish their runs while no replica runs; then replica B adopts.
 	waitFor(t, 10*time.Second, "every receipt written", func() bool {
 		for i, m := range minions {
-			if _, ok := m.Receipt(requests[i]); !ok {
+			if _, ok := m.Receipt(oduflowenv.ScopedRequestID(m.ID(), requests[i])); !ok {
 				return false
 			}
 		}

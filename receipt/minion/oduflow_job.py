@@ -50,8 +50,12 @@ token is not above the mark runs nothing and commits a terminal fenced receipt: 
 keys plus ``"code": "fenced"``, status ``failed``, 0 of 0. ``fence`` raises the mark to at
 least ``token`` and makes that publication never-to-run (a fenced receipt), or, if its run
 already started or finished, answers its receipt (running, unknown or terminal) unchanged.
-A run without ``fence_token`` is accepted as before while ``_REQUIRE_FENCE_TOKEN`` is False
-(the one switch; dispatchers that send tokens require the ``fencing`` capability).
+A run without ``fence_token`` is refused before any state work (``a fence token is
+required``), unless the operator sets the minion option ``oduflow_allow_unfenced_runs: True``
+(the legacy mode, for the dispatchers of earlier releases that send no token): then it runs
+only while this minion has never seen a token (no fence record); once it has a mark it
+commits a fenced receipt exactly as a stale token does, and a fence record that is
+malformed, of another minion or too open refuses it as it refuses a run with a token.
 
 Receipts live in ``/var/lib/oduflow/job-receipts`` (minion option ``oduflow_receipt_dir``),
 a directory owned by the minion user with mode 0700; files are 0600. Opens refuse
@@ -122,11 +126,11 @@ PROTOCOL = 1
 
 _DEFAULT_RECEIPT_DIR = "/var/lib/oduflow/job-receipts"
 
-# Fencing (capability "fencing", version 1). The switch: while False, a run without
-# fence_token is accepted as before (dispatchers that predate fencing); True refuses it.
-# The dispatcher requires the fencing capability for new requests once it sends tokens.
+# Fencing (capability "fencing", version 1). A run without fence_token is refused unless the
+# minion option below is True (the legacy mode, set by the operator for dispatchers that
+# predate fencing); even then only while the minion has no fence mark (see _claim).
 _FENCING_VERSION = 1
-_REQUIRE_FENCE_TOKEN = False
+_ALLOW_UNFENCED_OPTION = "oduflow_allow_unfenced_runs"
 _MAX_FENCE_TOKEN = 2 ** 53 - 1  # exact in JSON and in a double, like the counts
 _FENCE_NAME = "fence.json"
 
@@ -1621,7 +1625,7 @@ def _fencing_capability(guard):
     forged mark can only get runs refused as fenced, never run twice. A fence record that cannot
     be read makes fencing not ready (a run would be refused on it anyway)."""
     cap = {"version": _FENCING_VERSION, "ready": guard is None,
-           "token_required": _REQUIRE_FENCE_TOKEN, "mark": 0}
+           "token_required": not _unfenced_allowed(), "mark": 0}
     minion_id = _opt("id")
     if not _is_minion_id(minion_id) or not _dir_exists(_receipt_dir()):
         return cap
@@ -1631,6 +1635,10 @@ def _fencing_capability(guard):
     except Exception as exc:  # pylint: disable=broad-except
         cap["ready"] = False
         cap["error"] = type(exc).__name__
+    if cap["mark"] >= _MAX_FENCE_TOKEN:
+        # No token above the mark exists: every run would be fenced. Not ready, and why.
+        cap["ready"] = False
+        cap["error"] = "exhausted"
     return cap
 
 
@@ -1779,6 +1787,11 @@ def _write_jid_index(store, binding):
 # ---------------------------------------------------------------------------------------
 
 
+def _unfenced_allowed():
+    """The legacy mode: the operator's minion option oduflow_allow_unfenced_runs, exactly True."""
+    return _opt(_ALLOW_UNFENCED_OPTION) is True
+
+
 def _fence_token(value):
     """A fence token: None when absent, else an integer from 1 to 2^53-1 (or _Refused)."""
     if value is None:
@@ -1880,8 +1893,9 @@ def run(request_id, profile, state_data_json="", fence_token=None, profile_table
     """
     binding, high = _validate_run(request_id, profile, state_data_json, kwargs, profile_table)
     token = _fence_token(fence_token)
-    if token is None and _REQUIRE_FENCE_TOKEN:
-        raise _Refused("oduflow_job: a fence token is required")
+    if token is None and not _unfenced_allowed():
+        raise _Refused("oduflow_job: a fence token is required (minion option "
+                       + _ALLOW_UNFENCED_OPTION + " is not True)")
     guard = _runtime_guard(binding["jid"])
     if guard is not None:
         raise _Refused("oduflow_job: refusing to run unprotected: " + guard)
@@ -1925,15 +1939,20 @@ def run(request_id, profile, state_data_json="", fence_token=None, profile_table
 
 
 def _claim(store, binding, token):
-    """Under index.lock (with the request lock held and no evidence found): a token not above
-    the high-water mark commits a fenced receipt; a busy minion (another apply holds the
+    """Under index.lock (with the request lock held and no evidence found): the high-water mark
+    is read for every run (an untrusted fence record raises); a token not above it, or no token
+    once a mark exists (the legacy mode), commits a fenced receipt; a busy minion (another apply holds the
     execution lock) commits a failed 0/1 receipt; otherwise the raised mark and then the JID
     index are committed, durably, before any state work. Returns the held execution lock's
     descriptor, or the receipt of a request that will never run."""
     lock = store.lock_blocking("index.lock")
     refused = None
     try:
-        if token is not None and token <= _read_fence(store, binding["minion_id"]):
+        # Fail closed: the mark is read for every run, with a token or without (the legacy mode);
+        # a record that cannot be trusted raises here, before any state work. A run without a
+        # token once the minion has a mark is fenced, exactly like a stale token.
+        mark = _read_fence(store, binding["minion_id"])
+        if token is None and mark > 0 or token is not None and token <= mark:
             return _commit_fenced(store, binding)
         exec_lock = store.try_lock("exec.lock")
         if exec_lock is None:

@@ -474,8 +474,9 @@ func (m *Model) run(ctx context.Context, job salttest.Job) (any, int) {
 	}
 	m.jids[job.JID] = request
 	m.digests[job.JID] = digest
-	if hasToken && token <= m.fenceMark {
-		// Not above the high-water mark: a terminal fenced receipt, nothing runs.
+	if hasToken && token <= m.fenceMark || !hasToken && !m.noFencing && m.fenceMark > 0 {
+		// Not above the high-water mark, or no token once a mark exists (the module's legacy mode
+		// fails closed): a terminal fenced receipt, nothing runs.
 		b.Status, b.Code = receipt.StatusFailed, receipt.CodeFenced
 		m.terminal[request] = b
 		m.fencedRefusal++

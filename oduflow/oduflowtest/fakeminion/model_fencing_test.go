@@ -50,7 +50,7 @@ func fencingScript(minion string) []fenceStep {
 		{name: "stale token below the mark", job: run(2, "production", tok(int64(4))), status: receipt.StatusFailed, fenced: true},
 		{name: "token above the mark runs", job: run(3, "production", tok(int64(6))), status: receipt.StatusFailed},
 		{name: "fence after the run answers its receipt", job: fence(3, jids[3], "production", int64(6)), status: receipt.StatusFailed},
-		{name: "run without a token (before fencing)", job: run(4, "configure", nil), status: receipt.StatusSucceeded},
+		{name: "run without a token once a mark exists", job: run(4, "configure", nil), status: receipt.StatusFailed, fenced: true},
 		{name: "fence a custom request", job: fence(5, jids[5], "custom", int64(7)), status: receipt.StatusFailed, fenced: true},
 		{name: "string token", job: run(6, "configure", tok("9")), code: 1, errHas: "invalid fence token"},
 		{name: "bool token", job: run(7, "configure", tok(true)), code: 1, errHas: "invalid fence token"},
@@ -111,7 +111,7 @@ func TestModelFencingMatchesModule(t *testing.T) {
 		t.Fatalf("model mark %d", got)
 	}
 	lines, _ := h.Marker(minionA)
-	if m.Runs() != 3 || len(lines) != 3 {
+	if m.Runs() != 2 || len(lines) != 2 {
 		t.Fatalf("runs: model %d, module %d (%q)", m.Runs(), len(lines), lines)
 	}
 	caps, _ := py(ctx, salttest.Job{JID: newJID(), Fun: "oduflow_job.capabilities", MinionID: minionA})

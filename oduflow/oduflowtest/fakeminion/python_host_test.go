@@ -28,12 +28,26 @@ func startHost(t *testing.T, opts ...PythonOption) *PythonHost {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	h, err := StartPython(ctx, t.TempDir(), opts...)
+	h, err := StartPython(ctx, t.TempDir(), append(opts, legacyUnfenced)...)
 	if err != nil {
 		t.Fatalf("Start: %v", err)
 	}
 	t.Cleanup(func() { _ = h.Close() })
 	return h
+}
+
+// legacyUnfenced sets the module's legacy mode (minion option oduflow_allow_unfenced_runs) unless the
+// test set it: these tests call oduflow_job.run without a fence token, as the dispatchers before fencing
+// did, and the module refuses that by default.
+func legacyUnfenced(c *config) {
+	if _, set := c.host.MinionOpts["oduflow_allow_unfenced_runs"]; set {
+		return
+	}
+	opts := map[string]any{"oduflow_allow_unfenced_runs": true}
+	for k, v := range c.host.MinionOpts {
+		opts[k] = v
+	}
+	c.host.MinionOpts = opts
 }
 
 func call(t *testing.T, h *PythonHost, minion, fun string, args []any, jid string) (any, int) {

@@ -8,7 +8,7 @@ oduflow_job_module:
   file.managed:
     - name: {{ salt['config.get']('extension_modules') }}/modules/oduflow_job.py
     - source: salt://_modules/oduflow_job.py
-    - source_hash: sha256=437babf38775356c3fe5016a901d79746a5db679006261a5b18ff0125333e07a
+    - source_hash: sha256=dcae79336d5f599a23c942f1fec20795734e59dc1293c8b752a98eb4c1053490
     - user: root
     - group: root
     - mode: '0644'

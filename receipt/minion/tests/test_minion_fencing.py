@@ -141,14 +141,19 @@ class Fencing(FenceCase):
             self.assertEqual(code, 1, args)
             self.assertIn(needle, ret)
 
-    def test_the_switch_requires_a_token(self):
-        self.mod._REQUIRE_FENCE_TOKEN = True
-        ret, code = self.run_job(new_request(), "configure")
-        self.assertEqual(code, 1)
-        self.assertIn("a fence token is required", ret)
-        self.assertTrue(host.call(self.mod, "capabilities")[0]["fencing"]["token_required"])
-        self.assertReceipt(self.run_fenced(new_request(), new_jid(), 1)[0], "succeeded", 3, 3)
+    def test_F2_the_legacy_mode_fences_a_run_without_token_once_a_mark_exists(self):
+        # A minion that has a mark refuses a run without a token as fenced, exactly like a stale
+        # token, even in the legacy mode. Before: after the mark reached 7, a run without a token ran.
+        self.run_fenced(new_request(), new_jid(), 7)
         self.assertEqual(self.executions(), 1)
+        req, jid = new_request(), new_jid()
+        ret, code = self.run_job(req, "configure", jid=jid)
+        self.assertEqual(code, 0, ret)
+        self.assertFenced(ret, req, jid)
+        self.assertEqual(self.executions(), 1)
+        self.assertEqual(self.mark(), 7)
+        self.assertFenced(self.status(req, jid, "configure")[0], req, jid)
+
 
     def test_capabilities(self):
         caps = host.call(self.mod, "capabilities")[0]
@@ -160,6 +165,16 @@ class Fencing(FenceCase):
         host.BEHAVIOR["salt_version"] = "3005.1"
         caps = host.call(self.load(), "capabilities")[0]
         self.assertEqual(caps["fencing"], {"version": 1, "ready": False, "token_required": False, "mark": 7})
+
+    def test_F6_capabilities_of_an_exhausted_counter(self):
+        # A mark at 2^53-1 cannot advance: fencing is not ready and says why; any token is fenced.
+        # Before: capabilities reported ready.
+        self.run_fenced(new_request(), new_jid(), 2 ** 53 - 1)
+        caps = host.call(self.mod, "capabilities")[0]["fencing"]
+        self.assertEqual((caps["ready"], caps.get("error"), caps["mark"]), (False, "exhausted", 2 ** 53 - 1))
+        req, jid = new_request(), new_jid()
+        self.assertFenced(self.run_fenced(req, jid, 2 ** 53 - 1)[0], req, jid)
+        self.assertEqual(self.executions(), 1)
 
     def test_capabilities_with_a_malformed_fence_record(self):
         self.run_fenced(new_request(), new_jid(), 3)
@@ -243,9 +258,21 @@ class HostileFenceRecord(FenceCase):
         self.write_fence(b" " * (65 * 1024))
         self.assertRefusedNothingRun("record too large (fence.json)")
 
-    def test_run_without_token_does_not_read_the_mark(self):
-        self.write_fence(b"garbage")
-        self.assertReceipt(self.run_job(new_request(), "configure")[0], "succeeded", 3, 3)
+    def test_F2_run_without_token_fails_closed_on_an_untrusted_record(self):
+        # The legacy mode (unfenced runs allowed) still reads the mark: a malformed, foreign or too
+        # open fence record refuses a run without a token exactly as one with a token. Before: it ran.
+        good = {"record": "fence", "protocol": 1, "minion_id": self.minion_id, "token": 1}
+        for data, mode, needle in ((b"garbage", 0o600, "malformed fence record"),
+                                   (dict(good, minion_id="client-00000000-0000-4000-8000-000000000000"), 0o600,
+                                    "fence record of another minion"),
+                                   (good, 0o640, "group/other permissions")):
+            self.write_fence(data, mode)
+            req, jid = new_request(), new_jid()
+            ret, code = self.run_job(req, "configure", jid=jid)
+            self.assertEqual(code, 1, ret)
+            self.assertIn("receipt store unresolved: " + needle, ret)
+            self.assertEqual(self.executions(), 0)
+            self.assertEqual(self.status(req, jid, "configure")[0]["status"], "not_started")
 
 
 class FenceProcesses(FenceCase):
@@ -345,3 +372,32 @@ class FenceProcesses(FenceCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class FailClosed(FenceCase):
+    """The default: the operator has not set oduflow_allow_unfenced_runs."""
+
+    unfenced = False
+
+    def test_F2_a_run_without_token_is_refused_by_default(self):
+        # Before: _REQUIRE_FENCE_TOKEN defaulted to False and a run without a token executed.
+        caps = host.call(self.mod, "capabilities")[0]["fencing"]
+        self.assertTrue(caps["token_required"])
+        req, jid = new_request(), new_jid()
+        ret, code = self.run_job(req, "configure", jid=jid)
+        self.assertEqual(code, 1, ret)
+        self.assertIn("a fence token is required", ret)
+        self.assertEqual(self.executions(), 0)
+        self.assertFalse(os.path.exists(os.path.join(self.receipts, "req-" + req + ".json")))
+        self.assertReceipt(self.run_fenced(new_request(), new_jid(), 1)[0], "succeeded", 3, 3)
+        self.assertEqual(self.executions(), 1)
+        ret, code = self.run_job(new_request(), "configure")
+        self.assertEqual(code, 1, ret)
+        self.assertEqual(self.executions(), 1)
+
+    def test_only_exactly_true_opens_the_legacy_mode(self):
+        for value in ("True", 1, "yes"):
+            mod = self.load(config={"opts": {"oduflow_allow_unfenced_runs": value}})
+            ret, code = self.run_job(new_request(), "configure", mod=mod)
+            self.assertEqual(code, 1, (value, ret))
+        self.assertEqual(self.executions(), 0)

@@ -53,7 +53,9 @@ class RealSalt(unittest.TestCase):
                 "id: " + support.MINION_ID, "file_client: local", "root_dir: " + cls.root,
                 "cachedir: " + cls.cache, "pki_dir: " + cls.root + "/pki", "sock_dir: " + cls.root + "/sock",
                 "log_file: " + cls.root + "/minion.log", "file_roots:", "  base:", "    - " + cls.root + "/srv",
-                "multiprocessing: True", "oduflow_receipt_dir: " + cls.receipts, ""]))
+                "multiprocessing: True", "oduflow_receipt_dir: " + cls.receipts,
+                # The legacy mode: these calls send no fence token.
+                "oduflow_allow_unfenced_runs: True", ""]))
         ret = cls.salt_call("saltutil.sync_modules")
         assert ret == ["modules.oduflow_job"], ret
 

@@ -18,6 +18,7 @@ type auditRecord struct {
 	minion        string
 	requestID     string
 	errorCode     string
+	aggregated    bool // an unauthenticated refusal: counted by refusalCounter, no line of its own
 }
 
 type auditKey struct{}
@@ -68,7 +69,8 @@ func (w *statusWriter) Write(b []byte) (int, error) {
 func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // audited wraps the whole API: a request id (X-Request-Id), the audit record, and one audit line for a
-// mutating call or a refusal (401, 403, 429) once the answer is written.
+// mutating call or a refusal of an authenticated caller (403, 429) once the answer is written; the
+// refusals of callers that did not authenticate are counted per source and interval instead.
 func (s *Service) audited(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		rec := &auditRecord{httpRequestID: receipt.NewRequestID()}
@@ -79,7 +81,7 @@ func (s *Service) audited(next http.Handler) http.Handler {
 			sw.status = http.StatusOK
 		}
 		refused := sw.status == http.StatusUnauthorized || sw.status == http.StatusForbidden || sw.status == http.StatusTooManyRequests
-		if rec.mutating || refused {
+		if (rec.mutating || refused) && !rec.aggregated {
 			s.auditLine(r.Context(), rec, sw.status, refused)
 		}
 	})

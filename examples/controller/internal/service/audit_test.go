@@ -1,16 +1,20 @@
 package service_test
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 )
 
-// The audit trail: one JSON line per mutating call and per refusal, with the principal, role, company,
-// action, minion, request ids, outcome, HTTP status and error code; never a token or a hash.
+// The audit trail: one JSON line per mutating call and per refusal of an authenticated caller, with the
+// principal, role, company, action, minion, request ids, outcome, HTTP status and error code; the
+// refusals of callers that did not authenticate counted per source and reason (one line per interval,
+// written at the latest by Close); never a token or a hash.
 func TestAuditTrail(t *testing.T) {
 	env := startSim(t)
 	m := env.addMinion()
@@ -37,6 +41,11 @@ func TestAuditTrail(t *testing.T) {
 		t.Fatalf("admin: %d", code)
 	}
 	s.waitFinal(t, m.ID(), id)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := s.svc.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
 
 	var lines []map[string]any
 	for _, l := range strings.Split(strings.TrimSpace(s.audit.String()), "\n") {
@@ -49,6 +58,12 @@ func TestAuditTrail(t *testing.T) {
 	if len(lines) != 3 {
 		t.Fatalf("%d audit lines, want 3 (reads are not audited):\n%s", len(lines), s.audit.String())
 	}
+	count := lines[2]
+	if count["audit"] != true || count["action"] != "refusals" || count["reason"] != "unauthenticated" || count["count"] != float64(1) ||
+		count["source"] != "127.0.0.1" || count["outcome"] != "refused" || count["http_status"] != float64(401) || count["company"] != "acme" {
+		t.Fatalf("the refusal count: %v", count)
+	}
+	lines = lines[:2]
 	for _, k := range []string{"audit", "principal", "role", "company", "action", "minion", "request_id", "http_request_id", "outcome", "http_status", "error_code"} {
 		for i, l := range lines {
 			if _, ok := l[k]; !ok {
@@ -60,7 +75,6 @@ func TestAuditTrail(t *testing.T) {
 		principal, role, company, outcome, code string
 		status                                  float64
 	}{
-		{"", "", "acme", "refused", "unauthenticated", 401},
 		{observer, "observer", "acme", "refused", "forbidden_role", 403},
 		{admin, "administrator", "acme", "ok", "", 201},
 	}
@@ -71,8 +85,8 @@ func TestAuditTrail(t *testing.T) {
 			t.Errorf("line %d: %v, want %+v", i, l, w)
 		}
 	}
-	if lines[2]["request_id"] != id || lines[0]["request_id"] != "" {
-		t.Errorf("request ids: %v / %v", lines[2]["request_id"], lines[0]["request_id"])
+	if lines[1]["request_id"] != id || lines[0]["request_id"] != "" {
+		t.Errorf("request ids: %v / %v", lines[1]["request_id"], lines[0]["request_id"])
 	}
 	all := s.audit.String() + s.logs.String()
 	for name, tok := range s.tokens {

@@ -61,8 +61,9 @@ func principalOf(ctx context.Context) Principal {
 }
 
 // protect is every route but /healthz and /readyz: it names the action for the audit trail, answers 401
-// (WWW-Authenticate: Bearer) without a valid principal and 429 over the principal's bound, and only
-// then runs h.
+// (WWW-Authenticate: Bearer) without a valid principal (429 past the source's unauthenticated rate;
+// both counted per source and interval, refuseUnauthenticated) and 429 over the principal's bound, and
+// only then runs h.
 func (s *Service) protect(action string, mutating bool, h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		rec := auditOf(r.Context())
@@ -73,12 +74,17 @@ func (s *Service) protect(action string, mutating bool, h http.HandlerFunc) http
 		}
 		p, ok := s.auth.principal(r)
 		if !ok {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="oduflow"`)
-			s.writeError(w, r, action, http.StatusUnauthorized,
-				body("authentication required: a bearer token or a client certificate", exitNothingWritten, "unauthenticated"))
+			s.refuseUnauthenticated(w, r)
 			return
 		}
 		rec.principal = &p
+		if rec.company == "" && r.PathValue("id") != "" && s.cat != nil {
+			// A definition's route: its company names a refusal in the audit trail (metadata only,
+			// read once the caller is authenticated; the handler authorizes before reading a body).
+			if d, err := s.cat.Definition(r.Context(), r.PathValue("id")); err == nil {
+				rec.company = d.Company
+			}
+		}
 		release, ok := s.limit.acquire(p.Name)
 		if !ok {
 			w.Header().Set("Retry-After", "1")

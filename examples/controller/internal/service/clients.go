@@ -12,9 +12,9 @@ import (
 // servers, so a fixed-profile client's company comes from here; an assignment is made with it too.
 type clientBindings map[string]string
 
-// loadClients reads the bindings file (not secret: any mode; at most MaxAuthFileBytes).
-// Each MINION must be an id of the profile table's policy (client-<uuid> under the seeds' table, any
-// Salt minion id under minion_ids: salt).
+// loadClients reads the bindings file (not secret, but authority: not writable by others; at most
+// MaxAuthFileBytes; readPrivateFile's checks). Each MINION must be an id of the profile table's policy
+// (client-<uuid> under the seeds' table, any Salt minion id under minion_ids: salt).
 func loadClients(ctx context.Context, env, path string, table *profiles.Table) (clientBindings, error) {
 	out := clientBindings{}
 	if path == "" {

@@ -29,6 +29,9 @@ type Config struct {
 	// CatalogDir is the custom-state catalog's directory (ODUFLOW_CATALOG_DIR); empty: the etcd claim
 	// store's catalog with etcd claims, else the directory "catalog" next to the claim directory.
 	CatalogDir string
+	// Limits bounds connections and unauthenticated requests (ODUFLOW_MAX_CONNECTIONS,
+	// ODUFLOW_MAX_CONNECTIONS_PER_SOURCE, ODUFLOW_MAX_UNAUTHENTICATED_PER_SOURCE).
+	Limits Limits
 }
 
 // ConfigFromEnv reads the configuration through getenv and checks it before anything starts: the master,
@@ -54,6 +57,19 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 		return Config{}, err
 	}
 	c.CatalogDir = getenv("ODUFLOW_CATALOG_DIR")
+	for _, v := range []struct {
+		env string
+		to  *int
+	}{{"ODUFLOW_MAX_CONNECTIONS", &c.Limits.MaxConnections}, {"ODUFLOW_MAX_CONNECTIONS_PER_SOURCE", &c.Limits.MaxConnectionsPerSource},
+		{"ODUFLOW_MAX_UNAUTHENTICATED_PER_SOURCE", &c.Limits.UnauthenticatedPerSec}} {
+		if s := getenv(v.env); s != "" {
+			n, err := strconv.Atoi(s)
+			if err != nil || n <= 0 || n > 1<<20 {
+				return Config{}, usageError(fmt.Sprintf("%s %q: want a positive integer", v.env, s))
+			}
+			*v.to = n
+		}
+	}
 	a, err := authFromEnv(getenv)
 	if err != nil {
 		return Config{}, err

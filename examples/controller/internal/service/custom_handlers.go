@@ -1,10 +1,8 @@
 package service
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 
 	"github.com/oduflow/oduflow-go/examples/internal/oduflowenv"
@@ -29,30 +27,6 @@ func (s *Service) customRoutes(route func(pattern, action string, mutating bool,
 	route("POST /v1/minions/{minion}/custom-states/{id}/apply", "custom_apply", true, s.applyCustom)
 	route("GET /v1/minions/{minion}/custom-executions", "custom_executions", false, s.listExecutions)
 	route("GET /v1/minions/{minion}/custom-executions/{request_id}", "custom_status", false, s.executionStatus)
-}
-
-// decodeBody reads one strict JSON object (unknown fields refused) of at most max bytes; an empty body
-// is the zero value when empty is allowed.
-func decodeBody(w http.ResponseWriter, r *http.Request, op string, max int64, empty bool, v any) error {
-	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, max))
-	dec.DisallowUnknownFields()
-	err := dec.Decode(v)
-	if err == nil {
-		err = dec.Decode(&struct{}{})
-		if errors.Is(err, io.EOF) {
-			return nil
-		}
-		if err == nil {
-			err = errors.New("more than one value")
-		}
-	} else if errors.Is(err, io.EOF) && empty {
-		return nil
-	}
-	var tooLarge *http.MaxBytesError
-	if errors.As(err, &tooLarge) {
-		return fmt.Errorf("%s: body over %d bytes: %w", op, max, err)
-	}
-	return usageError(fmt.Sprintf("%s: malformed JSON body: %s", op, oduflowenv.OneLine(truncate(err.Error(), 200))))
 }
 
 // sourceBody is the body of validate and save.
@@ -119,7 +93,7 @@ func (s *Service) createCustom(w http.ResponseWriter, r *http.Request) {
 		s.invalidSource(w, r, op, err)
 		return
 	}
-	writeJSON(w, http.StatusCreated, viewOfDefinition(d))
+	writeJSON(w, http.StatusCreated, viewOfDefinition(d, s.seesDigest(r)))
 }
 
 func (s *Service) listCustom(w http.ResponseWriter, r *http.Request) {
@@ -132,7 +106,7 @@ func (s *Service) listCustom(w http.ResponseWriter, r *http.Request) {
 	out := []definitionView{}
 	for _, d := range defs {
 		if p.InCompany(d.Company) {
-			out = append(out, viewOfDefinition(d))
+			out = append(out, viewOfDefinition(d, s.seesDigest(r)))
 		}
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"definitions": out})
@@ -158,10 +132,10 @@ func (s *Service) getCustom(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if !principalOf(r.Context()).IsAdministrator() {
-		writeJSON(w, http.StatusOK, viewOfDefinition(d))
+		writeJSON(w, http.StatusOK, viewOfDefinition(d, s.seesDigest(r)))
 		return
 	}
-	writeJSON(w, http.StatusOK, definitionSource{definitionView: viewOfDefinition(d), Source: string(d.Source)})
+	writeJSON(w, http.StatusOK, definitionSource{definitionView: viewOfDefinition(d, true), Source: string(d.Source)})
 }
 
 // saveCustom replaces the source: changed source is a new revision; frozen executions do not change.
@@ -170,13 +144,13 @@ func (s *Service) saveCustom(w http.ResponseWriter, r *http.Request) {
 	if !s.requireAdmin(w, r, op) {
 		return
 	}
+	d, ok := s.definition(w, r, op) // its company is authorized before the body is read
+	if !ok {
+		return
+	}
 	var in sourceBody
 	if err := decodeBody(w, r, op, MaxCustomBodyBytes, false, &in); err != nil {
 		s.fail(w, r, op, err)
-		return
-	}
-	d, ok := s.definition(w, r, op)
-	if !ok {
 		return
 	}
 	d, err := s.cat.SaveSource(r.Context(), d.ID, []byte(in.Source))
@@ -184,7 +158,7 @@ func (s *Service) saveCustom(w http.ResponseWriter, r *http.Request) {
 		s.invalidSource(w, r, op, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, viewOfDefinition(d))
+	writeJSON(w, http.StatusOK, viewOfDefinition(d, s.seesDigest(r)))
 }
 
 // assignCustom assigns a definition to a client of the definition's company (the client's binding).
@@ -255,8 +229,14 @@ func (s *Service) applyCustom(w http.ResponseWriter, r *http.Request) {
 	if !s.requireAdmin(w, r, op) {
 		return
 	}
-	minion, _, ok := s.minionScope(w, r, op, true)
+	minion, company, ok := s.minionScope(w, r, op, true)
 	if !ok {
+		return
+	}
+	if d, ok := s.definition(w, r, op); !ok { // authorized before the body is read
+		return
+	} else if err := d.AssignableTo(company); err != nil {
+		s.fail(w, r, op, err)
 		return
 	}
 	var in applyBody
@@ -264,29 +244,33 @@ func (s *Service) applyCustom(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, op, err)
 		return
 	}
+	key := ""
 	if in.RequestID == "" {
 		in.RequestID = receipt.NewRequestID()
+		key = oduflowenv.ScopedRequestID(minion, in.RequestID)
 	} else if err := oduflowenv.CheckRequest(op, in.RequestID); err != nil {
 		s.fail(w, r, op, err)
 		return
 	}
 	auditOf(r.Context()).noteRequest(in.RequestID)
-	if d, ok := s.definition(w, r, op); !ok {
-		return
-	} else if err := d.AssignableTo(s.clients[minion]); err != nil {
-		s.fail(w, r, op, err)
-		return
+	if key == "" {
+		var err error
+		if key, err = s.requestKey(r.Context(), minion, in.RequestID); err != nil {
+			s.fail(w, r, op, err)
+			return
+		}
 	}
 	mode := catalog.ModeApply
 	if in.Again {
 		mode = catalog.ModeApplyAgain
 	}
 	ctx, created := withCreatedFlag(r.Context())
-	resp, err := s.d.CustomStart(ctx, minion, in.RequestID, r.PathValue("id"), mode)
+	resp, err := s.d.CustomStart(ctx, minion, key, r.PathValue("id"), mode)
 	if err != nil {
-		s.fail(w, r, op, err)
+		s.fail(w, r, op, asCaller(err, key, in.RequestID))
 		return
 	}
+	resp = callerCustom(resp, key, in.RequestID)
 	code := http.StatusOK
 	if created.Load() {
 		code = http.StatusCreated
@@ -309,7 +293,7 @@ func (s *Service) listExecutions(w http.ResponseWriter, r *http.Request) {
 	out := []executionView{}
 	for _, e := range es {
 		if p.InCompany(e.Company) {
-			out = append(out, viewOfExecution(e))
+			out = append(out, viewOfExecution(e, s.seesDigest(r)))
 		}
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"executions": out})
@@ -328,19 +312,27 @@ func (s *Service) executionStatus(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, op, err)
 		return
 	}
-	e, _, err := s.cat.Resolve(r.Context(), request)
+	key, err := s.requestKey(r.Context(), minion, request)
 	if err != nil {
 		s.fail(w, r, op, err)
 		return
 	}
-	if e.MinionID != minion || !principalOf(r.Context()).InCompany(e.Company) {
+	e, _, err := s.cat.Resolve(r.Context(), key)
+	if errors.Is(err, catalog.ErrNotFound) || err == nil && (e.MinionID != minion || !principalOf(r.Context()).InCompany(e.Company)) {
 		s.fail(w, r, op, fmt.Errorf("%s: no execution of this client for the request: %w", op, catalog.ErrNotFound))
 		return
-	}
-	st, err := s.d.CustomStatus(r.Context(), minion, request)
-	if err != nil {
-		s.fail(w, r, op, err)
+	} else if err != nil {
+		s.fail(w, r, op, asCaller(err, key, request))
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"status": st, "execution": viewOfExecution(e)})
+	st, err := s.d.CustomStatus(r.Context(), minion, key)
+	if err != nil {
+		s.fail(w, r, op, asCaller(err, key, request))
+		return
+	}
+	v := viewOfExecution(e, s.seesDigest(r))
+	if v.RequestID == key {
+		v.RequestID = request
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"status": callerCustom(st, key, request), "execution": v})
 }

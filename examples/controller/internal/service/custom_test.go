@@ -2,6 +2,7 @@ package service_test
 
 import (
 	"encoding/json"
+	"github.com/oduflow/oduflow-go/examples/internal/oduflowenv"
 	"net/http"
 	"strings"
 	"testing"
@@ -58,7 +59,7 @@ func TestCustomStateFlow(t *testing.T) {
 		t.Fatalf("the same request id again: %d %+v (runs %d -> %d)", code, r, runs, m.Calls("oduflow_job.run"))
 	}
 	// Another request id, same digest: the succeeded execution is reused.
-	if code := s.do(t, "POST", apply, strings.NewReader(`{"request_id":"`+uuid.NewString()+`"}`), &r); code != http.StatusOK || r.ExecutionID != id || r.Reused == "" {
+	if code := s.do(t, "POST", apply, strings.NewReader(`{"request_id":"`+uuid.NewString()+`"}`), &r); code != http.StatusOK || r.ExecutionID != oduflowenv.ScopedRequestID(m.ID(), id) || r.Reused == "" {
 		t.Fatalf("reuse: %d %+v", code, r)
 	}
 	if code := s.do(t, "PUT", "/v1/custom-states/"+def.ID+"/source", strings.NewReader(`{"source":`+quote(motd+"# edited\n")+`}`), &def); code != http.StatusOK || def.Revision != 2 {

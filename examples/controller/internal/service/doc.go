@@ -27,9 +27,17 @@
 // WWW-Authenticate: Bearer. A (administrator) and O (observer) act only within their companies: a
 // minion's company is its binding in ODUFLOW_CLIENTS (the catalog records companies on assignments, not
 // servers), a definition's is its own; outside the role or the companies: 403, before anything is read
-// from the body, looked up or written. A start on an unbound client is 409 unbound_client. Each principal
-// has at most AuthConfig.MaxInflight requests in progress (429, Retry-After). Every mutating call and every
-// 401, 403 and 429 is one audit line (WithAuditLogger), never with a token, a hash or a source.
+// from the body or written. A start on an unbound client is 409 unbound_client. Each principal has at most
+// AuthConfig.MaxInflight requests in progress (429, Retry-After). Every mutating call and every 403 and
+// 429 of a principal is one audit line (WithAuditLogger) naming the target's company; refusals of callers
+// without a principal are counted per source and reason each interval (one line each); never a token, a
+// hash or a source. Observers never read a source digest. Bodies are strict: keys exactly the route's
+// names, each once (400 otherwise). Connections and unauthenticated requests are bounded per source
+// (Limits, Service.Listener). Files that carry authority are read through examples/internal/authfile.
+//
+// A request id's scope is its client: the service stores a caller's id under
+// oduflowenv.ScopedRequestID(client, id), so an id of another company's client answers exactly as an id
+// never used, and no company can make another's start fail (requestKey).
 //
 // A start answers the Response JSON with 201 when this call created the claim and 200 when the request
 // already had one (a retried POST never publishes again). Every error is one JSON object

@@ -128,7 +128,13 @@ var absPath = regexp.MustCompile(`(^|[\s"'(=])(/[^\s"':,)]+){2,}`)
 // socketURL is a unix socket address (the event bus: unix:///var/run/salt/master/master_event_pub.ipc).
 var socketURL = regexp.MustCompile(`unix://[^\s"',)]*`)
 
-// scrubPaths replaces the file paths and unix socket addresses in msg by <path>.
+// fileName is a record's file name in an error text (a catalog's def.<id>.json, a lock, a temporary
+// file): relative names say as much about the store's layout as paths.
+var fileName = regexp.MustCompile(`[A-Za-z0-9_.<>-]*\.(json|lock|tmp|pem|key)\b`)
+
+// scrubPaths replaces the file paths and unix socket addresses in msg by <path> and the file names by
+// <file>.
 func scrubPaths(msg string) string {
-	return absPath.ReplaceAllString(socketURL.ReplaceAllString(msg, "unix://<path>"), "$1<path>")
+	msg = absPath.ReplaceAllString(socketURL.ReplaceAllString(msg, "unix://<path>"), "$1<path>")
+	return fileName.ReplaceAllString(msg, "<file>")
 }

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
 	"time"
@@ -82,21 +81,30 @@ func (s *Service) start(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, op, err)
 		return
 	}
+	key := ""
 	if in.RequestID == "" {
 		in.RequestID = receipt.NewRequestID()
+		key = oduflowenv.ScopedRequestID(minion, in.RequestID)
 	} else if err := oduflowenv.CheckRequest(op, in.RequestID); err != nil {
 		s.fail(w, r, op, err)
 		return
 	}
 	auditOf(r.Context()).noteRequest(in.RequestID)
+	if key == "" {
+		if key, err = s.requestKey(r.Context(), minion, in.RequestID); err != nil {
+			s.fail(w, r, op, err)
+			return
+		}
+	}
 	// The worker runs in this process with the request's context values (not its cancellation): the
 	// client may hang up at once.
 	ctx, created := withCreatedFlag(r.Context())
-	resp, err := s.d.Start(ctx, minion, in.RequestID, profile)
+	resp, err := s.d.Start(ctx, minion, key, profile)
 	if err != nil {
-		s.fail(w, r, op, err)
+		s.fail(w, r, op, asCaller(err, key, in.RequestID))
 		return
 	}
+	resp = callerResponse(resp, key, in.RequestID)
 	code := http.StatusOK
 	if created.Load() {
 		code = http.StatusCreated
@@ -104,30 +112,30 @@ func (s *Service) start(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, code, resp)
 }
 
-// readStartBody reads the optional JSON body: empty, or one object with request_id only.
+// readStartBody reads the optional JSON body: empty, or one object with request_id only (decodeBody).
 func readStartBody(w http.ResponseWriter, r *http.Request) (startBody, error) {
 	var in startBody
-	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&in); err != nil {
-		if errors.Is(err, io.EOF) {
-			return startBody{}, nil // no body: a new request id
-		}
-		var tooLarge *http.MaxBytesError
-		if errors.As(err, &tooLarge) {
-			return startBody{}, fmt.Errorf("start: body over %d bytes: %w", MaxBodyBytes, err)
-		}
-		return startBody{}, usageError(fmt.Sprintf(`start: malformed JSON body: %s: want {"request_id": "<canonical lowercase UUID>"} or none`,
-			oduflowenv.OneLine(err.Error())))
+	err := decodeBody(w, r, "start", MaxBodyBytes, true, &in)
+	return in, err
+}
+
+// callerResponse is resp as the caller names its request: its own id, not the stored key.
+func callerResponse(resp oduflow.Response, key, request string) oduflow.Response {
+	if resp.RequestID == key {
+		resp.RequestID = request
 	}
-	if err := dec.Decode(&struct{}{}); !errors.Is(err, io.EOF) {
-		var tooLarge *http.MaxBytesError
-		if errors.As(err, &tooLarge) {
-			return startBody{}, fmt.Errorf("start: body over %d bytes: %w", MaxBodyBytes, err)
-		}
-		return startBody{}, usageError(`start: malformed JSON body: more than one value: want {"request_id": "<canonical lowercase UUID>"} or none`)
+	return resp
+}
+
+// callerCustom is callerResponse for a custom response (its execution id too when it is the key).
+func callerCustom(resp oduflow.CustomResponse, key, request string) oduflow.CustomResponse {
+	if resp.RequestID == key {
+		resp.RequestID = request
 	}
-	return in, nil
+	if resp.ExecutionID == key {
+		resp.ExecutionID = request
+	}
+	return resp
 }
 
 func (s *Service) status(w http.ResponseWriter, r *http.Request) {
@@ -145,12 +153,17 @@ func (s *Service) status(w http.ResponseWriter, r *http.Request) {
 	if _, _, ok := s.minionScope(w, r, op, false); !ok {
 		return
 	}
-	resp, err := s.d.Status(r.Context(), minion, request, profile)
+	key, err := s.requestKey(r.Context(), minion, request)
 	if err != nil {
 		s.fail(w, r, op, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, resp)
+	resp, err := s.d.Status(r.Context(), minion, key, profile)
+	if err != nil {
+		s.fail(w, r, op, asCaller(err, key, request))
+		return
+	}
+	writeJSON(w, http.StatusOK, callerResponse(resp, key, request))
 }
 
 func (s *Service) resume(w http.ResponseWriter, r *http.Request) {
@@ -166,12 +179,17 @@ func (s *Service) resume(w http.ResponseWriter, r *http.Request) {
 	if _, _, ok := s.minionScope(w, r, op, true); !ok {
 		return
 	}
-	resp, err := s.d.Resume(r.Context(), minion, request)
+	key, err := s.requestKey(r.Context(), minion, request)
 	if err != nil {
 		s.fail(w, r, op, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, resp)
+	resp, err := s.d.Resume(r.Context(), minion, key)
+	if err != nil {
+		s.fail(w, r, op, asCaller(err, key, request))
+		return
+	}
+	writeJSON(w, http.StatusOK, callerResponse(resp, key, request))
 }
 
 // unresolvedRequest is one row of GET /v1/unresolved: the identities and the state an operator acts on.
@@ -219,6 +237,7 @@ type readiness struct {
 	Fencing           bool   `json:"fencing"`
 	RuntimeGuard      bool   `json:"runtime_guard"`
 	RuntimeGuardError string `json:"runtime_guard_error"`
+	FencingError      string `json:"fencing_error,omitempty"`
 }
 
 func (s *Service) ping(w http.ResponseWriter, r *http.Request) {
@@ -239,7 +258,7 @@ func (s *Service) ping(w http.ResponseWriter, r *http.Request) {
 	}
 	writeJSON(w, http.StatusOK, readiness{MinionID: minion, Ready: rd.Ready(), KeyAccepted: rd.KeyAccepted,
 		Reachable: rd.Reachable, Protocol: rd.Protocol, PillarReady: rd.PillarReady, Proof: rd.Proof,
-		Fencing: rd.Fencing, RuntimeGuard: rd.RuntimeGuard, RuntimeGuardError: rd.RuntimeGuardError})
+		Fencing: rd.Fencing, RuntimeGuard: rd.RuntimeGuard, RuntimeGuardError: rd.RuntimeGuardError, FencingError: rd.FencingError})
 }
 
 // readyz answers 200 while a new request would be admitted (Dispatcher.Ready: the master answers, the

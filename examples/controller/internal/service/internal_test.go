@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 func tokenLine(name, role, companies, token string) string {
@@ -122,3 +123,24 @@ func TestScrubPaths(t *testing.T) {
 }
 
 func discardLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+// The http.Server's failed TLS handshakes are counted per source, one audit line per interval, not one
+// log line each; other server errors reach the service's log.
+func TestServerErrorLogCountsHandshakes(t *testing.T) {
+	var audit, logs strings.Builder
+	s := &Service{log: slog.New(slog.NewTextHandler(&logs, nil)), refusals: newRefusalCounter(slog.New(slog.NewJSONHandler(&audit, nil)), time.Hour)}
+	l := s.ServerErrorLog()
+	for range 1000 {
+		l.Printf("http: TLS handshake error from 192.0.2.7:%d: tls: client didn't provide a certificate", 40000)
+	}
+	l.Printf("http: Accept error: too many open files; retrying in 5ms")
+	s.refusals.flush()
+	lines := strings.Split(strings.TrimSpace(audit.String()), "\n")
+	if len(lines) != 1 || !strings.Contains(lines[0], `"source":"192.0.2.7"`) || !strings.Contains(lines[0], `"reason":"tls_handshake"`) ||
+		!strings.Contains(lines[0], `"count":1000`) {
+		t.Fatalf("audit: %q", audit.String())
+	}
+	if strings.Count(logs.String(), "\n") != 1 || !strings.Contains(logs.String(), "Accept error") {
+		t.Fatalf("log: %q", logs.String())
+	}
+}

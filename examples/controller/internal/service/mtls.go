@@ -4,6 +4,8 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/asn1"
 	"net/http"
 )
 
@@ -47,11 +49,31 @@ func serverTLS(ctx context.Context, a AuthConfig) (*tls.Config, error) {
 }
 
 // certPrincipal is the principal of a verified client certificate: its subject CommonName looked up in
-// the ODUFLOW_TLS_PRINCIPALS mapping. ok is false without a verified chain or for an unmapped name.
+// the ODUFLOW_TLS_PRINCIPALS mapping. ok is false without a verified chain, for an unmapped name, and
+// for a subject with no CommonName or more than one (crypto/x509 keeps the last of several, a proxy or a
+// log may show the first: one certificate is one name or none).
 func certPrincipal(r *http.Request, mapping map[string]Principal) (Principal, bool) {
 	if r.TLS == nil || len(r.TLS.VerifiedChains) == 0 || len(r.TLS.VerifiedChains[0]) == 0 || mapping == nil {
 		return Principal{}, false
 	}
-	p, ok := mapping[r.TLS.VerifiedChains[0][0].Subject.CommonName]
+	leaf := r.TLS.VerifiedChains[0][0]
+	if commonNames(leaf.Subject.Names) != 1 {
+		return Principal{}, false
+	}
+	p, ok := mapping[leaf.Subject.CommonName]
 	return p, ok
+}
+
+// oidCommonName is the X.520 commonName attribute (2.5.4.3).
+var oidCommonName = asn1.ObjectIdentifier{2, 5, 4, 3}
+
+// commonNames counts the CommonName attributes of a subject.
+func commonNames(names []pkix.AttributeTypeAndValue) int {
+	n := 0
+	for _, a := range names {
+		if a.Type.Equal(oidCommonName) {
+			n++
+		}
+	}
+	return n
 }

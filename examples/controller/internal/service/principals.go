@@ -5,51 +5,25 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"os"
 	"slices"
 	"strings"
+
+	"github.com/oduflow/oduflow-go/examples/internal/authfile"
 )
 
 // MaxAuthFileBytes bounds a token, principal or client bindings file.
 const MaxAuthFileBytes = 1 << 20
 
-// readPrivateFile reads a file named by the variable env: a regular file, not group or world readable
-// (mode & 0o077 == 0) when private, at most MaxAuthFileBytes. Messages name the variable, never the path.
+// readPrivateFile reads a file named by the variable env as package authfile checks every authority
+// file: regular, owned by this user or root, not writable by others (no group or world bit at all when
+// private), at most MaxAuthFileBytes, opened without blocking within ctx, in directories others cannot
+// write. Messages name the variable, never the path.
 func readPrivateFile(ctx context.Context, env, path string, private bool) ([]byte, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	f, err := os.Open(path)
+	b, err := authfile.Read(ctx, env, path, authfile.Options{Private: private, MaxBytes: MaxAuthFileBytes})
 	if err != nil {
-		return nil, usageError(fmt.Sprintf("%s: cannot open the file: %s", env, errnoText(err)))
-	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return nil, usageError(fmt.Sprintf("%s: cannot stat the file: %s", env, errnoText(err)))
-	}
-	if !st.Mode().IsRegular() {
-		return nil, usageError(fmt.Sprintf("%s: not a regular file", env))
-	}
-	if private && st.Mode().Perm()&0o077 != 0 {
-		return nil, usageError(fmt.Sprintf("%s: mode %04o is group or world accessible: want 0600 or 0400 (chmod 600)", env, st.Mode().Perm()))
-	}
-	if st.Size() > MaxAuthFileBytes {
-		return nil, usageError(fmt.Sprintf("%s: over %d bytes", env, MaxAuthFileBytes))
-	}
-	b := make([]byte, st.Size())
-	if _, err := f.ReadAt(b, 0); err != nil && st.Size() > 0 {
-		return nil, usageError(fmt.Sprintf("%s: cannot read the file: %s", env, errnoText(err)))
+		return nil, usageError(err.Error())
 	}
 	return b, nil
-}
-
-// errnoText is the system's reason without the path (*os.PathError's Err).
-func errnoText(err error) string {
-	if pe, ok := err.(*os.PathError); ok {
-		return pe.Err.Error()
-	}
-	return "error"
 }
 
 // fileLine is one meaningful line of an auth file: its number and its fields.

@@ -12,6 +12,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/oduflow/oduflow-go/examples/internal/authfile"
 	"github.com/oduflow/oduflow-go/examples/internal/oduflowenv"
 	"github.com/oduflow/oduflow-go/oduflow"
 	"github.com/oduflow/oduflow-go/oduflow/catalog"
@@ -31,6 +32,7 @@ type Service struct {
 	closers  []func() error // the Salt client, the etcd store: closed after the Dispatcher
 
 	etcd    *etcdstore.Store
+	store   oduflow.Store // the claim store (requestKey reads a caller's id in it)
 	auth    *authenticator
 	tls     *tls.Config // nil: plain HTTP
 	limit   *inflightLimit
@@ -39,16 +41,25 @@ type Service struct {
 	clients clientBindings
 	table   *profiles.Table // ODUFLOW_PROFILES: the profiles the routes take and the minion id policy
 	guards  *guardSeen      // the runtime-guard reasons the ping route saw, for /readyz
+
+	limits   Limits          // the flood bounds in force (defaults applied)
+	unauth   *sourceRate     // unauthenticated requests per source
+	refusals *refusalCounter // unauthenticated refusals, counted per source and interval
 }
 
 // Option configures Open.
 type Option func(*options)
 
 type options struct {
-	logger   *slog.Logger
-	audit    *slog.Logger
-	dispatch []oduflow.Option
+	logger          *slog.Logger
+	audit           *slog.Logger
+	dispatch        []oduflow.Option
+	refusalInterval time.Duration
 }
+
+// WithRefusalInterval sets the period of the refusal counts in the audit trail (default
+// DefaultRefusalInterval).
+func WithRefusalInterval(d time.Duration) Option { return func(o *options) { o.refusalInterval = d } }
 
 // WithAuditLogger sets the audit trail's logger (one line per mutating call and per refusal). Default:
 // the service's logger.
@@ -76,7 +87,9 @@ func Open(ctx context.Context, cfg Config, opts ...Option) (_ *Service, err erro
 		o.audit = o.logger
 	}
 	s := &Service{log: o.logger, audit: o.audit, registry: prometheus.NewRegistry(), limit: newInflightLimit(cfg.Auth.MaxInflight),
-		guards: newGuardSeen(time.Now)}
+		guards: newGuardSeen(time.Now), limits: cfg.Limits.withDefaults()}
+	s.unauth = newSourceRate(s.limits.UnauthenticatedPerSec, time.Now)
+	s.refusals = newRefusalCounter(o.audit, o.refusalInterval)
 	defer func() {
 		if err != nil {
 			s.closeConnections()
@@ -106,7 +119,8 @@ func Open(ctx context.Context, cfg Config, opts ...Option) (_ *Service, err erro
 	if err != nil {
 		return nil, err
 	}
-	if s.cat, err = s.openCatalog(cfg); err != nil {
+	s.store = store
+	if s.cat, err = s.openCatalog(ctx, cfg); err != nil {
 		return nil, err
 	}
 	if err := cfg.Settings.CheckKeyFile(); err != nil {
@@ -135,6 +149,7 @@ func Open(ctx context.Context, cfg Config, opts ...Option) (_ *Service, err erro
 		return nil, &oduflowenv.Error{Kind: oduflowenv.ErrUsage, Msg: "dispatcher: " + oduflowenv.OneLine(err.Error()), Cause: err}
 	}
 	s.d = d
+	s.refusals.start()
 	if cfg.Auth.Insecure {
 		s.log.Warn("ODUFLOW_INSECURE_NO_AUTH=1: no authentication, every caller is an administrator of every company", "listen", listen)
 	}
@@ -165,7 +180,7 @@ func (s *Service) openClaims(ctx context.Context, set oduflowenv.Settings) (oduf
 
 // openCatalog opens the custom-state catalog: ODUFLOW_CATALOG_DIR, else the etcd claim store's catalog,
 // else the directory "catalog" next to the claim directory (created 0700).
-func (s *Service) openCatalog(cfg Config) (catalog.Store, error) {
+func (s *Service) openCatalog(ctx context.Context, cfg Config) (catalog.Store, error) {
 	dir := cfg.CatalogDir
 	if dir == "" && s.etcd != nil {
 		return s.etcd.Catalog()
@@ -176,6 +191,10 @@ func (s *Service) openCatalog(cfg Config) (catalog.Store, error) {
 			return nil, err
 		}
 		dir = filepath.Join(filepath.Dir(filepath.Clean(claims)), "catalog")
+	}
+	// The catalog holds what runs as root on the clients: checked like every authority file.
+	if err := authfile.CheckDir(ctx, "ODUFLOW_CATALOG_DIR", dir); err != nil {
+		return nil, usageError(err.Error())
 	}
 	c, err := catalog.Open(dir, catalog.WithCreate())
 	if err != nil {
@@ -204,6 +223,7 @@ func (s *Service) Dispatcher() *oduflow.Dispatcher { return s.d }
 func (s *Service) Close(ctx context.Context) error {
 	s.draining.Store(true)
 	err := s.d.Close(ctx)
+	s.refusals.close()
 	return errors.Join(err, s.closeConnections())
 }
 

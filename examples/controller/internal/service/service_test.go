@@ -2,6 +2,7 @@ package service_test
 
 import (
 	"context"
+	"github.com/oduflow/oduflow-go/examples/internal/oduflowenv"
 	"io"
 	"maps"
 	"net/http"
@@ -109,7 +110,7 @@ func TestUnresolvedListsARunningRequest(t *testing.T) {
 		} `json:"unresolved"`
 	}
 	if code := s.do(t, "GET", "/v1/unresolved", nil, &un); code != http.StatusOK || len(un.Unresolved) != 1 ||
-		un.Unresolved[0].RequestID != r.RequestID || un.Unresolved[0].MinionID != m.ID() || un.Unresolved[0].Status != "running" || un.Unresolved[0].Quarantining {
+		un.Unresolved[0].RequestID != oduflowenv.ScopedRequestID(m.ID(), r.RequestID) || un.Unresolved[0].MinionID != m.ID() || un.Unresolved[0].Status != "running" || un.Unresolved[0].Quarantining {
 		t.Fatalf("unresolved: %d %+v", code, un)
 	}
 	m.Release()
@@ -298,7 +299,8 @@ func assertNoClaims(t *testing.T, dir string) {
 }
 
 // 200 concurrent POSTs of one request id by one administrator: exactly one created the claim (201), the others answer from it
-// (200), one run on the minion. The same id for another minion is 409 mismatch.
+// (200), one run on the minion. The same id for another minion is another request (ids are scoped by
+// their client); under another profile on the same client it is 409 mismatch.
 func TestConcurrentStartsOneCreated(t *testing.T) {
 	env := startSim(t)
 	m := env.addMinion()
@@ -337,8 +339,9 @@ func TestConcurrentStartsOneCreated(t *testing.T) {
 		t.Fatalf("runs %d, want 1", runs)
 	}
 	var e apiError
-	if code := s.do(t, "POST", "/v1/requests/configure/"+other.ID(), strings.NewReader(`{"request_id":"`+id+`"}`), &e); code != http.StatusConflict || e.Reason != "mismatch" {
-		t.Fatalf("the id for another minion: %d %+v, want 409 mismatch", code, e)
+	var o oduflow.Response
+	if code := s.do(t, "POST", "/v1/requests/configure/"+other.ID(), strings.NewReader(`{"request_id":"`+id+`"}`), &o); code != http.StatusCreated || o.RequestID != id || o.MinionID != other.ID() {
+		t.Fatalf("the id for another minion: %d %+v, want 201 (another request)", code, o)
 	}
 	if code := s.do(t, "GET", "/v1/requests/production/"+m.ID()+"/"+id, nil, &e); code != http.StatusConflict || e.Reason != "mismatch" {
 		t.Fatalf("status under another profile: %d %+v, want 409 mismatch", code, e)

@@ -66,19 +66,20 @@ func cmdStart(e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	if err := e.probeUnlessClaimed(d, "start", minion, request); err != nil {
+	key := requestKey(e.ctx, d, minion, request)
+	if err := e.probeUnlessClaimed(d, "start", minion, key); err != nil {
 		return err
 	}
-	r, err := d.Start(e.ctx, minion, request, profile)
+	r, err := d.Start(e.ctx, minion, key, profile)
 	if err != nil {
-		return p.printLaunchFailure(r, err)
+		return p.printLaunchFailure(asCaller(r, key, request), err)
 	}
 	if w.wait {
 		r, err = w.follow(e, r, func(ctx context.Context) (oduflow.Response, error) {
-			return d.Status(ctx, minion, request, profile)
+			return d.Status(ctx, minion, key, profile)
 		})
 	}
-	return p.finish(r, err)
+	return p.finish(asCaller(r, key, request), err)
 }
 
 func cmdStatus(e *env, args []string) error {
@@ -104,7 +105,8 @@ func cmdStatus(e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	get := func(ctx context.Context) (oduflow.Response, error) { return d.Status(ctx, minion, request, profile) }
+	key := requestKey(e.ctx, d, minion, request)
+	get := func(ctx context.Context) (oduflow.Response, error) { return d.Status(ctx, minion, key, profile) }
 	r, err := get(e.ctx)
 	if err != nil {
 		return err
@@ -112,7 +114,7 @@ func cmdStatus(e *env, args []string) error {
 	if w.wait {
 		r, err = w.follow(e, r, get)
 	}
-	return p.finish(r, err)
+	return p.finish(asCaller(r, key, request), err)
 }
 
 // checkRequestArgs checks what a command that follows one request needs: the minion and

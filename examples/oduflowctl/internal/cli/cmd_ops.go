@@ -94,14 +94,15 @@ func cmdResume(e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	r, err := d.Resume(e.ctx, minion, request)
+	key := requestKey(e.ctx, d, minion, request)
+	r, err := d.Resume(e.ctx, minion, key)
 	if err != nil {
-		return p.printLaunchFailure(r, err)
+		return p.printLaunchFailure(asCaller(r, key, request), err)
 	}
 	if w.wait {
 		r, err = followResume(e, d, r, w)
 	}
-	return p.finish(r, err)
+	return p.finish(asCaller(r, key, request), err)
 }
 
 // followResume waits while the detached worker polls (it holds the request lock) and the status is not
