@@ -61,7 +61,7 @@ const (
 // status API keep only identities, digest, status, counts and error codes.
 func (d *Dispatcher) CustomStart(ctx context.Context, minion, request, definitionID string, mode catalog.Mode) (_ CustomResponse, err error) {
 	defer errmark.Boundary(&err)
-	if _, err := parseTarget(minion, request); err != nil {
+	if _, err := d.parseTarget(minion, request); err != nil {
 		return CustomResponse{}, err
 	}
 	if err := receipt.ValidateRequestID(definitionID); err != nil {
@@ -241,7 +241,7 @@ func (d *Dispatcher) mirror(ctx context.Context, cat catalog.Store, e catalog.Ex
 // used is not_started. Only target, request, job identity, status and counts are exposed.
 func (d *Dispatcher) CustomStatus(ctx context.Context, minion, request string) (_ CustomResponse, err error) {
 	defer errmark.Boundary(&err)
-	if _, err := parseTarget(minion, request); err != nil {
+	if _, err := d.parseTarget(minion, request); err != nil {
 		return CustomResponse{}, err
 	}
 	cat, err := d.customCatalog()

@@ -235,7 +235,7 @@ func RunWorkerIfRequested(ctx context.Context, build func() (*Dispatcher, error)
 }
 
 // runDetachedWorker runs one worker synchronously in this process. args are exactly the minion id and the request
-// id; the persisted profile/role pair is re-validated against profiles.Fixed() before anything is
+// id; the persisted profile/role pair is re-validated against the profile table (WithProfiles) before anything is
 // published. What it does is decided from the persisted claim alone: a claim in phase claimed is
 // dispatched (see docs/ARCHITECTURE.md, Worker); an unresolved dispatched protocol-1 claim whose polling window (from
 // its dispatch or its latest Resume) is still open is polled (a detached Resume); anything else is left

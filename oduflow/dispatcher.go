@@ -11,6 +11,7 @@ import (
 
 	"github.com/oduflow/oduflow-go/internal/errmark"
 	"github.com/oduflow/oduflow-go/oduflow/filestore"
+	"github.com/oduflow/oduflow-go/profiles"
 	"github.com/oduflow/oduflow-go/receipt"
 	"github.com/oduflow/oduflow-go/salt"
 )
@@ -41,6 +42,8 @@ type Dispatcher struct {
 	closeLog sync.Once
 	// pkiDir is the Salt master's pki_dir: <pkiDir>/minions/<id> are the accepted minion keys.
 	pkiDir string
+	// table is the profile table (WithProfiles; the seeds' by default).
+	table *profiles.Table
 	// unverifiedSeen holds the requests whose first unverified event was logged (during their wait).
 	unverifiedSeen sync.Map
 	// refusals: request id -> the refusal code of a run its minion refused and then fenced (wait.go), for
@@ -108,6 +111,9 @@ func New(client Publisher, events EventSource, opts ...Option) (_ *Dispatcher, e
 		}
 		cfg.store = fs
 	}
+	if cfg.profiles == nil {
+		cfg.profiles = profiles.DefaultTable()
+	}
 	claimLock, _ := cfg.store.(ClaimLockReader)
 	windows, _ := cfg.store.(WindowedStore)
 	if windows != nil {
@@ -125,8 +131,8 @@ func New(client Publisher, events EventSource, opts ...Option) (_ *Dispatcher, e
 		hooks: hookSet{cfg.hooks}, mode: cfg.mode, timers: cfg.timers, jids: cfg.jids, step: cfg.stepHook,
 		pubsrc: cfg.publishing, pubSem: make(chan struct{}, cfg.maxPublish),
 		admit: newAdmitter(admitPerPublish * cfg.maxPublish), workerLog: cfg.workerLog, workerLogFile: cfg.workerLogFile, ownLog: ownLog,
-		pkiDir: cfg.pkiDir,
-		ctx:    ctx, cancel: cancel, draining: make(chan struct{}), adoption: cfg.adoption,
+		pkiDir: cfg.pkiDir, table: cfg.profiles,
+		ctx: ctx, cancel: cancel, draining: make(chan struct{}), adoption: cfg.adoption,
 		adoptNow: make(chan struct{}, 1)}
 	d.hub = newHub(events, func(msg string, args ...any) { d.log.Warn(msg, args...) })
 	d.startAdoption()
@@ -153,7 +159,7 @@ func (d *Dispatcher) Wait(ctx context.Context) (err error) {
 // c.EffectiveProfile() for that). No claim: ErrNoClaim. A claim bound to another minion: ErrMismatch.
 func (d *Dispatcher) Lookup(ctx context.Context, minion, request string) (_ *Claim, err error) {
 	defer errmark.Boundary(&err)
-	t, err := parseTarget(minion, request)
+	t, err := d.parseTarget(minion, request)
 	if err != nil {
 		return nil, err
 	}
@@ -176,9 +182,10 @@ type target struct {
 	request string
 }
 
-// parseTarget validates the ids a caller passed: the one place the dispatcher parses them.
-func parseTarget(minion, request string) (target, error) {
-	if err := receipt.ValidateMinionID(minion); err != nil {
+// parseTarget validates the ids a caller passed: the one place the dispatcher parses them. The minion
+// id follows the profile table's id policy.
+func (d *Dispatcher) parseTarget(minion, request string) (target, error) {
+	if err := d.table.ValidateMinionID(minion); err != nil {
 		return target{}, invalid(err, "minion id")
 	}
 	if err := receipt.ValidateRequestID(request); err != nil {
@@ -190,9 +197,11 @@ func parseTarget(minion, request string) (target, error) {
 // targetOf is the target of a claim the claim store read or wrote (Claim.Validate checked its ids).
 func targetOf(c *Claim) target { return target{minion: c.MinionID, request: c.RequestID} }
 
-func validateProfile(p receipt.Profile) error {
-	if _, err := receipt.ParseProfile(string(p)); err != nil {
-		return invalid(err, "profile")
+// validateProfile accepts custom and the profiles of the table; anything else matches
+// receipt.ErrUnknownProfile.
+func (d *Dispatcher) validateProfile(p receipt.Profile) error {
+	if p != receipt.ProfileCustom && !d.table.Has(p) {
+		return invalid(errors.WithStack(receipt.ErrUnknownProfile), "profile")
 	}
 	return nil
 }

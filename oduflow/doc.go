@@ -29,8 +29,11 @@
 //
 // A request id is bound to one profile and one minion: using it through another is refused with
 // ErrMismatch. Malformed ids are ErrInvalidInput (wrapping the receipt package's id errors), refused before
-// any I/O. No caller supplies a state name, function, argument, pillar or path: the profiles map to
-// compiled-in roles (profiles.Fixed), and custom states are validated and bound to their digest.
+// any I/O; minion ids follow the profile table's policy. No caller supplies a state name, function,
+// argument, pillar or path: the profiles are those of the profile table (WithProfiles; by default the
+// seeds' compiled-in roles, profiles.Fixed), which the minion holds too (its digest is checked before
+// anything is published: CodeProfileTableMismatch), and custom states are validated and bound to their
+// digest.
 //
 // # Statuses and responses
 //

@@ -211,6 +211,10 @@ const (
 	// would be refused (Ping: not ready, FencingError says so). No quarantine. Reset the minion's fence
 	// record deliberately (a minion re-installed with a new receipt directory), then start a new request id.
 	CodeFenceExhausted ErrorCode = "fence_exhausted"
+	// CodeProfileTableMismatch: failed 0/1, evidence preflight; nothing was published. The minion's
+	// profile table (its oduflow_profiles config; the seeds' table without it) has another digest than
+	// the dispatcher's (WithProfiles): install the same table on both sides, then start a new request id.
+	CodeProfileTableMismatch ErrorCode = "profile_table_mismatch"
 )
 
 // Readiness sentinels. A Start (or CustomStart) of a request that has no claim yet first checks that the

@@ -2,6 +2,7 @@ package oduflow_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/oduflow/oduflow-go/oduflow"
 	"github.com/oduflow/oduflow-go/oduflow/oduflowtest/fakeminion"
+	"github.com/oduflow/oduflow-go/profiles"
 	"github.com/oduflow/oduflow-go/receipt"
 	"github.com/oduflow/oduflow-go/salt"
 	"github.com/oduflow/oduflow-go/salt/salttest"
@@ -67,4 +69,69 @@ func Example() {
 	// start: running
 	// status: succeeded 3 / 3
 	// same jid: true runs published: 1
+}
+
+// Example_profileTable is the README's tour: a fleet named by host, with a profile table of its own
+// (an ordered sls list, and the highstate) held by the dispatcher (WithProfiles) and by the minion (its
+// oduflow_profiles config; here the fake minion's WithProfileTable). No caller names a state: a request
+// names a profile, the table says what it applies.
+func Example_profileTable() {
+	ctx := context.Background()
+	tmp, _ := os.MkdirTemp("", "oduflow-example-")
+	defer func() { _ = os.RemoveAll(tmp) }()
+	_ = os.Mkdir(filepath.Join(tmp, "master"), 0o700)
+	sim, err := salttest.Start(ctx, salttest.WithDir(filepath.Join(tmp, "master")))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer func() { _ = sim.Close() }()
+
+	// In production: profiles.LoadTable(ctx, "/etc/oduflow/profiles.yaml") (ODUFLOW_PROFILES).
+	table, err := profiles.ParseTable([]byte(`profiles:
+  webserver: {sls: [roles.webserver, roles.monitoring]}   # state.apply roles.webserver,roles.monitoring
+  full: {highstate: true}                                  # state.apply: the top file
+minion_ids: salt                                           # any Salt minion id
+`), "profiles.yaml")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	const minion = "web01.example.com"
+	m := fakeminion.NewModel(minion, fakeminion.WithProfileTable(table),
+		fakeminion.WithResult("webserver", fakeminion.Result{Status: receipt.StatusSucceeded, Passed: 4, Total: 4}))
+	_ = fakeminion.Add(sim, m)
+
+	client, _ := salt.NewClient(sim.Addr(), salt.WithAuth(salt.UserKey("root", sim.KeyFile())))
+	defer func() { _ = client.Close() }()
+	d, err := oduflow.New(client, oduflow.SaltEvents(sim.EventsAddr()),
+		oduflow.WithProfiles(table),
+		oduflow.WithClaimDir(filepath.Join(tmp, "claims")),
+		oduflow.WithPKIDir(sim.PKIDir()),
+		oduflow.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer func() { _ = d.Close(context.Background()) }()
+
+	ready, _ := d.Ping(ctx, minion)
+	fmt.Println("ready:", ready.Ready(), "same table:", ready.ProfileTable)
+	for _, profile := range []receipt.Profile{"webserver", "full"} {
+		request := receipt.NewRequestID()
+		resp, err := d.Start(ctx, minion, request, profile)
+		for r, werr := range d.Watch(ctx, minion, request, profile) { // each change, until succeeded or failed
+			if resp, err = r, werr; werr != nil {
+				break
+			}
+		}
+		fmt.Println(profile, resp.Status, resp.Passed, "/", resp.Total, err)
+	}
+	_, err = d.Start(ctx, minion, receipt.NewRequestID(), receipt.ProfileConfigure)
+	fmt.Println("configure:", errors.Is(err, receipt.ErrUnknownProfile))
+	// Output:
+	// ready: true same table: true
+	// webserver succeeded 4 / 4 <nil>
+	// full succeeded 1 / 1 <nil>
+	// configure: true
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/oduflow/oduflow-go/internal/filestorehook"
 	"github.com/oduflow/oduflow-go/oduflow/catalog"
+	"github.com/oduflow/oduflow-go/profiles"
 	"github.com/oduflow/oduflow-go/salt"
 )
 
@@ -31,7 +32,9 @@ type config struct {
 	// workerLogFile is an already open log for detached workers (withWorkerLogFile).
 	workerLogFile *os.File
 	pkiDir        string
-	adoption      adoptionConfig
+	// profiles is the profile table (WithProfiles); nil: profiles.DefaultTable().
+	profiles *profiles.Table
+	adoption adoptionConfig
 	// fileHooks are the test hooks of the default file store New opens (withClock: the fake clock's host
 	// clock); the zero value, no hook, in production.
 	fileHooks filestorehook.Hooks
@@ -52,6 +55,13 @@ type workerMode struct {
 func WithDetachedWorkers(exe string, env ...string) Option {
 	return func(c *config) { c.mode = workerMode{detached: true, exe: exe, env: env} }
 }
+
+// WithProfiles sets the profile table (profiles.LoadTable): which profiles Start accepts, which minion
+// ids (its minion_ids policy) and the table digest every minion must report in oduflow_job.capabilities
+// (else the worker fails the request profile_table_mismatch, nothing published). Without it, or with nil,
+// the seeds' table (profiles.DefaultTable): the four fixed profiles on client-<uuid> minions, byte for
+// byte protocol 1 as before tables.
+func WithProfiles(t *profiles.Table) Option { return func(c *config) { c.profiles = t } }
 
 // WithClaimDir sets the claim directory (default /var/cache/salt/oduflow-apply); it is created 0700 when missing and
 // refused when its owner or mode is wrong.

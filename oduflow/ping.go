@@ -9,7 +9,6 @@ import (
 	"github.com/cockroachdb/errors"
 
 	"github.com/oduflow/oduflow-go/internal/errmark"
-	"github.com/oduflow/oduflow-go/receipt"
 	receiptproof "github.com/oduflow/oduflow-go/receipt/proof"
 	"github.com/oduflow/oduflow-go/salt"
 )
@@ -19,7 +18,7 @@ import (
 // reported as KeyAccepted=false, not as an error; transport and authentication failures are errors.
 func (d *Dispatcher) Ping(ctx context.Context, minion string) (_ *Readiness, err error) {
 	defer errmark.Boundary(&err)
-	if err := receipt.ValidateMinionID(minion); err != nil {
+	if err := d.table.ValidateMinionID(minion); err != nil {
 		return nil, invalid(err, "minion id")
 	}
 	r := &Readiness{}
@@ -52,6 +51,7 @@ func (d *Dispatcher) Ping(ctx context.Context, minion string) (_ *Readiness, err
 			r.RuntimeGuardError = caps.GuardError
 		}
 		r.RuntimeGuardForms = caps.GuardForms
+		r.ProfileTable = d.sameTable(caps)
 		if caps.Proof {
 			_, kerr := loadMinionKey(ctx, d.pkiDir, minion)
 			r.Proof = kerr == nil
@@ -97,6 +97,9 @@ type Readiness struct {
 	// new request: its fence counter cannot advance (the mark is at MaxFenceToken; a start fails
 	// fence_exhausted). Empty otherwise.
 	FencingError string `json:"fencing_error,omitempty"`
+	// ProfileTable: the minion's profile table has the dispatcher's digest (WithProfiles; a minion
+	// without a table holds the seeds' one). Without it a new request fails profile_table_mismatch.
+	ProfileTable bool `json:"profile_table"`
 }
 
 // fenceExhaustedReason is Readiness.FencingError for a mark at MaxFenceToken.
@@ -104,10 +107,10 @@ const fenceExhaustedReason = "fence counter exhausted: the minion's mark is at 2
 
 // Ready reports whether a new request can be dispatched to the minion: every capability a new request
 // needs is present (protocol 1, pillar ready, receipt proofs with the accepted key, fencing, the runtime
-// guard).
+// guard, the same profile table).
 func (r Readiness) Ready() bool {
 	return r.KeyAccepted && r.Reachable && r.Protocol == protocolVersion && r.PillarReady && r.Proof && r.Fencing &&
-		r.RuntimeGuard
+		r.RuntimeGuard && r.ProfileTable
 }
 
 // protocolVersion is the minion protocol this dispatcher requires.
@@ -132,6 +135,9 @@ type minionCaps struct {
 	GuardError string
 	// GuardForms: the module's "runtime_guard_forms" (internal -> the form found), bounded and printable.
 	GuardForms map[string]string
+	// ProfileTable: the digest of the minion's profile table ("profile_table_sha256"); a module that does
+	// not report one holds the seeds' table (profiles.DefaultTable), and "" is a table it could not read.
+	ProfileTable string
 }
 
 // fencingVersion is the version of the minion's fencing capability this dispatcher requires.
@@ -173,6 +179,10 @@ func parseCapabilities(v any) minionCaps {
 		caps.GuardError = guardReason(reason)
 	}
 	caps.GuardForms = guardForms(m["runtime_guard_forms"])
+	caps.ProfileTable = profileTableUnreported
+	if v, ok := m["profile_table_sha256"]; ok {
+		caps.ProfileTable, _ = v.(string)
+	}
 	if pm, ok := m["proof"].(map[string]any); ok {
 		alg, _ := pm["alg"].(string)
 		ready, _ := pm["ready"].(bool)
@@ -187,6 +197,19 @@ func parseCapabilities(v any) minionCaps {
 		caps.FenceExhausted = caps.FenceMark == MaxFenceToken
 	}
 	return caps
+}
+
+// profileTableUnreported is minionCaps.ProfileTable for a module that reports no table: it holds the
+// seeds' one (see sameTable). It is no digest, so it can never equal one by accident.
+const profileTableUnreported = "unreported"
+
+// sameTable reports whether the minion holds the dispatcher's profile table: the digest it reports, or,
+// when it reports none, the seeds' table (a module without oduflow_profiles, or from before tables).
+func (d *Dispatcher) sameTable(caps minionCaps) bool {
+	if caps.ProfileTable == profileTableUnreported {
+		return d.table.IsDefault()
+	}
+	return caps.ProfileTable == d.table.Digest()
 }
 
 // maxGuardReason bounds the module's guard reason as reported (the module's reasons are one short line).

@@ -17,6 +17,12 @@ import (
 // with its durable receipts, locks and fork per request.
 func startPyMinion(t *testing.T, e *simEnv, cfg fakeminion.PythonConfig) (string, *fakeminion.PythonHost) {
 	t.Helper()
+	return startPyMinionNamed(t, e, cfg, newMinionID())
+}
+
+// startPyMinionNamed is startPyMinion with the minion id given (a host name, say).
+func startPyMinionNamed(t *testing.T, e *simEnv, cfg fakeminion.PythonConfig, id string) (string, *fakeminion.PythonHost) {
+	t.Helper()
 	if _, err := exec.LookPath("python3"); err != nil {
 		t.Skip("python3 not installed")
 	}
@@ -27,7 +33,6 @@ func startPyMinion(t *testing.T, e *simEnv, cfg fakeminion.PythonConfig) (string
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = h.Close() })
-	id := newMinionID()
 	pub, err := h.ProvisionKey(id)
 	if err != nil {
 		t.Fatal(err)

@@ -45,7 +45,7 @@ const maxAssertText = 512
 // that the master's record holds the stronger evidence.
 func (d *Dispatcher) Reconcile(ctx context.Context, minion, request string, ev Reconciliation) (_ Response, err error) {
 	defer errmark.Boundary(&err)
-	t, err := parseTarget(minion, request)
+	t, err := d.parseTarget(minion, request)
 	if err != nil {
 		return Response{}, err
 	}
@@ -248,7 +248,7 @@ func (d *Dispatcher) reconcilableClaim(ctx context.Context, t target, allowAsser
 // exit at once. When a worker already holds the request lock (it is still polling), Resume only answers.
 func (d *Dispatcher) Resume(ctx context.Context, minion, request string) (resp Response, err error) {
 	defer errmark.Boundary(&err)
-	t, err := parseTarget(minion, request)
+	t, err := d.parseTarget(minion, request)
 	if err != nil {
 		return Response{}, err
 	}
@@ -387,7 +387,7 @@ func (d *Dispatcher) resumePolling(ctx context.Context, c *Claim, deadline time.
 // protocol-1 requests listed here (docs/ARCHITECTURE.md, One answer for a client).
 func (d *Dispatcher) Quarantine(ctx context.Context, minion string) (_ []Response, err error) {
 	defer errmark.Boundary(&err)
-	if err := receipt.ValidateMinionID(minion); err != nil {
+	if err := d.table.ValidateMinionID(minion); err != nil {
 		return nil, invalid(err, "minion id")
 	}
 	cs, err := listUnresolved(ctx, d.store, minion)

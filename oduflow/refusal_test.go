@@ -107,7 +107,7 @@ func TestGuardFormsBounded(t *testing.T) {
 // Ping's readiness needs every capability of a new request: the runtime guard alone missing is not ready.
 func TestReadinessNeedsRuntimeGuard(t *testing.T) {
 	all := Readiness{KeyAccepted: true, Reachable: true, Protocol: 1, PillarReady: true, Proof: true, Fencing: true,
-		RuntimeGuard: true}
+		RuntimeGuard: true, ProfileTable: true}
 	if !all.Ready() {
 		t.Fatal("everything present, not ready")
 	}
@@ -115,6 +115,7 @@ func TestReadinessNeedsRuntimeGuard(t *testing.T) {
 		"no runtime guard": func() Readiness { x := all; x.RuntimeGuard = false; return x }(),
 		"no fencing":       func() Readiness { x := all; x.Fencing = false; return x }(),
 		"no proof":         func() Readiness { x := all; x.Proof = false; return x }(),
+		"another table":    func() Readiness { x := all; x.ProfileTable = false; return x }(),
 	} {
 		if r.Ready() {
 			t.Fatalf("%s: ready", name)

@@ -8,7 +8,6 @@ import (
 	"github.com/cockroachdb/errors"
 
 	"github.com/oduflow/oduflow-go/internal/errmark"
-	"github.com/oduflow/oduflow-go/profiles"
 	"github.com/oduflow/oduflow-go/receipt"
 	"github.com/oduflow/oduflow-go/salt"
 )
@@ -29,14 +28,14 @@ func (d *Dispatcher) Start(ctx context.Context, minion, request string, profile 
 	defer errmark.Boundary(&err)
 	t0 := time.Now()
 	defer func() { d.hooks.observe(ctx, "start", time.Since(t0)) }()
-	t, err := parseTarget(minion, request)
+	t, err := d.parseTarget(minion, request)
 	if err != nil {
 		return Response{}, err
 	}
-	if err := validateProfile(profile); err != nil {
+	if err := d.validateProfile(profile); err != nil {
 		return Response{}, err
 	}
-	role, err := profiles.RoleFor(profile)
+	role, err := d.table.Role(profile)
 	if err != nil {
 		return Response{}, invalid(err, "profile")
 	}
@@ -56,7 +55,7 @@ func (d *Dispatcher) Start(ctx context.Context, minion, request string, profile 
 		return Response{}, err
 	}
 	c := &Claim{Protocol: claimProtocol, MinionID: t.minion, RequestID: t.request, Profile: profile,
-		Role: string(role), JID: string(d.jids.Next()), Phase: PhaseClaimed, CreatedAt: d.clock.Now()}
+		Role: role, JID: string(d.jids.Next()), Phase: PhaseClaimed, CreatedAt: d.clock.Now()}
 	ctx = withRequest(ctx, refOf(c))
 	return d.create(ctx, c)
 }

@@ -49,11 +49,11 @@ func (d *Dispatcher) Status(ctx context.Context, minion, request string, profile
 	defer errmark.Boundary(&err)
 	t0 := time.Now()
 	defer func() { d.hooks.observe(ctx, "status", time.Since(t0)) }()
-	t, err := parseTarget(minion, request)
+	t, err := d.parseTarget(minion, request)
 	if err != nil {
 		return Response{}, err
 	}
-	if err := validateProfile(profile); err != nil {
+	if err := d.validateProfile(profile); err != nil {
 		return Response{}, err
 	}
 	ctx = withRequest(ctx, RequestRef{Minion: t.minion, RequestID: t.request, Profile: profile})

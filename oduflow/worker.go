@@ -7,7 +7,6 @@ import (
 
 	"github.com/cockroachdb/errors"
 
-	"github.com/oduflow/oduflow-go/profiles"
 	"github.com/oduflow/oduflow-go/receipt"
 	"github.com/oduflow/oduflow-go/salt"
 )
@@ -155,10 +154,21 @@ func (d *Dispatcher) tryRequestLock(ctx context.Context, request string) (Lease,
 	}
 }
 
-// checkRole validates the persisted profile/role pair against the fixed whitelist.
-func checkRole(c *Claim) error {
-	want, ok := profiles.Fixed()[c.Profile]
-	if !ok || string(want) != c.Role {
+// runKwargs are the keyword arguments of the run publication: the fence token, and with a table other
+// than the seeds' its digest (profile_table), which the module checks against its own table before
+// anything runs. The seeds' table sends exactly what protocol 1 always sent.
+func (d *Dispatcher) runKwargs(c *Claim) map[string]any {
+	kw := map[string]any{"fence_token": int64(c.FenceToken)}
+	if !d.table.IsDefault() {
+		kw["profile_table"] = d.table.Digest()
+	}
+	return kw
+}
+
+// checkRole validates the persisted profile/role pair against the profile table.
+func (d *Dispatcher) checkRole(c *Claim) error {
+	want, err := d.table.Role(c.Profile)
+	if err != nil || want != c.Role {
 		return errors.Wrapf(errRoleNotAllowed, "profile %q", errors.Safe(string(c.Profile)))
 	}
 	return nil
@@ -167,7 +177,7 @@ func checkRole(c *Claim) error {
 // runWorker executes the worker steps for one claim (a detached worker process) and returns when the
 // request is final or abandoned.
 func (d *Dispatcher) runWorker(ctx context.Context, minion, request string) error {
-	t, err := parseTarget(minion, request)
+	t, err := d.parseTarget(minion, request)
 	if err != nil {
 		return err
 	}
@@ -344,7 +354,7 @@ type dispatchPlan struct {
 func (d *Dispatcher) preflightPhase(ctx context.Context, c *Claim, h *workerHold) (*dispatchPlan, error) {
 	d.stepHook(ctx, c, stepClaimed)
 	if c.Profile != receipt.ProfileCustom {
-		if err := checkRole(c); err != nil {
+		if err := d.checkRole(c); err != nil {
 			d.failPreflight(ctx, c, CodeRoleNotAllowed)
 			return nil, err
 		}
@@ -462,7 +472,7 @@ func (d *Dispatcher) publishPhase(ctx context.Context, t target, c *Claim, h *wo
 	// The fencing token goes as Salt's keyword argument (a trailing {"__kwarg__": true, ...} map): the
 	// minion starts the run only if the token is above every token it has started or fenced.
 	_, err := d.publishSlotted(wctx, t.minion, funRun, []any{c.RequestID, string(c.Profile), plan.spec.StateDataJSON},
-		map[string]any{"fence_token": int64(c.FenceToken)}, plan.jid, nil)
+		d.runKwargs(c), plan.jid, nil)
 	if err != nil {
 		code := publishErrorCode(err)
 		if salt.IsNotPublished(err) && !salt.IsOutcomeUnknown(err) {
@@ -672,6 +682,13 @@ func (d *Dispatcher) preflight(ctx context.Context, c *Claim) (code ErrorCode, k
 	}
 	if caps.Protocol != protocolVersion || !caps.Proof || !caps.Fencing {
 		return CodeCapability, "", 0 // no silent fallback to unproven receipts or unfenced runs
+	}
+	if !d.sameTable(caps) {
+		// Another table on the minion: the profile would run other states there (or none). Never
+		// defaulted: a minion without a table holds the seeds' one.
+		d.claimLog(c).Warn("worker: the minion's profile table differs from the dispatcher's; nothing published",
+			slog.String("dispatcher_table", d.table.Digest()), slog.Bool("minion_reports_table", caps.ProfileTable != profileTableUnreported))
+		return CodeProfileTableMismatch, "", 0
 	}
 	key, err := loadMinionKey(ctx, d.pkiDir, c.MinionID)
 	if err != nil {

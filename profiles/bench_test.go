@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/oduflow/oduflow-go/receipt"
 )
 
 // source64KiB builds a realistic source of exactly MaxSourceBytes with
@@ -77,5 +79,36 @@ func BenchmarkValidateCustomRejectLate64KiB(b *testing.B) {
 		if ValidateCustom(bad) == nil {
 			b.Fatal("accepted")
 		}
+	}
+}
+
+// BenchmarkTableRoleAndID: what a table adds to Start before any I/O (the profile's role and the id
+// policy check), for the seeds' table and a host-named fleet's.
+func BenchmarkTableRoleAndID(b *testing.B) {
+	fleet, err := ParseTable([]byte("profiles:\n  webserver: {sls: [roles.webserver, roles.monitoring]}\n"+
+		"  full: {highstate: true}\nminion_ids: salt\n"), "b")
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name   string
+		t      *Table
+		p      receipt.Profile
+		minion string
+	}{
+		{"seeds", DefaultTable(), receipt.ProfileConfigure, "client-5b2f8c1e-3c4d-4e5f-8a9b-0c1d2e3f4a5b"},
+		{"fleet", fleet, "webserver", "web01.prod.example.com"},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := tc.t.Role(tc.p); err != nil {
+					b.Fatal(err)
+				}
+				if err := tc.t.ValidateMinionID(tc.minion); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }

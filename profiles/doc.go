@@ -1,7 +1,33 @@
-// Package profiles owns what may ever reach Salt: the fixed profile -> role
-// table, and custom state sources (validation, compilation to Salt high data,
-// canonical JSON and its SHA-256 digest). It imports only receipt (and the
-// internal error marks).
+// Package profiles owns what may ever reach Salt: the profile tables (the
+// seeds' fixed profile -> role table and an operator's own), and custom state
+// sources (validation, compilation to Salt high data, canonical JSON and its
+// SHA-256 digest). It imports only receipt (and the internal error marks).
+//
+// # Profile tables
+//
+// A Table maps each profile to an ordered list of Salt sls names (applied as
+// state.apply a,b) or to the highstate (state.apply with no argument), and
+// names the fleet's minion id policy (IDsSeeds: client-<uuid>; IDsSalt: any
+// id of receipt.ValidateMinionID). LoadTable reads one from a file (at most
+// 64 KiB, not group or world writable), ParseTable from memory:
+//
+//	profiles:
+//	  webserver: {sls: [roles.webserver, roles.monitoring]}
+//	  full: {highstate: true}
+//	minion_ids: salt
+//
+// Refused, as a *TableError (errors.Is ErrInvalidTable) naming the file, the
+// line and the field, never echoing a value that is not a valid name: unknown
+// or duplicate keys, anchors, aliases, tags, merge keys, template syntax,
+// several documents, profile names not [a-z][a-z0-9_]{0,31}, the reserved
+// custom, an empty list or more than 32 sls names, sls names that are not
+// [A-Za-z0-9_-] segments joined by single dots (at most 200 bytes; a segment
+// never starts with '-'), an sls listed twice, a plain scalar that YAML 1.1
+// and 1.2 read differently, sls and highstate together, highstate not true,
+// more than 64 profiles. Table.Digest is the SHA-256 of the RFC 8785
+// canonical JSON of Table.Document, the same bytes the minion module hashes
+// for its oduflow_profiles; DefaultTable is the seeds' table below, the
+// default on both sides, and Table.MinionConfig the minion's side of a table.
 //
 // # Fixed profiles
 //

@@ -4,9 +4,13 @@
 //
 // It owns:
 //
-//   - identities: ValidateMinionID ("client-" + canonical lowercase UUID),
-//     ValidateRequestID, NewRequestID, ValidateJID (exactly 20 ASCII digits),
-//     all refusing with ErrInvalidID;
+//   - identities: ValidateMinionID (the id policy: an ASCII letter or digit,
+//     then up to 127 of letters, digits, '.', '_', '-', no "..", not ending in
+//     ".lock"; any Salt
+//     minion id that names one minion and is one path component),
+//     ValidateSeedMinionID ("client-" + canonical lowercase UUID, the seeds'
+//     policy), ValidateRequestID, NewRequestID, ValidateJID (exactly 20 ASCII
+//     digits), all refusing with ErrInvalidID;
 //   - the receipt schema (exactly nine keys: protocol, minion_id, request_id,
 //     jid, profile, state_digest, status, passed, total; plus the optional
 //     code of a fenced receipt, see Fencing below), its strict decoding
@@ -34,10 +38,10 @@
 //	missing_key     the key      one of the nine keys absent
 //	wrong_type      the key      not an object, a string for an int, true or 1.0 for an int
 //	bad_protocol    protocol     an integer other than 1
-//	bad_minion_id   minion_id    not "client-" + canonical lowercase UUID
+//	bad_minion_id   minion_id    not an id of the id policy (ValidateMinionID)
 //	bad_request_id  request_id   not a canonical lowercase UUID
 //	bad_jid         jid          not exactly 20 ASCII digits
-//	bad_profile     profile      not one of the five profiles
+//	bad_profile     profile      not a profile name ([a-z][a-z0-9_]{0,31}: the seeds' five, a table's)
 //	bad_status      status       not one of the five statuses
 //	bad_code        code         present but not "fenced", or on a status other than failed
 //	bad_digest      state_digest custom without a 64-hex digest, or a fixed profile with one

@@ -45,7 +45,7 @@ func FuzzDecode(f *testing.F) {
 		if !bytes.Equal(enc, enc2) {
 			t.Fatal("encoding not deterministic")
 		}
-		if !r.Status.Valid() || !r.Profile.Valid() || r.Passed > r.Total || r.Passed < 0 {
+		if !r.Status.Valid() || !r.Profile.ValidName() || ValidateMinionID(r.MinionID) != nil || r.Passed > r.Total || r.Passed < 0 {
 			t.Fatalf("invalid receipt accepted: %+v", r)
 		}
 	})

@@ -1,6 +1,8 @@
 package receipt
 
 import (
+	"strings"
+
 	"github.com/google/uuid"
 
 	"github.com/oduflow/oduflow-go/internal/errmark"
@@ -32,10 +34,56 @@ func isCanonicalUUID(s string) bool {
 	return true
 }
 
-// ValidateMinionID accepts exactly "client-" + canonical lowercase UUID.
+// maxMinionIDLen is the longest minion id the id policy accepts: with the file store's prefixes and
+// suffixes (lease-<id>.lock) every name it makes of an id stays a valid file name.
+const maxMinionIDLen = 128
+
+// lockSuffix ends the names the stores keep for their lock files (internal/safefile): no minion id ends so.
+const lockSuffix = ".lock"
+
+// ValidateMinionID accepts a minion id of the id policy: an ASCII letter or
+// digit, then up to 127 ASCII letters, digits, '.', '_' or '-', with no ".."
+// and not ending in ".lock" (the stores' lock files).
+// Such an id is what Salt's list matcher targets as exactly one minion (no
+// glob, regex or list character: no '*', '?', '[', ',', whitespace), one safe
+// path component (no '/', NUL, leading '.', "..") and one etcd key segment.
+// Every "client-" + lowercase UUID (ValidateSeedMinionID) is one. Anything
+// else is ErrInvalidID; the offending value is not echoed in the error.
+func ValidateMinionID(s string) (err error) {
+	defer errmark.Boundary(&err)
+	if !isPolicyMinionID(s) {
+		return &idError{kind: "minion id", want: "1-128 of [A-Za-z0-9._-], starting with a letter or digit, " +
+			"no \"..\", not ending in .lock; e.g. web01.example.com or client-" + exampleUUID}
+	}
+	return nil
+}
+
+// isPolicyMinionID is the id policy of ValidateMinionID.
+func isPolicyMinionID(s string) bool {
+	if len(s) == 0 || len(s) > maxMinionIDLen || strings.HasSuffix(s, lockSuffix) {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9':
+		case i > 0 && (c == '-' || c == '_'):
+		case i > 0 && c == '.':
+			if s[i-1] == '.' {
+				return false
+			}
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// ValidateSeedMinionID accepts exactly "client-" + canonical lowercase UUID:
+// the seeds' id policy (a profile table with minion_ids: seeds, the default).
 // Anything else (upper case, braces, missing dashes, surrounding space) is
 // ErrInvalidID. The offending value is not echoed in the error.
-func ValidateMinionID(s string) (err error) {
+func ValidateSeedMinionID(s string) (err error) {
 	defer errmark.Boundary(&err)
 	if len(s) != len(minionIDPrefix)+36 || s[:len(minionIDPrefix)] != minionIDPrefix ||
 		!isCanonicalUUID(s[len(minionIDPrefix):]) {

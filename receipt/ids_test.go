@@ -1,6 +1,8 @@
 package receipt
 
 import (
+	"regexp"
+	"strings"
 	"testing"
 
 	"github.com/cockroachdb/errors"
@@ -11,6 +13,13 @@ func TestValidateIDs(t *testing.T) {
 	const u = "5b2f8c1e-3c4d-4e5f-8a9b-0c1d2e3f4a5b"
 	good := map[string]func(string) error{
 		"client-" + u:                          ValidateMinionID,
+		"client-" + u + "-":                    ValidateMinionID, // any id of the policy, not only the seeds'
+		"web01":                                ValidateMinionID,
+		"web01.lab.example":                    ValidateMinionID,
+		"WEB_01-a.b":                           ValidateMinionID,
+		"9":                                    ValidateMinionID,
+		strings.Repeat("a", 128):               ValidateMinionID,
+		"web01.locked":                         ValidateMinionID,
 		u:                                      ValidateRequestID,
 		"00000000-0000-0000-0000-000000000000": ValidateRequestID,
 		"20261129154606051411":                 ValidateJID,
@@ -26,13 +35,31 @@ func TestValidateIDs(t *testing.T) {
 		f    func(string) error
 		want error
 	}{
+		{"", ValidateSeedMinionID, ErrInvalidID},
+		{u, ValidateSeedMinionID, ErrInvalidID},
+		{"Client-" + u, ValidateSeedMinionID, ErrInvalidID},
+		{"client-5B2F8C1E-3C4D-4E5F-8A9B-0C1D2E3F4A5B", ValidateSeedMinionID, ErrInvalidID},
+		{"client-" + u + "\n", ValidateSeedMinionID, ErrInvalidID},
+		{"client-" + u[:35] + "g", ValidateSeedMinionID, ErrInvalidID},
+		{"client--" + u[1:], ValidateSeedMinionID, ErrInvalidID},
+		{"web01.lab.example", ValidateSeedMinionID, ErrInvalidID},
 		{"", ValidateMinionID, ErrInvalidID},
-		{u, ValidateMinionID, ErrInvalidID},
-		{"Client-" + u, ValidateMinionID, ErrInvalidID},
-		{"client-5B2F8C1E-3C4D-4E5F-8A9B-0C1D2E3F4A5B", ValidateMinionID, ErrInvalidID},
 		{"client-" + u + "\n", ValidateMinionID, ErrInvalidID},
-		{"client-" + u[:35] + "g", ValidateMinionID, ErrInvalidID},
-		{"client--" + u[1:], ValidateMinionID, ErrInvalidID},
+		{"web01..example", ValidateMinionID, ErrInvalidID},
+		{".web01", ValidateMinionID, ErrInvalidID},
+		{"-web01", ValidateMinionID, ErrInvalidID},
+		{"_web01", ValidateMinionID, ErrInvalidID},
+		{"web01/etc", ValidateMinionID, ErrInvalidID},
+		{"web*", ValidateMinionID, ErrInvalidID},
+		{"web?", ValidateMinionID, ErrInvalidID},
+		{"web[0-9]", ValidateMinionID, ErrInvalidID},
+		{"web01,web02", ValidateMinionID, ErrInvalidID},
+		{"web 01", ValidateMinionID, ErrInvalidID},
+		{"web01\x00", ValidateMinionID, ErrInvalidID},
+		{"E@web.*", ValidateMinionID, ErrInvalidID},
+		{"wéb01", ValidateMinionID, ErrInvalidID},
+		{strings.Repeat("a", 129), ValidateMinionID, ErrInvalidID},
+		{"web01.lock", ValidateMinionID, ErrInvalidID},
 		{"", ValidateRequestID, ErrInvalidID},
 		{"5b2f8c1e3c4d4e5f8a9b0c1d2e3f4a5b", ValidateRequestID, ErrInvalidID},
 		{"{" + u + "}", ValidateRequestID, ErrInvalidID},
@@ -95,4 +122,30 @@ func TestProfilesAndStatuses(t *testing.T) {
 	if Status("done").Valid() {
 		t.Error("Status(done) valid")
 	}
+}
+
+// idPolicyOracle is the id policy written as a regular expression plus the ".." rule, independently of
+// isPolicyMinionID's loop.
+var idPolicyOracle = regexp.MustCompile(`\A[A-Za-z0-9][A-Za-z0-9._-]{0,127}\z`)
+
+// FuzzValidateMinionID: the policy accepts exactly what the oracle accepts; every seeds' id is a policy
+// id; a refusal is ErrInvalidID and never echoes the value.
+func FuzzValidateMinionID(f *testing.F) {
+	for _, s := range []string{"web01.lab.example", "client-5b2f8c1e-3c4d-4e5f-8a9b-0c1d2e3f4a5b", "a..b", "-x", "web*",
+		"a,b", "a/b", "", "x\x00", "wéb"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		err := ValidateMinionID(s)
+		want := idPolicyOracle.MatchString(s) && !strings.Contains(s, "..") && !strings.HasSuffix(s, ".lock")
+		if (err == nil) != want {
+			t.Fatalf("%q: err %v, oracle %v", s, err, want)
+		}
+		if err != nil && (!errors.Is(err, ErrInvalidID) || (len(s) > 3 && strings.Contains(err.Error(), s))) {
+			t.Fatalf("%q: %v", s, err)
+		}
+		if ValidateSeedMinionID(s) == nil && err != nil {
+			t.Fatalf("%q: a seeds' id outside the policy", s)
+		}
+	})
 }

@@ -14,8 +14,9 @@ func TestIDErrorsNameTheExpectedForm(t *testing.T) {
 		err  error
 		want string
 	}{
-		{ValidateMinionID("web-1"), "invalid minion id (want client-<lowercase UUID>"},
-		{ValidateMinionID("client-0F8FAD5B-D9CB-469F-A165-70867728950E"), "want client-<lowercase UUID>"},
+		{ValidateSeedMinionID("web-1"), "invalid minion id (want client-<lowercase UUID>"},
+		{ValidateSeedMinionID("client-0F8FAD5B-D9CB-469F-A165-70867728950E"), "want client-<lowercase UUID>"},
+		{ValidateMinionID("web-1/.."), "invalid minion id (want 1-128 of [A-Za-z0-9._-]"},
 		{ValidateRequestID("{0f8fad5b}"), "invalid request id (want a lowercase UUID"},
 		{ValidateJID("123"), "invalid jid (want exactly 20 ASCII digits)"},
 	} {

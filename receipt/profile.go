@@ -36,6 +36,23 @@ func (p Profile) Valid() bool {
 	return false
 }
 
+// ValidName reports whether p is a profile name a receipt or a claim may
+// carry: one of the protocol 1 profiles, or a profile of an operator's
+// profile table (profiles.Table): [a-z][a-z0-9_]{0,31}. Which names a
+// dispatcher or a minion runs is its table's business, not the receipt's.
+func (p Profile) ValidName() bool {
+	if len(p) == 0 || len(p) > 32 || p[0] < 'a' || p[0] > 'z' {
+		return false
+	}
+	for i := 1; i < len(p); i++ {
+		c := p[i]
+		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '_') {
+			return false
+		}
+	}
+	return true
+}
+
 // Fixed reports whether p runs a fixed role (all but custom).
 func (p Profile) Fixed() bool { return p.Valid() && p != ProfileCustom }
 

@@ -89,7 +89,7 @@ func (r Receipt) Validate() (err error) {
 		return invalid(reasonBadRequestID, "request_id")
 	case ValidateJID(r.JID) != nil:
 		return invalid(reasonBadJID, "jid")
-	case !r.Profile.Valid():
+	case !r.Profile.ValidName():
 		return invalid(reasonBadProfile, "profile")
 	case !r.Status.Valid():
 		return invalid(reasonBadStatus, "status")

@@ -143,10 +143,10 @@ func TestValidateAndEncode(t *testing.T) {
 		reason string
 	}{
 		{"protocol", func(r *Receipt) { r.Protocol = 0 }, reasonBadProtocol},
-		{"minion", func(r *Receipt) { r.MinionID = "minion" }, reasonBadMinionID},
+		{"minion", func(r *Receipt) { r.MinionID = "minion/.." }, reasonBadMinionID},
 		{"request", func(r *Receipt) { r.RequestID = "" }, reasonBadRequestID},
 		{"jid", func(r *Receipt) { r.JID = "1" }, reasonBadJID},
-		{"profile", func(r *Receipt) { r.Profile = "x" }, reasonBadProfile},
+		{"profile", func(r *Receipt) { r.Profile = "X" }, reasonBadProfile},
 		{"status", func(r *Receipt) { r.Status = "x" }, reasonBadStatus},
 		{"digest fixed", func(r *Receipt) { r.StateDigest = testDigest }, reasonBadDigest},
 		{"digest custom", func(r *Receipt) { r.Profile = ProfileCustom }, reasonBadDigest},

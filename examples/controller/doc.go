@@ -12,7 +12,8 @@
 //	ODUFLOW_TLS_CLIENT_CA, ODUFLOW_TLS_PRINCIPALS
 //	                       require client certificates of this CA; the principal is the certificate's
 //	                       subject CommonName, given a role and companies by the mapping (mode 0600)
-//	ODUFLOW_CLIENTS        lines MINION COMPANY: each client's company
+//	ODUFLOW_CLIENTS        lines MINION COMPANY: each client's company (MINION of the table's id policy)
+//	ODUFLOW_PROFILES       the profile table (profiles.LoadTable; unset: the seeds' table)
 //	ODUFLOW_CATALOG_DIR, ODUFLOW_MAX_INFLIGHT_PER_PRINCIPAL, ODUFLOW_INSECURE_NO_AUTH (loopback only)
 //
 // Without tokens or client certificates it refuses to start (exit 2). The audit trail is JSON lines on

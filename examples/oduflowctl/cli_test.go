@@ -110,7 +110,7 @@ func TestPing(t *testing.T) {
 	r := run(t, l.env, "ping", l.minion)
 	must(t, r, 0)
 	want := `{"minion_id":"` + l.minion + `","key_accepted":true,"reachable":true,"protocol":1,"pillar_ready":true,"proof":true,"fencing":true,"runtime_guard":true,` +
-		`"runtime_guard_forms":{"salt.state.State.call_parallel":"3006.0-3006.9, 3007.0-3007.1"},"ready":true}`
+		`"runtime_guard_forms":{"salt.state.State.call_parallel":"3006.0-3006.9, 3007.0-3007.1"},"profile_table":true,"ready":true}`
 	if got := oneLine(t, r.stdout); got != want {
 		t.Fatalf("ping: got %s, want %s", got, want)
 	}

@@ -230,7 +230,7 @@ func TestAssignments(t *testing.T) {
 	if _, err := s.Assign(ctx, d.ID, minionA, "other"); !errors.Is(err, ErrInvalid) {
 		t.Fatalf("assign for a company that does not own the definition: %v", err)
 	}
-	if _, err := s.Assign(ctx, d.ID, "minion-1", "acme"); !errors.Is(err, ErrInvalid) {
+	if _, err := s.Assign(ctx, d.ID, "minion/1", "acme"); !errors.Is(err, ErrInvalid) {
 		t.Fatalf("bad minion: %v", err)
 	}
 	if _, err := s.Assign(ctx, receipt.NewRequestID(), minionA, "acme"); !errors.Is(err, ErrNotFound) {

@@ -63,7 +63,7 @@ func TestExecutionValidation(t *testing.T) {
 	cases := map[string]func(*Execution){
 		"request":   func(e *Execution) { e.RequestID = "x" },
 		"upper":     func(e *Execution) { e.RequestID = strings.ToUpper(e.RequestID) },
-		"minion":    func(e *Execution) { e.MinionID = "client-x" },
+		"minion":    func(e *Execution) { e.MinionID = "client-x/.." },
 		"mode":      func(e *Execution) { e.Mode = "again" },
 		"company":   func(e *Execution) { e.Company = "" },
 		"digest":    func(e *Execution) { e.Digest = strings.Repeat("0", 64) },
@@ -276,7 +276,7 @@ func TestLockServerSerializes(t *testing.T) {
 	if maxInside.Load() != 1 {
 		t.Fatalf("%d holders at once", maxInside.Load())
 	}
-	if _, err := s.LockServer(ctx, "nope"); !errors.Is(err, ErrInvalid) {
+	if _, err := s.LockServer(ctx, "no pe"); !errors.Is(err, ErrInvalid) {
 		t.Fatalf("bad minion: %v", err)
 	}
 }

@@ -197,8 +197,8 @@ func (c *Claim) Validate() (err error) {
 		}
 	}
 	if c.Profile != "" {
-		if _, err := receipt.ParseProfile(string(c.Profile)); err != nil {
-			return errmark.Mark(err, ErrCorruptClaim)
+		if !c.Profile.ValidName() {
+			return errmark.Mark(errors.WithStack(receipt.ErrUnknownProfile), ErrCorruptClaim)
 		}
 	}
 	if !c.Phase.valid() {

@@ -273,6 +273,17 @@ func (s *catalogSuite) testAssignments(t *testing.T) {
 	wantErr(t, "Unassign again", a.Unassign(ctx, d.ID, m1), catalog.ErrNotFound)
 	_, err = a.Assignment(ctx, d.ID, m1)
 	wantErr(t, "Assignment after Unassign", err, catalog.ErrNotFound)
+	// A host-named server (a fleet with minion_ids: salt) is assigned, listed and locked like any other.
+	const host = "web01.prod.example.com"
+	noErr(t, "Assign a host-named server", func() error { _, err := a.Assign(ctx, d.ID, host, "acme"); return err }())
+	if l, err := b.Assignments(ctx, host); err != nil || len(l) != 1 || l[0].MinionID != host {
+		t.Fatalf("Assignments of a host-named server: %v %v", l, err)
+	}
+	unlock, err := b.LockServer(ctx, host)
+	noErr(t, "LockServer of a host-named server", err)
+	noErr(t, "unlock", unlock())
+	_, err = b.Assign(ctx, d.ID, "web01.lock", "acme")
+	wantErr(t, "Assign to an id ending in .lock", err, catalog.ErrInvalid)
 }
 
 func (s *catalogSuite) testExecutions(t *testing.T) {

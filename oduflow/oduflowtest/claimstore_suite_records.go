@@ -1,6 +1,7 @@
 package oduflowtest
 
 import (
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -242,6 +243,44 @@ func (s *suite) testListByClient(t *testing.T) {
 		}
 		if got := listMap(t, b, "client-"+receipt.NewRequestID()); len(got) != 0 {
 			t.Fatalf("unknown minion: %d claims", len(got))
+		}
+	})
+	t.Run("host-named clients", func(t *testing.T) {
+		// Any minion id of the id policy (receipt.ValidateMinionID), a table profile and its role: each
+		// client lists its own claims only, including ids that look like a store's own names, and the
+		// client leases of two host-named clients are independent.
+		loc := s.backend(t)
+		st := s.open(t, loc)
+		ids := []string{"web01.prod.example.com", "web01", "web01.locked", "clients", "open", "lease-web01", "A-b_c.9",
+			strings.Repeat("x", 128)}
+		stored := map[string]*claims.Claim{}
+		for _, id := range ids {
+			c := NewClaim()
+			c.MinionID, c.Profile, c.Role = id, "webserver", "roles.webserver,roles.monitoring"
+			stored[id] = mustCreate(t, st, c)
+		}
+		for _, id := range ids {
+			got := listMap(t, st, id)
+			if len(got) != 1 {
+				t.Fatalf("%s: %d claims listed, want 1", id, len(got))
+			}
+			sameClaim(t, "host-named claim", got[stored[id].RequestID], stored[id])
+		}
+		ctx := testContext(t)
+		la, err := st.AcquireClientLease(ctx, "web01", time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lb, err := st.AcquireClientLease(ctx, "web01.locked", time.Second)
+		if err != nil {
+			t.Fatalf("the lease of web01.locked is not web01's: %v", err)
+		}
+		_ = lb.Release()
+		_ = la.Release()
+		for _, bad := range []string{"web*", "a/b", "..", "a..b", "web 01", "", "web01.lock", strings.Repeat("x", 129)} {
+			if _, err := st.ListByClient(ctx, bad); err == nil {
+				t.Fatalf("%q listed", bad)
+			}
 		}
 	})
 	t.Run("consistent under concurrent creates", func(t *testing.T) {

@@ -84,6 +84,10 @@ def default_results():
         "roles.client_production": ret("roles.client_production", [True, False, True]),
         "roles.client_storage_resize": ret("roles.client_storage_resize", [True, True]),
         "roles.client_credentials": ret("roles.client_credentials", [True, True]),
+        # a profile table's states: an sls list is applied as one state.apply a,b; the highstate
+        # (state.apply with no argument) has the key "highstate"
+        "roles.webserver,roles.monitoring": ret("roles.webserver", [True, True, True, True]),
+        "highstate": ret("highstate", [True, True, True, True, True]),
     }
 
 
@@ -124,6 +128,20 @@ FAKE_STATE_FILE = "<oduflow fake salt/state.py>"
 FAKE_STATE_SOURCE = """
 import json
 import os
+
+
+class BaseHighState(object):
+    \"\"\"salt.state.BaseHighState stand-in: the highstate writes its compiled cache like Salt's.\"\"\"
+
+    def __init__(self, opts):
+        self.opts = opts
+
+    def call_highstate(self, high, cache_name="highstate"):
+        import salt.utils.files
+
+        cfn = os.path.join(self.opts["cachedir"], "{}.cache.p".format(cache_name))
+        with salt.utils.files.fopen(cfn, "w+b") as fp_:
+            fp_.write(json.dumps(high).encode())
 
 
 class State(object):
@@ -260,7 +278,22 @@ def fake_sls(mods, test=None, exclude=None, queue=None, sync_mods=None, state_ev
 
 
 def fake_apply(mods=None, **kwargs):
+    if mods is None:
+        return fake_highstate(**kwargs)
     return fake_sls(mods, **kwargs)
+
+
+def fake_highstate(test=None, queue=None, state_events=None, **kwargs):
+    """state.apply with no argument: the top file's states; the compiled cache goes through
+    salt.state.BaseHighState.call_highstate (salt.utils.files.fopen), as in Salt."""
+    _side_effect("state.apply", "highstate")
+    _behave("highstate", "state.apply", {"mods": None, "test": test, "queue": queue,
+                                         "state_events": state_events, "kwargs": kwargs})
+    ret = BEHAVIOR["results"].get("highstate")
+    if isinstance(ret, dict):
+        ret = _run_chunks(json.loads(json.dumps(ret)), "highstate")
+    sys.modules["salt.state"].BaseHighState(CURRENT["opts"]).call_highstate({"top": "fixture"})
+    return ret
 
 
 def fake_high(data, test=None, queue=None, **kwargs):

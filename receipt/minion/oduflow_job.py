@@ -5,7 +5,7 @@ oduflow_job: protocol 1 of Oduflow's durable minion receipts (Salt execution mod
 Functions (all other names are private):
 
     oduflow_job.capabilities()
-    oduflow_job.run(request_id, profile, state_data_json="", fence_token=None)
+    oduflow_job.run(request_id, profile, state_data_json="", fence_token=None, profile_table=None)
     oduflow_job.status(request_id, jid, profile)
     oduflow_job.attest(request_id, jid, profile, nonce)
     oduflow_job.fence(request_id, jid, profile, token)
@@ -14,14 +14,20 @@ Functions (all other names are private):
 (read only from Salt's ``__pub_jid`` metadata), and commits a durable receipt before
 returning it to Salt:
 
-    {"protocol": 1, "minion_id": "client-<uuid>", "request_id": "<uuid>",
+    {"protocol": 1, "minion_id": "<this minion's id>", "request_id": "<uuid>",
      "jid": "<20 digits>", "profile": "configure", "state_digest": "",
      "status": "succeeded", "passed": 60, "total": 60}
 
-Fixed profiles run a fixed role through ``state.apply``; ``custom`` runs canonical high data
-through ``state.high``, bound by the SHA-256 of its RFC 8785 canonical JSON. The argument
-``state_data_json`` is "" for fixed profiles and, for custom, the JSON object text
-``{"digest": "<sha256 hex>", "high": <high data>}``.
+The profiles are those of this minion's profile table, the config key ``oduflow_profiles``
+(without it the seeds' table: configure -> roles.client_stack, ...; see _parse_table): a
+profile runs its sls list through ``state.apply a,b``, or the highstate (``state.apply`` with
+no argument); a profile the table does not hold is refused. ``profile_table`` is the
+dispatcher's table digest (sent with any table other than the seeds'): it must be this table's.
+``custom`` runs canonical high data through ``state.high``, bound by the SHA-256 of its RFC
+8785 canonical JSON. The argument ``state_data_json`` is "" for table profiles and, for
+custom, the JSON object text ``{"digest": "<sha256 hex>", "high": <high data>}``. The minion's
+own id must be within its table's id policy (seeds: client-<uuid>; salt: any Salt minion id
+of letters, digits, '.', '_', '-', no "..").
 
 ``status`` answers from local evidence only: the exact terminal receipt, ``running`` while a
 live worker holds the request lock, ``unknown`` for a partial claim or a dead worker,
@@ -71,7 +77,8 @@ free request lock next to a running record proves that the worker is gone, while
 one proves that it is alive. A file that merely exists proves nothing.
 
 Raw results never reach disk or the event bus from inside ``run``: the state cache files
-(``sls.p``, ``*.cache.p``) are written into memory, reads through that cache path are
+(``sls.p``, ``*.cache.p`` such as the highstate's ``highstate.cache.p``) are written into
+memory, reads through that cache path are
 refused, ``State.event`` is silenced and ``State.call_parallel`` refuses to spawn. The
 runtime guard (``_GUARD_CHECKS``) verifies, on any Salt from 3006.0 on, what the shims rely
 on: the signatures of the patched and called functions (each one of the forms it has had in
@@ -134,6 +141,20 @@ _ROLES = {
     "credentials": "roles.client_credentials",
 }
 _PROFILES = ("configure", "production", "volume_resize", "credentials", "custom")
+
+# Profile tables: the minion config key oduflow_profiles holds the operator's table, the same
+# document the dispatcher reads (profiles.LoadTable), normalized as
+#   {"minion_ids": "seeds"|"salt", "profiles": {name: {"sls": [..]} | {"highstate": true}}}
+# Without the key the minion holds the seeds' table (_ROLES, minion_ids seeds) and capabilities
+# answers exactly as before tables. The table's digest is the SHA-256 of its canonical JSON (RFC
+# 8785, as custom states), which the dispatcher compares with its own before it publishes.
+_TABLE_KEY = "oduflow_profiles"
+_PROFILE_NAME_RE = re.compile(r"\A[a-z][a-z0-9_]{0,31}\Z")
+_SLS_RE = re.compile(r"\A[A-Za-z0-9_][A-Za-z0-9_-]*(?:\.[A-Za-z0-9_][A-Za-z0-9_-]*)*\Z")
+_MAX_SLS_LEN = 200
+_MAX_TABLE_PROFILES = 64
+_MAX_PROFILE_SLS = 32
+_ID_POLICIES = ("seeds", "salt")
 _STATUSES = ("not_started", "running", "succeeded", "failed", "unknown")
 _RECEIPT_KEYS = (
     "protocol",
@@ -158,6 +179,10 @@ _RECORD_KEYS = ("record", "protocol", "minion_id", "request_id", "jid", "profile
 _UUID_RE = re.compile(r"\A[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\Z")
 _JID_RE = re.compile(r"\A[0-9]{20}\Z")
 _DIGEST_RE = re.compile(r"\A[0-9a-f]{64}\Z")
+# The id policy (minion_ids: salt): what Salt's list matcher targets as exactly one minion and
+# what is one safe path component: a letter or digit, then letters, digits, '.', '_', '-', at most
+# 128 in all, no "..", not ending in ".lock" (the stores' lock files). Every client-<uuid> is one.
+_MINION_ID_RE = re.compile(r"\A[A-Za-z0-9][A-Za-z0-9._-]{0,127}\Z")
 _NAME_RE = re.compile(r"\A[A-Za-z0-9][A-Za-z0-9._-]{0,199}\Z")
 
 _MAX_COUNT = 2 ** 53 - 1
@@ -228,7 +253,103 @@ def _is_uuid(value):
 
 
 def _is_minion_id(value):
+    """The id policy: any id a receipt may carry (client-<uuid> or a Salt host name)."""
+    return (isinstance(value, str) and bool(_MINION_ID_RE.match(value)) and ".." not in value
+            and not value.endswith(".lock"))
+
+
+def _is_seed_minion_id(value):
     return isinstance(value, str) and value.startswith("client-") and _is_uuid(value[7:])
+
+
+def _is_profile(value):
+    """A profile name a receipt may carry: custom or a table's name ([a-z][a-z0-9_]{0,31})."""
+    return isinstance(value, str) and bool(_PROFILE_NAME_RE.match(value))
+
+
+class _TableError(Exception):
+    """The minion's oduflow_profiles is not a valid table (the reason names a field, never a value)."""
+
+
+def _parse_table(value):
+    """The normalized table document of a config value, or _TableError."""
+    if not isinstance(value, dict):
+        raise _TableError("not a mapping")
+    if any(not isinstance(k, str) for k in value) or not set(value) <= {"profiles", "minion_ids"}:
+        raise _TableError("unknown key (want profiles, minion_ids)")
+    ids = value.get("minion_ids", "seeds")
+    if not isinstance(ids, str) or ids not in _ID_POLICIES:
+        raise _TableError("minion_ids: must be seeds or salt")
+    profiles = value.get("profiles")
+    if not isinstance(profiles, dict) or not profiles:
+        raise _TableError("profiles: must be a mapping of 1 to 64 profiles")
+    if len(profiles) > _MAX_TABLE_PROFILES:
+        raise _TableError("profiles: more than 64 profiles")
+    out = {}
+    for name, entry in profiles.items():
+        if name == "custom":
+            raise _TableError("profiles.custom: custom is reserved")
+        if not _is_profile(name):
+            raise _TableError("profiles: a profile name does not match [a-z][a-z0-9_]{0,31}")
+        field = "profiles." + name
+        if not isinstance(entry, dict) or not entry or any(k not in ("sls", "highstate") for k in entry):
+            raise _TableError(field + ": must be {sls: [...]} or {highstate: true}")
+        if "sls" in entry and "highstate" in entry:
+            raise _TableError(field + ": sls and highstate are exclusive")
+        if "highstate" in entry:
+            if entry["highstate"] is not True:
+                raise _TableError(field + ".highstate: must be true")
+            out[name] = {"highstate": True}
+            continue
+        sls = entry["sls"]
+        if not isinstance(sls, list) or not 1 <= len(sls) <= _MAX_PROFILE_SLS:
+            raise _TableError(field + ".sls: must be a list of 1 to 32 sls names")
+        for item in sls:
+            if not isinstance(item, str) or len(item) > _MAX_SLS_LEN or not _SLS_RE.match(item):
+                raise _TableError(field + ".sls: not a Salt sls name")
+        if len(set(sls)) != len(sls):
+            raise _TableError(field + ".sls: an sls listed twice")
+        out[name] = {"sls": list(sls)}
+    return {"minion_ids": ids, "profiles": out}
+
+
+_SEEDS_TABLE = {"minion_ids": "seeds", "profiles": {p: {"sls": [r]} for p, r in _ROLES.items()}}
+
+
+def _table():
+    """(table, digest, configured): the minion's profile table from its config key (the seeds'
+    without it). A key that is not a valid table raises _TableError."""
+    opts = _opts()
+    try:
+        configured = _TABLE_KEY in opts
+    except Exception:  # pylint: disable=broad-except
+        configured = False
+    table = _parse_table(opts.get(_TABLE_KEY)) if configured else _SEEDS_TABLE
+    return table, _digest(table), configured
+
+
+def _own_minion_id(minion_id):
+    """This minion's id is within its table's id policy (a table that does not read: no)."""
+    try:
+        return _own_id_ok(minion_id, _table()[0])
+    except _TableError:
+        return False
+
+
+def _holds_profile(profile):
+    """custom, or a profile of this minion's table (a table that does not read: none)."""
+    if profile == "custom":
+        return True
+    try:
+        return isinstance(profile, str) and profile in _table()[0]["profiles"]
+    except _TableError:
+        return False
+
+
+def _own_id_ok(minion_id, table):
+    if table["minion_ids"] == "salt":
+        return _is_minion_id(minion_id)
+    return _is_seed_minion_id(minion_id)
 
 
 def _is_jid(value):
@@ -442,7 +563,7 @@ def _receipt_reason(r):
         return "bad_request_id"
     if not _is_jid(r["jid"]):
         return "bad_jid"
-    if r["profile"] not in _PROFILES:
+    if not _is_profile(r["profile"]):
         return "bad_profile"
     if r["status"] not in _STATUSES:
         return "bad_status"
@@ -826,7 +947,7 @@ def _parse_record(data, name, kind):
         _is_minion_id(rec["minion_id"])
         and _is_uuid(rec["request_id"])
         and _is_jid(rec["jid"])
-        and rec["profile"] in _PROFILES
+        and _is_profile(rec["profile"])
         and isinstance(rec["state_digest"], str)
         and (rec["state_digest"] == "" or _is_digest(rec["state_digest"]))
     ):
@@ -1112,6 +1233,18 @@ def _check_state_cache_writes(ctx):
         raise _GuardFailure("a state cache write escaped the shim")
     if salt.utils.files.fopen is not original:
         raise _GuardFailure("salt.utils.files.fopen was not restored")
+
+
+def _check_highstate_cache_writes():
+    """The highstate's compiled cache (highstate.cache.p) is written by
+    salt.state.BaseHighState.call_highstate only through salt.utils.files.fopen: the shim sinks it."""
+    _, call = _resolve("salt.state", "BaseHighState", "call_highstate")
+    try:
+        source = inspect.getsource(call)
+    except Exception:  # pylint: disable=broad-except
+        raise _Refused("oduflow_job: cannot inspect salt.state.BaseHighState.call_highstate")
+    if source.count("open(") != source.count("salt.utils.files.fopen(") or ".cache.p" not in source:
+        raise _Refused("oduflow_job: the highstate writes its cache in an unverified way")
 
 
 def _lstat_key(path):
@@ -1451,11 +1584,24 @@ def capabilities():
     key_configured = isinstance(ready_key, str) and ready_key != ""
     if key_configured and pillar_ok:
         pillar_ok = _pillar_get(ready_key) is True
-    return {
+    profiles = list(_PROFILES)
+    table_caps = {}
+    try:
+        table, digest, configured = _table()
+        if configured:
+            profiles = sorted(table["profiles"]) + ["custom"]
+            table_caps = {"profile_table_sha256": digest, "minion_ids": table["minion_ids"]}
+            if not _own_id_ok(_opt("id"), table):
+                table_caps["profile_table_sha256"] = ""
+                table_caps["profile_table_error"] = "this minion's id is outside the table's id policy"
+    except _TableError as exc:
+        profiles = ["custom"]
+        table_caps = {"profile_table_sha256": "", "profile_table_error": str(exc)}
+    caps = {
         "protocol": PROTOCOL,
         "module": __virtualname__,
         "module_sha256": _module_sha256(),
-        "profiles": list(_PROFILES),
+        "profiles": profiles,
         "salt_version": _salt_version() or "",
         "runtime_guard_checks": [name for name, _ in _GUARD_CHECKS],
         "runtime_guard": guard is None,
@@ -1467,6 +1613,8 @@ def capabilities():
         "proof": _proof_capability(),
         "fencing": _fencing_capability(guard),
     }
+    caps.update(table_caps)  # nothing without the config key: the answer is as before tables
+    return caps
 
 
 def _fencing_capability(guard):
@@ -1563,13 +1711,21 @@ def _refuse_parallel(value, depth):
             _refuse_parallel(item, depth + 1)
 
 
-def _validate_run(request_id, profile, state_data_json, kwargs):
+def _validate_run(request_id, profile, state_data_json, kwargs, profile_table=None):
     minion_id = _opt("id")
-    if not _is_minion_id(minion_id):
-        raise _Refused("oduflow_job: this minion's id is not client-<canonical uuid>")
+    try:
+        table, table_digest, configured = _table()
+    except _TableError as exc:
+        raise _Refused("oduflow_job: the minion's oduflow_profiles is invalid: " + str(exc))
+    if not _own_id_ok(minion_id, table):
+        raise _Refused("oduflow_job: this minion's id is outside the id policy")
+    if profile_table is not None or (configured and table_digest != _digest(_SEEDS_TABLE)):
+        # A dispatcher with a table other than the seeds' names its digest: it must be this one.
+        if not isinstance(profile_table, str) or profile_table != table_digest:
+            raise _Refused("oduflow_job: the dispatcher's profile table differs from this minion's")
     if not _is_uuid(request_id):
         raise _Refused("oduflow_job: invalid request id")
-    if not isinstance(profile, str) or profile not in _PROFILES:
+    if not isinstance(profile, str) or (profile != "custom" and profile not in table["profiles"]):
         raise _Refused("oduflow_job: unknown profile")
     options = sorted(k for k in kwargs if not (isinstance(k, str) and k.startswith("__pub_")))
     if options:
@@ -1578,6 +1734,10 @@ def _validate_run(request_id, profile, state_data_json, kwargs):
     if not _is_jid(jid):
         raise _Refused("oduflow_job: the publication JID (__pub_jid) is missing or invalid")
     high, digest = None, ""
+    if profile != "custom":
+        high = table["profiles"][profile]  # what _execute applies: this minion's own table
+        if high.get("highstate") is True:
+            _check_highstate_cache_writes()  # before anything is written
     if profile == "custom":
         high, digest = _parse_custom(state_data_json)
     elif state_data_json not in ("", None):
@@ -1710,10 +1870,15 @@ def _execute(binding, high):
     with _Shield(_opt("cachedir")):
         if binding["profile"] == "custom":
             return __salt__["state.high"](json.loads(json.dumps(high)), **kwargs)  # noqa: F821
-        return __salt__["state.apply"](_ROLES[binding["profile"]], **kwargs)  # noqa: F821
+        if high.get("highstate") is True:
+            # state.apply with no argument: the top file. highstate.cache.p (written by
+            # salt.state.BaseHighState.call_highstate through salt.utils.files.fopen, checked by
+            # _validate_run) is a *.cache.p of the cachedir: the shield sinks it like sls.p.
+            return __salt__["state.apply"](**kwargs)  # noqa: F821
+        return __salt__["state.apply"](",".join(high["sls"]), **kwargs)  # noqa: F821
 
 
-def run(request_id, profile, state_data_json="", fence_token=None, **kwargs):
+def run(request_id, profile, state_data_json="", fence_token=None, profile_table=None, **kwargs):
     """
     Run one managed apply for a request, bound to this publication's JID, and return its
     durable receipt. Published by the Oduflow dispatcher with a preassigned JID and a fence
@@ -1726,7 +1891,7 @@ def run(request_id, profile, state_data_json="", fence_token=None, **kwargs):
 
         salt client-<uuid> oduflow_job.run <request-uuid> configure fence_token=7
     """
-    binding, high = _validate_run(request_id, profile, state_data_json, kwargs)
+    binding, high = _validate_run(request_id, profile, state_data_json, kwargs, profile_table)
     token = _fence_token(fence_token)
     if token is None and not _unfenced_allowed():
         raise _Refused("oduflow_job: a fence token is required (minion option "
@@ -1825,13 +1990,13 @@ def fence(request_id, jid, profile, token):
         salt client-<uuid> oduflow_job.fence <request-uuid> '"<jid>"' configure 7
     """
     minion_id = _opt("id")
-    if not _is_minion_id(minion_id):
-        raise _Refused("oduflow_job: this minion's id is not client-<canonical uuid>")
+    if not _own_minion_id(minion_id):
+        raise _Refused("oduflow_job: this minion's id is outside the id policy")
     if not _is_uuid(request_id):
         raise _Refused("oduflow_job: invalid request id")
     if not _is_jid(jid):
         raise _Refused("oduflow_job: invalid jid")
-    if not isinstance(profile, str) or profile not in _PROFILES:
+    if not _holds_profile(profile):
         raise _Refused("oduflow_job: unknown profile")
     token = _fence_token(token)
     if token is None:
@@ -1872,13 +2037,13 @@ def status(request_id, jid, profile):
         salt client-<uuid> oduflow_job.status <request-uuid> '"<jid>"' configure
     """
     minion_id = _opt("id")
-    if not _is_minion_id(minion_id):
-        raise _Refused("oduflow_job: this minion's id is not client-<canonical uuid>")
+    if not _own_minion_id(minion_id):
+        raise _Refused("oduflow_job: this minion's id is outside the id policy")
     if not _is_uuid(request_id):
         raise _Refused("oduflow_job: invalid request id")
     if not _is_jid(jid):
         raise _Refused("oduflow_job: invalid jid")
-    if not isinstance(profile, str) or profile not in _PROFILES:
+    if not _holds_profile(profile):
         raise _Refused("oduflow_job: unknown profile")
     want = {"minion_id": minion_id, "request_id": request_id, "jid": jid, "profile": profile}
     binding = dict(want, state_digest="")

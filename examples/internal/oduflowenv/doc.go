@@ -13,6 +13,7 @@
 //	ODUFLOW_CLAIMS         file:DIR, DIR or etcd://HOST:PORT[,HOST:PORT...]/PREFIX (etcds:// for TLS)
 //	ODUFLOW_ETCD_USER, ODUFLOW_ETCD_PASSWORD, ODUFLOW_ETCD_CACERT, ODUFLOW_ETCD_CERT, ODUFLOW_ETCD_KEY
 //	ODUFLOW_CATALOG_DIR    the custom-state catalog's directory (oduflowctl)
+//	ODUFLOW_PROFILES       the profile table file (Settings.Table; unset: the seeds' table)
 //
 // Every error it returns is an *Error whose Kind is ErrUsage (bad input or configuration, nothing
 // written), ErrUnreachable (a claim store that does not answer) or ErrRefused (credentials refused), so

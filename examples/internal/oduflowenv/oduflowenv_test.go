@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/oduflow/oduflow-go/profiles"
 )
 
 func TestFromEnvDefaultsAndEtcd(t *testing.T) {
@@ -95,7 +97,13 @@ func TestIDsProfilesAndExitNames(t *testing.T) {
 	if err := CheckMinion("s", "client-7c9e6679-7425-40de-944b-e07fc1f90ae7"); err != nil {
 		t.Fatal(err)
 	}
-	if err := CheckMinion("s", "nope"); !errors.Is(err, ErrUsage) || !strings.Contains(err.Error(), "want client-<canonical lowercase UUID>") {
+	if err := CheckMinionIn("s", "nope", profiles.DefaultTable()); !errors.Is(err, ErrUsage) || !strings.Contains(err.Error(), "want client-<canonical lowercase UUID>") {
+		t.Fatal(err)
+	}
+	if err := CheckMinion("s", "web01.lab.example"); err != nil {
+		t.Fatal(err)
+	}
+	if err := CheckMinion("s", "web*"); !errors.Is(err, ErrUsage) || !strings.Contains(err.Error(), "want a Salt minion id") {
 		t.Fatal(err)
 	}
 	if err := CheckRequest("s", "R"); !errors.Is(err, ErrUsage) || !strings.Contains(err.Error(), "want a canonical lowercase UUID") {
@@ -114,5 +122,35 @@ func TestIDsProfilesAndExitNames(t *testing.T) {
 	}
 	if KeyUser("/x/.salt_key") != "salt" || KeyUser("/x/key") != "root" {
 		t.Fatal("KeyUser")
+	}
+}
+
+// ODUFLOW_PROFILES: unset is the seeds' table; a table that does not load is refused as usage, naming
+// the variable, the file and the line; a good one is read with its policy and profiles.
+func TestSettingsTable(t *testing.T) {
+	ctx := context.Background()
+	if tb, err := (Settings{}).Table(ctx); err != nil || !tb.IsDefault() {
+		t.Fatalf("unset: %v", err)
+	}
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "bad.yaml")
+	if err := os.WriteFile(bad, []byte("profiles:\n  web: {sls: [roles.web]}\n  custom: {highstate: true}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err := FromEnv(func(k string) string { return map[string]string{"ODUFLOW_PROFILES": bad}[k] }).Table(ctx)
+	if !errors.Is(err, ErrUsage) || !errors.Is(err, profiles.ErrInvalidTable) ||
+		!strings.Contains(err.Error(), "ODUFLOW_PROFILES: profiles: "+bad+":3: profiles.custom: custom is reserved") {
+		t.Fatalf("bad table: %v", err)
+	}
+	good := filepath.Join(dir, "good.yaml")
+	if err := os.WriteFile(good, []byte("profiles:\n  webserver: {sls: [roles.webserver]}\nminion_ids: salt\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tb, err := (Settings{Profiles: good}).Table(ctx)
+	if err != nil || tb.MinionIDs() != profiles.IDsSalt || CheckMinionIn("s", "web01.lab.example", tb) != nil {
+		t.Fatalf("good table: %v", err)
+	}
+	if _, err := ProfileIn("s", "configure", tb); !errors.Is(err, ErrUsage) || !strings.Contains(err.Error(), "want one of webserver") {
+		t.Fatalf("profile outside the table: %v", err)
 	}
 }

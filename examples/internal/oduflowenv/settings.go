@@ -30,6 +30,7 @@ type Settings struct {
 	PKIDir     string // ODUFLOW_SALT_PKI_DIR, DefaultPKIDir when unset
 	Claims     string // ODUFLOW_CLAIMS: file:DIR, DIR or etcd://…
 	CatalogDir string // ODUFLOW_CATALOG_DIR
+	Profiles   string // ODUFLOW_PROFILES: the profile table file (profiles.LoadTable); unset: the seeds'
 	Etcd       Etcd   // ODUFLOW_ETCD_*
 	// EnvOnly: the program reads these from the environment only (the controller has no flags), so
 	// messages name the variables, never a flag it does not have.
@@ -58,6 +59,7 @@ func FromEnv(getenv func(string) string) Settings {
 		PKIDir:     getenv("ODUFLOW_SALT_PKI_DIR"),
 		Claims:     getenv("ODUFLOW_CLAIMS"),
 		CatalogDir: getenv("ODUFLOW_CATALOG_DIR"),
+		Profiles:   getenv("ODUFLOW_PROFILES"),
 		Etcd:       EtcdFromEnv(getenv),
 	}
 	if s.StateDir == "" {

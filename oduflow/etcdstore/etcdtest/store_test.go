@@ -61,7 +61,7 @@ func TestContractSingleMember(t *testing.T) {
 	if _, err := s.Get(ctx, "not-a-uuid"); !errors.Is(err, oduflow.ErrInvalidInput) {
 		t.Fatalf("bad id: %v", err)
 	}
-	if _, err := s.ListByClient(ctx, "nope"); !errors.Is(err, oduflow.ErrInvalidInput) {
+	if _, err := s.ListByClient(ctx, "no pe"); !errors.Is(err, oduflow.ErrInvalidInput) {
 		t.Fatalf("bad minion: %v", err)
 	}
 	list, err := s.ListByClient(ctx, c.MinionID)
@@ -261,7 +261,7 @@ func TestHostileRecords(t *testing.T) {
 		"oversized":     strings.Replace(valid, `"jid"`, `"role":"`+strings.Repeat("a", etcdstore.MaxClaimSize)+`","jid"`, 1),
 		"other request": strings.Replace(valid, good.RequestID, other.RequestID, 1),
 		"bad phase":     strings.Replace(valid, `"phase":"claimed"`, `"phase":"exploded"`, 1),
-		"bad minion":    strings.Replace(valid, m, "root", 1),
+		"bad minion":    strings.Replace(valid, m, "root/..", 1),
 		"empty":         "",
 	}
 	for name, v := range cases {

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/oduflow/oduflow-go/profiles"
 	"github.com/oduflow/oduflow-go/receipt"
 	receiptproof "github.com/oduflow/oduflow-go/receipt/proof"
 	"github.com/oduflow/oduflow-go/salt/salttest"
@@ -109,6 +110,19 @@ func GuardFailureReasons() []string {
 // of the publication's JID, which only a run can make, failing.
 func WithRunRefusal(refusal string) ModelOption { return func(m *Model) { m.runRefusal = refusal } }
 
+// WithProfileTable gives the minion a profile table of its own (the module's oduflow_profiles config):
+// capabilities report its digest ("profile_table_sha256") and profiles, and run, status, fence and
+// attest refuse a profile it does not hold; run refuses a publication whose profile_table differs
+// from its digest (or, with a table other than the seeds', carries none). Without it (or nil) the
+// minion holds the seeds' table and answers exactly as the module without the config key.
+func WithProfileTable(t *profiles.Table) ModelOption {
+	return func(m *Model) {
+		if t != nil {
+			m.table, m.tableSet = t, true
+		}
+	}
+}
+
 // Model is one simulated minion running the Go model of oduflow_job, with a fresh 2048-bit RSA Salt key
 // (PublicKeyPEM is what the master must accept: Add does it). Safe for concurrent use.
 type Model struct {
@@ -124,6 +138,8 @@ type Model struct {
 	guardError    string            // WithRuntimeGuardFailure: the guard's failure ("" holds)
 	guardForms    map[string]string // WithGuardForms: the forms the guard found
 	runRefusal    string            // WithRunRefusal: the refusal every run answers
+	table         *profiles.Table   // the minion's table: the seeds' unless WithProfileTable
+	tableSet      bool              // WithProfileTable: the module has oduflow_profiles (capabilities say so)
 
 	mu       sync.Mutex
 	results  map[receipt.Profile]Result
@@ -147,7 +163,7 @@ func NewModel(id string, opts ...ModelOption) *Model {
 	m := &Model{id: id, protocol: 1, pillarReady: true, results: map[receipt.Profile]Result{},
 		terminal: map[string]receipt.Receipt{}, running: map[string]receipt.Receipt{},
 		jids: map[string]string{}, digests: map[string]string{}, calls: map[string]int{},
-		guardForms: defaultGuardForms()}
+		guardForms: defaultGuardForms(), table: profiles.DefaultTable()}
 	for _, o := range opts {
 		o(m)
 	}
@@ -255,6 +271,18 @@ func (m *Model) Handle(ctx context.Context, job salttest.Job) (any, int) {
 			caps["fencing"] = map[string]any{"version": int64(FencingVersion), "ready": m.guardError == "",
 				"token_required": m.tokenRequired, "mark": m.FenceMark()}
 		}
+		if m.tableSet {
+			ps := []any{}
+			for _, p := range m.table.Profiles() {
+				ps = append(ps, string(p))
+			}
+			caps["profiles"] = append(ps, "custom")
+			caps["profile_table_sha256"] = m.table.Digest()
+			caps["minion_ids"] = string(m.table.MinionIDs())
+			if m.table.ValidateMinionID(m.id) != nil {
+				caps["profile_table_sha256"] = ""
+			}
+		}
 		return caps, 0
 	case "oduflow_job.run":
 		return m.run(ctx, job)
@@ -270,6 +298,31 @@ func (m *Model) Handle(ctx context.Context, job salttest.Job) (any, int) {
 		}
 	}
 	return "'" + job.Fun + "' is not available.", 254
+}
+
+// holds reports whether the minion's table (the seeds' without one) holds profile, or it is custom.
+func (m *Model) holds(profile string) bool {
+	if profile == string(receipt.ProfileCustom) {
+		return true
+	}
+	return m.table.Has(receipt.Profile(profile))
+}
+
+// tableRefusal is the module's refusal of a run publication's profile_table: present, it must be the
+// minion's digest; absent, the minion's table must be the seeds'. "" when the run may go on.
+func (m *Model) tableRefusal(job salttest.Job) string {
+	t := m.table
+	if t.ValidateMinionID(m.id) != nil {
+		return "oduflow_job: this minion's id is outside the id policy"
+	}
+	v, sent := job.Kwargs["profile_table"]
+	if !sent && t.IsDefault() {
+		return ""
+	}
+	if s, ok := v.(string); !ok || s != t.Digest() {
+		return "oduflow_job: the dispatcher's profile table differs from this minion's"
+	}
+	return ""
 }
 
 func strArg(args []any, i int) string {
@@ -363,10 +416,13 @@ func runFenceToken(job salttest.Job) (token int64, present bool, refusal string)
 
 func (m *Model) run(ctx context.Context, job salttest.Job) (any, int) {
 	request, profile := strArg(job.Args, 0), strArg(job.Args, 1)
+	if refusal := m.tableRefusal(job); refusal != "" {
+		return refusal, 1 // refused before any record, like the module
+	}
 	if receipt.ValidateRequestID(request) != nil || receipt.ValidateJID(job.JID) != nil {
 		return "oduflow_job: invalid request id or jid", 1
 	}
-	if _, err := receipt.ParseProfile(profile); err != nil {
+	if !m.holds(profile) {
 		return "oduflow_job: unknown profile", 1
 	}
 	digest, refusal := stateDigest(receipt.Profile(profile), strArg(job.Args, 2))
@@ -487,7 +543,7 @@ func (m *Model) fence(job salttest.Job) (any, int) {
 	if receipt.ValidateRequestID(request) != nil || receipt.ValidateJID(jid) != nil {
 		return "oduflow_job: invalid request id or jid", 1
 	}
-	if _, err := receipt.ParseProfile(profile); err != nil {
+	if !m.holds(profile) {
 		return "oduflow_job: unknown profile", 1
 	}
 	var raw any
@@ -556,7 +612,7 @@ func (m *Model) status(job salttest.Job) (any, int) {
 	if receipt.ValidateRequestID(request) != nil || receipt.ValidateJID(jid) != nil {
 		return "oduflow_job: invalid request id or jid", 1
 	}
-	if _, err := receipt.ParseProfile(profile); err != nil {
+	if !m.holds(profile) {
 		return "oduflow_job: unknown profile", 1
 	}
 	b := m.binding(request, jid, profile)

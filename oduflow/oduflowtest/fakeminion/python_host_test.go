@@ -165,7 +165,7 @@ func TestRefusals(t *testing.T) {
 		{"caller option", minionA, []any{req, "configure", map[string]any{"__kwarg__": true, "test": true}}, "caller execution options"},
 		{"option string", minionA, []any{req, "configure", "queue=True"}, "caller execution options"},
 		{"bad profile", minionA, []any{req, "highstate"}, "unknown profile"},
-		{"bad minion", "minion-1", []any{req, "configure"}, "client-<canonical uuid>"},
+		{"bad minion", "minion-1", []any{req, "configure"}, "outside the id policy"},
 		{"custom digest", minionA, []any{req, "custom", `{"digest":"` + strings.Repeat("0", 64) + `","high":{"a":{"test":["nop"]}}}`}, "digest mismatch"},
 	} {
 		ret, code := call(t, h, tc.minion, "oduflow_job.run", tc.args, newJID())

@@ -46,9 +46,17 @@ func (e *Env) Master() *salttest.Master { return e.sim }
 // unless opts say otherwise.
 func (e *Env) AddMinion(opts ...fakeminion.ModelOption) *fakeminion.Model {
 	e.t.Helper()
+	return e.AddMinionNamed("client-"+uuid.NewString(), opts...)
+}
+
+// AddMinionNamed is AddMinion with the minion id given: a host name such as web01.example.com for a
+// fleet whose profile table says minion_ids: salt (give it the table with fakeminion.WithProfileTable,
+// and its results with fakeminion.WithResult of the table's profiles).
+func (e *Env) AddMinionNamed(id string, opts ...fakeminion.ModelOption) *fakeminion.Model {
+	e.t.Helper()
 	opts = append([]fakeminion.ModelOption{fakeminion.WithResult(receipt.ProfileConfigure,
 		fakeminion.Result{Status: receipt.StatusSucceeded, Passed: 3, Total: 3})}, opts...)
-	m := fakeminion.NewModel("client-"+uuid.NewString(), opts...)
+	m := fakeminion.NewModel(id, opts...)
 	if err := fakeminion.Add(e.sim, m); err != nil {
 		e.t.Fatal(err)
 	}

@@ -8,7 +8,7 @@ oduflow_job_module:
   file.managed:
     - name: {{ salt['config.get']('extension_modules') }}/modules/oduflow_job.py
     - source: salt://_modules/oduflow_job.py
-    - source_hash: sha256=303fde090bc6999f918d32347991bba7e547c60f5b02a746cb35497a4e807df1
+    - source_hash: sha256=dcae79336d5f599a23c942f1fec20795734e59dc1293c8b752a98eb4c1053490
     - user: root
     - group: root
     - mode: '0644'

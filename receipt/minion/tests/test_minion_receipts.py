@@ -102,9 +102,18 @@ class PureFunctions(unittest.TestCase):
     def test_identities(self):
         m = self.mod
         self.assertTrue(m._is_minion_id(support.MINION_ID))
+        self.assertTrue(m._is_seed_minion_id(support.MINION_ID))
         for bad in ("client-5B2F8C1E-3c4d-4e5f-8a9b-0c1d2e3f4a5b", "5b2f8c1e-3c4d-4e5f-8a9b-0c1d2e3f4a5b",
-                    "client-5b2f8c1e3c4d4e5f8a9b0c1d2e3f4a5b", "client-5b2f8c1e-3c4d-4e5f-8a9b-0c1d2e3f4a5b\n", None):
-            self.assertFalse(m._is_minion_id(bad), bad)
+                    "client-5b2f8c1e3c4d4e5f8a9b0c1d2e3f4a5b", "client-5b2f8c1e-3c4d-4e5f-8a9b-0c1d2e3f4a5b\n", None,
+                    "web01.lab.example"):
+            self.assertFalse(m._is_seed_minion_id(bad), bad)
+        # The id policy (minion_ids: salt), the same as receipt.ValidateMinionID.
+        for good in ("web01", "web01.lab.example", "WEB_01-a.b", "9", "a" * 128, "web01.locked",
+                     "client-5B2F8C1E-3c4d-4e5f-8a9b-0c1d2e3f4a5b"):
+            self.assertTrue(m._is_minion_id(good), good)
+        for bad in ("", "a" * 129, "web01.lock", "web01..example", ".web01", "-web01", "_web01", "web01/etc", "web*", "web?",
+                    "web[0-9]", "web01,web02", "web 01", "web01\x00", "w\u00e9b01", "web01\n", None, 7):
+            self.assertFalse(m._is_minion_id(bad), repr(bad))
         self.assertTrue(m._is_jid("20261129154606051411"))
         for bad in ("2026112915460605141", "202611291546060514111", "2026112915460605141a", 20261129154606051411,
                     "20261129154606051411\n", "２0261129154606051411"):

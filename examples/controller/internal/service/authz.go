@@ -31,7 +31,7 @@ func (s *Service) companyScope(w http.ResponseWriter, r *http.Request, op, compa
 // only by a principal of every company ("*"). A bound client of another company is 403.
 func (s *Service) minionScope(w http.ResponseWriter, r *http.Request, op string, write bool) (minion, company string, ok bool) {
 	minion = r.PathValue("minion")
-	if err := oduflowenv.CheckMinion(op, minion); err != nil {
+	if err := oduflowenv.CheckMinionIn(op, minion, s.table); err != nil {
 		s.fail(w, r, op, err)
 		return "", "", false
 	}

@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/oduflow/oduflow-go/receipt"
+	"github.com/oduflow/oduflow-go/profiles"
 )
 
 // clientBindings maps each managed client (minion id) to its company: the ODUFLOW_CLIENTS file, lines
@@ -13,8 +13,9 @@ import (
 type clientBindings map[string]string
 
 // loadClients reads the bindings file (not secret, but authority: not writable by others; at most
-// MaxAuthFileBytes; readPrivateFile's checks).
-func loadClients(ctx context.Context, env, path string) (clientBindings, error) {
+// MaxAuthFileBytes; readPrivateFile's checks). Each MINION must be an id of the profile table's policy
+// (client-<uuid> under the seeds' table, any Salt minion id under minion_ids: salt).
+func loadClients(ctx context.Context, env, path string, table *profiles.Table) (clientBindings, error) {
 	out := clientBindings{}
 	if path == "" {
 		return out, nil
@@ -27,7 +28,11 @@ func loadClients(ctx context.Context, env, path string) (clientBindings, error) 
 		if len(l.fields) != 2 {
 			return nil, lineError(env, l.n, fmt.Sprintf("%d fields: want MINION COMPANY", len(l.fields)))
 		}
-		if receipt.ValidateMinionID(l.fields[0]) != nil {
+		if table.ValidateMinionID(l.fields[0]) != nil {
+			if table.MinionIDs() == profiles.IDsSalt {
+				return nil, lineError(env, l.n, "MINION: want a Salt minion id (1-128 of letters, digits, '.', '_', '-', "+
+					"starting with a letter or digit, no \"..\", not ending in .lock)")
+			}
 			return nil, lineError(env, l.n, "MINION: want client-<canonical lowercase UUID>")
 		}
 		if !validCompany(l.fields[1]) {

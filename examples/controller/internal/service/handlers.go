@@ -68,7 +68,7 @@ func (s *Service) start(w http.ResponseWriter, r *http.Request) {
 	if !s.requireAdmin(w, r, op) {
 		return
 	}
-	profile, err := oduflowenv.FixedProfile(op, r.PathValue("profile"))
+	profile, err := oduflowenv.ProfileIn(op, r.PathValue("profile"), s.table)
 	if err != nil {
 		s.fail(w, r, op, err)
 		return
@@ -141,13 +141,13 @@ func callerCustom(resp oduflow.CustomResponse, key, request string) oduflow.Cust
 
 func (s *Service) status(w http.ResponseWriter, r *http.Request) {
 	const op = "status"
-	profile, err := oduflowenv.FixedProfile(op, r.PathValue("profile"))
+	profile, err := oduflowenv.ProfileIn(op, r.PathValue("profile"), s.table)
 	if err != nil {
 		s.fail(w, r, op, err)
 		return
 	}
 	minion, request := r.PathValue("minion"), r.PathValue("request_id")
-	if err := errors.Join(oduflowenv.CheckMinion(op, minion), oduflowenv.CheckRequest(op, request)); err != nil {
+	if err := errors.Join(oduflowenv.CheckMinionIn(op, minion, s.table), oduflowenv.CheckRequest(op, request)); err != nil {
 		s.fail(w, r, op, firstError(err))
 		return
 	}
@@ -173,7 +173,7 @@ func (s *Service) resume(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	minion, request := r.PathValue("minion"), r.PathValue("request_id")
-	if err := errors.Join(oduflowenv.CheckMinion(op, minion), oduflowenv.CheckRequest(op, request)); err != nil {
+	if err := errors.Join(oduflowenv.CheckMinionIn(op, minion, s.table), oduflowenv.CheckRequest(op, request)); err != nil {
 		s.fail(w, r, op, firstError(err))
 		return
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/oduflow/oduflow-go/oduflow/catalog"
 	"github.com/oduflow/oduflow-go/oduflow/etcdstore"
 	"github.com/oduflow/oduflow-go/oduflow/prom"
+	"github.com/oduflow/oduflow-go/profiles"
 	"github.com/oduflow/oduflow-go/salt"
 )
 
@@ -38,7 +39,8 @@ type Service struct {
 	audit   *slog.Logger
 	cat     catalog.Store
 	clients clientBindings
-	guards  *guardSeen // the runtime-guard reasons the ping route saw, for /readyz
+	table   *profiles.Table // ODUFLOW_PROFILES: the profiles the routes take and the minion id policy
+	guards  *guardSeen      // the runtime-guard reasons the ping route saw, for /readyz
 
 	limits   Limits          // the flood bounds in force (defaults applied)
 	unauth   *sourceRate     // unauthenticated requests per source
@@ -107,7 +109,10 @@ func Open(ctx context.Context, cfg Config, opts ...Option) (_ *Service, err erro
 	if s.auth, s.tls, err = loadAuth(ctx, cfg.Auth); err != nil {
 		return nil, err
 	}
-	if s.clients, err = loadClients(ctx, "ODUFLOW_CLIENTS", cfg.Auth.ClientsFile); err != nil {
+	if s.table, err = cfg.Settings.Table(ctx); err != nil { // ODUFLOW_PROFILES: refused before anything starts
+		return nil, err
+	}
+	if s.clients, err = loadClients(ctx, "ODUFLOW_CLIENTS", cfg.Auth.ClientsFile, s.table); err != nil {
 		return nil, err
 	}
 	store, err := s.openClaims(ctx, cfg.Settings)
@@ -131,6 +136,7 @@ func Open(ctx context.Context, cfg Config, opts ...Option) (_ *Service, err erro
 		return nil, err
 	}
 	all := append([]oduflow.Option{
+		oduflow.WithProfiles(s.table),
 		oduflow.WithClaimStore(store),
 		oduflow.WithPKIDir(cfg.Settings.PKIDir),
 		oduflow.WithLogger(o.logger),

@@ -12,6 +12,7 @@ import (
 
 	"github.com/oduflow/oduflow-go/oduflow"
 	"github.com/oduflow/oduflow-go/oduflow/etcdstore"
+	"github.com/oduflow/oduflow-go/profiles"
 	"github.com/oduflow/oduflow-go/salt"
 )
 
@@ -66,6 +67,20 @@ type env struct {
 	// are created when missing. Every other command opens existing ones only: a mistyped --state-dir is
 	// an error (exit status 6), never a new empty store that answers not_started.
 	createStore bool
+	// profiles is the profile table once loaded (ODUFLOW_PROFILES; the seeds' when unset).
+	profiles *profiles.Table
+}
+
+// table loads the profile table once (ODUFLOW_PROFILES), before anything is written or sent.
+func (e *env) table() (*profiles.Table, error) {
+	if e.profiles == nil {
+		t, err := e.g.settings().Table(e.ctx)
+		if err != nil {
+			return nil, fromEnv(err)
+		}
+		e.profiles = t
+	}
+	return e.profiles, nil
 }
 
 type command struct {
@@ -86,6 +101,7 @@ func commands() map[string]command {
 		"run":       {"run any function on any target, like salt; name every minion that did not return", cmdRun},
 		"events":    {"watch the master event bus, sanitized (one JSON object per line)", cmdEvents},
 		"module":    {"print the embedded oduflow_job.py, or --install DIR", cmdModule},
+		"profiles":  {"print the profile table in effect (ODUFLOW_PROFILES), or --minion-config", cmdProfiles},
 		"demo":      {"run the whole flow against the built-in Salt master simulator", cmdDemo},
 	}
 }

@@ -130,7 +130,7 @@ func cmdCustomStart(e *env, args []string) error {
 		return err
 	}
 	minion, file, request := pos[0], pos[1], requestArg(pos, 2)
-	if err := firstErr(checkMinion("custom start", minion), checkRequest("custom start", request), w.check("custom start")); err != nil {
+	if err := firstErr(e.checkMinion("custom start", minion), checkRequest("custom start", request), w.check("custom start")); err != nil {
 		return err
 	}
 	src, err := readSource("custom start", file)

@@ -53,7 +53,7 @@ func cmdStart(e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	profile, err := fixedProfile("start", pos[0])
+	profile, err := e.fixedProfile("start", pos[0])
 	if err != nil {
 		return err
 	}
@@ -93,7 +93,7 @@ func cmdStatus(e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	profile, err := fixedProfile("status", pos[0])
+	profile, err := e.fixedProfile("status", pos[0])
 	if err != nil {
 		return err
 	}
@@ -120,7 +120,7 @@ func cmdStatus(e *env, args []string) error {
 // checkRequestArgs checks what a command that follows one request needs: the minion and
 // request ids, the wait flags, and the master and event bus.
 func (e *env) checkRequestArgs(cmd, minion, request string, w *waitFlags) error {
-	return firstErr(checkMinion(cmd, minion), checkRequest(cmd, request), w.check(cmd), e.g.needMaster(cmd, true))
+	return firstErr(e.checkMinion(cmd, minion), checkRequest(cmd, request), w.check(cmd), e.g.needMaster(cmd, true))
 }
 
 // parseMinionRequest parses the arguments of a command of the form "MINION REQUEST_ID

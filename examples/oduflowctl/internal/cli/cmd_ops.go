@@ -23,7 +23,7 @@ func cmdPing(e *env, args []string) error {
 		return err
 	}
 	minion := pos[0]
-	if err := firstErr(checkMinion("ping", minion), e.g.needMaster("ping", true)); err != nil {
+	if err := firstErr(e.checkMinion("ping", minion), e.g.needMaster("ping", true)); err != nil {
 		return err
 	}
 	p, err := e.printer()
@@ -167,7 +167,7 @@ func cmdReconcile(e *env, args []string) error {
 		return err
 	}
 	minion, request := pos[0], pos[1]
-	if err := firstErr(checkMinion("reconcile", minion), checkRequest("reconcile", request)); err != nil {
+	if err := firstErr(e.checkMinion("reconcile", minion), checkRequest("reconcile", request)); err != nil {
 		return err
 	}
 	var ev oduflow.Reconciliation

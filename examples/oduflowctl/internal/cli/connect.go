@@ -74,7 +74,12 @@ func (e *env) dispatcher(ctx context.Context, opts ...oduflow.Option) (*oduflow.
 	if err != nil {
 		return nil, err
 	}
+	table, err := e.table()
+	if err != nil {
+		return nil, err
+	}
 	all := []oduflow.Option{
+		oduflow.WithProfiles(table),
 		oduflow.WithClaimStore(store),
 		oduflow.WithPKIDir(e.g.pkiDir),
 		oduflow.WithLogger(e.logger()),
@@ -198,6 +203,8 @@ func (g *globals) childEnv() []string {
 		// A claim directory was resolved into ODUFLOW_STATE_DIR; an etcd URL goes as it is, with its
 		// credentials and TLS files (never on the command line).
 		"ODUFLOW_CLAIMS=" + g.claims,
+		// The profile table: the worker checks the persisted role and the minion's table digest with it.
+		"ODUFLOW_PROFILES=" + g.profiles,
 	}
 	if g.etcdClaims() {
 		env = append(env, g.etcd.env()...)

@@ -23,6 +23,7 @@ type globals struct {
 	claims                                                 string       // --claims, ODUFLOW_CLAIMS: file:DIR, DIR or etcd://…
 	etcd                                                   etcdSettings // ODUFLOW_ETCD_* only, never flags
 	catalog                                                string       // ODUFLOW_CATALOG_DIR only
+	profiles                                               string       // ODUFLOW_PROFILES only
 	password                                               string       // ODUFLOW_SALT_PASSWORD only, never a flag
 }
 
@@ -38,6 +39,7 @@ func globalsFromEnv(getenv func(string) string) *globals {
 		stateDir: s.StateDir,
 		output:   getenv("ODUFLOW_OUTPUT"),
 		catalog:  s.CatalogDir,
+		profiles: s.Profiles,
 		pkiDir:   s.PKIDir,
 		claims:   s.Claims,
 		etcd:     etcdFromEnv(getenv),
@@ -47,7 +49,7 @@ func globalsFromEnv(getenv func(string) string) *globals {
 // settings are the effective connection settings (the environment, then the flags).
 func (g *globals) settings() oduflowenv.Settings {
 	return oduflowenv.Settings{Master: g.master, Events: g.events, KeyFile: g.keyFile, Eauth: g.eauth, User: g.user,
-		Password: g.password, StateDir: g.stateDir, PKIDir: g.pkiDir, Claims: g.claims, CatalogDir: g.catalog,
+		Password: g.password, StateDir: g.stateDir, PKIDir: g.pkiDir, Claims: g.claims, CatalogDir: g.catalog, Profiles: g.profiles,
 		Etcd: oduflowenv.Etcd{User: g.etcd.user, Password: g.etcd.password, CACert: g.etcd.caCert, Cert: g.etcd.cert,
 			Key: g.etcd.key}}
 }

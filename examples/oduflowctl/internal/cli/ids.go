@@ -5,13 +5,24 @@ import (
 	"github.com/oduflow/oduflow-go/receipt"
 )
 
-func checkMinion(cmd, s string) error { return fromEnv(oduflowenv.CheckMinion(cmd, s)) }
+// checkMinion checks a minion id against the profile table's id policy.
+func (e *env) checkMinion(cmd, s string) error {
+	t, err := e.table()
+	if err != nil {
+		return err
+	}
+	return fromEnv(oduflowenv.CheckMinionIn(cmd, s, t))
+}
 
 func checkRequest(cmd, s string) error { return fromEnv(oduflowenv.CheckRequest(cmd, s)) }
 
-// fixedProfile parses a fixed profile (custom has its own commands).
-func fixedProfile(cmd, s string) (receipt.Profile, error) {
-	p, err := oduflowenv.FixedProfile(cmd, s)
+// fixedProfile parses a profile of the table (custom has its own commands).
+func (e *env) fixedProfile(cmd, s string) (receipt.Profile, error) {
+	t, err := e.table()
+	if err != nil {
+		return "", err
+	}
+	p, err := oduflowenv.ProfileIn(cmd, s, t)
 	return p, fromEnv(err)
 }
 
