@@ -100,3 +100,51 @@ func TestReadmeProgramsBuildFromAClone(t *testing.T) {
 	}
 	t.Logf("%d README programs vetted and built from a clone with a replace line", n)
 }
+
+// TestMisplacedOptionIsACompileError: the salt options are typed per constructor, so an option a
+// constructor does not read does not compile (it used to be accepted and silently ignored), while the
+// options both read (WithLogger, WithLimits) go to either.
+func TestMisplacedOptionIsACompileError(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds a module outside the repository: not with -short")
+	}
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip("no go command on PATH")
+	}
+	clone, err := filepath.Abs(".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mod := t.TempDir()
+	goMod := "module example.com/opts\n\ngo 1.26\n\nrequire github.com/oduflow/oduflow-go v0.0.0\n\n" +
+		"replace github.com/oduflow/oduflow-go => " + clone + "\n"
+	if err := os.WriteFile(filepath.Join(mod, "go.mod"), []byte(goMod), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	build := func(body string) string {
+		t.Helper()
+		src := "package main\n\nimport (\n\t\"context\"\n\t\"log/slog\"\n\t\"time\"\n\n\t\"github.com/oduflow/oduflow-go/salt\"\n)\n\n" +
+			"var _, _ = context.Background, time.Second\nvar _ = slog.Default\n\nfunc main() {\n" + body + "\n}\n"
+		if err := os.WriteFile(filepath.Join(mod, "main.go"), []byte(src), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		cmd := exec.Command(goBin, "build", "-o", os.DevNull, ".")
+		cmd.Dir, cmd.Env = mod, append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=mod")
+		out, _ := cmd.CombinedOutput()
+		return string(out)
+	}
+	if out := build(`	_, _ = salt.NewClient("tcp://127.0.0.1:4506", salt.WithRequestTimeout(time.Second), salt.WithLogger(slog.Default()))
+	_, _ = salt.SubscribeEvents(context.Background(), "unix:///x", salt.WithTagPrefixes("salt/job/"), salt.WithLogger(slog.Default()))`); out != "" {
+		t.Fatalf("the right options do not build: %s", out)
+	}
+	for _, body := range []string{
+		`	_, _ = salt.NewClient("tcp://127.0.0.1:4506", salt.WithTagPrefixes("salt/job/"))`,
+		`	_, _ = salt.SubscribeEvents(context.Background(), "unix:///x", salt.WithRequestTimeout(time.Second))`,
+		`	_ = salt.NewTokenSource(nil, "pam", "u", "p", salt.WithRequestTimeout(time.Second))`,
+	} {
+		if out := build(body); !strings.Contains(out, "does not implement") {
+			t.Errorf("%s\nbuilt, or failed otherwise: %q", body, out)
+		}
+	}
+}

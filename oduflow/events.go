@@ -28,18 +28,18 @@ type EventSource interface {
 }
 
 // SaltEvents adapts salt.SubscribeEvents to an EventSource. Only salt/job/ tags are read.
-func SaltEvents(addr string, opts ...salt.Option) EventSource {
+func SaltEvents(addr string, opts ...salt.EventOption) EventSource {
 	return saltEventSource{addr: addr, opts: opts}
 }
 
 type saltEventSource struct {
 	addr string
-	opts []salt.Option
+	opts []salt.EventOption
 }
 
 // Subscribe connects; ctx bounds the connecting only: the stream lives until Close.
 func (s saltEventSource) Subscribe(ctx context.Context) (Subscription, error) {
-	opts := append([]salt.Option{salt.WithTagPrefixes("salt/job/")}, s.opts...)
+	opts := append([]salt.EventOption{salt.WithTagPrefixes("salt/job/")}, s.opts...)
 	type result struct {
 		st  *salt.EventStream
 		err error

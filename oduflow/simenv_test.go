@@ -64,9 +64,9 @@ func (e *simEnv) syncKey() {
 	}
 }
 
-func (e *simEnv) newClient(opts ...salt.Option) *salt.Client {
+func (e *simEnv) newClient(opts ...salt.ClientOption) *salt.Client {
 	e.t.Helper()
-	opts = append([]salt.Option{salt.WithAuth(salt.UserKey("root", e.keyFile)),
+	opts = append([]salt.ClientOption{salt.WithAuth(salt.UserKey("root", e.keyFile)),
 		salt.WithRequestTimeout(2 * time.Second), salt.WithLogger(quietLogger())}, opts...)
 	c, err := salt.NewClient(e.sim.Addr(), opts...)
 	if err != nil {

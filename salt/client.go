@@ -37,7 +37,7 @@ type Client struct {
 
 // NewClient returns a client for addr ("tcp://127.0.0.1:4506" or
 // "ipc:///path"). No I/O happens until the first request.
-func NewClient(addr string, opts ...Option) (_ *Client, err error) {
+func NewClient(addr string, opts ...ClientOption) (_ *Client, err error) {
 	defer errmark.Boundary(&err)
 	ep, err := parseEndpoint(addr)
 	if err != nil {
@@ -45,7 +45,7 @@ func NewClient(addr string, opts ...Option) (_ *Client, err error) {
 	}
 	set := settings{client: clientConfig{timeout: defaultRequestTimeout, maxReply: defaultMaxReplyBytes, version: defaultEnvelopeVersion,
 		decode: defaultReplyDecodeLimits()}}
-	applyOptions(&set, opts)
+	applyClientOptions(&set, opts)
 	cfg := set.client
 	set.limits.applyTo(&cfg.maxReply, &cfg.decode)
 	if cfg.maxReply <= 0 {

@@ -201,9 +201,9 @@ func okReply(t *testing.T, jid string) []byte {
 	return b
 }
 
-func publishOnce(t *testing.T, addr string, opts ...Option) (*PublishResult, error) {
+func publishOnce(t *testing.T, addr string, opts ...ClientOption) (*PublishResult, error) {
 	t.Helper()
-	opts = append([]Option{WithAuth(UserKey("root", writeKey(t, testUserKey("K"))))}, opts...)
+	opts = append([]ClientOption{WithAuth(UserKey("root", writeKey(t, testUserKey("K"))))}, opts...)
 	c, err := NewClient(addr, opts...)
 	if err != nil {
 		t.Fatal(err)
@@ -243,7 +243,7 @@ func TestPublishFaults(t *testing.T) {
 	cases := []struct {
 		name    string
 		handle  func(c *rawConn, req []byte)
-		opts    []Option
+		opts    []ClientOption
 		is      []error
 		notPub  bool
 		unknown bool
@@ -255,11 +255,11 @@ func TestPublishFaults(t *testing.T) {
 				time.Sleep(50 * time.Millisecond)
 			}
 			time.Sleep(time.Second)
-		}, []Option{WithRequestTimeout(400 * time.Millisecond)}, []error{ErrOutcomeUnknown, context.DeadlineExceeded}, false, true},
+		}, []ClientOption{WithRequestTimeout(400 * time.Millisecond)}, []error{ErrOutcomeUnknown, context.DeadlineExceeded}, false, true},
 		{"malformed reply", func(c *rawConn, req []byte) { _ = c.reply([]byte{0xc1, 0x00}) }, nil,
 			[]error{ErrMalformedReply, ErrOutcomeUnknown}, false, true},
 		{"reply too large", func(c *rawConn, req []byte) { _ = c.reply(bytes.Repeat([]byte{0xc0}, 5000)) },
-			[]Option{WithMaxReplyBytes(1000)}, []error{errReplyTooLarge, ErrOutcomeUnknown}, false, true},
+			[]ClientOption{WithMaxReplyBytes(1000)}, []error{errReplyTooLarge, ErrOutcomeUnknown}, false, true},
 		{"bad load", func(c *rawConn, req []byte) { _ = c.reply([]byte("\xa8bad load")) }, nil, []error{ErrBadLoad}, true, false},
 		{"master exception", func(c *rawConn, req []byte) {
 			b, _ := encodeSalt("Some exception handling minion payload")

@@ -105,8 +105,8 @@ func (p *tcpProxy) freeze() {
 func TestConnectionReuse(t *testing.T) {
 	t.Parallel()
 	e := startSim(t)
-	newClient := func(p *tcpProxy, opts ...salt.Option) *salt.Client {
-		c, err := salt.NewClient(p.addr(), append([]salt.Option{salt.WithAuth(salt.UserKey("root", e.sim.KeyFile())),
+	newClient := func(p *tcpProxy, opts ...salt.ClientOption) *salt.Client {
+		c, err := salt.NewClient(p.addr(), append([]salt.ClientOption{salt.WithAuth(salt.UserKey("root", e.sim.KeyFile())),
 			salt.WithRequestTimeout(3 * time.Second)}, opts...)...)
 		if err != nil {
 			t.Fatal(err)
@@ -119,7 +119,7 @@ func TestConnectionReuse(t *testing.T) {
 	t.Run("one connection for many requests, only when asked", func(t *testing.T) {
 		for _, reuse := range []bool{false, true} {
 			p := startProxy(t, e.sim.Addr())
-			var opts []salt.Option
+			var opts []salt.ClientOption
 			if reuse {
 				opts = append(opts, salt.WithConnectionReuse())
 			}

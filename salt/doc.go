@@ -139,7 +139,7 @@
 //	                              the file; keyfile_other.go refuses on other systems)
 //	           token.go           Token, MkToken, GetToken, RenewingTokenSource
 //	           events.go          SubscribeEvents, EventStream: connect, read, filter, reconnect
-//	           options.go         Option and every With... option
+//	           options.go         ClientOption, EventOption, CommonOption, TokenOption and every With... option
 //	           redact.go          how every value holding a secret prints (redacted)
 //	plumbing   transport.go       one request, one reply: a fresh connection or a proven idle one
 //	           eventframe.go      event bus framing: bare or length-prefixed frames, size caps

@@ -90,12 +90,12 @@ func parseEventAddr(addr string) (network, address string, err error) {
 // and owner: errors.Is(err, ErrEventBusPermission)); later
 // disconnections are retried with backoff, each reported as a Gap. The stream
 // ends when ctx is done or Close is called; Events is then closed.
-func SubscribeEvents(ctx context.Context, addr string, opts ...Option) (_ *EventStream, err error) {
+func SubscribeEvents(ctx context.Context, addr string, opts ...EventOption) (_ *EventStream, err error) {
 	defer errmark.Boundary(&err)
 	set := settings{event: eventConfig{buffer: defaultEventBuffer, bufBytes: defaultEventBufferBytes, maxFrame: defaultMaxFrameBytes,
 		frameTime: defaultFrameTimeout, decode: defaultEventDecodeLimits(),
 		backoffMin: defaultBackoffMin, backoffMax: defaultBackoffMax}}
-	applyOptions(&set, opts)
+	applyEventOptions(&set, opts)
 	cfg := set.event
 	maxFrame := int64(cfg.maxFrame)
 	set.limits.applyTo(&maxFrame, &cfg.decode)

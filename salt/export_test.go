@@ -42,15 +42,15 @@ const (
 func StaticToken(token string) TokenSource { return staticToken(token) }
 
 // WithTokenClock replaces time.Now of NewTokenSource.
-func WithTokenClock(now func() time.Time) Option { return withClock(now) }
+func WithTokenClock(now func() time.Time) TokenOption { return withClock(now) }
 
 // The former single-purpose limit options, as WithLimits.
-func WithMaxReplyBytes(n int64) Option { return WithLimits(Limits{MaxMessageBytes: n}) }
-func WithMaxFrameBytes(n int) Option   { return WithLimits(Limits{MaxMessageBytes: int64(n)}) }
-func WithReplyDecodeLimits(l decodeLimits) Option {
+func WithMaxReplyBytes(n int64) CommonOption { return WithLimits(Limits{MaxMessageBytes: n}) }
+func WithMaxFrameBytes(n int) CommonOption   { return WithLimits(Limits{MaxMessageBytes: int64(n)}) }
+func WithReplyDecodeLimits(l decodeLimits) CommonOption {
 	return WithLimits(Limits{MaxValues: l.MaxElements, MaxDecodedBytes: l.MaxBytes, MaxDepth: l.MaxDepth})
 }
-func WithEventDecodeLimits(l decodeLimits) Option { return WithReplyDecodeLimits(l) }
+func WithEventDecodeLimits(l decodeLimits) CommonOption { return WithReplyDecodeLimits(l) }
 
 // EventKind classifies an Event in tests (the API tests the pointers).
 type EventKind int

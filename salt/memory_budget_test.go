@@ -159,7 +159,7 @@ func headPaddedFrame(t testing.TB, tag string) []byte {
 // that reads nothing until they all went through the reader, in both framings, for a matching
 // tag and for a non-matching one, grow the process by at most 64 MiB with the default options.
 func TestEventStreamMemoryBound(t *testing.T) {
-	t.Parallel()
+	// Not parallel: it measures the heap of the whole process.
 	if raceEnabled {
 		t.Skip("memory measurement skipped under -race: the race detector distorts allocations")
 	}
@@ -351,7 +351,7 @@ func serveZMTPReply(t testing.TB, body []byte) string {
 // TestReplyMemoryBound: a reply at the cap of each hostile shape grows the process by at most
 // 64 MiB with the default options, and fails as malformed (outcome unknown), never as a crash.
 func TestReplyMemoryBound(t *testing.T) {
-	t.Parallel()
+	// Not parallel: it measures the heap of the whole process.
 	if raceEnabled {
 		t.Skip("memory measurement skipped under -race: the race detector distorts allocations")
 	}

@@ -7,16 +7,42 @@ import (
 	"time"
 )
 
-// Option configures NewClient, SubscribeEvents or NewTokenSource; a
-// constructor ignores the options it does not read, so one list can be shared.
+// The options are typed per constructor, so that an option a constructor does not read is a compile
+// error rather than silently ignored:
 //
-//   - NewClient: WithAuth, WithRequestTimeout, WithConnectionReuse,
+//   - ClientOption configures NewClient: WithAuth, WithRequestTimeout, WithConnectionReuse,
 //     WithEnvelopeVersion, WithOSUser;
-//   - SubscribeEvents: WithTagPrefixes, WithEventBuffer, WithFrameTimeout,
+//   - EventOption configures SubscribeEvents: WithTagPrefixes, WithEventBuffer, WithFrameTimeout,
 //     WithReconnectBackoff, WithEventDialer;
-//   - both: WithLogger, WithLimits (each with its own defaults);
-//   - NewTokenSource: WithRenewBefore.
-type Option func(*settings)
+//   - CommonOption configures both (each with its own defaults): WithLogger, WithLimits;
+//   - TokenOption configures NewTokenSource: WithRenewBefore.
+
+// ClientOption configures NewClient.
+type ClientOption interface{ applyClient(*settings) }
+
+// EventOption configures SubscribeEvents.
+type EventOption interface{ applyEvents(*settings) }
+
+// TokenOption configures NewTokenSource.
+type TokenOption interface{ applyToken(*settings) }
+
+// CommonOption configures NewClient and SubscribeEvents alike: it is a ClientOption and an EventOption.
+type CommonOption func(*settings)
+
+func (o CommonOption) applyClient(s *settings) { o(s) }
+func (o CommonOption) applyEvents(s *settings) { o(s) }
+
+type clientOpt func(*settings)
+
+func (o clientOpt) applyClient(s *settings) { o(s) }
+
+type eventOpt func(*settings)
+
+func (o eventOpt) applyEvents(s *settings) { o(s) }
+
+type tokenOpt func(*settings)
+
+func (o tokenOpt) applyToken(s *settings) { o(s) }
 
 // settings collects every option; each constructor reads its own part.
 type settings struct {
@@ -27,14 +53,32 @@ type settings struct {
 	now         func() time.Time // NewTokenSource (tests)
 }
 
-func clientOption(f func(*clientConfig)) Option { return func(s *settings) { f(&s.client) } }
+func clientOption(f func(*clientConfig)) ClientOption {
+	return clientOpt(func(s *settings) { f(&s.client) })
+}
 
-func eventOption(f func(*eventConfig)) Option { return func(s *settings) { f(&s.event) } }
+func eventOption(f func(*eventConfig)) EventOption { return eventOpt(func(s *settings) { f(&s.event) }) }
 
-func applyOptions(s *settings, opts []Option) {
+func applyClientOptions(s *settings, opts []ClientOption) {
 	for _, o := range opts {
 		if o != nil {
-			o(s)
+			o.applyClient(s)
+		}
+	}
+}
+
+func applyEventOptions(s *settings, opts []EventOption) {
+	for _, o := range opts {
+		if o != nil {
+			o.applyEvents(s)
+		}
+	}
+}
+
+func applyTokenOptions(s *settings, opts []TokenOption) {
+	for _, o := range opts {
+		if o != nil {
+			o.applyToken(s)
 		}
 	}
 }
@@ -54,12 +98,12 @@ type clientConfig struct {
 }
 
 // WithAuth sets the credentials used by Publish, Runner and Wheel.
-func WithAuth(a Auth) Option { return clientOption(func(c *clientConfig) { c.auth = a }) }
+func WithAuth(a Auth) ClientOption { return clientOption(func(c *clientConfig) { c.auth = a }) }
 
 // WithRequestTimeout bounds every request (dial to reply). Default 60 s. The
 // master has no request timeout of its own: a publish that timed out here may
 // still be executed later (ErrOutcomeUnknown).
-func WithRequestTimeout(d time.Duration) Option {
+func WithRequestTimeout(d time.Duration) ClientOption {
 	return clientOption(func(c *clientConfig) { c.timeout = d })
 }
 
@@ -67,14 +111,14 @@ func WithRequestTimeout(d time.Duration) Option {
 // run here (3006.0 to the 3008 line) accepts it, and a master with
 // minimum_auth_version 3 (release notes of 3006.17+) replies "bad load" to
 // anything lower. Use 2 only to reproduce old captures byte for byte.
-func WithEnvelopeVersion(v int) Option {
+func WithEnvelopeVersion(v int) ClientOption {
 	return clientOption(func(c *clientConfig) { c.version = v })
 }
 
 // WithOSUser sets the "user" field sent with eauth and token publishes (Salt
 // checks it against publisher_acl_blacklist and then replaces it with the
 // authenticated name). Default: the current OS user.
-func WithOSUser(name string) Option {
+func WithOSUser(name string) ClientOption {
 	return clientOption(func(c *clientConfig) { c.osUser, c.osUserSet = name, true })
 }
 
@@ -83,7 +127,7 @@ func WithOSUser(name string) Option {
 // only once a ZMTP PING on it was answered by PONG right before the request; it is discarded on
 // any error, timeout or doubt. Failures keep their meaning: ErrNotSent when nothing was sent,
 // ErrOutcomeUnknown when a sent request got no reply; nothing is resent.
-func WithConnectionReuse() Option { return clientOption(func(c *clientConfig) { c.reuse = true }) }
+func WithConnectionReuse() ClientOption { return clientOption(func(c *clientConfig) { c.reuse = true }) }
 
 // Options of SubscribeEvents.
 
@@ -103,7 +147,7 @@ type eventConfig struct {
 // WithTagPrefixes delivers only events whose tag starts with one of the
 // prefixes (gaps are always delivered). Match "salt/job/<jid>/" with the
 // trailing slash, not "salt/job/<jid>".
-func WithTagPrefixes(prefixes ...string) Option {
+func WithTagPrefixes(prefixes ...string) EventOption {
 	return eventOption(func(c *eventConfig) { c.prefixes = append(c.prefixes, prefixes...) })
 }
 
@@ -114,7 +158,7 @@ func WithTagPrefixes(prefixes ...string) Option {
 // strings alias them) plus the decode estimate of its values (see Limits), not
 // its wire size alone: an event of empty arrays is small on the wire and large
 // in memory.
-func WithEventBuffer(events int, bytes int64) Option {
+func WithEventBuffer(events int, bytes int64) EventOption {
 	return eventOption(func(c *eventConfig) {
 		if events != 0 {
 			c.buffer = events
@@ -130,20 +174,20 @@ func WithEventBuffer(events int, bytes int64) Option {
 // connection (a Gap, then a reconnection): a peer that sends half a frame and
 // stops must not stall the stream silently. An idle bus (no byte at all) is
 // never timed out.
-func WithFrameTimeout(d time.Duration) Option {
+func WithFrameTimeout(d time.Duration) EventOption {
 	return eventOption(func(c *eventConfig) { c.frameTime = d })
 }
 
 // WithReconnectBackoff sets the reconnection backoff bounds (default 100 ms
 // to 5 s, exponential with jitter).
-func WithReconnectBackoff(lo, hi time.Duration) Option {
+func WithReconnectBackoff(lo, hi time.Duration) EventOption {
 	return eventOption(func(c *eventConfig) { c.backoffMin, c.backoffMax = lo, hi })
 }
 
 // WithEventDialer replaces the dialer used for the first connection and every reconnection
 // (default: a net.Dialer). Useful to pin a source address, to wrap the connection for
 // accounting, or in benchmarks to open the connection before the load is fired.
-func WithEventDialer(dial func(ctx context.Context, network, address string) (net.Conn, error)) Option {
+func WithEventDialer(dial func(ctx context.Context, network, address string) (net.Conn, error)) EventOption {
 	return eventOption(func(c *eventConfig) { c.dial = dial })
 }
 
@@ -152,14 +196,16 @@ func WithEventDialer(dial func(ctx context.Context, network, address string) (ne
 // WithRenewBefore makes NewTokenSource's source renew the token when less
 // than d of its lifetime is left (default 5 minutes, at most half the token's
 // lifetime).
-func WithRenewBefore(d time.Duration) Option { return func(s *settings) { s.renewBefore = d } }
+func WithRenewBefore(d time.Duration) TokenOption {
+	return tokenOpt(func(s *settings) { s.renewBefore = d })
+}
 
 // Options of both NewClient and SubscribeEvents.
 
 // WithLimits sets the limits of a Client's replies or of an event stream's
 // frames (NewClient, SubscribeEvents). Non-zero fields of later WithLimits
 // options override earlier ones.
-func WithLimits(l Limits) Option {
+func WithLimits(l Limits) CommonOption {
 	return func(s *settings) {
 		if l.MaxMessageBytes != 0 {
 			s.limits.MaxMessageBytes = l.MaxMessageBytes
@@ -181,10 +227,10 @@ func WithLimits(l Limits) Option {
 // and outcomes; the stream logs connections and gaps. Credentials, returned
 // data, event tags and event data are never logged: error events can carry
 // passwords.
-func WithLogger(l *slog.Logger) Option {
+func WithLogger(l *slog.Logger) CommonOption {
 	return func(s *settings) { s.client.logger, s.event.logger = l, l }
 }
 
 // withClock replaces time.Now for NewTokenSource. It is a test knob
 // (export_test.go exports it to this package's tests).
-func withClock(now func() time.Time) Option { return func(s *settings) { s.now = now } }
+func withClock(now func() time.Time) TokenOption { return tokenOpt(func(s *settings) { s.now = now }) }

@@ -93,8 +93,8 @@ func TestStdlibErrorsFromTheSimulator(t *testing.T) {
 	t.Parallel()
 	e := startSim(t, salttest.WithMinimumAuthVersion(3))
 	ctx := context.Background()
-	newClient := func(opts ...salt.Option) *salt.Client {
-		c, err := salt.NewClient(e.sim.Addr(), append([]salt.Option{salt.WithRequestTimeout(3 * time.Second)}, opts...)...)
+	newClient := func(opts ...salt.ClientOption) *salt.Client {
+		c, err := salt.NewClient(e.sim.Addr(), append([]salt.ClientOption{salt.WithRequestTimeout(3 * time.Second)}, opts...)...)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -233,21 +233,21 @@ func TestStdlibErrorsEventFrames(t *testing.T) {
 	t.Parallel()
 	frame := mustEventFrame(t, "salt/test/big", 600)
 	for name, tc := range map[string]struct {
-		opts []salt.Option
+		opts []salt.EventOption
 		send []byte
 		want error
 	}{
-		"length prefix over the cap": {[]salt.Option{salt.WithMaxFrameBytes(512)},
+		"length prefix over the cap": {[]salt.EventOption{salt.WithMaxFrameBytes(512)},
 			binary.BigEndian.AppendUint32(nil, 1<<30), salt.ErrFrameTooLarge},
-		"bare frame over the cap": {[]salt.Option{salt.WithMaxFrameBytes(512)}, frame, salt.ErrFrameTooLarge},
-		"decode budget": {[]salt.Option{salt.WithEventDecodeLimits(salt.DecodeLimits{MaxElements: 2, MaxBytes: 1 << 20, MaxDepth: 8})},
+		"bare frame over the cap": {[]salt.EventOption{salt.WithMaxFrameBytes(512)}, frame, salt.ErrFrameTooLarge},
+		"decode budget": {[]salt.EventOption{salt.WithEventDecodeLimits(salt.DecodeLimits{MaxElements: 2, MaxBytes: 1 << 20, MaxDepth: 8})},
 			frame, salt.ErrDecodeBudget},
-		"half a frame": {[]salt.Option{salt.WithFrameTimeout(200 * time.Millisecond)}, frame[:len(frame)/2], salt.ErrFrameTimeout},
+		"half a frame": {[]salt.EventOption{salt.WithFrameTimeout(200 * time.Millisecond)}, frame[:len(frame)/2], salt.ErrFrameTimeout},
 	} {
 		t.Run(name, func(t *testing.T) {
 			addr := serveEventBytes(t, tc.send)
 			s, err := salt.SubscribeEvents(context.Background(), addr,
-				append([]salt.Option{salt.WithReconnectBackoff(time.Hour, time.Hour)}, tc.opts...)...)
+				append([]salt.EventOption{salt.WithReconnectBackoff(time.Hour, time.Hour)}, tc.opts...)...)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -28,9 +28,9 @@ type RenewingTokenSource struct {
 }
 
 // NewTokenSource returns a token source that uses c (c needs no WithAuth).
-func NewTokenSource(c *Client, backend, username, password string, opts ...Option) *RenewingTokenSource {
+func NewTokenSource(c *Client, backend, username, password string, opts ...TokenOption) *RenewingTokenSource {
 	set := settings{renewBefore: 5 * time.Minute, now: time.Now}
-	applyOptions(&set, opts)
+	applyTokenOptions(&set, opts)
 	return &RenewingTokenSource{c: c, backend: backend, user: username, pwd: password,
 		renewBefore: set.renewBefore, now: set.now, login: make(chan struct{}, 1)}
 }

@@ -38,7 +38,7 @@ func TestPublishTrace(t *testing.T) {
 		}
 	}
 	for _, reuse := range []bool{false, true} {
-		opts := []salt.Option{salt.WithAuth(salt.UserKey("root", key))}
+		opts := []salt.ClientOption{salt.WithAuth(salt.UserKey("root", key))}
 		if reuse {
 			opts = append(opts, salt.WithConnectionReuse())
 		}

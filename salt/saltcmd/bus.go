@@ -27,7 +27,7 @@ type busSet struct {
 func (c *Client) subscribe(ctx context.Context) (*busSet, error) {
 	sctx, cancel := context.WithCancel(ctx)
 	b := &busSet{events: make(chan busEvent, 4096), cancel: cancel}
-	opts := []salt.Option{salt.WithEventBuffer(16384, 48<<20)}
+	opts := []salt.EventOption{salt.WithEventBuffer(16384, 48<<20)}
 	opts = append(opts, c.eventOpts...)
 	opts = append(opts, salt.WithTagPrefixes("salt/job/", "salt/run/"))
 	for i, addr := range c.buses {

@@ -16,7 +16,7 @@ import (
 type Client struct {
 	pub       *salt.Client
 	buses     []string
-	eventOpts []salt.Option
+	eventOpts []salt.EventOption
 	jids      *salt.JIDGenerator
 	jobCache  bool
 	presence  bool
@@ -38,7 +38,7 @@ func WithEventBus(addr string) Option {
 // WithEventOptions passes options to salt.SubscribeEvents for every bus (limits, buffer,
 // dialer, logger). The client adds its own tag filter and, unless given here, a buffer of
 // 16384 events / 48 MiB, so that a fleet answering at once is not cut by a Gap.
-func WithEventOptions(opts ...salt.Option) Option {
+func WithEventOptions(opts ...salt.EventOption) Option {
 	return func(c *Client) { c.eventOpts = append(c.eventOpts, opts...) }
 }
 

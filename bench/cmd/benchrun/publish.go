@@ -13,7 +13,7 @@ import (
 
 // clientFor is the lab client, with connection reuse when reuse is set.
 func (e labEnv) clientFor(reuse bool) (*salt.Client, error) {
-	opts := []salt.Option{salt.WithAuth(salt.UserKey("root", e.keyFile)), salt.WithRequestTimeout(10 * time.Second)}
+	opts := []salt.ClientOption{salt.WithAuth(salt.UserKey("root", e.keyFile)), salt.WithRequestTimeout(10 * time.Second)}
 	if reuse {
 		opts = append(opts, salt.WithConnectionReuse())
 	}

@@ -12,7 +12,7 @@ import (
 // (salt.NewTokenSource renews it before it expires; the password is not sent with every publication).
 // closeAll closes the client and what it opened on its behalf. A client that cannot be built (a malformed
 // address) is an ErrUsage error naming the master setting.
-func (s Settings) Client(_ context.Context, opts ...salt.Option) (c *salt.Client, closeAll func() error, err error) {
+func (s Settings) Client(_ context.Context, opts ...salt.ClientOption) (c *salt.Client, closeAll func() error, err error) {
 	if s.KeyFile != "" {
 		c, err := salt.NewClient(s.Master, append(opts, salt.WithAuth(salt.UserKey(KeyUser(s.KeyFile), s.KeyFile)))...)
 		if err != nil {

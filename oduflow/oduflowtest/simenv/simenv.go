@@ -66,9 +66,9 @@ func (e *Env) AddMinionNamed(id string, opts ...fakeminion.ModelOption) *fakemin
 // Client is a Client on the simulator (user key root); opts come after that, so a test can shorten its
 // timeouts: salt.WithRequestTimeout(300*time.Millisecond) makes a lost reply cost 300 ms, not the 60 s
 // default. The test's Cleanup closes it.
-func (e *Env) Client(opts ...salt.Option) *salt.Client {
+func (e *Env) Client(opts ...salt.ClientOption) *salt.Client {
 	e.t.Helper()
-	client, err := salt.NewClient(e.sim.Addr(), append([]salt.Option{salt.WithAuth(salt.UserKey("root", e.sim.KeyFile()))}, opts...)...)
+	client, err := salt.NewClient(e.sim.Addr(), append([]salt.ClientOption{salt.WithAuth(salt.UserKey("root", e.sim.KeyFile()))}, opts...)...)
 	if err != nil {
 		e.t.Fatal(err)
 	}

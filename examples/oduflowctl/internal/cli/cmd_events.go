@@ -31,7 +31,7 @@ func cmdEvents(e *env, args []string) error {
 	if *raw {
 		fmt.Fprintln(e.stderr, "events: --raw: job returns are shown whole (command output, state comments, possibly secrets)")
 	}
-	var opts []salt.Option
+	var opts []salt.EventOption
 	if *tag != "" {
 		opts = append(opts, salt.WithTagPrefixes(*tag))
 	}
