@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/oduflow/oduflow-go/oduflow/claims"
 	"github.com/oduflow/oduflow-go/receipt"
 	"github.com/oduflow/oduflow-go/salt"
 )
@@ -30,7 +31,7 @@ const adoptRecheck = 25 * time.Millisecond
 // WithAdoption makes the Dispatcher adopt requests whose worker is gone (a replica closed or killed
 // mid-run, a killed detached worker): at New and then every interval (<= 0: Timers.PollInterval()),
 // it lists the unresolved requests of every client (the store must implement UnresolvedScanner, as
-// FileClaimStore and etcdstore.Store do) and, for each one whose request lock is free, takes the lock
+// filestore.Store and etcdstore.Store do) and, for each one whose request lock is free, takes the lock
 // and, for a dispatched request, the client lease, and polls it through the minion's signed receipt until
 // it is final (docs/ARCHITECTURE.md, Lifecycle). It never publishes a request and never creates one.
 // Off by default: a short-lived tool should not adopt; a service should.
@@ -128,7 +129,7 @@ func (d *Dispatcher) adoptRound(ctx context.Context) int {
 // dispatched one at once, one never dispatched after its launch grace), and, dispatched, its polling
 // window is still open; a final unknown only when its worker would still be listening
 // (publish_outcome_unknown). Without the lock held the answer can change; adopt checks again under it.
-func (d *Dispatcher) adoptable(ctx context.Context, c *Claim) bool {
+func (d *Dispatcher) adoptable(ctx context.Context, c *claims.Claim) bool {
 	if !unresolved(c) || c.Legacy() {
 		return false
 	}
@@ -136,14 +137,14 @@ func (d *Dispatcher) adoptable(ctx context.Context, c *Claim) bool {
 		if _, open := d.resumeWindow(c); !open {
 			return false // its window is over: an operator's Reconcile or Resume
 		}
-	} else if c.Phase != PhaseClaimed {
+	} else if c.Phase != claims.PhaseClaimed {
 		return false
 	}
 	if c.Phase.Final() {
 		// Final unknown: only after an outcome-unknown publish does its worker go on listening; gone, it
 		// is adopted (adopt sees a worker still holding the lock). Any other unknown is its worker's own
 		// last word (window spent, the minion's own unknown): an operator's Resume or Reconcile.
-		return c.ErrorCode == CodeOutcomeUnknown
+		return c.ErrorCode == claims.CodeOutcomeUnknown
 	}
 	lv, err := d.liveness(ctx, c)
 	return err == nil && !lv.RequestLockHeld && (c.WasDispatched() || !lv.LaunchOpen)
@@ -151,7 +152,7 @@ func (d *Dispatcher) adoptable(ctx context.Context, c *Claim) bool {
 
 // launchOver: c's launch window (measured by the store) has closed: a claim never dispatched whose lock
 // is free reads unknown.
-func (d *Dispatcher) launchOver(ctx context.Context, c *Claim) bool {
+func (d *Dispatcher) launchOver(ctx context.Context, c *claims.Claim) bool {
 	lv, err := d.liveness(ctx, c)
 	return err == nil && !lv.LaunchOpen
 }
@@ -163,7 +164,7 @@ func (d *Dispatcher) launchOver(ctx context.Context, c *Claim) bool {
 //     not_started answer makes the adopter fence the publication (oduflow_job.fence) and record the
 //     minion's signed "never ran"; otherwise the adopter waits for the run's verified receipt as the
 //     worker would (the return on the event bus, polls on the schedule) until the window ends.
-func (d *Dispatcher) adopt(ctx context.Context, c *Claim) {
+func (d *Dispatcher) adopt(ctx context.Context, c *claims.Claim) {
 	lk, err := d.leases.TryRequestLock(ctx, c.RequestID)
 	if err != nil {
 		return // busy: a worker, a Resume or another adopter has it
@@ -176,14 +177,14 @@ func (d *Dispatcher) adopt(ctx context.Context, c *Claim) {
 	ctx = withRequest(ctx, refOf(cur))
 	lg := d.claimLog(cur)
 	if !cur.WasDispatched() {
-		if cur.Phase == PhaseClaimed && d.launchOver(ctx, cur) {
+		if cur.Phase == claims.PhaseClaimed && d.launchOver(ctx, cur) {
 			lg.Warn("adoption: the worker of a request never dispatched is gone; not publishing it")
-			d.finalize(ctx, cur, receipt.StatusUnknown, 0, 0, CodeWorkerLost, evidenceNone)
+			d.finalize(ctx, cur, receipt.StatusUnknown, 0, 0, claims.CodeWorkerLost, evidenceNone)
 		}
 		return
 	}
 	deadline, open := d.resumeWindow(cur)
-	if !open || (cur.Phase.Final() && cur.ErrorCode != CodeOutcomeUnknown) {
+	if !open || (cur.Phase.Final() && cur.ErrorCode != claims.CodeOutcomeUnknown) {
 		return
 	}
 	lease, err := d.leases.AcquireClientLease(ctx, cur.MinionID, adoptLeaseWait)
@@ -225,11 +226,11 @@ func (d *Dispatcher) adopt(ctx context.Context, c *Claim) {
 // settleAdopted commits what an adopter's wait returned over the unresolved claim c, as its worker would:
 // nil (window or budget spent) is unknown; a verified final receipt is committed (evidence receipt) over
 // a non-final claim, and replaces a recorded unknown only when terminal.
-func (d *Dispatcher) settleAdopted(ctx context.Context, c *Claim, r *receipt.Receipt) {
+func (d *Dispatcher) settleAdopted(ctx context.Context, c *claims.Claim, r *receipt.Receipt) {
 	switch {
 	case r == nil:
 		if !c.Phase.Final() {
-			d.finalize(ctx, c, receipt.StatusUnknown, 0, 0, CodeNoTrustworthyReturn, evidenceNone)
+			d.finalize(ctx, c, receipt.StatusUnknown, 0, 0, claims.CodeNoTrustworthyReturn, evidenceNone)
 		}
 	case c.Phase.Final():
 		if r.Status.Terminal() {

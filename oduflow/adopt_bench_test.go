@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/oduflow/oduflow-go/oduflow/claims"
 	"github.com/oduflow/oduflow-go/oduflow/oduflowtest/fakeminion"
 	"github.com/oduflow/oduflow-go/receipt"
 )
@@ -57,7 +58,7 @@ func benchDrainAdoption(b *testing.B, running bool) {
 			mustStart(b, a, receipt.ProfileConfigure, j.minion, j.req)
 		}
 		for _, j := range jobs {
-			waitClaimB(b, a, j.req, func(c *Claim) bool { return c.Phase == PhaseDispatched })
+			waitClaimB(b, a, j.req, func(c *claims.Claim) bool { return c.Phase == claims.PhaseDispatched })
 		}
 		time.Sleep(cutAfter)
 		for _, j := range jobs {
@@ -76,7 +77,7 @@ func benchDrainAdoption(b *testing.B, running bool) {
 			adopter = e.dispatcher(WithTimers(tm), WithAdoption(0))
 		}
 		for _, j := range jobs {
-			waitClaimB(b, adopter, j.req, func(c *Claim) bool { return c.Phase.Final() })
+			waitClaimB(b, adopter, j.req, func(c *claims.Claim) bool { return c.Phase.Final() })
 		}
 		elapsed := time.Since(t0)
 		b.StopTimer()
@@ -111,7 +112,7 @@ func median(xs []float64) float64 {
 	return s[len(s)/2]
 }
 
-func waitClaimB(b *testing.B, d *Dispatcher, req string, ok func(*Claim) bool) {
+func waitClaimB(b *testing.B, d *Dispatcher, req string, ok func(*claims.Claim) bool) {
 	b.Helper()
 	if !waitUntil(30*time.Second, func() bool {
 		c, err := d.store.Get(context.Background(), req)

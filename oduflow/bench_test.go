@@ -14,6 +14,8 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/oduflow/oduflow-go/oduflow/claims"
+	"github.com/oduflow/oduflow-go/oduflow/filestore"
 	"github.com/oduflow/oduflow-go/oduflow/oduflowtest/fakeminion"
 	"github.com/oduflow/oduflow-go/receipt"
 	"github.com/oduflow/oduflow-go/salt"
@@ -196,7 +198,7 @@ func BenchmarkFsyncFloor(b *testing.B) {
 	}
 }
 
-// BenchmarkClaimCreate is the durable part of a new Start (index entry and claim, see FileClaimStore.Create),
+// BenchmarkClaimCreate is the durable part of a new Start (index entry and claim, see filestore.Store.Create),
 // for a client the store has seen before and for a new client (whose index directory is made too).
 func BenchmarkClaimCreate(b *testing.B) {
 	for _, newClient := range []bool{false, true} {
@@ -205,7 +207,7 @@ func BenchmarkClaimCreate(b *testing.B) {
 			name = "new_client"
 		}
 		b.Run(name, func(b *testing.B) {
-			fs, err := OpenFileClaimStore(claimDir(b))
+			fs, err := filestore.Open(claimDir(b))
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -216,8 +218,8 @@ func BenchmarkClaimCreate(b *testing.B) {
 				if newClient {
 					minion = newMinionID()
 				}
-				c := &Claim{Protocol: claimProtocol, MinionID: minion, RequestID: uuid.NewString(), Profile: receipt.ProfileConfigure,
-					Role: "roles.client_stack", JID: "20261129120000000001", Phase: PhaseClaimed, CreatedAt: time.Now().UTC()}
+				c := &claims.Claim{Protocol: claimProtocol, MinionID: minion, RequestID: uuid.NewString(), Profile: receipt.ProfileConfigure,
+					Role: "roles.client_stack", JID: "20261129120000000001", Phase: claims.PhaseClaimed, CreatedAt: time.Now().UTC()}
 				if err := fs.Create(ctx, c); err != nil {
 					b.Fatal(err)
 				}
@@ -228,7 +230,7 @@ func BenchmarkClaimCreate(b *testing.B) {
 
 // BenchmarkClaimCreateConcurrent: 100 Creates released at once (new clients); ns/op is per Create.
 func BenchmarkClaimCreateConcurrent(b *testing.B) {
-	fs, err := OpenFileClaimStore(claimDir(b))
+	fs, err := filestore.Open(claimDir(b))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -241,8 +243,8 @@ func BenchmarkClaimCreateConcurrent(b *testing.B) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				c := &Claim{Protocol: claimProtocol, MinionID: newMinionID(), RequestID: uuid.NewString(), Profile: receipt.ProfileConfigure,
-					Role: "roles.client_stack", JID: "20261129120000000001", Phase: PhaseClaimed, CreatedAt: time.Now().UTC()}
+				c := &claims.Claim{Protocol: claimProtocol, MinionID: newMinionID(), RequestID: uuid.NewString(), Profile: receipt.ProfileConfigure,
+					Role: "roles.client_stack", JID: "20261129120000000001", Phase: claims.PhaseClaimed, CreatedAt: time.Now().UTC()}
 				if err := fs.Create(ctx, c); err != nil {
 					b.Error(err)
 				}
@@ -296,11 +298,11 @@ func BenchmarkStartToFinal(b *testing.B) {
 	}
 }
 
-// BenchmarkIntentWrite: the worker's fenced transition on FileClaimStore alone: a claimed claim moved to
+// BenchmarkIntentWrite: the worker's fenced transition on filestore.Store alone: a claimed claim moved to
 // the dispatch intent under both leases (CompareAndSwapHeld; since fencing, with the client's token made
 // durable first). The claim's creation and the leases are outside the timer.
 func BenchmarkIntentWrite(b *testing.B) {
-	fs, err := OpenFileClaimStore(claimDir(b))
+	fs, err := filestore.Open(claimDir(b))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -308,8 +310,8 @@ func BenchmarkIntentWrite(b *testing.B) {
 	minion := newMinionID()
 	for b.Loop() {
 		b.StopTimer()
-		c := &Claim{Protocol: claimProtocol, MinionID: minion, RequestID: uuid.NewString(), Profile: receipt.ProfileConfigure,
-			Role: "roles.client_stack", JID: "20261129120000000001", Phase: PhaseClaimed, CreatedAt: time.Now().UTC()}
+		c := &claims.Claim{Protocol: claimProtocol, MinionID: minion, RequestID: uuid.NewString(), Profile: receipt.ProfileConfigure,
+			Role: "roles.client_stack", JID: "20261129120000000001", Phase: claims.PhaseClaimed, CreatedAt: time.Now().UTC()}
 		if err := fs.Create(ctx, c); err != nil {
 			b.Fatal(err)
 		}
@@ -323,7 +325,7 @@ func BenchmarkIntentWrite(b *testing.B) {
 		}
 		next := c.Clone()
 		now := time.Now().UTC()
-		next.Phase, next.DispatchedAt = PhaseDispatching, &now
+		next.Phase, next.DispatchedAt = claims.PhaseDispatching, &now
 		b.StartTimer()
 		if _, err := fs.CompareAndSwapHeld(ctx, next, rl, cl); err != nil {
 			b.Fatal(err)

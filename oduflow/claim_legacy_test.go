@@ -11,15 +11,11 @@ import (
 	"github.com/oduflow/oduflow-go/receipt"
 )
 
-// TestLegacyErrorCode: the code the claim decoder (package claims) records for a legacy error text is
-// this package's CodeLegacyError, and a legacy fixture with an error text carries it.
+// TestLegacyErrorCode: a legacy claim with an error text decodes with CodeLegacyError.
 func TestLegacyErrorCode(t *testing.T) {
-	if CodeLegacyError != claims.CodeLegacyError {
-		t.Fatalf("CodeLegacyError %q, claims.CodeLegacyError %q", CodeLegacyError, claims.CodeLegacyError)
-	}
 	c, err := claims.Decode([]byte(`{"minion_id":"` + newMinionID() + `","request_id":"` + uuid.NewString() +
 		`","jid":"20261201000000000000","state":"dispatched","created":1764547200,"error":"raw"}`))
-	if err != nil || c.ErrorCode != CodeLegacyError {
+	if err != nil || c.ErrorCode != claims.CodeLegacyError {
 		t.Fatalf("%+v %v", c, err)
 	}
 }
@@ -79,7 +75,7 @@ func TestLegacyClaims(t *testing.T) {
 		t.Fatalf("quarantine after assert %+v", q)
 	}
 	c := mustClaim(t, d, disp.RequestID)
-	if !c.Legacy() || c.Profile != "" || c.Phase != PhaseAsserted { // still a legacy unprofiled claim
+	if !c.Legacy() || c.Profile != "" || c.Phase != claims.PhaseAsserted { // still a legacy unprofiled claim
 		t.Fatalf("%+v", c)
 	}
 }
@@ -95,7 +91,7 @@ func TestLegacyQuarantineBlocksDispatch(t *testing.T) {
 	req := uuid.NewString()
 	mustStart(t, d, receipt.ProfileConfigure, pre.MinionID, req)
 	got := waitFinal(t, d, receipt.ProfileConfigure, pre.MinionID, req)
-	if got.Status != receipt.StatusFailed || got.Total != 1 || mustClaim(t, d, req).ErrorCode != CodeQuarantined || e.runs() != 0 {
+	if got.Status != receipt.StatusFailed || got.Total != 1 || mustClaim(t, d, req).ErrorCode != claims.CodeQuarantined || e.runs() != 0 {
 		t.Fatalf("%+v runs %d", got, e.runs())
 	}
 	// The minion answering not_started never resolves a legacy claim.

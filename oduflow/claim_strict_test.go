@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/oduflow/oduflow-go/internal/strictjson"
+	"github.com/oduflow/oduflow-go/oduflow/claims"
 	"github.com/oduflow/oduflow-go/receipt"
 )
 
@@ -28,10 +29,10 @@ func TestStoredClaimWithAppendedKeysIsCorrupt(t *testing.T) {
 	if err := claimFiles(t, fs).WriteAtomic(claimName(c.RequestID), spoiled); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := fs.Get(ctx, c.RequestID); !errors.Is(err, ErrCorruptClaim) || !errors.Is(err, strictjson.ErrDuplicateKey) {
+	if _, err := fs.Get(ctx, c.RequestID); !errors.Is(err, claims.ErrCorruptClaim) || !errors.Is(err, strictjson.ErrDuplicateKey) {
 		t.Fatalf("Get: %v", err)
 	}
-	if _, err := d.Status(ctx, c.MinionID, c.RequestID, receipt.ProfileConfigure); !errors.Is(err, ErrCorruptClaim) {
+	if _, err := d.Status(ctx, c.MinionID, c.RequestID, receipt.ProfileConfigure); !errors.Is(err, claims.ErrCorruptClaim) {
 		t.Fatalf("Status: %v", err)
 	}
 }

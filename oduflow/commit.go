@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/cockroachdb/errors"
+	"github.com/oduflow/oduflow-go/oduflow/claims"
 	"github.com/oduflow/oduflow-go/receipt"
 )
 
@@ -32,7 +33,7 @@ const (
 //   - Anything else (another phase or writer, a lost lease, the window over, the dispatcher closing):
 //     false, nothing is published. Status reports the claim unknown once the request lock is free (a
 //     recorded intent quarantines the client), and it is never published.
-func (d *Dispatcher) settleIntent(ctx context.Context, next *Claim, reqLock, lease Lease) (*Claim, bool) {
+func (d *Dispatcher) settleIntent(ctx context.Context, next *claims.Claim, reqLock, lease claims.Lease) (*claims.Claim, bool) {
 	lg := d.claimLog(next)
 	deadline := time.Now().Add(d.timers.LaunchGrace / 2)
 	wait := intentRetryFirst
@@ -64,14 +65,14 @@ func (d *Dispatcher) settleIntent(ctx context.Context, next *Claim, reqLock, lea
 
 // intentAttempt is one read and at most one guarded write of settleIntent. decided is false when the
 // next attempt must read again (a failed read, a conflict, another unknown outcome).
-func (d *Dispatcher) intentAttempt(ctx context.Context, next *Claim, reqLock, lease Lease) (out *Claim, decided, ok bool) {
+func (d *Dispatcher) intentAttempt(ctx context.Context, next *claims.Claim, reqLock, lease claims.Lease) (out *claims.Claim, decided, ok bool) {
 	cur, err := d.store.Get(ctx, next.RequestID)
 	if err != nil {
 		return nil, false, false
 	}
-	var write *Claim
+	var write *claims.Claim
 	switch {
-	case cur.Phase == PhaseClaimed && cur.Generation == next.Generation:
+	case cur.Phase == claims.PhaseClaimed && cur.Generation == next.Generation:
 		write = next // not committed as of this read: retry the same fenced write
 	case ownIntent(cur, next):
 		write = cur // committed, by this worker unless a lease was lost: confirm
@@ -83,7 +84,7 @@ func (d *Dispatcher) intentAttempt(ctx context.Context, next *Claim, reqLock, le
 	case err == nil:
 		d.watchers.changed(write.RequestID)
 		return out, true, true
-	case errors.Is(err, ErrConflict), isOutcomeUnknown(err), errors.Is(err, ErrClaimStore):
+	case errors.Is(err, claims.ErrConflict), isOutcomeUnknown(err), errors.Is(err, claims.ErrClaimStore):
 		return nil, false, false
 	}
 	return nil, true, false // ErrLeaseLost and anything else: cannot prove the intent is this worker's
@@ -91,28 +92,28 @@ func (d *Dispatcher) intentAttempt(ctx context.Context, next *Claim, reqLock, le
 
 // sameIdentity: a and b are the same request's claim as created, JID included (the identity fields a
 // store never changes, and the file store's creation stamp).
-func sameIdentity(a, b *Claim) bool {
+func sameIdentity(a, b *claims.Claim) bool {
 	return a.MinionID == b.MinionID && a.RequestID == b.RequestID && a.Profile == b.Profile &&
 		a.Role == b.Role && a.StateDigest == b.StateDigest && a.JID == b.JID && a.PayloadRef == b.PayloadRef &&
 		a.CreatedAt.Equal(b.CreatedAt) && a.Protocol == b.Protocol && a.CreatedClock == b.CreatedClock
 }
 
 // ownIntent reports whether cur is the dispatch intent next, as written (possibly re-confirmed).
-func ownIntent(cur, next *Claim) bool {
-	return cur.Phase == PhaseDispatching && cur.Generation > next.Generation &&
+func ownIntent(cur, next *claims.Claim) bool {
+	return cur.Phase == claims.PhaseDispatching && cur.Generation > next.Generation &&
 		cur.DispatchedAt != nil && next.DispatchedAt != nil && cur.DispatchedAt.Equal(*next.DispatchedAt) &&
 		cur.MinionKeySHA256 == next.MinionKeySHA256 && sameIdentity(cur, next)
 }
 
 // finalize commits a final result unless someone else committed one meanwhile (which is kept).
-func (d *Dispatcher) finalize(ctx context.Context, c *Claim, st receipt.Status, passed, total int, code ErrorCode, evidence string) *Claim {
+func (d *Dispatcher) finalize(ctx context.Context, c *claims.Claim, st receipt.Status, passed, total int, code claims.ErrorCode, evidence string) *claims.Claim {
 	lg := d.claimLog(c)
-	out, changed, err := d.updateClaim(ctx, c, func(next *Claim) bool {
+	out, changed, err := d.updateClaim(ctx, c, func(next *claims.Claim) bool {
 		if next.Phase.Final() {
 			return false
 		}
 		now := d.clock.Now()
-		next.Phase, next.Status, next.Passed, next.Total = PhaseTerminal, st, passed, total
+		next.Phase, next.Status, next.Passed, next.Total = claims.PhaseTerminal, st, passed, total
 		next.ErrorCode, next.Evidence, next.FinishedAt = code, evidence, &now
 		return true
 	})
@@ -132,9 +133,9 @@ func (d *Dispatcher) finalize(ctx context.Context, c *Claim, st receipt.Status, 
 
 // commitFromUnknown applies mutate to the current claim if it is still unresolved (not final, or final
 // unknown) or, with overAssertion, asserted, under a fenced update. A result committed meanwhile is kept.
-func (d *Dispatcher) commitFromUnknown(ctx context.Context, c *Claim, overAssertion bool, mutate func(*Claim)) (*Claim, error) {
-	out, _, err := d.updateClaim(ctx, c, func(next *Claim) bool {
-		if next.Phase == PhaseAsserted {
+func (d *Dispatcher) commitFromUnknown(ctx context.Context, c *claims.Claim, overAssertion bool, mutate func(*claims.Claim)) (*claims.Claim, error) {
+	out, _, err := d.updateClaim(ctx, c, func(next *claims.Claim) bool {
+		if next.Phase == claims.PhaseAsserted {
 			if !overAssertion {
 				return false
 			}
@@ -151,14 +152,14 @@ func (d *Dispatcher) commitFromUnknown(ctx context.Context, c *Claim, overAssert
 // outcome-unknown publish, a Resume's polling): it commits r's summary (evidence receipt) over the claim
 // if it is still unresolved, keeps a result committed meanwhile, and counts and logs the replacement. who
 // prefixes the log lines ("worker", "resume"). The error is already logged.
-func (d *Dispatcher) replaceUnknown(ctx context.Context, c *Claim, r *receipt.Receipt, who string) error {
+func (d *Dispatcher) replaceUnknown(ctx context.Context, c *claims.Claim, r *receipt.Receipt, who string) error {
 	lg := d.claimLog(c)
-	out, changed, err := d.updateClaim(ctx, c, func(next *Claim) bool {
+	out, changed, err := d.updateClaim(ctx, c, func(next *claims.Claim) bool {
 		if !unresolved(next) {
 			return false // resolved meanwhile (or asserted); keep it
 		}
 		now := d.clock.Now()
-		next.Phase, next.Status, next.Passed, next.Total = PhaseTerminal, r.Status, r.Passed, r.Total
+		next.Phase, next.Status, next.Passed, next.Total = claims.PhaseTerminal, r.Status, r.Passed, r.Total
 		next.ErrorCode, next.Evidence, next.FinishedAt = receiptCode(r), evidenceReceipt, &now
 		return true
 	})
@@ -187,7 +188,7 @@ const maxClaimUpdates = 10
 // request id under another JID was re-created (a store edited or restored from an earlier copy) and is
 // another run's record: no result of c's run is ever committed onto it (errClaimReplaced, matching
 // ErrCorruptClaim).
-func (d *Dispatcher) updateClaim(ctx context.Context, c *Claim, change func(next *Claim) bool) (out *Claim, changed bool, err error) {
+func (d *Dispatcher) updateClaim(ctx context.Context, c *claims.Claim, change func(next *claims.Claim) bool) (out *claims.Claim, changed bool, err error) {
 	for attempt := 0; attempt < maxClaimUpdates; attempt++ {
 		cur, err := d.store.Get(ctx, c.RequestID)
 		if err != nil {
@@ -205,9 +206,9 @@ func (d *Dispatcher) updateClaim(ctx context.Context, c *Claim, change func(next
 			d.watchers.changed(next.RequestID)
 			return out, true, nil
 		}
-		if !errors.Is(err, ErrConflict) {
+		if !errors.Is(err, claims.ErrConflict) {
 			return nil, false, err
 		}
 	}
-	return nil, false, ErrConflict
+	return nil, false, claims.ErrConflict
 }

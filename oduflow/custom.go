@@ -8,6 +8,7 @@ import (
 
 	"github.com/oduflow/oduflow-go/internal/errmark"
 	"github.com/oduflow/oduflow-go/oduflow/catalog"
+	"github.com/oduflow/oduflow-go/oduflow/claims"
 	"github.com/oduflow/oduflow-go/receipt"
 )
 
@@ -23,7 +24,7 @@ type CustomResponse struct {
 	Passed      int            `json:"passed"`
 	Total       int            `json:"total"`
 	// ErrorCode is the execution's sanitized error code, "" when none (Response.ErrorCode).
-	ErrorCode ErrorCode `json:"error_code"`
+	ErrorCode claims.ErrorCode `json:"error_code"`
 	// Reused is "", "reuse_running" (reuseRunning) or "reuse_succeeded" (reuseSucceeded).
 	Reused string `json:"reused,omitempty"`
 }
@@ -68,7 +69,7 @@ func (d *Dispatcher) CustomStart(ctx context.Context, minion, request, definitio
 		return CustomResponse{}, invalid(err, "definition id")
 	}
 	if !mode.Valid() {
-		return CustomResponse{}, errmark.Mark(errors.Newf("oduflow: invalid custom mode %q", errors.Safe(string(mode))), ErrInvalidInput)
+		return CustomResponse{}, errmark.Mark(errors.Newf("oduflow: invalid custom mode %q", errors.Safe(string(mode))), claims.ErrInvalidInput)
 	}
 	cat, err := d.customCatalog()
 	if err != nil {
@@ -101,8 +102,8 @@ func (d *Dispatcher) CustomStart(ctx context.Context, minion, request, definitio
 		if err := checkBinding(c, receipt.ProfileCustom, minion); err != nil {
 			return CustomResponse{}, err
 		}
-		return CustomResponse{}, errors.Wrap(ErrCorruptClaim, "oduflow: custom claim without its snapshot")
-	} else if !errors.Is(err, ErrNoClaim) {
+		return CustomResponse{}, errors.Wrap(claims.ErrCorruptClaim, "oduflow: custom claim without its snapshot")
+	} else if !errors.Is(err, claims.ErrNoClaim) {
 		return CustomResponse{}, err
 	}
 
@@ -123,7 +124,7 @@ func (d *Dispatcher) CustomStart(ctx context.Context, minion, request, definitio
 	}
 	compiled, err := catalog.Compile(def.Source) // the digest bound now is the one frozen below
 	if err != nil {
-		return CustomResponse{}, errmark.Mark(errors.Wrap(err, "oduflow: custom source"), ErrInvalidInput)
+		return CustomResponse{}, errmark.Mark(errors.Wrap(err, "oduflow: custom source"), claims.ErrInvalidInput)
 	}
 	dec, err := d.customDecisionFor(ctx, cat, minion, definitionID, compiled.Digest, mode)
 	if err != nil {
@@ -172,13 +173,13 @@ func pointerReason(e catalog.Execution, request string) string {
 func (d *Dispatcher) customDrive(ctx context.Context, cat catalog.Store, e catalog.Execution, request, reason string) (CustomResponse, error) {
 	c, err := d.store.Get(ctx, e.RequestID)
 	var launchErr error // a detached worker that could not start: the claim is failed, nothing published
-	if errors.Is(err, ErrNoClaim) {
+	if errors.Is(err, claims.ErrNoClaim) {
 		if err := d.ready(ctx); err != nil {
 			return CustomResponse{}, err // the snapshot stays queued; no claim written
 		}
-		c = &Claim{Protocol: claimProtocol, MinionID: e.MinionID, RequestID: e.RequestID,
+		c = &claims.Claim{Protocol: claimProtocol, MinionID: e.MinionID, RequestID: e.RequestID,
 			Profile: receipt.ProfileCustom, StateDigest: e.Digest, PayloadRef: e.RequestID,
-			JID: string(d.jids.Next()), Phase: PhaseClaimed, CreatedAt: d.clock.Now()}
+			JID: string(d.jids.Next()), Phase: claims.PhaseClaimed, CreatedAt: d.clock.Now()}
 		if _, err := d.create(ctx, c); errors.Is(err, ErrWorkerLaunch) {
 			launchErr = err
 		} else if err != nil {
@@ -194,7 +195,7 @@ func (d *Dispatcher) customDrive(ctx context.Context, cat catalog.Store, e catal
 		return CustomResponse{}, err
 	}
 	if c.StateDigest != e.Digest || c.PayloadRef != e.RequestID {
-		return CustomResponse{}, errors.Wrap(ErrCorruptClaim, "oduflow: custom claim does not match its snapshot")
+		return CustomResponse{}, errors.Wrap(claims.ErrCorruptClaim, "oduflow: custom claim does not match its snapshot")
 	}
 	out, err := d.customRespond(ctx, cat, e, c, request, reason)
 	if err == nil && launchErr != nil {
@@ -204,7 +205,7 @@ func (d *Dispatcher) customDrive(ctx context.Context, cat catalog.Store, e catal
 }
 
 // customRespond computes the claim's status, mirrors the sanitized outcome into the catalog and answers.
-func (d *Dispatcher) customRespond(ctx context.Context, cat catalog.Store, e catalog.Execution, c *Claim,
+func (d *Dispatcher) customRespond(ctx context.Context, cat catalog.Store, e catalog.Execution, c *claims.Claim,
 	request, reason string) (CustomResponse, error) {
 	st, err := d.computeStatus(ctx, c)
 	if err != nil {
@@ -217,7 +218,7 @@ func (d *Dispatcher) customRespond(ctx context.Context, cat catalog.Store, e cat
 	if e.Outcome.ConfirmedBy == catalog.ConfirmedByMinionReceipt && claimConfirmation(c) == catalog.ConfirmedByOperatorAssertion {
 		// The catalog holds the minion's receipt read after an assertion: the stronger evidence.
 		o = e.Outcome
-		out.Status, out.Passed, out.Total, out.ErrorCode = o.Status, o.Passed, o.Total, ErrorCode(o.ErrorCode)
+		out.Status, out.Passed, out.Total, out.ErrorCode = o.Status, o.Passed, o.Total, claims.ErrorCode(o.ErrorCode)
 	}
 	d.mirror(ctx, cat, e, o)
 	return out, nil
@@ -254,7 +255,7 @@ func (d *Dispatcher) CustomStatus(ctx context.Context, minion, request string) (
 			if err := checkBinding(c, receipt.ProfileCustom, minion); err != nil {
 				return CustomResponse{}, err
 			}
-			return CustomResponse{}, errors.Wrap(ErrCorruptClaim, "oduflow: custom claim without its snapshot")
+			return CustomResponse{}, errors.Wrap(claims.ErrCorruptClaim, "oduflow: custom claim without its snapshot")
 		}
 		return CustomResponse{MinionID: minion, RequestID: request, ExecutionID: request,
 			Status: receipt.StatusNotStarted}, nil
@@ -269,7 +270,7 @@ func (d *Dispatcher) CustomStatus(ctx context.Context, minion, request string) (
 		reason = pointerReason(e, request)
 	}
 	c, err := d.store.Get(ctx, e.RequestID)
-	if errors.Is(err, ErrNoClaim) {
+	if errors.Is(err, claims.ErrNoClaim) {
 		return CustomResponse{MinionID: minion, RequestID: request, ExecutionID: e.RequestID,
 			Status: receipt.StatusNotStarted, Reused: reason}, nil // queued: CustomStart drives it
 	} else if err != nil {
@@ -286,7 +287,7 @@ func (d *Dispatcher) CustomStatus(ctx context.Context, minion, request string) (
 func (d *Dispatcher) customDecisionFor(ctx context.Context, cat catalog.Store, minion, definitionID, digest string,
 	mode customMode) (customDecision, error) {
 	for attempt := 0; ; attempt++ {
-		req, claims, err := d.customEvidence(ctx, cat, minion)
+		req, byID, err := d.customEvidence(ctx, cat, minion)
 		if err != nil {
 			return customDecision{}, err
 		}
@@ -296,7 +297,7 @@ func (d *Dispatcher) customDecisionFor(ctx context.Context, cat catalog.Store, m
 		if attempt > 0 || !errors.As(err, &nc) || !nc.Dispatched {
 			return dec, err
 		}
-		c := claims[nc.RequestID]
+		c := byID[nc.RequestID]
 		if c == nil || c.Legacy() {
 			return dec, err
 		}
@@ -314,20 +315,20 @@ func (d *Dispatcher) customDecisionFor(ctx context.Context, cat catalog.Store, m
 // customEvidence builds the rules' input for one server: every custom execution with its current status
 // and confirmation (custom claims without a snapshot count as unknown definitions, so an unknown one still
 // blocks), and the configure claims.
-func (d *Dispatcher) customEvidence(ctx context.Context, cat catalog.Store, minion string) (customRequest, map[string]*Claim, error) {
+func (d *Dispatcher) customEvidence(ctx context.Context, cat catalog.Store, minion string) (customRequest, map[string]*claims.Claim, error) {
 	execs, err := cat.Executions(ctx, minion)
 	if err != nil {
 		return customRequest{}, nil, err
 	}
-	claims, err := d.store.ListByClient(ctx, minion)
+	all, err := d.store.ListByClient(ctx, minion)
 	if err != nil {
 		return customRequest{}, nil, err
 	}
-	byID := make(map[string]*Claim, len(claims))
-	for _, c := range claims {
+	byID := make(map[string]*claims.Claim, len(all))
+	for _, c := range all {
 		byID[c.RequestID] = c
 	}
-	req := customRequest{Configure: configRecords(claims)}
+	req := customRequest{Configure: configRecords(all)}
 	seen := make(map[string]bool, len(execs))
 	for _, e := range execs {
 		seen[e.RequestID] = true
@@ -348,7 +349,7 @@ func (d *Dispatcher) customEvidence(ctx context.Context, cat catalog.Store, mini
 		}
 		req.History = append(req.History, rec)
 	}
-	for _, c := range claims {
+	for _, c := range all {
 		if c.EffectiveProfile() != receipt.ProfileCustom || seen[c.RequestID] {
 			continue
 		}

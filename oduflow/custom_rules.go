@@ -9,6 +9,7 @@ import (
 	"github.com/cockroachdb/errors"
 
 	"github.com/oduflow/oduflow-go/oduflow/catalog"
+	"github.com/oduflow/oduflow-go/oduflow/claims"
 	"github.com/oduflow/oduflow-go/receipt"
 )
 
@@ -135,10 +136,10 @@ type customDecision struct {
 // It is pure: no I/O, no clock.
 func decideCustom(req customRequest) (customDecision, error) {
 	if !req.Mode.Valid() {
-		return customDecision{}, errmark.Mark(errors.Newf("oduflow: invalid custom mode %q", errors.Safe(string(req.Mode))), ErrInvalidInput)
+		return customDecision{}, errmark.Mark(errors.Newf("oduflow: invalid custom mode %q", errors.Safe(string(req.Mode))), claims.ErrInvalidInput)
 	}
 	if req.DefinitionID == "" || req.Digest == "" {
-		return customDecision{}, errmark.Mark(errors.New("oduflow: custom decision without definition or digest"), ErrInvalidInput)
+		return customDecision{}, errmark.Mark(errors.New("oduflow: custom decision without definition or digest"), claims.ErrInvalidInput)
 	}
 	hist := append([]customRecord(nil), req.History...)
 	sort.SliceStable(hist, func(i, j int) bool {

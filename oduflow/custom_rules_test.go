@@ -9,6 +9,7 @@ import (
 	"github.com/cockroachdb/errors"
 
 	"github.com/oduflow/oduflow-go/oduflow/catalog"
+	"github.com/oduflow/oduflow-go/oduflow/claims"
 	"github.com/oduflow/oduflow-go/receipt"
 )
 
@@ -154,8 +155,8 @@ func TestDecideCustomScenarios(t *testing.T) {
 			hist: []customRecord{cstRec("u1", ruleDef, digestA, ok, byRx, true, 1)}, kind: customReuseSucceeded, reuse: "u1"},
 		{name: "unknown asserted failed still needs the receipt", mode: apply, digest: digestA, config: configured,
 			hist: []customRecord{cstRec("u1", ruleDef, digestA, fail, byOp, true, 1)}, wantErr: ErrNeedsConfirmation},
-		{name: "invalid mode", mode: "apply_twice", digest: digestA, config: configured, wantErr: ErrInvalidInput},
-		{name: "no digest", mode: apply, config: configured, wantErr: ErrInvalidInput},
+		{name: "invalid mode", mode: "apply_twice", digest: digestA, config: configured, wantErr: claims.ErrInvalidInput},
+		{name: "no digest", mode: apply, config: configured, wantErr: claims.ErrInvalidInput},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -24,6 +24,7 @@ import (
 	"github.com/cockroachdb/errors"
 
 	"github.com/oduflow/oduflow-go/oduflow/catalog"
+	"github.com/oduflow/oduflow-go/oduflow/claims"
 	"github.com/oduflow/oduflow-go/receipt"
 	"github.com/oduflow/oduflow-go/salt"
 	"github.com/oduflow/oduflow-go/salt/salttest"
@@ -358,9 +359,9 @@ func (e *cstEnv) configure() {
 	e.waitClaimFinal(req)
 }
 
-func (e *cstEnv) waitClaimFinal(req string) *Claim {
+func (e *cstEnv) waitClaimFinal(req string) *claims.Claim {
 	e.t.Helper()
-	var c *Claim
+	var c *claims.Claim
 	if !waitUntil(20*time.Second, func() bool {
 		got, err := e.d.store.Get(context.Background(), req)
 		c = got

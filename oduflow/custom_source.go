@@ -9,6 +9,7 @@ import (
 	"github.com/cockroachdb/errors"
 
 	"github.com/oduflow/oduflow-go/oduflow/catalog"
+	"github.com/oduflow/oduflow-go/oduflow/claims"
 	"github.com/oduflow/oduflow-go/receipt"
 )
 
@@ -25,7 +26,7 @@ type customPublications struct {
 }
 
 // Publication implements publicationSource.
-func (p *customPublications) Publication(ctx context.Context, c *Claim) (publicationSpec, error) {
+func (p *customPublications) Publication(ctx context.Context, c *claims.Claim) (publicationSpec, error) {
 	if c.EffectiveProfile() != receipt.ProfileCustom {
 		return fixedPublications{}.Publication(ctx, c)
 	}
@@ -66,8 +67,8 @@ func (d *Dispatcher) customCatalog() (catalog.Store, error) {
 }
 
 // claimConfirmation says what established a final claim's outcome.
-func claimConfirmation(c *Claim) catalog.Confirmation {
-	if c.Phase == PhaseAsserted || c.Evidence == evidenceAsserted {
+func claimConfirmation(c *claims.Claim) catalog.Confirmation {
+	if c.Phase == claims.PhaseAsserted || c.Evidence == evidenceAsserted {
 		return catalog.ConfirmedByOperatorAssertion
 	}
 	if !c.Phase.Final() || !c.Status.Terminal() {
@@ -83,7 +84,7 @@ func claimConfirmation(c *Claim) catalog.Confirmation {
 }
 
 // outcomeOf is the sanitized catalog outcome of a claim whose current status is st.
-func outcomeOf(c *Claim, st receipt.Status) catalog.Outcome {
+func outcomeOf(c *claims.Claim, st receipt.Status) catalog.Outcome {
 	o := catalog.Outcome{Status: st, Dispatched: c.WasDispatched()}
 	if c.Phase.Final() {
 		o.Passed, o.Total, o.ErrorCode = c.Passed, c.Total, string(c.ErrorCode)
@@ -96,9 +97,9 @@ func outcomeOf(c *Claim, st receipt.Status) catalog.Outcome {
 }
 
 // configRecords lists the server's configure claims as initial configuration evidence.
-func configRecords(claims []*Claim) []customConfigRecord {
+func configRecords(all []*claims.Claim) []customConfigRecord {
 	var out []customConfigRecord
-	for _, c := range claims {
+	for _, c := range all {
 		if c.EffectiveProfile() != receipt.ProfileConfigure || !c.Phase.Final() {
 			continue
 		}

@@ -9,6 +9,7 @@ import (
 	"github.com/cockroachdb/errors"
 
 	"github.com/oduflow/oduflow-go/oduflow/catalog"
+	"github.com/oduflow/oduflow-go/oduflow/claims"
 	"github.com/oduflow/oduflow-go/receipt"
 )
 
@@ -255,7 +256,7 @@ func TestCustomUnknownBlocksAndAssertedFailureNeedsReceipt(t *testing.T) {
 		t.Fatalf("r1 status after confirmation: %+v %v", s, err)
 	}
 	// The master's own claim is corrected too (Reconcile FromMinion), the assertion kept for audit.
-	if c, err := e.d.store.Get(ctx, r1); err != nil || c.Phase != PhaseTerminal || c.Evidence != evidenceReconciled ||
+	if c, err := e.d.store.Get(ctx, r1); err != nil || c.Phase != claims.PhaseTerminal || c.Evidence != evidenceReconciled ||
 		c.Status != receipt.StatusFailed || c.Passed != 1 || c.Total != 2 || c.AssertedBy != "ops" || c.Quarantining() {
 		t.Fatalf("r1 claim after confirmation: %+v %v", c, err)
 	}
@@ -309,10 +310,10 @@ func TestCustomBindingsAndRefusals(t *testing.T) {
 	if _, err := e.d.CustomStart(ctx, e.minion.id, receipt.NewRequestID(), receipt.NewRequestID(), catalog.ModeApply); !errors.Is(err, catalog.ErrNotFound) {
 		t.Fatalf("no definition: %v", err)
 	}
-	if _, err := e.d.CustomStart(ctx, e.minion.id, receipt.NewRequestID(), def.ID, "again"); !errors.Is(err, ErrInvalidInput) {
+	if _, err := e.d.CustomStart(ctx, e.minion.id, receipt.NewRequestID(), def.ID, "again"); !errors.Is(err, claims.ErrInvalidInput) {
 		t.Fatalf("mode: %v", err)
 	}
-	if _, err := e.d.CustomStart(ctx, "client-1", receipt.NewRequestID(), def.ID, catalog.ModeApplyAgain); !errors.Is(err, ErrInvalidInput) {
+	if _, err := e.d.CustomStart(ctx, "client-1", receipt.NewRequestID(), def.ID, catalog.ModeApplyAgain); !errors.Is(err, claims.ErrInvalidInput) {
 		t.Fatalf("minion: %v", err)
 	}
 	_, err = e.d.CustomStart(ctx, e.minion.id, receipt.NewRequestID(), def.ID, catalog.ModeApplyAgain)
@@ -392,7 +393,7 @@ func TestCustomDigestMismatchRefusedByMinion(t *testing.T) {
 	// source refuses a snapshot that does not match the claim before publishing.
 	e := newCstEnv(t)
 	src := &customPublications{store: e.cat}
-	_, err := src.Publication(context.Background(), &Claim{Profile: receipt.ProfileCustom, RequestID: receipt.NewRequestID(),
+	_, err := src.Publication(context.Background(), &claims.Claim{Profile: receipt.ProfileCustom, RequestID: receipt.NewRequestID(),
 		MinionID: e.minion.id})
 	if err == nil {
 		t.Fatal("claim without payload reference accepted")

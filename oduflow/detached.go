@@ -10,6 +10,7 @@ import (
 
 	"github.com/oduflow/oduflow-go/internal/errmark"
 	"github.com/oduflow/oduflow-go/internal/safefile"
+	"github.com/oduflow/oduflow-go/oduflow/claims"
 
 	"github.com/cockroachdb/errors"
 	"golang.org/x/sys/unix"
@@ -103,7 +104,7 @@ func openWorkerLog(path string) (*os.File, error) {
 
 // launchDetached starts the worker process of claim c. The returned channel yields the process's exit
 // result once (it is reaped if this process lives long enough).
-func (d *Dispatcher) launchDetached(c *Claim) (<-chan error, error) {
+func (d *Dispatcher) launchDetached(c *claims.Claim) (<-chan error, error) {
 	cmd := exec.Command(d.mode.exe, c.MinionID, c.RequestID)
 	cmd.Env = append(append(os.Environ(), workerEnv+"=1"), d.mode.env...)
 	// stdin, stdout and stderr are /dev/null unless a log file is configured: never the launcher's.
@@ -129,17 +130,17 @@ func (d *Dispatcher) launchDetached(c *Claim) (<-chan error, error) {
 // failLaunch commits terminal failed (CodeWorkerLaunch, a preflight record: nothing was published) for a
 // claim whose worker could not be started, if it is still in phase claimed and nobody holds its request
 // lock. It returns the current claim.
-func (d *Dispatcher) failLaunch(ctx context.Context, c *Claim) *Claim {
+func (d *Dispatcher) failLaunch(ctx context.Context, c *claims.Claim) *claims.Claim {
 	lk, err := d.tryRequestLock(ctx, c.RequestID)
 	if err != nil {
 		return c // a worker runs it after all (or the lock cannot be read): leave it to the status rules
 	}
 	defer func() { _ = lk.Release() }()
 	cur, err := d.store.Get(ctx, c.RequestID)
-	if err != nil || cur.Phase != PhaseClaimed {
+	if err != nil || cur.Phase != claims.PhaseClaimed {
 		return c
 	}
-	if out := d.finalize(ctx, cur, receipt.StatusFailed, 0, 1, CodeWorkerLaunch, evidencePreflight); out != nil {
+	if out := d.finalize(ctx, cur, receipt.StatusFailed, 0, 1, claims.CodeWorkerLaunch, evidencePreflight); out != nil {
 		return out
 	}
 	return cur
@@ -158,7 +159,7 @@ func (d *Dispatcher) WorkerActive(ctx context.Context, request string) (_ bool, 
 // resumeDetached starts a detached worker for an unknown request whose ResumedAt was just recorded, and
 // returns once the worker holds the request lock (it is polling), or has ended, or the launch grace has
 // passed.
-func (d *Dispatcher) resumeDetached(ctx context.Context, c *Claim) (Response, error) {
+func (d *Dispatcher) resumeDetached(ctx context.Context, c *claims.Claim) (Response, error) {
 	done, err := d.launchDetached(c)
 	if err != nil {
 		d.claimLog(c).Error("resume: worker launch failed", "error", err.Error())
@@ -196,7 +197,7 @@ func (d *Dispatcher) resumeDetached(ctx context.Context, c *Claim) (Response, er
 }
 
 // currentResponse re-reads the claim and answers by the status rules.
-func (d *Dispatcher) currentResponse(ctx context.Context, c *Claim) (Response, error) {
+func (d *Dispatcher) currentResponse(ctx context.Context, c *claims.Claim) (Response, error) {
 	cur, err := d.store.Get(ctx, c.RequestID)
 	if err != nil {
 		return Response{}, err
@@ -243,7 +244,7 @@ func RunWorkerIfRequested(ctx context.Context, build func() (*Dispatcher, error)
 func (d *Dispatcher) runDetachedWorker(ctx context.Context, args []string) (err error) {
 	defer errmark.Boundary(&err)
 	if len(args) != 2 {
-		return errmark.Mark(errors.New("oduflow: worker arguments are exactly <minion id> <request id>"), ErrInvalidInput)
+		return errmark.Mark(errors.New("oduflow: worker arguments are exactly <minion id> <request id>"), claims.ErrInvalidInput)
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()

@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/oduflow/oduflow-go/oduflow/claims"
 	"github.com/oduflow/oduflow-go/receipt"
 )
 
@@ -98,7 +99,7 @@ func TestCrashConsistencyDetachedWorker(t *testing.T) {
 					if _, err := d.Resume(ctx, m.ID(), req); err != nil {
 						t.Fatal(err)
 					}
-					waitClaim(t, d, req, "resolved by the resumed worker", func(c *Claim) bool {
+					waitClaim(t, d, req, "resolved by the resumed worker", func(c *claims.Claim) bool {
 						return c.Phase.Final() && c.Status == receipt.StatusSucceeded
 					})
 					if r, _ := d.Status(ctx, m.ID(), req, receipt.ProfileConfigure); r.Status != receipt.StatusSucceeded {
@@ -110,7 +111,7 @@ func TestCrashConsistencyDetachedWorker(t *testing.T) {
 					if err != nil || r.Status != receipt.StatusFailed {
 						t.Fatalf("reconcile of a publication never started: %+v %v", r, err)
 					}
-					if c := mustClaim(t, d, req); c.ErrorCode != CodeNeverRan || c.Quarantining() {
+					if c := mustClaim(t, d, req); c.ErrorCode != claims.CodeNeverRan || c.Quarantining() {
 						t.Fatalf("never ran: %+v", c)
 					}
 				}

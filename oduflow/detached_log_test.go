@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/oduflow/oduflow-go/oduflow/filestore"
 	"github.com/oduflow/oduflow-go/receipt"
 )
 
@@ -18,7 +19,7 @@ import (
 func TestOpenWorkerLogBeforeStart(t *testing.T) {
 	t.Parallel()
 	dir := claimDir(t)
-	if _, err := OpenFileClaimStore(dir); err != nil {
+	if _, err := filestore.Open(dir); err != nil {
 		t.Fatal(err)
 	}
 	fifo := filepath.Join(dir, "fifo.log")
@@ -38,7 +39,7 @@ func TestOpenWorkerLogBeforeStart(t *testing.T) {
 
 	e := startSim(t)
 	m := e.addMinion()
-	if _, err := OpenFileClaimStore(e.dir); err != nil {
+	if _, err := filestore.Open(e.dir); err != nil {
 		t.Fatal(err)
 	}
 	logPath := filepath.Join(e.dir, workerLogName)

@@ -16,6 +16,7 @@ import (
 	"github.com/cockroachdb/errors"
 	"github.com/google/uuid"
 
+	"github.com/oduflow/oduflow-go/oduflow/claims"
 	"github.com/oduflow/oduflow-go/oduflow/oduflowtest/fakeminion"
 	"github.com/oduflow/oduflow-go/receipt"
 	"github.com/oduflow/oduflow-go/salt"
@@ -64,7 +65,7 @@ func TestDetachedLaunchFailureFailsClaim(t *testing.T) {
 		t.Fatalf("response %+v", r)
 	}
 	c := mustClaim(t, d, req)
-	if c.Phase != PhaseTerminal || c.ErrorCode != CodeWorkerLaunch || c.Evidence != evidencePreflight ||
+	if c.Phase != claims.PhaseTerminal || c.ErrorCode != claims.CodeWorkerLaunch || c.Evidence != evidencePreflight ||
 		c.Quarantining() || c.WasDispatched() {
 		t.Fatalf("%+v", c)
 	}
@@ -85,7 +86,7 @@ func TestDetachedLaunchFailureFailsClaim(t *testing.T) {
 	if _, err := d2.Start(ctx, m.ID(), req2, receipt.ProfileConfigure); !errors.Is(err, ErrWorkerLaunch) {
 		t.Fatalf("unsafe log: %v", err)
 	}
-	if c := mustClaim(t, d2, req2); c.ErrorCode != CodeWorkerLaunch || c.Status != receipt.StatusFailed {
+	if c := mustClaim(t, d2, req2); c.ErrorCode != claims.CodeWorkerLaunch || c.Status != receipt.StatusFailed {
 		t.Fatalf("%+v", c)
 	}
 }
@@ -241,7 +242,7 @@ func TestDetachedResume(t *testing.T) {
 	if c := mustClaim(t, dd, req); c.ResumedAt == nil {
 		t.Fatalf("resume not recorded: %+v", c)
 	}
-	c := waitClaim(t, dd, req, "resolved", func(c *Claim) bool { return c.Status != receipt.StatusUnknown })
+	c := waitClaim(t, dd, req, "resolved", func(c *claims.Claim) bool { return c.Status != receipt.StatusUnknown })
 	if c.Status != receipt.StatusSucceeded || c.Evidence != evidenceReceipt || c.Quarantining() {
 		t.Fatalf("%+v", c)
 	}

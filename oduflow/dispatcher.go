@@ -10,6 +10,7 @@ import (
 	"github.com/cockroachdb/errors"
 
 	"github.com/oduflow/oduflow-go/internal/errmark"
+	"github.com/oduflow/oduflow-go/oduflow/claims"
 	"github.com/oduflow/oduflow-go/oduflow/filestore"
 	"github.com/oduflow/oduflow-go/profiles"
 	"github.com/oduflow/oduflow-go/receipt"
@@ -21,8 +22,8 @@ import (
 type Dispatcher struct {
 	pub    Publisher
 	hub    *hub
-	store  ClaimStore
-	leases Leases
+	store  claims.ClaimStore
+	leases claims.Leases
 	clock  clockSource
 	log    *slog.Logger
 	hooks  hookSet
@@ -56,10 +57,10 @@ type Dispatcher struct {
 	masterPingMu   sync.Mutex
 
 	// claimLock is the store when it reads a claim with its lock state at once (nil: Get, then RequestLockHeld).
-	claimLock ClaimLockReader
+	claimLock claims.ClaimLockReader
 	// windows is the store when it measures the status windows itself (nil: this
 	// dispatcher's clock measures them against the claims' timestamps).
-	windows WindowedStore
+	windows claims.WindowedStore
 
 	ctx    context.Context // workers run under it; Close cancels it
 	cancel context.CancelFunc
@@ -90,7 +91,7 @@ func New(client Publisher, events EventSource, opts ...Option) (_ *Dispatcher, e
 	}
 	var ownLog bool
 	if client == nil || events == nil {
-		return nil, errmark.Mark(errors.New("oduflow: nil client or event source"), ErrInvalidInput)
+		return nil, errmark.Mark(errors.New("oduflow: nil client or event source"), claims.ErrInvalidInput)
 	}
 	if cfg.logger == nil {
 		cfg.logger = slog.Default()
@@ -114,15 +115,15 @@ func New(client Publisher, events EventSource, opts ...Option) (_ *Dispatcher, e
 	if cfg.profiles == nil {
 		cfg.profiles = profiles.DefaultTable()
 	}
-	claimLock, _ := cfg.store.(ClaimLockReader)
-	windows, _ := cfg.store.(WindowedStore)
+	claimLock, _ := cfg.store.(claims.ClaimLockReader)
+	windows, _ := cfg.store.(claims.WindowedStore)
 	if windows != nil {
 		windows.SetStatusWindows(cfg.timers.LaunchGrace, cfg.timers.StatusExpiry)
 	}
 	if cfg.workerLogOpen != "" && cfg.workerLogFile == nil {
 		f, err := openWorkerLogChecked(cfg.workerLogOpen)
 		if err != nil {
-			return nil, errmark.Mark(err, ErrInvalidInput)
+			return nil, errmark.Mark(err, claims.ErrInvalidInput)
 		}
 		cfg.workerLogFile, ownLog = f, true
 	}
@@ -157,7 +158,7 @@ func (d *Dispatcher) Wait(ctx context.Context) (err error) {
 // last committed (identities, profile, phase, recorded status, counts, error code, evidence). It never
 // changes anything; its Status field is the recorded one, not the status rules' answer (use Status with
 // c.EffectiveProfile() for that). No claim: ErrNoClaim. A claim bound to another minion: ErrMismatch.
-func (d *Dispatcher) Lookup(ctx context.Context, minion, request string) (_ *Claim, err error) {
+func (d *Dispatcher) Lookup(ctx context.Context, minion, request string) (_ *claims.Claim, err error) {
 	defer errmark.Boundary(&err)
 	t, err := d.parseTarget(minion, request)
 	if err != nil {
@@ -195,7 +196,7 @@ func (d *Dispatcher) parseTarget(minion, request string) (target, error) {
 }
 
 // targetOf is the target of a claim the claim store read or wrote (Claim.Validate checked its ids).
-func targetOf(c *Claim) target { return target{minion: c.MinionID, request: c.RequestID} }
+func targetOf(c *claims.Claim) target { return target{minion: c.MinionID, request: c.RequestID} }
 
 // validateProfile accepts custom and the profiles of the table; anything else matches
 // receipt.ErrUnknownProfile.
@@ -207,7 +208,7 @@ func (d *Dispatcher) validateProfile(p receipt.Profile) error {
 }
 
 // checkBinding refuses a claim read through another profile or minion.
-func checkBinding(c *Claim, profile receipt.Profile, minion string) error {
+func checkBinding(c *claims.Claim, profile receipt.Profile, minion string) error {
 	if c.MinionID != minion {
 		return &mismatchError{Field: "minion_id", Bound: c.MinionID}
 	}
@@ -217,7 +218,7 @@ func checkBinding(c *Claim, profile receipt.Profile, minion string) error {
 	return nil
 }
 
-func (d *Dispatcher) claimLog(c *Claim) *slog.Logger {
+func (d *Dispatcher) claimLog(c *claims.Claim) *slog.Logger {
 	return d.log.With(slog.String("request_id", c.RequestID), slog.String("minion_id", c.MinionID),
 		slog.String("jid", c.JID), slog.String("profile", string(c.EffectiveProfile())))
 }

@@ -43,7 +43,7 @@
 // result), unknown (the outcome cannot be proven: the publish reply was lost, no trustworthy return within
 // Timers.ExecutionWait and the poll budget, the worker disappeared, or Timers.StatusExpiry has passed since
 // dispatch). The claim store measures these windows itself, so no rule compares one host's wall clock with a
-// time another host wrote. ErrorCode (type ErrorCode) is "" or one of the Code* constants (CodeLeaseBusy,
+// time another host wrote. ErrorCode (type claims.ErrorCode) is "" or one of package claims' Code* constants (CodeLeaseBusy,
 // CodeQuarantined, CodeOutcomeUnknown, ...): compare with them, never with string literals. The status says
 // whether the run may have happened (failed: a new request id may follow; unknown: reconcile, never start a
 // replacement), the code says why; it is also the code label of Hooks.Outcome, and the repository README's
@@ -56,7 +56,7 @@
 // publication; a publish is never retried. Claims live behind ClaimStore and Leases (a request lock and a
 // per-client execution lease shared by all profiles): the contract is package oduflow/claims (this
 // package declares each of its names too, as aliases), which a store imports instead of the dispatcher.
-// FileClaimStore (package oduflow/filestore), the default, keeps them in a 0700 directory (default
+// filestore.Store (package oduflow/filestore), the default, keeps them in a 0700 directory (default
 // /var/cache/salt/oduflow-apply) for the processes of one host; the nested module oduflow/etcdstore keeps
 // them on etcd for replicas on several hosts; oduflowtest.TestClaimStore is the contract's conformance
 // suite. Before a new claim is written, Start checks that it can dispatch (the

@@ -17,6 +17,8 @@ import (
 
 	"github.com/oduflow/oduflow-go/internal/safefile"
 	"github.com/oduflow/oduflow-go/oduflow/catalog"
+	"github.com/oduflow/oduflow-go/oduflow/claims"
+	"github.com/oduflow/oduflow-go/oduflow/filestore"
 	"github.com/oduflow/oduflow-go/profiles"
 	"github.com/oduflow/oduflow-go/receipt"
 )
@@ -24,13 +26,13 @@ import (
 func TestStdlibErrorsInvalidInput(t *testing.T) {
 	ctx := context.Background()
 	_, err := New(nil, nil)
-	if !errors.Is(err, ErrInvalidInput) {
+	if !errors.Is(err, claims.ErrInvalidInput) {
 		t.Fatalf("New(nil, nil): %v", err)
 	}
 	wantOneLine(t, "New(nil, nil)", err)
 	d := newOffline(t, newFakeClock())
 	_, err = d.Status(ctx, "not-a-minion", uuid.NewString(), receipt.ProfileConfigure)
-	if !errors.Is(err, ErrInvalidInput) || !errors.Is(err, receipt.ErrInvalidID) {
+	if !errors.Is(err, claims.ErrInvalidInput) || !errors.Is(err, receipt.ErrInvalidID) {
 		t.Fatalf("bad minion id: %v", err)
 	}
 	wantOneLine(t, "bad minion id", err)
@@ -38,11 +40,11 @@ func TestStdlibErrorsInvalidInput(t *testing.T) {
 		t.Fatalf("the message does not name the wanted form: %v", err)
 	}
 	_, err = d.Start(ctx, newMinionID(), "not-a-request", receipt.ProfileConfigure)
-	if !errors.Is(err, ErrInvalidInput) || !errors.Is(err, receipt.ErrInvalidID) {
+	if !errors.Is(err, claims.ErrInvalidInput) || !errors.Is(err, receipt.ErrInvalidID) {
 		t.Fatalf("bad request id: %v", err)
 	}
 	wantOneLine(t, "bad request id", err)
-	if err := d.runDetachedWorker(ctx, []string{"only-one"}); !errors.Is(err, ErrInvalidInput) {
+	if err := d.runDetachedWorker(ctx, []string{"only-one"}); !errors.Is(err, claims.ErrInvalidInput) {
 		t.Fatalf("worker arguments: %v", err)
 	}
 }
@@ -68,7 +70,7 @@ func TestStdlibErrorsMismatch(t *testing.T) {
 func TestStdlibErrorsFileClaimStore(t *testing.T) {
 	ctx := context.Background()
 	clk := newFakeClock()
-	fs, err := OpenFileClaimStore(claimDir(t))
+	fs, err := filestore.Open(claimDir(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,12 +79,12 @@ func TestStdlibErrorsFileClaimStore(t *testing.T) {
 		t.Fatal(err)
 	}
 	err = fs.Create(ctx, c)
-	if !errors.Is(err, ErrClaimExists) || !errors.Is(err, safefile.ErrExist) {
+	if !errors.Is(err, claims.ErrClaimExists) || !errors.Is(err, safefile.ErrExist) {
 		t.Fatalf("claim exists: %v", err)
 	}
 	wantOneLine(t, "ErrClaimExists", err)
 	_, err = fs.Get(ctx, uuid.NewString())
-	if !errors.Is(err, ErrNoClaim) {
+	if !errors.Is(err, claims.ErrNoClaim) {
 		t.Fatalf("no claim: %v", err)
 	}
 	wantOneLine(t, "ErrNoClaim", err)
@@ -91,12 +93,12 @@ func TestStdlibErrorsFileClaimStore(t *testing.T) {
 		t.Fatal(err)
 	}
 	next := cur.Clone()
-	next.Phase = PhaseDispatching
+	next.Phase = claims.PhaseDispatching
 	if _, err := fs.CompareAndSwap(ctx, next); err != nil {
 		t.Fatal(err)
 	}
 	_, err = fs.CompareAndSwap(ctx, next)
-	if !errors.Is(err, ErrConflict) { // next's generation is stale now
+	if !errors.Is(err, claims.ErrConflict) { // next's generation is stale now
 		t.Fatalf("conflict: %v", err)
 	}
 	wantOneLine(t, "ErrConflict", err)
@@ -111,7 +113,7 @@ func TestStdlibErrorsFileClaimStore(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = fs.TryRequestLock(ctx, c.RequestID)
-	if !errors.Is(err, ErrLeaseBusy) || !errors.Is(err, safefile.ErrLocked) {
+	if !errors.Is(err, claims.ErrLeaseBusy) || !errors.Is(err, safefile.ErrLocked) {
 		t.Fatalf("lease held: %v", err)
 	}
 	wantOneLine(t, "ErrLeaseBusy (request lock)", err)
@@ -119,9 +121,9 @@ func TestStdlibErrorsFileClaimStore(t *testing.T) {
 		t.Fatal(err)
 	}
 	next = cur.Clone()
-	next.Phase = PhaseDispatched
+	next.Phase = claims.PhaseDispatched
 	_, err = fs.CompareAndSwapHeld(ctx, next, lease)
-	if !errors.Is(err, ErrLeaseLost) {
+	if !errors.Is(err, claims.ErrLeaseLost) {
 		t.Fatalf("lease lost: %v", err)
 	}
 	wantOneLine(t, "ErrLeaseLost", err)
@@ -136,7 +138,7 @@ func TestStdlibErrorsFileClaimStore(t *testing.T) {
 	}
 	defer func() { _ = held.Release() }()
 	_, err = fs.AcquireClientLease(ctx, c.MinionID, 50*time.Millisecond)
-	if !errors.Is(err, ErrLeaseBusy) || !errors.Is(err, safefile.ErrLocked) {
+	if !errors.Is(err, claims.ErrLeaseBusy) || !errors.Is(err, safefile.ErrLocked) {
 		t.Fatalf("lease busy: %v", err)
 	}
 	wantOneLine(t, "ErrLeaseBusy (client lease)", err)
@@ -151,7 +153,7 @@ func TestStdlibErrorsFileClaimStore(t *testing.T) {
 	_, err = fs.ListByClient(ctx, c.MinionID)
 	var uc unreadableClaim
 	var ue *safefile.UnsafePathError
-	if !errors.Is(err, ErrCorruptClaim) || !errors.Is(err, safefile.ErrNotRegular) || !errors.As(err, &uc) ||
+	if !errors.Is(err, claims.ErrCorruptClaim) || !errors.Is(err, safefile.ErrNotRegular) || !errors.As(err, &uc) ||
 		uc.UnreadableRequestID() != c.RequestID || !errors.As(err, &ue) || ue.Reason != "not_regular" {
 		t.Fatalf("unreadable sibling: %v", err)
 	}

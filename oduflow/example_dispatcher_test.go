@@ -12,6 +12,7 @@ import (
 
 	"github.com/oduflow/oduflow-go/oduflow"
 	"github.com/oduflow/oduflow-go/oduflow/catalog"
+	"github.com/oduflow/oduflow-go/oduflow/claims"
 	"github.com/oduflow/oduflow-go/oduflow/oduflowtest/fakeminion"
 	"github.com/oduflow/oduflow-go/receipt"
 	"github.com/oduflow/oduflow-go/salt"
@@ -106,7 +107,7 @@ func ExampleDispatcher_Start() {
 		"runs published:", ex.sim.PublicationCount("oduflow_job.run", ""))
 
 	_, err = d.Start(ctx, exampleMinion, "not-a-request-id", receipt.ProfileConfigure)
-	fmt.Println("malformed id:", errors.Is(err, oduflow.ErrInvalidInput))
+	fmt.Println("malformed id:", errors.Is(err, claims.ErrInvalidInput))
 	// Output:
 	// start: running <nil> jid preassigned: true
 	// again: succeeded 3 / 3 same jid: true runs published: 1

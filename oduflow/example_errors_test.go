@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/oduflow/oduflow-go/oduflow"
+	"github.com/oduflow/oduflow-go/oduflow/claims"
 	"github.com/oduflow/oduflow-go/receipt"
 )
 
@@ -75,20 +76,20 @@ func ExampleErrorCode() {
 			return "nothing to do"
 		}
 		switch r.ErrorCode {
-		case oduflow.CodeQuarantined:
+		case claims.CodeQuarantined:
 			return "reconcile the client's unresolved request, then start a new request id"
-		case oduflow.CodeAuthentication, oduflow.CodeAuthorization:
+		case claims.CodeAuthentication, claims.CodeAuthorization:
 			return "fix the credentials, then start a new request id"
-		case oduflow.CodeCapability, oduflow.CodeRuntimeGuard:
+		case claims.CodeCapability, claims.CodeRuntimeGuard:
 			return "fix the minion module, then start a new request id"
 		}
 		return "a known failure: a new request id may follow"
 	}
 	for _, r := range []oduflow.Response{
-		{RequestID: "r1", Status: receipt.StatusFailed, ErrorCode: oduflow.CodeQuarantined},
-		{RequestID: "r2", Status: receipt.StatusFailed, ErrorCode: oduflow.CodeAuthorization},
-		{RequestID: "r3", Status: receipt.StatusUnknown, ErrorCode: oduflow.CodeOutcomeUnknown},
-		{RequestID: "r4", Status: receipt.StatusFailed, ErrorCode: oduflow.CodeNeverRan},
+		{RequestID: "r1", Status: receipt.StatusFailed, ErrorCode: claims.CodeQuarantined},
+		{RequestID: "r2", Status: receipt.StatusFailed, ErrorCode: claims.CodeAuthorization},
+		{RequestID: "r3", Status: receipt.StatusUnknown, ErrorCode: claims.CodeOutcomeUnknown},
+		{RequestID: "r4", Status: receipt.StatusFailed, ErrorCode: claims.CodeNeverRan},
 		{RequestID: "r5", Status: receipt.StatusSucceeded},
 	} {
 		fmt.Println(r.RequestID+":", next(r))

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/oduflow/oduflow-go/internal/hostclock"
+	"github.com/oduflow/oduflow-go/oduflow/filestore"
 )
 
 // withClock injects the time source (tests). A *fakeClock also gives the default file store its host
@@ -57,12 +58,12 @@ func shiftHostClock(t testing.TB, hc *hostclock.Clock, stamp string, d time.Dura
 	hc.SetShift(time.Duration(st.NS + int64(d) - now.NS))
 }
 
-// advanceWindows moves the test's wall clock and, when d's store is a FileClaimStore (the default store
+// advanceWindows moves the test's wall clock and, when d's store is a filestore.Store (the default store
 // of a Dispatcher made withClock(clk)), its host clock by dur: both the wall-clock times and the store's
 // windows.
 func advanceWindows(d *Dispatcher, clk *fakeClock, dur time.Duration) {
 	clk.Advance(dur)
-	if _, ok := d.store.(*FileClaimStore); ok {
+	if _, ok := d.store.(*filestore.Store); ok {
 		clk.host.Shift(dur)
 	}
 }

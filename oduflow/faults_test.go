@@ -14,6 +14,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/oduflow/oduflow-go/oduflow/catalog"
+	"github.com/oduflow/oduflow-go/oduflow/claims"
 	"github.com/oduflow/oduflow-go/oduflow/oduflowtest/fakeminion"
 	"github.com/oduflow/oduflow-go/receipt"
 	"github.com/oduflow/oduflow-go/salt"
@@ -31,9 +32,9 @@ func onStep(step string, fn func()) Option {
 }
 
 // waitClaim polls the claim until ok(claim) holds.
-func waitClaim(t *testing.T, d *Dispatcher, req string, what string, ok func(*Claim) bool) *Claim {
+func waitClaim(t *testing.T, d *Dispatcher, req string, what string, ok func(*claims.Claim) bool) *claims.Claim {
 	t.Helper()
-	var c *Claim
+	var c *claims.Claim
 	if !waitUntil(20*time.Second, func() bool {
 		got, err := d.store.Get(context.Background(), req)
 		c = got
@@ -68,8 +69,8 @@ func TestLostPublishReplyIsUnknownAndQuarantines(t *testing.T) {
 	d = e.dispatcher(onStep(stepDispatchRecorded, func() { loseReplyAndReturn(t, e, d, req) }))
 	ctx := context.Background()
 	mustStart(t, d, receipt.ProfileConfigure, m.ID(), req)
-	c := waitClaim(t, d, req, "final", func(c *Claim) bool { return c.Phase.Final() })
-	if c.Status != receipt.StatusUnknown || c.ErrorCode != CodeOutcomeUnknown || !c.Quarantining() {
+	c := waitClaim(t, d, req, "final", func(c *claims.Claim) bool { return c.Phase.Final() })
+	if c.Status != receipt.StatusUnknown || c.ErrorCode != claims.CodeOutcomeUnknown || !c.Quarantining() {
 		t.Fatalf("right after the publish: %+v", c)
 	}
 	if got, _ := d.Status(ctx, m.ID(), req, receipt.ProfileConfigure); got.Status != receipt.StatusUnknown {
@@ -89,13 +90,13 @@ func TestLostPublishReplyIsUnknownAndQuarantines(t *testing.T) {
 	if got := waitFinal(t, d, receipt.ProfileCredentials, m.ID(), req2); got.Status != receipt.StatusFailed {
 		t.Fatalf("%+v", got)
 	}
-	if mustClaim(t, d, req2).ErrorCode != CodeQuarantined || e.runs() != 1 {
+	if mustClaim(t, d, req2).ErrorCode != claims.CodeQuarantined || e.runs() != 1 {
 		t.Fatal("not quarantined")
 	}
 	// The minion finishes; its return is lost; the worker's status poll reads the receipt.
 	polls := e.sim.PublicationCount(funStatus, "")
 	m.Release()
-	c = waitClaim(t, d, req, "resolved", func(c *Claim) bool { return c.Status != receipt.StatusUnknown })
+	c = waitClaim(t, d, req, "resolved", func(c *claims.Claim) bool { return c.Status != receipt.StatusUnknown })
 	if c.Status != receipt.StatusSucceeded || c.Evidence != evidenceReceipt || c.Quarantining() || c.Passed != 1 {
 		t.Fatalf("after the receipt: %+v", c)
 	}
@@ -137,7 +138,7 @@ func TestLostPublishNeverRunIsFencedByReconcile(t *testing.T) {
 	ctx := context.Background()
 	req := uuid.NewString()
 	mustStart(t, d, receipt.ProfileConfigure, m.ID(), req)
-	c := waitClaim(t, d, req, "final", func(c *Claim) bool { return c.Phase.Final() })
+	c := waitClaim(t, d, req, "final", func(c *claims.Claim) bool { return c.Phase.Final() })
 	if c.Status != receipt.StatusUnknown || !c.Quarantining() {
 		t.Fatalf("%+v", c)
 	}
@@ -145,7 +146,7 @@ func TestLostPublishNeverRunIsFencedByReconcile(t *testing.T) {
 		t.Fatal(err)
 	}
 	c = mustClaim(t, d, req)
-	if c.Status != receipt.StatusUnknown || c.ErrorCode != CodeOutcomeUnknown || !c.Quarantining() ||
+	if c.Status != receipt.StatusUnknown || c.ErrorCode != claims.CodeOutcomeUnknown || !c.Quarantining() ||
 		m.Calls(funStatus) == 0 || m.Runs() != 0 {
 		t.Fatalf("after the window: %+v status calls %d runs %d", c, m.Calls(funStatus), m.Runs())
 	}
@@ -154,7 +155,7 @@ func TestLostPublishNeverRunIsFencedByReconcile(t *testing.T) {
 		t.Fatalf("reconcile of a publication the minion never started: %+v %v", r, err)
 	}
 	c = mustClaim(t, d, req)
-	if c.ErrorCode != CodeNeverRan || c.Evidence != evidenceFenced || c.Quarantining() || m.Calls(funFence) != 1 {
+	if c.ErrorCode != claims.CodeNeverRan || c.Evidence != evidenceFenced || c.Quarantining() || m.Calls(funFence) != 1 {
 		t.Fatalf("never ran: %+v (fence calls %d)", c, m.Calls(funFence))
 	}
 	if q, _ := d.Quarantine(ctx, m.ID()); len(q) != 0 {
@@ -172,7 +173,7 @@ func TestLostPublishNeverRunIsFencedByReconcile(t *testing.T) {
 	if rc, ok := m.Receipt(req); m.Runs() != 0 || !ok || !rc.Fenced() {
 		t.Fatalf("late publication: runs %d receipt %+v", m.Runs(), rc)
 	}
-	if got := mustClaim(t, d, req); got.ErrorCode != CodeNeverRan || got.Status != receipt.StatusFailed {
+	if got := mustClaim(t, d, req); got.ErrorCode != claims.CodeNeverRan || got.Status != receipt.StatusFailed {
 		t.Fatalf("after the late publication: %+v", got)
 	}
 }
@@ -194,7 +195,7 @@ func TestAssertReleasesQuarantine(t *testing.T) {
 		{Outcome: receipt.StatusUnknown, Who: "op", Why: "x"},
 		{Outcome: receipt.StatusFailed, Who: "op", Why: "line\nbreak"},
 	} {
-		if _, err := d.Reconcile(ctx, m.ID(), req, bad); !errors.Is(err, ErrInvalidInput) {
+		if _, err := d.Reconcile(ctx, m.ID(), req, bad); !errors.Is(err, claims.ErrInvalidInput) {
 			t.Fatalf("%+v: %v", bad, err)
 		}
 	}
@@ -206,7 +207,7 @@ func TestAssertReleasesQuarantine(t *testing.T) {
 		t.Fatalf("%+v %v", r, err)
 	}
 	c := mustClaim(t, d, req)
-	if c.Phase != PhaseAsserted || c.Evidence != evidenceAsserted || c.AssertedBy != "alice" || c.Quarantining() {
+	if c.Phase != claims.PhaseAsserted || c.Evidence != evidenceAsserted || c.AssertedBy != "alice" || c.Quarantining() {
 		t.Fatalf("%+v", c)
 	}
 	if _, err := d.Reconcile(ctx, m.ID(), req, Assert{Outcome: receipt.StatusSucceeded, Who: "bob", Why: "x"}); !errors.Is(err, ErrNotUnknown) {
@@ -218,7 +219,7 @@ func TestAssertReleasesQuarantine(t *testing.T) {
 		t.Fatalf("from minion without a receipt: %v", err)
 	}
 	wantOneLine(t, "ErrUnresolved", err)
-	if c := mustClaim(t, d, req); c.Phase != PhaseAsserted {
+	if c := mustClaim(t, d, req); c.Phase != claims.PhaseAsserted {
 		t.Fatalf("%+v", c)
 	}
 }
@@ -235,7 +236,7 @@ func TestReconcileFromMinionReplacesAssertion(t *testing.T) {
 	d = e.dispatcher(onStep(stepDispatchRecorded, func() { loseReplyAndReturn(t, e, d, req) }))
 	ctx := context.Background()
 	mustStart(t, d, receipt.ProfileProduction, m.ID(), req)
-	waitClaim(t, d, req, "final", func(c *Claim) bool { return c.Phase.Final() })
+	waitClaim(t, d, req, "final", func(c *claims.Claim) bool { return c.Phase.Final() })
 	// The operator asserts success while the minion still runs the job.
 	if _, err := d.Reconcile(ctx, m.ID(), req, Assert{Outcome: receipt.StatusSucceeded, Passed: 3, Total: 3,
 		Who: "alice", Why: "looked fine"}); err != nil {
@@ -250,7 +251,7 @@ func TestReconcileFromMinionReplacesAssertion(t *testing.T) {
 	cstWaitFor(t, func() bool { var ok bool; live, ok = m.Receipt(req); return ok })
 	// The worker's own polls never override an assertion: only an explicit Reconcile does.
 	time.Sleep(700 * time.Millisecond)
-	if c := mustClaim(t, d, req); c.Phase != PhaseAsserted || c.Status != receipt.StatusSucceeded {
+	if c := mustClaim(t, d, req); c.Phase != claims.PhaseAsserted || c.Status != receipt.StatusSucceeded {
 		t.Fatalf("assertion overridden without Reconcile: %+v", c)
 	}
 	forged := live
@@ -263,7 +264,7 @@ func TestReconcileFromMinionReplacesAssertion(t *testing.T) {
 		t.Fatalf("reconcile: %+v %v", r, err)
 	}
 	c := mustClaim(t, d, req)
-	if c.Phase != PhaseTerminal || c.Evidence != evidenceReconciled || c.AssertedBy != "alice" ||
+	if c.Phase != claims.PhaseTerminal || c.Evidence != evidenceReconciled || c.AssertedBy != "alice" ||
 		c.AssertedWhy != "looked fine" || c.Quarantining() || c.ErrorCode != "" {
 		t.Fatalf("%+v", c)
 	}
@@ -339,27 +340,27 @@ func TestRefusedPublishFailsWithoutQuarantine(t *testing.T) {
 	cases := []struct {
 		name string
 		pub  func() Publisher
-		code ErrorCode
+		code claims.ErrorCode
 	}{
 		{"authentication", func() Publisher {
 			return runOnly{normal: e.client, run: e.newClient(salt.WithAuth(salt.UserKey("root", badKey)))}
-		}, CodeAuthentication},
+		}, claims.CodeAuthentication},
 		{"authorization", func() Publisher {
 			return runOnly{normal: e.client, run: e.newClient(salt.WithAuth(salt.Eauth("file", "reader", "pw-reader")))}
-		}, CodeAuthorization},
+		}, claims.CodeAuthorization},
 		{"no minions", func() Publisher {
 			return runOnly{normal: e.client, run: e.client, mutate: func(r *salt.PublishRequest) {
 				r.Target = salt.ListTarget(newMinionID())
 			}}
-		}, CodeNoMinions},
+		}, claims.CodeNoMinions},
 		{"bad load", func() Publisher {
 			return runOnly{normal: e.client, run: e.newClient(salt.WithEnvelopeVersion(1))}
-		}, CodeBadLoad},
+		}, claims.CodeBadLoad},
 		{"master exception", func() Publisher { // "Some exception handling minion payload"
 			return runOnly{normal: e.client, run: e.client, mutate: func(*salt.PublishRequest) {
 				e.sim.ExceptionNextReply("publish")
 			}}
-		}, CodeMasterException},
+		}, claims.CodeMasterException},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -400,7 +401,7 @@ func TestUserKeyReadAgainAfterAuthError(t *testing.T) {
 	if got := waitFinal(t, d, receipt.ProfileConfigure, m.ID(), req); got.Status != receipt.StatusFailed {
 		t.Fatalf("%+v", got)
 	}
-	if c := mustClaim(t, d, req); c.ErrorCode != CodeAuthentication || c.Quarantining() {
+	if c := mustClaim(t, d, req); c.ErrorCode != claims.CodeAuthentication || c.Quarantining() {
 		t.Fatalf("%+v", c)
 	}
 	e.syncKey() // the deployment's key file now holds the new key: the next request reads it
@@ -429,7 +430,7 @@ func TestAssertNeedsConfirmedFence(t *testing.T) {
 		t.Fatalf("assert without the minion: %v", err)
 	}
 	wantOneLine(t, "ErrNotFenced", err)
-	if c := mustClaim(t, d, req); c.Phase != PhaseTerminal || c.Status != receipt.StatusUnknown || !c.Quarantining() {
+	if c := mustClaim(t, d, req); c.Phase != claims.PhaseTerminal || c.Status != receipt.StatusUnknown || !c.Quarantining() {
 		t.Fatalf("after the refused assertion: %+v", c)
 	}
 	e.sim.SetMinionOnline(m.ID(), true)
@@ -437,7 +438,7 @@ func TestAssertNeedsConfirmedFence(t *testing.T) {
 	if err != nil || r.Status != receipt.StatusFailed {
 		t.Fatalf("assert with the minion answering: %+v %v", r, err)
 	}
-	if c := mustClaim(t, d, req); c.ErrorCode != CodeNeverRan || c.Evidence != evidenceFenced || c.Quarantining() {
+	if c := mustClaim(t, d, req); c.ErrorCode != claims.CodeNeverRan || c.Evidence != evidenceFenced || c.Quarantining() {
 		t.Fatalf("never ran: %+v", c)
 	}
 }

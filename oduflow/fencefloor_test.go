@@ -4,6 +4,8 @@ import (
 	"context"
 	"testing"
 
+	"github.com/oduflow/oduflow-go/oduflow/claims"
+	"github.com/oduflow/oduflow-go/oduflow/filestore"
 	"github.com/oduflow/oduflow-go/oduflow/oduflowtest/fakeminion"
 	"github.com/oduflow/oduflow-go/receipt"
 )
@@ -37,12 +39,12 @@ func TestMinionMarkAheadOfTheStore(t *testing.T) {
 
 // floorIgnoringStore is a claim store that breaks the floor clause of the contract: it drops the floor
 // the worker passes at the intent.
-type floorIgnoringStore struct{ *FileClaimStore }
+type floorIgnoringStore struct{ *filestore.Store }
 
-func (s floorIgnoringStore) CompareAndSwapHeld(ctx context.Context, next *Claim, held ...Lease) (*Claim, error) {
+func (s floorIgnoringStore) CompareAndSwapHeld(ctx context.Context, next *claims.Claim, held ...claims.Lease) (*claims.Claim, error) {
 	n := next.Clone()
 	n.FenceToken = 0
-	return s.FileClaimStore.CompareAndSwapHeld(ctx, n, held...)
+	return s.Store.CompareAndSwapHeld(ctx, n, held...)
 }
 
 // TestStoreIgnoringTheFloorPublishesNothing: a token not above the minion's mark would only be refused
@@ -51,7 +53,7 @@ func TestStoreIgnoringTheFloorPublishesNothing(t *testing.T) {
 	t.Parallel()
 	e := startSim(t)
 	m := e.addMinion(fakeminion.WithFenceMark(50))
-	fs, err := OpenFileClaimStore(e.dir)
+	fs, err := filestore.Open(e.dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,7 +62,7 @@ func TestStoreIgnoringTheFloorPublishesNothing(t *testing.T) {
 	mustStart(t, d, receipt.ProfileConfigure, m.ID(), req)
 	got := waitFinal(t, d, receipt.ProfileConfigure, m.ID(), req)
 	c := mustClaim(t, d, req)
-	if got.Status != receipt.StatusFailed || got.ErrorCode != CodeFenceBehind || c.Evidence != evidencePreflight ||
+	if got.Status != receipt.StatusFailed || got.ErrorCode != claims.CodeFenceBehind || c.Evidence != evidencePreflight ||
 		c.Quarantining() {
 		t.Fatalf("store behind the minion's mark: %+v, claim %+v", got, c)
 	}
@@ -76,7 +78,7 @@ func TestStoreIgnoringTheFloorPublishesNothing(t *testing.T) {
 func TestF6ExhaustedFenceCounter(t *testing.T) {
 	t.Parallel()
 	e := startSim(t)
-	m := e.addMinion(fakeminion.WithFenceMark(int64(MaxFenceToken)))
+	m := e.addMinion(fakeminion.WithFenceMark(int64(claims.MaxFenceToken)))
 	d := e.dispatcher()
 	rd, err := d.Ping(context.Background(), m.ID())
 	if err != nil || rd.Ready() || rd.Fencing || rd.FencingError == "" {
@@ -87,7 +89,7 @@ func TestF6ExhaustedFenceCounter(t *testing.T) {
 		mustStart(t, d, receipt.ProfileConfigure, m.ID(), req)
 		got := waitFinal(t, d, receipt.ProfileConfigure, m.ID(), req)
 		c := mustClaim(t, d, req)
-		if got.Status != receipt.StatusFailed || got.ErrorCode != CodeFenceExhausted || got.Passed != 0 || got.Total != 1 ||
+		if got.Status != receipt.StatusFailed || got.ErrorCode != claims.CodeFenceExhausted || got.Passed != 0 || got.Total != 1 ||
 			c.Evidence != evidencePreflight || c.Quarantining() {
 			t.Fatalf("start on an exhausted counter: %+v, claim %+v", got, c)
 		}

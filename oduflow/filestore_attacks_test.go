@@ -12,6 +12,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/oduflow/oduflow-go/internal/filestorehook"
+	"github.com/oduflow/oduflow-go/oduflow/claims"
 	"github.com/oduflow/oduflow-go/oduflow/filestore"
 	"github.com/oduflow/oduflow-go/oduflow/oduflowtest/fakeminion"
 	"github.com/oduflow/oduflow-go/receipt"
@@ -43,10 +44,10 @@ func TestPoolUnusableFailsStart(t *testing.T) {
 	}
 	req := receipt.NewRequestID()
 	r, err := d.Start(ctx, m.ID(), req, receipt.ProfileConfigure)
-	if !errors.Is(err, ErrClaimStore) {
+	if !errors.Is(err, claims.ErrClaimStore) {
 		t.Fatalf("Start with an unusable lock pool: %+v %v, want ErrClaimStore", r, err)
 	}
-	if _, err := d.store.Get(ctx, req); !errors.Is(err, ErrNoClaim) {
+	if _, err := d.store.Get(ctx, req); !errors.Is(err, claims.ErrNoClaim) {
 		t.Fatalf("claim after the refused Start: %v, want none", err)
 	}
 	if _, err := d.Status(ctx, m.ID(), req, receipt.ProfileConfigure); err != nil {
@@ -78,7 +79,7 @@ func TestWorkerLockFailureEndsClaim(t *testing.T) {
 	if _, err := d.Start(ctx, m.ID(), req, receipt.ProfileConfigure); err != nil {
 		t.Fatal(err)
 	}
-	var c *Claim
+	var c *claims.Claim
 	if !waitUntil(5*time.Second, func() bool {
 		got, err := st.Get(ctx, req)
 		c = got
@@ -86,7 +87,7 @@ func TestWorkerLockFailureEndsClaim(t *testing.T) {
 	}) {
 		t.Fatalf("claim not final 5 s after its worker could not lock it: %+v", c)
 	}
-	if c.Status != receipt.StatusFailed || c.ErrorCode != CodeClaimStore || c.WasDispatched() {
+	if c.Status != receipt.StatusFailed || c.ErrorCode != claims.CodeClaimStore || c.WasDispatched() {
 		t.Fatalf("claim after the worker's lock failed: %+v", c)
 	}
 	if n := e.runs(); n != 0 {
@@ -128,7 +129,7 @@ func TestFinalCommitComparesJID(t *testing.T) {
 	st := mustFileStore(t, d)
 	recreated := mustClaim(t, d, req).Clone()
 	recreated.JID = string(d.jids.Next())
-	recreated.Phase, recreated.DispatchedAt, recreated.MinionKeySHA256, recreated.Generation = PhaseClaimed, nil, "", 1
+	recreated.Phase, recreated.DispatchedAt, recreated.MinionKeySHA256, recreated.Generation = claims.PhaseClaimed, nil, "", 1
 	recreated.FenceToken, recreated.DispatchedClock = 0, "" // never dispatched: no fencing token, no dispatch clock
 	data, err := encodeClaim(recreated)
 	if err != nil {
@@ -144,7 +145,7 @@ func TestFinalCommitComparesJID(t *testing.T) {
 		t.Fatal("the worker never reached its final commit")
 	}
 	got := mustClaim(t, d, req)
-	if got.JID != recreated.JID || got.Phase != PhaseClaimed || got.Status != "" {
+	if got.JID != recreated.JID || got.Phase != claims.PhaseClaimed || got.Status != "" {
 		t.Fatalf("re-created claim after the old run's final commit: %+v", got)
 	}
 }

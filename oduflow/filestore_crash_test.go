@@ -14,19 +14,20 @@ import (
 
 	"github.com/oduflow/oduflow-go/internal/filestorehook"
 	"github.com/oduflow/oduflow-go/internal/testproc"
+	"github.com/oduflow/oduflow-go/oduflow/claims"
 	"github.com/oduflow/oduflow-go/oduflow/filestore"
 	"github.com/oduflow/oduflow-go/receipt"
 	"github.com/oduflow/oduflow-go/salt"
 )
 
-// The crash points of FileClaimStore.Create, in order: the index entry made (not synced), the claim's
+// The crash points of filestore.Store.Create, in order: the index entry made (not synced), the claim's
 // temporary file written, each side of the two concurrent fsyncs done while the other may not be
 // ("index-synced": the index entry and clients/ synced; "temp-synced": the claim's data synced), both
 // done, and the claim renamed into place before its directory fsync.
 var createCrashStages = []string{"index-staged", "after-temp-write", "index-synced", "temp-synced",
 	"before-link", "after-link"}
 
-// runCreatorChild: one Start of (envMinion, envRequest) through a FileClaimStore whose crash hook prints
+// runCreatorChild: one Start of (envMinion, envRequest) through a filestore.Store whose crash hook prints
 // READY and parks at the stage envPauseAt (the parent SIGKILLs it there).
 func runCreatorChild() int {
 	stage := os.Getenv(envPauseAt)
@@ -89,11 +90,11 @@ func TestCrashDuringCreate(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				return slices.ContainsFunc(cs, func(c *Claim) bool { return c.RequestID == req })
+				return slices.ContainsFunc(cs, func(c *claims.Claim) bool { return c.RequestID == req })
 			}
 			c, err := fs.Get(ctx, req)
 			if stage != "after-link" {
-				if !errors.Is(err, ErrNoClaim) {
+				if !errors.Is(err, claims.ErrNoClaim) {
 					t.Fatalf("claim visible after kill at %s (before its rename): %+v, %v", stage, c, err)
 				}
 				if r, err := d.Status(ctx, m.ID(), req, receipt.ProfileConfigure); err != nil || r.Status != receipt.StatusNotStarted {
@@ -109,7 +110,7 @@ func TestCrashDuringCreate(t *testing.T) {
 				}
 				return
 			}
-			if err != nil || c.Phase != PhaseClaimed {
+			if err != nil || c.Phase != claims.PhaseClaimed {
 				t.Fatalf("claim after kill at %s: %+v, %v", stage, c, err)
 			}
 			if !listed() {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/oduflow/oduflow-go/internal/filestorehook"
 	"github.com/oduflow/oduflow-go/internal/hostclock"
+	"github.com/oduflow/oduflow-go/oduflow/claims"
 	"github.com/oduflow/oduflow-go/oduflow/filestore"
 	"github.com/oduflow/oduflow-go/receipt"
 )
@@ -45,7 +46,7 @@ func TestFileStoreDefaultWindows(t *testing.T) {
 	}
 	next := c.Clone()
 	now := clk.Now()
-	next.Phase, next.DispatchedAt = PhaseDispatched, &now
+	next.Phase, next.DispatchedAt = claims.PhaseDispatched, &now
 	out, err := fs.CompareAndSwap(ctx, next)
 	if err != nil {
 		t.Fatal(err)

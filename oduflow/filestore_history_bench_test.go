@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/oduflow/oduflow-go/oduflow/claims"
 	"github.com/oduflow/oduflow-go/oduflow/oduflowtest/fakeminion"
 	"github.com/oduflow/oduflow-go/receipt"
 )
@@ -55,7 +56,7 @@ func BenchmarkClientHistory(b *testing.B) {
 }
 
 // seedFileHistory creates n resolved claims (terminal failed at preflight) of minion, 32 at a time.
-func seedFileHistory(b *testing.B, st ClaimStore, minion string, n int) {
+func seedFileHistory(b *testing.B, st claims.ClaimStore, minion string, n int) {
 	b.Helper()
 	ctx := context.Background()
 	sem := make(chan struct{}, 32)
@@ -71,8 +72,7 @@ func seedFileHistory(b *testing.B, st ClaimStore, minion string, n int) {
 			err := st.Create(ctx, c)
 			if err == nil {
 				now := time.Now().UTC()
-				c.Phase, c.Status, c.Total, c.ErrorCode, c.Evidence, c.FinishedAt = PhaseTerminal, receipt.StatusFailed, 1,
-					CodeCapability, evidencePreflight, &now
+				c.Phase, c.Status, c.Total, c.ErrorCode, c.Evidence, c.FinishedAt = claims.PhaseTerminal, receipt.StatusFailed, 1, claims.CodeCapability, evidencePreflight, &now
 				_, err = st.CompareAndSwap(ctx, c)
 			}
 			if err != nil {

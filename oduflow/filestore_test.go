@@ -15,6 +15,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/oduflow/oduflow-go/internal/safefile"
+	"github.com/oduflow/oduflow-go/oduflow/claims"
 	"github.com/oduflow/oduflow-go/receipt"
 )
 
@@ -70,10 +71,10 @@ func TestRoleTamperingRefusedByWorker(t *testing.T) {
 	if err := d.runDetachedWorker(ctx, []string{m.ID(), req}); !errors.Is(err, errRoleNotAllowed) {
 		t.Fatalf("tampered role: %v", err)
 	}
-	if c := mustClaim(t, d, req); c.ErrorCode != CodeRoleNotAllowed || c.Status != receipt.StatusFailed || e.runs() != 0 {
+	if c := mustClaim(t, d, req); c.ErrorCode != claims.CodeRoleNotAllowed || c.Status != receipt.StatusFailed || e.runs() != 0 {
 		t.Fatalf("%+v", c)
 	}
-	if err := d.runDetachedWorker(ctx, []string{m.ID()}); !errors.Is(err, ErrInvalidInput) {
+	if err := d.runDetachedWorker(ctx, []string{m.ID()}); !errors.Is(err, claims.ErrInvalidInput) {
 		t.Fatalf("args: %v", err)
 	}
 	if err := d.runDetachedWorker(ctx, []string{newMinionID(), req}); !errors.Is(err, errMinionMismatch) {

@@ -16,6 +16,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/oduflow/oduflow-go/internal/safefile"
+	"github.com/oduflow/oduflow-go/oduflow/claims"
 	"github.com/oduflow/oduflow-go/receipt"
 )
 
@@ -98,7 +99,7 @@ func TestUnreadableSiblingClaimIsNotQuarantine(t *testing.T) {
 			within(t, "ListByClient", func() {
 				_, err := fs.ListByClient(ctx, m.ID())
 				var uc unreadableClaim
-				if !errors.Is(err, ErrCorruptClaim) || !errors.As(err, &uc) || uc.UnreadableRequestID() != first {
+				if !errors.Is(err, claims.ErrCorruptClaim) || !errors.As(err, &uc) || uc.UnreadableRequestID() != first {
 					t.Errorf("ListByClient: %v", err)
 				}
 				if name == "fifo" && !errors.Is(err, safefile.ErrNotRegular) {
@@ -115,7 +116,7 @@ func TestUnreadableSiblingClaimIsNotQuarantine(t *testing.T) {
 				}
 			})
 			c := mustClaim(t, d, second)
-			if c.ErrorCode != CodeClaimStore || c.WasDispatched() || e.runs() != 1 {
+			if c.ErrorCode != claims.CodeClaimStore || c.WasDispatched() || e.runs() != 1 {
 				t.Fatalf("second claim %+v, runs %d", c, e.runs())
 			}
 			if out := logs.String(); !strings.Contains(out, "unreadable_request_id="+first) || !strings.Contains(out, "level=WARN") {
@@ -137,7 +138,7 @@ func TestFIFOClientLeaseIsNotBusy(t *testing.T) {
 	fs := mustFileStore(t, d)
 	within(t, "AcquireClientLease", func() {
 		_, err := fs.AcquireClientLease(context.Background(), m.ID(), time.Second)
-		if !errors.Is(err, safefile.ErrNotRegular) || errors.Is(err, ErrLeaseBusy) {
+		if !errors.Is(err, safefile.ErrNotRegular) || errors.Is(err, claims.ErrLeaseBusy) {
 			t.Errorf("fifo lease: %v", err)
 		}
 	})
@@ -146,7 +147,7 @@ func TestFIFOClientLeaseIsNotBusy(t *testing.T) {
 		mustStart(t, d, receipt.ProfileConfigure, m.ID(), req)
 		waitFinal(t, d, receipt.ProfileConfigure, m.ID(), req)
 	})
-	if c := mustClaim(t, d, req); c.ErrorCode != CodeClaimStore || e.runs() != 0 {
+	if c := mustClaim(t, d, req); c.ErrorCode != claims.CodeClaimStore || e.runs() != 0 {
 		t.Fatalf("%+v", c)
 	}
 	if out := logs.String(); !strings.Contains(out, "client lease unusable") {

@@ -9,6 +9,7 @@ import (
 	"github.com/cockroachdb/errors"
 	"github.com/google/uuid"
 
+	"github.com/oduflow/oduflow-go/oduflow/claims"
 	"github.com/oduflow/oduflow-go/oduflow/oduflowtest/fakeminion"
 	"github.com/oduflow/oduflow-go/profiles"
 	"github.com/oduflow/oduflow-go/receipt"
@@ -95,7 +96,7 @@ func TestFleetHostNamedTable(t *testing.T) {
 	// A profile the table does not hold, and a seeds' profile, are refused before any I/O.
 	for _, p := range []receipt.Profile{receipt.ProfileConfigure, "nosuch"} {
 		if _, err := d.Start(ctx, m.ID(), uuid.NewString(), p); !errors.Is(err, receipt.ErrUnknownProfile) ||
-			!errors.Is(err, ErrInvalidInput) {
+			!errors.Is(err, claims.ErrInvalidInput) {
 			t.Fatalf("%s: %v", p, err)
 		}
 	}
@@ -147,7 +148,7 @@ func TestFleetTableMismatch(t *testing.T) {
 			mustStart(t, d, tc.profile, m.ID(), req)
 			got := waitFinal(t, d, tc.profile, m.ID(), req)
 			if got.Status != receipt.StatusFailed || got.Passed != 0 || got.Total != 1 ||
-				got.ErrorCode != CodeProfileTableMismatch || e.runs() != 0 || m.Runs() != 0 {
+				got.ErrorCode != claims.CodeProfileTableMismatch || e.runs() != 0 || m.Runs() != 0 {
 				t.Fatalf("%+v runs %d", got, e.runs())
 			}
 			if c := mustClaim(t, d, req); c.Evidence != evidencePreflight || c.Quarantining() {
@@ -185,19 +186,19 @@ func TestFleetQuarantineAcrossProfiles(t *testing.T) {
 	d = e.dispatcher(WithProfiles(tb), onStep(stepDispatchRecorded, func() { loseReplyAndReturn(t, e, d, req) }))
 	ctx := context.Background()
 	mustStart(t, d, profWebserver, m.ID(), req)
-	c := waitClaim(t, d, req, "final", func(c *Claim) bool { return c.Phase.Final() })
+	c := waitClaim(t, d, req, "final", func(c *claims.Claim) bool { return c.Phase.Final() })
 	if c.Status != receipt.StatusUnknown || !c.Quarantining() {
 		t.Fatalf("%+v", c)
 	}
 	waitRuns(t, e, 1)
 	req2 := uuid.NewString()
 	mustStart(t, d, profFull, m.ID(), req2)
-	if got := waitFinal(t, d, profFull, m.ID(), req2); got.ErrorCode != CodeQuarantined || e.runs() != 1 {
+	if got := waitFinal(t, d, profFull, m.ID(), req2); got.ErrorCode != claims.CodeQuarantined || e.runs() != 1 {
 		t.Fatalf("%+v runs %d", got, e.runs())
 	}
 	// The lost publication's receipt is read by a status poll; the quarantine lifts.
 	m.Release()
-	c = waitClaim(t, d, req, "resolved", func(c *Claim) bool { return c.Status != receipt.StatusUnknown })
+	c = waitClaim(t, d, req, "resolved", func(c *claims.Claim) bool { return c.Status != receipt.StatusUnknown })
 	if c.Status != receipt.StatusSucceeded || c.Evidence != evidenceReceipt || c.Quarantining() {
 		t.Fatalf("%+v", c)
 	}
@@ -219,7 +220,7 @@ func TestFleetIDPolicy(t *testing.T) {
 	for _, id := range []string{"web*", "web01,web02", "web01/x", "..", "a..b", ".web", "-web", "web 01", "web\x00",
 		"", string(make([]byte, 254)), strings.Repeat("a", 129), "web01.lock"} {
 		if _, err := d.Start(ctx, id, uuid.NewString(), profWebserver); !errors.Is(err, receipt.ErrInvalidID) ||
-			!errors.Is(err, ErrInvalidInput) {
+			!errors.Is(err, claims.ErrInvalidInput) {
 			t.Fatalf("%q: %v", id, err)
 		}
 		if _, err := d.Ping(ctx, id); !errors.Is(err, receipt.ErrInvalidID) {
@@ -281,7 +282,7 @@ func TestFleetPythonModule(t *testing.T) {
 	req3 := uuid.NewString()
 	mustStart(t, other, profWebserver, minion, req3)
 	got := waitFinal(t, other, profWebserver, minion, req3)
-	if got.ErrorCode != CodeProfileTableMismatch || got.Status != receipt.StatusFailed || e.runs() != 2 ||
+	if got.ErrorCode != claims.CodeProfileTableMismatch || got.Status != receipt.StatusFailed || e.runs() != 2 ||
 		executions(t, h, minion) != 2 {
 		t.Fatalf("other table: %+v runs %d", got, e.runs())
 	}
@@ -311,14 +312,14 @@ func TestFleetLostPublicationFencedByReconcile(t *testing.T) {
 	// every profile of the table is quarantined
 	req2 := uuid.NewString()
 	mustStart(t, d, profWebserver, m.ID(), req2)
-	if got := waitFinal(t, d, profWebserver, m.ID(), req2); got.ErrorCode != CodeQuarantined {
+	if got := waitFinal(t, d, profWebserver, m.ID(), req2); got.ErrorCode != claims.CodeQuarantined {
 		t.Fatalf("%+v", got)
 	}
 	r, err := d.Reconcile(ctx, m.ID(), req, FromMinion{})
 	if err != nil || r.Status != receipt.StatusFailed || r.Passed != 0 || r.Total != 1 {
 		t.Fatalf("reconcile: %+v %v", r, err)
 	}
-	if c := mustClaim(t, d, req); c.ErrorCode != CodeNeverRan || c.Evidence != evidenceFenced || c.Quarantining() {
+	if c := mustClaim(t, d, req); c.ErrorCode != claims.CodeNeverRan || c.Evidence != evidenceFenced || c.Quarantining() {
 		t.Fatalf("never ran: %+v", c)
 	}
 	c = mustClaim(t, d, req)

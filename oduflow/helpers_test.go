@@ -13,6 +13,7 @@ import (
 	"github.com/oduflow/oduflow-go/internal/hostclock"
 	"github.com/oduflow/oduflow-go/internal/safefile"
 	"github.com/oduflow/oduflow-go/oduflow/claims"
+	"github.com/oduflow/oduflow-go/oduflow/filestore"
 	"github.com/oduflow/oduflow-go/receipt"
 	"github.com/oduflow/oduflow-go/salt"
 )
@@ -89,9 +90,9 @@ func readFixture(t testing.TB, name string) []byte {
 	return data
 }
 
-func mustFileStore(t testing.TB, d *Dispatcher) *FileClaimStore {
+func mustFileStore(t testing.TB, d *Dispatcher) *filestore.Store {
 	t.Helper()
-	fs, ok := d.store.(*FileClaimStore)
+	fs, ok := d.store.(*filestore.Store)
 	if !ok {
 		t.Fatal("not a file store")
 	}
@@ -112,7 +113,7 @@ func claimName(requestID string) string { return requestID + ".json" }
 
 // claimFiles is the safe file store on fs's claim directory: tests read and write claim files through it
 // (hostile records, fixtures), beside the store.
-func claimFiles(t testing.TB, fs *FileClaimStore) *safefile.Store {
+func claimFiles(t testing.TB, fs *filestore.Store) *safefile.Store {
 	t.Helper()
 	st, err := safefile.OpenStore(fs.Dir())
 	if err != nil {
@@ -122,17 +123,17 @@ func claimFiles(t testing.TB, fs *FileClaimStore) *safefile.Store {
 }
 
 // newTestClaim is a protocol-1 claim in phase claimed.
-func newTestClaim(minion string) *Claim {
-	return &Claim{Protocol: claimProtocol, MinionID: minion, RequestID: receipt.NewRequestID(),
+func newTestClaim(minion string) *claims.Claim {
+	return &claims.Claim{Protocol: claimProtocol, MinionID: minion, RequestID: receipt.NewRequestID(),
 		Profile: receipt.ProfileConfigure, Role: "roles.client_stack", JID: "20261201000000000000",
-		Phase: PhaseClaimed, CreatedAt: time.Now().UTC()}
+		Phase: claims.PhaseClaimed, CreatedAt: time.Now().UTC()}
 }
 
 // encodeClaim is the claim as a store keeps it (MarshalBinary).
-func encodeClaim(c *Claim) ([]byte, error) { return c.MarshalBinary() }
+func encodeClaim(c *claims.Claim) ([]byte, error) { return c.MarshalBinary() }
 
 // installFixture writes a legacy claim into the dispatcher's claim directory and returns it decoded.
-func installFixture(t testing.TB, d *Dispatcher, name string) *Claim {
+func installFixture(t testing.TB, d *Dispatcher, name string) *claims.Claim {
 	t.Helper()
 	data := readFixture(t, name)
 	c, err := claims.Decode(data)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/oduflow/oduflow-go/oduflow/claims"
 	"github.com/oduflow/oduflow-go/receipt"
 )
 
@@ -117,7 +118,7 @@ func requestOf(ctx context.Context) RequestRef {
 }
 
 // refOf is the identity of claim c.
-func refOf(c *Claim) RequestRef {
+func refOf(c *claims.Claim) RequestRef {
 	return RequestRef{Minion: c.MinionID, RequestID: c.RequestID, Profile: c.EffectiveProfile(), JID: c.JID}
 }
 
@@ -125,7 +126,7 @@ func refOf(c *Claim) RequestRef {
 // request ctx carries (withRequest).
 type hookSet struct{ h Hooks }
 
-func (s hookSet) started(ctx context.Context, c *Claim, created bool) {
+func (s hookSet) started(ctx context.Context, c *claims.Claim, created bool) {
 	if s.h.Started != nil {
 		s.h.Started(ctx, refOf(c), created)
 	}
@@ -137,7 +138,7 @@ func (s hookSet) published(ctx context.Context, fun, result string) {
 	}
 }
 
-func (s hookSet) outcome(ctx context.Context, c *Claim, st receipt.Status, code ErrorCode) {
+func (s hookSet) outcome(ctx context.Context, c *claims.Claim, st receipt.Status, code claims.ErrorCode) {
 	if s.h.Outcome != nil {
 		s.h.Outcome(ctx, refOf(c), st, string(code))
 	}
@@ -149,7 +150,7 @@ func (s hookSet) observe(ctx context.Context, op string, d time.Duration) {
 	}
 }
 
-func (s hookSet) step(ctx context.Context, c *Claim, step string) {
+func (s hookSet) step(ctx context.Context, c *claims.Claim, step string) {
 	if s.h.Step != nil {
 		s.h.Step(ctx, refOf(c), step)
 	}

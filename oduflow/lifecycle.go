@@ -7,6 +7,7 @@ import (
 
 	"github.com/cockroachdb/errors"
 
+	"github.com/oduflow/oduflow-go/oduflow/claims"
 	"github.com/oduflow/oduflow-go/receipt"
 )
 
@@ -89,23 +90,23 @@ func (d *Dispatcher) isClosing() bool {
 // (dispatcher_closed, evidence preflight): without its intent nothing can have been published, and
 // leaving it claimed would make it read running, then unknown, for a request that never left. A claim
 // past phase claimed is left as it is (adoptable once the lock is released).
-func (d *Dispatcher) failClosed(ctx context.Context, t target, reqLock Lease) {
+func (d *Dispatcher) failClosed(ctx context.Context, t target, reqLock claims.Lease) {
 	if ctx.Err() == nil || !d.isClosing() || !reqLock.Held() {
 		return
 	}
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), closeCommitTimeout)
 	defer cancel()
 	c, err := d.store.Get(wctx, t.request)
-	if err != nil || c.Phase != PhaseClaimed {
+	if err != nil || c.Phase != claims.PhaseClaimed {
 		return
 	}
-	out, changed, err := d.updateClaim(wctx, c, func(next *Claim) bool {
-		if next.Phase != PhaseClaimed {
+	out, changed, err := d.updateClaim(wctx, c, func(next *claims.Claim) bool {
+		if next.Phase != claims.PhaseClaimed {
 			return false
 		}
 		now := d.clock.Now()
-		next.Phase, next.Status, next.Passed, next.Total = PhaseTerminal, receipt.StatusFailed, 0, 1
-		next.ErrorCode, next.Evidence, next.FinishedAt = CodeDispatcherClosed, evidencePreflight, &now
+		next.Phase, next.Status, next.Passed, next.Total = claims.PhaseTerminal, receipt.StatusFailed, 0, 1
+		next.ErrorCode, next.Evidence, next.FinishedAt = claims.CodeDispatcherClosed, evidencePreflight, &now
 		return true
 	})
 	if err != nil {
@@ -113,7 +114,7 @@ func (d *Dispatcher) failClosed(ctx context.Context, t target, reqLock Lease) {
 		return
 	}
 	if changed {
-		d.claimLog(c).Info("close: request never dispatched; failed", slog.String("code", string(CodeDispatcherClosed)))
-		d.hooks.outcome(ctx, out, out.Status, CodeDispatcherClosed)
+		d.claimLog(c).Info("close: request never dispatched; failed", slog.String("code", string(claims.CodeDispatcherClosed)))
+		d.hooks.outcome(ctx, out, out.Status, claims.CodeDispatcherClosed)
 	}
 }

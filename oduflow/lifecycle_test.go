@@ -12,6 +12,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/oduflow/oduflow-go/oduflow/claims"
 	"github.com/oduflow/oduflow-go/oduflow/oduflowtest/fakeminion"
 	"github.com/oduflow/oduflow-go/receipt"
 )
@@ -37,7 +38,7 @@ func TestCloseDrainsInFlightWorkers(t *testing.T) {
 		t.Fatalf("drain with time to spare: %v", err)
 	}
 	for _, j := range jobs {
-		if c := mustClaim(t, d, j.req); c.Phase != PhaseTerminal || c.Status != receipt.StatusSucceeded {
+		if c := mustClaim(t, d, j.req); c.Phase != claims.PhaseTerminal || c.Status != receipt.StatusSucceeded {
 			t.Fatalf("after the drain: %+v", c)
 		}
 	}
@@ -46,7 +47,7 @@ func TestCloseDrainsInFlightWorkers(t *testing.T) {
 	if _, err := d.Start(ctx, m.ID(), req, receipt.ProfileConfigure); !errors.Is(err, ErrClosed) {
 		t.Fatalf("Start after Close: %v, want ErrClosed", err)
 	}
-	if _, err := d.store.Get(ctx, req); !errors.Is(err, ErrNoClaim) {
+	if _, err := d.store.Get(ctx, req); !errors.Is(err, claims.ErrNoClaim) {
 		t.Fatalf("a refused Start wrote a claim: %v", err)
 	}
 	if e.runs() != len(jobs) {
@@ -77,7 +78,7 @@ func TestCloseMidRunThenAdoption(t *testing.T) {
 	}))
 	heldReq, parkedReq, fencedReq := uuid.NewString(), uuid.NewString(), uuid.NewString()
 	mustStart(t, d1, receipt.ProfileConfigure, held.ID(), heldReq)
-	waitClaim(t, d1, heldReq, "dispatched", func(c *Claim) bool { return c.Phase == PhaseDispatched })
+	waitClaim(t, d1, heldReq, "dispatched", func(c *claims.Claim) bool { return c.Phase == claims.PhaseDispatched })
 	mustStart(t, d1, receipt.ProfileConfigure, parked.ID(), parkedReq)
 	<-reached
 	mustStart(t, d1, receipt.ProfileConfigure, fenced.ID(), fencedReq)
@@ -89,7 +90,7 @@ func TestCloseMidRunThenAdoption(t *testing.T) {
 		t.Fatalf("drain cut short: %v", err)
 	}
 	// Never dispatched: failed, nothing published, no quarantine.
-	if c := mustClaim(t, d1, parkedReq); c.Phase != PhaseTerminal || c.ErrorCode != CodeDispatcherClosed ||
+	if c := mustClaim(t, d1, parkedReq); c.Phase != claims.PhaseTerminal || c.ErrorCode != claims.CodeDispatcherClosed ||
 		c.Status != receipt.StatusFailed || c.Quarantining() {
 		t.Fatalf("claim never dispatched after Close: %+v", c)
 	}
@@ -113,7 +114,7 @@ func TestCloseMidRunThenAdoption(t *testing.T) {
 		t.Fatalf("publications of the adopted request: %d", n)
 	}
 	never := waitFinal(t, d2, receipt.ProfileConfigure, fenced.ID(), fencedReq)
-	if c := mustClaim(t, d2, fencedReq); never.Status != receipt.StatusFailed || c.ErrorCode != CodeNeverRan ||
+	if c := mustClaim(t, d2, fencedReq); never.Status != receipt.StatusFailed || c.ErrorCode != claims.CodeNeverRan ||
 		c.Evidence != evidenceFenced {
 		t.Fatalf("adopted request never sent: %+v %+v", never, c)
 	}
@@ -143,18 +144,18 @@ func TestOneAnswerForAClient(t *testing.T) {
 	ctx := context.Background()
 	m := e.addMinion(fakeminion.WithHold())
 	req := uuid.NewString()
-	agree := func(point string, d *Dispatcher, blocked bool, wantCode ErrorCode) {
+	agree := func(point string, d *Dispatcher, blocked bool, wantCode claims.ErrorCode) {
 		t.Helper()
 		q, err := d.Quarantine(ctx, m.ID())
 		if err != nil {
 			t.Fatalf("%s: Quarantine: %v", point, err)
 		}
 		listed := len(q) == 1 && q[0].RequestID == req
-		other := &Claim{MinionID: m.ID(), RequestID: uuid.NewString(), JID: string(d.jids.Next())}
+		other := &claims.Claim{MinionID: m.ID(), RequestID: uuid.NewString(), JID: string(d.jids.Next())}
 		code, _ := d.clientCheck(ctx, other)
 		_, rerr := d.resumable(ctx, target{minion: m.ID(), request: req})
 		resumable := rerr == nil
-		if listed != blocked || (code == CodeQuarantined) != blocked || resumable != blocked || code != wantCode {
+		if listed != blocked || (code == claims.CodeQuarantined) != blocked || resumable != blocked || code != wantCode {
 			t.Fatalf("%s: Quarantine lists it %v, preflight %q (want %q), Resume accepts it %v (%v); want blocked %v",
 				point, listed, code, wantCode, resumable, rerr, blocked)
 		}
@@ -162,19 +163,19 @@ func TestOneAnswerForAClient(t *testing.T) {
 	d1 := e.dispatcher()
 	agree("no claim", d1, false, "")
 	mustStart(t, d1, receipt.ProfileConfigure, m.ID(), req)
-	waitClaim(t, d1, req, "dispatched", func(c *Claim) bool { return c.Phase == PhaseDispatched })
-	agree("dispatched, worker alive", d1, false, CodeLeaseBusy)
+	waitClaim(t, d1, req, "dispatched", func(c *claims.Claim) bool { return c.Phase == claims.PhaseDispatched })
+	agree("dispatched, worker alive", d1, false, claims.CodeLeaseBusy)
 	if err := d1.Close(closedContext()); !errors.Is(err, context.Canceled) {
 		t.Fatalf("close cut short: %v", err)
 	}
 	waitLockFree(t, d1, req)
 	d2 := e.dispatcher()
-	agree("dispatched, worker gone", d2, true, CodeQuarantined)
+	agree("dispatched, worker gone", d2, true, claims.CodeQuarantined)
 	d3 := e.dispatcher(WithAdoption(time.Hour))
 	if !waitUntil(10*time.Second, func() bool { held, _ := d3.leases.RequestLockHeld(ctx, req); return held }) {
 		t.Fatal("never adopted")
 	}
-	agree("adopted", d2, false, CodeLeaseBusy)
+	agree("adopted", d2, false, claims.CodeLeaseBusy)
 	m.Release()
 	if r := waitFinal(t, d2, receipt.ProfileConfigure, m.ID(), req); r.Status != receipt.StatusSucceeded {
 		t.Fatalf("final: %+v", r)
@@ -195,10 +196,10 @@ func TestAdoptionAfterKilledDetachedWorker(t *testing.T) {
 		pauseAt string
 		runs    int
 		want    receipt.Status
-		code    ErrorCode
+		code    claims.ErrorCode
 	}{
 		{"killed after the publish reply", stepPublishReplied, 1, receipt.StatusSucceeded, ""},
-		{"killed after the intent, before sending", stepDispatchRecorded, 0, receipt.StatusFailed, CodeNeverRan},
+		{"killed after the intent, before sending", stepDispatchRecorded, 0, receipt.StatusFailed, claims.CodeNeverRan},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := startSim(t)
@@ -244,9 +245,9 @@ func TestAdoptionNeverPublishesAClaimedRequest(t *testing.T) {
 	tm := testTimers()
 	tm.LaunchGrace = 700 * time.Millisecond
 	d := e.dispatcher(WithTimers(tm))
-	claimed := func() *Claim {
-		c := &Claim{Protocol: claimProtocol, MinionID: m.ID(), RequestID: uuid.NewString(), Profile: receipt.ProfileConfigure,
-			Role: "configure", JID: string(d.jids.Next()), Phase: PhaseClaimed, CreatedAt: time.Now().UTC()}
+	claimed := func() *claims.Claim {
+		c := &claims.Claim{Protocol: claimProtocol, MinionID: m.ID(), RequestID: uuid.NewString(), Profile: receipt.ProfileConfigure,
+			Role: "configure", JID: string(d.jids.Next()), Phase: claims.PhaseClaimed, CreatedAt: time.Now().UTC()}
 		if err := d.store.Create(ctx, c); err != nil {
 			t.Fatal(err)
 		}
@@ -257,10 +258,10 @@ func TestAdoptionNeverPublishesAClaimedRequest(t *testing.T) {
 	young := claimed()
 	adopter := e.dispatcher(WithTimers(tm), WithAdoption(20*time.Millisecond))
 	got := waitFinal(t, adopter, receipt.ProfileConfigure, m.ID(), old.RequestID)
-	if c := mustClaim(t, adopter, old.RequestID); got.Status != receipt.StatusUnknown || c.ErrorCode != CodeWorkerLost || c.Quarantining() {
+	if c := mustClaim(t, adopter, old.RequestID); got.Status != receipt.StatusUnknown || c.ErrorCode != claims.CodeWorkerLost || c.Quarantining() {
 		t.Fatalf("claimed past its grace: %+v %+v", got, c)
 	}
-	if c := mustClaim(t, adopter, young.RequestID); c.Phase != PhaseClaimed {
+	if c := mustClaim(t, adopter, young.RequestID); c.Phase != claims.PhaseClaimed {
 		t.Fatalf("claimed within its grace was touched: %+v", c)
 	}
 	if q, err := adopter.Quarantine(ctx, m.ID()); err != nil || len(q) != 0 || e.runs() != 0 {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/oduflow/oduflow-go/internal/filestorehook"
 	"github.com/oduflow/oduflow-go/oduflow/catalog"
+	"github.com/oduflow/oduflow-go/oduflow/claims"
 	"github.com/oduflow/oduflow-go/profiles"
 	"github.com/oduflow/oduflow-go/salt"
 )
@@ -16,7 +17,7 @@ type Option func(*config)
 
 type config struct {
 	claimDir   string
-	store      Store
+	store      claims.Store
 	clock      clockSource
 	logger     *slog.Logger
 	hooks      Hooks
@@ -72,7 +73,7 @@ const defaultMaxConcurrentPublishes = 32
 
 // WithClaimStore replaces the file claim store with s: its claims and its leases (Store), and whichever
 // optional capabilities it implements (see Store).
-func WithClaimStore(s Store) Option { return func(c *config) { c.store = s } }
+func WithClaimStore(s claims.Store) Option { return func(c *config) { c.store = s } }
 
 // WithLogger sets the structured logger (default: slog.Default()).
 func WithLogger(l *slog.Logger) Option { return func(c *config) { c.logger = l } }

@@ -12,6 +12,7 @@ import (
 	"github.com/cockroachdb/errors"
 	"github.com/google/uuid"
 
+	"github.com/oduflow/oduflow-go/oduflow/claims"
 	"github.com/oduflow/oduflow-go/oduflow/oduflowtest/fakeminion"
 	"github.com/oduflow/oduflow-go/receipt"
 )
@@ -107,8 +108,8 @@ func pausedWorkerScenario(t *testing.T, step string, reconcile, other bool) {
 	if other {
 		r2 = uuid.NewString()
 		mustStart(t, d, receipt.ProfileProduction, m.ID(), r2)
-		waitClaim(t, d, r2, "second request dispatched or final", func(c *Claim) bool {
-			return c.Phase == PhaseDispatched || c.Phase.Final()
+		waitClaim(t, d, r2, "second request dispatched or final", func(c *claims.Claim) bool {
+			return c.Phase == claims.PhaseDispatched || c.Phase.Final()
 		})
 	}
 	if err := syscall.Kill(pid, syscall.SIGCONT); err != nil {
@@ -117,7 +118,7 @@ func pausedWorkerScenario(t *testing.T, step string, reconcile, other bool) {
 	stopped = false
 	waitProcessGone(t, pid)
 	if other {
-		waitClaim(t, d, r2, "second request final", func(c *Claim) bool { return c.Phase.Final() })
+		waitClaim(t, d, r2, "second request final", func(c *claims.Claim) bool { return c.Phase.Final() })
 	}
 	waitLateRunsEnded(t, m, r1, r2)
 	if n := m.MaxConcurrentRuns(); n > 1 {
@@ -128,7 +129,7 @@ func pausedWorkerScenario(t *testing.T, step string, reconcile, other bool) {
 	if liftedWithoutRun && ran {
 		t.Errorf("the paused request ran after its reconciliation said it did not: %+v", rc)
 	}
-	if c := mustClaim(t, d, r1); c.ErrorCode == CodeNeverRan && ran {
+	if c := mustClaim(t, d, r1); c.ErrorCode == claims.CodeNeverRan && ran {
 		t.Errorf("claim says never ran, the minion ran it: %+v", rc)
 	}
 }
@@ -149,7 +150,7 @@ func reconcileLikeOperator(t *testing.T, d *Dispatcher, m *fakeminion.Model, req
 	}
 	c := mustClaim(t, d, request)
 	rc, ok := m.Receipt(request)
-	return c.Phase.Final() && !(ok && !rc.Fenced()) && (c.ErrorCode == CodeNeverRan || c.Phase == PhaseAsserted)
+	return c.Phase.Final() && !(ok && !rc.Fenced()) && (c.ErrorCode == claims.CodeNeverRan || c.Phase == claims.PhaseAsserted)
 }
 
 // waitProcessGone waits until the detached worker process pid has exited (its parent reaps it).

@@ -9,6 +9,7 @@ import (
 	"github.com/cockroachdb/errors"
 
 	"github.com/oduflow/oduflow-go/internal/errmark"
+	"github.com/oduflow/oduflow-go/oduflow/claims"
 	receiptproof "github.com/oduflow/oduflow-go/receipt/proof"
 	"github.com/oduflow/oduflow-go/salt"
 )
@@ -194,7 +195,7 @@ func parseCapabilities(v any) minionCaps {
 		ready, _ := fm["ready"].(bool)
 		caps.Fencing = ready && intValue(fm["version"]) == fencingVersion
 		caps.FenceMark = fenceMarkValue(fm["mark"])
-		caps.FenceExhausted = caps.FenceMark == MaxFenceToken
+		caps.FenceExhausted = caps.FenceMark == claims.MaxFenceToken
 	}
 	return caps
 }
@@ -264,7 +265,7 @@ func guardForms(v any) map[string]string {
 // range is not a mark this module writes; the store's own counter then decides, as before floors).
 func fenceMarkValue(v any) uint64 {
 	n, ok := wholeNumber(v)
-	if !ok || n > MaxFenceToken {
+	if !ok || n > claims.MaxFenceToken {
 		return 0
 	}
 	return n

@@ -16,6 +16,7 @@ import (
 
 	"github.com/cockroachdb/errors"
 	"github.com/oduflow/oduflow-go/internal/errmark"
+	"github.com/oduflow/oduflow-go/oduflow/claims"
 	"github.com/oduflow/oduflow-go/receipt"
 	receiptproof "github.com/oduflow/oduflow-go/receipt/proof"
 	"github.com/oduflow/oduflow-go/salt"
@@ -34,7 +35,7 @@ const funAttest = "oduflow_job.attest"
 // prove asks c's minion for its signed answer with a fresh nonce and returns the verified answer bound
 // to c, or nil (no answer within the call timeout, the key unavailable or changed). Answers on the bus
 // that do not verify are counted and skipped: the call keeps waiting for the real one.
-func (d *Dispatcher) prove(ctx context.Context, c *Claim, deadline time.Time) *receipt.Receipt {
+func (d *Dispatcher) prove(ctx context.Context, c *claims.Claim, deadline time.Time) *receipt.Receipt {
 	t0 := time.Now()
 	defer func() { d.hooks.observe(ctx, "proof", time.Since(t0)) }()
 	timeout := d.timers.CallTimeout
@@ -181,7 +182,7 @@ func keyFingerprint(pub *rsa.PublicKey) string {
 // minionKey loads the accepted key of c's minion and checks it against the fingerprint pinned in c at
 // preflight. A claim without a pin (dispatched by a version before receipt proofs) is verified
 // against the currently accepted key.
-func (d *Dispatcher) minionKey(ctx context.Context, c *Claim) (*rsa.PublicKey, error) {
+func (d *Dispatcher) minionKey(ctx context.Context, c *claims.Claim) (*rsa.PublicKey, error) {
 	k, err := loadMinionKey(ctx, d.pkiDir, c.MinionID)
 	if err != nil {
 		return nil, err

@@ -105,15 +105,15 @@ func TestLoadMinionKey(t *testing.T) {
 			t.Errorf("%s: %v", name, err)
 		}
 	}
-	if _, err := loadMinionKey(ctx, pki, "../minions/"+good); !errors.Is(err, ErrInvalidInput) {
+	if _, err := loadMinionKey(ctx, pki, "../minions/"+good); !errors.Is(err, claims.ErrInvalidInput) {
 		t.Errorf("traversal id: %v", err)
 	}
 }
 
 func TestClaimKeyPin(t *testing.T) {
 	// a claim written before receipt proofs (no minion_key_sha256) still decodes
-	c := &Claim{Protocol: 1, MinionID: newMinionID(), RequestID: "0f8fad5b-d9cb-469f-a165-70867728950e",
-		Profile: "configure", Role: "roles.client_stack", JID: "20261129154606051411", Phase: PhaseDispatched}
+	c := &claims.Claim{Protocol: 1, MinionID: newMinionID(), RequestID: "0f8fad5b-d9cb-469f-a165-70867728950e",
+		Profile: "configure", Role: "roles.client_stack", JID: "20261129154606051411", Phase: claims.PhaseDispatched}
 	data, err := encodeClaim(c)
 	if err != nil || strings.Contains(string(data), "minion_key_sha256") {
 		t.Fatalf("%s %v", data, err)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/oduflow/oduflow-go/oduflow/claims"
 	"github.com/oduflow/oduflow-go/oduflow/oduflowtest/fakeminion"
 	"github.com/oduflow/oduflow-go/receipt"
 	receiptproof "github.com/oduflow/oduflow-go/receipt/proof"
@@ -30,9 +31,9 @@ func (h *recHooks) unverifiedCount(reason string) int {
 }
 
 // waitPhase waits until the claim reaches phase p and returns it.
-func waitPhase(t *testing.T, d *Dispatcher, request string, p Phase) *Claim {
+func waitPhase(t *testing.T, d *Dispatcher, request string, p claims.Phase) *claims.Claim {
 	t.Helper()
-	var c *Claim
+	var c *claims.Claim
 	if !waitUntil(10*time.Second, func() bool {
 		got, err := d.store.Get(context.Background(), request)
 		c = got
@@ -44,7 +45,7 @@ func waitPhase(t *testing.T, d *Dispatcher, request string, p Phase) *Claim {
 }
 
 // forgedReceipt is a succeeded receipt bound to c: exactly what the real minion would return.
-func forgedReceipt(c *Claim) receipt.Receipt {
+func forgedReceipt(c *claims.Claim) receipt.Receipt {
 	return receipt.Receipt{Protocol: 1, MinionID: c.MinionID, RequestID: c.RequestID, JID: c.JID,
 		Profile: c.Profile, Status: receipt.StatusSucceeded, Passed: 7, Total: 7}
 }
@@ -65,7 +66,7 @@ func TestForgedReturnsAreNeverEvidence(t *testing.T) {
 	d := e.dispatcher(WithHooks(h.hooks()))
 	req := uuid.NewString()
 	mustStart(t, d, receipt.ProfileConfigure, m.ID(), req)
-	c := waitPhase(t, d, req, PhaseDispatched)
+	c := waitPhase(t, d, req, claims.PhaseDispatched)
 	if c.MinionKeySHA256 == "" || c.MinionKeySHA256 != keyFingerprint(&m.Key().PublicKey) {
 		t.Fatalf("fingerprint not pinned at preflight: %q", c.MinionKeySHA256)
 	}
@@ -196,7 +197,7 @@ func TestForgedFloodDoesNotSpendPollBudget(t *testing.T) {
 	d := e.dispatcher(WithHooks(h.hooks()))
 	req := uuid.NewString()
 	mustStart(t, d, receipt.ProfileConfigure, m.ID(), req)
-	c := waitPhase(t, d, req, PhaseDispatched)
+	c := waitPhase(t, d, req, claims.PhaseDispatched)
 	tag := "salt/job/" + c.JID + "/ret/" + m.ID()
 	forged := fakeminion.ReceiptValue(forgedReceipt(c))
 	var wg sync.WaitGroup
@@ -258,7 +259,7 @@ func TestPreflightRequiresProof(t *testing.T) {
 		req := uuid.NewString()
 		mustStart(t, d, receipt.ProfileConfigure, m.ID(), req)
 		r := waitFinal(t, d, receipt.ProfileConfigure, m.ID(), req)
-		if c := mustClaim(t, d, req); r.Status != receipt.StatusFailed || c.ErrorCode != CodeCapability || m.Runs() != 0 {
+		if c := mustClaim(t, d, req); r.Status != receipt.StatusFailed || c.ErrorCode != claims.CodeCapability || m.Runs() != 0 {
 			t.Fatalf("%+v %+v runs %d", r, c, m.Runs())
 		}
 		ready, err := d.Ping(context.Background(), m.ID())
@@ -274,7 +275,7 @@ func TestPreflightRequiresProof(t *testing.T) {
 		req := uuid.NewString()
 		mustStart(t, d, receipt.ProfileConfigure, m.ID(), req)
 		waitFinal(t, d, receipt.ProfileConfigure, m.ID(), req)
-		if c := mustClaim(t, d, req); c.ErrorCode != CodeMinionKey || m.Runs() != 0 {
+		if c := mustClaim(t, d, req); c.ErrorCode != claims.CodeMinionKey || m.Runs() != 0 {
 			t.Fatalf("%+v runs %d", c, m.Runs())
 		}
 	})
@@ -290,7 +291,7 @@ func TestKeyChangedAfterPreflightIsNeverEvidence(t *testing.T) {
 	d := e.dispatcher()
 	req := uuid.NewString()
 	mustStart(t, d, receipt.ProfileConfigure, m.ID(), req)
-	c := waitPhase(t, d, req, PhaseDispatched)
+	c := waitPhase(t, d, req, claims.PhaseDispatched)
 	if c.MinionKeySHA256 != keyFingerprint(&decoy.Key().PublicKey) {
 		t.Fatal("the preflight key is not the pinned one")
 	}

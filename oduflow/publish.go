@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/oduflow/oduflow-go/internal/errmark"
+	"github.com/oduflow/oduflow-go/oduflow/claims"
 	"github.com/oduflow/oduflow-go/receipt"
 
 	"github.com/cockroachdb/errors"
@@ -73,26 +74,26 @@ func (d *Dispatcher) publishTo(ctx context.Context, target salt.Target, fun stri
 }
 
 // publishErrorCode maps a publish error to its sanitized code.
-func publishErrorCode(err error) ErrorCode {
+func publishErrorCode(err error) claims.ErrorCode {
 	switch {
 	case salt.IsOutcomeUnknown(err):
-		return CodeOutcomeUnknown
+		return claims.CodeOutcomeUnknown
 	case errors.Is(err, salt.ErrAuthentication):
-		return CodeAuthentication
+		return claims.CodeAuthentication
 	case errors.Is(err, salt.ErrAuthorization):
-		return CodeAuthorization
+		return claims.CodeAuthorization
 	case errors.Is(err, salt.ErrNoMinions):
-		return CodeNoMinions
+		return claims.CodeNoMinions
 	case errors.Is(err, salt.ErrBadLoad):
-		return CodeBadLoad
+		return claims.CodeBadLoad
 	case errors.Is(err, salt.ErrMasterException):
-		return CodeMasterException
+		return claims.CodeMasterException
 	case errors.Is(err, salt.ErrNotSent):
-		return CodeNotSent
+		return claims.CodeNotSent
 	case salt.IsNotPublished(err):
-		return CodeRefused
+		return claims.CodeRefused
 	}
-	return CodeOutcomeUnknown
+	return claims.CodeOutcomeUnknown
 }
 
 // callAttempts bounds how often a read-only call is published again after an event gap hid its return.
@@ -178,12 +179,12 @@ type publicationSpec struct {
 // publicationSource resolves a claim's publication spec. The default serves the fixed profiles (empty
 // state data: the role is fixed on the minion by the profile) and refuses custom claims.
 type publicationSource interface {
-	Publication(ctx context.Context, c *Claim) (publicationSpec, error)
+	Publication(ctx context.Context, c *claims.Claim) (publicationSpec, error)
 }
 
 type fixedPublications struct{}
 
-func (fixedPublications) Publication(_ context.Context, c *Claim) (publicationSpec, error) {
+func (fixedPublications) Publication(_ context.Context, c *claims.Claim) (publicationSpec, error) {
 	if c.EffectiveProfile() == receipt.ProfileCustom {
 		return publicationSpec{}, errors.New("oduflow: custom claims need a custom publication source")
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/cockroachdb/errors"
 	"github.com/google/uuid"
 
+	"github.com/oduflow/oduflow-go/oduflow/claims"
 	"github.com/oduflow/oduflow-go/oduflow/oduflowtest/fakeminion"
 	"github.com/oduflow/oduflow-go/receipt"
 )
@@ -105,11 +106,11 @@ func TestPythonModuleLostReturnAndLostReply(t *testing.T) {
 	var d2 *Dispatcher
 	d2 = e.dispatcher(pyTimers(), onStep(stepDispatchRecorded, func() { loseReplyAndReturn(t, e, d2, req2) }))
 	mustStart(t, d2, receipt.ProfileProduction, minion, req2)
-	c := waitClaim(t, d2, req2, "final", func(c *Claim) bool { return c.Phase.Final() })
-	if c.Status != receipt.StatusUnknown || c.ErrorCode != CodeOutcomeUnknown || !c.Quarantining() {
+	c := waitClaim(t, d2, req2, "final", func(c *claims.Claim) bool { return c.Phase.Final() })
+	if c.Status != receipt.StatusUnknown || c.ErrorCode != claims.CodeOutcomeUnknown || !c.Quarantining() {
 		t.Fatalf("lost reply: %+v", c)
 	}
-	c = waitClaim(t, d2, req2, "resolved", func(c *Claim) bool { return c.Status != receipt.StatusUnknown })
+	c = waitClaim(t, d2, req2, "resolved", func(c *claims.Claim) bool { return c.Status != receipt.StatusUnknown })
 	if c.Status != receipt.StatusFailed || c.Passed != 2 || c.Total != 3 || c.Evidence != evidenceReceipt || c.Quarantining() {
 		t.Fatalf("after the poll: %+v", c)
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/cockroachdb/errors"
 
 	"github.com/oduflow/oduflow-go/internal/errmark"
+	"github.com/oduflow/oduflow-go/oduflow/claims"
 	"github.com/oduflow/oduflow-go/receipt"
 	"github.com/oduflow/oduflow-go/salt"
 )
@@ -78,10 +79,10 @@ func (d *Dispatcher) Reconcile(ctx context.Context, minion, request string, ev R
 			// running or unknown: the run started (and may still go on, or its worker is gone); the fence
 			// is recorded, so the publication can never start again.
 		}
-		out, err := d.commitFromUnknown(ctx, c, false, func(n *Claim) {
+		out, err := d.commitFromUnknown(ctx, c, false, func(n *claims.Claim) {
 			now := d.clock.Now()
-			n.Phase, n.Status, n.Passed, n.Total = PhaseAsserted, e.Outcome, e.Passed, e.Total
-			n.ErrorCode, n.Evidence, n.FinishedAt = CodeAsserted, evidenceAsserted, &now
+			n.Phase, n.Status, n.Passed, n.Total = claims.PhaseAsserted, e.Outcome, e.Passed, e.Total
+			n.ErrorCode, n.Evidence, n.FinishedAt = claims.CodeAsserted, evidenceAsserted, &now
 			n.AssertedBy, n.AssertedWhy = e.Who, e.Why
 		})
 		if err != nil {
@@ -89,7 +90,7 @@ func (d *Dispatcher) Reconcile(ctx context.Context, minion, request string, ev R
 		}
 		lg.Warn("reconciled by assertion", slog.String("status", string(e.Outcome)),
 			slog.String("asserted_by", e.Who))
-		d.hooks.outcome(ctx, out, out.Status, CodeAsserted)
+		d.hooks.outcome(ctx, out, out.Status, claims.CodeAsserted)
 		return d.respond(ctx, out)
 	case FromMinion:
 		if c.Legacy() {
@@ -121,22 +122,22 @@ func (d *Dispatcher) Reconcile(ctx context.Context, minion, request string, ev R
 		}
 		return d.recordMinionReceipt(ctx, c, live)
 	default:
-		return Response{}, errmark.Mark(errors.New("oduflow: evidence must be FromMinion or Assert"), ErrInvalidInput)
+		return Response{}, errmark.Mark(errors.New("oduflow: evidence must be FromMinion or Assert"), claims.ErrInvalidInput)
 	}
 }
 
 // recordMinionReceipt commits the minion's verified terminal receipt live over the unresolved (or
 // asserted) claim c: a fenced receipt as "never ran" (failed 0/1, never_ran, evidence fenced), any other
 // as reconciled. A result committed meanwhile is kept.
-func (d *Dispatcher) recordMinionReceipt(ctx context.Context, c *Claim, live *receipt.Receipt) (Response, error) {
-	wasAsserted := c.Phase == PhaseAsserted
+func (d *Dispatcher) recordMinionReceipt(ctx context.Context, c *claims.Claim, live *receipt.Receipt) (Response, error) {
+	wasAsserted := c.Phase == claims.PhaseAsserted
 	out, err := d.commitMinionReceipt(ctx, c, live, evidenceReconciled)
 	if err != nil {
 		return Response{}, err
 	}
-	var code ErrorCode
+	var code claims.ErrorCode
 	if live.Fenced() {
-		code = CodeNeverRan
+		code = claims.CodeNeverRan
 	}
 	d.claimLog(c).Info("reconciled from the minion's receipt", slog.String("status", string(out.Status)),
 		slog.String("code", string(code)), slog.Bool("replaced_assertion", wasAsserted))
@@ -147,29 +148,29 @@ func (d *Dispatcher) recordMinionReceipt(ctx context.Context, c *Claim, live *re
 // commitMinionReceipt commits live over the unresolved (or asserted) claim c: a fenced receipt as
 // "never ran" (failed 0/1, never_ran, evidence fenced), any other with evidence. A result committed
 // meanwhile is kept.
-func (d *Dispatcher) commitMinionReceipt(ctx context.Context, c *Claim, live *receipt.Receipt, evidence string) (*Claim, error) {
-	return d.commitFromUnknown(ctx, c, true, func(n *Claim) {
+func (d *Dispatcher) commitMinionReceipt(ctx context.Context, c *claims.Claim, live *receipt.Receipt, evidence string) (*claims.Claim, error) {
+	return d.commitFromUnknown(ctx, c, true, func(n *claims.Claim) {
 		now := d.clock.Now()
 		// AssertedBy/AssertedWhy of a replaced assertion are kept for audit.
 		if live.Fenced() {
-			n.Phase, n.Status, n.Passed, n.Total = PhaseTerminal, receipt.StatusFailed, 0, 1
-			n.ErrorCode, n.Evidence, n.FinishedAt = CodeNeverRan, evidenceFenced, &now
+			n.Phase, n.Status, n.Passed, n.Total = claims.PhaseTerminal, receipt.StatusFailed, 0, 1
+			n.ErrorCode, n.Evidence, n.FinishedAt = claims.CodeNeverRan, evidenceFenced, &now
 			return
 		}
-		n.Phase, n.Status, n.Passed, n.Total = PhaseTerminal, live.Status, live.Passed, live.Total
+		n.Phase, n.Status, n.Passed, n.Total = claims.PhaseTerminal, live.Status, live.Passed, live.Total
 		n.ErrorCode, n.Evidence, n.FinishedAt = "", evidence, &now
 	})
 }
 
 // commitNeverRan records the minion's signed fenced receipt f over the adopted claim c: never ran.
-func (d *Dispatcher) commitNeverRan(ctx context.Context, c *Claim, f *receipt.Receipt) (*Claim, error) {
+func (d *Dispatcher) commitNeverRan(ctx context.Context, c *claims.Claim, f *receipt.Receipt) (*claims.Claim, error) {
 	out, err := d.commitMinionReceipt(ctx, c, f, evidenceFenced)
 	if err != nil {
 		d.claimLog(c).Error("adoption: commit of never ran", slog.String("error", err.Error()))
 		return nil, err
 	}
 	d.claimLog(c).Info("adoption: fenced before it started; never ran", slog.String("status", string(out.Status)))
-	d.hooks.outcome(ctx, out, out.Status, CodeNeverRan)
+	d.hooks.outcome(ctx, out, out.Status, claims.CodeNeverRan)
 	return out, nil
 }
 
@@ -179,7 +180,7 @@ func (d *Dispatcher) commitNeverRan(ctx context.Context, c *Claim, f *receipt.Re
 // call got no answer that counts. The fence's own answer is a hint like any return: only the proof
 // decides. Fenced, the publication never runs (a late run of it answers the fenced receipt), and the
 // minion's mark is at least the token, so no publication with an earlier token starts either.
-func (d *Dispatcher) fence(ctx context.Context, c *Claim) *receipt.Receipt {
+func (d *Dispatcher) fence(ctx context.Context, c *claims.Claim) *receipt.Receipt {
 	token := max(c.FenceToken, 1)
 	args := []any{c.RequestID, c.JID, string(c.EffectiveProfile()), int64(token)}
 	jr, err := d.call(ctx, c.MinionID, funFence, args, d.timers.CallTimeout)
@@ -196,28 +197,28 @@ func (d *Dispatcher) fence(ctx context.Context, c *Claim) *receipt.Receipt {
 
 func (a Assert) validate() error {
 	if a.Outcome != receipt.StatusSucceeded && a.Outcome != receipt.StatusFailed {
-		return errmark.Mark(errors.New("oduflow: asserted outcome must be succeeded or failed"), ErrInvalidInput)
+		return errmark.Mark(errors.New("oduflow: asserted outcome must be succeeded or failed"), claims.ErrInvalidInput)
 	}
 	if a.Passed < 0 || a.Total < 0 || a.Passed > a.Total ||
 		(a.Outcome == receipt.StatusSucceeded && a.Passed != a.Total) {
-		return errmark.Mark(errors.New("oduflow: asserted counts"), ErrInvalidInput)
+		return errmark.Mark(errors.New("oduflow: asserted counts"), claims.ErrInvalidInput)
 	}
 	for _, s := range []string{a.Who, a.Why} {
 		if strings.TrimSpace(s) == "" || len(s) > maxAssertText || strings.IndexFunc(s, unicode.IsControl) >= 0 {
-			return errmark.Mark(errors.New("oduflow: asserted_by and asserted_reason must be short printable text"), ErrInvalidInput)
+			return errmark.Mark(errors.New("oduflow: asserted_by and asserted_reason must be short printable text"), claims.ErrInvalidInput)
 		}
 	}
 	return nil
 }
 
 // unknownClaim reads the claim and requires its current status to be unknown.
-func (d *Dispatcher) unknownClaim(ctx context.Context, t target) (*Claim, error) {
+func (d *Dispatcher) unknownClaim(ctx context.Context, t target) (*claims.Claim, error) {
 	return d.reconcilableClaim(ctx, t, false)
 }
 
 // reconcilableClaim reads the claim and requires its current status to be unknown, or (allowAsserted) its
 // phase to be asserted.
-func (d *Dispatcher) reconcilableClaim(ctx context.Context, t target, allowAsserted bool) (*Claim, error) {
+func (d *Dispatcher) reconcilableClaim(ctx context.Context, t target, allowAsserted bool) (*claims.Claim, error) {
 	c, err := d.store.Get(ctx, t.request)
 	if err != nil {
 		return nil, err
@@ -225,7 +226,7 @@ func (d *Dispatcher) reconcilableClaim(ctx context.Context, t target, allowAsser
 	if err := checkBinding(c, "", t.minion); err != nil {
 		return nil, err
 	}
-	if allowAsserted && c.Phase == PhaseAsserted {
+	if allowAsserted && c.Phase == claims.PhaseAsserted {
 		return c, nil
 	}
 	st, err := d.computeStatus(ctx, c)
@@ -282,7 +283,7 @@ func (d *Dispatcher) resume(ctx context.Context, t target) (Response, error) {
 	}
 	lk, err := d.tryRequestLock(ctx, t.request)
 	if err != nil {
-		if errors.Is(err, ErrLeaseBusy) {
+		if errors.Is(err, claims.ErrLeaseBusy) {
 			return d.respond(ctx, c) // a worker or another Resume is polling
 		}
 		return Response{}, err
@@ -307,7 +308,7 @@ func (d *Dispatcher) resume(ctx context.Context, t target) (Response, error) {
 // resumable reads the claim and requires what Resume polls: a protocol-1 request that blocks its client
 // (blocksClient: dispatched, unknown), so that Resume accepts exactly what Quarantine lists. Unknown but
 // never dispatched is ErrNotUnknown (nothing to poll: nothing was published); legacy is ErrUnresolved.
-func (d *Dispatcher) resumable(ctx context.Context, t target) (*Claim, error) {
+func (d *Dispatcher) resumable(ctx context.Context, t target) (*claims.Claim, error) {
 	c, err := d.unknownClaim(ctx, t)
 	if err != nil {
 		return nil, err
@@ -322,13 +323,13 @@ func (d *Dispatcher) resumable(ctx context.Context, t target) (*Claim, error) {
 }
 
 // unresolved: the claim has no final result other than unknown (and is not asserted).
-func unresolved(c *Claim) bool {
-	return !c.Phase.Final() || (c.Phase == PhaseTerminal && c.Status == receipt.StatusUnknown)
+func unresolved(c *claims.Claim) bool {
+	return !c.Phase.Final() || (c.Phase == claims.PhaseTerminal && c.Status == receipt.StatusUnknown)
 }
 
 // markResumed records the resume time (fenced update). A claim resolved meanwhile is returned unchanged.
-func (d *Dispatcher) markResumed(ctx context.Context, c *Claim) (*Claim, error) {
-	out, _, err := d.updateClaim(ctx, c, func(next *Claim) bool {
+func (d *Dispatcher) markResumed(ctx context.Context, c *claims.Claim) (*claims.Claim, error) {
+	out, _, err := d.updateClaim(ctx, c, func(next *claims.Claim) bool {
 		if !unresolved(next) {
 			return false
 		}
@@ -342,7 +343,7 @@ func (d *Dispatcher) markResumed(ctx context.Context, c *Claim) (*Claim, error) 
 // resumeWindow reports whether a worker that found claim c past phase claimed must poll it: an unresolved,
 // dispatched protocol-1 claim whose window (Timers.ExecutionWait from its dispatch or its latest Resume) is still
 // open. It returns the real-time deadline of the polling.
-func (d *Dispatcher) resumeWindow(c *Claim) (time.Time, bool) {
+func (d *Dispatcher) resumeWindow(c *claims.Claim) (time.Time, bool) {
 	if c.Legacy() || !c.WasDispatched() || !unresolved(c) {
 		return time.Time{}, false
 	}
@@ -363,7 +364,7 @@ func (d *Dispatcher) resumeWindow(c *Claim) (time.Time, bool) {
 	return time.Now().Add(left), true
 }
 
-func (d *Dispatcher) resumePolling(ctx context.Context, c *Claim, deadline time.Time) {
+func (d *Dispatcher) resumePolling(ctx context.Context, c *claims.Claim, deadline time.Time) {
 	lg := d.claimLog(c)
 	lg.Info("resume: polling the minion")
 	w, err := d.hub.watch(ctx, salt.JID(c.JID)) // a late return of the run counts too

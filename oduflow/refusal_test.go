@@ -12,6 +12,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/oduflow/oduflow-go/oduflow/claims"
 	"github.com/oduflow/oduflow-go/oduflow/oduflowtest/fakeminion"
 	"github.com/oduflow/oduflow-go/receipt"
 )
@@ -33,7 +34,7 @@ func TestRuntimeGuardFailureNotReadyAndPreflight(t *testing.T) {
 	req := uuid.NewString()
 	mustStart(t, d, receipt.ProfileConfigure, m.ID(), req)
 	got := waitFinal(t, d, receipt.ProfileConfigure, m.ID(), req)
-	if got.Status != receipt.StatusFailed || got.Passed != 0 || got.Total != 1 || got.ErrorCode != CodeRuntimeGuard {
+	if got.Status != receipt.StatusFailed || got.Passed != 0 || got.Total != 1 || got.ErrorCode != claims.CodeRuntimeGuard {
 		t.Fatalf("%+v", got)
 	}
 	if n := e.runs(); n != 0 {
@@ -62,7 +63,7 @@ func TestRuntimeGuardReasonPerCheck(t *testing.T) {
 		req := uuid.NewString()
 		mustStart(t, d, receipt.ProfileConfigure, m.ID(), req)
 		got := waitFinal(t, d, receipt.ProfileConfigure, m.ID(), req)
-		if got.Status != receipt.StatusFailed || got.Passed != 0 || got.Total != 1 || got.ErrorCode != CodeRuntimeGuard {
+		if got.Status != receipt.StatusFailed || got.Passed != 0 || got.Total != 1 || got.ErrorCode != claims.CodeRuntimeGuard {
 			t.Fatalf("%s: %+v", reason, got)
 		}
 	}
@@ -137,10 +138,10 @@ func TestRunRefusedIsFinalAtOnce(t *testing.T) {
 	t.Parallel()
 	for name, tc := range map[string]struct {
 		refusal string
-		code    ErrorCode
+		code    claims.ErrorCode
 	}{
-		"unprotected": {"oduflow_job: refusing to run unprotected: jid_injection: __pub_jid not the publication's", CodeRuntimeGuard},
-		"other":       {"oduflow_job: caller execution options are refused", CodeMinionRefused},
+		"unprotected": {"oduflow_job: refusing to run unprotected: jid_injection: __pub_jid not the publication's", claims.CodeRuntimeGuard},
+		"other":       {"oduflow_job: caller execution options are refused", claims.CodeMinionRefused},
 	} {
 		t.Run(name, func(t *testing.T) {
 			e := startSim(t)
@@ -208,7 +209,7 @@ func TestBusStalledIsTypedGap(t *testing.T) {
 	// The request in flight: its preflight call got no return while the bus was stalled; it failed before
 	// publishing, and says why.
 	if got := waitFinal(t, d, receipt.ProfileConfigure, m.ID(), req); got.Status != receipt.StatusFailed ||
-		got.ErrorCode != CodeEventBus || e.runs() != 1 {
+		got.ErrorCode != claims.CodeEventBus || e.runs() != 1 {
 		t.Fatalf("in flight during the stall: %+v, runs %d", got, e.runs())
 	}
 	e.sim.StallEventBus(false)

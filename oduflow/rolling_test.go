@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/oduflow/oduflow-go/oduflow/claims"
 	"github.com/oduflow/oduflow-go/oduflow/oduflowtest/fakeminion"
 	"github.com/oduflow/oduflow-go/receipt"
 )
@@ -94,8 +95,8 @@ func TestRollingRestartTwoReplicas(t *testing.T) {
 		switch {
 		case r.Status == receipt.StatusSucceeded && pubs == 1:
 			succeeded[j.minion]++
-		case r.Status == receipt.StatusFailed && (c.ErrorCode == CodeDispatcherClosed && pubs == 0 ||
-			c.ErrorCode == CodeLeaseBusy && pubs == 0 || c.ErrorCode == CodeNeverRan && pubs <= 1):
+		case r.Status == receipt.StatusFailed && (c.ErrorCode == claims.CodeDispatcherClosed && pubs == 0 ||
+			c.ErrorCode == claims.CodeLeaseBusy && pubs == 0 || c.ErrorCode == claims.CodeNeverRan && pubs <= 1):
 			// Cut before its intent (nothing published), refused at preflight because the client's lease
 			// stayed busy past LeaseWait while an earlier request of it was adopted (nothing published),
 			// or cut after its intent and before the minion started it (the adopter fenced it: it never

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/oduflow/oduflow-go/oduflow/claims"
 	"github.com/oduflow/oduflow-go/oduflow/oduflowtest/fakeminion"
 	"github.com/oduflow/oduflow-go/receipt"
 	"github.com/oduflow/oduflow-go/salt"
@@ -160,7 +161,7 @@ func mustStart(t testing.TB, d *Dispatcher, p receipt.Profile, minion, request s
 	return r
 }
 
-func mustClaim(t testing.TB, d *Dispatcher, request string) *Claim {
+func mustClaim(t testing.TB, d *Dispatcher, request string) *claims.Claim {
 	t.Helper()
 	c, err := d.store.Get(context.Background(), request)
 	if err != nil {

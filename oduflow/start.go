@@ -8,6 +8,7 @@ import (
 	"github.com/cockroachdb/errors"
 
 	"github.com/oduflow/oduflow-go/internal/errmark"
+	"github.com/oduflow/oduflow-go/oduflow/claims"
 	"github.com/oduflow/oduflow-go/receipt"
 	"github.com/oduflow/oduflow-go/salt"
 )
@@ -43,7 +44,7 @@ func (d *Dispatcher) Start(ctx context.Context, minion, request string, profile 
 	if c, err := d.store.Get(ctx, t.request); err == nil {
 		ctx = withRequest(ctx, refOf(c))
 		return d.existing(ctx, c, profile, t) // even when the bus or the master is down
-	} else if !errors.Is(err, ErrNoClaim) {
+	} else if !errors.Is(err, claims.ErrNoClaim) {
 		return Response{}, claimStoreErr(err)
 	}
 	if d.isClosing() {
@@ -54,8 +55,8 @@ func (d *Dispatcher) Start(ctx context.Context, minion, request string, profile 
 	if err := d.ready(ctx); err != nil {
 		return Response{}, err
 	}
-	c := &Claim{Protocol: claimProtocol, MinionID: t.minion, RequestID: t.request, Profile: profile,
-		Role: role, JID: string(d.jids.Next()), Phase: PhaseClaimed, CreatedAt: d.clock.Now()}
+	c := &claims.Claim{Protocol: claimProtocol, MinionID: t.minion, RequestID: t.request, Profile: profile,
+		Role: role, JID: string(d.jids.Next()), Phase: claims.PhaseClaimed, CreatedAt: d.clock.Now()}
 	ctx = withRequest(ctx, refOf(c))
 	return d.create(ctx, c)
 }
@@ -63,7 +64,7 @@ func (d *Dispatcher) Start(ctx context.Context, minion, request string, profile 
 // create persists a new claim, then launches its worker. When a detached worker cannot be started, the
 // claim (still in phase claimed: nothing was published) is committed terminal failed with
 // worker_launch_failed, and the response comes with an error matching ErrWorkerLaunch.
-func (d *Dispatcher) create(ctx context.Context, c *Claim) (resp Response, err error) {
+func (d *Dispatcher) create(ctx context.Context, c *claims.Claim) (resp Response, err error) {
 	err = d.admitNew(func() error {
 		resp, err = d.createAdmitted(ctx, c)
 		return err
@@ -72,13 +73,13 @@ func (d *Dispatcher) create(ctx context.Context, c *Claim) (resp Response, err e
 }
 
 // createAdmitted is create once admitted (Close waits for it).
-func (d *Dispatcher) createAdmitted(ctx context.Context, c *Claim) (Response, error) {
+func (d *Dispatcher) createAdmitted(ctx context.Context, c *claims.Claim) (Response, error) {
 	// The launch window opens in the store when Create commits, so never before this instant: an
 	// in-process worker that holds the request lock within LaunchGrace of it (this process's monotonic
 	// clock) took it while the window was open.
 	sent := time.Now()
 	if err := d.store.Create(ctx, c); err != nil {
-		if errors.Is(err, ErrClaimExists) {
+		if errors.Is(err, claims.ErrClaimExists) {
 			cur, gerr := d.store.Get(ctx, c.RequestID)
 			if gerr != nil {
 				return Response{}, gerr
@@ -103,7 +104,7 @@ func (d *Dispatcher) createAdmitted(ctx context.Context, c *Claim) (Response, er
 	return responseFor(c, receipt.StatusRunning), nil
 }
 
-func (d *Dispatcher) existing(ctx context.Context, c *Claim, profile receipt.Profile, t target) (Response, error) {
+func (d *Dispatcher) existing(ctx context.Context, c *claims.Claim, profile receipt.Profile, t target) (Response, error) {
 	if err := checkBinding(c, profile, t.minion); err != nil {
 		return Response{}, err
 	}
@@ -225,8 +226,8 @@ func readinessCause(err error) error {
 
 // claimStoreErr marks a claim-store failure other than a damaged claim with ErrClaimStore.
 func claimStoreErr(err error) error {
-	if err == nil || errors.Is(err, ErrCorruptClaim) || errors.Is(err, context.Canceled) {
+	if err == nil || errors.Is(err, claims.ErrCorruptClaim) || errors.Is(err, context.Canceled) {
 		return err
 	}
-	return errmark.Mark(err, ErrClaimStore)
+	return errmark.Mark(err, claims.ErrClaimStore)
 }

@@ -13,6 +13,7 @@ import (
 	crdb "github.com/cockroachdb/errors"
 	"github.com/google/uuid"
 
+	"github.com/oduflow/oduflow-go/oduflow/claims"
 	"github.com/oduflow/oduflow-go/receipt"
 	"github.com/oduflow/oduflow-go/salt"
 	"github.com/oduflow/oduflow-go/salt/salttest"
@@ -21,7 +22,7 @@ import (
 func noClaim(t *testing.T, d *Dispatcher, req string) {
 	t.Helper()
 	// crdb.Is: the file store marks ErrNoClaim its own way (not this test's subject).
-	if _, err := d.store.Get(context.Background(), req); !crdb.Is(err, ErrNoClaim) {
+	if _, err := d.store.Get(context.Background(), req); !crdb.Is(err, claims.ErrNoClaim) {
 		t.Fatalf("a claim was written: %v", err)
 	}
 }
@@ -150,14 +151,14 @@ func TestPreflightFailureNamesAuthentication(t *testing.T) {
 	if got.Status != receipt.StatusFailed || e.runs() != 0 {
 		t.Fatalf("%+v runs %d", got, e.runs())
 	}
-	if c := mustClaim(t, d, req); c.ErrorCode != CodeAuthentication {
-		t.Fatalf("code %q, want %q", c.ErrorCode, CodeAuthentication)
+	if c := mustClaim(t, d, req); c.ErrorCode != claims.CodeAuthentication {
+		t.Fatalf("code %q, want %q", c.ErrorCode, claims.CodeAuthentication)
 	}
 	// The answer itself names the reason, in Go and in JSON.
-	if got.ErrorCode != CodeAuthentication {
-		t.Fatalf("response error_code %q, want %q", got.ErrorCode, CodeAuthentication)
+	if got.ErrorCode != claims.CodeAuthentication {
+		t.Fatalf("response error_code %q, want %q", got.ErrorCode, claims.CodeAuthentication)
 	}
-	if b, _ := json.Marshal(got); !strings.Contains(string(b), `"error_code":"`+string(CodeAuthentication)+`"`) {
+	if b, _ := json.Marshal(got); !strings.Contains(string(b), `"error_code":"`+string(claims.CodeAuthentication)+`"`) {
 		t.Fatalf("json %s", b)
 	}
 }

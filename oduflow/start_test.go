@@ -8,6 +8,7 @@ import (
 	"github.com/cockroachdb/errors"
 	"github.com/google/uuid"
 
+	"github.com/oduflow/oduflow-go/oduflow/claims"
 	"github.com/oduflow/oduflow-go/oduflow/oduflowtest/fakeminion"
 	"github.com/oduflow/oduflow-go/receipt"
 )
@@ -77,7 +78,7 @@ func TestBusyTargetFailsPreflight(t *testing.T) {
 	if got.Status != receipt.StatusFailed || got.Passed != 0 || got.Total != 1 {
 		t.Fatalf("busy: %+v", got)
 	}
-	if c := mustClaim(t, d, b); c.ErrorCode != CodeLeaseBusy || c.WasDispatched() || c.Quarantining() {
+	if c := mustClaim(t, d, b); c.ErrorCode != claims.CodeLeaseBusy || c.WasDispatched() || c.Quarantining() {
 		t.Fatalf("busy claim: %+v", c)
 	}
 	m.Release()
@@ -107,7 +108,7 @@ func TestCapabilityUnverified(t *testing.T) {
 	if got.Status != receipt.StatusFailed || got.Total != 1 || e.runs() != 0 {
 		t.Fatalf("%+v runs=%d", got, e.runs())
 	}
-	if c := mustClaim(t, d, req); c.ErrorCode != CodeCapability || c.Quarantining() {
+	if c := mustClaim(t, d, req); c.ErrorCode != claims.CodeCapability || c.Quarantining() {
 		t.Fatalf("%+v", c)
 	}
 }
@@ -136,7 +137,7 @@ func TestPing(t *testing.T) {
 	if err != nil || r.KeyAccepted || r.Reachable {
 		t.Fatalf("unknown minion: %+v %v", r, err)
 	}
-	if _, err := d.Ping(ctx, "client-x"); !errors.Is(err, ErrInvalidInput) {
+	if _, err := d.Ping(ctx, "client-x"); !errors.Is(err, claims.ErrInvalidInput) {
 		t.Fatalf("bad id: %v", err)
 	}
 	for _, p := range e.sim.Publications() {
@@ -161,7 +162,7 @@ func TestWindowSpentThenResume(t *testing.T) {
 		t.Fatalf("%+v", got)
 	}
 	c := mustClaim(t, d, req)
-	if c.ErrorCode != CodeNoTrustworthyReturn || !c.Quarantining() {
+	if c.ErrorCode != claims.CodeNoTrustworthyReturn || !c.Quarantining() {
 		t.Fatalf("%+v", c)
 	}
 	if q, _ := d.Quarantine(ctx, m.ID()); len(q) != 1 {
@@ -173,7 +174,7 @@ func TestWindowSpentThenResume(t *testing.T) {
 	if got := waitFinal(t, d, receipt.ProfileProduction, m.ID(), req2); got.Status != receipt.StatusFailed || got.Total != 1 {
 		t.Fatalf("quarantined start: %+v", got)
 	}
-	if c2 := mustClaim(t, d, req2); c2.ErrorCode != CodeQuarantined {
+	if c2 := mustClaim(t, d, req2); c2.ErrorCode != claims.CodeQuarantined {
 		t.Fatalf("%+v", c2)
 	}
 	// Resume polls again; the minion finishes; unknown is replaced by the receipt.

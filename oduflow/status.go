@@ -7,6 +7,7 @@ import (
 
 	"github.com/cockroachdb/errors"
 	"github.com/oduflow/oduflow-go/internal/errmark"
+	"github.com/oduflow/oduflow-go/oduflow/claims"
 	"github.com/oduflow/oduflow-go/receipt"
 )
 
@@ -22,7 +23,7 @@ type Response struct {
 	// CodeQuarantined, CodeNoMinions, CodeMinionRefused), "" when none: a succeeded request, a
 	// running one, not_started. Always present in JSON (an empty string, never omitted), so that a
 	// client reads one schema.
-	ErrorCode ErrorCode `json:"error_code"`
+	ErrorCode claims.ErrorCode `json:"error_code"`
 }
 
 // String is the response on one line, with the JID's value (JID is a pointer, so %v of the struct would
@@ -59,7 +60,7 @@ func (d *Dispatcher) Status(ctx context.Context, minion, request string, profile
 	ctx = withRequest(ctx, RequestRef{Minion: t.minion, RequestID: t.request, Profile: profile})
 	c, lv, err := d.readForStatus(ctx, t.request)
 	if err != nil {
-		if errors.Is(err, ErrNoClaim) {
+		if errors.Is(err, claims.ErrNoClaim) {
 			return notStarted(t), nil
 		}
 		return Response{}, err
@@ -70,7 +71,7 @@ func (d *Dispatcher) Status(ctx context.Context, minion, request string, profile
 	return responseFor(c, statusOf(c, lv)), nil
 }
 
-func (d *Dispatcher) respond(ctx context.Context, c *Claim) (Response, error) {
+func (d *Dispatcher) respond(ctx context.Context, c *claims.Claim) (Response, error) {
 	st, err := d.computeStatus(ctx, c)
 	if err != nil {
 		return Response{}, err
@@ -78,7 +79,7 @@ func (d *Dispatcher) respond(ctx context.Context, c *Claim) (Response, error) {
 	return responseFor(c, st), nil
 }
 
-func responseFor(c *Claim, st receipt.Status) Response {
+func responseFor(c *claims.Claim, st receipt.Status) Response {
 	r := Response{MinionID: c.MinionID, RequestID: c.RequestID, Status: st}
 	if c.JID != "" {
 		j := c.JID
@@ -94,7 +95,7 @@ func responseFor(c *Claim, st receipt.Status) Response {
 }
 
 // computeStatus applies the status contract to a claim (see statusOf).
-func (d *Dispatcher) computeStatus(ctx context.Context, c *Claim) (receipt.Status, error) {
+func (d *Dispatcher) computeStatus(ctx context.Context, c *claims.Claim) (receipt.Status, error) {
 	if c.Phase.Final() {
 		return c.Status, nil
 	}
@@ -116,7 +117,7 @@ func (d *Dispatcher) computeStatus(ctx context.Context, c *Claim) (receipt.Statu
 //
 // Both windows are measured by the store (WindowedStore), never by comparing this replica's clock with
 // a time another replica wrote.
-func statusOf(c *Claim, lv Liveness) receipt.Status {
+func statusOf(c *claims.Claim, lv claims.Liveness) receipt.Status {
 	switch {
 	case c.Phase.Final():
 		return c.Status
@@ -137,22 +138,22 @@ func statusOf(c *Claim, lv Liveness) receipt.Status {
 
 // liveness reads c's request lock and windows: from the store when it measures the windows itself,
 // else (a ClaimStore without them) with this dispatcher's clock against the claim's timestamps.
-func (d *Dispatcher) liveness(ctx context.Context, c *Claim) (Liveness, error) {
+func (d *Dispatcher) liveness(ctx context.Context, c *claims.Claim) (claims.Liveness, error) {
 	if d.windows != nil {
 		return d.windows.Liveness(ctx, c)
 	}
 	held, err := d.leases.RequestLockHeld(ctx, c.RequestID)
 	if err != nil {
-		return Liveness{}, err
+		return claims.Liveness{}, err
 	}
 	return d.clockLiveness(c, held), nil
 }
 
 // clockLiveness measures the windows with this dispatcher's clock: only for a store that does not
 // measure them itself (its replicas' clocks must then agree within a fraction of the launch grace).
-func (d *Dispatcher) clockLiveness(c *Claim, held bool) Liveness {
+func (d *Dispatcher) clockLiveness(c *claims.Claim, held bool) claims.Liveness {
 	now := d.clock.Now()
-	lv := Liveness{RequestLockHeld: held, LaunchOpen: now.Sub(c.CreatedAt) <= d.timers.LaunchGrace}
+	lv := claims.Liveness{RequestLockHeld: held, LaunchOpen: now.Sub(c.CreatedAt) <= d.timers.LaunchGrace}
 	if c.DispatchedAt != nil {
 		lv.DispatchOpen = now.Sub(*c.DispatchedAt) <= d.timers.StatusExpiry
 	}
@@ -160,23 +161,23 @@ func (d *Dispatcher) clockLiveness(c *Claim, held bool) Liveness {
 }
 
 // readForStatus reads the claim and its liveness, at one instant when the store can.
-func (d *Dispatcher) readForStatus(ctx context.Context, request string) (*Claim, Liveness, error) {
+func (d *Dispatcher) readForStatus(ctx context.Context, request string) (*claims.Claim, claims.Liveness, error) {
 	switch {
 	case d.windows != nil:
 		return d.windows.GetWithLiveness(ctx, request)
 	case d.claimLock != nil:
 		c, held, err := d.claimLock.GetWithRequestLock(ctx, request)
 		if err != nil {
-			return nil, Liveness{}, err
+			return nil, claims.Liveness{}, err
 		}
 		return c, d.clockLiveness(c, held), nil
 	}
 	c, err := d.store.Get(ctx, request)
 	if err != nil {
-		return nil, Liveness{}, err
+		return nil, claims.Liveness{}, err
 	}
 	if c.Phase.Final() {
-		return c, Liveness{}, nil
+		return c, claims.Liveness{}, nil
 	}
 	lv, err := d.liveness(ctx, c)
 	return c, lv, err

@@ -11,6 +11,7 @@ import (
 	"github.com/cockroachdb/errors"
 	"github.com/google/uuid"
 
+	"github.com/oduflow/oduflow-go/oduflow/claims"
 	"github.com/oduflow/oduflow-go/receipt"
 )
 
@@ -26,16 +27,16 @@ func newOffline(t *testing.T, clk clockSource) *Dispatcher {
 	return d
 }
 
-func putClaim(t *testing.T, d *Dispatcher, c *Claim) {
+func putClaim(t *testing.T, d *Dispatcher, c *claims.Claim) {
 	t.Helper()
 	if err := d.store.Create(context.Background(), c); err != nil {
 		t.Fatal(err)
 	}
 }
 
-func newClaim(clk clockSource, p receipt.Profile) *Claim {
-	return &Claim{Protocol: claimProtocol, MinionID: newMinionID(), RequestID: uuid.NewString(), Profile: p,
-		Role: "roles.client_stack", JID: "20261129120000000001", Phase: PhaseClaimed, CreatedAt: clk.Now()}
+func newClaim(clk clockSource, p receipt.Profile) *claims.Claim {
+	return &claims.Claim{Protocol: claimProtocol, MinionID: newMinionID(), RequestID: uuid.NewString(), Profile: p,
+		Role: "roles.client_stack", JID: "20261129120000000001", Phase: claims.PhaseClaimed, CreatedAt: clk.Now()}
 }
 
 func TestStatusContractRows(t *testing.T) {
@@ -77,7 +78,7 @@ func TestStatusContractRows(t *testing.T) {
 		c.Role = "roles.client_production"
 		disp := c.CreatedAt.Add(10 * time.Second)
 		c.DispatchedAt = &disp
-		c.Phase = PhaseDispatched
+		c.Phase = claims.PhaseDispatched
 		putClaim(t, d, c)
 		lk, err := fs.TryRequestLock(ctx, c.RequestID)
 		if err != nil {
@@ -105,7 +106,7 @@ func TestStatusContractRows(t *testing.T) {
 	t.Run("terminal: recorded status and counts", func(t *testing.T) {
 		for _, st := range []receipt.Status{receipt.StatusSucceeded, receipt.StatusFailed, receipt.StatusUnknown} {
 			c := newClaim(clk, receipt.ProfileConfigure)
-			c.Phase, c.Status, c.Passed, c.Total = PhaseTerminal, st, 2, 3
+			c.Phase, c.Status, c.Passed, c.Total = claims.PhaseTerminal, st, 2, 3
 			if st == receipt.StatusSucceeded {
 				c.Passed = 3
 			}
@@ -118,7 +119,7 @@ func TestStatusContractRows(t *testing.T) {
 	})
 }
 
-func status(t *testing.T, d *Dispatcher, c *Claim) receipt.Status {
+func status(t *testing.T, d *Dispatcher, c *claims.Claim) receipt.Status {
 	t.Helper()
 	resp, err := d.Status(context.Background(), c.MinionID, c.RequestID, c.EffectiveProfile())
 	if err != nil {
@@ -156,20 +157,20 @@ func TestMisuseRefused(t *testing.T) {
 		{c.MinionID, "5B2F8C1E-3C4D-4E5F-8A9B-0C1D2E3F4A5B"},
 	}
 	for _, b := range bad {
-		if _, err := d.Start(ctx, b.m, b.r, receipt.ProfileConfigure); !errors.Is(err, ErrInvalidInput) {
+		if _, err := d.Start(ctx, b.m, b.r, receipt.ProfileConfigure); !errors.Is(err, claims.ErrInvalidInput) {
 			t.Fatalf("start %q %q: %v", b.m, b.r, err)
 		}
-		if _, err := d.Status(ctx, b.m, b.r, receipt.ProfileConfigure); !errors.Is(err, ErrInvalidInput) {
+		if _, err := d.Status(ctx, b.m, b.r, receipt.ProfileConfigure); !errors.Is(err, claims.ErrInvalidInput) {
 			t.Fatalf("status %q %q: %v", b.m, b.r, err)
 		}
 	}
 	if _, err := d.Start(ctx, "client-ABC", c.RequestID, receipt.ProfileConfigure); !errors.Is(err, receipt.ErrInvalidID) {
 		t.Fatalf("wraps receipt id error: %v", err)
 	}
-	if _, err := d.Start(ctx, c.MinionID, uuid.NewString(), "state.apply"); !errors.Is(err, ErrInvalidInput) {
+	if _, err := d.Start(ctx, c.MinionID, uuid.NewString(), "state.apply"); !errors.Is(err, claims.ErrInvalidInput) {
 		t.Fatalf("bad profile: %v", err)
 	}
-	if _, err := d.Start(ctx, c.MinionID, uuid.NewString(), receipt.ProfileCustom); !errors.Is(err, ErrInvalidInput) {
+	if _, err := d.Start(ctx, c.MinionID, uuid.NewString(), receipt.ProfileCustom); !errors.Is(err, claims.ErrInvalidInput) {
 		t.Fatalf("custom through Start: %v", err)
 	}
 }
@@ -179,7 +180,7 @@ func TestMisuseRefused(t *testing.T) {
 func TestResponseStringShowsTheJID(t *testing.T) {
 	jid := "20261207011500123456"
 	r := Response{MinionID: "web01.example", RequestID: "0d1c5b2e-0000-4000-8000-000000000001", JID: &jid,
-		Status: receipt.StatusFailed, Passed: 2, Total: 3, ErrorCode: CodeQuarantined}
+		Status: receipt.StatusFailed, Passed: 2, Total: 3, ErrorCode: claims.CodeQuarantined}
 	for _, got := range []string{fmt.Sprintf("%v", r), fmt.Sprintf("%+v", r), r.String()} {
 		if !strings.Contains(got, "jid="+jid) || strings.Contains(got, "0x") || !strings.Contains(got, "error_code=quarantined") {
 			t.Errorf("got %q", got)

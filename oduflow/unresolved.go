@@ -7,17 +7,18 @@ import (
 
 	"github.com/cockroachdb/errors"
 
+	"github.com/oduflow/oduflow-go/oduflow/claims"
 	"github.com/oduflow/oduflow-go/receipt"
 )
 
 // listUnresolved reads the client's unresolved claims through the store's index when it has one, its
 // whole history otherwise, and keeps only the unresolved ones.
-func listUnresolved(ctx context.Context, st ClaimStore, minionID string) ([]*Claim, error) {
+func listUnresolved(ctx context.Context, st claims.ClaimStore, minionID string) ([]*claims.Claim, error) {
 	var (
-		cs  []*Claim
+		cs  []*claims.Claim
 		err error
 	)
-	if ul, ok := st.(UnresolvedLister); ok {
+	if ul, ok := st.(claims.UnresolvedLister); ok {
 		cs, err = ul.ListUnresolved(ctx, minionID)
 	} else {
 		cs, err = st.ListByClient(ctx, minionID)
@@ -40,7 +41,7 @@ var errNoScanner = errors.Wrap(stderrors.ErrUnsupported, "oduflow: the claim sto
 // UnresolvedRequest is one entry of Dispatcher.Unresolved.
 type UnresolvedRequest struct {
 	// Claim is a copy of the claim as read (identities, profile, phase, error code, times).
-	Claim *Claim
+	Claim *claims.Claim
 	// Status is the request's status by the status rules when it was read: running (a worker, an
 	// adopter or a Resume holds it, or it is launching) or unknown.
 	Status receipt.Status
@@ -75,9 +76,9 @@ func (d *Dispatcher) Unresolved(ctx context.Context) iter.Seq2[UnresolvedRequest
 
 // scanUnresolved yields the unresolved claims of every client (UnresolvedScanner), resolved ones
 // filtered out.
-func (d *Dispatcher) scanUnresolved(ctx context.Context) iter.Seq2[*Claim, error] {
-	return func(yield func(*Claim, error) bool) {
-		sc, ok := d.store.(UnresolvedScanner)
+func (d *Dispatcher) scanUnresolved(ctx context.Context) iter.Seq2[*claims.Claim, error] {
+	return func(yield func(*claims.Claim, error) bool) {
+		sc, ok := d.store.(claims.UnresolvedScanner)
 		if !ok {
 			yield(nil, errNoScanner)
 			return
@@ -99,6 +100,6 @@ func (d *Dispatcher) scanUnresolved(ctx context.Context) iter.Seq2[*Claim, error
 // unknown, and its status is unknown (no live worker, adopter or Resume holds it, or its window ran
 // out). Quarantine lists exactly these, the preflight of a new request of the client fails quarantined
 // exactly on these, and Resume and Reconcile accept exactly these.
-func blocksClient(c *Claim, st receipt.Status) bool {
+func blocksClient(c *claims.Claim, st receipt.Status) bool {
 	return c.Quarantining() && st == receipt.StatusUnknown
 }

@@ -26,6 +26,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/oduflow/oduflow-go/oduflow/claims"
 	"github.com/oduflow/oduflow-go/receipt"
 	"github.com/oduflow/oduflow-go/salt"
 )
@@ -35,7 +36,7 @@ import (
 // window, and at once after every event-bus gap) are hints only: a final-looking one makes the worker ask
 // the minion for its signed answer (oduflow_job.attest), and only a verified proof bound to the claim
 // ends the wait. It returns nil when the window or the budget is spent, or ctx ends.
-func (d *Dispatcher) await(ctx context.Context, c *Claim, w *waiter, deadline time.Time) *receipt.Receipt {
+func (d *Dispatcher) await(ctx context.Context, c *claims.Claim, w *waiter, deadline time.Time) *receipt.Receipt {
 	return d.awaitFrom(ctx, c, w, deadline, false)
 }
 
@@ -48,7 +49,7 @@ func (d *Dispatcher) await(ctx context.Context, c *Claim, w *waiter, deadline ti
 // logged once; they, and final-looking returns, trigger at most one early proof request per poll
 // interval (proofLimiter), outside the poll budget: a forger flooding the bus can neither spend the
 // budget (and force unknown) nor make the worker flood the minion.
-func (d *Dispatcher) awaitFrom(ctx context.Context, c *Claim, w *waiter, deadline time.Time, pollFirst bool) *receipt.Receipt {
+func (d *Dispatcher) awaitFrom(ctx context.Context, c *claims.Claim, w *waiter, deadline time.Time, pollFirst bool) *receipt.Receipt {
 	l := d.newAwaitLoop(ctx, c, w, deadline, pollFirst)
 	wake := make(chan struct{}, 1)
 	l.start(func() { signal(wake) })
@@ -77,7 +78,7 @@ func final(r *receipt.Receipt) bool {
 // only a hint: it is replaced by the minion's verified signed answer (prove), or nil. A running or
 // not_started answer is returned as is (it never ends a wait nor commits anything). nil means no
 // answer that counts.
-func (d *Dispatcher) pollOnce(ctx context.Context, c *Claim, deadline time.Time) *receipt.Receipt {
+func (d *Dispatcher) pollOnce(ctx context.Context, c *claims.Claim, deadline time.Time) *receipt.Receipt {
 	t0 := time.Now()
 	defer func() { d.hooks.observe(ctx, "poll", time.Since(t0)) }()
 	timeout := d.timers.CallTimeout
@@ -103,7 +104,7 @@ func (d *Dispatcher) pollOnce(ctx context.Context, c *Claim, deadline time.Time)
 	return d.prove(ctx, c, deadline)
 }
 
-func statusArgs(c *Claim) []any {
+func statusArgs(c *claims.Claim) []any {
 	return []any{c.RequestID, c.JID, string(c.EffectiveProfile())}
 }
 
@@ -121,7 +122,7 @@ func statusArgs(c *Claim) []any {
 type awaitLoop struct {
 	d        *Dispatcher
 	ctx      context.Context
-	c        *Claim
+	c        *claims.Claim
 	w        *waiter
 	deadline time.Time
 
@@ -131,7 +132,7 @@ type awaitLoop struct {
 	gapPolls     proofLimiter
 	gapPoll      bool
 	pendingProof bool
-	pendingFence ErrorCode // a refusal's code whose fence the limiter deferred to the next poll
+	pendingFence claims.ErrorCode // a refusal's code whose fence the limiter deferred to the next poll
 	pollNow      bool
 	unknownPolls int
 	nextPoll     time.Time
@@ -147,7 +148,7 @@ type awaitLoop struct {
 	onDone  func(*receipt.Receipt)
 }
 
-func (d *Dispatcher) newAwaitLoop(ctx context.Context, c *Claim, w *waiter, deadline time.Time, pollFirst bool) *awaitLoop {
+func (d *Dispatcher) newAwaitLoop(ctx context.Context, c *claims.Claim, w *waiter, deadline time.Time, pollFirst bool) *awaitLoop {
 	interval := d.timers.PollInterval()
 	return &awaitLoop{d: d, ctx: ctx, c: c, w: w, deadline: deadline, budget: d.timers.PollBudget,
 		interval: interval, early: proofLimiter{interval: interval}, gapPolls: proofLimiter{interval: interval},
@@ -324,7 +325,7 @@ func (l *awaitLoop) onReturn(jr *salt.JobReturn) (*receipt.Receipt, bool) {
 // wait ends with it, and the worker commits it as failed 0 of 1 with the refusal's code. A signed
 // terminal receipt (the refusal was not the run's: it ran) ends the wait as any terminal one; anything
 // else (running, not_started, no answer that counts) lets the wait go on.
-func (l *awaitLoop) fenceRefused(code ErrorCode) (*receipt.Receipt, bool) {
+func (l *awaitLoop) fenceRefused(code claims.ErrorCode) (*receipt.Receipt, bool) {
 	d, c := l.d, l.c
 	d.claimLog(c).Warn("worker: the minion refused the run; fencing it", slog.String("code", string(code)))
 	r := d.fence(l.ctx, c)
@@ -342,7 +343,7 @@ func (l *awaitLoop) fenceRefused(code ErrorCode) (*receipt.Receipt, bool) {
 // not 0) whose text is an oduflow_job refusal, as Salt returns a CommandExecutionError ("ERROR:
 // oduflow_job: ..."). It returns the refusal's code (runtime_guard_failed for "refusing to run
 // unprotected", else minion_refused), or "" for anything else. Only the text's kind is read, never logged.
-func refusalCode(minion string, jr *salt.JobReturn) ErrorCode {
+func refusalCode(minion string, jr *salt.JobReturn) claims.ErrorCode {
 	if jr == nil || eventReason(minion, jr) != "" || jr.Retcode == 0 {
 		return ""
 	}
@@ -355,9 +356,9 @@ func refusalCode(minion string, jr *salt.JobReturn) ErrorCode {
 		return ""
 	}
 	if strings.Contains(s, "refusing to run unprotected") {
-		return CodeRuntimeGuard
+		return claims.CodeRuntimeGuard
 	}
-	return CodeMinionRefused
+	return claims.CodeMinionRefused
 }
 
 // pending: a wake-up came (or may have) since step last returned not done.
@@ -367,7 +368,7 @@ func (l *awaitLoop) pending() bool {
 
 // awaitParked is await without a goroutine while nothing happens: done gets the result (as await returns
 // it) on a goroutine started for the last step. Steps never run concurrently.
-func (d *Dispatcher) awaitParked(ctx context.Context, c *Claim, w *waiter, deadline time.Time, done func(*receipt.Receipt)) {
+func (d *Dispatcher) awaitParked(ctx context.Context, c *claims.Claim, w *waiter, deadline time.Time, done func(*receipt.Receipt)) {
 	l := d.newAwaitLoop(ctx, c, w, deadline, false)
 	l.onDone = done
 	l.running.Store(true) // the first step runs below, before any wake-up can start another
@@ -413,7 +414,7 @@ func eventReason(minion string, jr *salt.JobReturn) string {
 }
 
 // hint reads a return of c's minion as a receipt bound to c (not yet evidence), or nil with the reason.
-func (d *Dispatcher) hint(c *Claim, jr *salt.JobReturn) (*receipt.Receipt, string) {
+func (d *Dispatcher) hint(c *claims.Claim, jr *salt.JobReturn) (*receipt.Receipt, string) {
 	if jr == nil {
 		return nil, unverifiedNotReceipt
 	}
@@ -432,7 +433,7 @@ func (d *Dispatcher) hint(c *Claim, jr *salt.JobReturn) (*receipt.Receipt, strin
 
 // noteUnverified counts an event that is never evidence and logs the first one of each request (the
 // reason and the two validated identities only: the data is untrusted).
-func (d *Dispatcher) noteUnverified(ctx context.Context, c *Claim, reason string) {
+func (d *Dispatcher) noteUnverified(ctx context.Context, c *claims.Claim, reason string) {
 	d.hooks.unverifiedEvent(withRequest(ctx, refOf(c)), reason)
 	if _, seen := d.unverifiedSeen.LoadOrStore(c.RequestID, struct{}{}); !seen {
 		d.claimLog(c).Warn("unverified return ignored (not evidence); later ones are only counted",

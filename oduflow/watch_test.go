@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/oduflow/oduflow-go/oduflow/claims"
 	"github.com/oduflow/oduflow-go/oduflow/oduflowtest/fakeminion"
 	"github.com/oduflow/oduflow-go/receipt"
 )
@@ -110,7 +111,7 @@ func TestWatchEndsWithItsContext(t *testing.T) {
 	}
 	// A malformed id is an error at once, as Status answers it.
 	for _, err := range d.Watch(context.Background(), "web01 bad", uuid.NewString(), receipt.ProfileConfigure) {
-		if !errors.Is(err, ErrInvalidInput) {
+		if !errors.Is(err, claims.ErrInvalidInput) {
 			t.Fatalf("malformed id: %v", err)
 		}
 	}

@@ -7,11 +7,12 @@ import (
 
 	"github.com/cockroachdb/errors"
 
+	"github.com/oduflow/oduflow-go/oduflow/claims"
 	"github.com/oduflow/oduflow-go/receipt"
 	"github.com/oduflow/oduflow-go/salt"
 )
 
-func (d *Dispatcher) stepHook(ctx context.Context, c *Claim, s string) {
+func (d *Dispatcher) stepHook(ctx context.Context, c *claims.Claim, s string) {
 	if d.step != nil {
 		d.step(s)
 	}
@@ -21,7 +22,7 @@ func (d *Dispatcher) stepHook(ctx context.Context, c *Claim, s string) {
 // launch starts the worker of a freshly created claim whose Create was sent at created (this process's
 // monotonic clock). In process, it queues the worker for an admission slot (admitter): a queued worker
 // is a closure, not a goroutine.
-func (d *Dispatcher) launch(caller context.Context, c *Claim, created time.Time) error {
+func (d *Dispatcher) launch(caller context.Context, c *claims.Claim, created time.Time) error {
 	if d.mode.detached {
 		_, err := d.launchDetached(c)
 		return err
@@ -95,10 +96,10 @@ func (d *Dispatcher) lockedInGrace(created time.Time) *bool {
 // leave the claim claimed, reading running for the launch grace and unknown after it, for a request that
 // can never have been published: it is committed failed (claim_store_unreadable) instead, while still
 // claimed.
-func (d *Dispatcher) lockForLaunch(c *Claim) (Lease, bool) {
+func (d *Dispatcher) lockForLaunch(c *claims.Claim) (claims.Lease, bool) {
 	reqLock, err := d.tryRequestLock(d.ctx, c.RequestID)
 	if err != nil {
-		if !errors.Is(err, ErrLeaseBusy) { // busy: another worker runs this request
+		if !errors.Is(err, claims.ErrLeaseBusy) { // busy: another worker runs this request
 			d.claimLog(c).Warn("worker: request lock unusable; nothing published", slog.String("error", err.Error()))
 			d.failUnlocked(d.ctx, c)
 		}
@@ -110,14 +111,14 @@ func (d *Dispatcher) lockForLaunch(c *Claim) (Lease, bool) {
 // failUnlocked commits c failed (claim_store_unreadable, evidence preflight) if it is still in phase
 // claimed: without its request lock no worker can have recorded its intent, and the fenced update loses to
 // any worker that did meanwhile.
-func (d *Dispatcher) failUnlocked(ctx context.Context, c *Claim) {
-	out, changed, err := d.updateClaim(ctx, c, func(next *Claim) bool {
-		if next.Phase != PhaseClaimed {
+func (d *Dispatcher) failUnlocked(ctx context.Context, c *claims.Claim) {
+	out, changed, err := d.updateClaim(ctx, c, func(next *claims.Claim) bool {
+		if next.Phase != claims.PhaseClaimed {
 			return false
 		}
 		now := d.clock.Now()
-		next.Phase, next.Status, next.Passed, next.Total = PhaseTerminal, receipt.StatusFailed, 0, 1
-		next.ErrorCode, next.Evidence, next.FinishedAt = CodeClaimStore, evidencePreflight, &now
+		next.Phase, next.Status, next.Passed, next.Total = claims.PhaseTerminal, receipt.StatusFailed, 0, 1
+		next.ErrorCode, next.Evidence, next.FinishedAt = claims.CodeClaimStore, evidencePreflight, &now
 		return true
 	})
 	if err != nil {
@@ -125,12 +126,12 @@ func (d *Dispatcher) failUnlocked(ctx context.Context, c *Claim) {
 		return
 	}
 	if changed {
-		d.hooks.outcome(ctx, out, out.Status, CodeClaimStore)
+		d.hooks.outcome(ctx, out, out.Status, claims.CodeClaimStore)
 	}
 }
 
 // runWorkerFor runs the worker steps of c on the calling goroutine, holding reqLock and an admission slot.
-func (d *Dispatcher) runWorkerFor(ctx context.Context, c *Claim, reqLock Lease, inGrace *bool, adm *admission) {
+func (d *Dispatcher) runWorkerFor(ctx context.Context, c *claims.Claim, reqLock claims.Lease, inGrace *bool, adm *admission) {
 	if err := d.work(ctx, targetOf(c), reqLock, inGrace, adm); err != nil {
 		d.claimLog(c).Warn("worker ended with error", slog.String("error", err.Error()))
 	}
@@ -140,10 +141,10 @@ func (d *Dispatcher) runWorkerFor(ctx context.Context, c *Claim, reqLock Lease, 
 // store whose probe takes it for an instant) must not make a starting worker believe another worker runs
 // the request. A real
 // holder keeps the lock for its whole run, so it is still held after the retries.
-func (d *Dispatcher) tryRequestLock(ctx context.Context, request string) (Lease, error) {
+func (d *Dispatcher) tryRequestLock(ctx context.Context, request string) (claims.Lease, error) {
 	for attempt := 0; ; attempt++ {
 		lk, err := d.leases.TryRequestLock(ctx, request)
-		if err == nil || !errors.Is(err, ErrLeaseBusy) || attempt >= 20 {
+		if err == nil || !errors.Is(err, claims.ErrLeaseBusy) || attempt >= 20 {
 			return lk, err
 		}
 		select {
@@ -157,7 +158,7 @@ func (d *Dispatcher) tryRequestLock(ctx context.Context, request string) (Lease,
 // runKwargs are the keyword arguments of the run publication: the fence token, and with a table other
 // than the seeds' its digest (profile_table), which the module checks against its own table before
 // anything runs. The seeds' table sends exactly what protocol 1 always sent.
-func (d *Dispatcher) runKwargs(c *Claim) map[string]any {
+func (d *Dispatcher) runKwargs(c *claims.Claim) map[string]any {
 	kw := map[string]any{"fence_token": int64(c.FenceToken)}
 	if !d.table.IsDefault() {
 		kw["profile_table"] = d.table.Digest()
@@ -166,7 +167,7 @@ func (d *Dispatcher) runKwargs(c *Claim) map[string]any {
 }
 
 // checkRole validates the persisted profile/role pair against the profile table.
-func (d *Dispatcher) checkRole(c *Claim) error {
+func (d *Dispatcher) checkRole(c *claims.Claim) error {
 	want, err := d.table.Role(c.Profile)
 	if err != nil || want != c.Role {
 		return errors.Wrapf(errRoleNotAllowed, "profile %q", errors.Safe(string(c.Profile)))
@@ -183,7 +184,7 @@ func (d *Dispatcher) runWorker(ctx context.Context, minion, request string) erro
 	}
 	reqLock, err := d.tryRequestLock(ctx, t.request)
 	if err != nil {
-		if errors.Is(err, ErrLeaseBusy) {
+		if errors.Is(err, claims.ErrLeaseBusy) {
 			return nil // another worker runs this request
 		}
 		return err
@@ -205,7 +206,7 @@ func (d *Dispatcher) runWorker(ctx context.Context, minion, request string) erro
 // (the publication's deadline and the one publication) and handOffPhase (the wait for the return: parked,
 // taking the hold with it, or on this goroutine). Whatever the hold still has when work returns is
 // released by endWork, once; a hand-off leaves it empty.
-func (d *Dispatcher) work(ctx context.Context, t target, reqLock Lease, inGrace *bool, adm *admission) error {
+func (d *Dispatcher) work(ctx context.Context, t target, reqLock claims.Lease, inGrace *bool, adm *admission) error {
 	h := &workerHold{reqLock: reqLock}
 	defer d.endWork(ctx, t, reqLock, h, adm) // the caller's ctx, not the request's below
 	c, err := d.claimToDispatch(ctx, t, inGrace, adm)
@@ -230,7 +231,7 @@ func (d *Dispatcher) work(ctx context.Context, t target, reqLock Lease, inGrace 
 // endWork releases what the worker's hold h still has when work returns, newest first: what the
 // preflight and publish phases acquired, then (failClosed needs the request lock, and looks at it even
 // when a parked wait holds it now) the admission slot and the request lock.
-func (d *Dispatcher) endWork(ctx context.Context, t target, reqLock Lease, h *workerHold, adm *admission) {
+func (d *Dispatcher) endWork(ctx context.Context, t target, reqLock claims.Lease, h *workerHold, adm *admission) {
 	h.releaseDispatch()
 	d.failClosed(ctx, t, reqLock) // before the lock's release: a claim left claimed by Close
 	adm.release()
@@ -242,8 +243,8 @@ func (d *Dispatcher) endWork(ctx context.Context, t target, reqLock Lease, h *wo
 // the publication and the wait by the hard deadline (publishPhase). Each is released exactly once, newest
 // first; take moves the whole hold to the parked wait, which releases it once the result is committed.
 type workerHold struct {
-	reqLock Lease
-	lease   Lease
+	reqLock claims.Lease
+	lease   claims.Lease
 	w       *waiter
 	cancel  context.CancelFunc
 }
@@ -298,7 +299,7 @@ func releaseTaken(h workerHold) { h.release() }
 
 // failPreflight commits c failed 0 of 1 with code and evidence preflight: a check before the publication
 // refused, nothing was published.
-func (d *Dispatcher) failPreflight(ctx context.Context, c *Claim, code ErrorCode) {
+func (d *Dispatcher) failPreflight(ctx context.Context, c *claims.Claim, code claims.ErrorCode) {
 	d.finalize(ctx, c, receipt.StatusFailed, 0, 1, code, evidencePreflight)
 }
 
@@ -308,7 +309,7 @@ func (d *Dispatcher) failPreflight(ctx context.Context, c *Claim, code ErrorCode
 // to another minion; a claim past phase claimed is polled (a detached Resume within its window, its
 // admission slot freed) or left as it is; a launch after the window is committed unknown, never
 // dispatched.
-func (d *Dispatcher) claimToDispatch(ctx context.Context, t target, inGrace *bool, adm *admission) (*Claim, error) {
+func (d *Dispatcher) claimToDispatch(ctx context.Context, t target, inGrace *bool, adm *admission) (*claims.Claim, error) {
 	c, launchOpen, err := d.workerClaim(ctx, t, inGrace)
 	if err != nil {
 		return nil, err
@@ -317,7 +318,7 @@ func (d *Dispatcher) claimToDispatch(ctx context.Context, t target, inGrace *boo
 		return nil, &mismatchError{Field: "minion_id", Bound: c.MinionID}
 	}
 	ctx = withRequest(ctx, refOf(c))
-	if c.Phase != PhaseClaimed || c.Legacy() {
+	if c.Phase != claims.PhaseClaimed || c.Legacy() {
 		if deadline, ok := d.resumeWindow(c); ok {
 			// A detached Resume: poll the unknown dispatched request (never publish it again).
 			adm.release()
@@ -332,7 +333,7 @@ func (d *Dispatcher) claimToDispatch(ctx context.Context, t target, inGrace *boo
 	if !launchOpen {
 		// Status may have been reporting this launch as unknown (worker disappeared): never dispatch it now.
 		d.claimLog(c).Warn("worker: started after the launch window; not dispatching")
-		d.finalize(ctx, c, receipt.StatusUnknown, 0, 0, CodeWorkerLost, evidenceNone)
+		d.finalize(ctx, c, receipt.StatusUnknown, 0, 0, claims.CodeWorkerLost, evidenceNone)
 		return nil, nil
 	}
 	return c, nil
@@ -351,11 +352,11 @@ type dispatchPlan struct {
 // the event waiter, subscribed before anything is published. The lease and the waiter go into h. It
 // returns what the intent and the publication need, or nil when the worker ends: a preflight failure
 // committed (failPreflight: nothing was published), or err.
-func (d *Dispatcher) preflightPhase(ctx context.Context, c *Claim, h *workerHold) (*dispatchPlan, error) {
+func (d *Dispatcher) preflightPhase(ctx context.Context, c *claims.Claim, h *workerHold) (*dispatchPlan, error) {
 	d.stepHook(ctx, c, stepClaimed)
 	if c.Profile != receipt.ProfileCustom {
 		if err := d.checkRole(c); err != nil {
-			d.failPreflight(ctx, c, CodeRoleNotAllowed)
+			d.failPreflight(ctx, c, claims.CodeRoleNotAllowed)
 			return nil, err
 		}
 	}
@@ -382,7 +383,7 @@ func (d *Dispatcher) preflightPhase(ctx context.Context, c *Claim, h *workerHold
 		return nil, nil
 	}
 	if plan.spec, err = d.pubsrc.Publication(ctx, c); err != nil {
-		d.failPreflight(ctx, c, CodePayload)
+		d.failPreflight(ctx, c, claims.CodePayload)
 		return nil, nil
 	}
 	plan.jid = salt.JID(c.JID)
@@ -392,7 +393,7 @@ func (d *Dispatcher) preflightPhase(ctx context.Context, c *Claim, h *workerHold
 			return nil, ctx.Err()
 		}
 		d.claimLog(c).Warn("worker: event bus unavailable; preflight failure, nothing published", slog.String("error", err.Error()))
-		d.failPreflight(ctx, c, CodeEventBus)
+		d.failPreflight(ctx, c, claims.CodeEventBus)
 		return nil, nil
 	}
 	h.w = w
@@ -403,10 +404,10 @@ func (d *Dispatcher) preflightPhase(ctx context.Context, c *Claim, h *workerHold
 // returns the claim in phase dispatching with its fencing token, or nil when nothing may be published:
 // err when the intent was not recorded (or its outcome stays undecided), or a committed failure for a
 // token the minion would refuse.
-func (d *Dispatcher) intentPhase(ctx context.Context, c *Claim, h *workerHold, plan *dispatchPlan) (*Claim, error) {
+func (d *Dispatcher) intentPhase(ctx context.Context, c *claims.Claim, h *workerHold, plan *dispatchPlan) (*claims.Claim, error) {
 	dispatchedAt := d.clock.Now()
 	next := c.Clone()
-	next.Phase = PhaseDispatching
+	next.Phase = claims.PhaseDispatching
 	next.DispatchedAt = &dispatchedAt
 	next.MinionKeySHA256 = plan.keySHA // only proofs signed by this key are evidence for this request
 	// The floor of the token: the minion's high-water mark, so a new or restored store (or one that
@@ -430,11 +431,11 @@ func (d *Dispatcher) intentPhase(ctx context.Context, c *Claim, h *workerHold, p
 			return nil, errors.Wrap(err, "oduflow: record dispatch (outcome undecided, nothing published)")
 		}
 	}
-	if c.FenceToken < 1 || c.FenceToken > MaxFenceToken {
+	if c.FenceToken < 1 || c.FenceToken > claims.MaxFenceToken {
 		// A claim store that issues no fencing token breaks the ClaimStore contract: never publish
 		// unfenced. Nothing was sent.
 		d.claimLog(c).Error("worker: the claim store issued no fencing token; nothing published")
-		d.failPreflight(ctx, c, CodeClaimStore)
+		d.failPreflight(ctx, c, claims.CodeClaimStore)
 		return nil, nil
 	}
 	if c.FenceToken <= plan.fenceMark {
@@ -442,7 +443,7 @@ func (d *Dispatcher) intentPhase(ctx context.Context, c *Claim, h *workerHold, p
 		// publishing a run that can only be fenced. Nothing was sent.
 		d.claimLog(c).Error("worker: fencing token not above the minion's mark; nothing published",
 			slog.Uint64("fence_token", c.FenceToken), slog.Uint64("fence_mark", plan.fenceMark))
-		d.failPreflight(ctx, c, CodeFenceBehind)
+		d.failPreflight(ctx, c, claims.CodeFenceBehind)
 		return nil, nil
 	}
 	d.stepHook(ctx, c, stepDispatchRecorded)
@@ -453,7 +454,7 @@ func (d *Dispatcher) intentPhase(ctx context.Context, c *Claim, h *workerHold, p
 // with no final result committed meanwhile), the context bounding its wait by the hard deadline, and
 // when the publication began.
 type published struct {
-	c     *Claim
+	c     *claims.Claim
 	wctx  context.Context
 	start time.Time
 }
@@ -463,7 +464,7 @@ type published struct {
 // here: a refused publish committed failed (nothing was published), a publish whose outcome is unknown
 // (committed unknown and listened for: listenAfterUnknownPublish), or a final result someone else
 // committed meanwhile.
-func (d *Dispatcher) publishPhase(ctx context.Context, t target, c *Claim, h *workerHold, plan *dispatchPlan, adm *admission) (*published, error) {
+func (d *Dispatcher) publishPhase(ctx context.Context, t target, c *claims.Claim, h *workerHold, plan *dispatchPlan, adm *admission) (*published, error) {
 	start := time.Now()
 	wctx, cancel := context.WithDeadline(ctx, start.Add(d.timers.HardDeadline))
 	h.cancel = cancel
@@ -485,7 +486,7 @@ func (d *Dispatcher) publishPhase(ctx context.Context, t target, c *Claim, h *wo
 		return nil, d.listenAfterUnknownPublish(ctx, wctx, c, h, start)
 	}
 	next := c.Clone()
-	next.Phase = PhaseDispatched
+	next.Phase = claims.PhaseDispatched
 	if nc, err := d.store.CompareAndSwap(ctx, next); err == nil {
 		c = nc
 		d.watchers.changed(next.RequestID)
@@ -525,7 +526,7 @@ func (d *Dispatcher) handOffPhase(ctx context.Context, p *published, h *workerHo
 // workerClaim reads the worker's claim and whether its request lock, held by the caller, was taken
 // within the launch window: *inGrace when the caller measured it, else the window as the store reads it
 // now (or, for a store that does not measure the windows, this dispatcher's clock against CreatedAt).
-func (d *Dispatcher) workerClaim(ctx context.Context, t target, inGrace *bool) (*Claim, bool, error) {
+func (d *Dispatcher) workerClaim(ctx context.Context, t target, inGrace *bool) (*claims.Claim, bool, error) {
 	if inGrace == nil && d.windows != nil {
 		c, lv, err := d.windows.GetWithLiveness(ctx, t.request)
 		return c, lv.LaunchOpen, err
@@ -541,26 +542,26 @@ func (d *Dispatcher) workerClaim(ctx context.Context, t target, inGrace *bool) (
 }
 
 // awaitDispatched waits for the verified return of the published claim c and commits the final result.
-func (d *Dispatcher) awaitDispatched(ctx, wctx context.Context, c *Claim, w *waiter, start time.Time) error {
+func (d *Dispatcher) awaitDispatched(ctx, wctx context.Context, c *claims.Claim, w *waiter, start time.Time) error {
 	return d.settleDispatched(ctx, c, d.await(wctx, c, w, start.Add(d.timers.ExecutionWait)), start)
 }
 
 // settleDispatched commits the final result of the published claim c from what the wait returned (r).
-func (d *Dispatcher) settleDispatched(ctx context.Context, c *Claim, r *receipt.Receipt, start time.Time) error {
+func (d *Dispatcher) settleDispatched(ctx context.Context, c *claims.Claim, r *receipt.Receipt, start time.Time) error {
 	if ctx.Err() != nil {
 		return ctx.Err() // dispatcher closed: the claim stays dispatched (unknown once its lock is free)
 	}
 	d.hooks.observe(ctx, "dispatch_to_final", time.Since(start))
 	if r == nil {
 		d.claimLog(c).Warn("worker: no trustworthy receipt within the window or budget; unknown")
-		d.finalize(ctx, c, receipt.StatusUnknown, 0, 0, CodeNoTrustworthyReturn, evidenceNone)
+		d.finalize(ctx, c, receipt.StatusUnknown, 0, 0, claims.CodeNoTrustworthyReturn, evidenceNone)
 		return nil
 	}
 	d.stepHook(ctx, c, stepReturned)
 	if code, refused := d.refusals.LoadAndDelete(c.RequestID); refused && r.Fenced() {
 		// The minion refused the run (its return said so) and then signed that the publication never ran
 		// (fenced): final at once, failed 0 of 1 with the refusal's code.
-		d.finalize(ctx, c, receipt.StatusFailed, 0, 1, code.(ErrorCode), evidenceFenced)
+		d.finalize(ctx, c, receipt.StatusFailed, 0, 1, code.(claims.ErrorCode), evidenceFenced)
 		d.stepHook(ctx, c, stepCommitted)
 		return nil
 	}
@@ -577,7 +578,7 @@ func (d *Dispatcher) settleDispatched(ctx context.Context, c *Claim, r *receipt.
 // released for the adopter (the adoption loop is woken), and taken again, until the request is resolved
 // or adopted (then the client is busy) or the lease wait is spent. So a request started during a
 // rolling restart waits for its client's orphaned request instead of failing quarantined.
-func (d *Dispatcher) leaseAndClear(ctx context.Context, c *Claim) (Lease, ErrorCode, error) {
+func (d *Dispatcher) leaseAndClear(ctx context.Context, c *claims.Claim) (claims.Lease, claims.ErrorCode, error) {
 	by := time.Now().Add(d.timers.LeaseWait)
 	for {
 		lease, err := d.leases.AcquireClientLease(ctx, c.MinionID, max(time.Until(by), 0))
@@ -585,16 +586,16 @@ func (d *Dispatcher) leaseAndClear(ctx context.Context, c *Claim) (Lease, ErrorC
 			if ctx.Err() != nil {
 				return nil, "", ctx.Err()
 			}
-			if !errors.Is(err, ErrLeaseBusy) {
+			if !errors.Is(err, claims.ErrLeaseBusy) {
 				// Not a live holder: the lease file itself is unusable (a FIFO, a foreign file, ...).
 				d.claimLog(c).Warn("worker: client lease unusable; preflight failure", slog.String("error", err.Error()))
-				return nil, CodeClaimStore, nil
+				return nil, claims.CodeClaimStore, nil
 			}
 			d.claimLog(c).Warn("worker: client lease busy; preflight failure")
-			return nil, CodeLeaseBusy, nil
+			return nil, claims.CodeLeaseBusy, nil
 		}
 		code, blocker := d.clientCheck(ctx, c)
-		if code != CodeQuarantined || !d.adoption.on || time.Now().After(by) || !d.adoptable(ctx, blocker) {
+		if code != claims.CodeQuarantined || !d.adoption.on || time.Now().After(by) || !d.adoptable(ctx, blocker) {
 			return lease, code, nil
 		}
 		_ = lease.Release()
@@ -615,7 +616,7 @@ func (d *Dispatcher) leaseAndClear(ctx context.Context, c *Claim) (Lease, ErrorC
 // (claim_store_unreadable, naming the claim); the one quarantine rule (blocksClient) refuses quarantined;
 // another dispatched request a live worker, adopter or Resume holds refuses lease_busy (it may be running
 // on the minion); a JID drawn twice refuses jid_collision.
-func (d *Dispatcher) clientCheck(ctx context.Context, c *Claim) (ErrorCode, *Claim) {
+func (d *Dispatcher) clientCheck(ctx context.Context, c *claims.Claim) (claims.ErrorCode, *claims.Claim) {
 	others, err := listUnresolved(ctx, d.store, c.MinionID) // not the client's history: its open requests
 	if err != nil {
 		// Cannot prove the client is clear: refuse, but say why and which claim, not "quarantined".
@@ -625,7 +626,7 @@ func (d *Dispatcher) clientCheck(ctx context.Context, c *Claim) (ErrorCode, *Cla
 			attrs = append(attrs, slog.String("unreadable_request_id", uc.UnreadableRequestID()))
 		}
 		d.claimLog(c).Warn("worker: client claims unreadable; preflight failure", attrs...)
-		return CodeClaimStore, nil
+		return claims.CodeClaimStore, nil
 	}
 	for _, o := range others {
 		if o.RequestID == c.RequestID {
@@ -637,19 +638,19 @@ func (d *Dispatcher) clientCheck(ctx context.Context, c *Claim) (ErrorCode, *Cla
 			st, err := d.computeStatus(ctx, o)
 			if err != nil {
 				d.claimLog(c).Warn("worker: client claims unreadable; preflight failure", slog.String("error", err.Error()))
-				return CodeClaimStore, nil
+				return claims.CodeClaimStore, nil
 			}
 			if blocksClient(o, st) {
 				d.claimLog(c).Warn("worker: client quarantined", slog.String("blocking_request_id", o.RequestID))
-				return CodeQuarantined, o
+				return claims.CodeQuarantined, o
 			}
 			d.claimLog(c).Warn("worker: client busy with a request being polled", slog.String("busy_request_id", o.RequestID))
-			return CodeLeaseBusy, o
+			return claims.CodeLeaseBusy, o
 		}
 		if o.JID == c.JID {
 			// Two dispatcher processes drew the same JID in the same microsecond for one client: the minion
 			// would refuse the second binding. Fail before publishing; a retry is a new request.
-			return CodeJIDCollision, o
+			return claims.CodeJIDCollision, o
 		}
 	}
 	return "", nil
@@ -657,12 +658,12 @@ func (d *Dispatcher) clientCheck(ctx context.Context, c *Claim) (ErrorCode, *Cla
 
 // preflight checks the minion before the intent: it answers an error code ("" when clear), the key the
 // master accepted for the minion (its SHA-256) and the minion's fence high-water mark.
-func (d *Dispatcher) preflight(ctx context.Context, c *Claim) (code ErrorCode, keySHA string, fenceMark uint64) {
+func (d *Dispatcher) preflight(ctx context.Context, c *claims.Claim) (code claims.ErrorCode, keySHA string, fenceMark uint64) {
 	// CallTimeout bounds the check from its publication on (call), not the wait for a publish slot.
 	caps, err := d.capabilities(ctx, c.MinionID)
 	if err != nil {
 		if errors.Is(err, errNoReturn) && d.hub.isStalled() {
-			return CodeEventBus, "", 0 // no return because the bus delivers nothing, not the minion's fault
+			return claims.CodeEventBus, "", 0 // no return because the bus delivers nothing, not the minion's fault
 		}
 		return callErrorCode(err), "", 0 // names the cause: credentials, event bus, transport, or the minion
 	}
@@ -671,29 +672,29 @@ func (d *Dispatcher) preflight(ctx context.Context, c *Claim) (code ErrorCode, k
 		// Its reason (bounded, printable: see guardReason) names the Salt internal it did not recognise.
 		d.claimLog(c).Warn("worker: the minion module's runtime guard fails; nothing published",
 			slog.String("runtime_guard_error", caps.GuardError))
-		return CodeRuntimeGuard, "", 0
+		return claims.CodeRuntimeGuard, "", 0
 	}
 	if caps.Protocol == protocolVersion && caps.FenceExhausted {
 		// No token above the minion's mark exists: the store cannot issue one (a floor at MaxFenceToken)
 		// and the minion would refuse any other. A typed failure now, nothing published, no quarantine.
 		d.claimLog(c).Error("worker: the minion's fence counter is exhausted; nothing published",
 			slog.Uint64("fence_mark", caps.FenceMark))
-		return CodeFenceExhausted, "", 0
+		return claims.CodeFenceExhausted, "", 0
 	}
 	if caps.Protocol != protocolVersion || !caps.Proof || !caps.Fencing {
-		return CodeCapability, "", 0 // no silent fallback to unproven receipts or unfenced runs
+		return claims.CodeCapability, "", 0 // no silent fallback to unproven receipts or unfenced runs
 	}
 	if !d.sameTable(caps) {
 		// Another table on the minion: the profile would run other states there (or none). Never
 		// defaulted: a minion without a table holds the seeds' one.
 		d.claimLog(c).Warn("worker: the minion's profile table differs from the dispatcher's; nothing published",
 			slog.String("dispatcher_table", d.table.Digest()), slog.Bool("minion_reports_table", caps.ProfileTable != profileTableUnreported))
-		return CodeProfileTableMismatch, "", 0
+		return claims.CodeProfileTableMismatch, "", 0
 	}
 	key, err := loadMinionKey(ctx, d.pkiDir, c.MinionID)
 	if err != nil {
 		d.claimLog(c).Warn("worker: accepted minion key unavailable", slog.String("error", err.Error()))
-		return CodeMinionKey, "", 0
+		return claims.CodeMinionKey, "", 0
 	}
 	return "", key.SHA256, caps.FenceMark
 }
@@ -704,10 +705,10 @@ func (d *Dispatcher) preflight(ctx context.Context, c *Claim) (code ErrorCode, k
 // return and polling oduflow_job.status for the rest of the window and budget. The publish is never
 // repeated. A trustworthy terminal receipt bound to the claim replaces unknown (and so releases the
 // quarantine); a minion answering not_started never does.
-func (d *Dispatcher) listenAfterUnknownPublish(ctx, wctx context.Context, c *Claim, h *workerHold, start time.Time) error {
+func (d *Dispatcher) listenAfterUnknownPublish(ctx, wctx context.Context, c *claims.Claim, h *workerHold, start time.Time) error {
 	lg := d.claimLog(c)
-	cur := d.finalize(ctx, c, receipt.StatusUnknown, 0, 0, CodeOutcomeUnknown, evidenceNone)
-	if cur == nil || cur.Phase != PhaseTerminal || cur.Status != receipt.StatusUnknown {
+	cur := d.finalize(ctx, c, receipt.StatusUnknown, 0, 0, claims.CodeOutcomeUnknown, evidenceNone)
+	if cur == nil || cur.Phase != claims.PhaseTerminal || cur.Status != receipt.StatusUnknown {
 		return nil // not committed, or someone else committed another final result (kept)
 	}
 	h.releaseLease()
@@ -731,20 +732,20 @@ func (d *Dispatcher) listenAfterUnknownPublish(ctx, wctx context.Context, c *Cla
 // callErrorCode names the cause of a failed read-only preflight call (capabilities) for the claim: the
 // credentials, the event bus, the master's transport, a minion the master does not know (CodeNoMinions,
 // as a publish would); CodeCapability when the minion did not answer protocol 1.
-func callErrorCode(err error) ErrorCode {
+func callErrorCode(err error) claims.ErrorCode {
 	switch {
 	case errors.Is(err, errEventBus):
-		return CodeEventBus
+		return claims.CodeEventBus
 	case errors.Is(err, salt.ErrAuthentication):
-		return CodeAuthentication
+		return claims.CodeAuthentication
 	case errors.Is(err, salt.ErrAuthorization):
-		return CodeAuthorization
+		return claims.CodeAuthorization
 	case errors.Is(err, salt.ErrNotSent):
-		return CodeNotSent
+		return claims.CodeNotSent
 	case errors.Is(err, salt.ErrNoMinions):
-		return CodeNoMinions // the master matched no minion: its key is not accepted, or it is not connected
+		return claims.CodeNoMinions // the master matched no minion: its key is not accepted, or it is not connected
 	}
-	return CodeCapability
+	return claims.CodeCapability
 }
 
 // Worker steps reported to the step hook (tests).
@@ -760,12 +761,12 @@ const (
 
 // receiptCode is the error code recorded with a verified receipt r: fenced when the minion refused the
 // run for its fencing token (nothing ran), minion_reported_unknown for its own unknown, "" otherwise.
-func receiptCode(r *receipt.Receipt) ErrorCode {
+func receiptCode(r *receipt.Receipt) claims.ErrorCode {
 	switch {
 	case r.Fenced():
-		return CodeFenced
+		return claims.CodeFenced
 	case r.Status == receipt.StatusUnknown:
-		return CodeMinionUnknown
+		return claims.CodeMinionUnknown
 	}
 	return ""
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/oduflow/oduflow-go/oduflow/claims"
 	"github.com/oduflow/oduflow-go/receipt"
 )
 
@@ -26,7 +27,7 @@ func TestLateWorkerNeverDispatches(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := mustClaim(t, d, req)
-	if c.Status != receipt.StatusUnknown || c.ErrorCode != CodeWorkerLost || c.Quarantining() || e.runs() != 0 {
+	if c.Status != receipt.StatusUnknown || c.ErrorCode != claims.CodeWorkerLost || c.Quarantining() || e.runs() != 0 {
 		t.Fatalf("%+v runs %d", c, e.runs())
 	}
 }
@@ -40,13 +41,13 @@ func TestJIDCollisionFailsPreflight(t *testing.T) {
 	d := e.dispatcher()
 	ctx := context.Background()
 	jid := string(d.jids.Next())
-	first := &Claim{Protocol: claimProtocol, MinionID: m.ID(), RequestID: uuid.NewString(), Profile: receipt.ProfileConfigure,
-		Role: "roles.client_stack", JID: jid, Phase: PhaseClaimed, CreatedAt: time.Now().UTC()}
+	first := &claims.Claim{Protocol: claimProtocol, MinionID: m.ID(), RequestID: uuid.NewString(), Profile: receipt.ProfileConfigure,
+		Role: "roles.client_stack", JID: jid, Phase: claims.PhaseClaimed, CreatedAt: time.Now().UTC()}
 	if err := d.store.Create(ctx, first); err != nil {
 		t.Fatal(err)
 	}
-	c := &Claim{Protocol: claimProtocol, MinionID: m.ID(), RequestID: uuid.NewString(), Profile: receipt.ProfileConfigure,
-		Role: "roles.client_stack", JID: jid, Phase: PhaseClaimed, CreatedAt: time.Now().UTC()}
+	c := &claims.Claim{Protocol: claimProtocol, MinionID: m.ID(), RequestID: uuid.NewString(), Profile: receipt.ProfileConfigure,
+		Role: "roles.client_stack", JID: jid, Phase: claims.PhaseClaimed, CreatedAt: time.Now().UTC()}
 	if err := d.store.Create(ctx, c); err != nil {
 		t.Fatal(err)
 	}
@@ -54,7 +55,7 @@ func TestJIDCollisionFailsPreflight(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := mustClaim(t, d, c.RequestID)
-	if got.ErrorCode != CodeJIDCollision || got.Status != receipt.StatusFailed || e.runs() != 0 {
+	if got.ErrorCode != claims.CodeJIDCollision || got.Status != receipt.StatusFailed || e.runs() != 0 {
 		t.Fatalf("%+v runs %d", got, e.runs())
 	}
 }

@@ -57,7 +57,9 @@ func clientOption(f func(*clientConfig)) ClientOption {
 	return clientOpt(func(s *settings) { f(&s.client) })
 }
 
-func eventOption(f func(*eventConfig)) EventOption { return eventOpt(func(s *settings) { f(&s.event) }) }
+func eventOption(f func(*eventConfig)) EventOption {
+	return eventOpt(func(s *settings) { f(&s.event) })
+}
 
 func applyClientOptions(s *settings, opts []ClientOption) {
 	for _, o := range opts {
@@ -127,7 +129,9 @@ func WithOSUser(name string) ClientOption {
 // only once a ZMTP PING on it was answered by PONG right before the request; it is discarded on
 // any error, timeout or doubt. Failures keep their meaning: ErrNotSent when nothing was sent,
 // ErrOutcomeUnknown when a sent request got no reply; nothing is resent.
-func WithConnectionReuse() ClientOption { return clientOption(func(c *clientConfig) { c.reuse = true }) }
+func WithConnectionReuse() ClientOption {
+	return clientOption(func(c *clientConfig) { c.reuse = true })
+}
 
 // Options of SubscribeEvents.
 

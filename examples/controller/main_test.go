@@ -22,6 +22,8 @@ import (
 
 	"github.com/oduflow/oduflow-go/examples/internal/oduflowenv"
 	"github.com/oduflow/oduflow-go/oduflow"
+	"github.com/oduflow/oduflow-go/oduflow/claims"
+	"github.com/oduflow/oduflow-go/oduflow/filestore"
 	"github.com/oduflow/oduflow-go/oduflow/oduflowtest/fakeminion"
 	"github.com/oduflow/oduflow-go/receipt"
 	"github.com/oduflow/oduflow-go/salt/salttest"
@@ -164,7 +166,7 @@ func TestSIGTERMDrainLeavesRequestsAdoptable(t *testing.T) {
 		t.Fatalf("replica A cut nothing (the runs take 1.5 s):\n%s", a.log())
 	}
 	// Left unfinished in the claim store: not final yet, no lock held.
-	store, err := oduflow.OpenFileClaimStore(claims)
+	store, err := filestore.Open(claims)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -174,7 +176,7 @@ func TestSIGTERMDrainLeavesRequestsAdoptable(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if c.Phase != oduflow.PhaseDispatched {
+		if c.Phase != claims.PhaseDispatched {
 			t.Fatalf("request %s not left dispatched (adoptable): %+v", id, c)
 		}
 	}

@@ -13,8 +13,9 @@ import (
 	"time"
 
 	"github.com/oduflow/oduflow-go/examples/oduflowctl/internal/cli"
-	"github.com/oduflow/oduflow-go/oduflow"
 	"github.com/oduflow/oduflow-go/oduflow/catalog"
+	"github.com/oduflow/oduflow-go/oduflow/claims"
+	"github.com/oduflow/oduflow-go/oduflow/filestore"
 	"github.com/oduflow/oduflow-go/oduflow/oduflowtest/fakeminion"
 	"github.com/oduflow/oduflow-go/receipt"
 	"github.com/oduflow/oduflow-go/salt/salttest"
@@ -101,8 +102,8 @@ func withoutEnv(env []string, key string) []string {
 	return out
 }
 
-// claims counts the claim records in a state directory (missing directory: 0).
-func claims(t *testing.T, dir string) int {
+// claimCount counts the claim records in a state directory (missing directory: 0).
+func claimCount(t *testing.T, dir string) int {
 	t.Helper()
 	m, err := filepath.Glob(filepath.Join(dir, "*.json"))
 	if err != nil {
@@ -141,7 +142,7 @@ func TestGuardFailureNamedByPingAndStart(t *testing.T) {
 	}
 	r := run(t, l.env, "start", "configure", l.minion, "--wait", "--interval", "50ms")
 	must(t, r, ExitFailed)
-	if s := response(t, oneLine(t, r.stdout)); s["status"] != "failed" || s["error_code"] != string(oduflow.CodeRuntimeGuard) {
+	if s := response(t, oneLine(t, r.stdout)); s["status"] != "failed" || s["error_code"] != string(claims.CodeRuntimeGuard) {
 		t.Fatalf("start: %s", r)
 	}
 	if !strings.Contains(r.stderr, "error code runtime_guard_failed (the minion module's guard: "+reason+")") {
@@ -163,7 +164,7 @@ func TestExitRefusedAfterClaimPrintsCode(t *testing.T) {
 	}
 	r := run(t, withEnv(l.env, "ODUFLOW_SALT_KEY_FILE="+key), "start", "configure", l.minion, "--wait", "--interval", "50ms")
 	must(t, r, ExitRefused)
-	if !strings.Contains(r.stderr, "error code "+string(oduflow.CodeAuthentication)) {
+	if !strings.Contains(r.stderr, "error code "+string(claims.CodeAuthentication)) {
 		t.Fatalf("no error code printed: %s", r)
 	}
 	if n := l.sim.PublicationCount("oduflow_job.run", ""); n != 0 {
@@ -211,7 +212,7 @@ func TestExitConfigurationWritesNothing(t *testing.T) {
 		if r.code != ExitUsage || !strings.Contains(oneLine(t, r.stderr), tc.want) {
 			t.Errorf("%s: want exit 2 with %q: %s", tc.name, tc.want, r)
 		}
-		if n := claims(t, state); n != 0 {
+		if n := claimCount(t, state); n != 0 {
 			t.Fatalf("%s: %d claims written", tc.name, n)
 		}
 	}
@@ -233,7 +234,7 @@ func TestExitWorkerLogFIFOWritesNothing(t *testing.T) {
 	t.Parallel()
 	l := newLabMinion(t, nil)
 	state := stateDir(l.env)
-	if _, err := oduflow.OpenFileClaimStore(state); err != nil {
+	if _, err := filestore.Open(state); err != nil {
 		t.Fatal(err)
 	}
 	if err := syscall.Mkfifo(filepath.Join(state, "worker.log"), 0o600); err != nil {
@@ -245,7 +246,7 @@ func TestExitWorkerLogFIFOWritesNothing(t *testing.T) {
 	if !strings.Contains(r.stderr, "worker log") || time.Since(start) > 10*time.Second {
 		t.Fatalf("fifo: %s after %s", r, time.Since(start))
 	}
-	if n := claims(t, state); n != 0 {
+	if n := claimCount(t, state); n != 0 {
 		t.Fatalf("%d claims written", n)
 	}
 }
@@ -257,7 +258,7 @@ func TestExitEventBusUnreachableWritesNothing(t *testing.T) {
 	req := receipt.NewRequestID()
 	r := run(t, withEnv(l.env, "ODUFLOW_SALT_EVENTS=unix://"+filepath.Join(t.TempDir(), "none.ipc")), "start", "configure", l.minion, req)
 	must(t, r, ExitUnreachable)
-	if n := claims(t, stateDir(l.env)); n != 0 {
+	if n := claimCount(t, stateDir(l.env)); n != 0 {
 		t.Fatalf("%d claims written", n)
 	}
 	must(t, run(t, l.env, "start", "configure", l.minion, req, "--wait", "--interval", "50ms"), ExitOK)
@@ -272,7 +273,7 @@ func TestExitWrongPasswordRefusedWritesNothing(t *testing.T) {
 	req := receipt.NewRequestID()
 	r := run(t, append(env, "ODUFLOW_SALT_PASSWORD=wrong"), "start", "configure", l.minion, req)
 	must(t, r, ExitRefused)
-	if n := claims(t, stateDir(l.env)); n != 0 || len(l.sim.Publications()) != 0 {
+	if n := claimCount(t, stateDir(l.env)); n != 0 || len(l.sim.Publications()) != 0 {
 		t.Fatalf("claims %d publications %d", n, len(l.sim.Publications()))
 	}
 	must(t, run(t, append(env, "ODUFLOW_SALT_PASSWORD=right"), "start", "configure", l.minion, req, "--wait", "--interval", "50ms"), ExitOK)
@@ -404,7 +405,7 @@ func TestRepeatedStartWhileMasterAndBusDown(t *testing.T) {
 		t.Fatalf("repeat while down: %s", r)
 	}
 	must(t, run(t, down, "start", "configure", l.minion), ExitUnreachable) // a new request: nothing written
-	if n := claims(t, stateDir(l.env)); n != 1 {
+	if n := claimCount(t, stateDir(l.env)); n != 1 {
 		t.Fatalf("claims %d", n)
 	}
 }

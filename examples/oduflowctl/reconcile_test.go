@@ -8,7 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/oduflow/oduflow-go/oduflow"
+	"github.com/oduflow/oduflow-go/oduflow/claims"
+	"github.com/oduflow/oduflow-go/oduflow/filestore"
 	"github.com/oduflow/oduflow-go/profiles"
 	"github.com/oduflow/oduflow-go/receipt"
 	"github.com/oduflow/oduflow-go/salt"
@@ -18,14 +19,14 @@ import (
 // gone, as a crash would leave it: its status is unknown and it quarantines the client.
 func writeLostClaim(t *testing.T, stateDir, minion string) string {
 	t.Helper()
-	return writeLostClaimIn(t, stateDir, minion, oduflow.PhaseDispatched)
+	return writeLostClaimIn(t, stateDir, minion, claims.PhaseDispatched)
 }
 
 // writeLostClaimIn is writeLostClaim with the phase the worker left the claim in (claimed: it never
 // recorded a dispatch intent, so it never quarantines and can never be published).
-func writeLostClaimIn(t *testing.T, stateDir, minion string, phase oduflow.Phase) string {
+func writeLostClaimIn(t *testing.T, stateDir, minion string, phase claims.Phase) string {
 	t.Helper()
-	st, err := oduflow.OpenFileClaimStore(stateDir)
+	st, err := filestore.Open(stateDir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -37,14 +38,14 @@ func writeLostClaimIn(t *testing.T, stateDir, minion string, phase oduflow.Phase
 	// The file store measures a claim's windows on the host's monotonic clock: a claim written during an
 	// earlier boot (another boot id) has both windows run out, as a crash an hour ago would leave them.
 	const earlierBoot = "00000000-0000-4000-8000-000000000000/1"
-	c := &oduflow.Claim{Protocol: 1, MinionID: minion, RequestID: receipt.NewRequestID(),
+	c := &claims.Claim{Protocol: 1, MinionID: minion, RequestID: receipt.NewRequestID(),
 		Profile: receipt.ProfileConfigure, Role: string(role), JID: string(salt.NewJIDGenerator().Next()),
-		Phase: oduflow.PhaseClaimed, CreatedAt: then, CreatedClock: earlierBoot}
+		Phase: claims.PhaseClaimed, CreatedAt: then, CreatedClock: earlierBoot}
 	ctx := context.Background()
 	if err := st.Create(ctx, c); err != nil {
 		t.Fatal(err)
 	}
-	if phase == oduflow.PhaseClaimed {
+	if phase == claims.PhaseClaimed {
 		return c.RequestID
 	}
 	// Dispatched as a worker does it: the intent under both leases, where the store issues the claim's
@@ -64,11 +65,11 @@ func writeLostClaimIn(t *testing.T, stateDir, minion string, phase oduflow.Phase
 		t.Fatal(err)
 	}
 	next := *cur
-	next.Phase, next.DispatchedAt, next.DispatchedClock = oduflow.PhaseDispatching, &then, earlierBoot
+	next.Phase, next.DispatchedAt, next.DispatchedClock = claims.PhaseDispatching, &then, earlierBoot
 	if cur, err = st.CompareAndSwapHeld(ctx, &next, reqLock, lease); err != nil {
 		t.Fatal(err)
 	}
-	if phase != oduflow.PhaseDispatching {
+	if phase != claims.PhaseDispatching {
 		next = *cur
 		next.Phase = phase
 		if _, err := st.CompareAndSwap(ctx, &next); err != nil {
@@ -114,7 +115,7 @@ func TestReconcileALostRequest(t *testing.T) {
 	if s := response(t, oneLine(t, r.stdout)); s["status"] != "failed" || s["passed"] != 0.0 || s["total"] != 1.0 {
 		t.Fatalf("never ran: %s", r.stdout)
 	}
-	st, err := oduflow.OpenFileClaimStore(stateDir(l.env))
+	st, err := filestore.Open(stateDir(l.env))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -122,12 +123,12 @@ func TestReconcileALostRequest(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Phase != oduflow.PhaseTerminal || c.ErrorCode != oduflow.CodeNeverRan || c.Evidence != "fenced" || c.Quarantining() {
+	if c.Phase != claims.PhaseTerminal || c.ErrorCode != claims.CodeNeverRan || c.Evidence != "fenced" || c.Quarantining() {
 		t.Fatalf("claim after reconcile: %+v", c)
 	}
 	// A lost request that never recorded its dispatch intent can never be published: an operator
 	// asserts its outcome, with who and why.
-	lost := writeLostClaimIn(t, stateDir(l.env), l.minion, oduflow.PhaseClaimed)
+	lost := writeLostClaimIn(t, stateDir(l.env), l.minion, claims.PhaseClaimed)
 	r = run(t, l.env, "reconcile", l.minion, lost, "--assert", "failed", "--reason", "checked the server by hand", "--who", "ops-anna")
 	must(t, r, 1)
 	if s := response(t, oneLine(t, r.stdout)); s["status"] != "failed" {
@@ -136,7 +137,7 @@ func TestReconcileALostRequest(t *testing.T) {
 	if c, err = st.Get(context.Background(), lost); err != nil {
 		t.Fatal(err)
 	}
-	if c.Phase != oduflow.PhaseAsserted || c.AssertedBy != "ops-anna" || c.AssertedWhy != "checked the server by hand" {
+	if c.Phase != claims.PhaseAsserted || c.AssertedBy != "ops-anna" || c.AssertedWhy != "checked the server by hand" {
 		t.Fatalf("claim after assert: %+v", c)
 	}
 	// Released: a new request runs.
@@ -154,7 +155,7 @@ func TestReconcileALostRequest(t *testing.T) {
 // (it quarantines), while the minion holds its receipt.
 func forgetResult(t *testing.T, stateDir, request string) {
 	t.Helper()
-	st, err := oduflow.OpenFileClaimStore(stateDir)
+	st, err := filestore.Open(stateDir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -163,7 +164,7 @@ func forgetResult(t *testing.T, stateDir, request string) {
 		t.Fatal(err)
 	}
 	c.Status, c.Passed, c.Total = receipt.StatusUnknown, 0, 0
-	c.ErrorCode, c.Evidence = oduflow.CodeNoTrustworthyReturn, "none"
+	c.ErrorCode, c.Evidence = claims.CodeNoTrustworthyReturn, "none"
 	if _, err := st.CompareAndSwap(context.Background(), c); err != nil {
 		t.Fatal(err)
 	}
@@ -190,7 +191,7 @@ func TestResumeReturnsAtOnceAndWaits(t *testing.T) {
 	if s := response(t, oneLine(t, r.stdout)); s["status"] != "unknown" && s["status"] != "succeeded" {
 		t.Fatalf("resume: %s", r)
 	}
-	st, err := oduflow.OpenFileClaimStore(dir)
+	st, err := filestore.Open(dir)
 	if err != nil {
 		t.Fatal(err)
 	}

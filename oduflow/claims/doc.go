@@ -5,9 +5,9 @@
 // dispatcher: package oduflow/filestore is the file-backed store (the dispatcher's default),
 // oduflow/etcdstore the etcd one, package oduflow the dispatcher that runs on either, and
 // oduflow/oduflowtest.TestClaimStore the conformance suite every implementation must pass. A store
-// author imports this package only; package oduflow declares every name here under its own name as well
-// (oduflow.Claim is Claim, oduflow.ErrConflict is ErrConflict), so code written against those keeps
-// compiling and errors.Is sees one value.
+// author imports this package only. Every name of the contract is declared here alone (until 0.5
+// package oduflow declared each again as an alias; the CHANGELOG has the migration table), and so are
+// the error codes a claim records (ErrorCode and its Code* values).
 //
 // # What a store promises
 //

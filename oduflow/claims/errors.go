@@ -3,8 +3,7 @@ package claims
 import "github.com/cockroachdb/errors"
 
 // The errors of the store contract: what a ClaimStore or Leases implementation returns, and what the
-// dispatcher tests with errors.Is. Package oduflow declares each under the same name (oduflow.ErrConflict
-// is ErrConflict), so that errors.Is sees one value whichever package a caller names. The messages keep
+// dispatcher tests with errors.Is; the dispatcher returns them to its callers too. The messages keep
 // the "oduflow:" prefix they had before the contract was a package of its own: every error text is as
 // it was.
 var (

@@ -6,7 +6,7 @@ import (
 )
 
 // ClaimStore is the durable, shared record of claims. Two implementations ship: oduflow/filestore (the
-// dispatcher's default, oduflow.FileClaimStore: the processes of one host share a directory) and
+// dispatcher's default, filestore.Store: the processes of one host share a directory) and
 // oduflow/etcdstore (controller replicas share an etcd cluster); oduflowtest.TestClaimStore checks an
 // implementation against this contract.
 //

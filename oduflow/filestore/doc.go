@@ -1,6 +1,6 @@
 // Package filestore is the file-backed claim store (claims.Store) of the oduflow dispatcher, its default:
 // the processes of one host share a private directory (oduflow.New opens /var/cache/salt/oduflow-apply
-// unless oduflow.WithClaimDir names another, and oduflow.OpenFileClaimStore is Open). It implements the
+// unless oduflow.WithClaimDir names another). It implements the
 // whole contract of package claims and its optional capabilities but one (ClaimLockReader, below);
 // oduflowtest.TestClaimStore checks it. It imports package claims, never package oduflow.
 //

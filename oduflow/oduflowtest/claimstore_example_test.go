@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/oduflow/oduflow-go/oduflow"
+	"github.com/oduflow/oduflow-go/oduflow/filestore"
 	"github.com/oduflow/oduflow-go/oduflow/oduflowtest"
 )
 
@@ -18,7 +19,7 @@ func ExampleTestClaimStore() {
 			Capabilities: oduflowtest.Capabilities{MultiProcess: true},
 			New:          func(t testing.TB) string { return filepath.Join(t.TempDir(), "claims") },
 			Open: func(_ context.Context, dir string) (oduflowtest.Store, error) {
-				return oduflow.OpenFileClaimStore(dir)
+				return filestore.Open(dir)
 			},
 			Corrupt: func(_ context.Context, dir, requestID string, data []byte) error {
 				return os.WriteFile(filepath.Join(dir, requestID+".json"), data, 0o600)

@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/oduflow/oduflow-go/oduflow"
 	"github.com/oduflow/oduflow-go/oduflow/claims"
+	"github.com/oduflow/oduflow-go/oduflow/filestore"
 	"github.com/oduflow/oduflow-go/oduflow/oduflowtest"
 	"github.com/oduflow/oduflow-go/receipt"
 )
@@ -20,7 +20,7 @@ func fileFactory() oduflowtest.StoreFactory {
 		Capabilities: oduflowtest.Capabilities{MultiProcess: true},
 		New:          func(t testing.TB) string { return filepath.Join(t.TempDir(), "claims") },
 		Open: func(_ context.Context, dir string) (oduflowtest.Store, error) {
-			return oduflow.OpenFileClaimStore(dir)
+			return filestore.Open(dir)
 		},
 		Corrupt: func(_ context.Context, dir, requestID string, data []byte) error {
 			// Through a temporary file and a rename, as the store writes: the record is whole or absent.

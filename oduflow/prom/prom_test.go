@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/oduflow/oduflow-go/oduflow"
+	"github.com/oduflow/oduflow-go/oduflow/claims"
 	"github.com/oduflow/oduflow-go/oduflow/oduflowtest/fakeminion"
 	"github.com/oduflow/oduflow-go/oduflow/oduflowtest/simenv"
 	"github.com/oduflow/oduflow-go/oduflow/prom"
@@ -51,7 +52,7 @@ func TestCollectorCountsARequest(t *testing.T) {
 	if err := d.Wait(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if rr.Status != receipt.StatusFailed || rr.ErrorCode != oduflow.CodeMinionRefused {
+	if rr.Status != receipt.StatusFailed || rr.ErrorCode != claims.CodeMinionRefused {
 		t.Fatalf("refused run: %+v", rr)
 	}
 

@@ -13,6 +13,8 @@ import (
 
 	"github.com/oduflow/oduflow-go/bench/internal/benchkit"
 	"github.com/oduflow/oduflow-go/oduflow"
+	"github.com/oduflow/oduflow-go/oduflow/claims"
+	"github.com/oduflow/oduflow-go/oduflow/filestore"
 	"github.com/oduflow/oduflow-go/receipt"
 	"github.com/oduflow/oduflow-go/salt"
 )
@@ -139,7 +141,7 @@ func (h *cfgHooks) hooks() oduflow.Hooks {
 // timedStore times the claim store's durable writes for the current request's trace (the file store's
 // leases pass through: they are its own, as CompareAndSwapHeld requires).
 type timedStore struct {
-	*oduflow.FileClaimStore
+	*filestore.Store
 	h *cfgHooks
 }
 
@@ -152,19 +154,19 @@ func (s timedStore) note(f func(t *cfgTrace, d time.Duration), t0 time.Time) {
 	}
 }
 
-func (s timedStore) Create(ctx context.Context, c *oduflow.Claim) error {
+func (s timedStore) Create(ctx context.Context, c *claims.Claim) error {
 	defer s.note(func(t *cfgTrace, d time.Duration) { t.create = d }, time.Now())
-	return s.FileClaimStore.Create(ctx, c)
+	return s.Store.Create(ctx, c)
 }
 
-func (s timedStore) CompareAndSwapHeld(ctx context.Context, next *oduflow.Claim, held ...oduflow.Lease) (*oduflow.Claim, error) {
+func (s timedStore) CompareAndSwapHeld(ctx context.Context, next *claims.Claim, held ...claims.Lease) (*claims.Claim, error) {
 	defer s.note(func(t *cfgTrace, d time.Duration) { t.intent = d }, time.Now())
-	return s.FileClaimStore.CompareAndSwapHeld(ctx, next, held...)
+	return s.Store.CompareAndSwapHeld(ctx, next, held...)
 }
 
-func (s timedStore) CompareAndSwap(ctx context.Context, next *oduflow.Claim) (*oduflow.Claim, error) {
+func (s timedStore) CompareAndSwap(ctx context.Context, next *claims.Claim) (*claims.Claim, error) {
 	defer s.note(func(t *cfgTrace, d time.Duration) { t.cas = append(t.cas, d) }, time.Now())
-	return s.FileClaimStore.CompareAndSwap(ctx, next)
+	return s.Store.CompareAndSwap(ctx, next)
 }
 
 // labJob is what the bench's own subscription saw of one oduflow_job.* job on the lab minion.
@@ -307,12 +309,12 @@ func cmdConfigure(ctx context.Context, args []string) (any, error) {
 	go jobs.run(stream, env.minion)
 
 	h := &cfgHooks{}
-	store, err := oduflow.OpenFileClaimStore(dir)
+	store, err := filestore.Open(dir)
 	if err != nil {
 		return nil, err
 	}
 	d, err := oduflow.New(c, oduflow.SaltEvents(env.events, salt.WithLogger(benchkit.Discard())),
-		oduflow.WithClaimStore(timedStore{FileClaimStore: store, h: h}), oduflow.WithPKIDir(pki),
+		oduflow.WithClaimStore(timedStore{Store: store, h: h}), oduflow.WithPKIDir(pki),
 		oduflow.WithLogger(benchkit.Discard()), oduflow.WithHooks(h.hooks()))
 	if err != nil {
 		return nil, err

@@ -10,6 +10,7 @@ import (
 	"github.com/oduflow/oduflow-go/bench/internal/benchkit"
 	"github.com/oduflow/oduflow-go/bench/internal/benchsim"
 	"github.com/oduflow/oduflow-go/oduflow"
+	"github.com/oduflow/oduflow-go/oduflow/claims"
 )
 
 // cmdInflight: n requests held in flight on ONE dispatcher on etcd (the member child, fsync on), against
@@ -80,7 +81,7 @@ func cmdInflight(ctx context.Context, args []string) (any, error) {
 			switch {
 			case err != nil:
 				unpublished["read error"]++
-			case c.Phase != oduflow.PhaseDispatched: // dispatched: published, its reply recorded
+			case c.Phase != claims.PhaseDispatched: // dispatched: published, its reply recorded
 				unpublished[string(c.Phase)+" "+string(c.ErrorCode)]++
 			}
 		}

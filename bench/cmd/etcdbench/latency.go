@@ -13,6 +13,7 @@ import (
 	"github.com/oduflow/oduflow-go/bench/internal/benchkit"
 	"github.com/oduflow/oduflow-go/bench/internal/benchsim"
 	"github.com/oduflow/oduflow-go/oduflow"
+	"github.com/oduflow/oduflow-go/oduflow/claims"
 	"github.com/oduflow/oduflow-go/oduflow/etcdstore"
 	"github.com/oduflow/oduflow-go/oduflow/oduflowtest/fakeminion"
 	"github.com/oduflow/oduflow-go/receipt"
@@ -117,7 +118,7 @@ func cmdLatency(ctx context.Context, args []string) (any, error) {
 	if _, err := held.d.Start(ctx, hm.ID(), hreq, receipt.ProfileConfigure); err != nil {
 		return nil, err
 	}
-	if err := waitPhase(ctx, b.st, hreq, oduflow.PhaseDispatched); err != nil {
+	if err := waitPhase(ctx, b.st, hreq, claims.PhaseDispatched); err != nil {
 		return nil, err
 	}
 	cli := b.st.Client()
@@ -183,7 +184,7 @@ func cmdLatency(ctx context.Context, args []string) (any, error) {
 			if len(kvs) != 1 || resp.Responses[1].GetResponseRange().GetCount() != 1 {
 				return 0, fmt.Errorf("claim or lock not found")
 			}
-			var c oduflow.Claim
+			var c claims.Claim
 			err = c.UnmarshalBinary(kvs[0].Value)
 			return time.Since(t0), err
 		})
@@ -211,7 +212,7 @@ func openBenchOn(ctx context.Context, b *bench, endpoint string) (*bench, error)
 }
 
 // waitPhase polls the claim until it reaches phase (or a final phase, an error).
-func waitPhase(ctx context.Context, st *etcdstore.Store, req string, phase oduflow.Phase) error {
+func waitPhase(ctx context.Context, st *etcdstore.Store, req string, phase claims.Phase) error {
 	deadline := time.Now().Add(60 * time.Second)
 	for {
 		c, err := st.Get(ctx, req)

@@ -10,7 +10,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
-	"github.com/oduflow/oduflow-go/oduflow"
+	"github.com/oduflow/oduflow-go/oduflow/claims"
 	"github.com/oduflow/oduflow-go/oduflow/etcdstore"
 	"github.com/oduflow/oduflow-go/oduflow/filestore"
 )
@@ -43,7 +43,7 @@ func (s Settings) ClaimDir() (string, error) {
 
 // OpenFileClaims opens (creating it 0700) the file claim store in dir: for the commands that write a
 // claim (start, custom start, init).
-func OpenFileClaims(dir string) (oduflow.Store, error) {
+func OpenFileClaims(dir string) (claims.Store, error) {
 	store, err := filestore.Open(dir)
 	if err != nil {
 		return nil, configf(err, "claim store %q", dir)
@@ -55,7 +55,7 @@ func OpenFileClaims(dir string) (oduflow.Store, error) {
 // claims (status, resume, reconcile): a missing directory is an error matching filestore.ErrNoStore
 // (exit status 6, "damaged or missing claim store"), never a new empty store in which every request
 // would read not_started.
-func OpenExistingFileClaims(dir string) (oduflow.Store, error) {
+func OpenExistingFileClaims(dir string) (claims.Store, error) {
 	store, err := filestore.OpenExisting(dir)
 	if err != nil {
 		if stderrors.Is(err, filestore.ErrNoStore) {
@@ -126,7 +126,7 @@ func (s Settings) OpenEtcd(ctx context.Context) (*etcdstore.Store, error) {
 	}
 	msg := "etcd claim store: " + OneLine(err.Error())
 	switch {
-	case stderrors.Is(err, oduflow.ErrInvalidInput): // errmark-marked: the standard library sees it
+	case stderrors.Is(err, claims.ErrInvalidInput): // errmark-marked: the standard library sees it
 		return nil, &Error{Kind: ErrUsage, Msg: msg, Cause: err}
 	case etcdRefused(err):
 		return nil, &Error{Kind: ErrRefused, Msg: msg, Cause: err}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/oduflow/oduflow-go/oduflow"
+	"github.com/oduflow/oduflow-go/oduflow/claims"
 	"github.com/oduflow/oduflow-go/oduflow/oduflowtest/fakeminion"
 	"github.com/oduflow/oduflow-go/receipt"
 	"github.com/oduflow/oduflow-go/salt/salttest"
@@ -48,7 +49,7 @@ func TestReplicaClosedMidRunIsAdopted(t *testing.T) {
 	for i, m := range minions {
 		waitFor(t, "dispatched", func() bool {
 			c, err := a.Lookup(ctx, m.ID(), reqs[i])
-			return err == nil && c.Phase == oduflow.PhaseDispatched
+			return err == nil && c.Phase == claims.PhaseDispatched
 		})
 	}
 	cctx, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
@@ -113,7 +114,7 @@ func TestScanUnresolvedAcrossClients(t *testing.T) {
 		t.Fatal(err)
 	}
 	next := *resolved
-	next.Phase, next.Status, next.Passed, next.Total = oduflow.PhaseTerminal, receipt.StatusFailed, 0, 1
+	next.Phase, next.Status, next.Passed, next.Total = claims.PhaseTerminal, receipt.StatusFailed, 0, 1
 	if _, err := st.CompareAndSwap(ctx, &next); err != nil {
 		t.Fatal(err)
 	}

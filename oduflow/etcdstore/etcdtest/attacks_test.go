@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/oduflow/oduflow-go/oduflow"
+	"github.com/oduflow/oduflow-go/oduflow/claims"
 	"github.com/oduflow/oduflow-go/oduflow/etcdstore"
 	"github.com/oduflow/oduflow-go/receipt"
 )
@@ -91,12 +92,12 @@ func TestDeletedClaimNotRepublished(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err := d.Start(ctx, minion, req, receipt.ProfileConfigure)
-	if !errors.Is(err, oduflow.ErrCorruptClaim) {
+	if !errors.Is(err, claims.ErrCorruptClaim) {
 		t.Errorf("Start after the claim was deleted: %v, want ErrCorruptClaim", err)
 	}
 	c := newClaim(minion)
 	c.RequestID = req
-	if err := st.Create(ctx, c); !errors.Is(err, oduflow.ErrCorruptClaim) || errors.Is(err, oduflow.ErrClaimExists) {
+	if err := st.Create(ctx, c); !errors.Is(err, claims.ErrCorruptClaim) || errors.Is(err, claims.ErrClaimExists) {
 		t.Errorf("Create of a used request id: %v, want ErrCorruptClaim only", err)
 	}
 	time.Sleep(2 * time.Second) // a worker, had one started, publishes within this
@@ -121,7 +122,7 @@ func TestLeaselessLockKeys(t *testing.T) {
 		t.Fatal(err)
 	}
 	now := time.Now().UTC()
-	c.Phase, c.DispatchedAt = oduflow.PhaseDispatching, &now
+	c.Phase, c.DispatchedAt = claims.PhaseDispatching, &now
 	if _, err := st.CompareAndSwap(ctx, c); err != nil {
 		t.Fatal(err)
 	}
@@ -129,17 +130,17 @@ func TestLeaselessLockKeys(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err := d.Status(ctx, minion, c.RequestID, receipt.ProfileConfigure)
-	if !errors.Is(err, oduflow.ErrCorruptClaim) {
+	if !errors.Is(err, claims.ErrCorruptClaim) {
 		t.Errorf("Status with a lease-less request lock: %v, want ErrCorruptClaim", err)
 	}
 	q, err := d.Quarantine(ctx, minion)
-	if !errors.Is(err, oduflow.ErrCorruptClaim) {
+	if !errors.Is(err, claims.ErrCorruptClaim) {
 		t.Errorf("Quarantine with a lease-less request lock: %v %v, want ErrCorruptClaim", q, err)
 	}
-	if _, err := st.RequestLockHeld(ctx, c.RequestID); !errors.Is(err, oduflow.ErrCorruptClaim) {
+	if _, err := st.RequestLockHeld(ctx, c.RequestID); !errors.Is(err, claims.ErrCorruptClaim) {
 		t.Errorf("RequestLockHeld: %v, want ErrCorruptClaim", err)
 	}
-	if _, err := st.TryRequestLock(ctx, c.RequestID); !errors.Is(err, oduflow.ErrCorruptClaim) {
+	if _, err := st.TryRequestLock(ctx, c.RequestID); !errors.Is(err, claims.ErrCorruptClaim) {
 		t.Errorf("TryRequestLock: %v, want ErrCorruptClaim", err)
 	}
 	other := newMinion()
@@ -147,7 +148,7 @@ func TestLeaselessLockKeys(t *testing.T) {
 		t.Fatal(err)
 	}
 	t0 := time.Now()
-	if _, err := st.AcquireClientLease(ctx, other, 3*time.Second); !errors.Is(err, oduflow.ErrCorruptClaim) {
+	if _, err := st.AcquireClientLease(ctx, other, 3*time.Second); !errors.Is(err, claims.ErrCorruptClaim) {
 		t.Errorf("AcquireClientLease of a lease-less key: %v, want ErrCorruptClaim", err)
 	}
 	if el := time.Since(t0); el > 2*time.Second {

@@ -10,8 +10,8 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
-	"github.com/oduflow/oduflow-go/oduflow"
 	"github.com/oduflow/oduflow-go/oduflow/catalog"
+	"github.com/oduflow/oduflow-go/oduflow/claims"
 	"github.com/oduflow/oduflow-go/oduflow/etcdstore"
 	"github.com/oduflow/oduflow-go/oduflow/oduflowtest"
 	"github.com/oduflow/oduflow-go/receipt"
@@ -174,7 +174,7 @@ func TestCatalogOutcomeUnknown(t *testing.T) {
 	}
 	rctx, rcancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
 	defer rcancel()
-	if _, err := cat.Definition(rctx, d.ID); !errors.Is(err, oduflow.ErrClaimStore) || errors.Is(err, catalog.ErrNotFound) {
+	if _, err := cat.Definition(rctx, d.ID); !errors.Is(err, claims.ErrClaimStore) || errors.Is(err, catalog.ErrNotFound) {
 		t.Fatalf("Definition against a stopped member: %v", err)
 	}
 }

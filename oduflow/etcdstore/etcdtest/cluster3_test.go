@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/oduflow/oduflow-go/oduflow"
+	"github.com/oduflow/oduflow-go/oduflow/claims"
 	"github.com/oduflow/oduflow-go/oduflow/etcdstore"
 )
 
@@ -31,7 +31,7 @@ func TestThreeMembers(t *testing.T) {
 				defer wg.Done()
 				if err := st[i%3].Create(ctx, newClaimFor(base)); err == nil {
 					wins.Add(1)
-				} else if !errors.Is(err, oduflow.ErrClaimExists) {
+				} else if !errors.Is(err, claims.ErrClaimExists) {
 					t.Error(err)
 				}
 			}()
@@ -57,7 +57,7 @@ func TestThreeMembers(t *testing.T) {
 	if held, err := st[2].RequestLockHeld(ctx, c.RequestID); err != nil || !held {
 		t.Fatalf("lock not visible on another member: %v %v", held, err)
 	}
-	if _, err := st[2].TryRequestLock(ctx, c.RequestID); !errors.Is(err, oduflow.ErrLeaseBusy) {
+	if _, err := st[2].TryRequestLock(ctx, c.RequestID); !errors.Is(err, claims.ErrLeaseBusy) {
 		t.Fatalf("second lock on another member: %v", err)
 	}
 	l, err := st[1].AcquireClientLease(ctx, c.MinionID, time.Second)
@@ -67,7 +67,7 @@ func TestThreeMembers(t *testing.T) {
 	if _, err := st[1].CompareAndSwapHeld(ctx, dispatchingOf(c), r, l); err != nil {
 		t.Fatal(err)
 	}
-	if got, err := st[2].Get(ctx, c.RequestID); err != nil || got.Phase != oduflow.PhaseDispatching {
+	if got, err := st[2].Get(ctx, c.RequestID); err != nil || got.Phase != claims.PhaseDispatching {
 		t.Fatalf("intent not visible on another member: %+v %v", got, err)
 	}
 	_ = r.Release()
@@ -82,7 +82,7 @@ func TestLeaderStoppedMidRace(t *testing.T) {
 	cl := startCluster(t, 3)
 	st := openStores(t, cl.clients, "/leader", 3, etcdstore.WithDialTimeout(10*time.Second))
 	const requests, perRequest = 40, 6
-	bases := make([]*oduflow.Claim, requests)
+	bases := make([]*claims.Claim, requests)
 	for i := range bases {
 		bases[i] = newClaim(newMinion())
 	}
@@ -108,7 +108,7 @@ func TestLeaderStoppedMidRace(t *testing.T) {
 					mu.Lock()
 					winners[c.RequestID] = append(winners[c.RequestID], win{c.JID})
 					mu.Unlock()
-				case errors.Is(err, oduflow.ErrClaimExists):
+				case errors.Is(err, claims.ErrClaimExists):
 					exists.Add(1)
 				case errors.Is(err, etcdstore.ErrOutcomeUnknown):
 					unknown.Add(1)
@@ -138,7 +138,7 @@ func TestLeaderStoppedMidRace(t *testing.T) {
 			if err != nil || got.JID != ws[0].jid {
 				t.Fatalf("acknowledged Create not readable as written: %v", err)
 			}
-		} else if err != nil && !errors.Is(err, oduflow.ErrNoClaim) {
+		} else if err != nil && !errors.Is(err, claims.ErrNoClaim) {
 			t.Fatalf("read after the race: %v", err)
 		}
 	}

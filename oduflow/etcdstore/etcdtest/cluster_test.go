@@ -14,7 +14,7 @@ import (
 	"github.com/google/uuid"
 	"go.etcd.io/etcd/server/v3/embed"
 
-	"github.com/oduflow/oduflow-go/oduflow"
+	"github.com/oduflow/oduflow-go/oduflow/claims"
 	"github.com/oduflow/oduflow-go/oduflow/etcdstore"
 	"github.com/oduflow/oduflow-go/receipt"
 )
@@ -210,9 +210,9 @@ func (l *leakyT) runCleanups() {
 	}
 }
 
-func newClaim(minion string) *oduflow.Claim {
-	return &oduflow.Claim{Protocol: 1, MinionID: minion, RequestID: receipt.NewRequestID(),
-		Profile: receipt.ProfileConfigure, Role: "configure", JID: newJID(), Phase: oduflow.PhaseClaimed,
+func newClaim(minion string) *claims.Claim {
+	return &claims.Claim{Protocol: 1, MinionID: minion, RequestID: receipt.NewRequestID(),
+		Profile: receipt.ProfileConfigure, Role: "configure", JID: newJID(), Phase: claims.PhaseClaimed,
 		CreatedAt: time.Now().UTC().Truncate(time.Microsecond)}
 }
 

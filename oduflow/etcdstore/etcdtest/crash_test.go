@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/oduflow/oduflow-go/oduflow"
+	"github.com/oduflow/oduflow-go/oduflow/claims"
 	"github.com/oduflow/oduflow-go/oduflow/etcdstore"
 	"github.com/oduflow/oduflow-go/receipt"
 	"github.com/oduflow/oduflow-go/salt"
@@ -232,7 +233,7 @@ func TestKillDispatcherAtEachStep(t *testing.T) {
 						t.Fatal(err)
 					}
 					got := waitFinalClaim(t, d, m.id, other)
-					if got.Status != receipt.StatusFailed || got.ErrorCode != oduflow.CodeQuarantined {
+					if got.Status != receipt.StatusFailed || got.ErrorCode != claims.CodeQuarantined {
 						t.Fatalf("%s start on a quarantined client: %+v", p, got)
 					}
 				}
@@ -258,7 +259,7 @@ func TestKillDispatcherAtEachStep(t *testing.T) {
 	}
 }
 
-func waitFinalClaim(t *testing.T, d *oduflow.Dispatcher, minion, req string) *oduflow.Claim {
+func waitFinalClaim(t *testing.T, d *oduflow.Dispatcher, minion, req string) *claims.Claim {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for {

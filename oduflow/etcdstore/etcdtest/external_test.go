@@ -10,7 +10,7 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/oduflow/oduflow-go/oduflow"
+	"github.com/oduflow/oduflow-go/oduflow/claims"
 	"github.com/oduflow/oduflow-go/oduflow/etcdstore"
 )
 
@@ -37,7 +37,7 @@ func TestExternalCluster(t *testing.T) {
 	if err := a.Create(ctx, c); err != nil {
 		t.Fatal(err)
 	}
-	if err := b.Create(ctx, newClaimFor(c)); !errors.Is(err, oduflow.ErrClaimExists) {
+	if err := b.Create(ctx, newClaimFor(c)); !errors.Is(err, claims.ErrClaimExists) {
 		t.Fatalf("second create: %v", err)
 	}
 	for range 3 {
@@ -52,7 +52,7 @@ func TestExternalCluster(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := b.TryRequestLock(ctx, c.RequestID); !errors.Is(err, oduflow.ErrLeaseBusy) {
+	if _, err := b.TryRequestLock(ctx, c.RequestID); !errors.Is(err, claims.ErrLeaseBusy) {
 		t.Fatalf("second lock: %v", err)
 	}
 	l, err := a.AcquireClientLease(ctx, m, time.Second)
@@ -64,13 +64,13 @@ func TestExternalCluster(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := a.CompareAndSwapHeld(ctx, dispatchingOf(c), r, l); !errors.Is(err, oduflow.ErrLeaseLost) {
+	if _, err := a.CompareAndSwapHeld(ctx, dispatchingOf(c), r, l); !errors.Is(err, claims.ErrLeaseLost) {
 		t.Fatalf("guarded CAS with a released lease: %v", err)
 	}
 	if _, err := b.Client().Revoke(ctx, lb.(*etcdstore.Lease).LeaseID()); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := b.CompareAndSwapHeld(ctx, dispatchingOf(c), lb); !errors.Is(err, oduflow.ErrLeaseLost) {
+	if _, err := b.CompareAndSwapHeld(ctx, dispatchingOf(c), lb); !errors.Is(err, claims.ErrLeaseLost) {
 		t.Fatalf("guarded CAS with a revoked lease: %v", err)
 	}
 	l2, err := a.AcquireClientLease(ctx, m, time.Second)

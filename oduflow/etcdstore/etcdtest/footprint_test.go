@@ -7,7 +7,7 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
-	"github.com/oduflow/oduflow-go/oduflow"
+	"github.com/oduflow/oduflow-go/oduflow/claims"
 	"github.com/oduflow/oduflow-go/receipt"
 )
 
@@ -43,15 +43,15 @@ func TestClaimFootprint(t *testing.T) {
 			t.Fatal(err)
 		}
 		cur := c
-		for _, step := range []func(*oduflow.Claim){
-			func(n *oduflow.Claim) {
+		for _, step := range []func(*claims.Claim){
+			func(n *claims.Claim) {
 				now := time.Now().UTC()
-				n.Phase, n.DispatchedAt = oduflow.PhaseDispatching, &now
+				n.Phase, n.DispatchedAt = claims.PhaseDispatching, &now
 			},
-			func(n *oduflow.Claim) { n.Phase = oduflow.PhaseDispatched },
-			func(n *oduflow.Claim) {
+			func(n *claims.Claim) { n.Phase = claims.PhaseDispatched },
+			func(n *claims.Claim) {
 				now := time.Now().UTC()
-				n.Phase, n.Status, n.Passed, n.Total = oduflow.PhaseTerminal, receipt.StatusSucceeded, 60, 60
+				n.Phase, n.Status, n.Passed, n.Total = claims.PhaseTerminal, receipt.StatusSucceeded, 60, 60
 				n.Evidence, n.FinishedAt = "receipt", &now
 			},
 		} {

@@ -9,6 +9,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/oduflow/oduflow-go/oduflow"
+	"github.com/oduflow/oduflow-go/oduflow/claims"
 	"github.com/oduflow/oduflow-go/receipt"
 )
 
@@ -62,8 +63,8 @@ func BenchmarkClientHistory(b *testing.B) {
 
 // seedHistory creates n resolved claims (terminal failed) of minion.
 func seedHistory(b *testing.B, st interface {
-	Create(context.Context, *oduflow.Claim) error
-	CompareAndSwap(context.Context, *oduflow.Claim) (*oduflow.Claim, error)
+	Create(context.Context, *claims.Claim) error
+	CompareAndSwap(context.Context, *claims.Claim) (*claims.Claim, error)
 }, minion string, n int) {
 	b.Helper()
 	ctx := context.Background()
@@ -75,8 +76,7 @@ func seedHistory(b *testing.B, st interface {
 				return err
 			}
 			now := time.Now().UTC()
-			c.Phase, c.Status, c.ErrorCode, c.Evidence, c.FinishedAt = oduflow.PhaseTerminal, receipt.StatusFailed,
-				oduflow.CodeCapability, "preflight", &now
+			c.Phase, c.Status, c.ErrorCode, c.Evidence, c.FinishedAt = claims.PhaseTerminal, receipt.StatusFailed, claims.CodeCapability, "preflight", &now
 			_, err := st.CompareAndSwap(ctx, c)
 			return err
 		})

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/oduflow/oduflow-go/oduflow"
+	"github.com/oduflow/oduflow-go/oduflow/claims"
 	"github.com/oduflow/oduflow-go/oduflow/etcdstore"
 	"github.com/oduflow/oduflow-go/receipt"
 )
@@ -35,13 +36,13 @@ func realOutcomeUnknown(t *testing.T) error {
 type lostAckStore struct {
 	*etcdstore.Store
 	lost  error
-	act   func(s *lostAckStore, next *oduflow.Claim, held []oduflow.Lease)
+	act   func(s *lostAckStore, next *claims.Claim, held []claims.Lease)
 	fired atomic.Bool
 	calls atomic.Int32 // intent writes (CompareAndSwapHeld to or of phase dispatching)
 }
 
-func (s *lostAckStore) CompareAndSwapHeld(ctx context.Context, next *oduflow.Claim, held ...oduflow.Lease) (*oduflow.Claim, error) {
-	if next.Phase == oduflow.PhaseDispatching {
+func (s *lostAckStore) CompareAndSwapHeld(ctx context.Context, next *claims.Claim, held ...claims.Lease) (*claims.Claim, error) {
+	if next.Phase == claims.PhaseDispatching {
 		s.calls.Add(1)
 		if s.fired.CompareAndSwap(false, true) {
 			s.act(s, next, held)
@@ -52,7 +53,7 @@ func (s *lostAckStore) CompareAndSwapHeld(ctx context.Context, next *oduflow.Cla
 }
 
 // revoke ends the etcd lease of l from outside its session, the way an expiry does.
-func (s *lostAckStore) revoke(t *testing.T, l oduflow.Lease) {
+func (s *lostAckStore) revoke(t *testing.T, l claims.Lease) {
 	if _, err := s.Client().Revoke(context.Background(), l.(*etcdstore.Lease).LeaseID()); err != nil {
 		t.Errorf("revoke: %v", err)
 	}
@@ -90,24 +91,24 @@ func TestIntentLostAck(t *testing.T) {
 	}
 	cases := []struct {
 		name string
-		act  func(t *testing.T, s *lostAckStore, next *oduflow.Claim, held []oduflow.Lease)
+		act  func(t *testing.T, s *lostAckStore, next *claims.Claim, held []claims.Lease)
 		want want
 	}{
-		{"committed", func(t *testing.T, s *lostAckStore, next *oduflow.Claim, held []oduflow.Lease) {
+		{"committed", func(t *testing.T, s *lostAckStore, next *claims.Claim, held []claims.Lease) {
 			if _, err := s.Store.CompareAndSwapHeld(context.Background(), next, held...); err != nil {
 				t.Errorf("the write that 'lost' its acknowledgement: %v", err)
 			}
 		}, want{runs: 1, intent: true, finalized: true}},
-		{"committed_late", func(t *testing.T, s *lostAckStore, next *oduflow.Claim, held []oduflow.Lease) {
+		{"committed_late", func(t *testing.T, s *lostAckStore, next *claims.Claim, held []claims.Lease) {
 			go func() {
 				time.Sleep(60 * time.Millisecond) // the worker's first re-read comes after 50 ms
 				_, _ = s.Store.CompareAndSwapHeld(context.Background(), next, held...)
 			}()
 		}, want{runs: 1, intent: true, finalized: true}},
-		{"not_committed_lease_lost", func(t *testing.T, s *lostAckStore, _ *oduflow.Claim, held []oduflow.Lease) {
+		{"not_committed_lease_lost", func(t *testing.T, s *lostAckStore, _ *claims.Claim, held []claims.Lease) {
 			s.revoke(t, held[1]) // the client lease
 		}, want{runs: 0, intent: false}},
-		{"committed_lock_lost", func(t *testing.T, s *lostAckStore, next *oduflow.Claim, held []oduflow.Lease) {
+		{"committed_lock_lost", func(t *testing.T, s *lostAckStore, next *claims.Claim, held []claims.Lease) {
 			if _, err := s.Store.CompareAndSwapHeld(context.Background(), next, held...); err != nil {
 				t.Errorf("the write that 'lost' its acknowledgement: %v", err)
 			}
@@ -119,7 +120,7 @@ func TestIntentLostAck(t *testing.T) {
 			m := newProtoMinion(newMinion())
 			sim := startMaster(t, m)
 			st := &lostAckStore{Store: newStore(t, etcdstore.WithTTL(crashTTL)), lost: lost}
-			st.act = func(s *lostAckStore, next *oduflow.Claim, held []oduflow.Lease) { tc.act(t, s, next, held) }
+			st.act = func(s *lostAckStore, next *claims.Claim, held []claims.Lease) { tc.act(t, s, next, held) }
 			d, err := newSaltDispatcher(sim.Addr(), sim.EventsAddr(), sim.KeyFile(), sim.PKIDir(), st.Store,
 				oduflow.WithClaimStore(st))
 			if err != nil {
@@ -157,7 +158,7 @@ func TestIntentLostAck(t *testing.T) {
 				t.Fatalf("claim records the intent: %v, want %v (phase %s)", c.WasDispatched(), tc.want.intent, c.Phase)
 			}
 			if tc.want.finalized {
-				if c.Phase != oduflow.PhaseTerminal || c.Status != receipt.StatusSucceeded {
+				if c.Phase != claims.PhaseTerminal || c.Status != receipt.StatusSucceeded {
 					t.Fatalf("claim %s %s, want terminal succeeded", c.Phase, c.Status)
 				}
 				return

@@ -13,6 +13,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/oduflow/oduflow-go/oduflow"
+	"github.com/oduflow/oduflow-go/oduflow/claims"
 	"github.com/oduflow/oduflow-go/oduflow/etcdstore"
 	"github.com/oduflow/oduflow-go/receipt"
 	"github.com/oduflow/oduflow-go/salt/salttest"
@@ -132,11 +133,11 @@ func TestLeaderStoppedMidStarts(t *testing.T) {
 	}
 	reader := stores[(lead+1)%replicas]
 	var published, intents, noClaim, lostAcks, settled int
-	phases := make(map[oduflow.Phase]int)
+	phases := make(map[claims.Phase]int)
 	for i, req := range reqs {
 		c, err := getAfterRecovery(ctx, reader, req)
 		switch {
-		case errors.Is(err, oduflow.ErrNoClaim):
+		case errors.Is(err, claims.ErrNoClaim):
 			noClaim++
 			if acked[req] {
 				t.Errorf("request %d: its Start was acknowledged but it has no claim", i)
@@ -227,14 +228,14 @@ func (w *intentWatch) was(req string) bool {
 	return w.unknown[req]
 }
 
-func (s *watchedStore) CompareAndSwapHeld(ctx context.Context, next *oduflow.Claim, held ...oduflow.Lease) (*oduflow.Claim, error) {
+func (s *watchedStore) CompareAndSwapHeld(ctx context.Context, next *claims.Claim, held ...claims.Lease) (*claims.Claim, error) {
 	c, err := s.Store.CompareAndSwapHeld(ctx, next, held...)
-	if err != nil && next.Phase == oduflow.PhaseDispatching {
+	if err != nil && next.Phase == claims.PhaseDispatching {
 		s.w.mu.Lock()
 		s.w.errs[next.RequestID] = err.Error()
 		s.w.mu.Unlock()
 	}
-	if err != nil && next.Phase == oduflow.PhaseDispatching && errors.Is(err, etcdstore.ErrOutcomeUnknown) {
+	if err != nil && next.Phase == claims.PhaseDispatching && errors.Is(err, etcdstore.ErrOutcomeUnknown) {
 		s.w.mu.Lock()
 		s.w.unknown[next.RequestID] = true
 		s.w.mu.Unlock()
@@ -257,10 +258,10 @@ func (c *cluster) crash(i int) {
 
 // getAfterRecovery reads a claim, retrying while the cluster still elects a leader or a client still
 // fails over to a live member.
-func getAfterRecovery(ctx context.Context, st *etcdstore.Store, req string) (*oduflow.Claim, error) {
+func getAfterRecovery(ctx context.Context, st *etcdstore.Store, req string) (*claims.Claim, error) {
 	for {
 		c, err := st.Get(ctx, req)
-		if err == nil || errors.Is(err, oduflow.ErrNoClaim) || ctx.Err() != nil {
+		if err == nil || errors.Is(err, claims.ErrNoClaim) || ctx.Err() != nil {
 			return c, err
 		}
 		time.Sleep(100 * time.Millisecond)

@@ -8,16 +8,16 @@ import (
 	"testing"
 	"time"
 
-	"github.com/oduflow/oduflow-go/oduflow"
+	"github.com/oduflow/oduflow-go/oduflow/claims"
 	"github.com/oduflow/oduflow-go/oduflow/etcdstore"
 )
 
 const shortTTL = 2 * time.Second
 
-func dispatchingOf(c *oduflow.Claim) *oduflow.Claim {
+func dispatchingOf(c *claims.Claim) *claims.Claim {
 	n := *c
 	now := time.Now().UTC()
-	n.Phase, n.DispatchedAt = oduflow.PhaseDispatching, &now
+	n.Phase, n.DispatchedAt = claims.PhaseDispatching, &now
 	return &n
 }
 
@@ -32,10 +32,10 @@ func TestLeaseExclusivity(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := b.TryRequestLock(ctx, req); !errors.Is(err, oduflow.ErrLeaseBusy) {
+	if _, err := b.TryRequestLock(ctx, req); !errors.Is(err, claims.ErrLeaseBusy) {
 		t.Fatalf("second request lock: %v", err)
 	}
-	if _, err := a.TryRequestLock(ctx, req); !errors.Is(err, oduflow.ErrLeaseBusy) {
+	if _, err := a.TryRequestLock(ctx, req); !errors.Is(err, claims.ErrLeaseBusy) {
 		t.Fatalf("request lock is not reentrant within one store either: %v", err)
 	}
 	for _, s := range st {
@@ -63,7 +63,7 @@ func TestLeaseExclusivity(t *testing.T) {
 		t.Fatal(err)
 	}
 	t0 := time.Now()
-	if _, err := b.AcquireClientLease(ctx, m, 300*time.Millisecond); !errors.Is(err, oduflow.ErrLeaseBusy) {
+	if _, err := b.AcquireClientLease(ctx, m, 300*time.Millisecond); !errors.Is(err, claims.ErrLeaseBusy) {
 		t.Fatalf("busy client lease: %v", err)
 	}
 	if d := time.Since(t0); d < 300*time.Millisecond || d > 3*time.Second {
@@ -134,7 +134,7 @@ func TestHeldGuard(t *testing.T) {
 	unchanged := func(why string) {
 		t.Helper()
 		cur, err := b.Get(ctx, c.RequestID)
-		if err != nil || cur.Generation != 1 || cur.Phase != oduflow.PhaseClaimed {
+		if err != nil || cur.Generation != 1 || cur.Phase != claims.PhaseClaimed {
 			t.Fatalf("%s: claim changed: %+v %v", why, cur, err)
 		}
 	}
@@ -147,7 +147,7 @@ func TestHeldGuard(t *testing.T) {
 	if !r.Held() {
 		t.Fatal("deleting the key must not be visible locally (the transaction is the authority)")
 	}
-	if _, err := a.CompareAndSwapHeld(ctx, dispatchingOf(c), r, l); !errors.Is(err, oduflow.ErrLeaseLost) {
+	if _, err := a.CompareAndSwapHeld(ctx, dispatchingOf(c), r, l); !errors.Is(err, claims.ErrLeaseLost) {
 		t.Fatalf("deleted lock: %v", err)
 	}
 	unchanged("deleted lock")
@@ -156,22 +156,22 @@ func TestHeldGuard(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := a.CompareAndSwapHeld(ctx, dispatchingOf(c), r, l); !errors.Is(err, oduflow.ErrLeaseLost) {
+	if _, err := a.CompareAndSwapHeld(ctx, dispatchingOf(c), r, l); !errors.Is(err, claims.ErrLeaseLost) {
 		t.Fatalf("taken-over lock: %v", err)
 	}
 	unchanged("taken-over lock")
 	// A lease of another store is foreign.
-	if _, err := a.CompareAndSwapHeld(ctx, dispatchingOf(c), r2, l); !errors.Is(err, oduflow.ErrLeaseLost) {
+	if _, err := a.CompareAndSwapHeld(ctx, dispatchingOf(c), r2, l); !errors.Is(err, claims.ErrLeaseLost) {
 		t.Fatalf("foreign lease: %v", err)
 	}
-	if _, err := a.CompareAndSwapHeld(ctx, dispatchingOf(c), fakeLease{}); !errors.Is(err, oduflow.ErrLeaseLost) {
+	if _, err := a.CompareAndSwapHeld(ctx, dispatchingOf(c), fakeLease{}); !errors.Is(err, claims.ErrLeaseLost) {
 		t.Fatalf("fake lease: %v", err)
 	}
 	unchanged("foreign lease")
 	_ = r.Release()
 	_ = l.Release()
 	_ = r2.Release()
-	if _, err := a.CompareAndSwapHeld(ctx, dispatchingOf(c), r); !errors.Is(err, oduflow.ErrLeaseLost) {
+	if _, err := a.CompareAndSwapHeld(ctx, dispatchingOf(c), r); !errors.Is(err, claims.ErrLeaseLost) {
 		t.Fatalf("released lease: %v", err)
 	}
 
@@ -181,7 +181,7 @@ func TestHeldGuard(t *testing.T) {
 	if _, err := b.Client().Revoke(ctx, l.LeaseID()); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := a.CompareAndSwapHeld(ctx, dispatchingOf(c), r, l); !errors.Is(err, oduflow.ErrLeaseLost) {
+	if _, err := a.CompareAndSwapHeld(ctx, dispatchingOf(c), r, l); !errors.Is(err, claims.ErrLeaseLost) {
 		t.Fatalf("revoked lease: %v", err)
 	}
 	unchanged("revoked lease")
@@ -201,11 +201,11 @@ func TestHeldGuard(t *testing.T) {
 		t.Fatal(err)
 	}
 	out, err := a.CompareAndSwapHeld(ctx, dispatchingOf(c), r, l2)
-	if err != nil || out.Generation != 2 || out.Phase != oduflow.PhaseDispatching {
+	if err != nil || out.Generation != 2 || out.Phase != claims.PhaseDispatching {
 		t.Fatalf("guarded CAS: %+v %v", out, err)
 	}
 	// A stale generation with held leases is a conflict, not a lost lease.
-	if _, err := a.CompareAndSwapHeld(ctx, dispatchingOf(c), r, l2); !errors.Is(err, oduflow.ErrConflict) {
+	if _, err := a.CompareAndSwapHeld(ctx, dispatchingOf(c), r, l2); !errors.Is(err, claims.ErrConflict) {
 		t.Fatalf("stale guarded CAS: %v", err)
 	}
 	_ = r.Release()
@@ -255,17 +255,17 @@ func TestHeldAfterPartition(t *testing.T) {
 	// find the locks gone.
 	for {
 		_, err := a.CompareAndSwapHeld(cctx, dispatchingOf(c), r, l)
-		if errors.Is(err, oduflow.ErrLeaseLost) {
+		if errors.Is(err, claims.ErrLeaseLost) {
 			break
 		}
-		if !errors.Is(err, oduflow.ErrClaimStore) || cctx.Err() != nil {
+		if !errors.Is(err, claims.ErrClaimStore) || cctx.Err() != nil {
 			t.Fatalf("guarded CAS after the partition: %v", err)
 		}
 		t.Logf("guarded CAS while a reconnects: %v", err)
 		time.Sleep(200 * time.Millisecond)
 	}
 	cur, err := b.Get(ctx, c.RequestID)
-	if err != nil || cur.Phase != oduflow.PhaseClaimed || cur.Generation != 1 {
+	if err != nil || cur.Phase != claims.PhaseClaimed || cur.Generation != 1 {
 		t.Fatalf("claim changed: %+v %v", cur, err)
 	}
 	_ = lb.Release()
@@ -321,7 +321,7 @@ func TestIntentRace(t *testing.T) {
 			defer wg.Done()
 			s := st[i%3]
 			<-start
-			if err := s.Create(ctx, newClaimFor(base)); err != nil && !errors.Is(err, oduflow.ErrClaimExists) {
+			if err := s.Create(ctx, newClaimFor(base)); err != nil && !errors.Is(err, claims.ErrClaimExists) {
 				t.Error(err)
 				return
 			}
@@ -333,12 +333,12 @@ func TestIntentRace(t *testing.T) {
 				t.Error(err)
 				return
 			}
-			var r oduflow.Lease
+			var r claims.Lease
 			for try := 0; ; try++ {
 				if r, err = s.TryRequestLock(ctx, base.RequestID); err == nil {
 					break
 				}
-				if !errors.Is(err, oduflow.ErrLeaseBusy) {
+				if !errors.Is(err, claims.ErrLeaseBusy) {
 					t.Error(err)
 					return
 				}
@@ -356,13 +356,13 @@ func TestIntentRace(t *testing.T) {
 					return
 				}
 			}
-			if c.Phase != oduflow.PhaseClaimed {
+			if c.Phase != claims.PhaseClaimed {
 				past.Add(1)
 				return // past claimed: never dispatched twice
 			}
 			l, err := s.AcquireClientLease(ctx, c.MinionID, 200*time.Millisecond)
 			if err != nil {
-				if !errors.Is(err, oduflow.ErrLeaseBusy) {
+				if !errors.Is(err, claims.ErrLeaseBusy) {
 					t.Error(err)
 				}
 				leaseBusy.Add(1)
@@ -373,9 +373,9 @@ func TestIntentRace(t *testing.T) {
 			switch {
 			case err == nil:
 				intents.Add(1)
-			case errors.Is(err, oduflow.ErrConflict):
+			case errors.Is(err, claims.ErrConflict):
 				conflict.Add(1)
-			case errors.Is(err, oduflow.ErrLeaseLost):
+			case errors.Is(err, claims.ErrLeaseLost):
 				lost.Add(1)
 			default:
 				t.Error(err)
@@ -390,7 +390,7 @@ func TestIntentRace(t *testing.T) {
 		t.Fatalf("%d intents recorded", intents.Load())
 	}
 	c, err := st[2].Get(ctx, base.RequestID)
-	if err != nil || c.Phase != oduflow.PhaseDispatching || c.Generation != 2 {
+	if err != nil || c.Phase != claims.PhaseDispatching || c.Generation != 2 {
 		t.Fatalf("final %+v %v", c, err)
 	}
 }

@@ -12,7 +12,7 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
-	"github.com/oduflow/oduflow-go/oduflow"
+	"github.com/oduflow/oduflow-go/oduflow/claims"
 	"github.com/oduflow/oduflow-go/receipt"
 )
 
@@ -69,7 +69,7 @@ func TestHostileClaimsAllocationBounded(t *testing.T) {
 		runtime.ReadMemStats(&after)
 		alloc := after.TotalAlloc - before.TotalAlloc
 		t.Logf("%s over 64 x 1.4 MiB hostile claims: %.1f MiB allocated (%v)", name, float64(alloc)/(1<<20), err)
-		if !errors.Is(err, oduflow.ErrCorruptClaim) {
+		if !errors.Is(err, claims.ErrCorruptClaim) {
 			t.Errorf("%s: %v, want ErrCorruptClaim", name, err)
 		}
 		if alloc > budget {

@@ -8,7 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/oduflow/oduflow-go/oduflow"
+	"github.com/oduflow/oduflow-go/oduflow/claims"
+	"github.com/oduflow/oduflow-go/oduflow/filestore"
 	"github.com/oduflow/oduflow-go/oduflow/oduflowtest"
 	"github.com/oduflow/oduflow-go/receipt"
 )
@@ -45,14 +46,14 @@ func TestClaimsMigrate(t *testing.T) {
 	dst := newStore(t)
 	to := claimsURL(t, dst.Prefix())
 	dir := filepath.Join(t.TempDir(), "claims")
-	src, err := oduflow.OpenFileClaimStore(dir)
+	src, err := filestore.Open(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	mk := func(phase oduflow.Phase, status receipt.Status) *oduflow.Claim {
+	mk := func(phase claims.Phase, status receipt.Status) *claims.Claim {
 		c := oduflowtest.NewClaim()
 		c.Phase, c.Status = phase, status
-		if phase != oduflow.PhaseClaimed {
+		if phase != claims.PhaseClaimed {
 			now := time.Now().UTC()
 			c.DispatchedAt = &now
 		}
@@ -61,12 +62,12 @@ func TestClaimsMigrate(t *testing.T) {
 		}
 		return c
 	}
-	claimed := mk(oduflow.PhaseClaimed, "")
-	dispatched := mk(oduflow.PhaseDispatched, "")
-	final := mk(oduflow.PhaseTerminal, receipt.StatusSucceeded)
-	present := mk(oduflow.PhaseTerminal, receipt.StatusFailed)
-	conflict := mk(oduflow.PhaseDispatching, "")
-	inflight := mk(oduflow.PhaseDispatching, "")
+	claimed := mk(claims.PhaseClaimed, "")
+	dispatched := mk(claims.PhaseDispatched, "")
+	final := mk(claims.PhaseTerminal, receipt.StatusSucceeded)
+	present := mk(claims.PhaseTerminal, receipt.StatusFailed)
+	conflict := mk(claims.PhaseDispatching, "")
+	inflight := mk(claims.PhaseDispatching, "")
 	if err := os.WriteFile(filepath.Join(dir, receipt.NewRequestID()+".json"), []byte("{"), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -75,7 +76,7 @@ func TestClaimsMigrate(t *testing.T) {
 		t.Fatal(err)
 	}
 	other := *conflict
-	other.Phase, other.Status = oduflow.PhaseTerminal, receipt.StatusFailed
+	other.Phase, other.Status = claims.PhaseTerminal, receipt.StatusFailed
 	if err := dst.Create(ctx, &other); err != nil {
 		t.Fatal(err)
 	}
@@ -89,7 +90,7 @@ func TestClaimsMigrate(t *testing.T) {
 	if rep != want || r.code != 6 {
 		t.Fatalf("first run: %+v, want %+v with exit 6: %s", rep, want, r)
 	}
-	for _, c := range []*oduflow.Claim{claimed, dispatched, final, present} {
+	for _, c := range []*claims.Claim{claimed, dispatched, final, present} {
 		got, err := dst.Get(ctx, c.RequestID)
 		if err != nil {
 			t.Fatal(err)
@@ -102,7 +103,7 @@ func TestClaimsMigrate(t *testing.T) {
 			t.Fatalf("migrated claim:\n got  %s want %s", a, b)
 		}
 	}
-	if got, _ := dst.Get(ctx, conflict.RequestID); got.Phase != oduflow.PhaseTerminal {
+	if got, _ := dst.Get(ctx, conflict.RequestID); got.Phase != claims.PhaseTerminal {
 		t.Fatalf("a claim already in etcd was overwritten: %+v", got)
 	}
 	if _, err := dst.Get(ctx, inflight.RequestID); err == nil {

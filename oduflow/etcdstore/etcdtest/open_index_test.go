@@ -7,7 +7,7 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
-	"github.com/oduflow/oduflow-go/oduflow"
+	"github.com/oduflow/oduflow-go/oduflow/claims"
 	"github.com/oduflow/oduflow-go/receipt"
 )
 
@@ -19,7 +19,7 @@ func TestOpenIndex(t *testing.T) {
 	stores := newStores(t, 2)
 	a, b := stores[0], stores[1]
 	minion := newMinion()
-	ids := func(cs []*oduflow.Claim) map[string]bool {
+	ids := func(cs []*claims.Claim) map[string]bool {
 		out := make(map[string]bool)
 		for _, c := range cs {
 			out[c.RequestID] = true
@@ -43,23 +43,23 @@ func TestOpenIndex(t *testing.T) {
 		}
 	}
 	c1, c2 := newClaim(minion), newClaim(minion)
-	for _, c := range []*oduflow.Claim{c1, c2} {
+	for _, c := range []*claims.Claim{c1, c2} {
 		if err := a.Create(ctx, c); err != nil {
 			t.Fatal(err)
 		}
 	}
 	open(c1.RequestID, c2.RequestID)
 	now := time.Now().UTC()
-	c1.Phase, c1.DispatchedAt = oduflow.PhaseDispatching, &now
+	c1.Phase, c1.DispatchedAt = claims.PhaseDispatching, &now
 	c1, _ = a.CompareAndSwap(ctx, c1)
-	c1.Phase, c1.Status, c1.FinishedAt = oduflow.PhaseTerminal, receipt.StatusUnknown, &now
+	c1.Phase, c1.Status, c1.FinishedAt = claims.PhaseTerminal, receipt.StatusUnknown, &now
 	c1, _ = a.CompareAndSwap(ctx, c1)
-	c2.Phase, c2.Status, c2.FinishedAt = oduflow.PhaseTerminal, receipt.StatusFailed, &now
+	c2.Phase, c2.Status, c2.FinishedAt = claims.PhaseTerminal, receipt.StatusFailed, &now
 	if _, err := a.CompareAndSwap(ctx, c2); err != nil {
 		t.Fatal(err)
 	}
 	open(c1.RequestID) // terminal unknown after dispatch still quarantines
-	c1.Phase, c1.Status = oduflow.PhaseAsserted, receipt.StatusFailed
+	c1.Phase, c1.Status = claims.PhaseAsserted, receipt.StatusFailed
 	if _, err := a.CompareAndSwap(ctx, c1); err != nil {
 		t.Fatal(err)
 	}

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/oduflow/oduflow-go/oduflow"
+	"github.com/oduflow/oduflow-go/oduflow/claims"
 	"github.com/oduflow/oduflow-go/oduflow/oduflowtest/fakeminion"
 	"github.com/oduflow/oduflow-go/receipt"
 	"github.com/oduflow/oduflow-go/salt/salttest"
@@ -215,7 +216,7 @@ func pausedDispatcherScenario(t *testing.T, step string, reconcile, other bool) 
 		// The second request is dispatched (its run in flight) or refused before the paused one goes on.
 		waitFor(t, "second request dispatched or final", func() bool {
 			c, err := b.Lookup(ctx, m.ID(), r2)
-			return err == nil && (c.Phase == oduflow.PhaseDispatched || c.Phase.Final())
+			return err == nil && (c.Phase == claims.PhaseDispatched || c.Phase.Final())
 		})
 	}
 	child.resume(t)
@@ -247,11 +248,11 @@ func reconcileAsOperator(t *testing.T, d *oduflow.Dispatcher, m *fakeminion.Mode
 	if lerr != nil {
 		t.Fatal(lerr)
 	}
-	if c.Phase == oduflow.PhaseClaimed || !c.Phase.Final() {
+	if c.Phase == claims.PhaseClaimed || !c.Phase.Final() {
 		return false
 	}
 	_, ran := minionRan(m, r1)
-	return !ran && (c.ErrorCode == oduflow.CodeNeverRan || c.Phase == oduflow.PhaseAsserted)
+	return !ran && (c.ErrorCode == claims.CodeNeverRan || c.Phase == claims.PhaseAsserted)
 }
 
 // minionRan reports the minion's receipt of request and whether it says the run started (anything but
@@ -274,7 +275,7 @@ func checkPauseInvariants(t *testing.T, d *oduflow.Dispatcher, m *fakeminion.Mod
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.ErrorCode == oduflow.CodeNeverRan && ran {
+	if c.ErrorCode == claims.CodeNeverRan && ran {
 		t.Errorf("claim says never ran, the minion ran it: %+v", rc)
 	}
 	if c.Phase.Final() && c.Status == receipt.StatusSucceeded && !ran {

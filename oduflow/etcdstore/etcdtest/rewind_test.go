@@ -15,6 +15,7 @@ import (
 	"go.etcd.io/etcd/server/v3/embed"
 
 	"github.com/oduflow/oduflow-go/oduflow"
+	"github.com/oduflow/oduflow-go/oduflow/claims"
 	"github.com/oduflow/oduflow-go/oduflow/etcdstore"
 	"github.com/oduflow/oduflow-go/receipt"
 )
@@ -176,7 +177,7 @@ func testRewound(t *testing.T, mem *restartableMember) {
 	mem.start()
 
 	_, err := startRetrying(ctx, d, minion, req)
-	if !errors.Is(err, etcdstore.ErrRevisionRegressed) || !errors.Is(err, oduflow.ErrClaimStore) {
+	if !errors.Is(err, etcdstore.ErrRevisionRegressed) || !errors.Is(err, claims.ErrClaimStore) {
 		t.Errorf("Start of the same request on the rewound cluster: %v, want ErrRevisionRegressed", err)
 	}
 	_, err = startRetrying(ctx, d, minion, receipt.NewRequestID())
@@ -200,7 +201,7 @@ func startRetrying(ctx context.Context, d *oduflow.Dispatcher, minion, req strin
 		cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		r, err := d.Start(cctx, minion, req, receipt.ProfileConfigure)
 		cancel()
-		if err == nil || errors.Is(err, etcdstore.ErrRevisionRegressed) || !errors.Is(err, oduflow.ErrClaimStore) ||
+		if err == nil || errors.Is(err, etcdstore.ErrRevisionRegressed) || !errors.Is(err, claims.ErrClaimStore) ||
 			time.Now().After(deadline) {
 			return r, err
 		}

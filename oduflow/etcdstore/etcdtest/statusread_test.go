@@ -5,7 +5,7 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/oduflow/oduflow-go/oduflow"
+	"github.com/oduflow/oduflow-go/oduflow/claims"
 )
 
 // TestGetWithRequestLock: the one-read Status path reads the claim and the request lock's state as Get
@@ -15,7 +15,7 @@ func TestGetWithRequestLock(t *testing.T) {
 	st := newStores(t, 2)
 	a, b := st[0], st[1]
 	c := newClaim(newMinion())
-	if _, _, err := b.GetWithRequestLock(ctx, c.RequestID); !errors.Is(err, oduflow.ErrNoClaim) {
+	if _, _, err := b.GetWithRequestLock(ctx, c.RequestID); !errors.Is(err, claims.ErrNoClaim) {
 		t.Fatalf("no claim yet: %v", err)
 	}
 	if err := a.Create(ctx, c); err != nil {
@@ -41,7 +41,7 @@ func TestGetWithRequestLock(t *testing.T) {
 		t.Fatal(err)
 	}
 	check(false)
-	if _, _, err := b.GetWithRequestLock(ctx, "not-a-request-id"); !errors.Is(err, oduflow.ErrInvalidInput) {
+	if _, _, err := b.GetWithRequestLock(ctx, "not-a-request-id"); !errors.Is(err, claims.ErrInvalidInput) {
 		t.Fatalf("bad id: %v", err)
 	}
 }

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/oduflow/oduflow-go/oduflow"
+	"github.com/oduflow/oduflow-go/oduflow/claims"
 	"github.com/oduflow/oduflow-go/oduflow/etcdstore"
 	"github.com/oduflow/oduflow-go/receipt"
 )
@@ -18,7 +18,7 @@ func TestContractSingleMember(t *testing.T) {
 	ctx := context.Background()
 	s := newStore(t)
 	c := newClaim(newMinion())
-	if _, err := s.Get(ctx, c.RequestID); !errors.Is(err, oduflow.ErrNoClaim) {
+	if _, err := s.Get(ctx, c.RequestID); !errors.Is(err, claims.ErrNoClaim) {
 		t.Fatalf("Get before Create: %v", err)
 	}
 	if err := s.Create(ctx, c); err != nil {
@@ -27,7 +27,7 @@ func TestContractSingleMember(t *testing.T) {
 	if c.Generation != 1 {
 		t.Fatalf("generation after Create %d", c.Generation)
 	}
-	if err := s.Create(ctx, newClaimFor(c)); !errors.Is(err, oduflow.ErrClaimExists) {
+	if err := s.Create(ctx, newClaimFor(c)); !errors.Is(err, claims.ErrClaimExists) {
 		t.Fatalf("second Create: %v", err)
 	}
 	got, err := s.Get(ctx, c.RequestID)
@@ -36,32 +36,32 @@ func TestContractSingleMember(t *testing.T) {
 	}
 	next := *got
 	now := time.Now().UTC()
-	next.Phase, next.DispatchedAt = oduflow.PhaseDispatching, &now
+	next.Phase, next.DispatchedAt = claims.PhaseDispatching, &now
 	out, err := s.CompareAndSwap(ctx, &next)
-	if err != nil || out.Generation != 2 || out.Phase != oduflow.PhaseDispatching {
+	if err != nil || out.Generation != 2 || out.Phase != claims.PhaseDispatching {
 		t.Fatalf("CAS %+v %v", out, err)
 	}
 	// A stale generation loses and gets the current claim.
 	stale := *got
-	stale.Phase = oduflow.PhaseTerminal
+	stale.Phase = claims.PhaseTerminal
 	stale.Status = receipt.StatusFailed
 	cur, err := s.CompareAndSwap(ctx, &stale)
-	if !errors.Is(err, oduflow.ErrConflict) || cur == nil || cur.Generation != 2 {
+	if !errors.Is(err, claims.ErrConflict) || cur == nil || cur.Generation != 2 {
 		t.Fatalf("stale CAS: %+v %v", cur, err)
 	}
 	// Identity fields are immutable.
 	moved := *out
 	moved.JID = newJID()
-	if _, err := s.CompareAndSwap(ctx, &moved); !errors.Is(err, oduflow.ErrConflict) {
+	if _, err := s.CompareAndSwap(ctx, &moved); !errors.Is(err, claims.ErrConflict) {
 		t.Fatalf("identity change accepted: %v", err)
 	}
 	if got, _ := s.Get(ctx, c.RequestID); got.Generation != 2 || got.JID != c.JID {
 		t.Fatalf("after refused updates: %+v", got)
 	}
-	if _, err := s.Get(ctx, "not-a-uuid"); !errors.Is(err, oduflow.ErrInvalidInput) {
+	if _, err := s.Get(ctx, "not-a-uuid"); !errors.Is(err, claims.ErrInvalidInput) {
 		t.Fatalf("bad id: %v", err)
 	}
-	if _, err := s.ListByClient(ctx, "no pe"); !errors.Is(err, oduflow.ErrInvalidInput) {
+	if _, err := s.ListByClient(ctx, "no pe"); !errors.Is(err, claims.ErrInvalidInput) {
 		t.Fatalf("bad minion: %v", err)
 	}
 	list, err := s.ListByClient(ctx, c.MinionID)
@@ -74,7 +74,7 @@ func TestContractSingleMember(t *testing.T) {
 }
 
 // newClaimFor is another claim for the same request (another JID, as a second dispatcher would draw).
-func newClaimFor(c *oduflow.Claim) *oduflow.Claim {
+func newClaimFor(c *claims.Claim) *claims.Claim {
 	n := newClaim(c.MinionID)
 	n.RequestID = c.RequestID
 	return n
@@ -100,7 +100,7 @@ func TestCreateRace(t *testing.T) {
 				case err == nil:
 					wins.Add(1)
 					winner.Store(c.JID)
-				case !errors.Is(err, oduflow.ErrClaimExists):
+				case !errors.Is(err, claims.ErrClaimExists):
 					t.Errorf("Create: %v", err)
 				}
 			}()
@@ -155,7 +155,7 @@ func TestCASRace(t *testing.T) {
 					if out.Generation != cur.Generation+1 {
 						t.Errorf("generation %d after %d", out.Generation, cur.Generation)
 					}
-				} else if errors.Is(err, oduflow.ErrConflict) {
+				} else if errors.Is(err, claims.ErrConflict) {
 					conflicts.Add(1)
 				} else {
 					t.Error(err)
@@ -203,7 +203,7 @@ func TestListByClientConsistent(t *testing.T) {
 			}
 		}
 	}()
-	var seen [][]*oduflow.Claim
+	var seen [][]*claims.Claim
 	for running := true; running; {
 		select {
 		case <-done:
@@ -274,7 +274,7 @@ func TestHostileRecords(t *testing.T) {
 			t.Fatal(err)
 		}
 		_, err := s.Get(ctx, req)
-		if !errors.Is(err, oduflow.ErrCorruptClaim) {
+		if !errors.Is(err, claims.ErrCorruptClaim) {
 			t.Errorf("%s: Get error %v", name, err)
 		}
 		if err != nil && strings.Contains(err.Error(), "aaaaaaaa") {
@@ -286,7 +286,7 @@ func TestHostileRecords(t *testing.T) {
 	if _, err := cli.Put(ctx, s.Prefix()+"/claims/"+bad.RequestID, "{"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.CompareAndSwap(ctx, bad); !errors.Is(err, oduflow.ErrCorruptClaim) {
+	if _, err := s.CompareAndSwap(ctx, bad); !errors.Is(err, claims.ErrCorruptClaim) {
 		t.Fatalf("CAS over corrupt record: %v", err)
 	}
 	// Foreign index entries make the client's list fail typed (a list that hides a claim could lift a
@@ -301,7 +301,7 @@ func TestHostileRecords(t *testing.T) {
 		if _, err := cli.Put(ctx, key, ""); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := s.ListByClient(ctx, m); !errors.Is(err, oduflow.ErrCorruptClaim) {
+		if _, err := s.ListByClient(ctx, m); !errors.Is(err, claims.ErrCorruptClaim) {
 			t.Errorf("%s: list error %v", name, err)
 		}
 		if _, err := cli.Delete(ctx, key); err != nil {
@@ -330,7 +330,7 @@ func TestOutcomeUnknownTyped(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
 	defer cancel()
 	err := s.Create(ctx, newClaim(newMinion()))
-	if !errors.Is(err, etcdstore.ErrOutcomeUnknown) || errors.Is(err, oduflow.ErrClaimExists) {
+	if !errors.Is(err, etcdstore.ErrOutcomeUnknown) || errors.Is(err, claims.ErrClaimExists) {
 		t.Fatalf("Create against a stopped member: %v", err)
 	}
 	// A context already done before sending is not an unknown outcome: nothing was sent.

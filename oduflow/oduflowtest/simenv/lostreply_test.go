@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/oduflow/oduflow-go/oduflow"
+	"github.com/oduflow/oduflow-go/oduflow/claims"
 	"github.com/oduflow/oduflow-go/oduflow/oduflowtest/simenv"
 	"github.com/oduflow/oduflow-go/receipt"
 	"github.com/oduflow/oduflow-go/salt"
@@ -28,7 +28,7 @@ func TestLostPublishReply(t *testing.T) {
 		t.Fatal(err)
 	}
 	if r := simenv.WaitFinal(t, d, receipt.ProfileConfigure, minion.ID(), request); r.Status != receipt.StatusUnknown ||
-		r.ErrorCode != oduflow.CodeOutcomeUnknown {
+		r.ErrorCode != claims.CodeOutcomeUnknown {
 		t.Fatalf("after the lost reply: %+v", r) // final for now, not verified: WaitFinal stops at unknown
 	}
 	r := simenv.WaitVerified(t, d, receipt.ProfileConfigure, minion.ID(), request)

@@ -9,6 +9,7 @@ import (
 	"github.com/oduflow/oduflow-go/examples/internal/oduflowenv"
 	"github.com/oduflow/oduflow-go/oduflow"
 	"github.com/oduflow/oduflow-go/oduflow/catalog"
+	"github.com/oduflow/oduflow-go/oduflow/claims"
 	"github.com/oduflow/oduflow-go/oduflow/etcdstore"
 	"github.com/oduflow/oduflow-go/profiles"
 	"github.com/oduflow/oduflow-go/receipt"
@@ -49,7 +50,7 @@ func is(target error) func(error) bool {
 // the order mirrors oduflowctl's exit statuses.
 var errorClasses = []errorClass{
 	{is(oduflow.ErrClosed), http.StatusServiceUnavailable, oduflowenv.ExitUnreachable, "closed"},
-	{is(oduflow.ErrCorruptClaim), http.StatusInternalServerError, oduflowenv.ExitDamaged, "corrupt_claim"},
+	{is(claims.ErrCorruptClaim), http.StatusInternalServerError, oduflowenv.ExitDamaged, "corrupt_claim"},
 	{is(catalog.ErrCorrupt), http.StatusInternalServerError, oduflowenv.ExitDamaged, "corrupt_catalog"},
 	{func(err error) bool {
 		return is(oduflow.ErrNotReady)(err) && (is(salt.ErrAuthentication)(err) || is(salt.ErrAuthorization)(err))
@@ -66,18 +67,18 @@ var errorClasses = []errorClass{
 	{is(catalog.ErrNotFound), http.StatusNotFound, oduflowenv.ExitUsage, "not_found"},
 	{is(catalog.ErrExists), http.StatusConflict, oduflowenv.ExitUsage, "exists"},
 	{is(catalog.ErrInvalid), http.StatusBadRequest, oduflowenv.ExitUsage, "invalid_input"},
-	{is(oduflow.ErrInvalidInput), http.StatusBadRequest, oduflowenv.ExitUsage, "invalid_input"},
+	{is(claims.ErrInvalidInput), http.StatusBadRequest, oduflowenv.ExitUsage, "invalid_input"},
 	{is(receipt.ErrInvalidID), http.StatusBadRequest, oduflowenv.ExitUsage, "invalid_input"},
 	{is(receipt.ErrUnknownProfile), http.StatusBadRequest, oduflowenv.ExitUsage, "invalid_input"},
-	{is(oduflow.ErrNoClaim), http.StatusNotFound, oduflowenv.ExitUsage, "no_claim"},
+	{is(claims.ErrNoClaim), http.StatusNotFound, oduflowenv.ExitUsage, "no_claim"},
 	{is(oduflow.ErrMismatch), http.StatusConflict, oduflowenv.ExitUsage, "mismatch"},
 	{is(oduflow.ErrNotUnknown), http.StatusConflict, oduflowenv.ExitFailed, "not_unknown"},
-	{is(oduflow.ErrConflict), http.StatusConflict, oduflowenv.ExitFailed, "conflict"},
-	{is(oduflow.ErrClaimExists), http.StatusConflict, oduflowenv.ExitFailed, "conflict"},
-	{is(oduflow.ErrLeaseBusy), http.StatusConflict, oduflowenv.ExitFailed, "lease_busy"},
-	{is(oduflow.ErrLeaseLost), http.StatusConflict, oduflowenv.ExitFailed, "lease_lost"},
+	{is(claims.ErrConflict), http.StatusConflict, oduflowenv.ExitFailed, "conflict"},
+	{is(claims.ErrClaimExists), http.StatusConflict, oduflowenv.ExitFailed, "conflict"},
+	{is(claims.ErrLeaseBusy), http.StatusConflict, oduflowenv.ExitFailed, "lease_busy"},
+	{is(claims.ErrLeaseLost), http.StatusConflict, oduflowenv.ExitFailed, "lease_lost"},
 	{is(etcdstore.ErrOutcomeUnknown), http.StatusInternalServerError, oduflowenv.ExitUnknown, "outcome_unknown"},
-	{is(oduflow.ErrClaimStore), http.StatusServiceUnavailable, oduflowenv.ExitUnreachable, "claim_store"},
+	{is(claims.ErrClaimStore), http.StatusServiceUnavailable, oduflowenv.ExitUnreachable, "claim_store"},
 	{is(salt.ErrNotSent), http.StatusServiceUnavailable, oduflowenv.ExitUnreachable, "not_sent"},
 	{is(oduflow.ErrUnresolved), http.StatusConflict, oduflowenv.ExitUnknown, "unresolved"},
 	{is(oduflow.ErrNotFenced), http.StatusConflict, oduflowenv.ExitUnknown, "not_fenced"},

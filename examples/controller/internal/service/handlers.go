@@ -13,6 +13,7 @@ import (
 
 	"github.com/oduflow/oduflow-go/examples/internal/oduflowenv"
 	"github.com/oduflow/oduflow-go/oduflow"
+	"github.com/oduflow/oduflow-go/oduflow/claims"
 	"github.com/oduflow/oduflow-go/receipt"
 )
 
@@ -195,15 +196,15 @@ func (s *Service) resume(w http.ResponseWriter, r *http.Request) {
 
 // unresolvedRequest is one row of GET /v1/unresolved: the identities and the state an operator acts on.
 type unresolvedRequest struct {
-	MinionID     string            `json:"minion_id"`
-	RequestID    string            `json:"request_id"`
-	Profile      string            `json:"profile"`
-	JID          string            `json:"jid"`
-	Phase        string            `json:"phase"`
-	Status       receipt.Status    `json:"status"`
-	ErrorCode    oduflow.ErrorCode `json:"error_code"`
-	Quarantining bool              `json:"quarantining"`
-	CreatedAt    time.Time         `json:"created_at"`
+	MinionID     string           `json:"minion_id"`
+	RequestID    string           `json:"request_id"`
+	Profile      string           `json:"profile"`
+	JID          string           `json:"jid"`
+	Phase        string           `json:"phase"`
+	Status       receipt.Status   `json:"status"`
+	ErrorCode    claims.ErrorCode `json:"error_code"`
+	Quarantining bool             `json:"quarantining"`
+	CreatedAt    time.Time        `json:"created_at"`
 }
 
 func (s *Service) unresolved(w http.ResponseWriter, r *http.Request) {

@@ -6,8 +6,8 @@ import (
 	"strings"
 
 	"github.com/oduflow/oduflow-go/examples/internal/oduflowenv"
-	"github.com/oduflow/oduflow-go/oduflow"
 	"github.com/oduflow/oduflow-go/oduflow/catalog"
+	"github.com/oduflow/oduflow-go/oduflow/claims"
 )
 
 // requestKey is the id under which the caller's request id on minion is stored. A request id is scoped
@@ -39,7 +39,7 @@ func (s *Service) boundTo(ctx context.Context, minion, request string) (bool, er
 			if c.MinionID == minion {
 				return true, nil
 			}
-		case errors.Is(err, oduflow.ErrNoClaim), errors.Is(err, oduflow.ErrCorruptClaim):
+		case errors.Is(err, claims.ErrNoClaim), errors.Is(err, claims.ErrCorruptClaim):
 		default:
 			return false, err
 		}

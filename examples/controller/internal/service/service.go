@@ -16,6 +16,7 @@ import (
 	"github.com/oduflow/oduflow-go/examples/internal/oduflowenv"
 	"github.com/oduflow/oduflow-go/oduflow"
 	"github.com/oduflow/oduflow-go/oduflow/catalog"
+	"github.com/oduflow/oduflow-go/oduflow/claims"
 	"github.com/oduflow/oduflow-go/oduflow/etcdstore"
 	"github.com/oduflow/oduflow-go/oduflow/prom"
 	"github.com/oduflow/oduflow-go/profiles"
@@ -32,7 +33,7 @@ type Service struct {
 	closers  []func() error // the Salt client, the etcd store: closed after the Dispatcher
 
 	etcd    *etcdstore.Store
-	store   oduflow.Store // the claim store (requestKey reads a caller's id in it)
+	store   claims.Store // the claim store (requestKey reads a caller's id in it)
 	auth    *authenticator
 	tls     *tls.Config // nil: plain HTTP
 	limit   *inflightLimit
@@ -158,7 +159,7 @@ func Open(ctx context.Context, cfg Config, opts ...Option) (_ *Service, err erro
 
 // openClaims opens the claim store ODUFLOW_CLAIMS names: etcd (the state directory is created for
 // this process's files) or a directory (ODUFLOW_STATE_DIR by default).
-func (s *Service) openClaims(ctx context.Context, set oduflowenv.Settings) (oduflow.Store, error) {
+func (s *Service) openClaims(ctx context.Context, set oduflowenv.Settings) (claims.Store, error) {
 	if set.EtcdClaims() {
 		if err := oduflowenv.OpenStateDir(set.StateDir); err != nil {
 			return nil, err

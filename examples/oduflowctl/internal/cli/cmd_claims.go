@@ -10,7 +10,7 @@ import (
 	"os"
 	"strings"
 
-	"github.com/oduflow/oduflow-go/oduflow"
+	"github.com/oduflow/oduflow-go/oduflow/claims"
 	"github.com/oduflow/oduflow-go/oduflow/filestore"
 	"github.com/oduflow/oduflow-go/receipt"
 )
@@ -103,7 +103,7 @@ func cmdClaimsMigrate(e *env, args []string) error {
 
 // migrate copies the claims of src into dst (create-if-absent). A write whose outcome is unknown stops it
 // with that error (exit status 5): running it again finds the claim present or creates it.
-func migrate(ctx context.Context, src *oduflow.FileClaimStore, dst oduflow.ClaimStore, from string) (migrateReport, error) {
+func migrate(ctx context.Context, src *filestore.Store, dst claims.ClaimStore, from string) (migrateReport, error) {
 	rep := migrateReport{From: from}
 	entries, err := os.ReadDir(src.Dir())
 	if err != nil {
@@ -117,7 +117,7 @@ func migrate(ctx context.Context, src *oduflow.FileClaimStore, dst oduflow.Claim
 		rep.Read++
 		c, err := src.Get(ctx, req)
 		if err != nil {
-			if errors.Is(err, oduflow.ErrNoClaim) {
+			if errors.Is(err, claims.ErrNoClaim) {
 				rep.Read--
 				continue
 			}
@@ -136,7 +136,7 @@ func migrate(ctx context.Context, src *oduflow.FileClaimStore, dst oduflow.Claim
 			if !c.Phase.Final() {
 				rep.Unresolved++
 			}
-		case errors.Is(err, oduflow.ErrClaimExists):
+		case errors.Is(err, claims.ErrClaimExists):
 			cur, gerr := dst.Get(ctx, req)
 			if gerr != nil {
 				return rep, gerr
@@ -154,7 +154,7 @@ func migrate(ctx context.Context, src *oduflow.FileClaimStore, dst oduflow.Claim
 }
 
 // sameContent compares two claims in their stored encoding, generation aside.
-func sameContent(a, b *oduflow.Claim) bool {
+func sameContent(a, b *claims.Claim) bool {
 	x, y := *a, *b
 	x.Generation, y.Generation = 1, 1
 	ea, err1 := x.MarshalBinary()

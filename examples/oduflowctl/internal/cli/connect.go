@@ -13,6 +13,7 @@ import (
 	"github.com/oduflow/oduflow-go/examples/internal/oduflowenv"
 	"github.com/oduflow/oduflow-go/oduflow"
 	"github.com/oduflow/oduflow-go/oduflow/catalog"
+	"github.com/oduflow/oduflow-go/oduflow/claims"
 	"github.com/oduflow/oduflow-go/salt"
 )
 
@@ -114,7 +115,7 @@ func (e *env) dispatcher(ctx context.Context, opts ...oduflow.Option) (*oduflow.
 // claimStore opens the claim store --claims names (etcd, or a directory, by default --state-dir) and
 // returns it with the directory that holds the detached workers' log. It is closed when the command
 // ends.
-func (e *env) claimStore(ctx context.Context) (oduflow.Store, string, error) {
+func (e *env) claimStore(ctx context.Context) (claims.Store, string, error) {
 	if e.g.etcdClaims() {
 		if err := openStateDir(e.g.stateDir); err != nil {
 			return nil, "", err

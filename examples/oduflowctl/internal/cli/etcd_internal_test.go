@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/oduflow/oduflow-go/internal/errmark"
-	"github.com/oduflow/oduflow-go/oduflow"
+	"github.com/oduflow/oduflow-go/oduflow/claims"
 	"github.com/oduflow/oduflow-go/oduflow/etcdstore"
 )
 
@@ -15,11 +15,11 @@ import (
 // claim store (which alone would be 3, "nothing written").
 func TestEtcdOutcomeUnknownIsExit5(t *testing.T) {
 	lost := errmark.Mark(stderrors.New("etcdstore: create claim: context deadline exceeded"),
-		etcdstore.ErrOutcomeUnknown, oduflow.ErrClaimStore)
+		etcdstore.ErrOutcomeUnknown, claims.ErrClaimStore)
 	if got := exitFor(lost); got != ExitUnknown {
 		t.Fatalf("outcome-unknown write: exit %d, want %d", got, ExitUnknown)
 	}
-	read := errmark.Mark(stderrors.New("etcdstore: read claim: unavailable"), oduflow.ErrClaimStore)
+	read := errmark.Mark(stderrors.New("etcdstore: read claim: unavailable"), claims.ErrClaimStore)
 	if got := exitFor(read); got != ExitUnreachable {
 		t.Fatalf("failed read: exit %d, want %d", got, ExitUnreachable)
 	}

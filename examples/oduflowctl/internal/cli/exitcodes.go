@@ -8,6 +8,7 @@ import (
 	"github.com/oduflow/oduflow-go/examples/internal/oduflowenv"
 	"github.com/oduflow/oduflow-go/oduflow"
 	"github.com/oduflow/oduflow-go/oduflow/catalog"
+	"github.com/oduflow/oduflow-go/oduflow/claims"
 	"github.com/oduflow/oduflow-go/oduflow/etcdstore"
 	"github.com/oduflow/oduflow-go/oduflow/filestore"
 	"github.com/oduflow/oduflow-go/receipt"
@@ -59,19 +60,19 @@ func exitFor(err error) int {
 	// The standard library's errors.Is is enough: the library marks its sentinels so that it sees them
 	// (internal/errmark), and its cockroachdb wrappers unwrap to their causes.
 	switch {
-	case errors.Is(err, oduflow.ErrCorruptClaim), errors.Is(err, catalog.ErrCorrupt), errors.Is(err, filestore.ErrNoStore):
+	case errors.Is(err, claims.ErrCorruptClaim), errors.Is(err, catalog.ErrCorrupt), errors.Is(err, filestore.ErrNoStore):
 		return ExitDamaged
 	case errors.Is(err, salt.ErrKeyFile), errors.Is(err, errConfig):
 		return ExitUsage // unreadable or malformed credentials, directories, addresses
 	case errors.Is(err, salt.ErrAuthentication), errors.Is(err, salt.ErrAuthorization):
 		return ExitRefused
-	case errors.Is(err, oduflow.ErrInvalidInput), errors.Is(err, oduflow.ErrMismatch), errors.Is(err, receipt.ErrInvalidID),
+	case errors.Is(err, claims.ErrInvalidInput), errors.Is(err, oduflow.ErrMismatch), errors.Is(err, receipt.ErrInvalidID),
 		errors.Is(err, receipt.ErrUnknownProfile), errors.Is(err, catalog.ErrInvalid):
 		return ExitUsage
 	case errors.Is(err, etcdstore.ErrOutcomeUnknown):
 		return ExitUnknown // a write to etcd that may have committed: never "nothing written"
 	case errors.Is(err, oduflow.ErrNotReady),
-		errors.Is(err, oduflow.ErrClaimStore), errors.Is(err, salt.ErrNotSent):
+		errors.Is(err, claims.ErrClaimStore), errors.Is(err, salt.ErrNotSent):
 		return ExitUnreachable // nothing was written
 	case errors.Is(err, oduflow.ErrUncertain), errors.Is(err, oduflow.ErrUnresolved), errors.Is(err, oduflow.ErrNotFenced),
 		errors.Is(err, salt.ErrOutcomeUnknown),
@@ -83,12 +84,12 @@ func exitFor(err error) int {
 
 // statusCode is the exit status of a response: its status, the recorded error code (a failure the master
 // refused is 4), and whether a --wait ran out while it was still running.
-func statusCode(s receipt.Status, code oduflow.ErrorCode, waitTimedOut bool) int {
+func statusCode(s receipt.Status, code claims.ErrorCode, waitTimedOut bool) int {
 	switch s {
 	case receipt.StatusSucceeded:
 		return ExitOK
 	case receipt.StatusFailed:
-		if code == oduflow.CodeAuthentication || code == oduflow.CodeAuthorization {
+		if code == claims.CodeAuthentication || code == claims.CodeAuthorization {
 			return ExitRefused
 		}
 		return ExitFailed

@@ -10,6 +10,7 @@ import (
 	"github.com/oduflow/oduflow-go/internal/errmark"
 	"github.com/oduflow/oduflow-go/oduflow"
 	"github.com/oduflow/oduflow-go/oduflow/catalog"
+	"github.com/oduflow/oduflow-go/oduflow/claims"
 	"github.com/oduflow/oduflow-go/receipt"
 	"github.com/oduflow/oduflow-go/salt"
 )
@@ -28,7 +29,7 @@ func TestExitFor(t *testing.T) {
 		{"silent", silentExit(ExitRefused), ExitRefused},
 		{"usage", usagef("x"), ExitUsage},
 		{"config", configf(errors.New("no such dir"), "claim store"), ExitUsage},
-		{"invalid input", fmt.Errorf("wrapped: %w", oduflow.ErrInvalidInput), ExitUsage},
+		{"invalid input", fmt.Errorf("wrapped: %w", claims.ErrInvalidInput), ExitUsage},
 		{"profile mismatch", fmt.Errorf("bound to profile configure: %w", oduflow.ErrMismatch), ExitUsage},
 		{"minion mismatch", fmt.Errorf("bound to minion client-x: %w", oduflow.ErrMismatch), ExitUsage},
 		{"bad request id", receipt.ErrInvalidID, ExitUsage},
@@ -42,9 +43,9 @@ func TestExitFor(t *testing.T) {
 		{"master error authentication", &salt.MasterError{Name: "EauthAuthenticationError"}, ExitRefused},
 		{"event bus (not ready)", notReady(oduflow.ErrNotReady), ExitUnreachable},
 		{"master unreachable (not ready)", notReady(oduflow.ErrNotReady), ExitUnreachable},
-		{"claim store", errmark.Mark(errors.New("EIO"), oduflow.ErrClaimStore), ExitUnreachable},
+		{"claim store", errmark.Mark(errors.New("EIO"), claims.ErrClaimStore), ExitUnreachable},
 		{"not sent", errmark.Mark(errors.New("dial"), salt.ErrNotSent), ExitUnreachable},
-		{"corrupt claim (the library's own decode error)", new(oduflow.Claim).UnmarshalBinary([]byte("{")), ExitDamaged},
+		{"corrupt claim (the library's own decode error)", new(claims.Claim).UnmarshalBinary([]byte("{")), ExitDamaged},
 		{"corrupt catalog record", fmt.Errorf("x: %w", catalog.ErrCorrupt), ExitDamaged},
 		{"outcome unknown", fmt.Errorf("x: %w", salt.ErrOutcomeUnknown), ExitUnknown},
 		{"uncertain custom", oduflow.ErrUncertain, ExitUnknown},
@@ -61,7 +62,7 @@ func TestExitFor(t *testing.T) {
 func TestStatusCode(t *testing.T) {
 	for _, tc := range []struct {
 		st       receipt.Status
-		code     oduflow.ErrorCode
+		code     claims.ErrorCode
 		timedOut bool
 		want     int
 	}{
@@ -70,10 +71,10 @@ func TestStatusCode(t *testing.T) {
 		{receipt.StatusNotStarted, "", false, ExitOK},
 		{receipt.StatusRunning, "", true, ExitStillRunning},
 		{receipt.StatusFailed, "", false, ExitFailed},
-		{receipt.StatusFailed, oduflow.CodeCapability, false, ExitFailed},
-		{receipt.StatusFailed, oduflow.CodeAuthentication, false, ExitRefused},
-		{receipt.StatusFailed, oduflow.CodeAuthorization, false, ExitRefused},
-		{receipt.StatusUnknown, oduflow.CodeWorkerLost, false, ExitUnknown},
+		{receipt.StatusFailed, claims.CodeCapability, false, ExitFailed},
+		{receipt.StatusFailed, claims.CodeAuthentication, false, ExitRefused},
+		{receipt.StatusFailed, claims.CodeAuthorization, false, ExitRefused},
+		{receipt.StatusUnknown, claims.CodeWorkerLost, false, ExitUnknown},
 	} {
 		if got := statusCode(tc.st, tc.code, tc.timedOut); got != tc.want {
 			t.Errorf("statusCode(%s, %q, %v) = %d, want %d", tc.st, tc.code, tc.timedOut, got, tc.want)

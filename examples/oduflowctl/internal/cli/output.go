@@ -8,6 +8,7 @@ import (
 	"io"
 
 	"github.com/oduflow/oduflow-go/oduflow"
+	"github.com/oduflow/oduflow-go/oduflow/claims"
 	"github.com/oduflow/oduflow-go/receipt"
 )
 
@@ -74,7 +75,7 @@ func (p *printer) finishCustom(r oduflow.CustomResponse, waitErr error) error {
 
 // errorCode is the error code of a failed or unknown request: the response's own (answered), else the one
 // recorded in its claim (Lookup); it is also printed on stderr (one line) for the exit status's reader.
-func (p *printer) errorCode(minion, request string, s receipt.Status, answered oduflow.ErrorCode) oduflow.ErrorCode {
+func (p *printer) errorCode(minion, request string, s receipt.Status, answered claims.ErrorCode) claims.ErrorCode {
 	if s != receipt.StatusFailed && s != receipt.StatusUnknown {
 		return ""
 	}
@@ -94,7 +95,7 @@ func (p *printer) errorCode(minion, request string, s receipt.Status, answered o
 // exitAfter is a command's result once its response is printed: the print error if any; else, when
 // waiting ended early (waitErr), 7 while the request still runs or the error's own status; else the
 // status of the response and its error code (statusCode).
-func exitAfter(printErr, waitErr error, s receipt.Status, code oduflow.ErrorCode) error {
+func exitAfter(printErr, waitErr error, s receipt.Status, code claims.ErrorCode) error {
 	if printErr != nil {
 		return printErr
 	}
@@ -124,8 +125,8 @@ func (p *printer) printLaunchFailure(r oduflow.Response, err error) error {
 // now by a Ping (the claim records the code only), so an operator learns which of Salt's internals the
 // module did not recognise without running the salt CLI. It is "" for other codes or when the minion
 // cannot say (the code alone is then the answer).
-func (p *printer) guardReason(minion string, code oduflow.ErrorCode) string {
-	if code != oduflow.CodeRuntimeGuard || p.e == nil || p.e.disp == nil {
+func (p *printer) guardReason(minion string, code claims.ErrorCode) string {
+	if code != claims.CodeRuntimeGuard || p.e == nil || p.e.disp == nil {
 		return ""
 	}
 	r, err := p.e.disp.Ping(p.e.ctx, minion)

@@ -6,6 +6,7 @@ import (
 
 	"github.com/oduflow/oduflow-go/examples/internal/oduflowenv"
 	"github.com/oduflow/oduflow-go/oduflow"
+	"github.com/oduflow/oduflow-go/oduflow/claims"
 )
 
 // requestKey is the stored id of REQUEST_ID on minion. oduflowctl stores its own requests under the id
@@ -15,7 +16,7 @@ import (
 // status and resume follow it. Anything else (a claim of the id, one bound elsewhere, a store error) is
 // the id itself, answered by the dispatcher as before.
 func requestKey(ctx context.Context, d *oduflow.Dispatcher, minion, request string) string {
-	if _, err := d.Lookup(ctx, minion, request); !errors.Is(err, oduflow.ErrNoClaim) {
+	if _, err := d.Lookup(ctx, minion, request); !errors.Is(err, claims.ErrNoClaim) {
 		return request
 	}
 	scoped := oduflowenv.ScopedRequestID(minion, request)
