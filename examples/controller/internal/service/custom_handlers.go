@@ -304,26 +304,8 @@ func (s *Service) listExecutions(w http.ResponseWriter, r *http.Request) {
 // execution, or the one it points to).
 func (s *Service) executionStatus(w http.ResponseWriter, r *http.Request) {
 	const op = "custom_status"
-	minion, _, ok := s.minionScope(w, r, op, false)
+	minion, request, key, e, ok := s.executionOf(w, r, op)
 	if !ok {
-		return
-	}
-	request := r.PathValue("request_id")
-	if err := oduflowenv.CheckRequest(op, request); err != nil {
-		s.fail(w, r, op, err)
-		return
-	}
-	key, err := s.requestKey(r.Context(), minion, request)
-	if err != nil {
-		s.fail(w, r, op, err)
-		return
-	}
-	e, _, err := s.cat.Resolve(r.Context(), key)
-	if errors.Is(err, catalog.ErrNotFound) || err == nil && (e.MinionID != minion || !principalOf(r.Context()).InCompany(e.Company)) {
-		s.fail(w, r, op, fmt.Errorf("%s: no execution of this client for the request: %w", op, catalog.ErrNotFound))
-		return
-	} else if err != nil {
-		s.fail(w, r, op, asCaller(err, key, request))
 		return
 	}
 	st, err := s.d.CustomStatus(r.Context(), minion, key)
@@ -336,4 +318,34 @@ func (s *Service) executionStatus(w http.ResponseWriter, r *http.Request) {
 		v.RequestID = request
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"status": callerCustom(st, key, request), "execution": v})
+}
+
+// executionOf reads and authorizes the custom execution a route names ({minion}, {request_id}): the
+// client in the caller's companies, the caller's request id, its stored key (scope.go) and the execution,
+// which must be the client's and of a company of the caller's (else not found, as an id never seen). It
+// has answered (ok false) when it refuses.
+func (s *Service) executionOf(w http.ResponseWriter, r *http.Request, op string) (minion, request, key string, e catalog.Execution, ok bool) {
+	minion, _, ok = s.minionScope(w, r, op, false)
+	if !ok {
+		return "", "", "", e, false
+	}
+	request = r.PathValue("request_id")
+	if err := oduflowenv.CheckRequest(op, request); err != nil {
+		s.fail(w, r, op, err)
+		return "", "", "", e, false
+	}
+	key, err := s.requestKey(r.Context(), minion, request)
+	if err != nil {
+		s.fail(w, r, op, err)
+		return "", "", "", e, false
+	}
+	e, _, err = s.cat.Resolve(r.Context(), key)
+	if errors.Is(err, catalog.ErrNotFound) || err == nil && (e.MinionID != minion || !principalOf(r.Context()).InCompany(e.Company)) {
+		s.fail(w, r, op, fmt.Errorf("%s: no execution of this client for the request: %w", op, catalog.ErrNotFound))
+		return "", "", "", e, false
+	} else if err != nil {
+		s.fail(w, r, op, asCaller(err, key, request))
+		return "", "", "", e, false
+	}
+	return minion, request, key, e, true
 }

@@ -2,13 +2,9 @@ package service
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 	"time"
-
-	"github.com/oduflow/oduflow-go/examples/internal/oduflowenv"
-	"github.com/oduflow/oduflow-go/oduflow/catalog"
 )
 
 // The server-sent event streams of a request's status (GET …/events): one "status" event with the
@@ -21,22 +17,8 @@ import (
 // statusEvents is GET /v1/requests/{profile}/{minion}/{request_id}/events.
 func (s *Service) statusEvents(w http.ResponseWriter, r *http.Request) {
 	const op = "status_events"
-	profile, err := oduflowenv.FixedProfile(op, r.PathValue("profile"))
-	if err != nil {
-		s.fail(w, r, op, err)
-		return
-	}
-	minion, request := r.PathValue("minion"), r.PathValue("request_id")
-	if err := errors.Join(oduflowenv.CheckMinion(op, minion), oduflowenv.CheckRequest(op, request)); err != nil {
-		s.fail(w, r, op, firstError(err))
-		return
-	}
-	if _, _, ok := s.minionScope(w, r, op, false); !ok {
-		return
-	}
-	key, err := s.requestKey(r.Context(), minion, request) // the status route's scope (scope.go)
-	if err != nil {
-		s.fail(w, r, op, err)
+	profile, minion, request, key, ok := s.requestOf(w, r, op)
+	if !ok {
 		return
 	}
 	stream := newEventStream(w)
@@ -54,26 +36,8 @@ func (s *Service) statusEvents(w http.ResponseWriter, r *http.Request) {
 // executionEvents is GET /v1/minions/{minion}/custom-executions/{request_id}/events.
 func (s *Service) executionEvents(w http.ResponseWriter, r *http.Request) {
 	const op = "custom_status_events"
-	minion, _, ok := s.minionScope(w, r, op, false)
+	minion, request, key, _, ok := s.executionOf(w, r, op)
 	if !ok {
-		return
-	}
-	request := r.PathValue("request_id")
-	if err := oduflowenv.CheckRequest(op, request); err != nil {
-		s.fail(w, r, op, err)
-		return
-	}
-	key, err := s.requestKey(r.Context(), minion, request) // the custom status route's scope (scope.go)
-	if err != nil {
-		s.fail(w, r, op, err)
-		return
-	}
-	e, _, err := s.cat.Resolve(r.Context(), key)
-	if errors.Is(err, catalog.ErrNotFound) || err == nil && (e.MinionID != minion || !principalOf(r.Context()).InCompany(e.Company)) {
-		s.fail(w, r, op, fmt.Errorf("%s: no execution of this client for the request: %w", op, catalog.ErrNotFound))
-		return
-	} else if err != nil {
-		s.fail(w, r, op, asCaller(err, key, request))
 		return
 	}
 	stream := newEventStream(w)

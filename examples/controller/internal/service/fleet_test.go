@@ -6,10 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/oduflow/oduflow-go/examples/controller/internal/service"
-	"github.com/oduflow/oduflow-go/oduflow"
 	"github.com/oduflow/oduflow-go/oduflow/oduflowtest/fakeminion"
 	"github.com/oduflow/oduflow-go/profiles"
 	"github.com/oduflow/oduflow-go/receipt"
@@ -40,22 +38,9 @@ func TestControllerFleetTable(t *testing.T) {
 	if code := s.do(t, "POST", "/v1/requests/webserver/"+m.ID(), nil, &r); code != http.StatusCreated {
 		t.Fatalf("start: %d", code)
 	}
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		var got oduflow.Response
-		if code := s.do(t, "GET", "/v1/requests/webserver/"+m.ID()+"/"+r.RequestID, nil, &got); code != http.StatusOK {
-			t.Fatalf("status: %d %+v", code, got)
-		}
-		if got.Status.Terminal() {
-			if got.Status != receipt.StatusSucceeded || got.Passed != 4 {
-				t.Fatalf("%+v", got)
-			}
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("not final: %+v", got)
-		}
-		time.Sleep(5 * time.Millisecond)
+	// The request's event stream, on a profile of the operator's table.
+	if got := s.waitFinalOf(t, "webserver", m.ID(), r.RequestID); got.Status != receipt.StatusSucceeded || got.Passed != 4 {
+		t.Fatalf("%+v", got)
 	}
 	for _, tc := range []struct{ path, msg string }{
 		{"/v1/requests/configure/" + m.ID(), `unknown profile "configure": want one of full, webserver`},

@@ -142,22 +142,8 @@ func callerCustom(resp oduflow.CustomResponse, key, request string) oduflow.Cust
 
 func (s *Service) status(w http.ResponseWriter, r *http.Request) {
 	const op = "status"
-	profile, err := oduflowenv.ProfileIn(op, r.PathValue("profile"), s.table)
-	if err != nil {
-		s.fail(w, r, op, err)
-		return
-	}
-	minion, request := r.PathValue("minion"), r.PathValue("request_id")
-	if err := errors.Join(oduflowenv.CheckMinionIn(op, minion, s.table), oduflowenv.CheckRequest(op, request)); err != nil {
-		s.fail(w, r, op, firstError(err))
-		return
-	}
-	if _, _, ok := s.minionScope(w, r, op, false); !ok {
-		return
-	}
-	key, err := s.requestKey(r.Context(), minion, request)
-	if err != nil {
-		s.fail(w, r, op, err)
+	profile, minion, request, key, ok := s.requestOf(w, r, op)
+	if !ok {
 		return
 	}
 	resp, err := s.d.Status(r.Context(), minion, key, profile)
@@ -166,6 +152,31 @@ func (s *Service) status(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, callerResponse(resp, key, request))
+}
+
+// requestOf reads and authorizes the request a route names ({profile}, {minion}, {request_id}): the
+// profile of the table, the ids, the client in the caller's companies, and the request's stored key in the
+// caller's scope (scope.go). It has answered (ok false) when it refuses.
+func (s *Service) requestOf(w http.ResponseWriter, r *http.Request, op string) (profile receipt.Profile, minion, request, key string, ok bool) {
+	profile, err := oduflowenv.ProfileIn(op, r.PathValue("profile"), s.table)
+	if err != nil {
+		s.fail(w, r, op, err)
+		return "", "", "", "", false
+	}
+	minion, request = r.PathValue("minion"), r.PathValue("request_id")
+	if err := errors.Join(oduflowenv.CheckMinionIn(op, minion, s.table), oduflowenv.CheckRequest(op, request)); err != nil {
+		s.fail(w, r, op, firstError(err))
+		return "", "", "", "", false
+	}
+	if _, _, ok := s.minionScope(w, r, op, false); !ok {
+		return "", "", "", "", false
+	}
+	key, err = s.requestKey(r.Context(), minion, request)
+	if err != nil {
+		s.fail(w, r, op, err)
+		return "", "", "", "", false
+	}
+	return profile, minion, request, key, true
 }
 
 func (s *Service) resume(w http.ResponseWriter, r *http.Request) {

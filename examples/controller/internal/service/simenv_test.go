@@ -182,9 +182,15 @@ func (s *server) doAs(t testing.TB, who, method, path string, body io.Reader, ou
 // failed or unknown): each change arrives as the worker commits it, no polling.
 func (s *server) waitFinal(t testing.TB, minion, request string) oduflow.Response {
 	t.Helper()
+	return s.waitFinalOf(t, "configure", minion, request)
+}
+
+// waitFinalOf is waitFinal for a request of any profile of the service's table.
+func (s *server) waitFinalOf(t testing.TB, profile, minion, request string) oduflow.Response {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	r := s.request(t, s.as, "GET", "/v1/requests/configure/"+minion+"/"+request+"/events", nil).WithContext(ctx)
+	r := s.request(t, s.as, "GET", "/v1/requests/"+profile+"/"+minion+"/"+request+"/events", nil).WithContext(ctx)
 	resp, err := s.http.Client().Do(r)
 	if err != nil {
 		t.Fatal(err)
