@@ -124,7 +124,7 @@ func TestSIGTERMDrainLeavesRequestsAdoptable(t *testing.T) {
 		}
 		minions = append(minions, m)
 	}
-	claims := filepath.Join(dir, "claims")
+	claimDir := filepath.Join(dir, "claims")
 	var bindings strings.Builder
 	for _, m := range minions {
 		bindings.WriteString(m.ID() + " acme\n")
@@ -134,7 +134,7 @@ func TestSIGTERMDrainLeavesRequestsAdoptable(t *testing.T) {
 		t.Fatal(err)
 	}
 	env := []string{"ODUFLOW_CLIENTS=" + clients, "ODUFLOW_SALT_MASTER=" + sim.Addr(), "ODUFLOW_SALT_EVENTS=" + sim.EventsAddr(),
-		"ODUFLOW_SALT_KEY_FILE=" + sim.KeyFile(), "ODUFLOW_SALT_PKI_DIR=" + sim.PKIDir(), "ODUFLOW_STATE_DIR=" + claims,
+		"ODUFLOW_SALT_KEY_FILE=" + sim.KeyFile(), "ODUFLOW_SALT_PKI_DIR=" + sim.PKIDir(), "ODUFLOW_STATE_DIR=" + claimDir,
 		"ODUFLOW_DRAIN_TIMEOUT=100ms", "ODUFLOW_INSECURE_NO_AUTH=1"}
 
 	a := startChild(t, "A", env)
@@ -166,7 +166,7 @@ func TestSIGTERMDrainLeavesRequestsAdoptable(t *testing.T) {
 		t.Fatalf("replica A cut nothing (the runs take 1.5 s):\n%s", a.log())
 	}
 	// Left unfinished in the claim store: not final yet, no lock held.
-	store, err := filestore.Open(claims)
+	store, err := filestore.Open(claimDir)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -39,8 +39,8 @@ type crashJob struct {
 	Claims, Master, Events, KeyFile, PKIDir, Minion, Request, KillAt string
 }
 
-func openCrashStore(ctx context.Context, claims string) (*etcdstore.Store, error) {
-	opts, err := etcdstore.ParseURL(claims)
+func openCrashStore(ctx context.Context, claimsURL string) (*etcdstore.Store, error) {
+	opts, err := etcdstore.ParseURL(claimsURL)
 	if err != nil {
 		return nil, err
 	}
@@ -151,15 +151,15 @@ func TestKillDispatcherAtEachStep(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()
 			prefix := newStore(t).Prefix()
-			claims := claimsURL(t, prefix)
+			storeURL := claimsURL(t, prefix)
 			m := newProtoMinion(newMinion())
 			sim1, sim2 := startMaster(t, m), startMaster(t, m)
 			req := receipt.NewRequestID()
-			runCrashedDispatcher(t, crashJob{Claims: claims, Master: sim1.Addr(), Events: sim1.EventsAddr(),
+			runCrashedDispatcher(t, crashJob{Claims: storeURL, Master: sim1.Addr(), Events: sim1.EventsAddr(),
 				KeyFile: sim1.KeyFile(), PKIDir: sim1.PKIDir(), Minion: m.id, Request: req, KillAt: tc.step})
 
 			replica := func(sim *salttest.Master) *oduflow.Dispatcher {
-				st, err := openCrashStore(ctx, claims)
+				st, err := openCrashStore(ctx, storeURL)
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -169,15 +169,15 @@ func TestPausedDispatcherAtEachStep(t *testing.T) {
 
 func pausedDispatcherScenario(t *testing.T, step string, reconcile, other bool) {
 	ctx := context.Background()
-	claims := claimsURL(t, newStore(t).Prefix())
+	storeURL := claimsURL(t, newStore(t).Prefix())
 	// Runs last a moment, so that a late run and a second request's run would overlap.
 	m := fakeminion.NewModel(newMinion(), fakeminion.WithDelay(runDelay))
 	simA, simB := startModelMaster(t, m), startModelMaster(t, m)
 	r1 := receipt.NewRequestID()
-	child := startPausedDispatcher(t, crashJob{Claims: claims, Master: simA.Addr(), Events: simA.EventsAddr(),
+	child := startPausedDispatcher(t, crashJob{Claims: storeURL, Master: simA.Addr(), Events: simA.EventsAddr(),
 		KeyFile: simA.KeyFile(), PKIDir: simA.PKIDir(), Minion: m.ID(), Request: r1, KillAt: step})
 
-	st, err := openCrashStore(ctx, claims)
+	st, err := openCrashStore(ctx, storeURL)
 	if err != nil {
 		t.Fatal(err)
 	}
