@@ -126,12 +126,6 @@ func recvTypeName(e ast.Expr) string {
 	return ""
 }
 
-// exportedNames is exportedSurface's names (the top-level ones that are not deprecated).
-func exportedNames(dir string) (names []string, pkgName string, err error) {
-	sf, pkgName, err := exportedSurface(dir)
-	return sf.names, pkgName, err
-}
-
 // exportedSurface parses the non-test Go files of dir. pkgName is their package name, "" when dir holds
 // no such file.
 func exportedSurface(dir string) (sf surface, pkgName string, err error) {
