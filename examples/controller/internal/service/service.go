@@ -39,6 +39,7 @@ type Service struct {
 	cat     catalog.Store
 	clients clientBindings
 	guards  *guardSeen // the runtime-guard reasons the ping route saw, for /readyz
+	ui      *console   // the operator console's sessions and pages (ui.go)
 
 	limits   Limits          // the flood bounds in force (defaults applied)
 	unauth   *sourceRate     // unauthenticated requests per source
@@ -107,6 +108,7 @@ func Open(ctx context.Context, cfg Config, opts ...Option) (_ *Service, err erro
 	if s.auth, s.tls, err = loadAuth(ctx, cfg.Auth); err != nil {
 		return nil, err
 	}
+	s.ui = newConsole(cfg.Auth.TokensFile)
 	if s.clients, err = loadClients(ctx, "ODUFLOW_CLIENTS", cfg.Auth.ClientsFile); err != nil {
 		return nil, err
 	}
