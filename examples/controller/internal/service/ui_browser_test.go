@@ -163,6 +163,9 @@ func (b *browser) setEditor(src string) {
 // whose syntax error shows at its line, then validated, created, assigned, applied, applied again; the
 // unresolved page; an observer who sees no source and no button, and whose forged POST is 403.
 func TestConsoleInBrowser(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: the browser test starts chromium")
+	}
 	env := startSim(t)
 	m := env.addMinion(fakeminion.WithHold())
 	// 10,000 clients: the simulator's minion and 9,999 more of acme and globex.
@@ -195,6 +198,7 @@ func TestConsoleInBrowser(t *testing.T) {
 	if got := b.text("#total"); got != "10000" {
 		t.Fatalf("clients: %s, want 10000", got)
 	}
+	b.shot("clients")
 
 	// 10,000 clients: a page and a filter, each under a second.
 	t1 := time.Now()
@@ -212,6 +216,7 @@ func TestConsoleInBrowser(t *testing.T) {
 	if got := b.text("#total"); got != "1" {
 		t.Fatalf("filtered: %s clients, want 1", got)
 	}
+	b.shot("clients-filtered")
 	t.Logf("10,000 clients: a page in %v, a filter in %v", listTook, filterTook)
 	if listTook > time.Second || filterTook > time.Second {
 		t.Fatalf("10,000 clients: a page in %v, a filter in %v: want under a second", listTook, filterTook)

@@ -1,6 +1,7 @@
 package service_test
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"io"
@@ -12,6 +13,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/oduflow/oduflow-go/examples/controller/internal/service"
+	"github.com/oduflow/oduflow-go/oduflow/oduflowtest/fakeminion"
 )
 
 // TestEditorBundleChecksum: the committed editor bundle is the one scripts/build-console-editor.sh
@@ -167,5 +171,86 @@ func TestConsoleSessionAndCSRF(t *testing.T) {
 	}
 	if resp, _ := fetch(t, c, "GET", s.http.URL+"/ui/clients", nil); resp.StatusCode != http.StatusSeeOther {
 		t.Fatalf("after the token file changed: %d, want the sign-in page", resp.StatusCode)
+	}
+}
+
+// TestConsoleMutualTLSNeedsNoSignIn: a browser with a client certificate of the client CA reads the
+// console at once (no sign-in page), as the certificate's principal, and its POSTs still need the CSRF
+// token the pages carry.
+func TestConsoleMutualTLSNeedsNoSignIn(t *testing.T) {
+	env := startSim(t)
+	m := env.addMinion()
+	dir := t.TempDir()
+	ca := newCA(t, "oduflow clients")
+	srvCert, srvKey := ca.issue(t, "controller", true)
+	aliceCert, aliceKey := ca.issue(t, "alice", false)
+	cfg, _ := env.serverConfig()
+	cfg.Auth = service.AuthConfig{ClientsFile: cfg.Auth.ClientsFile,
+		TLSCert: writeFile(t, dir, "server.pem", srvCert, 0o644), TLSKey: writeFile(t, dir, "server.key", srvKey, 0o600),
+		TLSClientCA:   writeFile(t, dir, "ca.pem", ca.pem, 0o644),
+		TLSPrincipals: writeFile(t, dir, "principals", []byte("alice administrator acme\n"), 0o600)}
+	svc, err := service.Open(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := serveTLS(t, svc)
+	alice := tlsClient(t, ca, aliceCert, aliceKey)
+	alice.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	resp, page := fetch(t, alice, "GET", base+"/ui/clients/"+m.ID()+"/start/configure", nil)
+	if resp.StatusCode != http.StatusOK || !strings.Contains(page, `id="principal">alice<`) {
+		t.Fatalf("alice's certificate: %d, want the page as alice", resp.StatusCode)
+	}
+	tok := csrfField.FindStringSubmatch(page)[1]
+	rid := regexp.MustCompile(`name="request_id" value="([^"]+)"`).FindStringSubmatch(page)[1]
+	start := base + "/ui/clients/" + m.ID() + "/start/configure"
+	if resp, _ := fetch(t, alice, "POST", start, url.Values{"request_id": {rid}}); resp.StatusCode != http.StatusForbidden {
+		t.Fatalf("alice's POST without the CSRF token: %d, want 403", resp.StatusCode)
+	}
+	if resp, _ := fetch(t, alice, "POST", start, url.Values{"request_id": {rid}, "csrf": {tok}}); resp.StatusCode != http.StatusSeeOther {
+		t.Fatalf("alice's start: %d", resp.StatusCode)
+	}
+}
+
+// TestConsoleOtherCompanySeesNothing: an observer of another company lists none of acme's clients,
+// requests or custom states, and a client page of acme is 403.
+func TestConsoleOtherCompanySeesNothing(t *testing.T) {
+	t.Parallel()
+	env := startSim(t)
+	m := env.addMinion()
+	s := env.server()
+	s.startFinal(t, m.ID())
+	if code := s.do(t, "POST", "/v1/custom-states", strings.NewReader(`{"company":"acme","name":"motd","source":`+quote(motd)+`}`), nil); code != http.StatusCreated {
+		t.Fatalf("create: %d", code)
+	}
+	c := browserClient(t)
+	signIn(t, s, c, otherObserver)
+	for path, hidden := range map[string]string{"/ui/clients": m.ID(), "/ui/unresolved": m.ID(), "/ui/custom-states": "motd"} {
+		resp, page := fetch(t, c, "GET", s.http.URL+path, nil)
+		if resp.StatusCode != http.StatusOK || strings.Contains(page, hidden) {
+			t.Fatalf("%s as an observer of globex: %d, shows %v", path, resp.StatusCode, strings.Contains(page, hidden))
+		}
+	}
+	if resp, _ := fetch(t, c, "GET", s.http.URL+"/ui/clients/"+m.ID(), nil); resp.StatusCode != http.StatusForbidden {
+		t.Fatalf("acme's client as an observer of globex: %d, want 403", resp.StatusCode)
+	}
+}
+
+// TestConsoleReadinessShowsGuardReason: a client whose minion module's runtime guard refuses runs is
+// not ready, with the guard's reason, on its page and then in the clients list; no start button is
+// disabled by it (the server decides), but the reason is in front of the operator.
+func TestConsoleReadinessShowsGuardReason(t *testing.T) {
+	t.Parallel()
+	env := startSim(t)
+	m := env.addMinion(fakeminion.WithRuntimeGuardFailure("salt_version_unsupported"))
+	s := env.server()
+	c := browserClient(t)
+	signIn(t, s, c, admin)
+	resp, page := fetch(t, c, "GET", s.http.URL+"/ui/clients/"+m.ID(), nil)
+	if resp.StatusCode != http.StatusOK || !strings.Contains(page, "not ready") || !strings.Contains(page, "runtime guard: salt_version_unsupported") {
+		t.Fatalf("client page: %d, want not ready with the guard's reason", resp.StatusCode)
+	}
+	_, list := fetch(t, c, "GET", s.http.URL+"/ui/clients", nil)
+	if !strings.Contains(list, "runtime guard: salt_version_unsupported") {
+		t.Fatal("the clients list does not show the guard's reason")
 	}
 }
