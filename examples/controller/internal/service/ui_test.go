@@ -149,6 +149,15 @@ func TestConsoleSessionAndCSRF(t *testing.T) {
 	if resp, _ := fetch(t, c, "GET", s.http.URL+"/v1/requests/configure/"+m.ID()+"/"+rid, nil); resp.StatusCode != http.StatusOK {
 		t.Fatalf("a read on the API by cookie: %d", resp.StatusCode)
 	}
+	// Resume status check of a request that is not unknown: the resume route's refusal, as a page.
+	resume := s.http.URL + "/ui/clients/" + m.ID() + "/requests/" + rid + "/resume"
+	if resp, page := fetch(t, c, "POST", resume, url.Values{"csrf": {tok}, "profile": {"configure"}}); resp.StatusCode != http.StatusConflict ||
+		!strings.Contains(page, `id="reason">not_unknown<`) {
+		t.Fatalf("resume of a succeeded request: %d", resp.StatusCode)
+	}
+	if runs := m.Calls("oduflow_job.run"); runs != 1 {
+		t.Fatalf("a resume ran again: %d runs", runs)
+	}
 	// Sign-out revokes the session, even for a copy of its cookie.
 	stolen := browserClient(t)
 	u, _ := url.Parse(s.http.URL)
