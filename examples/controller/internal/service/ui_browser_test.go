@@ -283,6 +283,13 @@ func TestConsoleInBrowser(t *testing.T) {
 	b.run(chromedp.DoubleClick("#confirm", chromedp.ByID))
 	b.await("#status")
 	b.run(chromedp.Reload(), chromedp.WaitVisible("#status", chromedp.ByID))
+	// The confirmation submitted once more (a retry after a timeout): the same request id, answered from
+	// its claim (a redirect to the same status page), nothing started.
+	var csrf0 string
+	b.run(chromedp.AttributeValue(`meta[name="csrf-token"]`, "content", &csrf0, nil, chromedp.ByQuery))
+	if code := b.post("/ui/clients/"+m.ID()+"/start/configure", "csrf="+csrf0+"&request_id="+request); code != 0 { // 0: the redirect, unfollowed
+		t.Fatalf("the confirmation again: %d, want the redirect to its status page", code)
+	}
 	if got := b.text("#request-id"); got != request {
 		t.Fatalf("status page of %q, want the confirmation's %q", got, request)
 	}
