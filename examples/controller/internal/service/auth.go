@@ -74,6 +74,9 @@ func (s *Service) protect(action string, mutating bool, h http.HandlerFunc) http
 		}
 		p, ok := s.auth.principal(r)
 		if !ok {
+			p, ok = s.sessionPrincipal(r) // the console's session cookie: reads only (ui.go)
+		}
+		if !ok {
 			s.refuseUnauthenticated(w, r)
 			return
 		}

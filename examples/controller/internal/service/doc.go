@@ -39,6 +39,14 @@
 // oduflowenv.ScopedRequestID(client, id), so an id of another company's client answers exactly as an id
 // never used, and no company can make another's start fail (requestKey).
 //
+// The operator console (ui.go, ui_pages.go) is served under /ui/: server-rendered pages whose actions
+// call the routes' own handlers (so they are authorized, bounded and audited exactly as the API's),
+// embedded assets and a Content-Security-Policy without inline script. A browser signs in with a token
+// (POST /ui/login) and holds a session cookie (HttpOnly, SameSite=Strict, Secure under TLS; it expires
+// and is revoked on sign-out and when the token file changes), or presents a client certificate. Every
+// POST under /ui/ carries the page's CSRF token (403 otherwise). The session cookie authenticates GETs of
+// the API too (the pages' event streams), never a write.
+//
 // A start answers the Response JSON with 201 when this call created the claim and 200 when the request
 // already had one (a retried POST never publishes again). Every error is one JSON object
 //

@@ -40,6 +40,7 @@ func (s *Service) Handler() http.Handler {
 	route("GET /v1/unresolved", "unresolved", false, s.unresolved)
 	route("GET /v1/minions/{minion}/ping", "ping", false, s.ping)
 	s.customRoutes(route)
+	s.uiRoutes(mux)
 	route("GET /metrics", "metrics", false, promhttp.HandlerFor(s.registry, promhttp.HandlerOpts{}).ServeHTTP)
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})

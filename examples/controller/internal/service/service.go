@@ -42,6 +42,7 @@ type Service struct {
 	clients clientBindings
 	table   *profiles.Table // ODUFLOW_PROFILES: the profiles the routes take and the minion id policy
 	guards  *guardSeen      // the runtime-guard reasons the ping route saw, for /readyz
+	ui      *console        // the operator console's sessions and pages (ui.go)
 
 	limits   Limits          // the flood bounds in force (defaults applied)
 	unauth   *sourceRate     // unauthenticated requests per source
@@ -113,6 +114,7 @@ func Open(ctx context.Context, cfg Config, opts ...Option) (_ *Service, err erro
 	if s.table, err = cfg.Settings.Table(ctx); err != nil { // ODUFLOW_PROFILES: refused before anything starts
 		return nil, err
 	}
+	s.ui = newConsole(cfg.Auth.TokensFile)
 	if s.clients, err = loadClients(ctx, "ODUFLOW_CLIENTS", cfg.Auth.ClientsFile, s.table); err != nil {
 		return nil, err
 	}

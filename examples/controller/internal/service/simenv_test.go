@@ -83,6 +83,7 @@ type server struct {
 	audit  *lockedWriter
 	tokens map[string]string // principal -> token
 	as     string
+	cfg    service.Config // its configuration (file paths)
 }
 
 // serverConfig is a service's configuration on the simulator: a token file (0600) for principals, the
@@ -135,7 +136,7 @@ func (e *simEnv) server(edit ...func(*service.Config)) *server {
 		defer cancel()
 		_ = svc.Close(ctx)
 	})
-	return &server{svc: svc, http: hs, logs: logs, audit: audit, tokens: tokens, as: admin}
+	return &server{svc: svc, http: hs, logs: logs, audit: audit, tokens: tokens, as: admin, cfg: cfg}
 }
 
 // do sends a request as s.as and decodes the JSON answer into out (when not nil); it returns the status
