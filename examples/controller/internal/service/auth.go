@@ -4,6 +4,8 @@ import (
 	"context"
 	"crypto/tls"
 	"net/http"
+	"strings"
+	"time"
 )
 
 // authenticator finds the principal of a request: a verified client certificate's CommonName in the
@@ -96,6 +98,22 @@ func (s *Service) protect(action string, mutating bool, h http.HandlerFunc) http
 			return
 		}
 		defer release()
-		h(w, r.WithContext(context.WithValue(r.Context(), principalKey{}, p)))
+		ctx := context.WithValue(r.Context(), principalKey{}, p)
+		if !streams(action) {
+			// Every answer has a deadline, whatever its handler waits for (a store, the master, a minion):
+			// a request cannot hold its in-flight slot and its connection for longer.
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithTimeout(ctx, RequestDeadline)
+			defer cancel()
+		}
+		h(w, r.WithContext(ctx))
 	}
 }
+
+// RequestDeadline bounds every request but the event streams (GET …/events, which last until the request
+// is final or the client leaves): the longest a handler waits is a ping (15 s) or a master round trip
+// (20 s), so a minute is a bound, not a budget.
+const RequestDeadline = time.Minute
+
+// streams reports whether a route's answer is a stream (its action ends in "_events"): it has no deadline.
+func streams(action string) bool { return strings.HasSuffix(action, "_events") }

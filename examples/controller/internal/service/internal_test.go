@@ -144,3 +144,23 @@ func TestServerErrorLogCountsHandshakes(t *testing.T) {
 		t.Fatalf("log: %q", logs.String())
 	}
 }
+
+// TestEveryRequestHasADeadline: protect gives every request a deadline of RequestDeadline at most (only
+// ping and readyz had one), except the event streams, which last until the request is final.
+func TestEveryRequestHasADeadline(t *testing.T) {
+	s := &Service{auth: &authenticator{insecure: true}, limit: newInflightLimit(2), log: discardLogger(), audit: discardLogger()}
+	for _, tc := range []struct {
+		action string
+		want   bool
+	}{{"status", true}, {"start", true}, {"custom_save", true}, {"status_events", false}, {"custom_status_events", false}} {
+		var deadline time.Time
+		var has bool
+		h := s.audited(s.protect(tc.action, false, func(w http.ResponseWriter, r *http.Request) {
+			deadline, has = r.Context().Deadline()
+		}))
+		h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest("GET", "/", nil))
+		if has != tc.want || has && time.Until(deadline) > RequestDeadline {
+			t.Errorf("%s: deadline %v (set %v), want set %v within %v", tc.action, deadline, has, tc.want, RequestDeadline)
+		}
+	}
+}
