@@ -66,10 +66,10 @@ func principalOf(ctx context.Context) Principal {
 // (WWW-Authenticate: Bearer) without a valid principal (429 past the source's unauthenticated rate;
 // both counted per source and interval, refuseUnauthenticated) and 429 over the principal's bound, and
 // only then runs h.
-func (s *Service) protect(action string, mutating bool, h http.HandlerFunc) http.HandlerFunc {
+func (s *Service) protect(action string, a access, h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		rec := auditOf(r.Context())
-		rec.action, rec.mutating = action, mutating
+		rec.action, rec.mutating = action, a.mutating
 		rec.noteTarget(r)
 		if rec.minion != "" {
 			rec.company = s.clients[rec.minion] // the target's company, refusals included
@@ -98,6 +98,9 @@ func (s *Service) protect(action string, mutating bool, h http.HandlerFunc) http
 			return
 		}
 		defer release()
+		if !s.permits(w, r, action, a, p) {
+			return
+		}
 		ctx := context.WithValue(r.Context(), principalKey{}, p)
 		if !streams(action) {
 			// Every answer has a deadline, whatever its handler waits for (a store, the master, a minion):

@@ -6,10 +6,35 @@ import (
 	"github.com/oduflow/oduflow-go/examples/internal/oduflowenv"
 )
 
-// requireAdmin answers 403 forbidden_role unless the principal is an administrator. It runs before the
-// body is read and before anything is looked up or written.
-func (s *Service) requireAdmin(w http.ResponseWriter, r *http.Request, op string) bool {
-	if principalOf(r.Context()).IsAdministrator() {
+// access is what a route declares about its callers: the role it needs, whether it writes, and the
+// scope its handler checks against the principal's companies (documentation for the reader of the route
+// table; the handler enforces it, since it needs the route's target). protect and uiProtect enforce the
+// role before the handler runs: no handler checks a role.
+type access struct {
+	admin    bool // only an administrator (of some company); else any authenticated principal
+	mutating bool
+	scope    scope
+}
+
+// scope says against what a route's handler checks the principal's companies.
+type scope int
+
+const (
+	scopeNone        scope = iota // no company: metrics, validate, unknown routes
+	scopeMinion                   // the {minion}'s company (ODUFLOW_CLIENTS)
+	scopeDefinition               // the {id} definition's company
+	scopeBodyCompany              // the company named in the body (create)
+	scopeListed                   // a listing filtered to the principal's companies
+)
+
+func anyReads(sc scope) access    { return access{scope: sc} }
+func adminReads(sc scope) access  { return access{admin: true, scope: sc} }
+func adminWrites(sc scope) access { return access{admin: true, mutating: true, scope: sc} }
+
+// permits answers 403 forbidden_role when the route is an administrator's and the principal is not. It
+// runs before the handler, so before any body is read or anything is written.
+func (s *Service) permits(w http.ResponseWriter, r *http.Request, op string, a access, p Principal) bool {
+	if !a.admin || p.IsAdministrator() {
 		return true
 	}
 	s.writeError(w, r, op, http.StatusForbidden, body(op+": refused: the principal's role is not administrator", exitNothingWritten, "forbidden_role"))

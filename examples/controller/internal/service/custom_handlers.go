@@ -16,18 +16,20 @@ const MaxCustomBodyBytes = 4*profiles.MaxSourceBytes + 4096
 
 // customRoutes are the custom-state API over the catalog: definitions with revisions, validate (compiles,
 // never executes), assignments, apply and apply again, status with counts and error codes.
-func (s *Service) customRoutes(route func(pattern, action string, mutating bool, h http.HandlerFunc)) {
-	route("POST /v1/custom-states/validate", "custom_validate", false, s.validateCustom)
-	route("POST /v1/custom-states", "custom_create", true, s.createCustom)
-	route("GET /v1/custom-states", "custom_list", false, s.listCustom)
-	route("GET /v1/custom-states/{id}", "custom_get", false, s.getCustom)
-	route("PUT /v1/custom-states/{id}/source", "custom_save", true, s.saveCustom)
-	route("PUT /v1/minions/{minion}/custom-states/{id}", "custom_assign", true, s.assignCustom)
-	route("GET /v1/minions/{minion}/custom-states", "custom_assignments", false, s.listAssignments)
-	route("POST /v1/minions/{minion}/custom-states/{id}/apply", "custom_apply", true, s.applyCustom)
-	route("GET /v1/minions/{minion}/custom-executions", "custom_executions", false, s.listExecutions)
-	route("GET /v1/minions/{minion}/custom-executions/{request_id}", "custom_status", false, s.executionStatus)
-	route("GET /v1/minions/{minion}/custom-executions/{request_id}/events", "custom_status_events", false, s.executionEvents)
+func (s *Service) customRoutes(route func(pattern, action string, a access, h http.HandlerFunc)) {
+	// validate compiles and never executes or writes, yet it is an administrator's (observers never
+	// handle source).
+	route("POST /v1/custom-states/validate", "custom_validate", adminReads(scopeNone), s.validateCustom)
+	route("POST /v1/custom-states", "custom_create", adminWrites(scopeBodyCompany), s.createCustom)
+	route("GET /v1/custom-states", "custom_list", anyReads(scopeListed), s.listCustom)
+	route("GET /v1/custom-states/{id}", "custom_get", anyReads(scopeDefinition), s.getCustom)
+	route("PUT /v1/custom-states/{id}/source", "custom_save", adminWrites(scopeDefinition), s.saveCustom)
+	route("PUT /v1/minions/{minion}/custom-states/{id}", "custom_assign", adminWrites(scopeMinion), s.assignCustom)
+	route("GET /v1/minions/{minion}/custom-states", "custom_assignments", anyReads(scopeMinion), s.listAssignments)
+	route("POST /v1/minions/{minion}/custom-states/{id}/apply", "custom_apply", adminWrites(scopeMinion), s.applyCustom)
+	route("GET /v1/minions/{minion}/custom-executions", "custom_executions", anyReads(scopeMinion), s.listExecutions)
+	route("GET /v1/minions/{minion}/custom-executions/{request_id}", "custom_status", anyReads(scopeMinion), s.executionStatus)
+	route("GET /v1/minions/{minion}/custom-executions/{request_id}/events", "custom_status_events", anyReads(scopeMinion), s.executionEvents)
 }
 
 // sourceBody is the body of validate and save.
@@ -37,9 +39,6 @@ type sourceBody struct {
 
 func (s *Service) validateCustom(w http.ResponseWriter, r *http.Request) {
 	const op = "custom_validate"
-	if !s.requireAdmin(w, r, op) {
-		return
-	}
 	var in sourceBody
 	if err := decodeBody(w, r, op, MaxCustomBodyBytes, false, &in); err != nil {
 		s.fail(w, r, op, err)
@@ -70,9 +69,6 @@ func (s *Service) invalidSource(w http.ResponseWriter, r *http.Request, op strin
 
 func (s *Service) createCustom(w http.ResponseWriter, r *http.Request) {
 	const op = "custom_create"
-	if !s.requireAdmin(w, r, op) {
-		return
-	}
 	var in struct {
 		Company string `json:"company"`
 		Name    string `json:"name"`
@@ -142,9 +138,6 @@ func (s *Service) getCustom(w http.ResponseWriter, r *http.Request) {
 // saveCustom replaces the source: changed source is a new revision; frozen executions do not change.
 func (s *Service) saveCustom(w http.ResponseWriter, r *http.Request) {
 	const op = "custom_save"
-	if !s.requireAdmin(w, r, op) {
-		return
-	}
 	d, ok := s.definition(w, r, op) // its company is authorized before the body is read
 	if !ok {
 		return
@@ -165,9 +158,6 @@ func (s *Service) saveCustom(w http.ResponseWriter, r *http.Request) {
 // assignCustom assigns a definition to a client of the definition's company (the client's binding).
 func (s *Service) assignCustom(w http.ResponseWriter, r *http.Request) {
 	const op = "custom_assign"
-	if !s.requireAdmin(w, r, op) {
-		return
-	}
 	minion, company, ok := s.minionScope(w, r, op, true)
 	if !ok {
 		return
@@ -227,9 +217,6 @@ type applyBody struct {
 // reused says which), as oduflow.Dispatcher.CustomStart decides.
 func (s *Service) applyCustom(w http.ResponseWriter, r *http.Request) {
 	const op = "custom_apply"
-	if !s.requireAdmin(w, r, op) {
-		return
-	}
 	minion, company, ok := s.minionScope(w, r, op, true)
 	if !ok {
 		return

@@ -30,23 +30,26 @@ const readyTimeout = 5 * time.Second
 // behind protect (a principal, the per-principal bound) and the audit trail.
 func (s *Service) Handler() http.Handler {
 	mux := http.NewServeMux()
-	route := func(pattern, action string, mutating bool, h http.HandlerFunc) {
-		mux.HandleFunc(pattern, s.protect(action, mutating, h))
+	route := func(pattern, action string, a access, h http.HandlerFunc) {
+		mux.HandleFunc(pattern, s.protect(action, a, h))
 	}
-	route("POST /v1/requests/{profile}/{minion}", "start", true, s.start)
-	route("GET /v1/requests/{profile}/{minion}/{request_id}", "status", false, s.status)
-	route("GET /v1/requests/{profile}/{minion}/{request_id}/events", "status_events", false, s.statusEvents)
-	route("POST /v1/requests/{minion}/{request_id}/resume", "resume", true, s.resume)
-	route("GET /v1/unresolved", "unresolved", false, s.unresolved)
-	route("GET /v1/minions/{minion}/ping", "ping", false, s.ping)
+	// Each route declares who may call it (access: the role, whether it writes, and the scope its
+	// handler checks against the principal's companies); protect enforces the role before the handler
+	// runs, so no handler checks a role itself.
+	route("POST /v1/requests/{profile}/{minion}", "start", adminWrites(scopeMinion), s.start)
+	route("GET /v1/requests/{profile}/{minion}/{request_id}", "status", anyReads(scopeMinion), s.status)
+	route("GET /v1/requests/{profile}/{minion}/{request_id}/events", "status_events", anyReads(scopeMinion), s.statusEvents)
+	route("POST /v1/requests/{minion}/{request_id}/resume", "resume", adminWrites(scopeMinion), s.resume)
+	route("GET /v1/unresolved", "unresolved", anyReads(scopeListed), s.unresolved)
+	route("GET /v1/minions/{minion}/ping", "ping", anyReads(scopeMinion), s.ping)
 	s.customRoutes(route)
 	s.uiRoutes(mux)
-	route("GET /metrics", "metrics", false, promhttp.HandlerFor(s.registry, promhttp.HandlerOpts{}).ServeHTTP)
+	route("GET /metrics", "metrics", anyReads(scopeNone), promhttp.HandlerFor(s.registry, promhttp.HandlerOpts{}).ServeHTTP)
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	})
 	mux.HandleFunc("GET /readyz", s.readyz)
-	route("/", "route", false, func(w http.ResponseWriter, r *http.Request) {
+	route("/", "route", anyReads(scopeNone), func(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, "route", http.StatusNotFound,
 			body(fmt.Sprintf("no route for %s %s", r.Method, oduflowenv.OneLine(truncate(r.URL.Path, 200))), oduflowenv.ExitUsage, "no_route"))
 	})
@@ -67,9 +70,6 @@ type startBody struct {
 
 func (s *Service) start(w http.ResponseWriter, r *http.Request) {
 	const op = "start"
-	if !s.requireAdmin(w, r, op) {
-		return
-	}
 	profile, err := oduflowenv.ProfileIn(op, r.PathValue("profile"), s.table)
 	if err != nil {
 		s.fail(w, r, op, err)
@@ -182,9 +182,6 @@ func (s *Service) requestOf(w http.ResponseWriter, r *http.Request, op string) (
 
 func (s *Service) resume(w http.ResponseWriter, r *http.Request) {
 	const op = "resume"
-	if !s.requireAdmin(w, r, op) {
-		return
-	}
 	minion, request := r.PathValue("minion"), r.PathValue("request_id")
 	if err := errors.Join(oduflowenv.CheckMinionIn(op, minion, s.table), oduflowenv.CheckRequest(op, request)); err != nil {
 		s.fail(w, r, op, firstError(err))

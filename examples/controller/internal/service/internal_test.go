@@ -77,7 +77,7 @@ func TestIsLoopback(t *testing.T) {
 func TestInflightLimit(t *testing.T) {
 	s := &Service{auth: &authenticator{insecure: true}, limit: newInflightLimit(2), log: discardLogger(), audit: discardLogger()}
 	hold, entered := make(chan struct{}), make(chan struct{}, 2)
-	h := s.audited(s.protect("test", false, func(w http.ResponseWriter, r *http.Request) {
+	h := s.audited(s.protect("test", anyReads(scopeNone), func(w http.ResponseWriter, r *http.Request) {
 		entered <- struct{}{}
 		<-hold
 	}))
@@ -155,7 +155,7 @@ func TestEveryRequestHasADeadline(t *testing.T) {
 	}{{"status", true}, {"start", true}, {"custom_save", true}, {"status_events", false}, {"custom_status_events", false}} {
 		var deadline time.Time
 		var has bool
-		h := s.audited(s.protect(tc.action, false, func(w http.ResponseWriter, r *http.Request) {
+		h := s.audited(s.protect(tc.action, anyReads(scopeNone), func(w http.ResponseWriter, r *http.Request) {
 			deadline, has = r.Context().Deadline()
 		}))
 		h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest("GET", "/", nil))

@@ -243,11 +243,13 @@ func uiHeaders(w http.ResponseWriter) {
 
 // uiRoutes registers the console on mux.
 func (s *Service) uiRoutes(mux *http.ServeMux) {
-	page := func(pattern, action string, h http.HandlerFunc) {
-		mux.HandleFunc(pattern, s.uiProtect(action, false, h))
+	// The console's routes declare their access as the API's do (an administrator's action is one here
+	// too); uiProtect enforces the role.
+	page := func(pattern, action string, sc scope, h http.HandlerFunc) {
+		mux.HandleFunc(pattern, s.uiProtect(action, anyReads(sc), h))
 	}
-	post := func(pattern, action string, h http.HandlerFunc) {
-		mux.HandleFunc(pattern, s.uiProtect(action, true, h))
+	post := func(pattern, action string, sc scope, h http.HandlerFunc) {
+		mux.HandleFunc(pattern, s.uiProtect(action, adminWrites(sc), h))
 	}
 	mux.HandleFunc("GET /ui/static/{file}", s.uiStatic)
 	mux.HandleFunc("GET /ui/login", s.uiLoginPage)
@@ -258,33 +260,33 @@ func (s *Service) uiRoutes(mux *http.ServeMux) {
 	mux.HandleFunc("GET /ui", func(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, "/ui/clients", http.StatusSeeOther)
 	})
-	post("POST /ui/logout", "ui_logout", s.uiLogout)
-	page("GET /ui/clients", "ui_clients", s.uiClients)
-	page("GET /ui/clients/{minion}", "ui_client", s.uiClient)
-	page("GET /ui/clients/{minion}/start/{profile}", "ui_confirm", s.uiConfirm)
-	post("POST /ui/clients/{minion}/start/{profile}", "start", s.uiStart)
-	page("GET /ui/clients/{minion}/requests/{profile}/{request_id}", "ui_request", s.uiRequest)
-	post("POST /ui/clients/{minion}/requests/{request_id}/resume", "resume", s.uiResume)
-	page("GET /ui/unresolved", "ui_unresolved", s.uiUnresolved)
-	page("GET /ui/custom-states", "ui_custom_list", s.uiCustomList)
-	page("GET /ui/custom-states/new", "ui_custom_new", s.uiCustomNew)
-	post("POST /ui/custom-states", "custom_create", s.uiCustomCreate)
-	page("GET /ui/custom-states/{id}", "ui_custom", s.uiCustom)
-	post("POST /ui/custom-states/{id}/source", "custom_save", s.uiCustomSave)
-	post("POST /ui/custom-states/{id}/assign", "custom_assign", s.uiCustomAssign)
-	post("POST /ui/api/custom-states/validate", "custom_validate", s.validateCustom)
-	post("POST /ui/clients/{minion}/custom-states/{id}/apply", "custom_apply", s.uiApply)
-	page("GET /ui/clients/{minion}/executions/{request_id}", "ui_execution", s.uiExecution)
+	mux.HandleFunc("POST /ui/logout", s.uiProtect("ui_logout", access{mutating: true}, s.uiLogout))
+	page("GET /ui/clients", "ui_clients", scopeListed, s.uiClients)
+	page("GET /ui/clients/{minion}", "ui_client", scopeMinion, s.uiClient)
+	page("GET /ui/clients/{minion}/start/{profile}", "ui_confirm", scopeMinion, s.uiConfirm)
+	post("POST /ui/clients/{minion}/start/{profile}", "start", scopeMinion, s.uiStart)
+	page("GET /ui/clients/{minion}/requests/{profile}/{request_id}", "ui_request", scopeMinion, s.uiRequest)
+	post("POST /ui/clients/{minion}/requests/{request_id}/resume", "resume", scopeMinion, s.uiResume)
+	page("GET /ui/unresolved", "ui_unresolved", scopeListed, s.uiUnresolved)
+	page("GET /ui/custom-states", "ui_custom_list", scopeListed, s.uiCustomList)
+	page("GET /ui/custom-states/new", "ui_custom_new", scopeNone, s.uiCustomNew)
+	post("POST /ui/custom-states", "custom_create", scopeBodyCompany, s.uiCustomCreate)
+	page("GET /ui/custom-states/{id}", "ui_custom", scopeDefinition, s.uiCustom)
+	post("POST /ui/custom-states/{id}/source", "custom_save", scopeDefinition, s.uiCustomSave)
+	post("POST /ui/custom-states/{id}/assign", "custom_assign", scopeMinion, s.uiCustomAssign)
+	mux.HandleFunc("POST /ui/api/custom-states/validate", s.uiProtect("custom_validate", adminReads(scopeNone), s.validateCustom))
+	post("POST /ui/clients/{minion}/custom-states/{id}/apply", "custom_apply", scopeMinion, s.uiApply)
+	page("GET /ui/clients/{minion}/executions/{request_id}", "ui_execution", scopeMinion, s.uiExecution)
 }
 
 // uiProtect authenticates a console request (a client certificate or bearer token, else the session
 // cookie; none: to the sign-in page, 401), bounds it per principal like protect, and for a POST checks
 // the CSRF token (form field csrf or header X-CSRF-Token; 403 otherwise) before anything is read.
-func (s *Service) uiProtect(action string, mutating bool, h http.HandlerFunc) http.HandlerFunc {
+func (s *Service) uiProtect(action string, a access, h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		uiHeaders(w)
 		rec := auditOf(r.Context())
-		rec.action, rec.mutating = action, mutating
+		rec.action, rec.mutating = action, a.mutating
 		rec.noteTarget(r)
 		if rec.minion != "" {
 			rec.company = s.clients[rec.minion]
@@ -324,6 +326,9 @@ func (s *Service) uiProtect(action string, mutating bool, h http.HandlerFunc) ht
 			return
 		}
 		defer release()
+		if !s.permits(w, r, action, a, p) {
+			return
+		}
 		ctx := context.WithValue(context.WithValue(r.Context(), principalKey{}, p), uiCtxKey{}, u)
 		h(w, r.WithContext(ctx))
 	}
