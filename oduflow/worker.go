@@ -40,7 +40,7 @@ func (d *Dispatcher) launch(caller context.Context, c *claims.Claim, created tim
 				adm.release()
 				return
 			}
-			d.runWorkerFor(d.workerContext(caller), c, reqLock, d.lockedInGrace(created), adm)
+			d.runWorkerFor(d.workerContext(caller), c, reqLock, d.launchWindowAt(created), adm)
 		}()
 		return nil
 	}
@@ -50,11 +50,11 @@ func (d *Dispatcher) launch(caller context.Context, c *claims.Claim, created tim
 	if !ok {
 		return nil
 	}
-	inGrace := d.lockedInGrace(created)
+	window := d.launchWindowAt(created)
 	d.wg.Add(1)
 	d.admit.run(func() {
 		defer d.wg.Done()
-		d.runWorkerFor(d.workerContext(caller), c, reqLock, inGrace, &admission{a: d.admit, held: true})
+		d.runWorkerFor(d.workerContext(caller), c, reqLock, window, &admission{a: d.admit, held: true})
 	})
 	return nil
 }
@@ -82,13 +82,25 @@ func (w workerCtx) Value(key any) any {
 	return w.values.Value(key)
 }
 
-// lockedInGrace reports whether a request lock taken now, by an in-process worker of a claim whose
-// Create was sent at created, was taken within the launch window: measured on this process's monotonic
-// clock from before the window opened in the store, so "within" here implies "still open there" (the
-// store's window lasts at least LaunchGrace from its creation, which came later).
-func (d *Dispatcher) lockedInGrace(created time.Time) *bool {
-	in := time.Since(created) <= d.timers.LaunchGrace
-	return &in
+// launchWindow is what a worker knows, when it starts, of the launch window in which its request lock was
+// taken: measured by its launcher (open or closed), or to be read from the store (a detached worker).
+type launchWindow int
+
+const (
+	launchWindowFromStore launchWindow = iota // read it as the store measures it now (workerClaim)
+	launchWindowOpen                          // the launcher took the lock within the window
+	launchWindowClosed                        // the launcher took the lock after the window
+)
+
+// launchWindowAt is the launch window of a request lock taken now by an in-process worker of a claim
+// whose Create was sent at created: measured on this process's monotonic clock from before the window
+// opened in the store, so "within" here implies "still open there" (the store's window lasts at least
+// LaunchGrace from its creation, which came later).
+func (d *Dispatcher) launchWindowAt(created time.Time) launchWindow {
+	if time.Since(created) <= d.timers.LaunchGrace {
+		return launchWindowOpen
+	}
+	return launchWindowClosed
 }
 
 // lockForLaunch takes c's request lock for an in-process worker; false when another worker holds it
@@ -131,8 +143,8 @@ func (d *Dispatcher) failUnlocked(ctx context.Context, c *claims.Claim) {
 }
 
 // runWorkerFor runs the worker steps of c on the calling goroutine, holding reqLock and an admission slot.
-func (d *Dispatcher) runWorkerFor(ctx context.Context, c *claims.Claim, reqLock claims.Lease, inGrace *bool, adm *admission) {
-	if err := d.work(ctx, targetOf(c), reqLock, inGrace, adm); err != nil {
+func (d *Dispatcher) runWorkerFor(ctx context.Context, c *claims.Claim, reqLock claims.Lease, window launchWindow, adm *admission) {
+	if err := d.work(ctx, targetOf(c), reqLock, window, adm); err != nil {
 		d.claimLog(c).Warn("worker ended with error", slog.String("error", err.Error()))
 	}
 }
@@ -189,43 +201,94 @@ func (d *Dispatcher) runWorker(ctx context.Context, minion, request string) erro
 		}
 		return err
 	}
-	return d.work(ctx, t, reqLock, nil, nil) // the launch window as the store reads it now
+	return d.work(ctx, t, reqLock, launchWindowFromStore, nil)
 }
 
 // work executes the worker steps (package documentation, Worker) for one claim whose request lock the
-// caller took (work releases it): within the launch window when *inGrace, or, when inGrace is nil, if the
-// store reads the window open now (the lock is already held, so it was open when the lock was taken). It
-// publishes oduflow_job.run at most once, and only from phase claimed while holding the request lock and
-// the client lease. With an admission (in-process workers), once the run publication is made the slot is
-// freed and the wait for the return goes on parked, without a goroutine (awaitParked), owning the leases
-// and the event waiter; work returns.
+// caller took (work releases it): within the launch window as window says (launchWindowFromStore: as the
+// store reads it now; the lock is already held, so it was open when the lock was taken if it is open
+// now). It publishes oduflow_job.run at most once, and only from phase claimed while holding the request
+// lock and the client lease. With an admission (in-process workers), once the run publication is made
+// the slot is freed and the wait for the return goes on parked, without a goroutine (awaitParked), owning
+// the leases and the event waiter; work returns.
 //
-// The steps run in phases, one method each, and each puts what it acquires into the worker's hold
-// (workerHold): the claim read (claimToDispatch: may this worker dispatch it at all), preflightPhase (the
-// client lease and the event waiter), intentPhase (the one fenced transition to dispatching), publishPhase
-// (the publication's deadline and the one publication) and handOffPhase (the wait for the return: parked,
-// taking the hold with it, or on this goroutine). Whatever the hold still has when work returns is
-// released by endWork, once; a hand-off leaves it empty.
-func (d *Dispatcher) work(ctx context.Context, t target, reqLock claims.Lease, inGrace *bool, adm *admission) error {
-	h := &workerHold{reqLock: reqLock}
-	defer d.endWork(ctx, t, reqLock, h, adm) // the caller's ctx, not the request's below
-	c, err := d.claimToDispatch(ctx, t, inGrace, adm)
-	if c == nil {
+// The steps are phases of one workerRun, a method each, each saying explicitly whether the run goes on
+// (proceed) and putting what it acquires into the run's hold: claim (may this worker dispatch it at
+// all), preflight (the client lease and the event waiter), intent (the one fenced transition to
+// dispatching), publish (the publication's deadline and the one publication) and handOff (the wait for
+// the return: parked, taking the hold with it, or on this goroutine). Whatever the hold still has when
+// work returns is released by endWork, once; a hand-off leaves it empty.
+func (d *Dispatcher) work(ctx context.Context, t target, reqLock claims.Lease, window launchWindow, adm *admission) error {
+	r := &workerRun{d: d, t: t, window: window, adm: adm, hold: workerHold{reqLock: reqLock}}
+	defer d.endWork(ctx, t, reqLock, &r.hold, adm) // the caller's ctx, not the request's below
+	if next, err := r.claim(ctx); next == stop {
 		return err
 	}
-	ctx = withRequest(ctx, refOf(c))
-	plan, err := d.preflightPhase(ctx, c, h)
-	if plan == nil {
-		return err
+	ctx = withRequest(ctx, refOf(r.c))
+	for _, phase := range []func(context.Context) (phaseResult, error){r.preflight, r.intent, r.publish} {
+		if next, err := phase(ctx); next == stop {
+			return err
+		}
 	}
-	if c, err = d.intentPhase(ctx, c, h, plan); c == nil {
-		return err
+	return r.handOff(ctx)
+}
+
+// phaseResult is what a phase of a workerRun decided: the run goes on to the next phase, or it ends here
+// (with the phase's error, nil when the phase ended it by design: a committed failure, a claim another
+// worker owns, a result someone else committed).
+type phaseResult bool
+
+const (
+	proceed phaseResult = true
+	stop    phaseResult = false
+)
+
+// workerRun is one worker's run of one request: what it was given (the target, the launch window, the
+// admission) and what its phases settled (the claim, the dispatch plan, the publication) and acquired
+// (the hold).
+type workerRun struct {
+	d      *Dispatcher
+	t      target
+	window launchWindow
+	adm    *admission
+	hold   workerHold
+	c      *claims.Claim // the claim as the last phase read or wrote it
+	plan   dispatchPlan  // preflight's settlement, for the intent and the publication
+	pub    published     // publish's publication, for the hand-off
+}
+
+func (r *workerRun) claim(ctx context.Context) (phaseResult, error) {
+	c, next, err := r.d.claimToDispatch(ctx, r.t, r.window, r.adm)
+	r.c = c
+	return next, err
+}
+
+func (r *workerRun) preflight(ctx context.Context) (phaseResult, error) {
+	plan, next, err := r.d.preflightPhase(ctx, r.c, &r.hold)
+	if next == proceed {
+		r.plan = *plan
 	}
-	pub, err := d.publishPhase(ctx, t, c, h, plan, adm)
-	if pub == nil {
-		return err
+	return next, err
+}
+
+func (r *workerRun) intent(ctx context.Context) (phaseResult, error) {
+	c, next, err := r.d.intentPhase(ctx, r.c, &r.hold, &r.plan)
+	if next == proceed {
+		r.c = c
 	}
-	return d.handOffPhase(ctx, pub, h, adm)
+	return next, err
+}
+
+func (r *workerRun) publish(ctx context.Context) (phaseResult, error) {
+	pub, next, err := r.d.publishPhase(ctx, r.t, r.c, &r.hold, &r.plan, r.adm)
+	if next == proceed {
+		r.pub = *pub
+	}
+	return next, err
+}
+
+func (r *workerRun) handOff(ctx context.Context) error {
+	return r.d.handOffPhase(ctx, &r.pub, &r.hold, r.adm)
 }
 
 // endWork releases what the worker's hold h still has when work returns, newest first: what the
@@ -305,17 +368,17 @@ func (d *Dispatcher) failPreflight(ctx context.Context, c *claims.Claim, code cl
 
 // claimToDispatch reads the worker's claim and decides whether this worker may dispatch it: the claim is
 // returned only when it is bound to t's minion, still in phase claimed (not a legacy one) and its request
-// lock was taken within the launch window. Otherwise nil: err for a claim that cannot be read or is bound
+// lock was taken within the launch window (proceed). Otherwise stop: err for a claim that cannot be read or is bound
 // to another minion; a claim past phase claimed is polled (a detached Resume within its window, its
 // admission slot freed) or left as it is; a launch after the window is committed unknown, never
 // dispatched.
-func (d *Dispatcher) claimToDispatch(ctx context.Context, t target, inGrace *bool, adm *admission) (*claims.Claim, error) {
-	c, launchOpen, err := d.workerClaim(ctx, t, inGrace)
+func (d *Dispatcher) claimToDispatch(ctx context.Context, t target, window launchWindow, adm *admission) (*claims.Claim, phaseResult, error) {
+	c, launchOpen, err := d.workerClaim(ctx, t, window)
 	if err != nil {
-		return nil, err
+		return nil, stop, err
 	}
 	if c.MinionID != t.minion {
-		return nil, &mismatchError{Field: "minion_id", Bound: c.MinionID}
+		return nil, stop, &mismatchError{Field: "minion_id", Bound: c.MinionID}
 	}
 	ctx = withRequest(ctx, refOf(c))
 	if c.Phase != claims.PhaseClaimed || c.Legacy() {
@@ -323,10 +386,10 @@ func (d *Dispatcher) claimToDispatch(ctx context.Context, t target, inGrace *boo
 			// A detached Resume: poll the unknown dispatched request (never publish it again).
 			adm.release()
 			d.resumePolling(ctx, c, deadline)
-			return nil, nil
+			return nil, stop, nil
 		}
 		d.claimLog(c).Info("worker: claim past phase claimed; never dispatched twice", slog.String("phase", string(c.Phase)))
-		return nil, nil
+		return nil, stop, nil
 	}
 	// The launch window when the request lock was taken: a wait for admission since then was reported
 	// running.
@@ -334,9 +397,9 @@ func (d *Dispatcher) claimToDispatch(ctx context.Context, t target, inGrace *boo
 		// Status may have been reporting this launch as unknown (worker disappeared): never dispatch it now.
 		d.claimLog(c).Warn("worker: started after the launch window; not dispatching")
 		d.finalize(ctx, c, receipt.StatusUnknown, 0, 0, claims.CodeWorkerLost, evidenceNone)
-		return nil, nil
+		return nil, stop, nil
 	}
-	return c, nil
+	return c, proceed, nil
 }
 
 // dispatchPlan is what the preflight settled for the intent and the publication.
@@ -350,23 +413,23 @@ type dispatchPlan struct {
 // preflightPhase runs the checks before the intent on c, read in phase claimed: the role, the client
 // lease and the client's other requests (leaseAndClear), the minion (preflight), the publication, then
 // the event waiter, subscribed before anything is published. The lease and the waiter go into h. It
-// returns what the intent and the publication need, or nil when the worker ends: a preflight failure
+// returns what the intent and the publication need (proceed), or stop when the worker ends: a preflight failure
 // committed (failPreflight: nothing was published), or err.
-func (d *Dispatcher) preflightPhase(ctx context.Context, c *claims.Claim, h *workerHold) (*dispatchPlan, error) {
+func (d *Dispatcher) preflightPhase(ctx context.Context, c *claims.Claim, h *workerHold) (*dispatchPlan, phaseResult, error) {
 	d.stepHook(ctx, c, stepClaimed)
 	if c.Profile != receipt.ProfileCustom {
 		if err := d.checkRole(c); err != nil {
 			d.failPreflight(ctx, c, claims.CodeRoleNotAllowed)
-			return nil, err
+			return nil, stop, err
 		}
 	}
 	lease, code, err := d.leaseAndClear(ctx, c)
 	if err != nil {
-		return nil, err
+		return nil, stop, err
 	}
 	if lease == nil {
 		d.failPreflight(ctx, c, code)
-		return nil, nil
+		return nil, stop, nil
 	}
 	h.lease = lease
 	d.stepHook(ctx, c, stepLease)
@@ -376,35 +439,35 @@ func (d *Dispatcher) preflightPhase(ctx context.Context, c *claims.Claim, h *wor
 	}
 	if code != "" {
 		if ctx.Err() != nil {
-			return nil, ctx.Err()
+			return nil, stop, ctx.Err()
 		}
 		d.claimLog(c).Warn("worker: preflight failure; nothing published", slog.String("code", string(code)))
 		d.failPreflight(ctx, c, code)
-		return nil, nil
+		return nil, stop, nil
 	}
 	if plan.spec, err = d.pubsrc.Publication(ctx, c); err != nil {
 		d.failPreflight(ctx, c, claims.CodePayload)
-		return nil, nil
+		return nil, stop, nil
 	}
 	plan.jid = salt.JID(c.JID)
 	w, err := d.hub.watch(ctx, plan.jid) // subscribe BEFORE publishing: the bus has no replay
 	if err != nil {
 		if ctx.Err() != nil {
-			return nil, ctx.Err()
+			return nil, stop, ctx.Err()
 		}
 		d.claimLog(c).Warn("worker: event bus unavailable; preflight failure, nothing published", slog.String("error", err.Error()))
 		d.failPreflight(ctx, c, claims.CodeEventBus)
-		return nil, nil
+		return nil, stop, nil
 	}
 	h.w = w
-	return plan, nil
+	return plan, proceed, nil
 }
 
 // intentPhase records the dispatch intent durably: from here on the request may have been published. It
-// returns the claim in phase dispatching with its fencing token, or nil when nothing may be published:
+// returns the claim in phase dispatching with its fencing token (proceed), or stop when nothing may be published:
 // err when the intent was not recorded (or its outcome stays undecided), or a committed failure for a
 // token the minion would refuse.
-func (d *Dispatcher) intentPhase(ctx context.Context, c *claims.Claim, h *workerHold, plan *dispatchPlan) (*claims.Claim, error) {
+func (d *Dispatcher) intentPhase(ctx context.Context, c *claims.Claim, h *workerHold, plan *dispatchPlan) (*claims.Claim, phaseResult, error) {
 	dispatchedAt := d.clock.Now()
 	next := c.Clone()
 	next.Phase = claims.PhaseDispatching
@@ -422,13 +485,13 @@ func (d *Dispatcher) intentPhase(ctx context.Context, c *claims.Claim, h *worker
 	}
 	if err != nil {
 		if !isOutcomeUnknown(err) {
-			return nil, errors.Wrap(err, "oduflow: record dispatch") // nothing written, nothing published
+			return nil, stop, errors.Wrap(err, "oduflow: record dispatch") // nothing written, nothing published
 		}
 		// The acknowledgement was lost: the intent may be recorded. Publish only once it is proven to be
 		// this worker's (settleIntent); otherwise nothing is published and the request ends unknown.
 		var mine bool
 		if c, mine = d.settleIntent(ctx, next, h.reqLock, h.lease); !mine {
-			return nil, errors.Wrap(err, "oduflow: record dispatch (outcome undecided, nothing published)")
+			return nil, stop, errors.Wrap(err, "oduflow: record dispatch (outcome undecided, nothing published)")
 		}
 	}
 	if c.FenceToken < 1 || c.FenceToken > claims.MaxFenceToken {
@@ -436,7 +499,7 @@ func (d *Dispatcher) intentPhase(ctx context.Context, c *claims.Claim, h *worker
 		// unfenced. Nothing was sent.
 		d.claimLog(c).Error("worker: the claim store issued no fencing token; nothing published")
 		d.failPreflight(ctx, c, claims.CodeClaimStore)
-		return nil, nil
+		return nil, stop, nil
 	}
 	if c.FenceToken <= plan.fenceMark {
 		// The store ignored the floor: the minion would refuse this token. Fail typed instead of
@@ -444,10 +507,10 @@ func (d *Dispatcher) intentPhase(ctx context.Context, c *claims.Claim, h *worker
 		d.claimLog(c).Error("worker: fencing token not above the minion's mark; nothing published",
 			slog.Uint64("fence_token", c.FenceToken), slog.Uint64("fence_mark", plan.fenceMark))
 		d.failPreflight(ctx, c, claims.CodeFenceBehind)
-		return nil, nil
+		return nil, stop, nil
 	}
 	d.stepHook(ctx, c, stepDispatchRecorded)
-	return c, nil
+	return c, proceed, nil
 }
 
 // published is a run publication the master accepted: the claim (dispatched, unless that write failed
@@ -460,11 +523,11 @@ type published struct {
 }
 
 // publishPhase publishes oduflow_job.run for c, once, never retried, under a context bounded by the hard
-// deadline (its cancel goes into h), and records phase dispatched. It returns nil when the worker ends
+// deadline (its cancel goes into h), and records phase dispatched. It returns stop when the worker ends
 // here: a refused publish committed failed (nothing was published), a publish whose outcome is unknown
 // (committed unknown and listened for: listenAfterUnknownPublish), or a final result someone else
 // committed meanwhile.
-func (d *Dispatcher) publishPhase(ctx context.Context, t target, c *claims.Claim, h *workerHold, plan *dispatchPlan, adm *admission) (*published, error) {
+func (d *Dispatcher) publishPhase(ctx context.Context, t target, c *claims.Claim, h *workerHold, plan *dispatchPlan, adm *admission) (*published, phaseResult, error) {
 	start := time.Now()
 	wctx, cancel := context.WithDeadline(ctx, start.Add(d.timers.HardDeadline))
 	h.cancel = cancel
@@ -479,11 +542,11 @@ func (d *Dispatcher) publishPhase(ctx context.Context, t target, c *claims.Claim
 		if salt.IsNotPublished(err) && !salt.IsOutcomeUnknown(err) {
 			d.claimLog(c).Warn("worker: publish refused; nothing published", slog.String("code", string(code)))
 			d.finalize(ctx, c, receipt.StatusFailed, 0, 1, code, evidenceRefused)
-			return nil, nil
+			return nil, stop, nil
 		}
 		d.claimLog(c).Error("worker: publish outcome unknown; never retried; client quarantined", slog.String("code", string(code)))
 		adm.release()
-		return nil, d.listenAfterUnknownPublish(ctx, wctx, c, h, start)
+		return nil, stop, d.listenAfterUnknownPublish(ctx, wctx, c, h, start)
 	}
 	next := c.Clone()
 	next.Phase = claims.PhaseDispatched
@@ -491,11 +554,11 @@ func (d *Dispatcher) publishPhase(ctx context.Context, t target, c *claims.Claim
 		c = nc
 		d.watchers.changed(next.RequestID)
 	} else if cur, gerr := d.store.Get(ctx, t.request); gerr == nil && cur.Phase.Final() {
-		return nil, nil // someone else committed a final result
+		return nil, stop, nil // someone else committed a final result
 	}
 	d.stepHook(ctx, c, stepPublishReplied)
 	d.claimLog(c).Info("worker: published", slog.String("fun", funRun))
-	return &published{c: c, wctx: wctx, start: start}, nil
+	return &published{c: c, wctx: wctx, start: start}, proceed, nil
 }
 
 // handOffPhase waits for the return of the published run and commits the final result. The admission
@@ -524,10 +587,11 @@ func (d *Dispatcher) handOffPhase(ctx context.Context, p *published, h *workerHo
 }
 
 // workerClaim reads the worker's claim and whether its request lock, held by the caller, was taken
-// within the launch window: *inGrace when the caller measured it, else the window as the store reads it
-// now (or, for a store that does not measure the windows, this dispatcher's clock against CreatedAt).
-func (d *Dispatcher) workerClaim(ctx context.Context, t target, inGrace *bool) (*claims.Claim, bool, error) {
-	if inGrace == nil && d.windows != nil {
+// within the launch window: as the caller measured it, else (launchWindowFromStore) the window as the
+// store reads it now (or, for a store that does not measure the windows, this dispatcher's clock against
+// CreatedAt).
+func (d *Dispatcher) workerClaim(ctx context.Context, t target, window launchWindow) (*claims.Claim, bool, error) {
+	if window == launchWindowFromStore && d.windows != nil {
 		c, lv, err := d.windows.GetWithLiveness(ctx, t.request)
 		return c, lv.LaunchOpen, err
 	}
@@ -535,8 +599,8 @@ func (d *Dispatcher) workerClaim(ctx context.Context, t target, inGrace *bool) (
 	if err != nil {
 		return nil, false, err
 	}
-	if inGrace != nil {
-		return c, *inGrace, nil
+	if window != launchWindowFromStore {
+		return c, window == launchWindowOpen, nil
 	}
 	return c, d.clock.Now().Sub(c.CreatedAt) <= d.timers.LaunchGrace, nil
 }
