@@ -176,6 +176,8 @@ func cmdRollout(ctx context.Context, args []string) (any, error) {
 	fs := flag.NewFlagSet("rollout", flag.ContinueOnError)
 	base := fs.String("dir", "/var/cache", "claim directory parent")
 	timeout := fs.Duration("timeout", 5*time.Minute, "the whole rollout")
+	reuse := fs.Duration("capability-reuse", 0, "Timers.CapabilityReuse (0: every preflight asks its minion)")
+	pingFirst := fs.Bool("ping-first", false, "Ping every fleet minion before the clock starts (a readiness check)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -203,8 +205,10 @@ func cmdRollout(ctx context.Context, args []string) (any, error) {
 	}
 	defer rm()
 	h := &rolloutHooks{reqs: map[string]*rolloutReq{}, done: make(chan struct{}), left: len(ids)}
+	timers := oduflow.DefaultTimers()
+	timers.CapabilityReuse = *reuse
 	d, err := oduflow.New(c, oduflow.SaltEvents(env.events, salt.WithLogger(benchkit.Discard())),
-		oduflow.WithClaimDir(dir), oduflow.WithPKIDir(pki),
+		oduflow.WithClaimDir(dir), oduflow.WithPKIDir(pki), oduflow.WithTimers(timers),
 		oduflow.WithLogger(benchkit.Discard()), oduflow.WithHooks(h.hooks()))
 	if err != nil {
 		return nil, err
@@ -213,6 +217,30 @@ func cmdRollout(ctx context.Context, args []string) (any, error) {
 	// The dispatcher's bus subscription and a connection to the master, before the clock starts.
 	if r, err := d.Ping(ctx, env.minion); err != nil || !r.Ready() {
 		return nil, fmt.Errorf("lab minion not ready: %+v %v", r, err)
+	}
+	if *pingFirst {
+		perr := make([]error, len(ids))
+		var pg sync.WaitGroup
+		for i := range ids {
+			pg.Add(1)
+			go func(i int) {
+				defer pg.Done()
+				r, err := d.Ping(ctx, ids[i])
+				if err == nil && !r.Ready() {
+					err = fmt.Errorf("not ready: %+v", r)
+				}
+				perr[i] = err
+			}(i)
+		}
+		pg.Wait()
+		for i, err := range perr {
+			if err != nil {
+				return nil, fmt.Errorf("ping %s: %w", ids[i], err)
+			}
+		}
+		h.mu.Lock()
+		h.capPubs, h.attests = 0, 0 // the rollout's own publications only
+		h.mu.Unlock()
 	}
 
 	reqs := make([]string, len(ids))
@@ -283,6 +311,7 @@ func cmdRollout(ctx context.Context, args []string) (any, error) {
 	}
 	return map[string]any{
 		"minions": len(ids), "wall_s": benchkit.Round3(wall.Seconds()),
+		"capability_reuse_s": reuse.Seconds(), "ping_first": *pingFirst,
 		"all_started_ms":       benchkit.Round3(float64(allStarted) / float64(time.Millisecond)),
 		"start_ms":             benchkit.Summarize(startDur, time.Millisecond),
 		"terminal_ms":          benchkit.Summarize(terminal, time.Millisecond),
