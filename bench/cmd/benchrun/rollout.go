@@ -100,8 +100,12 @@ func procCPUWithChildren(pid string) time.Duration {
 type rolloutReq struct {
 	runPublished, capWaits, proofs, polls int
 	outcome                               time.Time
-	status                                receipt.Status
-	code                                  string
+	// the request's timeline (this host's clock): its capability check (a kept answer: none), the run's
+	// publish reply, the proven return in hand, and the proof call's own duration
+	capDur, proofDur            time.Duration
+	capEnd, published, returned time.Time
+	status                      receipt.Status
+	code                        string
 }
 
 type rolloutHooks struct {
@@ -133,10 +137,22 @@ func (h *rolloutHooks) hooks() oduflow.Hooks {
 			case fun == "oduflow_job.attest" && result == "ok":
 				h.attests++
 			case fun == "oduflow_job.run" && result == "ok" && ref.RequestID != "":
-				h.req(ref.RequestID).runPublished++
+				r := h.req(ref.RequestID)
+				r.runPublished++
+				r.published = time.Now()
 			}
 		},
-		Observe: func(_ context.Context, ref oduflow.RequestRef, op string, _ time.Duration) {
+		Step: func(_ context.Context, ref oduflow.RequestRef, step string) {
+			if step != "returned" || ref.RequestID == "" {
+				return
+			}
+			h.mu.Lock()
+			defer h.mu.Unlock()
+			if r := h.req(ref.RequestID); r.returned.IsZero() {
+				r.returned = time.Now()
+			}
+		},
+		Observe: func(_ context.Context, ref oduflow.RequestRef, op string, d time.Duration) {
 			if ref.RequestID == "" {
 				return
 			}
@@ -144,9 +160,13 @@ func (h *rolloutHooks) hooks() oduflow.Hooks {
 			defer h.mu.Unlock()
 			switch op {
 			case "capabilities":
-				h.req(ref.RequestID).capWaits++
+				r := h.req(ref.RequestID)
+				r.capWaits++
+				r.capDur, r.capEnd = d, time.Now()
 			case "proof":
-				h.req(ref.RequestID).proofs++
+				r := h.req(ref.RequestID)
+				r.proofs++
+				r.proofDur = d
 			case "poll":
 				h.req(ref.RequestID).polls++
 			}
@@ -282,6 +302,10 @@ func cmdRollout(ctx context.Context, args []string) (any, error) {
 	h.mu.Lock()
 	var last time.Time
 	var terminal []time.Duration
+	// per request: Start -> the capability check began (lease, quarantine scan, queueing), the check,
+	// its answer -> the run's publish reply (intent, publish), that reply -> the proven return in hand
+	// (the minion's apply and the proof), the proof call alone, the return -> the committed result
+	var toCap, capD, capToPub, pubToRet, proofD, retToCommit []time.Duration
 	proofs, polls, capWaits := 0, 0, 0
 	var bad []string
 	for i, id := range reqs {
@@ -290,6 +314,16 @@ func cmdRollout(ctx context.Context, args []string) (any, error) {
 			last = r.outcome
 		}
 		terminal = append(terminal, r.outcome.Sub(t0))
+		if !r.capEnd.IsZero() {
+			toCap = append(toCap, r.capEnd.Add(-r.capDur).Sub(t0))
+			capD = append(capD, r.capDur)
+			capToPub = append(capToPub, r.published.Sub(r.capEnd))
+		} else {
+			capToPub = append(capToPub, r.published.Sub(t0))
+		}
+		pubToRet = append(pubToRet, r.returned.Sub(r.published))
+		proofD = append(proofD, r.proofDur)
+		retToCommit = append(retToCommit, r.outcome.Sub(r.returned))
 		proofs += r.proofs
 		polls += r.polls
 		capWaits += r.capWaits
@@ -312,9 +346,17 @@ func cmdRollout(ctx context.Context, args []string) (any, error) {
 	return map[string]any{
 		"minions": len(ids), "wall_s": benchkit.Round3(wall.Seconds()),
 		"capability_reuse_s": reuse.Seconds(), "ping_first": *pingFirst,
-		"all_started_ms":       benchkit.Round3(float64(allStarted) / float64(time.Millisecond)),
-		"start_ms":             benchkit.Summarize(startDur, time.Millisecond),
-		"terminal_ms":          benchkit.Summarize(terminal, time.Millisecond),
+		"all_started_ms": benchkit.Round3(float64(allStarted) / float64(time.Millisecond)),
+		"start_ms":       benchkit.Summarize(startDur, time.Millisecond),
+		"terminal_ms":    benchkit.Summarize(terminal, time.Millisecond),
+		"per_request_ms": map[string]benchkit.Summary{
+			"start_to_capability":   benchkit.Summarize(toCap, time.Millisecond),
+			"capability":            benchkit.Summarize(capD, time.Millisecond),
+			"capability_to_publish": benchkit.Summarize(capToPub, time.Millisecond),
+			"publish_to_proven":   benchkit.Summarize(pubToRet, time.Millisecond),
+			"proof":                 benchkit.Summarize(proofD, time.Millisecond),
+			"returned_to_committed": benchkit.Summarize(retToCommit, time.Millisecond),
+		},
 		"client_cpu_s":         benchkit.Round3(cpu.Seconds()),
 		"master_cpu_s":         benchkit.Round3((m1 - m0).Seconds()),
 		"minions_cpu_s":        benchkit.Round3((f1 - f0).Seconds()),
