@@ -276,6 +276,21 @@ row("rollout_fleet40_reuse_vs_salt_apply",
     "same anchor; CPU s: client %s, master %s, minions %s; capability publications per round %s"
     % (_ro("rollout_reuse.ours", "client_cpu_s"), _ro("rollout_reuse.ours", "master_cpu_s"),
        _ro("rollout_reuse.ours", "minions_cpu_s"), _ro("rollout_reuse.ours", "capability_publishes")))
+
+
+def _ro_parts(prefix):
+    names = ("start_to_capability", "capability", "capability_to_publish", "publish_to_proven", "proof",
+             "returned_to_committed")
+    return ", ".join("%s %s" % (n, fmt(med(series(prefix, lambda d, n=n: d["per_request_ms"][n]["median"]))))
+                     for n in names if series(prefix, lambda d, n=n: d["per_request_ms"][n]["median"]))
+
+
+for _p, _k in (("rollout.ours", "rollout_fleet40_vs_salt_apply"), ("rollout_reuse.ours", "rollout_fleet40_reuse_vs_salt_apply")):
+    _parts = _ro_parts(_p)
+    if _parts:
+        for _i, _r in enumerate(rows):
+            if _r[0] == _k:
+                rows[_i] = _r[:8] + (_r[8] + "; per request, ms (medians of the round medians): " + _parts,)
 # --- end of row rollout ---
 
 # event bus
