@@ -353,7 +353,7 @@ func cmdRollout(ctx context.Context, args []string) (any, error) {
 			"start_to_capability":   benchkit.Summarize(toCap, time.Millisecond),
 			"capability":            benchkit.Summarize(capD, time.Millisecond),
 			"capability_to_publish": benchkit.Summarize(capToPub, time.Millisecond),
-			"publish_to_proven":   benchkit.Summarize(pubToRet, time.Millisecond),
+			"publish_to_proven":     benchkit.Summarize(pubToRet, time.Millisecond),
 			"proof":                 benchkit.Summarize(proofD, time.Millisecond),
 			"returned_to_committed": benchkit.Summarize(retToCommit, time.Millisecond),
 		},
