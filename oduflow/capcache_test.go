@@ -114,3 +114,37 @@ func TestCapabilityReuseMinionChangedInWindow(t *testing.T) {
 		t.Fatalf("an unclear answer was reused: %d capability calls, want 2", bad.Calls(funCapabilities))
 	}
 }
+
+// TestCapabilityReuseStaleFenceMark: the other trade, with two claim stores on one minion. Dispatcher A keeps
+// the minion's answer (fence mark 0); dispatcher B, on a store of its own, then raises the minion's mark with
+// runs of its own. A's next request inside the window asks its store for a token above the stale mark, and
+// the minion refuses it as fenced: failed with code fenced, nothing run, never a second run. The refusal drops
+// A's kept answer, so A's next request reads the mark again and runs.
+func TestCapabilityReuseStaleFenceMark(t *testing.T) {
+	e := startSim(t)
+	m := e.addMinion()
+	a := e.dispatcher(WithTimers(reuseTimers(time.Hour)))
+	b := e.dispatcher(WithClaimDir(claimDir(t)))
+	if r := runOne(t, a, m.ID()); r.Status != receipt.StatusSucceeded {
+		t.Fatalf("A's first request: %+v", r)
+	}
+	for i := 0; i < 3; i++ {
+		if r := runOne(t, b, m.ID()); r.Status != receipt.StatusSucceeded {
+			t.Fatalf("B's request %d: %+v", i, r)
+		}
+	}
+	runs, fenced := m.Runs(), m.FencedRuns()
+	r := runOne(t, a, m.ID())
+	if r.Status != receipt.StatusFailed || r.ErrorCode != CodeFenced {
+		t.Fatalf("A's request on the stale mark: %+v, want failed fenced", r)
+	}
+	if m.Runs() != runs || m.FencedRuns() != fenced+1 {
+		t.Fatalf("on the stale mark: %d runs (want %d), %d fenced (want %d)", m.Runs(), runs, m.FencedRuns(), fenced+1)
+	}
+	if r := runOne(t, a, m.ID()); r.Status != receipt.StatusSucceeded {
+		t.Fatalf("A's request after the refusal: %+v", r)
+	}
+	if m.Runs() != runs+1 {
+		t.Fatalf("after the refusal: %d runs, want %d", m.Runs(), runs+1)
+	}
+}
