@@ -126,6 +126,9 @@ func (d *Dispatcher) finalize(ctx context.Context, c *claims.Claim, st receipt.S
 		return out
 	}
 	d.hooks.outcome(ctx, out, st, code)
+	if st != receipt.StatusSucceeded {
+		d.forgetCaps(out.MinionID) // the next preflight of this minion asks it (capcache.go)
+	}
 	lg.Info("final result committed", slog.String("status", string(st)), slog.Int("passed", passed),
 		slog.Int("total", total), slog.String("code", string(code)))
 	return out

@@ -35,6 +35,8 @@ type Dispatcher struct {
 	pubSem chan struct{}
 	admit  *admitter  // in-process workers between their request lock and their run publish (admission.go)
 	caps   capBatcher // capability checks sharing publications (capbatch.go)
+	// capCache: clear capability answers reused within Timers.CapabilityReuse (capcache.go).
+	capCache capCache
 	// workerLog is where detached workers' stdout/stderr go ("" = /dev/null).
 	workerLog     string
 	workerLogFile *os.File

@@ -67,7 +67,8 @@
 //
 // A worker takes the request lock and the client lease, checks the minion at preflight
 // (oduflow_job.capabilities: protocol 1 with receipt proofs, fencing and its runtime guard; the master's
-// accepted key for the minion, read from WithPKIDir), records the dispatch intent with the client's next
+// accepted key for the minion, read from WithPKIDir; Timers.CapabilityReuse lets it reuse a clear
+// answer it got less than that long ago), records the dispatch intent with the client's next
 // fencing token, publishes oduflow_job.run once to that minion alone, and waits for the return on the
 // event bus while it polls oduflow_job.status on a schedule. A return or a poll is a hint: only the
 // minion's receipt signed over a fresh nonce (oduflow_job.attest), verified against the pinned key,

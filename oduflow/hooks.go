@@ -54,7 +54,8 @@ type Hooks struct {
 	// Outcome counts final outcomes committed by a worker or by reconciliation (code may be "").
 	Outcome func(ctx context.Context, req RequestRef, status receipt.Status, code string)
 	// Observe records durations: "start", "status", "dispatch_to_final", "publish", "poll", "proof",
-	// "capabilities" (one oduflow_job.capabilities call: a worker's preflight check, or Ping's),
+	// "capabilities" (one oduflow_job.capabilities call: a worker's preflight check, or Ping's; a preflight
+	// that reuses a kept answer, Timers.CapabilityReuse, makes no call and reports none),
 	// "adoption" (from taking over a request whose worker is gone to its final commit, WithAdoption).
 	Observe func(ctx context.Context, req RequestRef, op string, d time.Duration)
 	// UnverifiedEvent counts returns that are never evidence: forged or stray events on the master bus,

@@ -159,9 +159,12 @@ func (d *Dispatcher) capabilities(ctx context.Context, minion string) (minionCap
 		jr, err = d.call(ctx, minion, funCapabilities, nil, timeout) // the batch's events had a gap: alone
 	}
 	if err != nil {
+		d.forgetCaps(minion)
 		return minionCaps{}, err
 	}
-	return parseCapabilities(jr.Return), nil
+	caps := parseCapabilities(jr.Return)
+	d.keepCaps(minion, caps, d.clock.Now().Add(-time.Since(t0))) // its age counts from the question
+	return caps, nil
 }
 
 // parseCapabilities reads {"protocol": 1, "pillar_ready": true, "proof": {"alg": ..., "ready": true},

@@ -42,6 +42,12 @@ type Timers struct {
 	// at all arriving on the event bus for this long is a stalled bus: Hooks.BusGap("bus_stalled"), and
 	// the waiting workers poll at once (10 s; 0 means the default).
 	BusStall time.Duration
+	// CapabilityReuse: a worker's preflight reuses a clear oduflow_job.capabilities answer this dispatcher
+	// received for the same minion and profile table less than this long ago instead of asking the minion
+	// again (one Salt job less per request on the minion). 0 (the default) asks every time. At most once,
+	// fencing and proofs are unchanged; what a window trades is the preflight's early refusal of a minion
+	// that changed within it (the module then refuses the run itself, nothing run): see the package doc.
+	CapabilityReuse time.Duration
 }
 
 // DefaultTimers are the production values.

@@ -724,7 +724,12 @@ func (d *Dispatcher) clientCheck(ctx context.Context, c *claims.Claim) (claims.E
 // master accepted for the minion (its SHA-256) and the minion's fence high-water mark.
 func (d *Dispatcher) preflight(ctx context.Context, c *claims.Claim) (code claims.ErrorCode, keySHA string, fenceMark uint64) {
 	// CallTimeout bounds the check from its publication on (call), not the wait for a publish slot.
-	caps, err := d.capabilities(ctx, c.MinionID)
+	// Within Timers.CapabilityReuse a clear answer already in hand stands for the call (capcache.go).
+	caps, reused := d.reusedCaps(c.MinionID)
+	var err error
+	if !reused {
+		caps, err = d.capabilities(ctx, c.MinionID)
+	}
 	if err != nil {
 		if errors.Is(err, errNoReturn) && d.hub.isStalled() {
 			return claims.CodeEventBus, "", 0 // no return because the bus delivers nothing, not the minion's fault

@@ -30,6 +30,12 @@
 #                 simulated minions in the same process answer one test.ping run (clientbench -rows inproc:
 #                 returns/s, CPU per return, peak heap)  vs  the event stream's decode rate of the same
 #                 captured bytes, in the same round
+#   rollout       benchrun rollout: configure on every fleet minion at once through the dispatcher (40 with
+#                 saltlab.sh fleet 40), first Start -> last terminal result, each request proven and published
+#                 once  vs  benchrun rollout_salt: `salt -L <the fleet> state.apply roles.client_stack` (Salt's
+#                 own CLI, one publish) in the same round; a third run per round: the same rollout after a
+#                 readiness Ping of the fleet with Timers.CapabilityReuse 60 s. Each side's CPU and the master's
+#                 and minions' are reported. Needs the lab with a fleet (ODUFLOW_SALT_FLEET), else skipped.
 #   inflight      benchrun inflight             (the simulator in a child process; its own publish
 #                                                rate, measured in the same round, is the anchor)
 #   etcd          etcdbench latency             vs  one etcd transaction / one etcd read, same server
@@ -47,7 +53,7 @@
 # Without a running lab the lab rows are skipped and said to be missing.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-OUT="" QUICK=0 PUBLISH=0 ROWS_SET=0 ROWS="publish_rtt,throughput,e2e_ping,e2e_configure,events,start,custom,inflight,etcd"
+OUT="" QUICK=0 PUBLISH=0 ROWS_SET=0 ROWS="publish_rtt,throughput,e2e_ping,e2e_configure,rollout,events,start,custom,inflight,etcd"
 while [ $# -gt 0 ]; do
   case "$1" in
     -o) OUT="${2:?-o needs a directory}"; shift 2 ;;
@@ -192,6 +198,22 @@ if [ "$lab_up" = 1 ] && want e2e_configure; then
   done
 fi
 # --- end of row e2e_configure --------------------------------------------------------------------------
+
+# --- row rollout: 40 fleet minions, the dispatcher vs salt -L state.apply ------------------------------
+if want rollout; then
+  if [ "$lab_up" = 1 ] && [ -n "${ODUFLOW_SALT_FLEET:-}" ]; then
+    say "rollout: $ROUNDS rounds of configure on $(tr ',' '\n' <<<"$ODUFLOW_SALT_FLEET" | wc -l) fleet minions vs salt -L state.apply ..."
+    for r in $(seq 1 "$ROUNDS"); do
+      step "rollout.ours.$r" 400 "$BR" rollout -dir /var/cache
+      step "rollout.anchor.$r" 400 "$BR" rollout_salt
+      step "rollout_reuse.ours.$r" 400 "$BR" rollout -dir /var/cache -ping-first -capability-reuse 60s
+    done
+  else
+    say "rollout: skipped (needs the lab with a fleet: saltlab.sh fleet 40, ODUFLOW_SALT_FLEET)"
+    echo "rollout_skipped=no lab fleet (ODUFLOW_SALT_FLEET unset)" >>"$OUT/raw/machine.env"
+  fi
+fi
+# --- end of row rollout ----------------------------------------------------------------------------------
 
 if want events; then
   say "events: $ROUNDS rounds (decode from memory; live-bus readers on $N_EV replayed events) ..."

@@ -252,6 +252,47 @@ row("e2e_configure_overhead_ms", "dispatched configure, Start -> terminal: the r
        cell(series("cfgfsync.anchor", lambda d: d["us"]["median"] / 1000.0))))
 # --- end of row e2e_configure_overhead_ms ---
 
+# --- row rollout_fleet40_vs_salt_apply (benchrun rollout vs rollout_salt) ---
+def _ro(prefix, k):
+    return cell(series(prefix, lambda d: d[k]))
+
+
+_ro_n = sorted({d.get("minions") for d in rounds("rollout.ours").values()} - {None})
+row("rollout_fleet40_vs_salt_apply",
+    "rollout: configure on every fleet minion (%s) at once through the dispatcher (first Start -> last terminal)"
+    % ("/".join(map(str, _ro_n)) or "?"), "s",
+    series("rollout.ours", lambda d: d["wall_s"]), series("rollout.anchor", lambda d: d["wall_s"]),
+    ("ratio<=", 1.5, "<= 1.5x"),
+    "anchor: salt -L <the fleet> state.apply roles.client_stack (Salt's CLI, start-up included); CPU s, ours / salt: "
+    "client %s / %s, master %s / %s, minions %s / %s; ours per round: %s capability publications, %s proofs"
+    % (_ro("rollout.ours", "client_cpu_s"), _ro("rollout.anchor", "client_cpu_s"),
+       _ro("rollout.ours", "master_cpu_s"), _ro("rollout.anchor", "master_cpu_s"),
+       _ro("rollout.ours", "minions_cpu_s"), _ro("rollout.anchor", "minions_cpu_s"),
+       _ro("rollout.ours", "capability_publishes"), _ro("rollout.ours", "proofs")))
+row("rollout_fleet40_reuse_vs_salt_apply",
+    "rollout after a readiness Ping of the fleet, Timers.CapabilityReuse 60 s (no capability job per request)", "s",
+    series("rollout_reuse.ours", lambda d: d["wall_s"]), series("rollout.anchor", lambda d: d["wall_s"]),
+    ("ratio<=", 1.5, "<= 1.5x"),
+    "same anchor; CPU s: client %s, master %s, minions %s; capability publications per round %s"
+    % (_ro("rollout_reuse.ours", "client_cpu_s"), _ro("rollout_reuse.ours", "master_cpu_s"),
+       _ro("rollout_reuse.ours", "minions_cpu_s"), _ro("rollout_reuse.ours", "capability_publishes")))
+
+
+def _ro_parts(prefix):
+    names = ("start_to_capability", "capability", "capability_to_publish", "publish_to_proven", "proof",
+             "returned_to_committed")
+    return ", ".join("%s %s" % (n, fmt(med(series(prefix, lambda d, n=n: d["per_request_ms"][n]["median"]))))
+                     for n in names if series(prefix, lambda d, n=n: d["per_request_ms"][n]["median"]))
+
+
+for _p, _k in (("rollout.ours", "rollout_fleet40_vs_salt_apply"), ("rollout_reuse.ours", "rollout_fleet40_reuse_vs_salt_apply")):
+    _parts = _ro_parts(_p)
+    if _parts:
+        for _i, _r in enumerate(rows):
+            if _r[0] == _k:
+                rows[_i] = _r[:8] + (_r[8] + "; per request, ms (medians of the round medians): " + _parts,)
+# --- end of row rollout ---
+
 # event bus
 rw, rc = reader_series()
 row("event_reader_vs_salt_reader", "event bus reader, live master, replayed test.ping returns", "events/s",
@@ -382,6 +423,8 @@ if any(d.get("call_timeout_s") not in (None, 30) for d in inf.values()):
           "(default 30 s), so that the queued tail of capability checks is measured rather than refused.")
 if machine.get("etcd_inflight_rounds_cut"):  # etcd row group
     emit(f"\netcd in-flight row: {machine['etcd_inflight_rounds_cut']}.")
+if machine.get("rollout_skipped"):
+    emit(f"\nRollout rows skipped: {machine['rollout_skipped']}.")
 if machine.get("quick") == "1":
     emit("\nThis was a --quick run (short rounds): a smoke test, not numbers to publish.")
 if not meta.get("salt"):

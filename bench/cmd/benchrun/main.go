@@ -14,6 +14,8 @@
 //	custom        validate + compile + digest of a 64 KiB custom state source: wall and CPU time
 //	decode        decode of a captured return event frame from memory: wall and CPU time
 //	configure     dispatched configure requests on the lab minion, Start -> terminal, broken down
+//	rollout       configure on every fleet minion at once (ODUFLOW_SALT_FLEET), first Start -> last terminal
+//	rollout_salt  its anchor: salt -L <the fleet> state.apply roles.client_stack through Salt's CLI
 package main
 
 import (
@@ -22,7 +24,7 @@ import (
 )
 
 func main() {
-	benchkit.Main("benchrun", "benchrun <publish_rtt|publish_breakdown|throughput|e2e_ping|start_idle|inflight|sim|custom|decode|configure> [flags]",
+	benchkit.Main("benchrun", "benchrun <publish_rtt|publish_breakdown|throughput|e2e_ping|start_idle|inflight|sim|custom|decode|configure|rollout|rollout_salt> [flags]",
 		map[string]benchkit.Command{
 			"publish_rtt":       cmdPublishRTT,
 			"publish_breakdown": cmdPublishBreakdown,
@@ -34,5 +36,7 @@ func main() {
 			"custom":            cmdCustom,
 			"decode":            cmdDecode,
 			"configure":         cmdConfigure,
+			"rollout":           cmdRollout,
+			"rollout_salt":      cmdRolloutSalt,
 		})
 }
