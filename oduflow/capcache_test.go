@@ -6,6 +6,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/oduflow/oduflow-go/oduflow/claims"
 	"github.com/oduflow/oduflow-go/oduflow/oduflowtest/fakeminion"
 	"github.com/oduflow/oduflow-go/receipt"
 )
@@ -101,7 +102,7 @@ func TestCapabilityReuseMinionChangedInWindow(t *testing.T) {
 			bad.Calls(funCapabilities), e.runs()-runsBefore)
 	}
 	r = runOne(t, d, m.ID())
-	if r.Status != receipt.StatusFailed || r.ErrorCode != CodeRuntimeGuard {
+	if r.Status != receipt.StatusFailed || r.ErrorCode != claims.CodeRuntimeGuard {
 		t.Fatalf("after the refusal the preflight asks again and refuses: %+v", r)
 	}
 	if bad.Calls(funCapabilities) != 1 || e.runs() != runsBefore+1 {
@@ -135,7 +136,7 @@ func TestCapabilityReuseStaleFenceMark(t *testing.T) {
 	}
 	runs, fenced := m.Runs(), m.FencedRuns()
 	r := runOne(t, a, m.ID())
-	if r.Status != receipt.StatusFailed || r.ErrorCode != CodeFenced {
+	if r.Status != receipt.StatusFailed || r.ErrorCode != claims.CodeFenced {
 		t.Fatalf("A's request on the stale mark: %+v, want failed fenced", r)
 	}
 	if m.Runs() != runs || m.FencedRuns() != fenced+1 {
