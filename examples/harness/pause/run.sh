@@ -13,13 +13,19 @@
 #
 # Usage (as root): bash examples/harness/pause/run.sh
 # Environment: SALTLAB (the lab kit, default /work/shared/lab/saltlab.sh; saltlab-next.sh for the later
-# Salt). Exit 0 when every check passes, 1 otherwise, 2 when no multi-master lab is running.
+# Salt). On a fleet of its own (a host-named minion, ODUFLOW_PROFILES naming a table on both sides):
+# PAUSE_PROFILE (default configure) is R1's and R2's profile, PAUSE_OTHER_PROFILE (default production)
+# the one refused meanwhile, PAUSE_STATES (default 3) how many states R2 executes. Exit 0 when every
+# check passes, 1 otherwise, 2 when no multi-master lab is running.
 set -uo pipefail
 SALTLAB="${SALTLAB:-/work/shared/lab/saltlab.sh}"
 REPO="$(cd "$(dirname "$0")/../../.." && pwd)"
 TMP="$(mktemp -d /tmp/oduflow-pause.XXXXXX)"
 BIN="$TMP/oduflowctl-fi"
 T0=$(date +%s.%N)
+PROFILE="${PAUSE_PROFILE:-configure}"
+OTHER="${PAUSE_OTHER_PROFILE:-production}"
+STATES="${PAUSE_STATES:-3}"
 FAILS=0
 ETCD_PID=""
 WORKER=""
@@ -87,7 +93,7 @@ R1=$(python3 -c 'import uuid; print(uuid.uuid4())'); R2=$(python3 -c 'import uui
 R0=$(python3 -c 'import uuid; print(uuid.uuid4())')
 
 say "R1 through A, its worker stopped at dispatch_recorded"
-ODUFLOW_FAULT_STOP_AT=dispatch_recorded run famA start configure "$MINION" "$R1"
+ODUFLOW_FAULT_STOP_AT=dispatch_recorded run famA start "$PROFILE" "$MINION" "$R1"
 JID1=$(field .jid)
 for _ in $(seq 100); do
   for p in /proc/[0-9]*; do
@@ -102,17 +108,17 @@ say "R1 jid $JID1, worker pid $WORKER: $(grep -o 'State:.*' "/proc/$WORKER/statu
 
 say "through B: R1's status until unknown (the worker's lock lease expires)"
 for _ in $(seq 90); do
-  famB status configure "$MINION" "$R1" >"$TMP/last.out" 2>/dev/null; rc=$?
+  famB status "$PROFILE" "$MINION" "$R1" >"$TMP/last.out" 2>/dev/null; rc=$?
   [ "$rc" = 5 ] && break
   sleep 1
 done
-run famB status configure "$MINION" "$R1"; [ $? = 5 ] && [ "$(field .status)" = unknown ]
+run famB status "$PROFILE" "$MINION" "$R1"; [ $? = 5 ] && [ "$(field .status)" = unknown ]
 check "R1 reads unknown through B (exit 5)" $?
-run famB start production "$MINION" "$R0" --wait --timeout 60s
+run famB start "$OTHER" "$MINION" "$R0" --wait --timeout 60s
 [ "$(field .error_code)" = quarantined ]; check "a new request meanwhile is refused: quarantined" $?
 run famB reconcile "$MINION" "$R1" --from-minion
 [ "$(field .error_code)" = never_ran ]; check "reconcile --from-minion fences R1 and records never_ran" $?
-run famB start configure "$MINION" "$R2" --wait --timeout 120s
+run famB start "$PROFILE" "$MINION" "$R2" --wait --timeout 120s
 [ "$(field .status)" = succeeded ]; check "R2 through B succeeds" $?
 JID2=$(field .jid)
 
@@ -122,15 +128,15 @@ for _ in $(seq 120); do [ -d "/proc/$WORKER" ] || break; sleep 0.5; done
 [ ! -d "/proc/$WORKER" ]; check "R1's worker finished" $?
 WORKER=""
 sleep 2
-run famA status configure "$MINION" "$R1"
+run famA status "$PROFILE" "$MINION" "$R1"
 [ "$(field .error_code)" = never_ran ]; check "R1 through A: still never_ran" $?
-run famB status configure "$MINION" "$R2"
+run famB status "$PROFILE" "$MINION" "$R2"
 [ "$(field .status)" = succeeded ]; check "R2 through B: succeeded" $?
 minion_status() { # the minion's own answer, through Salt's CLI (retried: a later Salt's event publisher may
   # still be catching up after the stopped worker's subscription stalled it, see README "A stalled bus")
   local i
   for i in 1 2 3; do
-    run "$SALT" "$MINION" oduflow_job.status "$1" "\"$2\"" configure --out=json --static -t 30 && return 0
+    run "$SALT" "$MINION" oduflow_job.status "$1" "\"$2\"" "$PROFILE" --out=json --static -t 30 && return 0
   done
   return 1
 }
@@ -146,7 +152,7 @@ P1=$(pid_of "$JID1"); P2=$(pid_of "$JID2")
 n1=$(grep -c "\]\[$P1\] Executing state" "$TMP/minion.log" 2>/dev/null); n2=$(grep -c "\]\[$P2\] Executing state" "$TMP/minion.log")
 say "state executions: R1 (pid ${P1:-none}) $n1, R2 (pid ${P2:-none}) $n2"
 [ "${n1:-0}" = 0 ] && [ -n "$P1" ]; check "R1's late run reached the minion and executed no state" $?
-[ "$n2" = 3 ]; check "R2 executed its 3 states exactly once" $?
+[ "$n2" = "$STATES" ]; check "R2 executed its $STATES states exactly once" $?
 pubs() { cat "$LAB/logs/master.log" "$LAB/logs/master-b.log" 2>/dev/null | grep -c "Published command oduflow_job.run with jid $1"; }
 [ "$(pubs "$JID1")" = 1 ] && [ "$(pubs "$JID2")" = 1 ]
 check "one publication each (R1 $(pubs "$JID1"), R2 $(pubs "$JID2"), masters A and B)" $?
