@@ -47,17 +47,7 @@ func readmeSnippets(t *testing.T, path string) []string {
 // fails on a README snippet that does not compile (the token source handed its own client, Text()
 // used as one value) and on install instructions that do not work.
 func TestReadmeProgramsBuildFromAClone(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds a module outside the repository (seconds to minutes): not with -short")
-	}
-	goBin, err := exec.LookPath("go")
-	if err != nil {
-		t.Skip("no go command on PATH")
-	}
-	clone, err := filepath.Abs(".")
-	if err != nil {
-		t.Fatal(err)
-	}
+	goBin, mod := outsideModule(t, "example.com/newuser")
 	readmes, err := filepath.Glob("README.md")
 	if err != nil {
 		t.Fatal(err)
@@ -66,12 +56,6 @@ func TestReadmeProgramsBuildFromAClone(t *testing.T) {
 	readmes = append(readmes, more...)
 	more, _ = filepath.Glob("*/README.md")
 	readmes = append(readmes, more...)
-	mod := t.TempDir()
-	goMod := "module example.com/newuser\n\ngo 1.26\n\nrequire github.com/oduflow/oduflow-go v0.0.0\n\n" +
-		"replace github.com/oduflow/oduflow-go => " + clone + "\n"
-	if err := os.WriteFile(filepath.Join(mod, "go.mod"), []byte(goMod), 0o644); err != nil {
-		t.Fatal(err)
-	}
 	n := 0
 	for _, readme := range readmes {
 		for i, src := range readmeSnippets(t, readme) {
@@ -105,23 +89,7 @@ func TestReadmeProgramsBuildFromAClone(t *testing.T) {
 // constructor does not read does not compile (it used to be accepted and silently ignored), while the
 // options both read (WithLogger, WithLimits) go to either.
 func TestMisplacedOptionIsACompileError(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds a module outside the repository: not with -short")
-	}
-	goBin, err := exec.LookPath("go")
-	if err != nil {
-		t.Skip("no go command on PATH")
-	}
-	clone, err := filepath.Abs(".")
-	if err != nil {
-		t.Fatal(err)
-	}
-	mod := t.TempDir()
-	goMod := "module example.com/opts\n\ngo 1.26\n\nrequire github.com/oduflow/oduflow-go v0.0.0\n\n" +
-		"replace github.com/oduflow/oduflow-go => " + clone + "\n"
-	if err := os.WriteFile(filepath.Join(mod, "go.mod"), []byte(goMod), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	goBin, mod := outsideModule(t, "example.com/opts")
 	build := func(body string) string {
 		t.Helper()
 		src := "package main\n\nimport (\n\t\"context\"\n\t\"log/slog\"\n\t\"time\"\n\n\t\"github.com/oduflow/oduflow-go/salt\"\n)\n\n" +
@@ -147,4 +115,29 @@ func TestMisplacedOptionIsACompileError(t *testing.T) {
 			t.Errorf("%s\nbuilt, or failed otherwise: %q", body, out)
 		}
 	}
+}
+
+// outsideModule is a new module, named name, in a temporary directory outside the repository, that
+// requires this module through one replace line pointing at the clone (the README's "From a clone"), and
+// the go command to build it with. It skips under -short and without a go command.
+func outsideModule(t *testing.T, name string) (goBin, dir string) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("builds a module outside the repository (seconds to minutes): not with -short")
+	}
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip("no go command on PATH")
+	}
+	clone, err := filepath.Abs(".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir = t.TempDir()
+	goMod := "module " + name + "\n\ngo 1.26\n\nrequire github.com/oduflow/oduflow-go v0.0.0\n\n" +
+		"replace github.com/oduflow/oduflow-go => " + clone + "\n"
+	if err := os.WriteFile(filepath.Join(dir, "go.mod"), []byte(goMod), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return goBin, dir
 }
