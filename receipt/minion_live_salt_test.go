@@ -111,6 +111,24 @@ type liveRunner struct {
 	lab  liveLab
 	bus  *liveBus
 	jids *salt.JIDGenerator
+	// tokens are the fencing tokens of the runs this test published, by request id: the module refuses
+	// a run without one (fencing fails closed), and a publication repeated for a request carries its
+	// request's token again, as a dispatcher's would.
+	tokens map[string]uint64
+}
+
+// fenceToken is the request's fencing token: drawn once per request from the microsecond clock, so that
+// it is above every token this minion has seen from earlier runs of the test (and below 2^53).
+func (r *liveRunner) fenceToken(request string) uint64 {
+	if r.tokens == nil {
+		r.tokens = map[string]uint64{}
+	}
+	if tok, ok := r.tokens[request]; ok {
+		return tok
+	}
+	tok := uint64(time.Now().UnixMicro())
+	r.tokens[request] = tok
+	return tok
 }
 
 // publish sends one job with a preassigned JID as root (the key file is read
@@ -122,7 +140,11 @@ func (r *liveRunner) publish(fun string, args []any, jid salt.JID) error {
 		return err
 	}
 	defer c.Close()
-	res, err := c.Publish(r.ctx, salt.PublishRequest{Target: salt.ListTarget(r.lab.minion), Fun: fun, Args: args, JID: jid})
+	var kwargs map[string]any
+	if request, ok := firstString(args); ok && fun == "oduflow_job.run" {
+		kwargs = map[string]any{"fence_token": r.fenceToken(request)}
+	}
+	res, err := c.Publish(r.ctx, salt.PublishRequest{Target: salt.ListTarget(r.lab.minion), Fun: fun, Args: args, Kwargs: kwargs, JID: jid})
 	if err != nil {
 		return err
 	}
@@ -196,4 +218,13 @@ func encoded(t *testing.T, r receipt.Receipt) string {
 		t.Fatalf("encode %+v: %v", r, err)
 	}
 	return string(b)
+}
+
+// firstString is args[0] when it is a string.
+func firstString(args []any) (string, bool) {
+	if len(args) == 0 {
+		return "", false
+	}
+	s, ok := args[0].(string)
+	return s, ok
 }
