@@ -56,20 +56,27 @@ func resolve(env, path string) (string, fs.FileInfo, error) {
 	if err != nil {
 		return "", nil, refuse(env, "cannot resolve the path")
 	}
+	return walkLinks(env, p, "cannot open the file", "cannot stat the file")
+}
+
+// walkLinks follows p hop by hop: each hop's directory must be safe (safeDir), each symbolic link owned by
+// the service or root, at most maxHops of them. It answers the real path and its Lstat; failing and
+// unstat-able hops are refused with failed and unstatable.
+func walkLinks(env, p, failed, unstatable string) (string, fs.FileInfo, error) {
 	for range maxHops {
-		dir, base := filepath.Split(p)
+		dir, base := filepath.Split(filepath.Clean(p))
 		rdir, err := filepath.EvalSymlinks(dir)
 		if err != nil {
-			return "", nil, refuse(env, "cannot open the file: %s", errnoText(err))
+			return "", nil, refuse(env, "%s: %s", failed, errnoText(err))
 		}
 		real := filepath.Join(rdir, base)
 		fi, err := os.Lstat(real)
 		if err != nil {
-			return "", nil, refuse(env, "cannot open the file: %s", errnoText(err))
+			return "", nil, refuse(env, "%s: %s", failed, errnoText(err))
 		}
 		st := statOf(fi)
 		if st == nil {
-			return "", nil, refuse(env, "cannot stat the file")
+			return "", nil, refuse(env, "%s", unstatable)
 		}
 		if err := safeDir(env, rdir, st.Uid); err != nil {
 			return "", nil, err
@@ -175,41 +182,12 @@ func checkDir(env, path string) error {
 
 // resolveDirLinks checks the directory holding each link that p goes through to its directory.
 func resolveDirLinks(env, p string) (string, fs.FileInfo, error) {
-	for range maxHops {
-		dir, base := filepath.Split(filepath.Clean(p))
-		rdir, err := filepath.EvalSymlinks(dir)
-		if err != nil {
-			return "", nil, refuse(env, "cannot resolve the directory: %s", errnoText(err))
-		}
-		real := filepath.Join(rdir, base)
-		fi, err := os.Lstat(real)
-		if err != nil {
-			return "", nil, refuse(env, "cannot resolve the directory: %s", errnoText(err))
-		}
-		st := statOf(fi)
-		if st == nil {
-			return "", nil, refuse(env, "cannot stat the directory")
-		}
-		if err := safeDir(env, rdir, st.Uid); err != nil {
-			return "", nil, err
-		}
-		if fi.Mode()&fs.ModeSymlink == 0 {
-			if !fi.IsDir() {
-				return "", nil, refuse(env, "not a directory")
-			}
-			return real, fi, nil
-		}
-		if !ownerOK(st.Uid) {
-			return "", nil, refuse(env, "a symbolic link owned by another user")
-		}
-		target, err := os.Readlink(real)
-		if err != nil {
-			return "", nil, refuse(env, "cannot read a symbolic link: %s", errnoText(err))
-		}
-		if !filepath.IsAbs(target) {
-			target = filepath.Join(rdir, target)
-		}
-		p = target
+	real, fi, err := walkLinks(env, p, "cannot resolve the directory", "cannot stat the directory")
+	if err != nil {
+		return "", nil, err
 	}
-	return "", nil, refuse(env, "more than %d symbolic links", maxHops)
+	if !fi.IsDir() {
+		return "", nil, refuse(env, "not a directory")
+	}
+	return real, fi, nil
 }
