@@ -75,26 +75,7 @@ func saltSideCPU(labDir string) (master, minions time.Duration) {
 }
 
 // procCPUWithChildren is utime + stime + cutime + cstime of one process.
-func procCPUWithChildren(pid string) time.Duration {
-	b, err := os.ReadFile(filepath.Join("/proc", pid, "stat"))
-	if err != nil {
-		return 0
-	}
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 {
-		return 0
-	}
-	f := strings.Fields(string(b[i+1:]))
-	if len(f) < 15 {
-		return 0
-	}
-	var sum int64
-	for _, k := range []int{11, 12, 13, 14} {
-		v, _ := strconv.ParseInt(f[k], 10, 64)
-		sum += v
-	}
-	return time.Duration(sum) * clockTick
-}
+func procCPUWithChildren(pid string) time.Duration { return procStatCPU(pid, true) }
 
 // rolloutReq is what the hooks saw of one request.
 type rolloutReq struct {

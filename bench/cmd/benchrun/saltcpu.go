@@ -73,7 +73,11 @@ func takeCPUSnapshot(labDir string) cpuSnapshot {
 
 // procCPU is utime + stime of one process (its exited children are not counted: a Salt master's
 // worker processes live as long as it does).
-func procCPU(pid string) time.Duration {
+func procCPU(pid string) time.Duration { return procStatCPU(pid, false) }
+
+// procStatCPU is utime + stime of one process from /proc/PID/stat, plus cutime + cstime (its waited-for
+// children) when children is set; 0 when the process is gone.
+func procStatCPU(pid string, children bool) time.Duration {
 	b, err := os.ReadFile(filepath.Join("/proc", pid, "stat"))
 	if err != nil {
 		return 0
@@ -83,12 +87,19 @@ func procCPU(pid string) time.Duration {
 		return 0
 	}
 	f := strings.Fields(string(b[i+1:]))
-	if len(f) < 13 {
+	fields := []int{11, 12}
+	if children {
+		fields = append(fields, 13, 14)
+	}
+	if len(f) <= fields[len(fields)-1] {
 		return 0
 	}
-	u, _ := strconv.ParseInt(f[11], 10, 64)
-	st, _ := strconv.ParseInt(f[12], 10, 64)
-	return time.Duration(u+st) * clockTick
+	var sum int64
+	for _, k := range fields {
+		v, _ := strconv.ParseInt(f[k], 10, 64)
+		sum += v
+	}
+	return time.Duration(sum) * clockTick
 }
 
 // cpuUse reports, between two snapshots, the CPU each part used in cores (1.0 = one CPU busy
