@@ -34,7 +34,7 @@ func runCreatorChild() int {
 	fs, err := filestore.Open(os.Getenv(envClaimDir), filestorehook.Hooks{Stage: func(s string) {
 		if s == stage {
 			fmt.Println("READY")
-			time.Sleep(time.Hour)
+			testproc.Park()
 		}
 	}})
 	if err != nil {

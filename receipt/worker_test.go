@@ -13,6 +13,7 @@ import (
 
 	"github.com/cockroachdb/errors"
 	"github.com/oduflow/oduflow-go/internal/safefile"
+	"github.com/oduflow/oduflow-go/internal/testproc"
 	"golang.org/x/sys/unix"
 )
 
@@ -35,7 +36,7 @@ func workerHelper(dir, args, crashAt string) int {
 	park := func(stage string) {
 		if stage == crashAt {
 			fmt.Println("READY")
-			time.Sleep(time.Hour)
+			testproc.Park()
 		}
 	}
 	fail := func(err error) int { fmt.Println("ERR", err); return 1 }

@@ -261,7 +261,10 @@ func TestAsyncThenWatch(t *testing.T) {
 			if len(p.Minions) != 2 || p.JID == "" {
 				t.Fatalf("published %+v", p)
 			}
-			time.Sleep(200 * time.Millisecond) // w-0000 has returned by now, unseen
+			// w-0000 has returned by now, unseen
+			if err := l.a.WaitUntil(ctxFor(t, 5*time.Second), func() bool { return len(l.a.RunningJIDs(ids[0])) == 0 }); err != nil {
+				t.Fatal(err)
+			}
 			job, err := l.client.Watch(ctxFor(t, 10*time.Second), p.JID, p.Minions)
 			if err != nil {
 				t.Fatal(err)

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/oduflow/oduflow-go/internal/testproc"
 )
 
 // TestMain: the children StartChild starts are this test binary re-executed; the sub-command picks what
@@ -24,7 +26,7 @@ func TestMain(m *testing.M) {
 		case "mute": // never says hello: ends at once
 		case "deaf": // says hello, then ignores "quit" and its closed stdin
 			_ = PrintHello(struct{}{})
-			time.Sleep(time.Hour)
+			testproc.Park()
 		}
 	}))
 }

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/oduflow/oduflow-go/internal/testwait"
 	"github.com/oduflow/oduflow-go/oduflow"
 	"github.com/oduflow/oduflow-go/oduflow/claims"
 	"github.com/oduflow/oduflow-go/oduflow/oduflowtest/fakeminion"
@@ -299,11 +300,5 @@ func startModelMaster(t *testing.T, m *fakeminion.Model) *salttest.Master {
 
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out: %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	testwait.Until(t, what, 30*time.Second, cond)
 }
