@@ -128,7 +128,7 @@ func TestCrashDuringCreate(t *testing.T) {
 			if c := mustClaim(t, d, req); c.Quarantining() {
 				t.Fatalf("an undispatched claim quarantines: %+v", c)
 			}
-			time.Sleep(100 * time.Millisecond)
+			e.quiesce()
 			if e.runs() != 0 {
 				t.Fatalf("runs %d, want 0", e.runs())
 			}

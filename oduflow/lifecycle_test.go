@@ -123,7 +123,7 @@ func TestCloseMidRunThenAdoption(t *testing.T) {
 			t.Fatalf("quarantine of %s: %+v %v", m, q, err)
 		}
 	}
-	time.Sleep(50 * time.Millisecond)
+	e.quiesce()
 	if held.Runs() != 1 || parked.Runs() != 0 || fenced.Runs() != 0 || e.runs() != 1 {
 		t.Fatalf("runs: held %d parked %d fenced %d, publications %d", held.Runs(), parked.Runs(), fenced.Runs(), e.runs())
 	}
@@ -227,7 +227,7 @@ func TestAdoptionAfterKilledDetachedWorker(t *testing.T) {
 			if q, err := adopter.Quarantine(context.Background(), m.ID()); err != nil || len(q) != 0 {
 				t.Fatalf("quarantine: %+v %v", q, err)
 			}
-			time.Sleep(100 * time.Millisecond)
+			e.quiesce()
 			if e.runs() != tc.runs || m.Runs() != tc.runs {
 				t.Fatalf("publications %d, runs %d, want %d", e.runs(), m.Runs(), tc.runs)
 			}

@@ -1,6 +1,7 @@
 package oduflow
 
 import (
+	"bufio"
 	"context"
 	"flag"
 	"fmt"
@@ -30,7 +31,6 @@ const (
 	envChild    = "ODUFLOW_TEST_CHILD"     // "starter": concurrent Start calls
 	envMinion   = "ODUFLOW_TEST_MINION"
 	envRequest  = "ODUFLOW_TEST_REQUEST"
-	envBarrier  = "ODUFLOW_TEST_BARRIER"
 )
 
 func TestMain(m *testing.M) {
@@ -128,11 +128,10 @@ func runStarterChild() int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	for {
-		if _, err := os.Stat(os.Getenv(envBarrier)); err == nil {
-			break
-		}
-		time.Sleep(2 * time.Millisecond)
+	// the barrier: every child is ready, then the parent's line on stdin starts them together
+	if _, err := bufio.NewReader(os.Stdin).ReadString('\n'); err != nil {
+		fmt.Fprintln(os.Stderr, "barrier:", err)
+		return 1
 	}
 	minion, request := os.Getenv(envMinion), os.Getenv(envRequest)
 	var wg sync.WaitGroup

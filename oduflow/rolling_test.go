@@ -109,7 +109,7 @@ func TestRollingRestartTwoReplicas(t *testing.T) {
 			t.Fatalf("request %s: %+v (code %q, %d publications)", j.req, r, c.ErrorCode, pubs)
 		}
 	}
-	time.Sleep(100 * time.Millisecond)
+	e.quiesce()
 	total := 0
 	for _, m := range minions {
 		if m.Runs() != succeeded[m.ID()] || m.MaxConcurrentRuns() > 1 {

@@ -7,9 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
-	"time"
 
 	"github.com/cockroachdb/errors"
 	"github.com/oduflow/oduflow-go/internal/safefile"
@@ -261,10 +259,7 @@ func TestWorkerStoppedIsRunning(t *testing.T) {
 	h := startWorker(t, s, req, jid, marker, "during-work")
 	_ = h.Stdin.Close()
 	h.Expect(t, "READY")
-	if err := h.Cmd.Process.Signal(syscall.SIGSTOP); err != nil {
-		t.Fatal(err)
-	}
-	time.Sleep(50 * time.Millisecond)
+	h.Stop(t)
 	if got := statusOf(t, s, b); got != StatusRunning {
 		t.Fatalf("stopped worker: %s, want running", got)
 	}
