@@ -3,6 +3,7 @@ package etcdtest
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"os"
@@ -10,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/oduflow/oduflow-go/internal/testwait"
 	"github.com/oduflow/oduflow-go/oduflow"
 	"github.com/oduflow/oduflow-go/oduflow/claims"
 	"github.com/oduflow/oduflow-go/oduflow/etcdstore"
@@ -57,13 +59,8 @@ func (m *fakeMaster) runsOf(req string) int {
 // waitRuns waits until req was published n times.
 func waitRuns(t *testing.T, m *fakeMaster, req string, n int) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for m.runsOf(req) < n {
-		if time.Now().After(deadline) {
-			t.Fatalf("request published %d times, want %d", m.runsOf(req), n)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	testwait.Until(t, fmt.Sprintf("request not published %d times", n), 30*time.Second,
+		func() bool { return m.runsOf(req) >= n })
 }
 
 // TestDeletedClaimNotRepublished: a claim key deleted after its request was published (its index entry
@@ -80,14 +77,11 @@ func TestDeletedClaimNotRepublished(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitRuns(t, m, req, 1)
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-		// The worker ends (unknown: the fake master never returns) and frees the client lease.
-		if c, err := st.Get(ctx, req); err == nil && c.Phase.Final() {
-			break
-		} else if time.Now().After(deadline) {
-			t.Fatalf("first run never final: %v %v", c, err)
-		}
-	}
+	// The worker ends (unknown: the fake master never returns) and frees the client lease.
+	testwait.Until(t, "first run never final", 30*time.Second, func() bool {
+		c, err := st.Get(ctx, req)
+		return err == nil && c.Phase.Final()
+	})
 	if _, err := st.Client().Delete(ctx, st.Prefix()+"/claims/"+req); err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/server/v3/embed"
 
+	"github.com/oduflow/oduflow-go/internal/testwait"
 	"github.com/oduflow/oduflow-go/oduflow"
 	"github.com/oduflow/oduflow-go/oduflow/claims"
 	"github.com/oduflow/oduflow-go/oduflow/etcdstore"
@@ -83,19 +84,12 @@ func (m *restartableMember) startProcess() {
 		m.t.Fatal(err)
 	}
 	defer cli.Close()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	testwait.Until(m.t, m.bin+" not answering", 30*time.Second, func() bool {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
 		_, err := cli.Get(ctx, "/health-probe")
-		cancel()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			m.t.Fatalf("%s not answering: %v", m.bin, err)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return err == nil
+	})
 }
 
 func (m *restartableMember) stop() {
