@@ -244,19 +244,20 @@ func TestAdoptionNeverPublishesAClaimedRequest(t *testing.T) {
 	m := e.addMinion()
 	tm := testTimers()
 	tm.LaunchGrace = 700 * time.Millisecond
-	d := e.dispatcher(WithTimers(tm))
+	clk := newFakeClock() // the launch grace passes on it, not on the wall clock
+	d := e.dispatcher(WithTimers(tm), withClock(clk))
 	claimed := func() *claims.Claim {
 		c := &claims.Claim{Protocol: claimProtocol, MinionID: m.ID(), RequestID: uuid.NewString(), Profile: receipt.ProfileConfigure,
-			Role: "configure", JID: string(d.jids.Next()), Phase: claims.PhaseClaimed, CreatedAt: time.Now().UTC()}
+			Role: "configure", JID: string(d.jids.Next()), Phase: claims.PhaseClaimed, CreatedAt: clk.Now().UTC()}
 		if err := d.store.Create(ctx, c); err != nil {
 			t.Fatal(err)
 		}
 		return c
 	}
 	old := claimed()
-	time.Sleep(tm.LaunchGrace + 100*time.Millisecond)
+	advanceWindows(d, clk, tm.LaunchGrace+100*time.Millisecond)
 	young := claimed()
-	adopter := e.dispatcher(WithTimers(tm), WithAdoption(20*time.Millisecond))
+	adopter := e.dispatcher(WithTimers(tm), WithAdoption(20*time.Millisecond), withClock(clk))
 	got := waitFinal(t, adopter, receipt.ProfileConfigure, m.ID(), old.RequestID)
 	if c := mustClaim(t, adopter, old.RequestID); got.Status != receipt.StatusUnknown || c.ErrorCode != claims.CodeWorkerLost || c.Quarantining() {
 		t.Fatalf("claimed past its grace: %+v %+v", got, c)

@@ -130,7 +130,8 @@ func (r *racingMinion) handle(ctx context.Context, job salttest.Job) (any, int) 
 		if err := r.sim.FireEvent("salt/job/"+job.JID+"/ret/"+r.m.ID(), data); err == nil {
 			r.fired.Add(1)
 		}
-		time.Sleep(30 * time.Millisecond) // the forgery is on the bus first
+		// the forgery is on the bus first: FireEvent has queued it, and the real return, fired when this
+		// handler returns, is queued behind it on the same bus
 	}
 	return r.m.Handle(ctx, job)
 }

@@ -56,6 +56,18 @@ func (m *fakeMaster) runsOf(req string) int {
 	return m.runs[req]
 }
 
+// drain closes d and waits for its workers to end (Close drains them): after it, d publishes nothing
+// more, so a count of publications is final. It replaces a sleep for a guess of how late a worker could
+// publish.
+func drain(t *testing.T, d *oduflow.Dispatcher) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := d.Close(ctx); err != nil {
+		t.Fatalf("a worker still ran at the drain: %v", err)
+	}
+}
+
 // waitRuns waits until req was published n times.
 func waitRuns(t *testing.T, m *fakeMaster, req string, n int) {
 	t.Helper()
@@ -94,7 +106,7 @@ func TestDeletedClaimNotRepublished(t *testing.T) {
 	if err := st.Create(ctx, c); !errors.Is(err, claims.ErrCorruptClaim) || errors.Is(err, claims.ErrClaimExists) {
 		t.Errorf("Create of a used request id: %v, want ErrCorruptClaim only", err)
 	}
-	time.Sleep(2 * time.Second) // a worker, had one started, publishes within this
+	drain(t, d) // a worker, had one started, has published by the time Close has drained it
 	if n := m.runsOf(req); n != 1 {
 		t.Fatalf("request published %d times", n)
 	}

@@ -181,7 +181,7 @@ func testRewound(t *testing.T, mem *restartableMember) {
 	if _, err := st.Get(ctx, req); !errors.Is(err, etcdstore.ErrRevisionRegressed) {
 		t.Errorf("Get: %v", err)
 	}
-	time.Sleep(1500 * time.Millisecond) // a worker, had one started, publishes within this
+	drain(t, d) // a worker, had one started, has published by the time Close has drained it
 	if n := master.runsOf(req); n != 1 {
 		t.Fatalf("request published %d times", n)
 	}
