@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/oduflow/oduflow-go/internal/testwait"
 	"github.com/oduflow/oduflow-go/salt"
 )
 
@@ -165,7 +166,8 @@ func TestRecycledFrameBuffersNeverAliasQueuedEvents(t *testing.T) {
 	}
 	defer s.Close()
 	<-sent
-	time.Sleep(100 * time.Millisecond) // slow consumer: everything is read before the first event is taken
+	// slow consumer: everything (24 frames and the end) is read before the first event is taken
+	testwait.Until(t, "the reader did not read the stream", 5*time.Second, func() bool { return salt.FramesRead(s) >= 25 })
 	got := 0
 	for {
 		ev, ok := nextEvent(t, s, 5*time.Second)
