@@ -262,6 +262,9 @@ func TestAdoptionNeverPublishesAClaimedRequest(t *testing.T) {
 	if c := mustClaim(t, adopter, old.RequestID); got.Status != receipt.StatusUnknown || c.ErrorCode != claims.CodeWorkerLost || c.Quarantining() {
 		t.Fatalf("claimed past its grace: %+v %+v", got, c)
 	}
+	// one more whole round, run here, has looked at young; Close waits for what it started
+	adopter.adoptRound(ctx)
+	e.quiesce()
 	if c := mustClaim(t, adopter, young.RequestID); c.Phase != claims.PhaseClaimed {
 		t.Fatalf("claimed within its grace was touched: %+v", c)
 	}
