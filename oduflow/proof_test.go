@@ -223,6 +223,7 @@ func TestForgedFloodDoesNotSpendPollBudget(t *testing.T) {
 			}
 		}
 	}()
+	// a window in which the flood must not decide the request while it stays running
 	time.Sleep(1500 * time.Millisecond)
 	if cur := mustClaim(t, d, req); cur.Phase.Final() {
 		t.Fatalf("flood decided the request: %+v", cur)
@@ -300,6 +301,7 @@ func TestKeyChangedAfterPreflightIsNeverEvidence(t *testing.T) {
 	// the pin its proofs would verify; with it they are never evidence
 	e.accept(m)
 	m.Release()
+	// a window in which a proof under the wrong key must not count while the request stays live
 	time.Sleep(1500 * time.Millisecond)
 	if c := mustClaim(t, d, req); c.Phase.Final() && c.Status != receipt.StatusUnknown {
 		t.Fatalf("a proof under a key other than the pinned one counted: %+v", c)

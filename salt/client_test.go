@@ -253,8 +253,10 @@ func TestPublishFaults(t *testing.T) {
 		{"only heartbeats then timeout", func(c *rawConn, req []byte) {
 			for i := 0; i < 5; i++ {
 				_ = c.ping(nil)
+				// the fake master's heartbeat cadence: its behaviour, not an ordering
 				time.Sleep(50 * time.Millisecond)
 			}
+			// the fake master then stays silent beyond the request timeout: the behaviour under test
 			time.Sleep(time.Second)
 		}, []ClientOption{WithRequestTimeout(400 * time.Millisecond)}, []error{ErrOutcomeUnknown, context.DeadlineExceeded}, false, true},
 		{"malformed reply", func(c *rawConn, req []byte) { _ = c.reply([]byte{0xc1, 0x00}) }, nil,

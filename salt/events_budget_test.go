@@ -35,6 +35,7 @@ func TestEventFrameDeadline(t *testing.T) {
 		if conns.Add(1) == 1 {
 			// a complete frame, idle for 3 deadlines, then half a frame
 			_, _ = nc.Write(whole)
+			// the peer idles for three frame deadlines: the time is the behaviour under test
 			time.Sleep(3 * timeout)
 			_, _ = nc.Write(whole[:len(whole)/2])
 			return

@@ -65,6 +65,7 @@ func TestCPUTime(t *testing.T) {
 		}
 	}
 	c1 := CPUTime()
+	// sleeping is the measured behaviour: it must cost no CPU time
 	time.Sleep(100 * time.Millisecond)
 	if d := CPUTime() - c1; d > 50*time.Millisecond || x == 0 {
 		t.Fatalf("100 ms of sleep counted %v of CPU time", d)

@@ -199,6 +199,7 @@ func startRetrying(ctx context.Context, d *oduflow.Dispatcher, minion, req strin
 			time.Now().After(deadline) {
 			return r, err
 		}
+		// a retry backoff while the member comes back (what a caller does)
 		time.Sleep(100 * time.Millisecond)
 	}
 }
