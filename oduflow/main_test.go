@@ -170,7 +170,11 @@ func readSteps(path string) (steps []string, pid int) {
 	if err != nil {
 		return nil, 0
 	}
-	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+	// Only whole lines: a read can overlap the worker's append and end inside it, and a pid cut short
+	// names another process (the test would stop and continue a stranger).
+	text := string(data)
+	text = text[:strings.LastIndexByte(text, '\n')+1]
+	for _, line := range strings.Split(strings.TrimSpace(text), "\n") {
 		var s string
 		var p int
 		if _, err := fmt.Sscanf(line, "%s %d", &s, &p); err == nil {
