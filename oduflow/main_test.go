@@ -1,7 +1,6 @@
 package oduflow
 
 import (
-	"bufio"
 	"context"
 	"flag"
 	"fmt"
@@ -14,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/oduflow/oduflow-go/internal/testproc"
 	"github.com/oduflow/oduflow-go/receipt"
 	"github.com/oduflow/oduflow-go/salt"
 )
@@ -129,7 +129,7 @@ func runStarterChild() int {
 		return 1
 	}
 	// the barrier: every child is ready, then the parent's line on stdin starts them together
-	if _, err := bufio.NewReader(os.Stdin).ReadString('\n'); err != nil {
+	if err := testproc.AwaitRelease(); err != nil {
 		fmt.Fprintln(os.Stderr, "barrier:", err)
 		return 1
 	}

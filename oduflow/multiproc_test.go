@@ -1,16 +1,13 @@
 package oduflow
 
 import (
-	"bytes"
 	"fmt"
-	"io"
-	"os"
-	"os/exec"
 	"strings"
 	"testing"
 
 	"github.com/google/uuid"
 
+	"github.com/oduflow/oduflow-go/internal/testproc"
 	"github.com/oduflow/oduflow-go/receipt"
 )
 
@@ -24,39 +21,13 @@ func TestAtMostOnceAcrossProcesses(t *testing.T) {
 	m := e.addMinion()
 	d := e.dispatcher() // creates the claim dir
 	req := uuid.NewString()
-	const procs = 4
-	cmds := make([]*exec.Cmd, procs)
-	outs := make([]*bytes.Buffer, procs)
-	barrier := make([]io.WriteCloser, procs) // each child's stdin: one line starts them all
-	for i := range cmds {
-		cmd := exec.Command(os.Args[0], "-test.run=^$")
-		cmd.Env = childEnv(e, envChild+"=starter", envMinion+"="+m.ID(), envRequest+"="+req)
-		outs[i] = &bytes.Buffer{}
-		cmd.Stdout, cmd.Stderr = outs[i], os.Stderr
-		in, err := cmd.StdinPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		barrier[i] = in
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		cmds[i] = cmd
-	}
-	for _, in := range barrier {
-		if _, err := io.WriteString(in, "go\n"); err != nil {
-			t.Fatal(err)
-		}
-		_ = in.Close()
-	}
+	g := testproc.StartGroup(t, 4, childEnv(e, envChild+"=starter", envMinion+"="+m.ID(), envRequest+"="+req))
+	g.Release(t)
 	created := 0
-	for i, cmd := range cmds {
-		if err := cmd.Wait(); err != nil {
-			t.Fatalf("child %d: %v", i, err)
-		}
+	for i, out := range g.Outputs(t) {
 		var c, bad int
-		if _, err := fmt.Sscanf(strings.TrimSpace(outs[i].String()), "created=%d bad=%d", &c, &bad); err != nil || bad != 0 {
-			t.Fatalf("child %d output %q", i, outs[i].String())
+		if _, err := fmt.Sscanf(strings.TrimSpace(out), "created=%d bad=%d", &c, &bad); err != nil || bad != 0 {
+			t.Fatalf("child %d output %q", i, out)
 		}
 		created += c
 	}

@@ -6,6 +6,7 @@ package testproc
 
 import (
 	"bufio"
+	"bytes"
 	"io"
 	"os"
 	"os/exec"
@@ -145,4 +146,71 @@ func (c *Child) Stop(t testing.TB) {
 		}
 		return
 	}
+}
+
+// Group is n copies of the test binary started together: each is ready (started) before any goes on,
+// then one line on every child's stdin releases them at once (the child side is AwaitRelease). Their
+// stdout is kept whole, for Outputs.
+type Group struct {
+	cmds []*exec.Cmd
+	outs []*bytes.Buffer
+	ins  []io.WriteCloser
+}
+
+// StartGroup starts n copies of os.Args[0] with no test selected and env (KEY=VALUE) as their whole
+// environment; they wait in AwaitRelease until Release.
+func StartGroup(t testing.TB, n int, env []string) *Group {
+	t.Helper()
+	g := &Group{}
+	for range n {
+		cmd := exec.Command(os.Args[0], "-test.run=^$")
+		cmd.Env = env
+		out := &bytes.Buffer{}
+		cmd.Stdout, cmd.Stderr = out, os.Stderr
+		in, err := cmd.StdinPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		g.cmds, g.outs, g.ins = append(g.cmds, cmd), append(g.outs, out), append(g.ins, in)
+	}
+	t.Cleanup(func() {
+		for _, c := range g.cmds {
+			_ = c.Process.Kill() // a no-op for the ones Outputs reaped
+		}
+	})
+	return g
+}
+
+// Release lets every child of the group go on (one line on each stdin).
+func (g *Group) Release(t testing.TB) {
+	t.Helper()
+	for _, in := range g.ins {
+		if _, err := io.WriteString(in, "go\n"); err != nil {
+			t.Fatal(err)
+		}
+		_ = in.Close()
+	}
+}
+
+// Outputs waits for every child to exit successfully and returns each one's stdout.
+func (g *Group) Outputs(t testing.TB) []string {
+	t.Helper()
+	outs := make([]string, len(g.cmds))
+	for i, c := range g.cmds {
+		if err := c.Wait(); err != nil {
+			t.Fatalf("child %d: %v", i, err)
+		}
+		outs[i] = g.outs[i].String()
+	}
+	return outs
+}
+
+// AwaitRelease is the child's side of a Group: it returns once the parent released the group (or says
+// why it cannot: the parent is gone).
+func AwaitRelease() error {
+	_, err := bufio.NewReader(os.Stdin).ReadString('\n')
+	return err
 }

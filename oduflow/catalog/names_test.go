@@ -1,14 +1,10 @@
 package catalog
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -16,6 +12,7 @@ import (
 	"time"
 
 	"github.com/cockroachdb/errors"
+	"github.com/oduflow/oduflow-go/internal/testproc"
 )
 
 // Child processes of this test binary (concurrent get-or-create callers) are told what to do by these.
@@ -40,7 +37,7 @@ func runGetOrCreateChild() int {
 		return 1
 	}
 	// the barrier: every child is ready, then the parent's line on stdin starts them together
-	if _, err := bufio.NewReader(os.Stdin).ReadString('\n'); err != nil {
+	if err := testproc.AwaitRelease(); err != nil {
 		fmt.Fprintln(os.Stderr, "barrier:", err)
 		return 1
 	}
@@ -141,40 +138,14 @@ func TestGetOrCreateAcrossProcessesCreatesOne(t *testing.T) {
 	if _, err := Open(dir, withCompiler(fakeCompile), WithCreate()); err != nil {
 		t.Fatal(err)
 	}
-	const procs = 4
-	cmds := make([]*exec.Cmd, procs)
-	outs := make([]*bytes.Buffer, procs)
-	barrier := make([]io.WriteCloser, procs) // each child's stdin: one line starts them all
-	for i := range cmds {
-		cmd := exec.Command(os.Args[0], "-test.run=^$")
-		cmd.Env = append(os.Environ(), envChild+"=getorcreate", envDir+"="+dir)
-		outs[i] = &bytes.Buffer{}
-		cmd.Stdout, cmd.Stderr = outs[i], os.Stderr
-		in, err := cmd.StdinPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		barrier[i] = in
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		cmds[i] = cmd
-	}
-	for _, in := range barrier {
-		if _, err := io.WriteString(in, "go\n"); err != nil {
-			t.Fatal(err)
-		}
-		_ = in.Close()
-	}
+	g := testproc.StartGroup(t, 4, append(os.Environ(), envChild+"=getorcreate", envDir+"="+dir))
+	g.Release(t)
 	ids := map[string]int{}
 	created := 0
-	for i, cmd := range cmds {
-		if err := cmd.Wait(); err != nil {
-			t.Fatalf("child %d: %v", i, err)
-		}
-		lines := strings.Split(strings.TrimSpace(outs[i].String()), "\n")
+	for i, out := range g.Outputs(t) {
+		lines := strings.Split(strings.TrimSpace(out), "\n")
 		if len(lines) != 8 {
-			t.Fatalf("child %d output %q", i, outs[i].String())
+			t.Fatalf("child %d output %q", i, out)
 		}
 		for _, l := range lines {
 			var r struct {
