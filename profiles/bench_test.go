@@ -1,45 +1,19 @@
 package profiles
 
 import (
-	"fmt"
-	"strings"
 	"testing"
 
+	"github.com/oduflow/oduflow-go/internal/benchsource"
 	"github.com/oduflow/oduflow-go/receipt"
 )
 
-// source64KiB builds a realistic source of exactly MaxSourceBytes with
-// MaxStateIDs ids: file, package, service and command declarations with
-// requisites, names, nested values and block scalars, padded by a comment.
+// source64KiB is the benchmarks' source: exactly MaxSourceBytes with MaxStateIDs ids (benchsource.SLS, the
+// same bytes as bench.sh's CPU row).
 func source64KiB(tb testing.TB) []byte {
 	tb.Helper()
-	var b strings.Builder
-	b.WriteString("# benchmark source: 100 state ids, 64 KiB\n")
-	for i := range maxStateIDs {
-		switch i % 4 {
-		case 0:
-			fmt.Fprintf(&b, "app_%03d_pkg:\n  pkg.installed:\n    - names:\n      - tool-%03d-a\n      - tool-%03d-b\n    - refresh: false\n", i, i, i)
-		case 1:
-			fmt.Fprintf(&b, "/etc/app/%03d.conf:\n  file.managed:\n    - user: root\n    - group: app\n    - mode: \"0640\"\n"+
-				"    - makedirs: true\n    - contents: |\n        # generated %03d\n        listen = 127.0.0.1:%d\n        workers = %d\n"+
-				"        timeout = %d.5\n    - require:\n      - pkg: app_%03d_pkg\n", i, i, 8000+i, i%16+1, i, i-1)
-		case 2:
-			fmt.Fprintf(&b, "app_%03d_service:\n  service.running:\n    - name: app-%03d\n    - enable: true\n    - reload: true\n"+
-				"    - watch:\n      - file: /etc/app/%03d.conf\n  cmd.run:\n    - name: /usr/local/bin/check %03d --strict\n"+
-				"    - onchanges:\n      - file: /etc/app/%03d.conf\n", i, i, i-1, i, i-1)
-		case 3:
-			fmt.Fprintf(&b, "/etc/app/%03d.json:\n  file.serialize:\n    - serializer: json\n    - dataset:\n        id: %d\n"+
-				"        tags: [alpha, beta, \"gamma %03d\"]\n        limits: {cpu: 1.5, memory: 512, burst: null}\n"+
-				"        peers:\n          - {host: peer-a, port: 7000}\n          - {host: peer-b, port: 7001}\n", i, i, i)
-		}
-	}
-	for b.Len() < MaxSourceBytes-80 {
-		b.WriteString("# padding padding padding padding padding padding padding padding padding\n")
-	}
-	b.WriteString("# " + strings.Repeat("-", MaxSourceBytes-b.Len()-3) + "\n")
-	src := []byte(b.String())
-	if len(src) != MaxSourceBytes {
-		tb.Fatalf("source is %d bytes", len(src))
+	src, err := benchsource.SLS(MaxSourceBytes, maxStateIDs)
+	if err != nil {
+		tb.Fatal(err)
 	}
 	return src
 }

@@ -8,10 +8,10 @@ import (
 	"net"
 	"os"
 	"runtime"
-	"strings"
 	"time"
 
 	"github.com/oduflow/oduflow-go/bench/internal/benchkit"
+	"github.com/oduflow/oduflow-go/internal/benchsource"
 	"github.com/oduflow/oduflow-go/profiles"
 	"github.com/oduflow/oduflow-go/salt"
 )
@@ -147,36 +147,5 @@ func cmdDecode(ctx context.Context, args []string) (any, error) {
 	return cpuLoop(*n, warmup, next)
 }
 
-// source64KiB builds a realistic source of exactly MaxSourceBytes with MaxStateIDs ids (the same shape
-// as the profiles package's own benchmark source): file, package, service and command declarations
-// with requisites, names, nested values and block scalars, padded by a comment.
-func source64KiB() ([]byte, error) {
-	var b strings.Builder
-	b.WriteString("# benchmark source: 100 state ids, 64 KiB\n")
-	for i := range 100 {
-		switch i % 4 {
-		case 0:
-			fmt.Fprintf(&b, "app_%03d_pkg:\n  pkg.installed:\n    - names:\n      - tool-%03d-a\n      - tool-%03d-b\n    - refresh: false\n", i, i, i)
-		case 1:
-			fmt.Fprintf(&b, "/etc/app/%03d.conf:\n  file.managed:\n    - user: root\n    - group: app\n    - mode: \"0640\"\n"+
-				"    - makedirs: true\n    - contents: |\n        # generated %03d\n        listen = 127.0.0.1:%d\n        workers = %d\n"+
-				"        timeout = %d.5\n    - require:\n      - pkg: app_%03d_pkg\n", i, i, 8000+i, i%16+1, i, i-1)
-		case 2:
-			fmt.Fprintf(&b, "app_%03d_service:\n  service.running:\n    - name: app-%03d\n    - enable: true\n    - reload: true\n"+
-				"    - watch:\n      - file: /etc/app/%03d.conf\n  cmd.run:\n    - name: /usr/local/bin/check %03d --strict\n"+
-				"    - onchanges:\n      - file: /etc/app/%03d.conf\n", i, i, i-1, i, i-1)
-		case 3:
-			fmt.Fprintf(&b, "/etc/app/%03d.json:\n  file.serialize:\n    - serializer: json\n    - dataset:\n        id: %d\n"+
-				"        tags: [alpha, beta, \"gamma %03d\"]\n        limits: {cpu: 1.5, memory: 512, burst: null}\n"+
-				"        peers:\n          - {host: peer-a, port: 7000}\n          - {host: peer-b, port: 7001}\n", i, i, i)
-		}
-	}
-	for b.Len() < profiles.MaxSourceBytes-80 {
-		b.WriteString("# padding padding padding padding padding padding padding padding padding\n")
-	}
-	b.WriteString("# " + strings.Repeat("-", profiles.MaxSourceBytes-b.Len()-3) + "\n")
-	if b.Len() != profiles.MaxSourceBytes {
-		return nil, fmt.Errorf("source is %d bytes", b.Len())
-	}
-	return []byte(b.String()), nil
-}
+// source64KiB is the profiles package's benchmark source: exactly MaxSourceBytes with 100 state ids.
+func source64KiB() ([]byte, error) { return benchsource.SLS(profiles.MaxSourceBytes, 100) }
