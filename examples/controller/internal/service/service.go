@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"path/filepath"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -31,7 +32,8 @@ type Service struct {
 	log      *slog.Logger
 	registry *prometheus.Registry
 	draining atomic.Bool
-	closers  []func() error // the Salt client, the etcd store: closed after the Dispatcher
+	closers  []func() error    // the Salt client, the etcd store: closed after the Dispatcher
+	routes   func() []apiRoute // the API's route table, built once (apiRoutes)
 
 	etcd    *etcdstore.Store
 	store   claims.Store // the claim store (requestKey reads a caller's id in it)
@@ -58,6 +60,7 @@ type options struct {
 	audit           *slog.Logger
 	dispatch        []oduflow.Option
 	timers          oduflow.Timers // WithTimers; else oduflow.DefaultTimers()
+	noAdoption      bool           // tests: no adoption loop, so Dispatcher.Wait returns once the workers end
 	refusalInterval time.Duration
 }
 
@@ -98,6 +101,7 @@ func Open(ctx context.Context, cfg Config, opts ...Option) (_ *Service, err erro
 	s := &Service{log: o.logger, audit: o.audit, registry: prometheus.NewRegistry(), limit: newInflightLimit(cfg.Auth.MaxInflight),
 		guards: newGuardSeen(time.Now), limits: cfg.Limits.withDefaults()}
 	s.unauth = newSourceRate(s.limits.UnauthenticatedPerSec, time.Now)
+	s.routes = sync.OnceValue(s.routeTable)
 	s.refusals = newRefusalCounter(o.audit, o.refusalInterval)
 	defer func() {
 		if err != nil {
@@ -145,16 +149,19 @@ func Open(ctx context.Context, cfg Config, opts ...Option) (_ *Service, err erro
 	if err := s.registry.Register(metrics); err != nil {
 		return nil, err
 	}
-	all := append([]oduflow.Option{
+	all := []oduflow.Option{
 		oduflow.WithProfiles(s.table),
 		oduflow.WithClaimStore(store),
 		oduflow.WithTimers(o.timers),
 		oduflow.WithPKIDir(cfg.Settings.PKIDir),
 		oduflow.WithLogger(o.logger),
 		oduflow.WithHooks(withCreated(metrics.Hooks())),
-		oduflow.WithAdoption(0),
 		oduflow.WithCustomCatalog(s.cat),
-	}, o.dispatch...)
+	}
+	if !o.noAdoption {
+		all = append(all, oduflow.WithAdoption(0))
+	}
+	all = append(all, o.dispatch...)
 	d, err := oduflow.New(client, oduflow.SaltEvents(cfg.Settings.Events, salt.WithLogger(o.logger)), all...)
 	if err != nil {
 		return nil, &oduflowenv.Error{Kind: oduflowenv.ErrUsage, Msg: "dispatcher: " + oduflowenv.OneLine(err.Error()), Cause: err}

@@ -210,12 +210,12 @@ func TestF8OneReadingOfEveryInput(t *testing.T) {
 		{"company and Company", "POST", "/v1/custom-states", `{"company":"acme","Company":"acme","name":"dup","source":` + quote(motd) + `}`},
 		{"name twice", "POST", "/v1/custom-states", `{"company":"acme","name":"a","name":"b","source":` + quote(motd) + `}`},
 	} {
-		before := settledState(t, env)
+		before := settledState(t, s, env)
 		code, body := s.raw(t, admin, tc.method, tc.path, tc.body)
 		if code != http.StatusBadRequest || !strings.Contains(body, "invalid_input") {
 			t.Fatalf("%s: %d %s, want 400", tc.name, code, body)
 		}
-		if after := settledState(t, env); !maps.Equal(before, after) {
+		if after := settledState(t, s, env); !maps.Equal(before, after) {
 			t.Fatalf("%s: written", tc.name)
 		}
 	}

@@ -125,7 +125,7 @@ func (e *simEnv) server(edit ...func(*service.Config)) *server {
 	svc, err := service.Open(context.Background(), cfg,
 		service.WithLogger(slog.New(slog.NewTextHandler(logs, nil))),
 		service.WithAuditLogger(slog.New(slog.NewJSONHandler(audit, nil))),
-		service.WithTimers(testTimers()))
+		service.WithTimers(testTimers()), service.WithoutAdoption())
 	if err != nil {
 		e.t.Fatal(err)
 	}

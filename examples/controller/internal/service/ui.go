@@ -269,13 +269,14 @@ func (s *Service) uiRoutes(mux *http.ServeMux) {
 	post("POST /ui/clients/{minion}/requests/{request_id}/resume", "resume", scopeMinion, s.uiResume)
 	page("GET /ui/unresolved", "ui_unresolved", scopeListed, s.uiUnresolved)
 	page("GET /ui/custom-states", "ui_custom_list", scopeListed, s.uiCustomList)
-	page("GET /ui/custom-states/new", "ui_custom_new", scopeNone, s.uiCustomNew)
+	mux.HandleFunc("GET /ui/custom-states/new", s.uiProtect("ui_custom_new", adminReads(scopeNone), s.uiCustomNew))
 	post("POST /ui/custom-states", "custom_create", scopeBodyCompany, s.uiCustomCreate)
 	page("GET /ui/custom-states/{id}", "ui_custom", scopeDefinition, s.uiCustom)
 	post("POST /ui/custom-states/{id}/source", "custom_save", scopeDefinition, s.uiCustomSave)
-	post("POST /ui/custom-states/{id}/assign", "custom_assign", scopeMinion, s.uiCustomAssign)
+	// The client is a form field: the API's custom_assign (call) checks it (scopeMinion).
+	post("POST /ui/custom-states/{id}/assign", "custom_assign", scopeDefinition, s.uiCustomAssign)
 	mux.HandleFunc("POST /ui/api/custom-states/validate", s.uiProtect("custom_validate", adminReads(scopeNone), s.validateCustom))
-	post("POST /ui/clients/{minion}/custom-states/{id}/apply", "custom_apply", scopeMinion, s.uiApply)
+	post("POST /ui/clients/{minion}/custom-states/{id}/apply", "custom_apply", scopeMinion|scopeDefinition, s.uiApply)
 	page("GET /ui/clients/{minion}/executions/{request_id}", "ui_execution", scopeMinion, s.uiExecution)
 }
 
@@ -326,11 +327,15 @@ func (s *Service) uiProtect(action string, a access, h http.HandlerFunc) http.Ha
 			return
 		}
 		defer release()
-		if !s.permits(w, r, action, a, p) {
+		// The route's declaration, enforced as the API's is; a refusal is rendered as a page.
+		r = r.WithContext(context.WithValue(r.Context(), uiCtxKey{}, u))
+		rc := &recorder{h: http.Header{}}
+		granted, ok := s.authorize(rc, r, action, a, p)
+		if !ok {
+			s.uiRecorded(w, r, rc)
 			return
 		}
-		ctx := context.WithValue(context.WithValue(r.Context(), principalKey{}, p), uiCtxKey{}, u)
-		h(w, r.WithContext(ctx))
+		h(w, granted)
 	}
 }
 
@@ -420,7 +425,7 @@ func (s *Service) render(w http.ResponseWriter, r *http.Request, code int, name 
 	data["Page"] = name
 	if u.p.Name != "" {
 		data["Principal"] = u.p
-		data["Admin"] = u.p.IsAdministrator()
+		data["Admin"] = grantOf(r).admin() // what the page offers; the routes enforce the role
 		data["Companies"] = u.p.companyLabel()
 		data["SignedIn"] = u.sess != nil
 	}
@@ -473,7 +478,11 @@ func (rc *recorder) WriteHeader(code int) {
 
 // call runs an API handler with a JSON body built from in (nil: empty) and the given path values, and
 // decodes its answer into out when it succeeded (2xx); a refusal is returned as its error body.
-func (s *Service) call(r *http.Request, h http.HandlerFunc, in any, out any, path map[string]string) (int, *apiError) {
+func (s *Service) call(r *http.Request, action string, in any, out any, path map[string]string) (int, *apiError) {
+	rt, ok := s.apiRouteOf(action)
+	if !ok {
+		return http.StatusInternalServerError, &apiError{Error: "no API route " + action, Code: "internal"}
+	}
 	var b []byte
 	if in != nil {
 		b, _ = json.Marshal(in)
@@ -486,7 +495,11 @@ func (s *Service) call(r *http.Request, h http.HandlerFunc, in any, out any, pat
 		r2.SetPathValue(k, v)
 	}
 	rc := &recorder{h: http.Header{}}
-	h(rc, r2)
+	// The API route's declaration is enforced here too: the console reaches the API's handlers only
+	// through it (authorize), with the console's principal.
+	if r3, ok := s.authorize(rc, r2, rt.action, rt.access, uiOf(r).p); ok {
+		rt.handler(rc, r3)
+	}
 	if rc.code >= 300 {
 		var e apiError
 		if json.Unmarshal(rc.body.Bytes(), &e) != nil || e.Error == "" {
