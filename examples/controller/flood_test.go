@@ -33,6 +33,7 @@ func dialFrom(src string, conns int) *http.Client {
 // interval, not one each), and no descriptor runs out. Before: no connection bound (4 of 14 /readyz
 // answered, EMFILE) and one audit line per refusal (41,765 lines for 41,764 requests).
 func TestF3FloodLeavesHealthAnswering(t *testing.T) {
+	// Not parallel: it floods the listener and bounds how long the flood takes; other tests would share the cores it measures.
 	if testing.Short() {
 		t.Skip("-short: a 40k-request flood")
 	}

@@ -52,6 +52,7 @@ func TestMain(m *testing.M) {
 }
 
 func TestConfigurationRefusedBeforeAnythingStarts(t *testing.T) {
+	t.Parallel()
 	base := map[string]string{"ODUFLOW_SALT_MASTER": "tcp://127.0.0.1:1", "ODUFLOW_SALT_EVENTS": "tcp://127.0.0.1:2",
 		"ODUFLOW_SALT_KEY_FILE": "/nonexistent/.root_key", "ODUFLOW_STATE_DIR": filepath.Join(t.TempDir(), "claims")}
 	for _, tc := range []struct {
@@ -92,6 +93,7 @@ func TestConfigurationRefusedBeforeAnythingStarts(t *testing.T) {
 }
 
 func TestUsage(t *testing.T) {
+	t.Parallel()
 	var out, errb bytes.Buffer
 	if code := usage([]string{"--help"}, &out, &errb); code != 0 || !strings.Contains(out.String(), "ODUFLOW_LISTEN") {
 		t.Fatalf("--help: %d %q", code, out.String())
@@ -105,6 +107,7 @@ func TestUsage(t *testing.T) {
 // a second replica on the same claim store adopts them, follows them through the minions' receipts to
 // succeeded without publishing them again, and nothing stays unresolved.
 func TestSIGTERMDrainLeavesRequestsAdoptable(t *testing.T) {
+	// Not parallel: it bounds the drain (5 s) of a child process under SIGTERM.
 	dir := t.TempDir()
 	if err := os.Mkdir(filepath.Join(dir, "master"), 0o700); err != nil {
 		t.Fatal(err)

@@ -97,6 +97,7 @@ func TestRouteDeclarations(t *testing.T) {
 // unbound_client) wrote nothing (the claim store and the catalog, byte for byte) and published nothing.
 // A route of the table without a fixture here fails, so no route escapes the walk.
 func TestEveryRouteByEveryCaller(t *testing.T) {
+	t.Parallel()
 	env := startSim(t)
 	m := env.addMinion()
 	unbound := env.AddMinion() // not bound to a company (added around addMinion)
