@@ -6,11 +6,14 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"html"
 	"io"
 	"maps"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -65,7 +68,7 @@ func expected(d service.RouteDecl, who string, ok int) int {
 	return ok
 }
 
-// TestRouteDeclarations: every route of the table declares what its method and path imply: a write
+// TestRouteDeclarations: every route of the API's and the console's tables declares what its method and path imply: a write
 // (any method but GET) is an administrator's and mutating (validate alone is an administrator's read:
 // it compiles, never writes), a GET never mutates; a {minion} in the path is scopeMinion and an {id}
 // scopeDefinition, both ways; a write with no target in its path names its company in the body. A route
@@ -74,8 +77,16 @@ func TestRouteDeclarations(t *testing.T) {
 	t.Parallel()
 	env := startSim(t)
 	readsOnly := map[string]bool{"custom_validate": true}
-	for _, d := range service.Routes(env.server().svc) {
+	svc := env.server().svc
+	for _, d := range append(service.Routes(svc), service.ConsoleRoutes(svc)...) {
 		write := d.Method != "GET" && d.Method != ""
+		if d.Action == "ui_logout" {
+			// Sign-out: any principal ends its own session (a write with no company's target).
+			if d.Admin || !d.Mutating || d.Minion || d.Definition || d.BodyCompany || d.Listed {
+				t.Errorf("%s: sign-out is any principal's write of its own session", d.Pattern)
+			}
+			continue
+		}
 		if write && (!d.Admin || d.Mutating == readsOnly[d.Action]) {
 			t.Errorf("%s (%s): a write must be an administrator's and mutating (admin %v, mutating %v)", d.Pattern, d.Action, d.Admin, d.Mutating)
 		}
@@ -98,28 +109,9 @@ func TestRouteDeclarations(t *testing.T) {
 // A route of the table without a fixture here fails, so no route escapes the walk.
 func TestEveryRouteByEveryCaller(t *testing.T) {
 	t.Parallel()
-	env := startSim(t)
-	m := env.addMinion()
-	unbound := env.AddMinion() // not bound to a company (added around addMinion)
-	s := env.server()
-
-	// The state the routes read: a succeeded configure, a definition assigned to m, an execution.
-	done := s.startFinal(t, m.ID())
-	var def struct {
-		ID string `json:"id"`
-	}
-	if code := s.do(t, "POST", "/v1/custom-states", strings.NewReader(jsonBody(map[string]string{"company": "acme", "name": "motd", "source": motd})()), &def); code != http.StatusCreated {
-		t.Fatalf("create: %d", code)
-	}
-	if code := s.do(t, "PUT", "/v1/minions/"+m.ID()+"/custom-states/"+def.ID, nil, nil); code != http.StatusOK {
-		t.Fatalf("assign: %d", code)
-	}
-	exec := uuid.NewString()
-	var applied oduflow.CustomResponse
-	if code := s.do(t, "POST", "/v1/minions/"+m.ID()+"/custom-states/"+def.ID+"/apply", strings.NewReader(`{"request_id":"`+exec+`"}`), &applied); code != http.StatusCreated && code != http.StatusOK {
-		t.Fatalf("apply: %d %+v", code, applied)
-	}
-	s.waitCustomFinal(t, m.ID(), exec)
+	w := newWalkState(t)
+	env, m, unbound, s, done, exec := w.env, w.m, w.unbound, w.s, w.done, w.exec
+	def := struct{ ID string }{w.def}
 
 	newStart := func() string { return `{"request_id":"` + uuid.NewString() + `"}` }
 	n := 0
@@ -230,6 +222,168 @@ func TestEveryRouteByEveryCaller(t *testing.T) {
 			}
 		})
 	}
+}
+
+// walkState is what the route walks read: acme's client m with a succeeded configure (done), a
+// definition of acme (def) assigned to m and an execution of it (exec), and an unbound client.
+type walkState struct {
+	env        *simEnv
+	s          *server
+	m, unbound interface {
+		ID() string
+		Calls(string) int
+	}
+	done      oduflow.Response
+	def, exec string
+}
+
+func newWalkState(t *testing.T) walkState {
+	t.Helper()
+	env := startSim(t)
+	m := env.addMinion()
+	unbound := env.AddMinion() // not bound to a company (added around addMinion)
+	s := env.server()
+	done := s.startFinal(t, m.ID())
+	var def struct {
+		ID string `json:"id"`
+	}
+	if code := s.do(t, "POST", "/v1/custom-states", strings.NewReader(jsonBody(map[string]string{"company": "acme", "name": "motd", "source": motd})()), &def); code != http.StatusCreated {
+		t.Fatalf("create: %d", code)
+	}
+	if code := s.do(t, "PUT", "/v1/minions/"+m.ID()+"/custom-states/"+def.ID, nil, nil); code != http.StatusOK {
+		t.Fatalf("assign: %d", code)
+	}
+	exec := uuid.NewString()
+	var applied oduflow.CustomResponse
+	if code := s.do(t, "POST", "/v1/minions/"+m.ID()+"/custom-states/"+def.ID+"/apply", strings.NewReader(`{"request_id":"`+exec+`"}`), &applied); code != http.StatusCreated && code != http.StatusOK {
+		t.Fatalf("apply: %d %+v", code, applied)
+	}
+	s.waitCustomFinal(t, m.ID(), exec)
+	return walkState{env: env, s: s, m: m, unbound: unbound, done: done, def: def.ID, exec: exec}
+}
+
+// Every route of the console's table (service.ConsoleRoutes) × every caller: the status its declaration
+// implies (no principal: to the sign-in page for a GET, 401 for a POST; a refusal: its 403 page), with
+// the caller's CSRF token on every POST, and that a refusal wrote and published nothing. The console's
+// calls into the API are authorized again there; this walk shows the console's own step.
+func TestEveryConsoleRouteByEveryCaller(t *testing.T) {
+	t.Parallel()
+	w := newWalkState(t)
+	s, m := w.s, w.m
+	csrf := map[string]string{}
+	meta := regexp.MustCompile(`<meta name="csrf-token" content="([^"]+)">`)
+	for _, who := range callers[1:] {
+		resp, err := s.http.Client().Do(s.request(t, who, "GET", "/ui/clients", nil))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if mm := meta.FindSubmatch(b); mm != nil {
+			csrf[who] = html.UnescapeString(string(mm[1]))
+		} else {
+			t.Fatalf("no CSRF token on %s's page", who)
+		}
+	}
+	form := func(kv ...string) func() url.Values {
+		return func() url.Values {
+			v := url.Values{}
+			for i := 0; i+1 < len(kv); i += 2 {
+				v.Set(kv[i], kv[i+1])
+			}
+			return v
+		}
+	}
+	n := 0
+	cl, d := "/ui/clients/"+m.ID(), "/ui/custom-states/"+w.def
+	const ok, see = http.StatusOK, http.StatusSeeOther
+	fixtures := map[string]struct {
+		path string
+		form func() url.Values
+		ok   int
+	}{
+		"POST /ui/logout":                                          {"/ui/logout", form(), see},
+		"GET /ui/clients":                                          {"/ui/clients", nil, ok},
+		"GET /ui/clients/{minion}":                                 {cl, nil, ok},
+		"GET /ui/clients/{minion}/start/{profile}":                 {cl + "/start/configure", nil, ok},
+		"POST /ui/clients/{minion}/start/{profile}":                {cl + "/start/configure", func() url.Values { return url.Values{"request_id": {uuid.NewString()}} }, see},
+		"GET /ui/clients/{minion}/requests/{profile}/{request_id}": {cl + "/requests/configure/" + w.done.RequestID, nil, ok},
+		"POST /ui/clients/{minion}/requests/{request_id}/resume":   {cl + "/requests/" + w.done.RequestID + "/resume", form("profile", "configure"), http.StatusConflict},
+		"GET /ui/unresolved":                                       {"/ui/unresolved", nil, ok},
+		"GET /ui/custom-states":                                    {"/ui/custom-states", nil, ok},
+		"GET /ui/custom-states/new":                                {"/ui/custom-states/new", nil, ok},
+		"POST /ui/custom-states": {"/ui/custom-states", func() url.Values {
+			n++
+			return url.Values{"company": {"acme"}, "name": {fmt.Sprintf("ui-%d", n)}, "source": {motd}}
+		}, see},
+		"GET /ui/custom-states/{id}":                         {d, nil, ok},
+		"POST /ui/custom-states/{id}/source":                 {d + "/source", form("source", motd+"# console\n"), see},
+		"POST /ui/custom-states/{id}/assign":                 {d + "/assign", form("minion", m.ID()), see},
+		"POST /ui/api/custom-states/validate":                {"/ui/api/custom-states/validate", nil, ok},
+		"POST /ui/clients/{minion}/custom-states/{id}/apply": {cl + "/custom-states/" + w.def + "/apply", form("request_id", w.exec), see},
+		"GET /ui/clients/{minion}/executions/{request_id}":   {cl + "/executions/" + w.exec, nil, ok},
+	}
+	for _, rd := range service.ConsoleRoutes(s.svc) {
+		f, found := fixtures[rd.Pattern]
+		if !found {
+			t.Errorf("console route %q (%s) has no fixture in this test: add one", rd.Pattern, rd.Action)
+			continue
+		}
+		delete(fixtures, rd.Pattern)
+		t.Run(rd.Action+" "+rd.Method, func(t *testing.T) {
+			for _, who := range callers {
+				want := expected(rd, who, f.ok)
+				if who == nobody && rd.Method == "GET" {
+					want = see // to the sign-in page
+				}
+				before := settledState(t, s, w.env)
+				runs := m.Calls("oduflow_job.run")
+				var req *http.Request
+				switch {
+				case rd.Method == "GET":
+					req = s.request(t, who, "GET", f.path, nil)
+				case f.form == nil: // the editor's validate: JSON with the token in a header
+					req = s.request(t, who, "POST", f.path, strings.NewReader(jsonBody(map[string]string{"source": motd})()))
+					req.Header.Set("Content-Type", "application/json")
+					req.Header.Set("X-CSRF-Token", csrf[who])
+				default:
+					v := f.form()
+					v.Set("csrf", csrf[who])
+					req = s.request(t, who, "POST", f.path, strings.NewReader(v.Encode()))
+					req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+				}
+				client := *s.http.Client()
+				client.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+				resp, err := client.Do(req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				b, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode != want {
+					t.Fatalf("%s %s as %q: %d, want %d\n%s", rd.Method, f.path, who, resp.StatusCode, want, truncated(b))
+				}
+				if want != f.ok {
+					if after := settledState(t, s, w.env); !maps.Equal(before, after) {
+						t.Fatalf("%s as %q refused %d but wrote", rd.Pattern, who, resp.StatusCode)
+					}
+					if m.Calls("oduflow_job.run") != runs {
+						t.Fatalf("%s as %q: a refused call published a run", rd.Pattern, who)
+					}
+				}
+			}
+		})
+	}
+	for p := range fixtures {
+		t.Errorf("fixture %q names no console route", p)
+	}
+}
+
+func truncated(b []byte) string {
+	if len(b) > 400 {
+		return string(b[:400]) + "..."
+	}
+	return string(b)
 }
 
 // waitCustomFinal waits until the custom execution's worker (in the service's process) has ended, then

@@ -12,9 +12,14 @@ type RouteDecl struct {
 }
 
 // Routes is the API's route table.
-func Routes(s *Service) []RouteDecl {
+func Routes(s *Service) []RouteDecl { return decls(s.apiRoutes()) }
+
+// ConsoleRoutes is the console's route table.
+func ConsoleRoutes(s *Service) []RouteDecl { return decls(s.uiRouteTable()) }
+
+func decls(routes []apiRoute) []RouteDecl {
 	var out []RouteDecl
-	for _, rt := range s.apiRoutes() {
+	for _, rt := range routes {
 		method, _, ok := strings.Cut(rt.pattern, " ")
 		if !ok {
 			method = "" // any method ("/")

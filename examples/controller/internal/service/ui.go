@@ -241,16 +241,9 @@ func uiHeaders(w http.ResponseWriter) {
 	h.Set("Cache-Control", "no-store")
 }
 
-// uiRoutes registers the console on mux.
+// uiRoutes registers the console on mux: its open routes (assets, sign-in, redirects) and the routes of
+// its table, behind uiProtect.
 func (s *Service) uiRoutes(mux *http.ServeMux) {
-	// The console's routes declare their access as the API's do (an administrator's action is one here
-	// too); uiProtect enforces the role.
-	page := func(pattern, action string, sc scope, h http.HandlerFunc) {
-		mux.HandleFunc(pattern, s.uiProtect(action, anyReads(sc), h))
-	}
-	post := func(pattern, action string, sc scope, h http.HandlerFunc) {
-		mux.HandleFunc(pattern, s.uiProtect(action, adminWrites(sc), h))
-	}
 	mux.HandleFunc("GET /ui/static/{file}", s.uiStatic)
 	mux.HandleFunc("GET /ui/login", s.uiLoginPage)
 	mux.HandleFunc("POST /ui/login", s.uiLogin)
@@ -260,24 +253,36 @@ func (s *Service) uiRoutes(mux *http.ServeMux) {
 	mux.HandleFunc("GET /ui", func(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, "/ui/clients", http.StatusSeeOther)
 	})
-	mux.HandleFunc("POST /ui/logout", s.uiProtect("ui_logout", access{mutating: true}, s.uiLogout))
-	page("GET /ui/clients", "ui_clients", scopeListed, s.uiClients)
-	page("GET /ui/clients/{minion}", "ui_client", scopeMinion, s.uiClient)
-	page("GET /ui/clients/{minion}/start/{profile}", "ui_confirm", scopeMinion, s.uiConfirm)
-	post("POST /ui/clients/{minion}/start/{profile}", "start", scopeMinion, s.uiStart)
-	page("GET /ui/clients/{minion}/requests/{profile}/{request_id}", "ui_request", scopeMinion, s.uiRequest)
-	post("POST /ui/clients/{minion}/requests/{request_id}/resume", "resume", scopeMinion, s.uiResume)
-	page("GET /ui/unresolved", "ui_unresolved", scopeListed, s.uiUnresolved)
-	page("GET /ui/custom-states", "ui_custom_list", scopeListed, s.uiCustomList)
-	mux.HandleFunc("GET /ui/custom-states/new", s.uiProtect("ui_custom_new", adminReads(scopeNone), s.uiCustomNew))
-	post("POST /ui/custom-states", "custom_create", scopeBodyCompany, s.uiCustomCreate)
-	page("GET /ui/custom-states/{id}", "ui_custom", scopeDefinition, s.uiCustom)
-	post("POST /ui/custom-states/{id}/source", "custom_save", scopeDefinition, s.uiCustomSave)
-	// The client is a form field: the API's custom_assign (call) checks it (scopeMinion).
-	post("POST /ui/custom-states/{id}/assign", "custom_assign", scopeDefinition, s.uiCustomAssign)
-	mux.HandleFunc("POST /ui/api/custom-states/validate", s.uiProtect("custom_validate", adminReads(scopeNone), s.validateCustom))
-	post("POST /ui/clients/{minion}/custom-states/{id}/apply", "custom_apply", scopeMinion|scopeDefinition, s.uiApply)
-	page("GET /ui/clients/{minion}/executions/{request_id}", "ui_execution", scopeMinion, s.uiExecution)
+	for _, rt := range s.uiRouteTable() {
+		mux.HandleFunc(rt.pattern, s.uiProtect(rt.action, rt.access, rt.handler))
+	}
+}
+
+// uiRouteTable is the console's route table: each route declares its access as the API's do (an
+// administrator's action is one here too), and uiProtect enforces it (authorize) before the page's
+// handler runs; the API handlers a page calls are authorized again with their own route's declaration.
+func (s *Service) uiRouteTable() []apiRoute {
+	return []apiRoute{
+		// Sign-out ends the caller's own session: a write with no target of a company.
+		{"POST /ui/logout", "ui_logout", access{mutating: true}, s.uiLogout},
+		{"GET /ui/clients", "ui_clients", anyReads(scopeListed), s.uiClients},
+		{"GET /ui/clients/{minion}", "ui_client", anyReads(scopeMinion), s.uiClient},
+		{"GET /ui/clients/{minion}/start/{profile}", "ui_confirm", anyReads(scopeMinion), s.uiConfirm},
+		{"POST /ui/clients/{minion}/start/{profile}", "start", adminWrites(scopeMinion), s.uiStart},
+		{"GET /ui/clients/{minion}/requests/{profile}/{request_id}", "ui_request", anyReads(scopeMinion), s.uiRequest},
+		{"POST /ui/clients/{minion}/requests/{request_id}/resume", "resume", adminWrites(scopeMinion), s.uiResume},
+		{"GET /ui/unresolved", "ui_unresolved", anyReads(scopeListed), s.uiUnresolved},
+		{"GET /ui/custom-states", "ui_custom_list", anyReads(scopeListed), s.uiCustomList},
+		{"GET /ui/custom-states/new", "ui_custom_new", adminReads(scopeNone), s.uiCustomNew},
+		{"POST /ui/custom-states", "custom_create", adminWrites(scopeBodyCompany), s.uiCustomCreate},
+		{"GET /ui/custom-states/{id}", "ui_custom", anyReads(scopeDefinition), s.uiCustom},
+		{"POST /ui/custom-states/{id}/source", "custom_save", adminWrites(scopeDefinition), s.uiCustomSave},
+		// The client is a form field: the API's custom_assign (call) checks it (scopeMinion).
+		{"POST /ui/custom-states/{id}/assign", "custom_assign", adminWrites(scopeDefinition), s.uiCustomAssign},
+		{"POST /ui/api/custom-states/validate", "custom_validate", adminReads(scopeNone), s.validateCustom},
+		{"POST /ui/clients/{minion}/custom-states/{id}/apply", "custom_apply", adminWrites(scopeMinion | scopeDefinition), s.uiApply},
+		{"GET /ui/clients/{minion}/executions/{request_id}", "ui_execution", anyReads(scopeMinion), s.uiExecution},
+	}
 }
 
 // uiProtect authenticates a console request (a client certificate or bearer token, else the session
