@@ -52,7 +52,12 @@ type apiRoute struct {
 // apiRoutes is the API's route table: every route but /healthz and /readyz (open) and the console's.
 // protect enforces each route's access before its handler runs (authorize), so no handler checks a role
 // or a company itself.
-func (s *Service) apiRoutes() []apiRoute { return s.routes() }
+func (s *Service) apiRoutes() []apiRoute {
+	if s.routes == nil { // a Service not made by Open (tests of this package)
+		return s.routeTable()
+	}
+	return s.routes()
+}
 
 func (s *Service) routeTable() []apiRoute {
 	return []apiRoute{
@@ -84,7 +89,7 @@ func (s *Service) routeTable() []apiRoute {
 	}
 }
 
-// apiRoute returns the API route of action (the console calls the API's handlers through it).
+// apiRouteOf returns the API route of action (the console calls the API's handlers through it).
 func (s *Service) apiRouteOf(action string) (apiRoute, bool) {
 	for _, rt := range s.apiRoutes() {
 		if rt.action == action {
