@@ -60,6 +60,7 @@ func benchDrainAdoption(b *testing.B, running bool) {
 		for _, j := range jobs {
 			waitClaimB(b, a, j.req, func(c *claims.Claim) bool { return c.Phase == claims.PhaseDispatched })
 		}
+		// the benchmark's cut point: Close comes this long after dispatch
 		time.Sleep(cutAfter)
 		for _, j := range jobs {
 			if c := mustClaim(b, a, j.req); c.Phase.Final() {

@@ -180,6 +180,7 @@ func TestLiveCustomMatchesStateApply(t *testing.T) {
 				}
 				// 0/1: the minion's execution lock was busy (another test on the shared lab): apply again.
 				mode = catalog.ModeApplyAgain
+				// the shared lab's execution lock is busy: back off before applying again (live test only)
 				time.Sleep(3 * time.Second)
 			}
 			want := cstLiveStateApply(ctx, t, saltCLI, lab, minion, name, src)

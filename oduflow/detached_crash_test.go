@@ -115,7 +115,7 @@ func TestCrashConsistencyDetachedWorker(t *testing.T) {
 						t.Fatalf("never ran: %+v", c)
 					}
 				}
-				time.Sleep(100 * time.Millisecond)
+				e.quiesce() // in-process workers gone; the killed one released its lock, a resumed one committed final
 				if e.runs() != tc.want.runs || m.Runs() != tc.want.runs {
 					t.Fatalf("runs: sim %d minion %d, want %d", e.runs(), m.Runs(), tc.want.runs)
 				}

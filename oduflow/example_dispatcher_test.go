@@ -187,6 +187,7 @@ func ExampleDispatcher_Reconcile() {
 		if resp, err = d.Reconcile(ctx, exampleMinion, request, oduflow.FromMinion{}); !errors.Is(err, oduflow.ErrUnresolved) {
 			break
 		}
+		// an operator's retry: the minion finishes its run in its own time
 		time.Sleep(50 * time.Millisecond)
 	}
 	c, _ = d.Lookup(ctx, exampleMinion, request)

@@ -34,7 +34,7 @@ func runCreatorChild() int {
 	fs, err := filestore.Open(os.Getenv(envClaimDir), testWindows(), filestorehook.WithStage(func(s string) {
 		if s == stage {
 			fmt.Println("READY")
-			time.Sleep(time.Hour)
+			testproc.Park()
 		}
 	}))
 	if err != nil {
@@ -128,7 +128,7 @@ func TestCrashDuringCreate(t *testing.T) {
 			if c := mustClaim(t, d, req); c.Quarantining() {
 				t.Fatalf("an undispatched claim quarantines: %+v", c)
 			}
-			time.Sleep(100 * time.Millisecond)
+			e.quiesce()
 			if e.runs() != 0 {
 				t.Fatalf("runs %d, want 0", e.runs())
 			}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/oduflow/oduflow-go/internal/hostclock"
 	"github.com/oduflow/oduflow-go/internal/safefile"
+	"github.com/oduflow/oduflow-go/internal/testwait"
 	"github.com/oduflow/oduflow-go/oduflow/claims"
 	"github.com/oduflow/oduflow-go/oduflow/filestore"
 	"github.com/oduflow/oduflow-go/receipt"
@@ -46,20 +47,9 @@ func (c *fakeClock) Set(t time.Time) {
 	c.mu.Unlock()
 }
 
-// pollInterval is how often the tests' waits look again: short, as what they wait for is mostly a file
-// or an in-process simulator's state.
-const pollInterval = 5 * time.Millisecond
-
-// waitUntil polls cond until it holds (true) or d has passed (false). The tests' waits for a state go
-// through it (and their fixed sleeps are only for what must not happen meanwhile).
-func waitUntil(d time.Duration, cond func() bool) bool {
-	for deadline := time.Now().Add(d); !cond(); time.Sleep(pollInterval) {
-		if time.Now().After(deadline) {
-			return false
-		}
-	}
-	return true
-}
+// waitUntil polls cond until it holds (true) or d has passed (false), for a state no hook or Watch
+// announces (testwait.Poll).
+func waitUntil(d time.Duration, cond func() bool) bool { return testwait.Poll(d, cond) }
 
 func newMinionID() string { return "client-" + uuid.NewString() }
 

@@ -104,17 +104,17 @@ func labPKIDir() string {
 	return defaultPKIDir
 }
 
-// labRun starts a new request of profile p for minion and polls its Status until it is not running (3
+// labRun starts a new request of profile p for minion and watches its status until it is not running (3
 // minutes at most); the JID never changes meanwhile.
 func labRun(t *testing.T, d *Dispatcher, minion string, p receipt.Profile) (Response, string) {
 	t.Helper()
 	req := uuid.NewString()
 	first := mustStart(t, d, p, minion, req)
-	deadline := time.Now().Add(3 * time.Minute)
-	for {
-		r, err := d.Status(context.Background(), minion, req, p)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	for r, err := range d.Watch(ctx, minion, req, p) {
 		if err != nil {
-			t.Fatal(err)
+			t.Fatalf("%s: %v", p, err)
 		}
 		if r.Status != receipt.StatusRunning {
 			if *r.JID != *first.JID {
@@ -124,9 +124,7 @@ func labRun(t *testing.T, d *Dispatcher, minion string, p receipt.Profile) (Resp
 				p, r.MinionID, r.RequestID, *r.JID, r.Status, r.Passed, r.Total, r.ErrorCode)
 			return r, req
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s still running", p)
-		}
-		time.Sleep(100 * time.Millisecond)
 	}
+	t.Fatalf("%s: the watch ended while running", p)
+	return Response{}, ""
 }

@@ -123,7 +123,7 @@ func TestCloseMidRunThenAdoption(t *testing.T) {
 			t.Fatalf("quarantine of %s: %+v %v", m, q, err)
 		}
 	}
-	time.Sleep(50 * time.Millisecond)
+	e.quiesce()
 	if held.Runs() != 1 || parked.Runs() != 0 || fenced.Runs() != 0 || e.runs() != 1 {
 		t.Fatalf("runs: held %d parked %d fenced %d, publications %d", held.Runs(), parked.Runs(), fenced.Runs(), e.runs())
 	}
@@ -227,7 +227,7 @@ func TestAdoptionAfterKilledDetachedWorker(t *testing.T) {
 			if q, err := adopter.Quarantine(context.Background(), m.ID()); err != nil || len(q) != 0 {
 				t.Fatalf("quarantine: %+v %v", q, err)
 			}
-			time.Sleep(100 * time.Millisecond)
+			e.quiesce()
 			if e.runs() != tc.runs || m.Runs() != tc.runs {
 				t.Fatalf("publications %d, runs %d, want %d", e.runs(), m.Runs(), tc.runs)
 			}
@@ -244,23 +244,27 @@ func TestAdoptionNeverPublishesAClaimedRequest(t *testing.T) {
 	m := e.addMinion()
 	tm := testTimers()
 	tm.LaunchGrace = 700 * time.Millisecond
-	d := e.dispatcher(WithTimers(tm))
+	clk := newFakeClock() // the launch grace passes on it, not on the wall clock
+	d := e.dispatcher(WithTimers(tm), withClock(clk))
 	claimed := func() *claims.Claim {
 		c := &claims.Claim{Protocol: claimProtocol, MinionID: m.ID(), RequestID: uuid.NewString(), Profile: receipt.ProfileConfigure,
-			Role: "configure", JID: string(d.jids.Next()), Phase: claims.PhaseClaimed, CreatedAt: time.Now().UTC()}
+			Role: "configure", JID: string(d.jids.Next()), Phase: claims.PhaseClaimed, CreatedAt: clk.Now().UTC()}
 		if err := d.store.Create(ctx, c); err != nil {
 			t.Fatal(err)
 		}
 		return c
 	}
 	old := claimed()
-	time.Sleep(tm.LaunchGrace + 100*time.Millisecond)
+	advanceWindows(d, clk, tm.LaunchGrace+100*time.Millisecond)
 	young := claimed()
-	adopter := e.dispatcher(WithTimers(tm), WithAdoption(20*time.Millisecond))
+	adopter := e.dispatcher(WithTimers(tm), WithAdoption(20*time.Millisecond), withClock(clk))
 	got := waitFinal(t, adopter, receipt.ProfileConfigure, m.ID(), old.RequestID)
 	if c := mustClaim(t, adopter, old.RequestID); got.Status != receipt.StatusUnknown || c.ErrorCode != claims.CodeWorkerLost || c.Quarantining() {
 		t.Fatalf("claimed past its grace: %+v %+v", got, c)
 	}
+	// one more whole round, run here, has looked at young; Close waits for what it started
+	adopter.adoptRound(ctx)
+	e.quiesce()
 	if c := mustClaim(t, adopter, young.RequestID); c.Phase != claims.PhaseClaimed {
 		t.Fatalf("claimed within its grace was touched: %+v", c)
 	}

@@ -1,6 +1,7 @@
 package oduflow
 
 import (
+	"bufio"
 	"context"
 	"flag"
 	"fmt"
@@ -30,7 +31,6 @@ const (
 	envChild    = "ODUFLOW_TEST_CHILD"     // "starter": concurrent Start calls
 	envMinion   = "ODUFLOW_TEST_MINION"
 	envRequest  = "ODUFLOW_TEST_REQUEST"
-	envBarrier  = "ODUFLOW_TEST_BARRIER"
 )
 
 func TestMain(m *testing.M) {
@@ -128,11 +128,10 @@ func runStarterChild() int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	for {
-		if _, err := os.Stat(os.Getenv(envBarrier)); err == nil {
-			break
-		}
-		time.Sleep(2 * time.Millisecond)
+	// the barrier: every child is ready, then the parent's line on stdin starts them together
+	if _, err := bufio.NewReader(os.Stdin).ReadString('\n'); err != nil {
+		fmt.Fprintln(os.Stderr, "barrier:", err)
+		return 1
 	}
 	minion, request := os.Getenv(envMinion), os.Getenv(envRequest)
 	var wg sync.WaitGroup
@@ -171,7 +170,11 @@ func readSteps(path string) (steps []string, pid int) {
 	if err != nil {
 		return nil, 0
 	}
-	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+	// Only whole lines: a read can overlap the worker's append and end inside it, and a pid cut short
+	// names another process (the test would stop and continue a stranger).
+	text := string(data)
+	text = text[:strings.LastIndexByte(text, '\n')+1]
+	for _, line := range strings.Split(strings.TrimSpace(text), "\n") {
 		var s string
 		var p int
 		if _, err := fmt.Sscanf(line, "%s %d", &s, &p); err == nil {

@@ -3,9 +3,9 @@ package oduflow
 import (
 	"bytes"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -24,22 +24,30 @@ func TestAtMostOnceAcrossProcesses(t *testing.T) {
 	m := e.addMinion()
 	d := e.dispatcher() // creates the claim dir
 	req := uuid.NewString()
-	barrier := filepath.Join(t.TempDir(), "go")
 	const procs = 4
 	cmds := make([]*exec.Cmd, procs)
 	outs := make([]*bytes.Buffer, procs)
+	barrier := make([]io.WriteCloser, procs) // each child's stdin: one line starts them all
 	for i := range cmds {
 		cmd := exec.Command(os.Args[0], "-test.run=^$")
-		cmd.Env = childEnv(e, envChild+"=starter", envMinion+"="+m.ID(), envRequest+"="+req, envBarrier+"="+barrier)
+		cmd.Env = childEnv(e, envChild+"=starter", envMinion+"="+m.ID(), envRequest+"="+req)
 		outs[i] = &bytes.Buffer{}
 		cmd.Stdout, cmd.Stderr = outs[i], os.Stderr
+		in, err := cmd.StdinPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		barrier[i] = in
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
 		cmds[i] = cmd
 	}
-	if err := os.WriteFile(barrier, nil, 0o600); err != nil {
-		t.Fatal(err)
+	for _, in := range barrier {
+		if _, err := io.WriteString(in, "go\n"); err != nil {
+			t.Fatal(err)
+		}
+		_ = in.Close()
 	}
 	created := 0
 	for i, cmd := range cmds {

@@ -171,6 +171,7 @@ const lateRunGrace = 500 * time.Millisecond
 // started) means two runs overlapped, which the caller reports, so it ends the wait too.
 func waitLateRunsEnded(t *testing.T, m *fakeminion.Model, requests ...string) {
 	t.Helper()
+	// a window in which a late publication must not come while the minion stays live
 	time.Sleep(lateRunGrace)
 	ended := func() bool {
 		done := 0

@@ -130,7 +130,8 @@ func (r *racingMinion) handle(ctx context.Context, job salttest.Job) (any, int) 
 		if err := r.sim.FireEvent("salt/job/"+job.JID+"/ret/"+r.m.ID(), data); err == nil {
 			r.fired.Add(1)
 		}
-		time.Sleep(30 * time.Millisecond) // the forgery is on the bus first
+		// the forgery is on the bus first: FireEvent has queued it, and the real return, fired when this
+		// handler returns, is queued behind it on the same bus
 	}
 	return r.m.Handle(ctx, job)
 }
@@ -222,6 +223,7 @@ func TestForgedFloodDoesNotSpendPollBudget(t *testing.T) {
 			}
 		}
 	}()
+	// a window in which the flood must not decide the request while it stays running
 	time.Sleep(1500 * time.Millisecond)
 	if cur := mustClaim(t, d, req); cur.Phase.Final() {
 		t.Fatalf("flood decided the request: %+v", cur)
@@ -299,6 +301,7 @@ func TestKeyChangedAfterPreflightIsNeverEvidence(t *testing.T) {
 	// the pin its proofs would verify; with it they are never evidence
 	e.accept(m)
 	m.Release()
+	// a window in which a proof under the wrong key must not count while the request stays live
 	time.Sleep(1500 * time.Millisecond)
 	if c := mustClaim(t, d, req); c.Phase.Final() && c.Status != receipt.StatusUnknown {
 		t.Fatalf("a proof under a key other than the pinned one counted: %+v", c)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/oduflow/oduflow-go/oduflow/claims"
 	"github.com/oduflow/oduflow-go/oduflow/oduflowtest/fakeminion"
 	"github.com/oduflow/oduflow-go/receipt"
 )
@@ -65,9 +66,10 @@ func TestHeldRequestsHoldNoDescriptorsNorGoroutines(t *testing.T) {
 	d := e.dispatcher()
 	minions := e.addMinions(n, fakeminion.WithHold())
 	// One request first: it opens what a dispatcher keeps (the event subscription, the lock pool).
-	mustStart(t, d, receipt.ProfileConfigure, minions[0].ID(), uuid.NewString())
+	first := uuid.NewString()
+	mustStart(t, d, receipt.ProfileConfigure, minions[0].ID(), first)
 	waitRuns(t, e, 1)
-	time.Sleep(100 * time.Millisecond)
+	waitPhase(t, d, first, claims.PhaseDispatched) // its worker recorded the dispatch and parked its wait
 	fds0, gs0 := countFDs(t), runtime.NumGoroutine()
 	reqs := make([]string, n)
 	for i := 1; i < n; i++ {

@@ -49,6 +49,7 @@ func TestRollingRestartTwoReplicas(t *testing.T) {
 			mu.Unlock()
 			_, err := d.Start(ctx, j.minion, j.req, receipt.ProfileConfigure)
 			if errors.Is(err, ErrClosed) {
+				// a retry backoff while this replica restarts (what a caller does)
 				time.Sleep(5 * time.Millisecond)
 				continue
 			}
@@ -79,6 +80,7 @@ func TestRollingRestartTwoReplicas(t *testing.T) {
 		case 34:
 			restart(1)
 		}
+		// Starts spread over the rolling restart, so some land on a closing replica
 		time.Sleep(15 * time.Millisecond)
 	}
 	mu.Lock()
@@ -109,7 +111,7 @@ func TestRollingRestartTwoReplicas(t *testing.T) {
 			t.Fatalf("request %s: %+v (code %q, %d publications)", j.req, r, c.ErrorCode, pubs)
 		}
 	}
-	time.Sleep(100 * time.Millisecond)
+	e.quiesce()
 	total := 0
 	for _, m := range minions {
 		if m.Runs() != succeeded[m.ID()] || m.MaxConcurrentRuns() > 1 {

@@ -30,6 +30,9 @@ type simEnv struct {
 	keyFile string // a private copy of the root key the client reads per request
 	client  *salt.Client
 	dir     string
+
+	mu          sync.Mutex
+	dispatchers []*Dispatcher // every Dispatcher the env made, for quiesce
 }
 
 func quietLogger() *slog.Logger {
@@ -138,7 +141,28 @@ func (e *simEnv) dispatcherWith(p Publisher, opts ...Option) *Dispatcher {
 		e.t.Fatal(err)
 	}
 	e.t.Cleanup(func() { _ = d.Close(closedContext()) })
+	e.mu.Lock()
+	e.dispatchers = append(e.dispatchers, d)
+	e.mu.Unlock()
 	return d
+}
+
+// quiesce closes every Dispatcher of the env, waiting for their workers to end (Close drains): after it,
+// none of them publishes anything more, so a count of publications is final. It is how a test checks that
+// nothing was published late, without sleeping for a guess of how late that could be. (Status, Lookup and
+// Quarantine still answer after Close.)
+func (e *simEnv) quiesce() {
+	e.t.Helper()
+	e.mu.Lock()
+	ds := append([]*Dispatcher(nil), e.dispatchers...)
+	e.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for _, d := range ds {
+		if err := d.Close(ctx); err != nil {
+			e.t.Fatalf("a worker still ran at quiesce: %v", err)
+		}
+	}
 }
 
 func (e *simEnv) runs() int { return e.sim.PublicationCount(funRun, "") }

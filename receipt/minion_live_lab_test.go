@@ -337,6 +337,7 @@ func waitJobLog(t *testing.T, path string, off int64, jid salt.JID, d, poll time
 			}
 		}
 		if n == 0 || err != nil {
+			// a poll of the live minion's log file: the lab announces nothing (live test only)
 			time.Sleep(poll)
 		}
 	}

@@ -183,6 +183,7 @@ func (r *liveRunner) waitMinion(d time.Duration) {
 		from := r.bus.mark()
 		if err := r.publish("test.ping", nil, jid); err != nil {
 			r.t.Logf("  test.ping attempt %d: %v", attempt, err)
+			// a retry against the live master after a failed publish (live test only)
 			time.Sleep(time.Second)
 			continue
 		}

@@ -7,12 +7,11 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
-	"time"
 
 	"github.com/cockroachdb/errors"
 	"github.com/oduflow/oduflow-go/internal/safefile"
+	"github.com/oduflow/oduflow-go/internal/testproc"
 	"golang.org/x/sys/unix"
 )
 
@@ -35,7 +34,7 @@ func workerHelper(dir, args, crashAt string) int {
 	park := func(stage string) {
 		if stage == crashAt {
 			fmt.Println("READY")
-			time.Sleep(time.Hour)
+			testproc.Park()
 		}
 	}
 	fail := func(err error) int { fmt.Println("ERR", err); return 1 }
@@ -260,10 +259,7 @@ func TestWorkerStoppedIsRunning(t *testing.T) {
 	h := startWorker(t, s, req, jid, marker, "during-work")
 	_ = h.Stdin.Close()
 	h.Expect(t, "READY")
-	if err := h.Cmd.Process.Signal(syscall.SIGSTOP); err != nil {
-		t.Fatal(err)
-	}
-	time.Sleep(50 * time.Millisecond)
+	h.Stop(t)
 	if got := statusOf(t, s, b); got != StatusRunning {
 		t.Fatalf("stopped worker: %s, want running", got)
 	}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/cockroachdb/errors"
+	"github.com/oduflow/oduflow-go/internal/testwait"
 )
 
 const testMinion = "client-5b2f8c1e-3c4d-4e5f-8a9b-0c1d2e3f4a5b"
@@ -252,8 +253,10 @@ func TestPublishFaults(t *testing.T) {
 		{"only heartbeats then timeout", func(c *rawConn, req []byte) {
 			for i := 0; i < 5; i++ {
 				_ = c.ping(nil)
+				// the fake master's heartbeat cadence: its behaviour, not an ordering
 				time.Sleep(50 * time.Millisecond)
 			}
+			// the fake master then stays silent beyond the request timeout: the behaviour under test
 			time.Sleep(time.Second)
 		}, []ClientOption{WithRequestTimeout(400 * time.Millisecond)}, []error{ErrOutcomeUnknown, context.DeadlineExceeded}, false, true},
 		{"malformed reply", func(c *rawConn, req []byte) { _ = c.reply([]byte{0xc1, 0x00}) }, nil,
@@ -304,7 +307,8 @@ func TestNotSent(t *testing.T) {
 		nc, err := ln2.Accept()
 		if err == nil {
 			_, _ = nc.Write([]byte(strings.Repeat("HTTP/1.1 400 Bad Request\r\n", 4)))
-			time.Sleep(100 * time.Millisecond)
+			_ = nc.SetReadDeadline(time.Now().Add(5 * time.Second))
+			_, _ = io.Copy(io.Discard, nc) // until the client gives up on the garbage and hangs up
 			nc.Close()
 		}
 	}()
@@ -342,9 +346,7 @@ func TestContextCancelClosesSocket(t *testing.T) {
 		_, err := c.Publish(ctx, PublishRequest{Target: ListTarget("m"), Fun: "test.ping"})
 		errc <- err
 	}()
-	for r.requests.Load() == 0 {
-		time.Sleep(5 * time.Millisecond)
-	}
+	testwait.Until(t, "the request never reached the router", 5*time.Second, func() bool { return r.requests.Load() > 0 })
 	start := time.Now()
 	cancel()
 	err := <-errc
@@ -356,9 +358,8 @@ func TestContextCancelClosesSocket(t *testing.T) {
 		_, err := c.Publish(context.Background(), PublishRequest{Target: ListTarget("m"), Fun: "test.ping"})
 		errc <- err
 	}()
-	for r.requests.Load() < 2 {
-		time.Sleep(5 * time.Millisecond)
-	}
+	testwait.Until(t, "the second request never reached the router", 5*time.Second,
+		func() bool { return r.requests.Load() >= 2 })
 	_ = c.Close()
 	if err := <-errc; !IsOutcomeUnknown(err) {
 		t.Fatalf("close in flight: %v", err)

@@ -216,9 +216,7 @@ func TestConnectionReuse(t *testing.T) {
 		before := published()
 		go func() {
 			// wait until the publish is in, then cut the connection before the reply
-			for published() == before {
-				time.Sleep(time.Millisecond)
-			}
+			_ = e.sim.WaitUntil(t.Context(), func() bool { return published() != before })
 			p.kill()
 		}()
 		_, err := stdPing(e, c)

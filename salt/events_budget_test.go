@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/oduflow/oduflow-go/internal/testwait"
 	"github.com/oduflow/oduflow-go/salt"
 )
 
@@ -34,6 +35,7 @@ func TestEventFrameDeadline(t *testing.T) {
 		if conns.Add(1) == 1 {
 			// a complete frame, idle for 3 deadlines, then half a frame
 			_, _ = nc.Write(whole)
+			// the peer idles for three frame deadlines: the time is the behaviour under test
 			time.Sleep(3 * timeout)
 			_, _ = nc.Write(whole[:len(whole)/2])
 			return
@@ -165,7 +167,8 @@ func TestRecycledFrameBuffersNeverAliasQueuedEvents(t *testing.T) {
 	}
 	defer s.Close()
 	<-sent
-	time.Sleep(100 * time.Millisecond) // slow consumer: everything is read before the first event is taken
+	// slow consumer: everything (24 frames and the end) is read before the first event is taken
+	testwait.Until(t, "the reader did not read the stream", 5*time.Second, func() bool { return salt.FramesRead(s) >= 25 })
 	got := 0
 	for {
 		ev, ok := nextEvent(t, s, 5*time.Second)

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/oduflow/oduflow-go/internal/testwait"
 	"github.com/vmihailenco/msgpack/v5"
 )
 
@@ -215,7 +216,8 @@ func TestEventStreamOverflowIsBoundedAndReported(t *testing.T) {
 	for i := 0; i < n; i++ {
 		bus.send(eventFrame(t, "test/ev", map[string]any{"i": i}))
 	}
-	time.Sleep(300 * time.Millisecond) // consumer is "slow": let the reader drop
+	// the consumer is "slow": it takes nothing until the reader has read every frame (and dropped)
+	testwait.Until(t, "the reader did not read every frame", 5*time.Second, func() bool { return s.frames.Load() >= n })
 	got, dropped, last := 0, 0, -1
 	for got+dropped < n {
 		ev := next(t, s)

@@ -81,3 +81,7 @@ func (e Event) Kind() EventKind {
 	}
 	return EventOther
 }
+
+// FramesRead is how many frames the stream's reader has read (any tag, before filtering): a test's
+// "slow consumer" waits for it instead of sleeping.
+func FramesRead(s *EventStream) uint64 { return s.frames.Load() }

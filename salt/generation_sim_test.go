@@ -50,9 +50,8 @@ func TestSimulator3007StalledReaderIsABusStalledGap(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer stalled.Close()
-	deadline := time.Now().Add(5 * time.Second)
-	for e.sim.EventReaders() < 2 && time.Now().Before(deadline) {
-		time.Sleep(5 * time.Millisecond)
+	if err := e.sim.WaitUntil(t.Context(), func() bool { return e.sim.EventReaders() >= 2 }); err != nil {
+		t.Fatal("the stalled reader never joined the bus")
 	}
 	blob := map[string]any{"blob": strings.Repeat("x", 64<<10)}
 	for i := 0; i < 60; i++ { // ~4 MB: far beyond what the stalled socket buffers

@@ -34,6 +34,7 @@ func TestUserKeyCacheFollowsTheFile(t *testing.T) {
 	// from here the file counts as stable after 1 ms, and every change below comes more than a
 	// clock tick after the previous one, as changes of a real key file do
 	a.cache.stable = time.Millisecond
+	// file time stamps: the kernel's coarse clock must tick between two changes (behaviour, not ordering)
 	tick := func() { time.Sleep(30 * time.Millisecond) }
 	tick()
 	key := func() (string, error) {

@@ -217,6 +217,7 @@ func TestEventStreamMemoryBound(t *testing.T) {
 						t.Error("server could not write the frames")
 						return
 					}
+					// the slow consumer keeps not reading (the reader meanwhile refuses the stream over its cap): behaviour
 					time.Sleep(100 * time.Millisecond)
 					deadline := time.After(60 * time.Second)
 					for {

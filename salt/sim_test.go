@@ -142,8 +142,8 @@ func TestSimulatorDroppedReplyIsUnknownAndPublishedOnce(t *testing.T) {
 		t.Fatalf("dropped reply: %v", err)
 	}
 	// the job did run: its return arrives, and it was published exactly once
+	// (Publish has returned: a retry of its own, had it made one, is counted already)
 	waitReturn(t, e.stream, jid, simMinion)
-	time.Sleep(100 * time.Millisecond)
 	if n := e.sim.PublicationCount("test.ping", ""); n != 1 {
 		t.Fatalf("%d publications, want exactly 1", n)
 	}
@@ -162,20 +162,24 @@ func TestSimulatorDelayedMalformedHeartbeat(t *testing.T) {
 	}
 	// explicit heartbeat while waiting
 	e.sim.DelayNextReply("publish", 200*time.Millisecond)
+	before := e.sim.PublicationCount("test.ping", "")
 	done := make(chan error, 1)
 	go func() { _, err := e.ping(t, c); done <- err }()
-	time.Sleep(50 * time.Millisecond)
+	// the publication is recorded before its delayed reply: the PING goes out while the reply is awaited
+	if err := e.sim.WaitUntil(t.Context(), func() bool { return e.sim.PublicationCount("test.ping", "") > before }); err != nil {
+		t.Fatal(err)
+	}
 	e.sim.SendHeartbeat()
 	if err := <-done; err != nil {
 		t.Fatalf("reply after explicit PING: %v", err)
 	}
 	// delayed beyond the timeout: unknown, but published once
 	e.sim.DelayNextReply("publish", 1500*time.Millisecond)
-	before := e.sim.PublicationCount("test.ping", "")
+	before = e.sim.PublicationCount("test.ping", "")
 	if _, err := e.ping(t, c); !salt.IsOutcomeUnknown(err) || !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("late reply: %v", err)
 	}
-	time.Sleep(1600 * time.Millisecond)
+	// the publication went out before its late reply; the client, given up, publishes nothing more
 	if n := e.sim.PublicationCount("test.ping", "") - before; n != 1 {
 		t.Fatalf("%d publications", n)
 	}

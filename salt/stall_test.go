@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/oduflow/oduflow-go/internal/testwait"
 	"github.com/oduflow/oduflow-go/salt"
 )
 
@@ -83,13 +84,7 @@ func TestEventStreamConnected(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	deadline := time.Now().Add(5 * time.Second)
-	for s.Connected() {
-		if time.Now().After(deadline) {
-			t.Fatal("still connected after the bus hung up")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	testwait.Until(t, "still connected after the bus hung up", 5*time.Second, func() bool { return !s.Connected() })
 	_ = s.Close()
 	if s.Connected() {
 		t.Fatal("connected after Close")

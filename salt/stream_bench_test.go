@@ -57,6 +57,7 @@ func benchStream(b *testing.B, chunk []byte, perChunk int) {
 	defer ln.Close()
 	chunks := (b.N + perChunk - 1) / perChunk
 	want := chunks * perChunk
+	drained := make(chan struct{}) // the reader has every event: the writer may hang up
 	go func() {
 		c, err := ln.Accept()
 		if err != nil {
@@ -68,7 +69,10 @@ func benchStream(b *testing.B, chunk []byte, perChunk int) {
 				return
 			}
 		}
-		time.Sleep(time.Second) // let the reader drain before EOF
+		select { // EOF only once the reader drained (or gave up)
+		case <-drained:
+		case <-time.After(30 * time.Second):
+		}
 	}()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -97,6 +101,7 @@ func benchStream(b *testing.B, chunk []byte, perChunk int) {
 		}
 	}
 	el := time.Since(start)
+	close(drained)
 	b.StopTimer()
 	b.ReportMetric(float64(n-dropped)/el.Seconds(), "events/s")
 	b.ReportMetric(float64(dropped)/float64(n), "dropped/event")

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/cockroachdb/errors"
+	"github.com/oduflow/oduflow-go/internal/testwait"
 )
 
 // A caller waiting for another caller's slow mk_token gives up when its own context ends, instead of
@@ -42,10 +43,7 @@ func TestTokenSourceWaitRespectsContext(t *testing.T) {
 			results <- err
 		}()
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for logins.Load() == 0 && time.Now().Before(deadline) {
-		time.Sleep(5 * time.Millisecond)
-	}
+	testwait.Until(t, "no caller logged in", 5*time.Second, func() bool { return logins.Load() > 0 })
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
 	start := time.Now()

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/oduflow/oduflow-go/internal/testwait"
 )
 
 // startEvents runs `oduflowctl events ARGS` in the background and returns once it says it
@@ -15,17 +17,11 @@ func startEvents(t *testing.T, env []string, args ...string) <-chan result {
 	ready := filepath.Join(t.TempDir(), "stderr")
 	done := make(chan result, 1)
 	go func() { done <- runTee(t, env, ready, append([]string{"events"}, args...)...) }()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	testwait.Until(t, "events never connected", 10*time.Second, func() bool {
 		b, _ := os.ReadFile(ready)
-		if strings.Contains(string(b), "events: reading") {
-			return done
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("events never connected: %q", b)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return strings.Contains(string(b), "events: reading")
+	})
+	return done
 }
 
 func TestEventsAreSanitized(t *testing.T) {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/oduflow/oduflow-go/examples/oduflowctl/internal/cli"
+	"github.com/oduflow/oduflow-go/internal/testwait"
 	"github.com/oduflow/oduflow-go/oduflow/catalog"
 	"github.com/oduflow/oduflow-go/oduflow/claims"
 	"github.com/oduflow/oduflow-go/oduflow/filestore"
@@ -368,18 +369,11 @@ func TestSIGTERMStopsTheCommand(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	t.Cleanup(func() { _ = cmd.Process.Kill() }) // a no-op once it exited
+	testwait.Until(t, "never running", 10*time.Second, func() bool {
 		b, _ := os.ReadFile(errPath)
-		if strings.Contains(string(b), "running") {
-			break
-		}
-		if time.Now().After(deadline) {
-			_ = cmd.Process.Kill()
-			t.Fatalf("never running: %s", b)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return strings.Contains(string(b), "running")
+	})
 	sent := time.Now()
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)

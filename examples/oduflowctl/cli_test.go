@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/oduflow/oduflow-go/internal/testwait"
 	"github.com/oduflow/oduflow-go/receipt"
 	"github.com/oduflow/oduflow-go/salt/salttest"
 )
@@ -146,21 +147,13 @@ func TestStartWithoutWaitGoesOnAfterTheCLIExits(t *testing.T) {
 		t.Fatalf("start: jid %v", got["jid"])
 	}
 	// The CLI has exited; the detached worker finishes the request. A later status says so.
-	deadline := time.Now().Add(15 * time.Second)
-	for {
+	testwait.Until(t, "still not succeeded", 15*time.Second, func() bool {
 		r = run(t, l.env, "status", "configure", l.minion, req)
-		s := response(t, oneLine(t, r.stdout))
-		if s["status"] == "succeeded" {
-			must(t, r, 0)
-			if s["jid"] != jid || s["passed"] != 3.0 || s["total"] != 3.0 {
-				t.Fatalf("status: %s", r.stdout)
-			}
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("still not succeeded: %s", r)
-		}
-		time.Sleep(100 * time.Millisecond)
+		return response(t, oneLine(t, r.stdout))["status"] == "succeeded"
+	})
+	must(t, r, 0)
+	if s := response(t, oneLine(t, r.stdout)); s["jid"] != jid || s["passed"] != 3.0 || s["total"] != 3.0 {
+		t.Fatalf("status: %s", r.stdout)
 	}
 	if n := l.sim.PublicationCount("oduflow_job.run", ""); n != 1 {
 		t.Fatalf("oduflow_job.run published %d times", n)

@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/oduflow/oduflow-go/internal/testwait"
 )
 
 // buildFaultBinary builds oduflowctl with the faultinject tag into a private directory.
@@ -86,18 +88,12 @@ func TestFaultInjectStopsTheWorkerAtEachStep(t *testing.T) {
 		resp := response(t, oneLine(t, r.stdout))
 		request, jid := resp["request_id"].(string), resp["jid"].(string)
 		var pid int
-		deadline := time.Now().Add(20 * time.Second)
-		for {
+		// the detached worker stops itself at the step (SIGSTOP): its state in /proc is the only sign
+		testwait.Until(t, s.step+": the worker never stopped", 20*time.Second, func() bool {
 			p, ok := workerProcess(exe, request)
-			if ok && procState(p) == "T" {
-				pid = p
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: the worker of %s never stopped (found %v, state %q)", s.step, request, ok, procState(p))
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
+			pid = p
+			return ok && procState(p) == "T"
+		})
 		t.Cleanup(func() { _ = syscall.Kill(pid, syscall.SIGKILL) }) // a no-op once it exited
 		// Held for a while, it stays stopped, and nothing past the step happened.
 		time.Sleep(300 * time.Millisecond)
@@ -115,12 +111,10 @@ func TestFaultInjectStopsTheWorkerAtEachStep(t *testing.T) {
 		if got := response(t, oneLine(t, r.stdout)); got["status"] != "succeeded" {
 			t.Fatalf("%s: after SIGCONT: %s", s.step, r.stdout)
 		}
-		for deadline := time.Now().Add(20 * time.Second); procState(pid) != "" && procState(pid) != "Z"; {
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: the worker did not exit after SIGCONT (state %q)", s.step, procState(pid))
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
+		testwait.Until(t, s.step+": the worker did not exit after SIGCONT", 20*time.Second, func() bool {
+			st := procState(pid)
+			return st == "" || st == "Z"
+		})
 		if n := l.sim.PublicationCount("oduflow_job.run", jid); n != 1 {
 			t.Fatalf("%s: %d run publications, want 1", s.step, n)
 		}

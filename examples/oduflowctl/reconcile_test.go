@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/oduflow/oduflow-go/internal/testwait"
 	"github.com/oduflow/oduflow-go/oduflow/claims"
 	"github.com/oduflow/oduflow-go/oduflow/filestore"
 	"github.com/oduflow/oduflow-go/profiles"
@@ -195,17 +196,11 @@ func TestResumeReturnsAtOnceAndWaits(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(20 * time.Second)
-	for {
+	// the resumed worker is a process of its own: its claim write is what the test can see
+	testwait.Until(t, "resumed request never resolved", 20*time.Second, func() bool {
 		c, err := st.Get(context.Background(), req)
-		if err == nil && c.Status == receipt.StatusSucceeded && c.Evidence == "receipt" {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("resumed request never resolved: %+v %v", c, err)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return err == nil && c.Status == receipt.StatusSucceeded && c.Evidence == "receipt"
+	})
 	// With --wait: follows the polling to the receipt.
 	req = started()
 	r = run(t, l.env, "resume", l.minion, req, "--wait", "--interval", "50ms")

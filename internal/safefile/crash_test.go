@@ -2,15 +2,14 @@ package safefile
 
 import (
 	"fmt"
-	"github.com/oduflow/oduflow-go/internal/testproc"
 	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
-	"time"
+
+	"github.com/oduflow/oduflow-go/internal/testproc"
 
 	"github.com/cockroachdb/errors"
 )
@@ -38,13 +37,13 @@ func withHook(h func(stage string)) StoreOption {
 	return func(c *storeConfig) { c.hook = h }
 }
 
-// parkAt returns a hook that announces READY on stdout and then sleeps
+// parkAt returns a hook that announces READY on stdout and then parks
 // (until killed) when stage is reached.
 func parkAt(stage string) func(string) {
 	return func(s string) {
 		if s == stage {
 			fmt.Println("READY")
-			time.Sleep(time.Hour)
+			testproc.Park()
 		}
 	}
 }
@@ -80,7 +79,7 @@ func runHelper(mode string) int {
 			return fail(err)
 		}
 		fmt.Println("READY")
-		time.Sleep(time.Hour)
+		testproc.Park()
 	case "poollock":
 		s, err := OpenStore(dir)
 		if err != nil {
@@ -96,7 +95,7 @@ func runHelper(mode string) int {
 			}
 		}
 		fmt.Println("READY")
-		time.Sleep(time.Hour)
+		testproc.Park()
 	case "race":
 		return raceHelper(dir, name)
 	default:
@@ -220,10 +219,7 @@ func TestLockHolderKilledAndStopped(t *testing.T) {
 		t.Fatalf("TryLock against live holder: %v", err)
 	}
 	// A stopped (merely slow) holder still holds the lock.
-	if err := h.Cmd.Process.Signal(syscall.SIGSTOP); err != nil {
-		t.Fatal(err)
-	}
-	time.Sleep(50 * time.Millisecond)
+	h.Stop(t)
 	if locked, err := s.IsLocked("req"); err != nil || !locked {
 		t.Fatalf("IsLocked with stopped holder: %v, %v", locked, err)
 	}

@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -136,10 +135,7 @@ func TestLockPoolHolderKilled(t *testing.T) {
 		// The probe took nothing: the holder still has it, a second probe says so.
 		wantLocked(t, "after probe", p, n, true)
 	}
-	if err := h.Cmd.Process.Signal(syscall.SIGSTOP); err != nil {
-		t.Fatal(err)
-	}
-	time.Sleep(50 * time.Millisecond)
+	h.Stop(t)
 	wantLocked(t, "stopped holder", p, "req", true)
 	h.Kill(t)
 	for _, n := range []string{"req", "lease"} {

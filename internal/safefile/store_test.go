@@ -167,15 +167,22 @@ func TestLocks(t *testing.T) {
 	if _, err := s.LockWait(cctx, "req", time.Minute); !errors.Is(err, context.Canceled) {
 		t.Fatalf("LockWait cancelled: %v", err)
 	}
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		time.Sleep(30 * time.Millisecond)
-		_ = l.Release()
-	}()
-	l2, err := s.LockWait(ctx, "req", 5*time.Second)
-	wg.Wait()
+	// The holder lets go once the waiter has found the lock held (its first try), so the waiter must wait
+	// and then take it: the try function LockWait polls, with the release as the event between two tries.
+	tries := 0
+	l2, err := lockWait(ctx, "req", 5*time.Second, func(n string) (*Lock, error) {
+		got, err := s.TryLock(n)
+		if tries++; tries == 1 {
+			if !errors.Is(err, ErrLocked) {
+				t.Fatalf("first try of LockWait against a held lock: %v", err)
+			}
+			_ = l.Release()
+		}
+		return got, err
+	})
+	if err == nil && tries < 2 {
+		t.Fatalf("LockWait took a held lock in %d tries", tries)
+	}
 	if err != nil {
 		t.Fatalf("LockWait after release: %v", err)
 	}

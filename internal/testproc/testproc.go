@@ -9,11 +9,14 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"os/signal"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // Child is a running copy of the test binary.
@@ -110,4 +113,36 @@ func Python(t testing.TB) string {
 		t.Skip("python3 is not installed: the minion module's Python tests cannot run here")
 	}
 	return py
+}
+
+// Park blocks the calling child process until the test kills it: for a child that has reached the step it is
+// to be killed at (after announcing it on stdout). It waits for a signal nobody sends, not for a duration, so
+// no timing decides when the child stops.
+func Park() {
+	never := make(chan os.Signal, 1)
+	signal.Notify(never, syscall.SIGUSR2)
+	for range never {
+	}
+}
+
+// Stop sends SIGSTOP to the child and returns once the kernel reports it stopped (waitid with WSTOPPED,
+// leaving the child waitable), so a test that checks what a frozen process still holds does not guess how
+// long stopping takes.
+func (c *Child) Stop(t testing.TB) {
+	t.Helper()
+	pid := c.Cmd.Process.Pid
+	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	var info unix.Siginfo
+	for {
+		err := unix.Waitid(unix.P_PID, pid, &info, unix.WSTOPPED|unix.WNOWAIT, nil)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			t.Fatalf("waiting for child %d to stop: %v", pid, err)
+		}
+		return
+	}
 }

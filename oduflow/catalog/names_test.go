@@ -1,10 +1,12 @@
 package catalog
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -18,9 +20,8 @@ import (
 
 // Child processes of this test binary (concurrent get-or-create callers) are told what to do by these.
 const (
-	envChild   = "ODUFLOW_CATALOG_TEST_CHILD" // "getorcreate"
-	envDir     = "ODUFLOW_CATALOG_TEST_DIR"
-	envBarrier = "ODUFLOW_CATALOG_TEST_BARRIER"
+	envChild = "ODUFLOW_CATALOG_TEST_CHILD" // "getorcreate"
+	envDir   = "ODUFLOW_CATALOG_TEST_DIR"
 )
 
 func TestMain(m *testing.M) {
@@ -38,11 +39,10 @@ func runGetOrCreateChild() int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	for {
-		if _, err := os.Stat(os.Getenv(envBarrier)); err == nil {
-			break
-		}
-		time.Sleep(time.Millisecond)
+	// the barrier: every child is ready, then the parent's line on stdin starts them together
+	if _, err := bufio.NewReader(os.Stdin).ReadString('\n'); err != nil {
+		fmt.Fprintln(os.Stderr, "barrier:", err)
+		return 1
 	}
 	var mu sync.Mutex
 	var wg sync.WaitGroup
@@ -141,22 +141,30 @@ func TestGetOrCreateAcrossProcessesCreatesOne(t *testing.T) {
 	if _, err := Open(dir, withCompiler(fakeCompile), WithCreate()); err != nil {
 		t.Fatal(err)
 	}
-	barrier := filepath.Join(t.TempDir(), "go")
 	const procs = 4
 	cmds := make([]*exec.Cmd, procs)
 	outs := make([]*bytes.Buffer, procs)
+	barrier := make([]io.WriteCloser, procs) // each child's stdin: one line starts them all
 	for i := range cmds {
 		cmd := exec.Command(os.Args[0], "-test.run=^$")
-		cmd.Env = append(os.Environ(), envChild+"=getorcreate", envDir+"="+dir, envBarrier+"="+barrier)
+		cmd.Env = append(os.Environ(), envChild+"=getorcreate", envDir+"="+dir)
 		outs[i] = &bytes.Buffer{}
 		cmd.Stdout, cmd.Stderr = outs[i], os.Stderr
+		in, err := cmd.StdinPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		barrier[i] = in
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
 		cmds[i] = cmd
 	}
-	if err := os.WriteFile(barrier, nil, 0o600); err != nil {
-		t.Fatal(err)
+	for _, in := range barrier {
+		if _, err := io.WriteString(in, "go\n"); err != nil {
+			t.Fatal(err)
+		}
+		_ = in.Close()
 	}
 	ids := map[string]int{}
 	created := 0

@@ -62,16 +62,15 @@ func TestMemoryStoreBehindDispatcher(t *testing.T) {
 	if err != nil || first.JID == nil {
 		t.Fatalf("Start: %+v %v", first, err)
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		c, err := st.Get(ctx, req)
-		if err == nil && c.Phase.Final() {
-			break
+	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	for r, err := range d.Watch(wctx, m.ID(), req, receipt.ProfileConfigure) { // woken by the worker's writes
+		if err != nil {
+			t.Fatalf("claim not final: %+v %v", r, err)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("claim not final: %+v %v", c, err)
-		}
-		time.Sleep(20 * time.Millisecond)
+	}
+	if c, err := st.Get(ctx, req); err != nil || !c.Phase.Final() {
+		t.Fatalf("claim not final: %+v %v", c, err)
 	}
 	again, err := d.Start(ctx, m.ID(), req, receipt.ProfileConfigure)
 	if err != nil || again.Status != receipt.StatusSucceeded || *again.JID != *first.JID {

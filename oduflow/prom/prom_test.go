@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/oduflow/oduflow-go/internal/testwait"
 	"github.com/oduflow/oduflow-go/oduflow"
 	"github.com/oduflow/oduflow-go/oduflow/claims"
 	"github.com/oduflow/oduflow-go/oduflow/oduflowtest/fakeminion"
@@ -109,11 +110,5 @@ func TestCollectorCountsBusStall(t *testing.T) {
 		t.Fatal(err)
 	}
 	stalled := c.BusGapsCounter().WithLabelValues("bus_stalled")
-	deadline := time.Now().Add(10 * time.Second)
-	for testutil.ToFloat64(stalled) < 1 {
-		if time.Now().After(deadline) {
-			t.Fatal("no bus_stalled gap counted")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	testwait.Until(t, "no bus_stalled gap counted", 10*time.Second, func() bool { return testutil.ToFloat64(stalled) >= 1 })
 }

@@ -59,10 +59,14 @@ func newLab(t testing.TB, two bool, opts ...saltcmd.Option) *lab {
 }
 
 // collect drains a job: results by minion (failing on a minion seen twice) and the summary.
-func collect(t testing.TB, job *saltcmd.Job) (map[string]saltcmd.Result, []string, saltcmd.Summary) {
+func collect(t testing.TB, job *saltcmd.Job, seen ...saltcmd.Result) (map[string]saltcmd.Result, []string, saltcmd.Summary) {
 	t.Helper()
 	got := map[string]saltcmd.Result{}
 	var order []string
+	for _, r := range seen { // read from the job before (nextResult)
+		got[r.Minion] = r
+		order = append(order, r.Minion)
+	}
 	for r := range job.Results() {
 		if _, dup := got[r.Minion]; dup {
 			t.Errorf("minion %s yielded twice", r.Minion)

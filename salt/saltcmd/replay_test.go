@@ -2,6 +2,7 @@ package saltcmd_test
 
 import (
 	"bytes"
+	"context"
 	"net"
 	"path/filepath"
 	"testing"
@@ -59,12 +60,10 @@ func startReplayBus(tb testing.TB, m *salttest.Master, ids []string) *replayBus 
 			seen := served
 			go func() {
 				defer func() { _ = conn.Close() }()
-				deadline := time.Now().Add(30 * time.Second)
-				for len(m.Publications()) == seen {
-					if time.Now().After(deadline) {
-						return
-					}
-					time.Sleep(50 * time.Microsecond)
+				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+				defer cancel()
+				if m.WaitUntil(ctx, func() bool { return len(m.Publications()) > seen }) != nil {
+					return
 				}
 				jid := m.Publications()[seen].JID
 				out := bytes.ReplaceAll(frames.Bytes(), []byte(placeholderJID), []byte(jid))

@@ -165,10 +165,18 @@ func TestRunBusGapReportedAndPolled(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(50 * time.Millisecond)
+	// g-0000's return, read before the gap; then the bus goes away
+	var first saltcmd.Result
+	for r := range job.Results() {
+		first = r
+		break
+	}
+	if first.Minion != ids[0] {
+		t.Fatalf("first result %+v, want %s's return", first, ids[0])
+	}
 	l.a.CloseEventBus()
 	start := time.Now()
-	got, _, sum := collect(t, job)
+	got, _, sum := collect(t, job, first)
 	if len(sum.Gaps) == 0 {
 		t.Fatalf("gap not reported: %+v", sum)
 	}
@@ -261,7 +269,10 @@ func TestAsyncThenWatch(t *testing.T) {
 			if len(p.Minions) != 2 || p.JID == "" {
 				t.Fatalf("published %+v", p)
 			}
-			time.Sleep(200 * time.Millisecond) // w-0000 has returned by now, unseen
+			// w-0000 has returned by now, unseen
+			if err := l.a.WaitUntil(ctxFor(t, 5*time.Second), func() bool { return len(l.a.RunningJIDs(ids[0])) == 0 }); err != nil {
+				t.Fatal(err)
+			}
 			job, err := l.client.Watch(ctxFor(t, 10*time.Second), p.JID, p.Minions)
 			if err != nil {
 				t.Fatal(err)

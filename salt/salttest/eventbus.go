@@ -147,6 +147,7 @@ func (b *eventBus) register(c net.Conn) bool {
 		go b.writeLoop(r)
 	}
 	b.mu.Unlock()
+	b.s.state.notify()
 	go b.drain(r)
 	return true
 }
@@ -204,6 +205,7 @@ func (b *eventBus) remove(r *evReader) {
 	b.mu.Lock()
 	delete(b.readers, r)
 	b.mu.Unlock()
+	b.s.state.notify()
 }
 
 // frame builds one wire frame for tag and data (data gets _stamp if it has none): the map
@@ -345,6 +347,7 @@ func (b *eventBus) giveLocked(f []byte) {
 			b.s.log.Warn("event bus reader too slow, disconnecting")
 			r.kill()
 			delete(b.readers, r)
+			b.s.state.notify() // a leaf lock: safe under b.mu
 		}
 	}
 }
@@ -398,6 +401,7 @@ func (b *eventBus) dropReaders() {
 		r.kill()
 		delete(b.readers, r)
 	}
+	b.s.state.notify() // a leaf lock: safe under b.mu
 }
 
 func (b *eventBus) readerCount() int {

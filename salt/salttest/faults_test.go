@@ -8,6 +8,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/oduflow/oduflow-go/internal/testwait"
 )
 
 func pingLoad(jid string) []any {
@@ -155,10 +157,9 @@ func TestReturnFaultsAndDedupe(t *testing.T) {
 		return runs["20261129170000000020"] == 1 && runs["20261129170000000021"] == 2 &&
 			runs["20261129170000000022"] == 1
 	}
-	deadline := time.Now().Add(2 * time.Second)
-	for !ok() && time.Now().Before(deadline) {
-		time.Sleep(5 * time.Millisecond) // job 20 has no event to wait for
-	}
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Second)
+	_ = s.WaitUntil(ctx, ok) // job 20 has no bus event: its job's end wakes the wait
+	cancel()
 	waitIdle(t, s, labMinion)
 	mu.Lock()
 	defer mu.Unlock()
@@ -225,9 +226,7 @@ func TestCloseStopsBlockingHandler(t *testing.T) {
 		return nil, 1
 	})
 	call(t, s, pingLoad("")...)
-	for len(s.runningJIDs(labMinion)) == 0 {
-		time.Sleep(5 * time.Millisecond)
-	}
+	waitSim(t, s, "the job never started", func() bool { return len(s.runningJIDs(labMinion)) > 0 })
 	start := time.Now()
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
@@ -254,10 +253,8 @@ func TestHeartbeat(t *testing.T) {
 		}
 		done <- r
 	}()
-	deadline := time.Now().Add(2 * time.Second)
-	for s.heartbeat() == 0 && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
+	// the request's connection is not announced: PING until one reached it
+	testwait.Poll(2*time.Second, func() bool { return s.heartbeat() > 0 })
 	r := <-done
 	if r.pings < 1 {
 		t.Errorf("pings seen = %d", r.pings)
@@ -354,9 +351,7 @@ func TestFramings(t *testing.T) {
 					t.Errorf("data %s", shape(ev.data, ""))
 				}
 				_ = evs.c.Close()
-				for s.EventReaders() > 0 {
-					time.Sleep(5 * time.Millisecond)
-				}
+				waitSim(t, s, "the closed reader still counted", func() bool { return s.EventReaders() == 0 })
 			}
 		})
 	}

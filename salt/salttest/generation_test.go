@@ -93,10 +93,7 @@ func TestGenerationBusBlocksOnStalledReader(t *testing.T) {
 				// the stalled reader (and the reader, which stopped reading) go away: the bus delivers again
 				_ = stalled.c.Close()
 				_ = reader.c.Close()
-				deadline := time.Now().Add(5 * time.Second)
-				for s.EventReaders() != 0 && time.Now().Before(deadline) {
-					time.Sleep(10 * time.Millisecond)
-				}
+				waitSim(t, s, "the closed readers still counted", func() bool { return s.EventReaders() == 0 })
 				after := dialEvents(t, s.EventsAddr())
 				waitReaders(t, s, 1)
 				if err := s.FireEvent("after", nil); err != nil {

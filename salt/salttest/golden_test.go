@@ -200,6 +200,7 @@ func TestGoldenClearReplies(t *testing.T) {
 		mu  sync.Mutex
 		got []event
 	)
+	arrived := make(chan struct{}, 1) // a wake-up for the comparison below after each event read
 	go func() {
 		for {
 			ev, err := evs.next(30 * time.Second)
@@ -209,6 +210,10 @@ func TestGoldenClearReplies(t *testing.T) {
 			mu.Lock()
 			got = append(got, ev)
 			mu.Unlock()
+			select {
+			case arrived <- struct{}{}:
+			default:
+			}
 		}
 	}()
 	waitReaders(t, s, 1)
@@ -251,19 +256,23 @@ func TestGoldenClearReplies(t *testing.T) {
 			want = append(want, eventKey(ev, preassigned))
 		}
 	}
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.After(5 * time.Second)
 	var have []string
-	for {
+	for waiting := true; waiting; {
 		mu.Lock()
 		have = have[:0]
 		for _, ev := range got {
 			have = append(have, eventKey(ev, preassigned))
 		}
 		mu.Unlock()
-		if len(have) >= len(want) || time.Now().After(deadline) {
+		if len(have) >= len(want) {
 			break
 		}
-		time.Sleep(20 * time.Millisecond)
+		select {
+		case <-arrived:
+		case <-deadline:
+			waiting = false
+		}
 	}
 	sort.Strings(want)
 	sort.Strings(have)
@@ -285,26 +294,24 @@ func TestGoldenClearReplies(t *testing.T) {
 	}
 }
 
+// waitSim waits (5 s at most) for cond over the simulator's state, woken by its changes (WaitUntil).
+func waitSim(t *testing.T, s *Master, what string, cond func() bool) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+	defer cancel()
+	if err := s.WaitUntil(ctx, cond); err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+}
+
 func waitIdle(t *testing.T, s *Master, id string) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for len(s.runningJIDs(id)) > 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("minion still running")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	waitSim(t, s, "minion still running", func() bool { return len(s.runningJIDs(id)) == 0 })
 }
 
 func waitReaders(t *testing.T, s *Master, n int) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for s.EventReaders() < n {
-		if time.Now().After(deadline) {
-			t.Fatalf("event readers = %d, want %d", s.EventReaders(), n)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	waitSim(t, s, fmt.Sprintf("event readers, want %d", n), func() bool { return s.EventReaders() >= n })
 }
 
 // TestGoldenZMTPStream replays the captured client byte stream of scenario 01 (greeting,

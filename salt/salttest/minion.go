@@ -111,6 +111,10 @@ func (s *Master) SetMinionOnline(id string, online bool) {
 	}
 }
 
+// RunningJIDs lists the JIDs the minion id is running right now: a job's end (its return fired, or lost
+// by its behaviour) removes it, and wakes WaitUntil.
+func (s *Master) RunningJIDs(id string) []string { return s.runningJIDs(id) }
+
 // runningJIDs lists the JIDs a minion is running right now.
 func (s *Master) runningJIDs(id string) []string {
 	s.mu.Lock()
@@ -159,6 +163,7 @@ func (s *Master) deliver(pub Publication, args []any, metadata any) {
 		rj := &runningJob{pid: s.pid, jid: pub.JID, fun: pub.Fun, arg: args, tgt: pub.tgt,
 			tgtType: pub.tgtType, user: pub.User}
 		m.running[pub.JID] = rj
+		s.state.notify() // a leaf lock: safe under s.mu
 		h := m.h
 		if f, ok := s.funcs[pub.Fun]; ok {
 			h = f
@@ -236,6 +241,7 @@ func (s *Master) runJob(ctx context.Context, m *minion, h MinionHandler, rj *run
 			delete(m.running, rj.jid)
 		}
 		s.mu.Unlock()
+		s.state.notify()
 	}()
 	pos, kwargs, funArgs := la.pos, la.kwargs, la.funArgs
 	job := Job{JID: pub.JID, Fun: pub.Fun, Args: pos, Kwargs: kwargs, MinionID: m.id, User: pub.User,

@@ -146,6 +146,7 @@ func (s *Master) publish(load *omap) (any, error) {
 	s.mu.Lock()
 	s.publications = append(s.publications, pub)
 	s.mu.Unlock()
+	s.state.notify()
 	s.deliver(pub, args, metadata)
 	// 15. reply
 	return newOmap("enc", "clear", "load", newOmap("jid", jid, "minions", minions, "missing", missing)), nil

@@ -40,6 +40,8 @@ type Master struct {
 	router  *zrouter
 	bus     *eventBus
 
+	state stateSignal // WaitUntil's wake-ups
+
 	mu           sync.Mutex
 	rootKey      string
 	tokens       map[string]tokenData

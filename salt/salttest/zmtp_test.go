@@ -170,11 +170,5 @@ func TestAbandonedRequestStillPublished(t *testing.T) {
 		t.Fatal(err)
 	}
 	_ = p.c.Close()
-	deadline := time.Now().Add(5 * time.Second)
-	for s.PublicationCount("test.ping", "") == 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("abandoned publish never published")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	waitSim(t, s, "abandoned publish never published", func() bool { return s.PublicationCount("test.ping", "") > 0 })
 }

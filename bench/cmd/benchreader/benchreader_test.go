@@ -41,11 +41,8 @@ func TestRound(t *testing.T) {
 	if !out.Scan() || out.Text() != "ready" {
 		t.Fatalf("first line %q, want ready (%v)", out.Text(), out.Err())
 	}
-	for sim.EventReaders() < 1 {
-		if ctx.Err() != nil {
-			t.Fatal("the reader never subscribed")
-		}
-		time.Sleep(10 * time.Millisecond)
+	if err := sim.WaitUntil(ctx, func() bool { return sim.EventReaders() >= 1 }); err != nil {
+		t.Fatal("the reader never subscribed")
 	}
 	const n = 200
 	for i := range n {

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/oduflow/oduflow-go/internal/testproc"
 )
 
 // TestMain: the children StartChild starts are this test binary re-executed; the sub-command picks what
@@ -24,7 +26,7 @@ func TestMain(m *testing.M) {
 		case "mute": // never says hello: ends at once
 		case "deaf": // says hello, then ignores "quit" and its closed stdin
 			_ = PrintHello(struct{}{})
-			time.Sleep(time.Hour)
+			testproc.Park()
 		}
 	}))
 }
@@ -63,6 +65,7 @@ func TestCPUTime(t *testing.T) {
 		}
 	}
 	c1 := CPUTime()
+	// sleeping is the measured behaviour: it must cost no CPU time
 	time.Sleep(100 * time.Millisecond)
 	if d := CPUTime() - c1; d > 50*time.Millisecond || x == 0 {
 		t.Fatalf("100 ms of sleep counted %v of CPU time", d)

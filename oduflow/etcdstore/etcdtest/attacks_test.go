@@ -3,6 +3,7 @@ package etcdtest
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"os"
@@ -10,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/oduflow/oduflow-go/internal/testwait"
 	"github.com/oduflow/oduflow-go/oduflow"
 	"github.com/oduflow/oduflow-go/oduflow/claims"
 	"github.com/oduflow/oduflow-go/oduflow/etcdstore"
@@ -54,16 +56,23 @@ func (m *fakeMaster) runsOf(req string) int {
 	return m.runs[req]
 }
 
+// drain closes d and waits for its workers to end (Close drains them): after it, d publishes nothing
+// more, so a count of publications is final. It replaces a sleep for a guess of how late a worker could
+// publish.
+func drain(t *testing.T, d *oduflow.Dispatcher) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := d.Close(ctx); err != nil {
+		t.Fatalf("a worker still ran at the drain: %v", err)
+	}
+}
+
 // waitRuns waits until req was published n times.
 func waitRuns(t *testing.T, m *fakeMaster, req string, n int) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for m.runsOf(req) < n {
-		if time.Now().After(deadline) {
-			t.Fatalf("request published %d times, want %d", m.runsOf(req), n)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	testwait.Until(t, fmt.Sprintf("request not published %d times", n), 30*time.Second,
+		func() bool { return m.runsOf(req) >= n })
 }
 
 // TestDeletedClaimNotRepublished: a claim key deleted after its request was published (its index entry
@@ -80,14 +89,11 @@ func TestDeletedClaimNotRepublished(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitRuns(t, m, req, 1)
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-		// The worker ends (unknown: the fake master never returns) and frees the client lease.
-		if c, err := st.Get(ctx, req); err == nil && c.Phase.Final() {
-			break
-		} else if time.Now().After(deadline) {
-			t.Fatalf("first run never final: %v %v", c, err)
-		}
-	}
+	// The worker ends (unknown: the fake master never returns) and frees the client lease.
+	testwait.Until(t, "first run never final", 30*time.Second, func() bool {
+		c, err := st.Get(ctx, req)
+		return err == nil && c.Phase.Final()
+	})
 	if _, err := st.Client().Delete(ctx, st.Prefix()+"/claims/"+req); err != nil {
 		t.Fatal(err)
 	}
@@ -100,7 +106,7 @@ func TestDeletedClaimNotRepublished(t *testing.T) {
 	if err := st.Create(ctx, c); !errors.Is(err, claims.ErrCorruptClaim) || errors.Is(err, claims.ErrClaimExists) {
 		t.Errorf("Create of a used request id: %v, want ErrCorruptClaim only", err)
 	}
-	time.Sleep(2 * time.Second) // a worker, had one started, publishes within this
+	drain(t, d) // a worker, had one started, has published by the time Close has drained it
 	if n := m.runsOf(req); n != 1 {
 		t.Fatalf("request published %d times", n)
 	}

@@ -12,26 +12,26 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/oduflow/oduflow-go/internal/testwait"
 	"github.com/oduflow/oduflow-go/receipt"
 )
 
 // ctlStatus runs a status command until the request is terminal and returns its JSON answer.
 func ctlStatus(t *testing.T, bin string, env []string, args ...string) map[string]any {
 	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for {
+	var final map[string]any
+	testwait.Until(t, fmt.Sprintf("%v never terminal", args), 60*time.Second, func() bool {
 		r := runCtl(t, bin, env, args...)
 		var resp map[string]any
 		_ = json.Unmarshal([]byte(r.stdout), &resp)
 		st, _ := resp["status"].(string)
-		if receipt.Status(st).Terminal() {
-			return resp
-		}
-		if time.Now().After(deadline) || (st != string(receipt.StatusRunning) && st != "") {
+		if !receipt.Status(st).Terminal() && st != string(receipt.StatusRunning) && st != "" {
 			t.Fatalf("%v: %s", args, r)
 		}
-		time.Sleep(200 * time.Millisecond)
-	}
+		final = resp
+		return receipt.Status(st).Terminal()
+	})
+	return final
 }
 
 // TestCLICustomStartOnceAcrossHosts: two dispatcher hosts (oduflowctl processes with their own

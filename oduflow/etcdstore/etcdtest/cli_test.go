@@ -14,6 +14,7 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/oduflow/oduflow-go/internal/testwait"
 	"github.com/oduflow/oduflow-go/receipt"
 )
 
@@ -124,21 +125,17 @@ func TestCLIStartsOnceAcrossDispatchers(t *testing.T) {
 		}
 	}
 	env := append(append([]string{}, base...), "ODUFLOW_STATE_DIR="+stateDirs[0])
-	deadline := time.Now().Add(60 * time.Second)
-	for {
+	testwait.Until(t, "the request never succeeded", 60*time.Second, func() bool {
 		r := runCtl(t, bin, env, "status", "configure", m.id, req)
 		var resp struct {
 			Status receipt.Status `json:"status"`
 		}
 		_ = json.Unmarshal([]byte(r.stdout), &resp)
-		if resp.Status == receipt.StatusSucceeded {
-			break
-		}
-		if time.Now().After(deadline) || (resp.Status != receipt.StatusRunning && resp.Status != "") {
+		if resp.Status != receipt.StatusSucceeded && resp.Status != receipt.StatusRunning && resp.Status != "" {
 			t.Fatalf("status: %s", r)
 		}
-		time.Sleep(200 * time.Millisecond)
-	}
+		return resp.Status == receipt.StatusSucceeded
+	})
 	if n := countClaims(t, st.Client(), st.Prefix()); n != 1 {
 		t.Fatalf("%d claims, want 1", n)
 	}

@@ -89,9 +89,11 @@ func TestLeaderStoppedMidRace(t *testing.T) {
 	type win struct{ jid string }
 	var mu sync.Mutex
 	winners := make(map[string][]win)
-	var unknown, exists, other atomic.Int32
+	var unknown, exists, other, issued atomic.Int32
 	var wg sync.WaitGroup
 	start := make(chan struct{})
+	someIssued := make(chan struct{}) // closed once 30% of the creates are on their way: the leader stops then
+	var someOnce sync.Once
 	for i := 0; i < requests; i++ {
 		for k := 0; k < perRequest; k++ {
 			wg.Add(1)
@@ -102,6 +104,9 @@ func TestLeaderStoppedMidRace(t *testing.T) {
 				c := newClaimFor(bases[i])
 				ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 				defer cancel()
+				if issued.Add(1) == requests*perRequest*3/10 {
+					someOnce.Do(func() { close(someIssued) })
+				}
 				err := st[k%3].Create(ctx, c)
 				switch {
 				case err == nil:
@@ -121,7 +126,7 @@ func TestLeaderStoppedMidRace(t *testing.T) {
 	}
 	lead := cl.leader()
 	close(start)
-	time.Sleep(60 * time.Millisecond)
+	<-someIssued // mid-race: some creates are in flight or done, most are still to come
 	cl.stop(lead)
 	wg.Wait()
 	t.Logf("stopped leader m%d; %d acknowledged, %d exists, %d outcome unknown, %d other",

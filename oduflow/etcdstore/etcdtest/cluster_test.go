@@ -14,6 +14,7 @@ import (
 	"github.com/google/uuid"
 	"go.etcd.io/etcd/server/v3/embed"
 
+	"github.com/oduflow/oduflow-go/internal/testwait"
 	"github.com/oduflow/oduflow-go/oduflow/claims"
 	"github.com/oduflow/oduflow-go/oduflow/etcdstore"
 	"github.com/oduflow/oduflow-go/receipt"
@@ -140,17 +141,17 @@ func (c *cluster) stopAll() {
 // leader is the index of the member that currently leads.
 func (c *cluster) leader() int {
 	c.t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for time.Now().Before(deadline) {
+	lead := -1
+	testwait.Until(c.t, "no leader", 20*time.Second, func() bool {
 		for i, e := range c.members {
 			if !c.stopped[i] && e.Server.Leader() == e.Server.MemberID() {
-				return i
+				lead = i
+				return true
 			}
 		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	c.t.Fatal("no leader")
-	return -1
+		return false
+	})
+	return lead
 }
 
 // sharedSingle is one single-member cluster per test binary: tests isolate themselves by prefix.

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/oduflow/oduflow-go/internal/testwait"
 	"github.com/oduflow/oduflow-go/oduflow"
 	"github.com/oduflow/oduflow-go/oduflow/claims"
 	"github.com/oduflow/oduflow-go/oduflow/etcdstore"
@@ -195,25 +196,19 @@ func TestKillDispatcherAtEachStep(t *testing.T) {
 			// The dead process's request lock outlives it by up to the TTL; while it does, the request is
 			// running (never unknown), and once it is gone, unknown (a dispatched one at once, one never
 			// dispatched after the launch grace).
-			deadline := time.Now().Add(crashTTL + crashTimers().LaunchGrace + 10*time.Second)
-			for {
-				// Status first, then the lock: a lock seen held after a status of unknown was held while
-				// that status was read (nobody takes the dead worker's lock again). The other order
-				// races the lock's expiry, now that a dispatched request without its lock is unknown at
-				// once (no launch grace).
-				got := status(b)
-				held := lockHeld()
-				if got != receipt.StatusRunning {
-					if held && !tc.want.status.Terminal() {
+			testwait.Until(t, "still running long after the TTL and the launch grace",
+				crashTTL+crashTimers().LaunchGrace+10*time.Second, func() bool {
+					// Status first, then the lock: a lock seen held after a status of unknown was held
+					// while that status was read (nobody takes the dead worker's lock again). The other
+					// order races the lock's expiry, now that a dispatched request without its lock is
+					// unknown at once (no launch grace).
+					got := status(b)
+					held := lockHeld()
+					if got != receipt.StatusRunning && held && !tc.want.status.Terminal() {
 						t.Fatalf("%s while the dead worker's lock still lives", got)
 					}
-					break
-				}
-				if time.Now().After(deadline) {
-					t.Fatal("still running long after the TTL and the launch grace")
-				}
-				time.Sleep(100 * time.Millisecond)
-			}
+					return got != receipt.StatusRunning
+				})
 			for _, d := range []*oduflow.Dispatcher{b, c} {
 				if got := status(d); got != tc.want.status {
 					t.Fatalf("status after the TTL: %s, want %s", got, tc.want.status)
@@ -267,15 +262,11 @@ func TestKillDispatcherAtEachStep(t *testing.T) {
 
 func waitFinalClaim(t *testing.T, d *oduflow.Dispatcher, minion, req string) *claims.Claim {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		c, err := d.Lookup(context.Background(), minion, req)
-		if err == nil && c.Phase.Final() {
-			return c
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("claim %s not final: %+v %v", req, c, err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	var c *claims.Claim
+	testwait.Until(t, "claim "+req+" not final", 30*time.Second, func() bool {
+		got, err := d.Lookup(context.Background(), minion, req)
+		c = got
+		return err == nil && got.Phase.Final()
+	})
+	return c
 }

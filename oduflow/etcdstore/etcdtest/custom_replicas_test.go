@@ -130,18 +130,13 @@ func TestCustomApplyTwoReplicasRunsOnce(t *testing.T) {
 	if _, err := reps[0].d.Start(ctx, minion, cfg, receipt.ProfileConfigure); err != nil {
 		t.Fatal(err)
 	}
-	for {
-		r, err := reps[1].d.Status(ctx, minion, cfg, receipt.ProfileConfigure)
+	for r, err := range reps[1].d.Watch(ctx, minion, cfg, receipt.ProfileConfigure) { // the etcd watch wakes it
 		if err != nil {
 			t.Fatal(err)
 		}
-		if r.Status == receipt.StatusSucceeded {
-			break
-		}
-		if r.Status.Terminal() || ctx.Err() != nil {
+		if r.Status.Terminal() && r.Status != receipt.StatusSucceeded {
 			t.Fatalf("configure ended %s", r.Status)
 		}
-		time.Sleep(50 * time.Millisecond)
 	}
 	executions := 0
 	for round := range 6 {

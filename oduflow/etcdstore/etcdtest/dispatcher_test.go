@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/oduflow/oduflow-go/internal/testwait"
 	"github.com/oduflow/oduflow-go/oduflow"
 	"github.com/oduflow/oduflow-go/receipt"
 	receiptproof "github.com/oduflow/oduflow-go/receipt/proof"
@@ -106,8 +107,7 @@ func TestDispatchersShareOneClient(t *testing.T) {
 	}
 	wg.Wait()
 	ctx := context.Background()
-	deadline := time.Now().Add(60 * time.Second)
-	for {
+	testwait.Until(t, "not every claim final", 60*time.Second, func() bool {
 		final := 0
 		list, err := stores[0].ListByClient(ctx, minion)
 		if err != nil {
@@ -118,14 +118,8 @@ func TestDispatchersShareOneClient(t *testing.T) {
 				final++
 			}
 		}
-		if final == len(reqs) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d of %d claims final", final, len(reqs))
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+		return final == len(reqs)
+	})
 	for _, d := range ds {
 		_ = d.Close(closedContext())
 	}

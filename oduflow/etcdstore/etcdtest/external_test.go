@@ -59,6 +59,7 @@ func TestExternalCluster(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// a holder that keeps its lease 200 ms: the waiter must be woken by its release
 	go func() { time.Sleep(200 * time.Millisecond); _ = l.Release() }()
 	lb, err := b.AcquireClientLease(ctx, m, 5*time.Second) // woken by the watch
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/oduflow/oduflow-go/internal/testwait"
 	"github.com/oduflow/oduflow-go/oduflow"
 	"github.com/oduflow/oduflow-go/oduflow/claims"
 	"github.com/oduflow/oduflow-go/oduflow/etcdstore"
@@ -165,17 +166,11 @@ func TestIntentLostAck(t *testing.T) {
 			}
 			// Not published: Status is honest, unknown once the launch grace is over (the request lock is
 			// free), and stays so; the claim is never published later.
-			deadline := time.Now().Add(crashTimers().LaunchGrace + 5*time.Second)
-			for {
-				r, err := d.Status(ctx, m.id, req, receipt.ProfileConfigure)
-				if err == nil && r.Status == receipt.StatusUnknown {
-					break
-				}
-				if time.Now().After(deadline) {
-					t.Fatalf("Status %+v %v, want unknown", r, err)
-				}
-				time.Sleep(100 * time.Millisecond)
-			}
+			testwait.Until(t, "Status not unknown after the launch grace", crashTimers().LaunchGrace+5*time.Second,
+				func() bool {
+					r, err := d.Status(ctx, m.id, req, receipt.ProfileConfigure)
+					return err == nil && r.Status == receipt.StatusUnknown
+				})
 			if n := runCount(pubs, req); n != 0 || m.runCount() != 0 {
 				t.Fatalf("published after all: %d", n)
 			}

@@ -88,6 +88,7 @@ func TestLeaderStoppedMidStarts(t *testing.T) {
 			go func() {
 				defer wg.Done()
 				<-gate
+				// Starts spread over a window, so the leader stops in the middle of them
 				time.Sleep(time.Duration(slot) * perStartDelay)
 				if issued.Add(1) == int32(total/2) {
 					halfOnce.Do(func() { close(half) })
@@ -264,6 +265,7 @@ func getAfterRecovery(ctx context.Context, st *etcdstore.Store, req string) (*cl
 		if err == nil || errors.Is(err, claims.ErrNoClaim) || ctx.Err() != nil {
 			return c, err
 		}
+		// a retry backoff while the cluster elects a leader (what a caller does)
 		time.Sleep(100 * time.Millisecond)
 	}
 }

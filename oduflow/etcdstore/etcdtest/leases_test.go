@@ -69,6 +69,7 @@ func TestLeaseExclusivity(t *testing.T) {
 	if d := time.Since(t0); d < 300*time.Millisecond || d > 3*time.Second {
 		t.Fatalf("busy wait took %v", d)
 	}
+	// a holder that keeps its lease 300 ms: the waiter must be woken by its release
 	go func() { time.Sleep(300 * time.Millisecond); _ = ca.Release() }()
 	t0 = time.Now()
 	cb, err := b.AcquireClientLease(ctx, m, 10*time.Second)
@@ -99,6 +100,7 @@ func TestLeaseExclusivity(t *testing.T) {
 			if n := holders.Add(1); n > maxHolders.Load() {
 				maxHolders.Store(n)
 			}
+			// the lease is held a moment, so holders overlap if exclusion fails
 			time.Sleep(5 * time.Millisecond)
 			holders.Add(-1)
 			_ = l.Release()
@@ -262,6 +264,7 @@ func TestHeldAfterPartition(t *testing.T) {
 			t.Fatalf("guarded CAS after the partition: %v", err)
 		}
 		t.Logf("guarded CAS while a reconnects: %v", err)
+		// a retry backoff while the client reconnects (what a caller does)
 		time.Sleep(200 * time.Millisecond)
 	}
 	cur, err := b.Get(ctx, c.RequestID)
@@ -346,6 +349,7 @@ func TestIntentRace(t *testing.T) {
 					lockBusy.Add(1)
 					return
 				}
+				// a retry backoff, jittered per contender
 				time.Sleep(time.Duration(5+i%7) * time.Millisecond)
 			}
 			defer r.Release()

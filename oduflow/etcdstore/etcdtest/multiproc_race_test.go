@@ -91,6 +91,7 @@ func runRaceChild() int {
 	}
 	wait := time.Until(time.Unix(0, job.StartAtUnixNano))
 	res.Late = wait <= 0
+	// every process starts at one wall-clock instant (the parent's StartAtUnixNano): the race under test
 	time.Sleep(wait)
 	close(gate)
 	wg.Wait()

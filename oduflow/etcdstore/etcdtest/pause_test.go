@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/oduflow/oduflow-go/internal/testwait"
 	"github.com/oduflow/oduflow-go/oduflow"
 	"github.com/oduflow/oduflow-go/oduflow/claims"
 	"github.com/oduflow/oduflow-go/oduflow/oduflowtest/fakeminion"
@@ -97,18 +98,15 @@ func startPausedDispatcher(t *testing.T, job crashJob) *pausedChild {
 		_ = c.cmd.Process.Kill()
 		<-c.done
 	})
-	deadline := time.Now().Add(30 * time.Second)
-	for !processStopped(c.cmd.Process.Pid) {
+	// the child stops itself (SIGSTOP): its state in /proc is the only sign
+	testwait.Until(t, "child dispatcher never stopped at "+job.KillAt, 30*time.Second, func() bool {
 		select {
 		case err := <-c.done:
 			t.Fatalf("child dispatcher ended before stopping at %s: %v; stderr:\n%s", job.KillAt, err, c.stderr.String())
 		default:
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("child dispatcher never stopped at %s", job.KillAt)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return processStopped(c.cmd.Process.Pid)
+	})
 	return c
 }
 
@@ -189,20 +187,14 @@ func pausedDispatcherScenario(t *testing.T, step string, reconcile, other bool) 
 	t.Cleanup(func() { _ = b.Close(closedContext()) })
 
 	// Past the TTL and the launch grace: the stopped process holds nothing any more.
-	deadline := time.Now().Add(crashTTL + crashTimers().LaunchGrace + 20*time.Second)
-	for {
-		r, err := b.Status(ctx, m.ID(), r1, receipt.ProfileConfigure)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if r.Status != receipt.StatusRunning {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("still running long after the TTL and the launch grace")
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	testwait.Until(t, "still running long after the TTL and the launch grace",
+		crashTTL+crashTimers().LaunchGrace+20*time.Second, func() bool {
+			r, err := b.Status(ctx, m.ID(), r1, receipt.ProfileConfigure)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return r.Status != receipt.StatusRunning
+		})
 	liftedWithoutRun := false // a reconciliation lifted the quarantine without a run of r1
 	if reconcile {
 		liftedWithoutRun = reconcileAsOperator(t, b, m, r1)
@@ -299,11 +291,5 @@ func startModelMaster(t *testing.T, m *fakeminion.Model) *salttest.Master {
 
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out: %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	testwait.Until(t, what, 30*time.Second, cond)
 }

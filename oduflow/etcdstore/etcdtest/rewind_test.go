@@ -14,6 +14,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/server/v3/embed"
 
+	"github.com/oduflow/oduflow-go/internal/testwait"
 	"github.com/oduflow/oduflow-go/oduflow"
 	"github.com/oduflow/oduflow-go/oduflow/claims"
 	"github.com/oduflow/oduflow-go/oduflow/etcdstore"
@@ -83,19 +84,12 @@ func (m *restartableMember) startProcess() {
 		m.t.Fatal(err)
 	}
 	defer cli.Close()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	testwait.Until(m.t, m.bin+" not answering", 30*time.Second, func() bool {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
 		_, err := cli.Get(ctx, "/health-probe")
-		cancel()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			m.t.Fatalf("%s not answering: %v", m.bin, err)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return err == nil
+	})
 }
 
 func (m *restartableMember) stop() {
@@ -187,7 +181,7 @@ func testRewound(t *testing.T, mem *restartableMember) {
 	if _, err := st.Get(ctx, req); !errors.Is(err, etcdstore.ErrRevisionRegressed) {
 		t.Errorf("Get: %v", err)
 	}
-	time.Sleep(1500 * time.Millisecond) // a worker, had one started, publishes within this
+	drain(t, d) // a worker, had one started, has published by the time Close has drained it
 	if n := master.runsOf(req); n != 1 {
 		t.Fatalf("request published %d times", n)
 	}
@@ -205,6 +199,7 @@ func startRetrying(ctx context.Context, d *oduflow.Dispatcher, minion, req strin
 			time.Now().After(deadline) {
 			return r, err
 		}
+		// a retry backoff while the member comes back (what a caller does)
 		time.Sleep(100 * time.Millisecond)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/oduflow/oduflow-go/internal/testwait"
 	"github.com/oduflow/oduflow-go/oduflow"
 	"github.com/oduflow/oduflow-go/receipt"
 )
@@ -49,21 +50,14 @@ func TestSkewedReplicaLaunchWindow(t *testing.T) {
 		t.Errorf("replica 2 min ahead accepted an Assert on a launching claim: %v", err)
 	}
 	// The window lasts LaunchGrace rounded up to seconds plus at most 2 s (its shared lease).
-	deadline := time.Now().Add(skewTimers().LaunchGrace + 4*time.Second)
-	for {
-		r, err := behind.Status(ctx, minion, req, receipt.ProfileConfigure)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if r.Status == receipt.StatusUnknown {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("replica 2 min behind: an abandoned claim still %s %v after its launch window", r.Status,
-				skewTimers().LaunchGrace+4*time.Second)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	testwait.Until(t, "replica 2 min behind: an abandoned claim not unknown after its launch window",
+		skewTimers().LaunchGrace+4*time.Second, func() bool {
+			r, err := behind.Status(ctx, minion, req, receipt.ProfileConfigure)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return r.Status == receipt.StatusUnknown
+		})
 	if n := m.runsOf(req); n != 0 {
 		t.Fatalf("%d run publications", n)
 	}

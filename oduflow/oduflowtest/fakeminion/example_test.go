@@ -21,12 +21,16 @@ import (
 type controller struct{ d *oduflow.Dispatcher }
 
 func (c controller) configure(ctx context.Context, minion, request string) (oduflow.Response, error) {
-	r, err := c.d.Start(ctx, minion, request, receipt.ProfileConfigure)
-	for err == nil && r.Status == receipt.StatusRunning {
-		time.Sleep(10 * time.Millisecond)
-		r, err = c.d.Status(ctx, minion, request, receipt.ProfileConfigure)
+	if _, err := c.d.Start(ctx, minion, request, receipt.ProfileConfigure); err != nil {
+		return oduflow.Response{}, err
 	}
-	return r, err
+	// Watch yields the status now and at each change of it: no polling, no sleeping
+	for r, err := range c.d.Watch(ctx, minion, request, receipt.ProfileConfigure) {
+		if err != nil || r.Status != receipt.StatusRunning {
+			return r, err
+		}
+	}
+	return oduflow.Response{}, ctx.Err()
 }
 
 // Example shows a service testing its controller end to end: the fake Salt master (salttest) with a
