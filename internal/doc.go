@@ -8,8 +8,9 @@
 //     ZMTP 3.1 framing and Salt's two msgpack dialects, with the decode budget;
 //   - hostclock: this host's boot id and CLOCK_BOOTTIME as a stamp a claim carries (the file claim
 //     store's status windows; package claims checks the stamps' form);
-//   - filestorehook: the file claim store's test hooks (crash points, a host clock a test moves),
-//     which filestore.Open takes as an argument no caller outside the module can build;
+//   - filestorehook: the file claim store's configuration (filestore.Option is a func of its Config)
+//     and test hooks (crash points, a host clock a test moves), which no caller outside the module
+//     can build;
 //   - strictjson: one JSON value, no duplicate keys, before encoding/json decodes a record;
 //   - errmark: sentinels that both errors.Is of the standard library and cockroachdb see, and the
 //     one-line public form of every returned error (OneLine, Boundary: no stack in any slog handler);

@@ -1,7 +1,12 @@
 package oduflow
 
 import (
+	"fmt"
+	"time"
+
 	"github.com/cockroachdb/errors"
+
+	"github.com/oduflow/oduflow-go/oduflow/claims"
 )
 
 // defaultClaimDir is where claims live unless WithClaimDir says otherwise.
@@ -20,3 +25,37 @@ func isOutcomeUnknown(err error) bool {
 // unreadableClaim is how a ClaimStore names a claim its listing could not read (claims.ClaimStore): the
 // file store's errors have the method. Matched by behaviour, as outcomeUnknownError.
 type unreadableClaim interface{ UnreadableRequestID() string }
+
+// StatusWindowsError: New was given a claim store that measures the status windows itself
+// (claims.WindowedStore) with windows other than the Dispatcher's Timers. The store's windows are fixed
+// when it is built (filestore.WithStatusWindows, etcdstore.WithStatusWindows); New never changes a store
+// it is given, so it refuses it before anything is written. It matches claims.ErrInvalidInput
+// (errors.Is). Build the store with the Timers' LaunchGrace and StatusExpiry, or give New the store's.
+type StatusWindowsError struct {
+	// StoreLaunchGrace and StoreStatusExpiry are the store's (claims.WindowedStore.StatusWindows).
+	StoreLaunchGrace, StoreStatusExpiry time.Duration
+	// TimersLaunchGrace and TimersStatusExpiry are the Dispatcher's (WithTimers, else DefaultTimers).
+	TimersLaunchGrace, TimersStatusExpiry time.Duration
+}
+
+func (e *StatusWindowsError) Error() string {
+	return fmt.Sprintf("oduflow: the claim store's status windows (its constructor's: launch grace %s, status expiry %s) "+
+		"differ from the dispatcher's Timers (WithTimers: launch grace %s, status expiry %s); nothing written",
+		e.StoreLaunchGrace, e.StoreStatusExpiry, e.TimersLaunchGrace, e.TimersStatusExpiry)
+}
+
+// Unwrap makes errors.Is(err, claims.ErrInvalidInput) true: a configuration mistake.
+func (e *StatusWindowsError) Unwrap() error { return claims.ErrInvalidInput }
+
+// checkStatusWindows refuses a store whose windows are not t's (nil: the store measures none).
+func checkStatusWindows(w claims.WindowedStore, t Timers) error {
+	if w == nil {
+		return nil
+	}
+	grace, expiry := w.StatusWindows()
+	if grace == t.LaunchGrace && expiry == t.StatusExpiry {
+		return nil
+	}
+	return &StatusWindowsError{StoreLaunchGrace: grace, StoreStatusExpiry: expiry,
+		TimersLaunchGrace: t.LaunchGrace, TimersStatusExpiry: t.StatusExpiry}
+}

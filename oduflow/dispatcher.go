@@ -108,7 +108,8 @@ func New(client Publisher, events EventSource, opts ...Option) (_ *Dispatcher, e
 		cfg.publishing = fixedPublications{}
 	}
 	if cfg.store == nil {
-		fs, err := filestore.Open(cfg.claimDir, cfg.fileHooks)
+		opts := append([]filestore.Option{filestore.WithStatusWindows(cfg.timers.LaunchGrace, cfg.timers.StatusExpiry)}, cfg.fileOpts...)
+		fs, err := filestore.Open(cfg.claimDir, opts...)
 		if err != nil {
 			return nil, err
 		}
@@ -119,8 +120,8 @@ func New(client Publisher, events EventSource, opts ...Option) (_ *Dispatcher, e
 	}
 	claimLock, _ := cfg.store.(claims.ClaimLockReader)
 	windows, _ := cfg.store.(claims.WindowedStore)
-	if windows != nil {
-		windows.SetStatusWindows(cfg.timers.LaunchGrace, cfg.timers.StatusExpiry)
+	if err := checkStatusWindows(windows, cfg.timers); err != nil {
+		return nil, err
 	}
 	if cfg.workerLogOpen != "" && cfg.workerLogFile == nil {
 		f, err := openWorkerLogChecked(cfg.workerLogOpen)

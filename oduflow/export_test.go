@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/oduflow/oduflow-go/internal/filestorehook"
 	"github.com/oduflow/oduflow-go/internal/hostclock"
 	"github.com/oduflow/oduflow-go/oduflow/filestore"
 )
@@ -19,7 +20,7 @@ func withClock(clk clockSource) Option {
 	return func(c *config) {
 		c.clock = clk
 		if fc, ok := clk.(*fakeClock); ok {
-			c.fileHooks.Clock = &fc.host
+			c.fileOpts = append(c.fileOpts, filestorehook.WithClock(&fc.host))
 		}
 	}
 }

@@ -53,7 +53,7 @@ func TestStoreIgnoringTheFloorPublishesNothing(t *testing.T) {
 	t.Parallel()
 	e := startSim(t)
 	m := e.addMinion(fakeminion.WithFenceMark(50))
-	fs, err := filestore.Open(e.dir)
+	fs, err := filestore.Open(e.dir, testWindows())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -65,11 +65,11 @@ func TestWorkerLockFailureEndsClaim(t *testing.T) {
 	e := startSim(t)
 	m := e.addMinion()
 	var plant atomic.Value // request id whose lock file is planted once its claim exists
-	st, err := filestore.Open(e.dir, filestorehook.Hooks{Stage: func(stage string) {
+	st, err := filestore.Open(e.dir, testWindows(), filestorehook.WithStage(func(stage string) {
 		if req, _ := plant.Load().(string); req != "" && stage == "after-link" {
 			_ = unix.Mkfifo(filepath.Join(e.dir, fsRequestLockPfx+req+".lock"), 0o600)
 		}
-	}})
+	}))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -31,12 +31,12 @@ var createCrashStages = []string{"index-staged", "after-temp-write", "index-sync
 // READY and parks at the stage envPauseAt (the parent SIGKILLs it there).
 func runCreatorChild() int {
 	stage := os.Getenv(envPauseAt)
-	fs, err := filestore.Open(os.Getenv(envClaimDir), filestorehook.Hooks{Stage: func(s string) {
+	fs, err := filestore.Open(os.Getenv(envClaimDir), testWindows(), filestorehook.WithStage(func(s string) {
 		if s == stage {
 			fmt.Println("READY")
 			testproc.Park()
 		}
-	}})
+	}))
 	if err != nil {
 		fmt.Println("ERR", err)
 		return 1

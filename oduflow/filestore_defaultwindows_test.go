@@ -12,13 +12,13 @@ import (
 	"github.com/oduflow/oduflow-go/receipt"
 )
 
-// TestFileStoreDefaultWindows: a file store no Dispatcher told its windows (SetStatusWindows) measures
+// TestFileStoreDefaultWindows: a file store opened without WithStatusWindows measures
 // them with DefaultTimers' LaunchGrace and StatusExpiry. Package filestore cannot import this one, so
 // its defaults are its own constants; this holds them equal.
 func TestFileStoreDefaultWindows(t *testing.T) {
 	ctx := context.Background()
 	hc := new(hostclock.Clock)
-	fs, err := filestore.Open(claimDir(t), filestorehook.Hooks{Clock: hc})
+	fs, err := filestore.Open(claimDir(t), filestorehook.WithClock(hc))
 	if err != nil {
 		t.Fatal(err)
 	}

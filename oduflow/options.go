@@ -5,9 +5,9 @@ import (
 	"os"
 	"time"
 
-	"github.com/oduflow/oduflow-go/internal/filestorehook"
 	"github.com/oduflow/oduflow-go/oduflow/catalog"
 	"github.com/oduflow/oduflow-go/oduflow/claims"
+	"github.com/oduflow/oduflow-go/oduflow/filestore"
 	"github.com/oduflow/oduflow-go/profiles"
 	"github.com/oduflow/oduflow-go/salt"
 )
@@ -36,9 +36,9 @@ type config struct {
 	// profiles is the profile table (WithProfiles); nil: profiles.DefaultTable().
 	profiles *profiles.Table
 	adoption adoptionConfig
-	// fileHooks are the test hooks of the default file store New opens (withClock: the fake clock's host
-	// clock); the zero value, no hook, in production.
-	fileHooks filestorehook.Hooks
+	// fileOpts are the test hooks of the default file store New opens (withClock: the fake clock's host
+	// clock, filestorehook.WithClock); none in production. New adds the windows of its Timers.
+	fileOpts []filestore.Option
 }
 
 // workerMode says where workers run: in-process goroutines (the zero value) or detached processes.

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/oduflow/oduflow-go/oduflow/claims"
+	"github.com/oduflow/oduflow-go/oduflow/filestore"
 	"github.com/oduflow/oduflow-go/oduflow/oduflowtest/fakeminion"
 	"github.com/oduflow/oduflow-go/receipt"
 	"github.com/oduflow/oduflow-go/salt"
@@ -118,6 +119,12 @@ func (e *simEnv) accept(m *fakeminion.Model) {
 	if err := e.sim.AcceptMinionKey(m.ID(), m.PublicKeyPEM()); err != nil {
 		e.t.Fatal(err)
 	}
+}
+
+// testWindows builds a file store with the status windows of testTimers (New refuses a store whose
+// windows are not its Timers').
+func testWindows() filestore.Option {
+	return filestore.WithStatusWindows(testTimers().LaunchGrace, testTimers().StatusExpiry)
 }
 
 func (e *simEnv) dispatcher(opts ...Option) *Dispatcher {

@@ -140,7 +140,8 @@ type masterPinger interface {
 // readyTimeout bounds the readiness check when nothing is held yet (one mk_token, one subscription).
 const readyTimeout = 15 * time.Second
 
-// masterProofTTL is how long a master ping that succeeded proves the request channel for later Starts:
+// masterProofTTL is how long a master ping that succeeded proves the request channel for later Starts
+// (Timers.MasterProof's default):
 // short enough that a master gone for longer refuses new requests before anything is written, long
 // enough that a burst of Starts shares one round trip (a hot path pays one atomic load).
 const masterProofTTL = 3 * time.Second
@@ -171,6 +172,14 @@ func (d *Dispatcher) ready(ctx context.Context) error {
 	return nil
 }
 
+// masterProof is Timers.MasterProof, or its default.
+func (d *Dispatcher) masterProof() time.Duration {
+	if d.timers.MasterProof > 0 {
+		return d.timers.MasterProof
+	}
+	return masterProofTTL
+}
+
 // masterAnswers proves the master's request channel with a ping, or with one that succeeded less than
 // masterProofTTL ago. Concurrent callers share one ping; a failure is not cached (the next Start asks
 // again).
@@ -181,7 +190,7 @@ func (d *Dispatcher) masterAnswers(ctx context.Context) error {
 	}
 	fresh := func() bool {
 		at := d.masterProvedAt.Load()
-		return at != 0 && time.Since(time.Unix(0, at)) < masterProofTTL
+		return at != 0 && time.Since(time.Unix(0, at)) < d.masterProof()
 	}
 	if fresh() {
 		return nil

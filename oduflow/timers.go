@@ -48,6 +48,10 @@ type Timers struct {
 	// fencing and proofs are unchanged; what a window trades is the preflight's early refusal of a minion
 	// that changed within it (the module then refuses the run itself, nothing run): see the package doc.
 	CapabilityReuse time.Duration
+	// MasterProof: a readiness ping the master answered proves its request channel for the Starts of
+	// this long after it (3 s; 0 means the default): shorter, and a master gone is refused sooner at the
+	// cost of one more ping per Start burst (tests set it short rather than wait a proof out).
+	MasterProof time.Duration
 }
 
 // DefaultTimers are the production values.
@@ -61,6 +65,7 @@ func DefaultTimers() Timers {
 		PollBudget:    defaultPollBudget,
 		CallTimeout:   defaultCallTimeout,
 		BusStall:      defaultBusStall,
+		MasterProof:   masterProofTTL,
 	}
 }
 

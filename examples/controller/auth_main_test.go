@@ -13,6 +13,7 @@ import (
 // token file others may read, a malformed line (named by its number, never its hash). Exit status 2, one
 // line.
 func TestAuthConfigurationRefused(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	hash := strings.Repeat("ab", 32)
 	write := func(name, content string, mode os.FileMode) string {

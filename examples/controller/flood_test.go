@@ -33,6 +33,7 @@ func dialFrom(src string, conns int) *http.Client {
 // interval, not one each), and no descriptor runs out. Before: no connection bound (4 of 14 /readyz
 // answered, EMFILE) and one audit line per refusal (41,765 lines for 41,764 requests).
 func TestF3FloodLeavesHealthAnswering(t *testing.T) {
+	// Not parallel: it floods the listener and bounds how long the flood takes; other tests would share the cores it measures.
 	if testing.Short() {
 		t.Skip("-short: a 40k-request flood")
 	}
@@ -76,6 +77,10 @@ func TestF3FloodLeavesHealthAnswering(t *testing.T) {
 	// 40,000 wrong-token requests from 127.0.0.3 over 32 connections, while probes from 127.0.0.1 run.
 	const bad, workers = 40000, 32
 	var next, answered, unauthorized, limited atomic.Int64
+	// The probes run while the flood does, paced by its progress (not by a clock): a round each time
+	// another 1/probeRounds of it has been answered, until it ends.
+	const probeRounds = 14
+	progress, floodDone := make(chan struct{}, probeRounds), make(chan struct{})
 	flood := dialFrom("127.0.0.3", workers)
 	var wg sync.WaitGroup
 	for range workers {
@@ -91,7 +96,12 @@ func TestF3FloodLeavesHealthAnswering(t *testing.T) {
 				}
 				_, _ = io.Copy(io.Discard, resp.Body)
 				resp.Body.Close()
-				answered.Add(1)
+				if answered.Add(1)%(bad/probeRounds) == 0 {
+					select { // one probe round per 1/probeRounds of the flood answered
+					case progress <- struct{}{}:
+					default:
+					}
+				}
 				switch resp.StatusCode {
 				case http.StatusUnauthorized:
 					unauthorized.Add(1)
@@ -101,9 +111,15 @@ func TestF3FloodLeavesHealthAnswering(t *testing.T) {
 			}
 		}()
 	}
+	go func() { wg.Wait(); close(floodDone) }()
 	probe := dialFrom("127.0.0.1", 2)
 	var probes, probesOK int
-	for i := 0; i < 14; i++ {
+	for flooding := true; flooding; {
+		select {
+		case <-progress:
+		case <-floodDone:
+			flooding = false
+		}
 		for _, path := range []string{"/readyz", "/healthz"} {
 			probes++
 			resp, err := probe.Get("http://" + c.addr + path)
@@ -115,9 +131,10 @@ func TestF3FloodLeavesHealthAnswering(t *testing.T) {
 				}
 			}
 		}
-		time.Sleep(50 * time.Millisecond)
 	}
-	wg.Wait()
+	if probes < probeRounds {
+		t.Fatalf("%d probes during the flood, want a round at least every 1/%d of it", probes, probeRounds)
+	}
 	floodTook := time.Since(t0)
 	// The probes again, with the slow connections still held.
 	for _, path := range []string{"/readyz", "/healthz"} {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -52,6 +53,7 @@ func TestMain(m *testing.M) {
 }
 
 func TestConfigurationRefusedBeforeAnythingStarts(t *testing.T) {
+	t.Parallel()
 	base := map[string]string{"ODUFLOW_SALT_MASTER": "tcp://127.0.0.1:1", "ODUFLOW_SALT_EVENTS": "tcp://127.0.0.1:2",
 		"ODUFLOW_SALT_KEY_FILE": "/nonexistent/.root_key", "ODUFLOW_STATE_DIR": filepath.Join(t.TempDir(), "claims")}
 	for _, tc := range []struct {
@@ -92,6 +94,7 @@ func TestConfigurationRefusedBeforeAnythingStarts(t *testing.T) {
 }
 
 func TestUsage(t *testing.T) {
+	t.Parallel()
 	var out, errb bytes.Buffer
 	if code := usage([]string{"--help"}, &out, &errb); code != 0 || !strings.Contains(out.String(), "ODUFLOW_LISTEN") {
 		t.Fatalf("--help: %d %q", code, out.String())
@@ -105,6 +108,7 @@ func TestUsage(t *testing.T) {
 // a second replica on the same claim store adopts them, follows them through the minions' receipts to
 // succeeded without publishing them again, and nothing stays unresolved.
 func TestSIGTERMDrainLeavesRequestsAdoptable(t *testing.T) {
+	// Not parallel: it bounds the drain (5 s) of a child process under SIGTERM.
 	dir := t.TempDir()
 	if err := os.Mkdir(filepath.Join(dir, "master"), 0o700); err != nil {
 		t.Fatal(err)
@@ -116,12 +120,22 @@ func TestSIGTERMDrainLeavesRequestsAdoptable(t *testing.T) {
 	t.Cleanup(func() { _ = sim.Close() })
 	const n = 4
 	var minions []*fakeminion.Model
+	// Each minion says when a run reaches it and when its receipt is written: the test waits on that.
+	published, finished := make(chan string, 4*n), make(chan string, 4*n)
 	for range n {
 		m := fakeminion.NewModel("client-"+uuid.NewString(), fakeminion.WithDelay(1500*time.Millisecond),
 			fakeminion.WithResult(receipt.ProfileConfigure, fakeminion.Result{Status: receipt.StatusSucceeded, Passed: 3, Total: 3}))
-		if err := fakeminion.Add(sim, m); err != nil {
+		if err := sim.AcceptMinionKey(m.ID(), m.PublicKeyPEM()); err != nil {
 			t.Fatal(err)
 		}
+		sim.AddMinion(m.ID(), func(ctx context.Context, job salttest.Job) (any, int) {
+			if job.Fun != "oduflow_job.run" {
+				return m.Handle(ctx, job)
+			}
+			published <- m.ID()
+			defer func() { finished <- m.ID() }()
+			return m.Handle(ctx, job)
+		})
 		minions = append(minions, m)
 	}
 	claimDir := filepath.Join(dir, "claims")
@@ -147,14 +161,7 @@ func TestSIGTERMDrainLeavesRequestsAdoptable(t *testing.T) {
 		requests[i] = r.RequestID
 	}
 	// Every run published (the minions are applying), then SIGTERM.
-	waitFor(t, 10*time.Second, "every run published", func() bool {
-		for _, m := range minions {
-			if m.Calls("oduflow_job.run") != 1 {
-				return false
-			}
-		}
-		return true
-	})
+	receive(t, published, n, 10*time.Second, "every run published")
 	t0 := time.Now()
 	if code := a.stop(t); code != 0 {
 		t.Fatalf("replica A exit status %d after SIGTERM, want 0; log:\n%s", code, a.log())
@@ -181,21 +188,18 @@ func TestSIGTERMDrainLeavesRequestsAdoptable(t *testing.T) {
 		}
 	}
 	// The minions finish their runs while no replica runs; then replica B adopts.
-	waitFor(t, 10*time.Second, "every receipt written", func() bool {
-		for i, m := range minions {
-			if _, ok := m.Receipt(oduflowenv.ScopedRequestID(m.ID(), requests[i])); !ok {
-				return false
-			}
+	receive(t, finished, n, 10*time.Second, "every receipt written")
+	for i, m := range minions {
+		if _, ok := m.Receipt(oduflowenv.ScopedRequestID(m.ID(), requests[i])); !ok {
+			t.Fatalf("minion %s ended its run without a receipt", m.ID())
 		}
-		return true
-	})
+	}
 	b := startChild(t, "B", env)
 	for i, m := range minions {
-		waitFor(t, 20*time.Second, "adopted request succeeded", func() bool {
-			var r oduflow.Response
-			code := b.call(t, "GET", "/v1/requests/configure/"+m.ID()+"/"+requests[i], &r)
-			return code == http.StatusOK && r.Status == receipt.StatusSucceeded && r.Passed == 3
-		})
+		// The status stream ends with the final status (no polling).
+		if r := b.finalStatus(t, "/v1/requests/configure/"+m.ID()+"/"+requests[i]+"/events"); r.Status != receipt.StatusSucceeded || r.Passed != 3 {
+			t.Fatalf("adopted request %s: %+v, want succeeded 3", requests[i], r)
+		}
 		if runs := m.Calls("oduflow_job.run"); runs != 1 {
 			t.Fatalf("minion %s: oduflow_job.run published %d times, want 1", m.ID(), runs)
 		}
@@ -216,17 +220,24 @@ func TestSIGTERMDrainLeavesRequestsAdoptable(t *testing.T) {
 
 // child is a controller process (this test binary re-executed).
 type child struct {
-	cmd    *exec.Cmd
-	addr   string
-	mu     sync.Mutex
-	stderr bytes.Buffer
-	done   chan struct{}
+	cmd     *exec.Cmd
+	addr    string
+	mu      sync.Mutex
+	stderr  bytes.Buffer
+	done    chan struct{}
+	serving chan struct{} // closed when the child logs "serving" (its listener is up)
+	served  bool
 }
 
 func (c *child) Write(p []byte) (int, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.stderr.Write(p)
+	n, err := c.stderr.Write(p)
+	if !c.served && (bytes.Contains(c.stderr.Bytes(), []byte("msg=serving")) || bytes.Contains(c.stderr.Bytes(), []byte(`"msg":"serving"`))) {
+		c.served = true
+		close(c.serving)
+	}
+	return n, err
 }
 
 func (c *child) log() string {
@@ -243,7 +254,7 @@ func startChild(t *testing.T, name string, env []string) *child {
 	}
 	addr := ln.Addr().String()
 	_ = ln.Close()
-	c := &child{addr: addr, done: make(chan struct{})}
+	c := &child{addr: addr, done: make(chan struct{}), serving: make(chan struct{})}
 	c.cmd = exec.Command(os.Args[0]) // no arguments: TestMain runs main
 	c.cmd.Env = append(append(os.Environ(), childEnv+"=1", "ODUFLOW_LISTEN="+addr), env...)
 	c.cmd.Stdout, c.cmd.Stderr = c, c
@@ -262,14 +273,23 @@ func startChild(t *testing.T, name string, env []string) *child {
 			t.Logf("replica %s log:\n%s", name, c.log())
 		}
 	})
-	waitFor(t, 15*time.Second, "replica "+name+" ready", func() bool {
-		resp, err := http.Get("http://" + addr + "/readyz")
-		if err != nil {
-			return false
-		}
-		_ = resp.Body.Close()
-		return resp.StatusCode == http.StatusOK
-	})
+	// Ready once it serves: its log says so (the Dispatcher and the claim store are open by then), and
+	// its readiness check answers 200.
+	select {
+	case <-c.serving:
+	case <-c.done:
+		t.Fatalf("replica %s exited before serving:\n%s", name, c.log())
+	case <-time.After(15 * time.Second):
+		t.Fatalf("replica %s not serving after 15 s:\n%s", name, c.log())
+	}
+	resp, err := http.Get("http://" + addr + "/readyz")
+	if err != nil {
+		t.Fatalf("replica %s: readyz: %v", name, err)
+	}
+	_ = resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("replica %s serving but readyz answers %d:\n%s", name, resp.StatusCode, c.log())
+	}
 	return c
 }
 
@@ -319,6 +339,51 @@ func (c *child) metrics(t *testing.T) string {
 	return string(b)
 }
 
+// receive takes values from ch until n distinct ones came, within limit.
+func receive(t *testing.T, ch <-chan string, n int, limit time.Duration, what string) {
+	t.Helper()
+	deadline := time.After(limit)
+	for seen := map[string]bool{}; len(seen) < n; {
+		select {
+		case v := <-ch:
+			seen[v] = true
+		case <-deadline:
+			t.Fatalf("timed out waiting: %s", what)
+		}
+	}
+}
+
+// finalStatus reads a status event stream (GET …/events) to its end and returns its last status.
+func (c *child) finalStatus(t *testing.T, path string) oduflow.Response {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, "GET", "http://"+c.addr+path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var last oduflow.Response
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		if data, ok := strings.CutPrefix(sc.Text(), "data: "); ok {
+			if err := json.Unmarshal([]byte(data), &last); err != nil {
+				t.Fatalf("%s: event %q: %v", path, data, err)
+			}
+		}
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatalf("%s: the stream ended with %v (last %+v)", path, err, last)
+	}
+	return last
+}
+
+// waitFor polls ok until it holds: only for what no event reports across the process boundary (a
+// counter the child increments just after the commit its status stream reports).
 func waitFor(t *testing.T, limit time.Duration, what string, ok func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(limit)

@@ -40,9 +40,11 @@
 //
 //   - ClaimLockReader (GetWithRequestLock): the claim and its request lock read at one instant, in one
 //     round trip. Without it Status reads the claim, then the lock: two round trips, the same answer.
-//   - WindowedStore (SetStatusWindows, Liveness, GetWithLiveness): the launch and dispatch windows of
+//   - WindowedStore (StatusWindows, Liveness, GetWithLiveness): the launch and dispatch windows of
 //     the status rules measured by the store itself (the file store: the host's CLOCK_BOOTTIME stamped
-//     into the claim; etcdstore: keys on leases of the windows' TTL). Without it the dispatcher compares
+//     into the claim; etcdstore: keys on leases of the windows' TTL). Their lengths are given when the
+//     store is built (filestore.WithStatusWindows, etcdstore.WithStatusWindows) and oduflow.New refuses a
+//     store whose windows differ from its Timers. Without it the dispatcher compares
 //     the claim's recorded wall-clock times with its own clock (oduflow.WithClock), which is only as good
 //     as the replicas' clocks agree.
 //   - UnresolvedLister (ListUnresolved): each client's unresolved claims apart from its history. Without

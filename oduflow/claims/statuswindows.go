@@ -22,12 +22,14 @@ type Liveness struct {
 // with what it expires (etcdstore: a launching key and a dispatch-window key, each on an etcd lease of
 // the window's TTL, so the cluster expires them) or with one host's monotonic clock (the file store:
 // CLOCK_BOOTTIME and the boot id, stamped into the claim by the store at creation and at the intent).
-// oduflow.New tells the store the windows (SetStatusWindows: the dispatcher's Timers.LaunchGrace and
-// StatusExpiry); dispatchers sharing one store value must use the same two timers. Liveness reads the
-// windows and the request lock of a claim already read; GetWithLiveness reads the claim with them at
-// one instant.
+// The store is given the two windows' lengths when it is built (filestore.WithStatusWindows,
+// etcdstore.WithStatusWindows) and never changes them; StatusWindows reports them, and oduflow.New
+// refuses a store whose windows are not its Timers.LaunchGrace and StatusExpiry (a
+// *oduflow.StatusWindowsError, before anything is written), so every dispatcher on one store uses the
+// same two. Liveness reads the windows and the request lock of a claim already read; GetWithLiveness
+// reads the claim with them at one instant.
 type WindowedStore interface {
-	SetStatusWindows(launchGrace, statusExpiry time.Duration)
+	StatusWindows() (launchGrace, statusExpiry time.Duration)
 	Liveness(ctx context.Context, c *Claim) (Liveness, error)
 	GetWithLiveness(ctx context.Context, requestID string) (*Claim, Liveness, error)
 }

@@ -209,8 +209,9 @@
 // window rounded up to whole seconds plus one, so a window lasts at least its full length and at most
 // about 2 s more. A window is open while its key exists; GetWithLiveness reads the claim, the request lock
 // and both keys in one read transaction (one revision), Liveness the three keys of a claim already read.
-// oduflow.New passes its Timers.LaunchGrace and StatusExpiry (SetStatusWindows); replicas must use the same
-// timers. The timestamps in a claim (CreatedAt, DispatchedAt, FinishedAt, ResumedAt) are records only. So a
+// The two lengths are given at Open (WithStatusWindows, default oduflow.DefaultTimers') and oduflow.New
+// refuses a store whose windows differ from its Timers.LaunchGrace and StatusExpiry; replicas must use the
+// same timers. The timestamps in a claim (CreatedAt, DispatchedAt, FinishedAt, ResumedAt) are records only. So a
 // replica whose clock is minutes off reads the same statuses as the others: a claim whose worker has not
 // yet taken its lock reads running until the launch key expires, a dispatched claim whose worker holds the
 // lock reads running until the dispatch-window key expires, whatever the reader's clock, and Reconcile

@@ -47,6 +47,8 @@ type config struct {
 	username    string
 	password    string
 	logger      *zap.Logger
+	// grace, expiry: the status windows (WithStatusWindows).
+	grace, expiry time.Duration
 }
 
 // WithEndpoints sets the cluster's client URLs ("host:port" or "https://host:port").
@@ -60,6 +62,14 @@ func WithPrefix(prefix string) Option { return func(c *config) { c.prefix = pref
 
 // WithTTL sets the TTL of the etcd lease behind each lock (rounded up to whole seconds, at least 1 s).
 func WithTTL(ttl time.Duration) Option { return func(c *config) { c.ttl = ttl } }
+
+// WithStatusWindows sets the launch grace and the status expiry the store's window keys last (the
+// Timers.LaunchGrace and StatusExpiry of every Dispatcher on the store: oduflow.New refuses a store
+// whose windows differ from its Timers). Without it: oduflow.DefaultTimers' (30 s and 7260 s). Both
+// must be positive. Replicas sharing a prefix must use the same two.
+func WithStatusWindows(launchGrace, statusExpiry time.Duration) Option {
+	return func(c *config) { c.grace, c.expiry = launchGrace, statusExpiry }
+}
 
 // WithDialTimeout bounds the first connection.
 func WithDialTimeout(d time.Duration) Option { return func(c *config) { c.dialTimeout = d } }

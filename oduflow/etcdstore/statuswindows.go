@@ -3,7 +3,6 @@ package etcdstore
 import (
 	"context"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
@@ -32,7 +31,7 @@ const (
 	windowReuse = time.Second
 )
 
-// The production windows, until SetStatusWindows says otherwise (oduflow.DefaultTimers).
+// The production windows, unless WithStatusWindows says otherwise (oduflow.DefaultTimers).
 const (
 	defaultLaunchGrace  = 30 * time.Second
 	defaultStatusExpiry = 7260 * time.Second
@@ -40,7 +39,7 @@ const (
 
 // windowLeases caches the granted window lease of each TTL, and the grant in flight for each.
 type windowLeases struct {
-	grace, expiry atomic.Int64 // nanoseconds; 0 = the default
+	grace, expiry time.Duration // WithStatusWindows, fixed at Open
 	mu            sync.Mutex
 	byTTL         map[int64]grantedLease
 	granting      map[int64]*pendingGrant // concurrent openers wait for one grant, not the mutex
@@ -62,27 +61,15 @@ func (s *Store) dispatchWindowKey(request string) string {
 	return s.prefix + dispatchWindowDir + request
 }
 
-// SetStatusWindows sets the launch grace and the status expiry that the store's window keys last
-// (oduflow.New passes its Timers.LaunchGrace and StatusExpiry). Dispatchers sharing one Store must
-// use the same two timers.
-func (s *Store) SetStatusWindows(launchGrace, statusExpiry time.Duration) {
-	s.windows.grace.Store(int64(launchGrace))
-	s.windows.expiry.Store(int64(statusExpiry))
+// StatusWindows are the launch grace and the status expiry the store's window keys last, fixed at Open
+// (WithStatusWindows; claims.WindowedStore): oduflow.New compares them with its Timers.
+func (s *Store) StatusWindows() (launchGrace, statusExpiry time.Duration) {
+	return s.windows.grace, s.windows.expiry
 }
 
-func (s *Store) launchGrace() time.Duration {
-	if d := s.windows.grace.Load(); d > 0 {
-		return time.Duration(d)
-	}
-	return defaultLaunchGrace
-}
+func (s *Store) launchGrace() time.Duration { return s.windows.grace }
 
-func (s *Store) statusExpiry() time.Duration {
-	if d := s.windows.expiry.Load(); d > 0 {
-		return time.Duration(d)
-	}
-	return defaultStatusExpiry
-}
+func (s *Store) statusExpiry() time.Duration { return s.windows.expiry }
 
 // windowLease returns a lease that expires no earlier than d from now (and at most d + 2 s later):
 // granted now, or granted for the same TTL less than windowReuse ago. Concurrent callers share one

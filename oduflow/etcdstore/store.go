@@ -67,7 +67,7 @@ type Store struct {
 func Open(ctx context.Context, opts ...Option) (_ *Store, err error) {
 	defer errmark.Boundary(&err)
 	cfg := config{prefix: DefaultPrefix, ttl: DefaultTTL, dialTimeout: DefaultDialTimeout,
-		reqTimeout: DefaultRequestTimeout}
+		reqTimeout: DefaultRequestTimeout, grace: defaultLaunchGrace, expiry: defaultStatusExpiry}
 	for _, o := range opts {
 		o(&cfg)
 	}
@@ -78,8 +78,8 @@ func Open(ctx context.Context, opts ...Option) (_ *Store, err error) {
 		return nil, errmark.Mark(errors.New("etcdstore: prefix must be absolute printable ASCII without empty segments"),
 			claims.ErrInvalidInput)
 	}
-	if cfg.ttl <= 0 || cfg.dialTimeout <= 0 || cfg.reqTimeout <= 0 {
-		return nil, errmark.Mark(errors.New("etcdstore: TTL and timeouts must be positive"), claims.ErrInvalidInput)
+	if cfg.ttl <= 0 || cfg.dialTimeout <= 0 || cfg.reqTimeout <= 0 || cfg.grace <= 0 || cfg.expiry <= 0 {
+		return nil, errmark.Mark(errors.New("etcdstore: TTL, timeouts and status windows must be positive"), claims.ErrInvalidInput)
 	}
 	tcfg, err := cfg.tlsConfig()
 	if err != nil {
@@ -97,7 +97,7 @@ func Open(ctx context.Context, opts ...Option) (_ *Store, err error) {
 	}
 	s := &Store{cli: cli, prefix: cfg.prefix, ttl: int64(math.Ceil(cfg.ttl.Seconds())), reqTimeout: cfg.reqTimeout,
 		holder: "oduflow-etcdstore/" + uuid.NewString(), kv: pb.NewKVClient(cli.ActiveConnection()), ctx: sctx,
-		cancel: cancel}
+		cancel: cancel, windows: windowLeases{grace: cfg.grace, expiry: cfg.expiry}}
 	pctx, pcancel := context.WithTimeout(ctx, cfg.dialTimeout)
 	defer pcancel()
 	resp, err := cli.Get(pctx, s.prefix+"/", clientv3.WithCountOnly())

@@ -94,7 +94,7 @@ func TestPoolReplacedDuringIntent(t *testing.T) {
 	var bErr error
 	var bOK bool
 	var a *Store
-	a, err = open(dir, filestorehook.Hooks{Stage: func(stage string) {
+	a, err = Open(dir, filestorehook.WithStage(func(stage string) {
 		if stage != "before-rename" || !armed.CompareAndSwap(true, false) {
 			return
 		}
@@ -136,7 +136,7 @@ func TestPoolReplacedDuringIntent(t *testing.T) {
 		defer cancel()
 		_, bErr = b.CompareAndSwapHeld(bctx, next, lk, lease)
 		bOK = bErr == nil
-	}})
+	}))
 	if err != nil {
 		t.Fatal(err)
 	}

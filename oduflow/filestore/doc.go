@@ -39,7 +39,8 @@
 //     is durable before a claim becomes unresolved and removed after it is resolved).
 //   - WindowedStore: the status windows measured on this host's monotonic clock (the boot id and
 //     CLOCK_BOOTTIME, stamped into the claim at creation and at the dispatch intent), never with a wall
-//     clock; a claim directory is one host's, so every reader measures with the writer's clock.
+//     clock; a claim directory is one host's, so every reader measures with the writer's clock. Their
+//     lengths are given at Open (WithStatusWindows; the Dispatcher's Timers) and fixed for the Store's life.
 //   - ClaimLockReader is not implemented: the dispatcher reads the claim and its liveness through
 //     GetWithLiveness, local reads with no round trip to save.
 //

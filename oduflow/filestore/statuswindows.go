@@ -16,26 +16,16 @@ import (
 // so every reader measures with the writer's clock. A claim written before the stamps existed is measured
 // by its wall-clock times against this host's wall clock (written by a process of this host too).
 
-// The production windows, until SetStatusWindows says otherwise (oduflow.DefaultTimers: a test of package
-// oduflow holds the two equal).
+// The production windows, unless WithStatusWindows says otherwise (oduflow.DefaultTimers: a test of
+// package oduflow holds the two equal).
 const (
 	defaultLaunchGrace  = 30 * time.Second
 	defaultStatusExpiry = 7260 * time.Second
 )
 
-// SetStatusWindows sets the launch grace and status expiry the store's windows last (oduflow.New passes
-// its Timers.LaunchGrace and StatusExpiry). Dispatchers sharing one store value must use the same two.
-func (s *Store) SetStatusWindows(launchGrace, statusExpiry time.Duration) {
-	s.windows[0].Store(int64(launchGrace))
-	s.windows[1].Store(int64(statusExpiry))
-}
-
-func (s *Store) window(i int, def time.Duration) time.Duration {
-	if d := s.windows[i].Load(); d > 0 {
-		return time.Duration(d)
-	}
-	return def
-}
+// StatusWindows are the launch grace and status expiry the store's windows last, fixed at Open
+// (WithStatusWindows; claims.WindowedStore): oduflow.New compares them with its Timers.
+func (s *Store) StatusWindows() (launchGrace, statusExpiry time.Duration) { return s.grace, s.expiry }
 
 // claims.Liveness reads c's request lock and measures its two windows on this host's monotonic clock.
 func (s *Store) Liveness(ctx context.Context, c *claims.Claim) (_ claims.Liveness, err error) {
@@ -48,7 +38,7 @@ func (s *Store) Liveness(ctx context.Context, c *claims.Claim) (_ claims.Livenes
 	if err != nil {
 		return claims.Liveness{}, err
 	}
-	grace, expiry := s.window(0, defaultLaunchGrace), s.window(1, defaultStatusExpiry)
+	grace, expiry := s.grace, s.expiry
 	lv := claims.Liveness{RequestLockHeld: held}
 	if c.CreatedClock != "" {
 		lv.LaunchOpen = hostclock.WindowOpen(c.CreatedClock, now, grace)

@@ -6,7 +6,6 @@ import (
 	"iter"
 	"path/filepath"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/cockroachdb/errors"
@@ -57,25 +56,28 @@ type Store struct {
 
 	bufs sync.Pool // *[]byte read buffers: a claim read allocates no file buffer (claims.Decode keeps none of it)
 
-	clock   *hostclock.Clock // this host's boot id and CLOCK_BOOTTIME: the status windows (statuswindows.go)
-	windows [2]atomic.Int64  // launch grace, status expiry (nanoseconds; 0: the defaults)
+	clock         *hostclock.Clock // this host's boot id and CLOCK_BOOTTIME: the status windows (statuswindows.go)
+	grace, expiry time.Duration    // the status windows (WithStatusWindows), fixed at Open
 }
 
-// Open opens (creating it 0700 when missing) the claim directory. hooks are the test hooks of this
-// module's own tests (crash points, a host clock they move); their type is internal to the module, so a
-// caller passes none.
-func Open(dir string, hooks ...filestorehook.Hooks) (_ *Store, err error) {
+// Option configures Open and OpenExisting. Callers get options from this package's With* functions
+// only: the function's argument is a type internal to the module, which nothing outside it can name, so
+// the module's own tests can set their hooks (crash points, a host clock they move) through the same
+// parameter without the hooks being part of the store's API.
+type Option func(*filestorehook.Config)
+
+// WithStatusWindows sets the launch grace and the status expiry the store's status windows last (the
+// Timers.LaunchGrace and StatusExpiry of every Dispatcher on the store: oduflow.New refuses a store whose
+// windows differ from its Timers). Without it: oduflow.DefaultTimers' (30 s and 7260 s). Both must be
+// positive (else Open fails with claims.ErrInvalidInput).
+func WithStatusWindows(launchGrace, statusExpiry time.Duration) Option {
+	return func(c *filestorehook.Config) { c.LaunchGrace, c.StatusExpiry = launchGrace, statusExpiry }
+}
+
+// Open opens (creating it 0700 when missing) the claim directory.
+func Open(dir string, opts ...Option) (_ *Store, err error) {
 	defer errmark.Boundary(&err)
-	var h filestorehook.Hooks
-	for _, o := range hooks {
-		if o.Stage != nil {
-			h.Stage = o.Stage
-		}
-		if o.Clock != nil {
-			h.Clock = o.Clock
-		}
-	}
-	return open(dir, h)
+	return open(dir, true, opts)
 }
 
 // ErrNoStore: OpenExisting found no claim directory at the path it was given. Nothing was created: a
@@ -86,20 +88,42 @@ var ErrNoStore = errors.New("filestore: no claim directory")
 // listing, a reconciliation): a missing directory is ErrNoStore (it also matches fs.ErrNotExist) and
 // nothing is created. The store's own subdirectories are still made inside an existing directory (a
 // store of an earlier layout gets its indexes), since they are part of the store, not a new one.
-func OpenExisting(dir string) (_ *Store, err error) {
+func OpenExisting(dir string, opts ...Option) (_ *Store, err error) {
 	defer errmark.Boundary(&err)
+	return open(dir, false, opts)
+}
+
+// open opens the store at dir with opts applied (create: the directory is made when missing, else a
+// missing directory is ErrNoStore).
+func open(dir string, create bool, opts []Option) (*Store, error) {
+	var h filestorehook.Config
+	for _, o := range opts {
+		if o != nil {
+			o(&h)
+		}
+	}
+	if h.LaunchGrace == 0 && h.StatusExpiry == 0 {
+		h.LaunchGrace, h.StatusExpiry = defaultLaunchGrace, defaultStatusExpiry
+	}
+	if h.LaunchGrace <= 0 || h.StatusExpiry <= 0 {
+		return nil, errmark.Mark(errors.Newf("filestore: status windows must be positive (launch grace %s, status expiry %s)",
+			h.LaunchGrace, h.StatusExpiry), claims.ErrInvalidInput)
+	}
+	if create {
+		return openHooked(dir, h)
+	}
 	if _, err := safefile.OpenStore(dir); err != nil {
 		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, safefile.ErrNotExist) {
 			return nil, errors.Mark(errors.Wrapf(ErrNoStore, "claim directory %s does not exist (check the path: a reader never creates a claim store)", errors.Safe(dir)), fs.ErrNotExist)
 		}
 		return nil, errors.Wrap(err, "oduflow: open claim directory")
 	}
-	return open(dir, filestorehook.Hooks{})
+	return openHooked(dir, h)
 }
 
-// open is Open with the hooks merged: a hook called at the crash points of Create (the store's own and
-// the safe file store's) and the host clock.
-func open(dir string, h filestorehook.Hooks) (*Store, error) {
+// openHooked opens the store with its configuration: the windows, a hook called at the crash points of
+// Create (the store's own and the safe file store's) and the host clock.
+func openHooked(dir string, h filestorehook.Config) (*Store, error) {
 	opts := []safefile.StoreOption{safefile.WithCreate()}
 	if h.Stage != nil {
 		opts = append(opts, safefile.WithStageHook(h.Stage))
@@ -124,7 +148,7 @@ func open(dir string, h filestorehook.Hooks) (*Store, error) {
 		return nil, errors.Wrap(err, "oduflow: open fence token directory")
 	}
 	return &Store{st: st, idx: newIndexTree(idx), open: newIndexTree(open), fences: fences, stage: h.Stage,
-		owners: make(map[string]string), clock: h.Clock}, nil
+		owners: make(map[string]string), clock: h.Clock, grace: h.LaunchGrace, expiry: h.StatusExpiry}, nil
 }
 
 func (s *Store) at(stage string) {

@@ -46,6 +46,10 @@ type StoreFactory struct {
 	// Open returns a new handle on the backend at location. The suite closes it when it implements
 	// io.Closer.
 	Open func(ctx context.Context, location string) (Store, error)
+	// OpenWithWindows is Open for a store built with the given status windows (filestore.WithStatusWindows,
+	// etcdstore.WithStatusWindows). Required when the store implements claims.WindowedStore: the windows
+	// are given at construction, never set on a store afterwards.
+	OpenWithWindows func(ctx context.Context, location string, launchGrace, statusExpiry time.Duration) (Store, error)
 	// Corrupt stores data verbatim as the record of requestID (the file store writes the raw file, an etcd
 	// store the raw key), bypassing every check. Nil: the malformed-record subtests are skipped.
 	Corrupt func(ctx context.Context, location, requestID string, data []byte) error
@@ -114,14 +118,27 @@ func (s *suite) backend(t testing.TB) string {
 // open opens one more handle (replica) on loc.
 func (s *suite) open(t testing.TB, loc string) Store {
 	t.Helper()
-	st, err := s.f.Open(testContext(t), loc)
-	if err != nil {
-		t.Fatalf("open store at %q: %v", loc, err)
+	return s.opened(t, loc)(s.f.Open(testContext(t), loc))
+}
+
+// openWindowed opens one more handle on loc built with the status windows grace and expiry.
+func (s *suite) openWindowed(t testing.TB, loc string, grace, expiry time.Duration) Store {
+	t.Helper()
+	return s.opened(t, loc)(s.f.OpenWithWindows(testContext(t), loc, grace, expiry))
+}
+
+// opened checks an open's outcome and closes the handle at the end of the test.
+func (s *suite) opened(t testing.TB, loc string) func(Store, error) Store {
+	return func(st Store, err error) Store {
+		t.Helper()
+		if err != nil {
+			t.Fatalf("open store at %q: %v", loc, err)
+		}
+		if c, ok := st.(io.Closer); ok {
+			t.Cleanup(func() { _ = c.Close() })
+		}
+		return st
 	}
-	if c, ok := st.(io.Closer); ok {
-		t.Cleanup(func() { _ = c.Close() })
-	}
-	return st
 }
 
 // releaseGrace is how long the suite waits for a dead holder's lease to become free: the store's TTL twice

@@ -105,15 +105,22 @@ func (s *suite) testClaimLockReader(t *testing.T) {
 // dispatch intent, and the request lock as RequestLockHeld does; GetWithLiveness agrees with Liveness.
 func (s *suite) testWindowedStore(t *testing.T) {
 	loc := s.backend(t)
-	a, b := s.open(t, loc), s.open(t, loc)
-	if _, ok := a.(claims.WindowedStore); !ok {
+	if w, ok := s.open(t, loc).(claims.WindowedStore); !ok {
 		t.Skip("oduflowtest: the store does not measure the status windows (no claims.WindowedStore)")
+	} else if g, e := w.StatusWindows(); g <= 0 || e <= 0 {
+		t.Fatalf("a store opened without windows reports StatusWindows %v, %v (want its positive defaults)", g, e)
+	}
+	if s.f.OpenWithWindows == nil {
+		t.Fatal("oduflowtest: a claims.WindowedStore needs StoreFactory.OpenWithWindows (its windows are given at construction)")
 	}
 	// Windows long enough that a loaded machine never runs them out by accident, short enough to see one
 	// run out: a launch grace of 1.5 s, a dispatch window of 30 s.
 	const grace, expiry = 1500 * time.Millisecond, 30 * time.Second
-	for _, h := range []Store{a, b} {
-		h.(claims.WindowedStore).SetStatusWindows(grace, expiry)
+	a, b := s.openWindowed(t, loc, grace, expiry), s.openWindowed(t, loc, grace, expiry)
+	for i, h := range []Store{a, b} {
+		if g, e := h.(claims.WindowedStore).StatusWindows(); g != grace || e != expiry {
+			t.Fatalf("handle %d built with windows %v, %v reports StatusWindows %v, %v", i, grace, expiry, g, e)
+		}
 	}
 	ctx := testContext(t)
 	c := mustCreate(t, a, NewClaim())

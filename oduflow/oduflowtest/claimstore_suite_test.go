@@ -22,6 +22,9 @@ func fileFactory() oduflowtest.StoreFactory {
 		Open: func(_ context.Context, dir string) (oduflowtest.Store, error) {
 			return filestore.Open(dir)
 		},
+		OpenWithWindows: func(_ context.Context, dir string, grace, expiry time.Duration) (oduflowtest.Store, error) {
+			return filestore.Open(dir, filestore.WithStatusWindows(grace, expiry))
+		},
 		Corrupt: func(_ context.Context, dir, requestID string, data []byte) error {
 			// Through a temporary file and a rename, as the store writes: the record is whole or absent.
 			tmp := filepath.Join(dir, ".corrupt-"+requestID)

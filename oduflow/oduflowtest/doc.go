@@ -25,8 +25,9 @@
 // never a panic). Every error is checked with the standard library's errors.Is.
 //
 // A StoreFactory tells the suite how to make a fresh backend (New returns its location), how to open a
-// handle on a location (Open), and what the store cannot do (Capabilities, and nil Corrupt or KillSession):
-// an in-memory store has no other processes, a store whose leases expire by TTL releases a dead holder's
+// handle on a location (Open; OpenWithWindows for a claims.WindowedStore, whose status windows are given
+// when it is built), and what the store cannot do (Capabilities, and nil Corrupt or KillSession): an
+// in-memory store has no other processes, a store whose leases expire by TTL releases a dead holder's
 // leases only after the TTL.
 //
 // Where the contract leaves a choice, the suite takes the stricter reading, because the dispatcher's

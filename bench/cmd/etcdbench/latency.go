@@ -48,7 +48,7 @@ func newBench(ctx context.Context, endpoint string, tm oduflow.Timers) (*bench, 
 // openBench opens a Store under a fresh prefix and a Dispatcher on it talking to the master at master.
 func openBench(ctx context.Context, endpoint, prefix, master, events, keyFile, pkiDir string, tm oduflow.Timers) (*bench, error) {
 	st, err := etcdstore.Open(ctx, etcdstore.WithEndpoints(strings.TrimPrefix(endpoint, "http://")),
-		etcdstore.WithPrefix(prefix))
+		etcdstore.WithPrefix(prefix), etcdstore.WithStatusWindows(tm.LaunchGrace, tm.StatusExpiry))
 	if err != nil {
 		return nil, err
 	}

@@ -42,9 +42,10 @@ func (s Settings) ClaimDir() (string, error) {
 }
 
 // OpenFileClaims opens (creating it 0700) the file claim store in dir: for the commands that write a
-// claim (start, custom start, init).
-func OpenFileClaims(dir string) (claims.Store, error) {
-	store, err := filestore.Open(dir)
+// claim (start, custom start, init). opts: the store's status windows (filestore.WithStatusWindows) when
+// the dispatcher's timers are not the defaults.
+func OpenFileClaims(dir string, opts ...filestore.Option) (claims.Store, error) {
+	store, err := filestore.Open(dir, opts...)
 	if err != nil {
 		return nil, configf(err, "claim store %q", dir)
 	}
@@ -55,8 +56,8 @@ func OpenFileClaims(dir string) (claims.Store, error) {
 // claims (status, resume, reconcile): a missing directory is an error matching filestore.ErrNoStore
 // (exit status 6, "damaged or missing claim store"), never a new empty store in which every request
 // would read not_started.
-func OpenExistingFileClaims(dir string) (claims.Store, error) {
-	store, err := filestore.OpenExisting(dir)
+func OpenExistingFileClaims(dir string, opts ...filestore.Option) (claims.Store, error) {
+	store, err := filestore.OpenExisting(dir, opts...)
 	if err != nil {
 		if stderrors.Is(err, filestore.ErrNoStore) {
 			return nil, err
@@ -115,12 +116,14 @@ func (s Settings) EtcdOptions() ([]etcdstore.Option, error) {
 
 // OpenEtcd opens the etcd claim store. Nothing is written yet, so an etcd that does not answer is
 // ErrUnreachable, refused credentials ErrRefused, and unreadable TLS files or bad settings ErrUsage.
-func (s Settings) OpenEtcd(ctx context.Context) (*etcdstore.Store, error) {
+// extra are added after the settings' own (etcdstore.WithStatusWindows when the dispatcher's timers
+// are not the defaults).
+func (s Settings) OpenEtcd(ctx context.Context, extra ...etcdstore.Option) (*etcdstore.Store, error) {
 	opts, err := s.EtcdOptions()
 	if err != nil {
 		return nil, err
 	}
-	st, err := etcdstore.Open(ctx, opts...)
+	st, err := etcdstore.Open(ctx, append(opts, extra...)...)
 	if err == nil {
 		return st, nil
 	}

@@ -33,7 +33,7 @@ func TestReplicaClosedMidRunIsAdopted(t *testing.T) {
 		}
 		minions = append(minions, m)
 	}
-	stores := newStores(t, 2)
+	stores := newStores(t, 2, windowsOf(crashTimers()))
 	a, err := newSaltDispatcher(sim.Addr(), sim.EventsAddr(), sim.KeyFile(), sim.PKIDir(), stores[0])
 	if err != nil {
 		t.Fatal(err)

@@ -81,7 +81,7 @@ func waitRuns(t *testing.T, m *fakeMaster, req string, n int) {
 // create-if-absent compared only the claim key: the request ran twice.
 func TestDeletedClaimNotRepublished(t *testing.T) {
 	ctx := context.Background()
-	st := newStore(t)
+	st := newStore(t, windowsOf(attackTimers()))
 	m := &fakeMaster{runs: make(map[string]int)}
 	minion, req := newMinion(), receipt.NewRequestID()
 	d := fakeDispatcher(t, st, m, minion)
@@ -119,7 +119,7 @@ func TestDeletedClaimNotRepublished(t *testing.T) {
 // the client for ever as lease_busy.
 func TestLeaselessLockKeys(t *testing.T) {
 	ctx := context.Background()
-	st := newStore(t)
+	st := newStore(t, windowsOf(attackTimers()))
 	m := &fakeMaster{runs: make(map[string]int)}
 	minion := newMinion()
 	d := fakeDispatcher(t, st, m, minion)

@@ -35,6 +35,13 @@ func etcdFactory() oduflowtest.StoreFactory {
 			}
 			return etcdstore.Open(ctx, append(opts, etcdstore.WithTTL(conformanceTTL))...)
 		},
+		OpenWithWindows: func(ctx context.Context, loc string, grace, expiry time.Duration) (oduflowtest.Store, error) {
+			opts, err := etcdstore.ParseURL(loc)
+			if err != nil {
+				return nil, err
+			}
+			return etcdstore.Open(ctx, append(opts, etcdstore.WithTTL(conformanceTTL), etcdstore.WithStatusWindows(grace, expiry))...)
+		},
 		Corrupt: corruptAt,
 		// Closing the handle's lessor stops every keepalive of its sessions without revoking anything:
 		// the lock keys stay until the server expires their leases after the TTL, as for a holder that

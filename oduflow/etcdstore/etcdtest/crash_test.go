@@ -45,7 +45,13 @@ func openCrashStore(ctx context.Context, claimsURL string) (*etcdstore.Store, er
 	if err != nil {
 		return nil, err
 	}
-	return etcdstore.Open(ctx, append(opts, etcdstore.WithTTL(crashTTL))...)
+	return etcdstore.Open(ctx, append(opts, etcdstore.WithTTL(crashTTL), windowsOf(crashTimers()))...)
+}
+
+// windowsOf builds a store with the status windows of t: oduflow.New refuses a store whose windows are
+// not its Timers'.
+func windowsOf(t oduflow.Timers) etcdstore.Option {
+	return etcdstore.WithStatusWindows(t.LaunchGrace, t.StatusExpiry)
 }
 
 func quietLog() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }

@@ -69,11 +69,11 @@ func (m *fakeMaster) Publish(_ context.Context, req salt.PublishRequest) (*salt.
 // requests for one client at once. The client lease and the quarantine across replicas let exactly one be
 // published; every other ends failed before publishing (quarantined or lease busy).
 func TestDispatchersShareOneClient(t *testing.T) {
-	stores := newStores(t, 3)
 	master := &fakeMaster{runs: make(map[string]int)}
 	timers := oduflow.Timers{ExecutionWait: 2 * time.Second, HardDeadline: 3 * time.Second,
 		StatusExpiry: 4 * time.Second, LaunchGrace: 20 * time.Second, LeaseWait: 5 * time.Second, PollBudget: 1,
 		CallTimeout: 2 * time.Second}
+	stores := newStores(t, 3, windowsOf(timers))
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	minion := newMinion()
 	// The preflight reads the minion's accepted key from the master's pki_dir (receipt proofs).

@@ -27,7 +27,7 @@ func TestMinionMarkAheadOfTheCluster(t *testing.T) {
 	if err := fakeminion.Add(sim, m); err != nil {
 		t.Fatal(err)
 	}
-	stores := newStores(t, 2)
+	stores := newStores(t, 2, windowsOf(crashTimers()))
 	var last uint64
 	for i := range 4 {
 		d, err := newSaltDispatcher(sim.Addr(), sim.EventsAddr(), sim.KeyFile(), sim.PKIDir(), stores[i%2])

@@ -23,7 +23,7 @@ func BenchmarkClientHistory(b *testing.B) {
 	for _, n := range []int{10, 10000} {
 		b.Run(fmt.Sprintf("claims=%d", n), func(b *testing.B) {
 			ctx := context.Background()
-			st := newStore(b)
+			st := newStore(b, windowsOf(attackTimers()))
 			minion := newMinion()
 			seedHistory(b, st, minion, n)
 			// As a cluster in service is (--auto-compaction-retention): history compacted, so the deleted

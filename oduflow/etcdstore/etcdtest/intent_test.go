@@ -120,7 +120,7 @@ func TestIntentLostAck(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			m := newProtoMinion(newMinion())
 			sim := startMaster(t, m)
-			st := &lostAckStore{Store: newStore(t, etcdstore.WithTTL(crashTTL)), lost: lost}
+			st := &lostAckStore{Store: newStore(t, etcdstore.WithTTL(crashTTL), windowsOf(crashTimers())), lost: lost}
 			st.act = func(s *lostAckStore, next *claims.Claim, held []claims.Lease) { tc.act(t, s, next, held) }
 			d, err := newSaltDispatcher(sim.Addr(), sim.EventsAddr(), sim.KeyFile(), sim.PKIDir(), st.Store,
 				oduflow.WithClaimStore(st))

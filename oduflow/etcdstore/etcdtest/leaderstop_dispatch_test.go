@@ -39,7 +39,7 @@ func TestLeaderStoppedMidStarts(t *testing.T) {
 	const requests, perRequest, replicas = 200, 5, 3
 	cl := startCluster(t, 3)
 	stores := openStores(t, cl.clients, "/ha-"+uuid.NewString()[:8], replicas,
-		etcdstore.WithDialTimeout(10*time.Second), etcdstore.WithTTL(leaderStopTTL))
+		etcdstore.WithDialTimeout(10*time.Second), etcdstore.WithTTL(leaderStopTTL), windowsOf(leaderStopTimers()))
 	sim, minions := startManyMinionMaster(t, requests)
 	var leased, recorded atomic.Int32 // workers past their client lease, and with their intent recorded
 	step := func(_ context.Context, _ oduflow.RequestRef, s string) {

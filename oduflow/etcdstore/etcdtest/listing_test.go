@@ -28,7 +28,7 @@ func TestHostileClaimsAllocationBounded(t *testing.T) {
 	}
 	ctx := context.Background()
 	endpoint := startMemberProcess(t)
-	st := openStores(t, []string{endpoint}, "/hostile", 1)[0]
+	st := openStores(t, []string{endpoint}, "/hostile", 1, windowsOf(attackTimers()))[0]
 	minion := newMinion()
 	big := bytes.Repeat([]byte("x"), 1400<<10)
 	hostile := 64

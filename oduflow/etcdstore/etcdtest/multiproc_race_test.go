@@ -116,7 +116,7 @@ func TestThreeProcessesOneRequest(t *testing.T) {
 		t.Skip("spawns processes")
 	}
 	const procs, perProc = 3, 300
-	st := newStore(t)
+	st := newStore(t, windowsOf(crashTimers()))
 	prefix := st.Prefix()
 	m := newProtoMinion(newMinion())
 	sim := startMaster(t, m)

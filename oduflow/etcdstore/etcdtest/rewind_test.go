@@ -146,7 +146,7 @@ func TestExternalRewind(t *testing.T) {
 
 func testRewound(t *testing.T, mem *restartableMember) {
 	ctx := context.Background()
-	st := openStores(t, []string{mem.client}, "/rewind", 1, etcdstore.WithTTL(2*time.Second))[0]
+	st := openStores(t, []string{mem.client}, "/rewind", 1, etcdstore.WithTTL(2*time.Second), windowsOf(attackTimers()))[0]
 	master := &fakeMaster{runs: make(map[string]int)}
 	minion := newMinion()
 	d := fakeDispatcher(t, st, master, minion)

@@ -34,7 +34,7 @@ var skewAssert = oduflow.Assert{Outcome: receipt.StatusFailed, Total: 1, Who: "o
 // after the window (+ its lease's rounding) a replica 2 minutes behind reads it unknown.
 func TestSkewedReplicaLaunchWindow(t *testing.T) {
 	ctx := context.Background()
-	st := newStores(t, 3)
+	st := newStores(t, 3, windowsOf(skewTimers()))
 	m := &fakeMaster{runs: make(map[string]int)}
 	minion, req := newMinion(), receipt.NewRequestID()
 	a := fakeDispatcher(t, st[0], m, minion, oduflow.WithTimers(skewTimers()), oduflow.WithDetachedWorkers("/bin/true"))
@@ -68,7 +68,7 @@ func TestSkewedReplicaLaunchWindow(t *testing.T) {
 // and refuses an Assert on it.
 func TestSkewedReplicaDispatchWindow(t *testing.T) {
 	ctx := context.Background()
-	st := newStores(t, 2)
+	st := newStores(t, 2, windowsOf(skewTimers()))
 	m := &fakeMaster{runs: make(map[string]int)}
 	minion, req := newMinion(), receipt.NewRequestID()
 	a := fakeDispatcher(t, st[0], m, minion, oduflow.WithTimers(skewTimers()))

@@ -16,6 +16,7 @@ import (
 // refusals of callers that did not authenticate counted per source and reason (one line per interval,
 // written at the latest by Close); never a token or a hash.
 func TestAuditTrail(t *testing.T) {
+	t.Parallel()
 	env := startSim(t)
 	m := env.addMinion()
 	s := env.server()

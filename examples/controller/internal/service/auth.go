@@ -54,14 +54,6 @@ func (a *authenticator) principal(r *http.Request) (Principal, bool) {
 	return a.tokens.authenticate(bearerToken(r.Header.Get("Authorization")))
 }
 
-type principalKey struct{}
-
-// principalOf is the request's authenticated principal (set by protect).
-func principalOf(ctx context.Context) Principal {
-	p, _ := ctx.Value(principalKey{}).(Principal)
-	return p
-}
-
 // protect is every route but /healthz and /readyz: it names the action for the audit trail, answers 401
 // (WWW-Authenticate: Bearer) without a valid principal (429 past the source's unauthenticated rate;
 // both counted per source and interval, refuseUnauthenticated) and 429 over the principal's bound, and
@@ -98,10 +90,11 @@ func (s *Service) protect(action string, a access, h http.HandlerFunc) http.Hand
 			return
 		}
 		defer release()
-		if !s.permits(w, r, action, a, p) {
+		granted, ok := s.authorize(w, r, action, a, p)
+		if !ok {
 			return
 		}
-		ctx := context.WithValue(r.Context(), principalKey{}, p)
+		ctx := granted.Context() // its grant (grantOf) carries the principal
 		if !streams(action) {
 			// Every answer has a deadline, whatever its handler waits for (a store, the master, a minion):
 			// a request cannot hold its in-flight slot and its connection for longer.

@@ -22,6 +22,7 @@ import (
 // mount (token -> ..data/token -> ..2026_12_07/token, in a sticky world-writable root) is accepted.
 // Before: Open accepted the first five and hung on the FIFO.
 func TestF5AuthorityFilesCheckedLikeTheToken(t *testing.T) {
+	// Not parallel: it bounds how soon a refusal comes (a second).
 	env := startSim(t)
 	env.addMinion()
 	dir := t.TempDir()

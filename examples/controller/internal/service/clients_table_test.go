@@ -13,6 +13,7 @@ import (
 // ODUFLOW_CLIENTS follows the profile table's id policy: host names under minion_ids: salt, client-<uuid>
 // only under the seeds' table; the refusal names the line, never the value.
 func TestClientsFollowTheTablePolicy(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "clients")
 	if err := os.WriteFile(path, []byte("web01.lab.example acme\nclient-7c9e6679-7425-40de-944b-e07fc1f90ae7 beta\n"), 0o600); err != nil {

@@ -14,24 +14,6 @@ import (
 // MaxCustomBodyBytes bounds a custom-state request body: a source of profiles.MaxSourceBytes, JSON-escaped.
 const MaxCustomBodyBytes = 4*profiles.MaxSourceBytes + 4096
 
-// customRoutes are the custom-state API over the catalog: definitions with revisions, validate (compiles,
-// never executes), assignments, apply and apply again, status with counts and error codes.
-func (s *Service) customRoutes(route func(pattern, action string, a access, h http.HandlerFunc)) {
-	// validate compiles and never executes or writes, yet it is an administrator's (observers never
-	// handle source).
-	route("POST /v1/custom-states/validate", "custom_validate", adminReads(scopeNone), s.validateCustom)
-	route("POST /v1/custom-states", "custom_create", adminWrites(scopeBodyCompany), s.createCustom)
-	route("GET /v1/custom-states", "custom_list", anyReads(scopeListed), s.listCustom)
-	route("GET /v1/custom-states/{id}", "custom_get", anyReads(scopeDefinition), s.getCustom)
-	route("PUT /v1/custom-states/{id}/source", "custom_save", adminWrites(scopeDefinition), s.saveCustom)
-	route("PUT /v1/minions/{minion}/custom-states/{id}", "custom_assign", adminWrites(scopeMinion), s.assignCustom)
-	route("GET /v1/minions/{minion}/custom-states", "custom_assignments", anyReads(scopeMinion), s.listAssignments)
-	route("POST /v1/minions/{minion}/custom-states/{id}/apply", "custom_apply", adminWrites(scopeMinion), s.applyCustom)
-	route("GET /v1/minions/{minion}/custom-executions", "custom_executions", anyReads(scopeMinion), s.listExecutions)
-	route("GET /v1/minions/{minion}/custom-executions/{request_id}", "custom_status", anyReads(scopeMinion), s.executionStatus)
-	route("GET /v1/minions/{minion}/custom-executions/{request_id}/events", "custom_status_events", anyReads(scopeMinion), s.executionEvents)
-}
-
 // sourceBody is the body of validate and save.
 type sourceBody struct {
 	Source string `json:"source"`
@@ -78,11 +60,8 @@ func (s *Service) createCustom(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, op, err)
 		return
 	}
-	if !validCompany(in.Company) {
+	if !validCompany(in.Company) { // authorize checked it (scopeBodyCompany) in the same bytes
 		s.fail(w, r, op, usageError(op+": company: want 1-128 letters, digits or . _ -"))
-		return
-	}
-	if !s.companyScope(w, r, op, in.Company) {
 		return
 	}
 	d, err := s.cat.CreateDefinition(r.Context(), in.Company, in.Name, []byte(in.Source))
@@ -99,36 +78,20 @@ func (s *Service) listCustom(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, "custom_list", err)
 		return
 	}
-	p := principalOf(r.Context())
+	g := grantOf(r)
 	out := []definitionView{}
 	for _, d := range defs {
-		if p.InCompany(d.Company) {
+		if g.sees(d.Company) {
 			out = append(out, viewOfDefinition(d, s.seesDigest(r)))
 		}
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"definitions": out})
 }
 
-// definition reads {id} and checks its company (404 unknown, 403 another company's).
-func (s *Service) definition(w http.ResponseWriter, r *http.Request, op string) (catalog.Definition, bool) {
-	d, err := s.cat.Definition(r.Context(), r.PathValue("id"))
-	if err != nil {
-		s.fail(w, r, op, err)
-		return catalog.Definition{}, false
-	}
-	if !s.companyScope(w, r, op, d.Company) {
-		return catalog.Definition{}, false
-	}
-	return d, true
-}
-
 // getCustom: administrators of the definition's company read its source, observers its metadata.
 func (s *Service) getCustom(w http.ResponseWriter, r *http.Request) {
-	d, ok := s.definition(w, r, "custom_get")
-	if !ok {
-		return
-	}
-	if !principalOf(r.Context()).IsAdministrator() {
+	d := grantOf(r).definition // authorize read it (scopeDefinition)
+	if !grantOf(r).admin() {
 		writeJSON(w, http.StatusOK, viewOfDefinition(d, s.seesDigest(r)))
 		return
 	}
@@ -138,10 +101,7 @@ func (s *Service) getCustom(w http.ResponseWriter, r *http.Request) {
 // saveCustom replaces the source: changed source is a new revision; frozen executions do not change.
 func (s *Service) saveCustom(w http.ResponseWriter, r *http.Request) {
 	const op = "custom_save"
-	d, ok := s.definition(w, r, op) // its company is authorized before the body is read
-	if !ok {
-		return
-	}
+	d := grantOf(r).definition // its company is authorized before the body is read (scopeDefinition)
 	var in sourceBody
 	if err := decodeBody(w, r, op, MaxCustomBodyBytes, false, &in); err != nil {
 		s.fail(w, r, op, err)
@@ -158,14 +118,8 @@ func (s *Service) saveCustom(w http.ResponseWriter, r *http.Request) {
 // assignCustom assigns a definition to a client of the definition's company (the client's binding).
 func (s *Service) assignCustom(w http.ResponseWriter, r *http.Request) {
 	const op = "custom_assign"
-	minion, company, ok := s.minionScope(w, r, op, true)
-	if !ok {
-		return
-	}
-	d, ok := s.definition(w, r, op)
-	if !ok {
-		return
-	}
+	g := grantOf(r) // the client and the definition, checked (scopeMinion | scopeDefinition)
+	minion, company, d := g.minion, g.company, g.definition
 	if err := d.AssignableTo(company); err != nil {
 		s.fail(w, r, op, err)
 		return
@@ -181,19 +135,15 @@ func (s *Service) assignCustom(w http.ResponseWriter, r *http.Request) {
 
 func (s *Service) listAssignments(w http.ResponseWriter, r *http.Request) {
 	const op = "custom_assignments"
-	minion, _, ok := s.minionScope(w, r, op, false)
-	if !ok {
-		return
-	}
-	as, err := s.cat.Assignments(r.Context(), minion)
+	g := grantOf(r)
+	as, err := s.cat.Assignments(r.Context(), g.minion)
 	if err != nil {
 		s.fail(w, r, op, err)
 		return
 	}
-	p := principalOf(r.Context())
 	out := []assignmentView{}
 	for _, a := range as {
-		if !p.InCompany(a.Company) {
+		if !g.sees(a.Company) {
 			continue
 		}
 		v := assignmentView{DefinitionID: a.DefinitionID, MinionID: a.MinionID, Company: a.Company, CreatedAt: a.CreatedAt}
@@ -217,13 +167,9 @@ type applyBody struct {
 // reused says which), as oduflow.Dispatcher.CustomStart decides.
 func (s *Service) applyCustom(w http.ResponseWriter, r *http.Request) {
 	const op = "custom_apply"
-	minion, company, ok := s.minionScope(w, r, op, true)
-	if !ok {
-		return
-	}
-	if d, ok := s.definition(w, r, op); !ok { // authorized before the body is read
-		return
-	} else if err := d.AssignableTo(company); err != nil {
+	g := grantOf(r) // the client and the definition, checked before the body is read
+	minion := g.minion
+	if err := g.definition.AssignableTo(g.company); err != nil {
 		s.fail(w, r, op, err)
 		return
 	}
@@ -268,19 +214,15 @@ func (s *Service) applyCustom(w http.ResponseWriter, r *http.Request) {
 
 func (s *Service) listExecutions(w http.ResponseWriter, r *http.Request) {
 	const op = "custom_executions"
-	minion, _, ok := s.minionScope(w, r, op, false)
-	if !ok {
-		return
-	}
-	es, err := s.cat.Executions(r.Context(), minion)
+	g := grantOf(r)
+	es, err := s.cat.Executions(r.Context(), g.minion)
 	if err != nil {
 		s.fail(w, r, op, err)
 		return
 	}
-	p := principalOf(r.Context())
 	out := []executionView{}
 	for _, e := range es {
-		if p.InCompany(e.Company) {
+		if g.sees(e.Company) {
 			out = append(out, viewOfExecution(e, s.seesDigest(r)))
 		}
 	}
@@ -312,10 +254,7 @@ func (s *Service) executionStatus(w http.ResponseWriter, r *http.Request) {
 // which must be the client's and of a company of the caller's (else not found, as an id never seen). It
 // has answered (ok false) when it refuses.
 func (s *Service) executionOf(w http.ResponseWriter, r *http.Request, op string) (minion, request, key string, e catalog.Execution, ok bool) {
-	minion, _, ok = s.minionScope(w, r, op, false)
-	if !ok {
-		return "", "", "", e, false
-	}
+	minion = grantOf(r).minion // checked (scopeMinion)
 	request = r.PathValue("request_id")
 	if err := oduflowenv.CheckRequest(op, request); err != nil {
 		s.fail(w, r, op, err)
@@ -327,7 +266,7 @@ func (s *Service) executionOf(w http.ResponseWriter, r *http.Request, op string)
 		return "", "", "", e, false
 	}
 	e, _, err = s.cat.Resolve(r.Context(), key)
-	if errors.Is(err, catalog.ErrNotFound) || err == nil && (e.MinionID != minion || !principalOf(r.Context()).InCompany(e.Company)) {
+	if errors.Is(err, catalog.ErrNotFound) || err == nil && (e.MinionID != minion || !grantOf(r).sees(e.Company)) {
 		s.fail(w, r, op, fmt.Errorf("%s: no execution of this client for the request: %w", op, catalog.ErrNotFound))
 		return "", "", "", e, false
 	} else if err != nil {

@@ -16,6 +16,7 @@ import (
 // assign, apply, the same request id again (answered from its execution), an edit (a new revision; the
 // frozen execution keeps its own), apply again; and the ping route's readiness.
 func TestCustomStateFlow(t *testing.T) {
+	t.Parallel()
 	env := startSim(t)
 	m := env.addMinion()
 	s := env.server()

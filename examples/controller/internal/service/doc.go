@@ -27,7 +27,12 @@
 // WWW-Authenticate: Bearer. A (administrator) and O (observer) act only within their companies: a
 // minion's company is its binding in ODUFLOW_CLIENTS (the catalog records companies on assignments, not
 // servers), a definition's is its own; outside the role or the companies: 403, before anything is read
-// from the body or written. A start on an unbound client is 409 unbound_client. Each principal has at most
+// from the body or written. A start on an unbound client is 409 unbound_client. The route table
+// (handlers.go, apiRoutes; ui.go for the console) declares each route's access: its role, whether it
+// writes, and the scope of its targets ({minion}, {id}, the company a create names, or a listing);
+// authorize (authz.go) enforces it before the handler runs, for the API (protect), the console
+// (uiProtect) and the console's calls into the API (call), and hands the handler a grant: the checked
+// targets and the companies to filter a listing by. No handler checks a role or a company. Each principal has at most
 // AuthConfig.MaxInflight requests in progress (429, Retry-After). Every mutating call and every 403 and
 // 429 of a principal is one audit line (WithAuditLogger) naming the target's company; refusals of callers
 // without a principal are counted per source and reason each interval (one line each); never a token, a

@@ -1,6 +1,7 @@
 package service_test
 
 import (
+	"bufio"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -11,7 +12,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"time"
 
 	"github.com/oduflow/oduflow-go/examples/controller/internal/service"
 	"github.com/oduflow/oduflow-go/examples/internal/oduflowenv"
@@ -82,17 +82,18 @@ func Example() {
 	resp.Body.Close()
 	fmt.Println("start:", resp.StatusCode)
 
-	for {
-		resp := do("GET", url+"/"+request, "")
-		var r oduflow.Response
-		_ = json.NewDecoder(resp.Body).Decode(&r)
-		resp.Body.Close()
-		if r.Status.Terminal() {
-			fmt.Println("status:", r.Status, r.Passed, "of", r.Total)
-			break
+	// The status as server-sent events: one "status" event now and one per change; the stream ends
+	// after the final one (no polling).
+	events := do("GET", url+"/"+request+"/events", "")
+	defer events.Body.Close()
+	var last oduflow.Response
+	sc := bufio.NewScanner(events.Body)
+	for sc.Scan() {
+		if data, ok := strings.CutPrefix(sc.Text(), "data: "); ok {
+			_ = json.Unmarshal([]byte(data), &last)
 		}
-		time.Sleep(10 * time.Millisecond)
 	}
+	fmt.Println("status:", last.Status, last.Passed, "of", last.Total)
 	// Output:
 	// start: 201
 	// status: succeeded 3 of 3

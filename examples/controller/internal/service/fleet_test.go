@@ -17,6 +17,7 @@ import (
 // client bound in ODUFLOW_CLIENTS; a profile outside the table and an id outside the policy are 400 with
 // nothing written; a bad table keeps the service from starting.
 func TestControllerFleetTable(t *testing.T) {
+	t.Parallel()
 	doc := "profiles:\n  webserver: {sls: [roles.webserver, roles.monitoring]}\n  full: {highstate: true}\nminion_ids: salt\n"
 	path := filepath.Join(t.TempDir(), "profiles.yaml")
 	if err := os.WriteFile(path, []byte(doc), 0o644); err != nil {

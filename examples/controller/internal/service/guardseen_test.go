@@ -7,6 +7,7 @@ import (
 )
 
 func TestGuardSeenCountsClearsAndForgets(t *testing.T) {
+	t.Parallel()
 	now := time.Date(2026, 12, 4, 12, 0, 0, 0, time.UTC)
 	g := newGuardSeen(func() time.Time { return now })
 	if f := g.failures(); f != nil {

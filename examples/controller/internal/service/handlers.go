@@ -30,30 +30,73 @@ const readyTimeout = 5 * time.Second
 // behind protect (a principal, the per-principal bound) and the audit trail.
 func (s *Service) Handler() http.Handler {
 	mux := http.NewServeMux()
-	route := func(pattern, action string, a access, h http.HandlerFunc) {
-		mux.HandleFunc(pattern, s.protect(action, a, h))
+	for _, rt := range s.apiRoutes() {
+		mux.HandleFunc(rt.pattern, s.protect(rt.action, rt.access, rt.handler))
 	}
-	// Each route declares who may call it (access: the role, whether it writes, and the scope its
-	// handler checks against the principal's companies); protect enforces the role before the handler
-	// runs, so no handler checks a role itself.
-	route("POST /v1/requests/{profile}/{minion}", "start", adminWrites(scopeMinion), s.start)
-	route("GET /v1/requests/{profile}/{minion}/{request_id}", "status", anyReads(scopeMinion), s.status)
-	route("GET /v1/requests/{profile}/{minion}/{request_id}/events", "status_events", anyReads(scopeMinion), s.statusEvents)
-	route("POST /v1/requests/{minion}/{request_id}/resume", "resume", adminWrites(scopeMinion), s.resume)
-	route("GET /v1/unresolved", "unresolved", anyReads(scopeListed), s.unresolved)
-	route("GET /v1/minions/{minion}/ping", "ping", anyReads(scopeMinion), s.ping)
-	s.customRoutes(route)
 	s.uiRoutes(mux)
-	route("GET /metrics", "metrics", anyReads(scopeNone), promhttp.HandlerFor(s.registry, promhttp.HandlerOpts{}).ServeHTTP)
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	})
 	mux.HandleFunc("GET /readyz", s.readyz)
-	route("/", "route", anyReads(scopeNone), func(w http.ResponseWriter, r *http.Request) {
-		s.writeError(w, r, "route", http.StatusNotFound,
-			body(fmt.Sprintf("no route for %s %s", r.Method, oduflowenv.OneLine(truncate(r.URL.Path, 200))), oduflowenv.ExitUsage, "no_route"))
-	})
 	return s.audited(mux)
+}
+
+// apiRoute is one route of the API: its pattern, the action the audit trail names, who may call it
+// (access: the role, whether it writes, the scope of its targets) and its handler.
+type apiRoute struct {
+	pattern, action string
+	access          access
+	handler         http.HandlerFunc
+}
+
+// apiRoutes is the API's route table: every route but /healthz and /readyz (open) and the console's.
+// protect enforces each route's access before its handler runs (authorize), so no handler checks a role
+// or a company itself.
+func (s *Service) apiRoutes() []apiRoute {
+	if s.routes == nil { // a Service not made by Open (tests of this package)
+		return s.routeTable()
+	}
+	return s.routes()
+}
+
+func (s *Service) routeTable() []apiRoute {
+	return []apiRoute{
+		{"POST /v1/requests/{profile}/{minion}", "start", adminWrites(scopeMinion), s.start},
+		{"GET /v1/requests/{profile}/{minion}/{request_id}", "status", anyReads(scopeMinion), s.status},
+		{"GET /v1/requests/{profile}/{minion}/{request_id}/events", "status_events", anyReads(scopeMinion), s.statusEvents},
+		{"POST /v1/requests/{minion}/{request_id}/resume", "resume", adminWrites(scopeMinion), s.resume},
+		{"GET /v1/unresolved", "unresolved", anyReads(scopeListed), s.unresolved},
+		{"GET /v1/minions/{minion}/ping", "ping", anyReads(scopeMinion), s.ping},
+		// The custom-state API over the catalog: definitions with revisions, validate (compiles, never
+		// executes or writes, yet an administrator's: observers never handle source), assignments,
+		// apply and apply again, status with counts and error codes.
+		{"POST /v1/custom-states/validate", "custom_validate", adminReads(scopeNone), s.validateCustom},
+		{"POST /v1/custom-states", "custom_create", adminWrites(scopeBodyCompany), s.createCustom},
+		{"GET /v1/custom-states", "custom_list", anyReads(scopeListed), s.listCustom},
+		{"GET /v1/custom-states/{id}", "custom_get", anyReads(scopeDefinition), s.getCustom},
+		{"PUT /v1/custom-states/{id}/source", "custom_save", adminWrites(scopeDefinition), s.saveCustom},
+		{"PUT /v1/minions/{minion}/custom-states/{id}", "custom_assign", adminWrites(scopeMinion | scopeDefinition), s.assignCustom},
+		{"GET /v1/minions/{minion}/custom-states", "custom_assignments", anyReads(scopeMinion), s.listAssignments},
+		{"POST /v1/minions/{minion}/custom-states/{id}/apply", "custom_apply", adminWrites(scopeMinion | scopeDefinition), s.applyCustom},
+		{"GET /v1/minions/{minion}/custom-executions", "custom_executions", anyReads(scopeMinion), s.listExecutions},
+		{"GET /v1/minions/{minion}/custom-executions/{request_id}", "custom_status", anyReads(scopeMinion), s.executionStatus},
+		{"GET /v1/minions/{minion}/custom-executions/{request_id}/events", "custom_status_events", anyReads(scopeMinion), s.executionEvents},
+		{"GET /metrics", "metrics", anyReads(scopeNone), promhttp.HandlerFor(s.registry, promhttp.HandlerOpts{}).ServeHTTP},
+		{"/", "route", anyReads(scopeNone), func(w http.ResponseWriter, r *http.Request) {
+			s.writeError(w, r, "route", http.StatusNotFound,
+				body(fmt.Sprintf("no route for %s %s", r.Method, oduflowenv.OneLine(truncate(r.URL.Path, 200))), oduflowenv.ExitUsage, "no_route"))
+		}},
+	}
+}
+
+// apiRouteOf returns the API route of action (the console calls the API's handlers through it).
+func (s *Service) apiRouteOf(action string) (apiRoute, bool) {
+	for _, rt := range s.apiRoutes() {
+		if rt.action == action {
+			return rt, true
+		}
+	}
+	return apiRoute{}, false
 }
 
 func truncate(s string, n int) string {
@@ -75,10 +118,7 @@ func (s *Service) start(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, op, err)
 		return
 	}
-	minion, _, ok := s.minionScope(w, r, op, true)
-	if !ok {
-		return
-	}
+	minion := grantOf(r).minion // checked (scopeMinion)
 	in, err := readStartBody(w, r)
 	if err != nil {
 		s.fail(w, r, op, err)
@@ -169,9 +209,6 @@ func (s *Service) requestOf(w http.ResponseWriter, r *http.Request, op string) (
 		s.fail(w, r, op, firstError(err))
 		return "", "", "", "", false
 	}
-	if _, _, ok := s.minionScope(w, r, op, false); !ok {
-		return "", "", "", "", false
-	}
 	key, err = s.requestKey(r.Context(), minion, request)
 	if err != nil {
 		s.fail(w, r, op, err)
@@ -185,9 +222,6 @@ func (s *Service) resume(w http.ResponseWriter, r *http.Request) {
 	minion, request := r.PathValue("minion"), r.PathValue("request_id")
 	if err := errors.Join(oduflowenv.CheckMinionIn(op, minion, s.table), oduflowenv.CheckRequest(op, request)); err != nil {
 		s.fail(w, r, op, firstError(err))
-		return
-	}
-	if _, _, ok := s.minionScope(w, r, op, true); !ok {
 		return
 	}
 	key, err := s.requestKey(r.Context(), minion, request)
@@ -218,14 +252,14 @@ type unresolvedRequest struct {
 
 func (s *Service) unresolved(w http.ResponseWriter, r *http.Request) {
 	out := []unresolvedRequest{}
-	p := principalOf(r.Context())
+	g := grantOf(r)
 	for u, err := range s.d.Unresolved(r.Context()) {
 		if err != nil {
 			s.fail(w, r, "unresolved", err)
 			return
 		}
 		c := u.Claim
-		if !p.InCompany(s.clients[c.MinionID]) {
+		if !g.sees(s.clients[c.MinionID]) {
 			continue // another company's client (or, for a principal limited to companies, an unbound one)
 		}
 		out = append(out, unresolvedRequest{MinionID: c.MinionID, RequestID: c.RequestID, Profile: string(c.Profile),
@@ -253,10 +287,7 @@ type readiness struct {
 
 func (s *Service) ping(w http.ResponseWriter, r *http.Request) {
 	const op = "ping"
-	minion, _, ok := s.minionScope(w, r, op, false)
-	if !ok {
-		return
-	}
+	minion := grantOf(r).minion // checked (scopeMinion)
 	ctx, cancel := context.WithTimeout(r.Context(), pingTimeout)
 	defer cancel()
 	rd, err := s.d.Ping(ctx, minion)

@@ -19,6 +19,7 @@ func tokenLine(name, role, companies, token string) string {
 }
 
 func TestTokenFile(t *testing.T) {
+	t.Parallel()
 	ts, err := parseTokens("T", []byte("# comment\n\n"+tokenLine("alice", "administrator", "acme,globex,acme", "a-token")+"  # trailing\n"+
 		tokenLine("olga", "observer", "*", "o-token")+"\n"))
 	if err != nil {
@@ -65,6 +66,7 @@ func TestTokenFile(t *testing.T) {
 }
 
 func TestIsLoopback(t *testing.T) {
+	t.Parallel()
 	for addr, want := range map[string]bool{"127.0.0.1:80": true, "127.9.8.7:0": true, "[::1]:8080": true, "localhost:1": true,
 		"0.0.0.0:80": false, ":80": false, "[::]:80": false, "10.0.0.1:80": false, "example.com:80": false, "127.0.0.1": false} {
 		if IsLoopback(addr) != want {
@@ -75,6 +77,7 @@ func TestIsLoopback(t *testing.T) {
 
 // Over its bound a principal gets 429 with Retry-After; others are not affected; a slot comes back.
 func TestInflightLimit(t *testing.T) {
+	t.Parallel()
 	s := &Service{auth: &authenticator{insecure: true}, limit: newInflightLimit(2), log: discardLogger(), audit: discardLogger()}
 	hold, entered := make(chan struct{}), make(chan struct{}, 2)
 	h := s.audited(s.protect("test", anyReads(scopeNone), func(w http.ResponseWriter, r *http.Request) {
@@ -110,6 +113,7 @@ func TestInflightLimit(t *testing.T) {
 }
 
 func TestScrubPaths(t *testing.T) {
+	t.Parallel()
 	for in, want := range map[string]string{
 		`claim store: open /var/lib/x/claims/a.json: permission denied`: `claim store: open <path>: permission denied`,
 		`read "/tmp/a/b": no`:              `read "<path>": no`,
@@ -127,6 +131,7 @@ func discardLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Disca
 // The http.Server's failed TLS handshakes are counted per source, one audit line per interval, not one
 // log line each; other server errors reach the service's log.
 func TestServerErrorLogCountsHandshakes(t *testing.T) {
+	t.Parallel()
 	var audit, logs strings.Builder
 	s := &Service{log: slog.New(slog.NewTextHandler(&logs, nil)), refusals: newRefusalCounter(slog.New(slog.NewJSONHandler(&audit, nil)), time.Hour)}
 	l := s.ServerErrorLog()
@@ -148,6 +153,7 @@ func TestServerErrorLogCountsHandshakes(t *testing.T) {
 // TestEveryRequestHasADeadline: protect gives every request a deadline of RequestDeadline at most (only
 // ping and readyz had one), except the event streams, which last until the request is final.
 func TestEveryRequestHasADeadline(t *testing.T) {
+	t.Parallel()
 	s := &Service{auth: &authenticator{insecure: true}, limit: newInflightLimit(2), log: discardLogger(), audit: discardLogger()}
 	for _, tc := range []struct {
 		action string

@@ -121,6 +121,7 @@ func tlsClient(t *testing.T, ca *testCA, certPEM, keyPEM []byte) *http.Client {
 // that principal; one of an unknown CA, or none, is refused at the handshake; a mapped CA's certificate
 // with an unmapped CommonName is 401.
 func TestMutualTLS(t *testing.T) {
+	t.Parallel()
 	env := startSim(t)
 	m := env.addMinion()
 	dir := t.TempDir()
@@ -178,6 +179,7 @@ func TestMutualTLS(t *testing.T) {
 
 // A TLS server without client certificates, with bearer tokens: HTTPS, the token decides.
 func TestTLSServerWithTokens(t *testing.T) {
+	t.Parallel()
 	env := startSim(t)
 	m := env.addMinion()
 	dir := t.TempDir()

@@ -13,6 +13,7 @@ import (
 // names each reason the ping route saw with how many minions reported it, never a minion id (the route is
 // open); the authenticated ping route names the minion's own reason.
 func TestReadyzNamesGuardFailuresSeenByPing(t *testing.T) {
+	t.Parallel()
 	env := startSim(t)
 	reason := fakeminion.GuardFailureReasons()[0]
 	bad1 := env.addMinion(fakeminion.WithRuntimeGuardFailure(reason))

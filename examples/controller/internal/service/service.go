@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"path/filepath"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -18,6 +19,7 @@ import (
 	"github.com/oduflow/oduflow-go/oduflow/catalog"
 	"github.com/oduflow/oduflow-go/oduflow/claims"
 	"github.com/oduflow/oduflow-go/oduflow/etcdstore"
+	"github.com/oduflow/oduflow-go/oduflow/filestore"
 	"github.com/oduflow/oduflow-go/oduflow/prom"
 	"github.com/oduflow/oduflow-go/profiles"
 	"github.com/oduflow/oduflow-go/salt"
@@ -30,7 +32,8 @@ type Service struct {
 	log      *slog.Logger
 	registry *prometheus.Registry
 	draining atomic.Bool
-	closers  []func() error // the Salt client, the etcd store: closed after the Dispatcher
+	closers  []func() error    // the Salt client, the etcd store: closed after the Dispatcher
+	routes   func() []apiRoute // the API's route table, built once (apiRoutes)
 
 	etcd    *etcdstore.Store
 	store   claims.Store // the claim store (requestKey reads a caller's id in it)
@@ -56,6 +59,8 @@ type options struct {
 	logger          *slog.Logger
 	audit           *slog.Logger
 	dispatch        []oduflow.Option
+	timers          oduflow.Timers // WithTimers; else oduflow.DefaultTimers()
+	noAdoption      bool           // tests: no adoption loop, so Dispatcher.Wait returns once the workers end
 	refusalInterval time.Duration
 }
 
@@ -70,7 +75,12 @@ func WithAuditLogger(l *slog.Logger) Option { return func(o *options) { o.audit 
 // WithLogger sets the service's logger (the Dispatcher's and the Salt client's too). Default: discard.
 func WithLogger(l *slog.Logger) Option { return func(o *options) { o.logger = l } }
 
-// WithDispatcherOptions adds Dispatcher options after the service's own (timers in tests, hooks).
+// WithTimers sets the dispatcher's timers (tests: short ones), and builds the claim store with their
+// status windows (oduflow.New refuses a store whose windows are not its Timers'). Default:
+// oduflow.DefaultTimers().
+func WithTimers(t oduflow.Timers) Option { return func(o *options) { o.timers = t } }
+
+// WithDispatcherOptions adds Dispatcher options after the service's own (hooks; timers: WithTimers).
 func WithDispatcherOptions(opts ...oduflow.Option) Option {
 	return func(o *options) { o.dispatch = append(o.dispatch, opts...) }
 }
@@ -81,7 +91,7 @@ func WithDispatcherOptions(opts ...oduflow.Option) Option {
 // what it cuts for adoption), the Prometheus hooks. Nothing is published or written. A configuration
 // error is an *oduflowenv.Error.
 func Open(ctx context.Context, cfg Config, opts ...Option) (_ *Service, err error) {
-	o := options{logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	o := options{logger: slog.New(slog.NewTextHandler(io.Discard, nil)), timers: oduflow.DefaultTimers()}
 	for _, opt := range opts {
 		opt(&o)
 	}
@@ -91,6 +101,7 @@ func Open(ctx context.Context, cfg Config, opts ...Option) (_ *Service, err erro
 	s := &Service{log: o.logger, audit: o.audit, registry: prometheus.NewRegistry(), limit: newInflightLimit(cfg.Auth.MaxInflight),
 		guards: newGuardSeen(time.Now), limits: cfg.Limits.withDefaults()}
 	s.unauth = newSourceRate(s.limits.UnauthenticatedPerSec, time.Now)
+	s.routes = sync.OnceValue(s.routeTable)
 	s.refusals = newRefusalCounter(o.audit, o.refusalInterval)
 	defer func() {
 		if err != nil {
@@ -118,7 +129,7 @@ func Open(ctx context.Context, cfg Config, opts ...Option) (_ *Service, err erro
 	if s.clients, err = loadClients(ctx, "ODUFLOW_CLIENTS", cfg.Auth.ClientsFile, s.table); err != nil {
 		return nil, err
 	}
-	store, err := s.openClaims(ctx, cfg.Settings)
+	store, err := s.openClaims(ctx, cfg.Settings, o.timers)
 	if err != nil {
 		return nil, err
 	}
@@ -138,15 +149,19 @@ func Open(ctx context.Context, cfg Config, opts ...Option) (_ *Service, err erro
 	if err := s.registry.Register(metrics); err != nil {
 		return nil, err
 	}
-	all := append([]oduflow.Option{
+	all := []oduflow.Option{
 		oduflow.WithProfiles(s.table),
 		oduflow.WithClaimStore(store),
+		oduflow.WithTimers(o.timers),
 		oduflow.WithPKIDir(cfg.Settings.PKIDir),
 		oduflow.WithLogger(o.logger),
 		oduflow.WithHooks(withCreated(metrics.Hooks())),
-		oduflow.WithAdoption(0),
 		oduflow.WithCustomCatalog(s.cat),
-	}, o.dispatch...)
+	}
+	if !o.noAdoption {
+		all = append(all, oduflow.WithAdoption(0))
+	}
+	all = append(all, o.dispatch...)
 	d, err := oduflow.New(client, oduflow.SaltEvents(cfg.Settings.Events, salt.WithLogger(o.logger)), all...)
 	if err != nil {
 		return nil, &oduflowenv.Error{Kind: oduflowenv.ErrUsage, Msg: "dispatcher: " + oduflowenv.OneLine(err.Error()), Cause: err}
@@ -161,12 +176,13 @@ func Open(ctx context.Context, cfg Config, opts ...Option) (_ *Service, err erro
 
 // openClaims opens the claim store ODUFLOW_CLAIMS names: etcd (the state directory is created for
 // this process's files) or a directory (ODUFLOW_STATE_DIR by default).
-func (s *Service) openClaims(ctx context.Context, set oduflowenv.Settings) (claims.Store, error) {
+// openClaims opens the claim store with the status windows of t (the dispatcher's timers).
+func (s *Service) openClaims(ctx context.Context, set oduflowenv.Settings, t oduflow.Timers) (claims.Store, error) {
 	if set.EtcdClaims() {
 		if err := oduflowenv.OpenStateDir(set.StateDir); err != nil {
 			return nil, err
 		}
-		st, err := set.OpenEtcd(ctx)
+		st, err := set.OpenEtcd(ctx, etcdstore.WithStatusWindows(t.LaunchGrace, t.StatusExpiry))
 		if err != nil {
 			return nil, err
 		}
@@ -178,7 +194,7 @@ func (s *Service) openClaims(ctx context.Context, set oduflowenv.Settings) (clai
 	if err != nil {
 		return nil, err
 	}
-	return oduflowenv.OpenFileClaims(dir)
+	return oduflowenv.OpenFileClaims(dir, filestore.WithStatusWindows(t.LaunchGrace, t.StatusExpiry))
 }
 
 // openCatalog opens the custom-state catalog: ODUFLOW_CATALOG_DIR, else the etcd claim store's catalog,

@@ -29,6 +29,7 @@ type apiError struct {
 }
 
 func TestStartStatusUnresolvedAndMetrics(t *testing.T) {
+	t.Parallel()
 	env := startSim(t)
 	m := env.addMinion()
 	s := env.server()
@@ -74,14 +75,10 @@ func TestStartStatusUnresolvedAndMetrics(t *testing.T) {
 	if code := s.do(t, "GET", "/readyz", nil, &health); code != http.StatusOK || health["status"] != "ready" {
 		t.Fatalf("readyz: %d %v", code, health)
 	}
-	// The outcome hook runs just after the final commit a status read sees: scrape until it is counted.
-	var metrics string
-	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-		metrics = get(t, s, "/metrics")
-		if strings.Contains(metrics, `status="succeeded"} 2`) || time.Now().After(deadline) {
-			break
-		}
-	}
+	// The outcome hook runs on the worker just after the final commit a status read sees: once the
+	// workers have ended it has been counted.
+	s.waitWorkers(t)
+	metrics := get(t, s, "/metrics")
 	for _, want := range []string{`oduflow_starts_total{created="true",profile="configure"} 2`,
 		`oduflow_starts_total{created="false",profile="configure"} 1`,
 		`oduflow_outcomes_total{error_code="",profile="configure",status="succeeded"} 2`,
@@ -94,6 +91,7 @@ func TestStartStatusUnresolvedAndMetrics(t *testing.T) {
 
 // A request still running is listed by GET /v1/unresolved until it ends.
 func TestUnresolvedListsARunningRequest(t *testing.T) {
+	t.Parallel()
 	env := startSim(t)
 	m := env.addMinion(fakeminion.WithHold())
 	s := env.server()
@@ -121,6 +119,7 @@ func TestUnresolvedListsARunningRequest(t *testing.T) {
 }
 
 func TestBadInputIsTyped4xxWithNothingWritten(t *testing.T) {
+	t.Parallel()
 	env := startSim(t)
 	m := env.addMinion()
 	s := env.server()
@@ -170,15 +169,19 @@ func TestBadInputIsTyped4xxWithNothingWritten(t *testing.T) {
 // A master that does not answer: a new start is 503 not_ready (exit status 3, nothing written), readyz is
 // 503; a request that has a claim still answers.
 func TestNotReadyIs503WithNothingWritten(t *testing.T) {
+	t.Parallel()
 	env := startSim(t)
 	m := env.addMinion()
-	s := env.server()
+	// A master's proof lasts a millisecond (Timers.MasterProof) instead of 3 s: no wait for it to expire.
+	tm := testTimers()
+	tm.MasterProof = time.Millisecond
+	s := env.serverTimed(tm)
 	done := s.startFinal(t, m.ID())
-	before := settledClaimNames(t, env.claims)
+	s.waitWorkers(t)
+	before := claimNames(t, env.claims)
 	if err := env.sim.Close(); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(3500 * time.Millisecond) // the cached proof of the master (a few seconds) expires
 
 	var e apiError
 	if code := s.do(t, "POST", "/v1/requests/configure/"+m.ID(), nil, &e); code != http.StatusServiceUnavailable ||
@@ -200,6 +203,7 @@ func TestNotReadyIs503WithNothingWritten(t *testing.T) {
 
 // Close drains: readyz and a new start answer 503 closed at once; status still answers.
 func TestCloseRefusesNewRequests(t *testing.T) {
+	t.Parallel()
 	env := startSim(t)
 	m := env.addMinion()
 	s := env.server()
@@ -263,25 +267,6 @@ func claimNames(t *testing.T, dir string) map[string]bool {
 	return names
 }
 
-// settledClaimNames waits until the records under dir stop changing (a worker that answered a final
-// status may still be writing its index), so that a later comparison sees only what came after.
-func settledClaimNames(t *testing.T, dir string) map[string]bool {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	last := claimNames(t, dir)
-	for {
-		time.Sleep(100 * time.Millisecond)
-		now := claimNames(t, dir)
-		if maps.Equal(now, last) {
-			return now
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the claim store kept changing: %d -> %d records", len(last), len(now))
-		}
-		last = now
-	}
-}
-
 func assertNoClaims(t *testing.T, dir string) {
 	t.Helper()
 	entries, err := os.ReadDir(dir)
@@ -302,6 +287,7 @@ func assertNoClaims(t *testing.T, dir string) {
 // (200), one run on the minion. The same id for another minion is another request (ids are scoped by
 // their client); under another profile on the same client it is 409 mismatch.
 func TestConcurrentStartsOneCreated(t *testing.T) {
+	t.Parallel()
 	env := startSim(t)
 	m := env.addMinion()
 	other := env.addMinion()

@@ -60,6 +60,7 @@ func (s *server) raw(t testing.TB, who, method, path, body string) (int, string)
 // bound to minion_id client-<A's>" for status, start and resume; A's start of an id B took first: 409
 // naming B's client.
 func TestF1RequestIDsDoNotCrossCompanies(t *testing.T) {
+	t.Parallel()
 	_, s, ma, mb := twoCompanies(t)
 	taken := uuid.NewString()
 	if code, b := s.raw(t, admin, "POST", "/v1/requests/configure/"+ma, `{"request_id":"`+taken+`"}`); code != http.StatusCreated {
@@ -112,6 +113,7 @@ func normalize(body, id string) string { return strings.ReplaceAll(body, id, "<i
 // of the company does. Before: every role read "digest", from which a guessed source is confirmed
 // offline.
 func TestF4ObserversSeeNoDigest(t *testing.T) {
+	t.Parallel()
 	env := startSim(t)
 	m := env.addMinion()
 	s := env.server()
@@ -164,6 +166,7 @@ func (s *server) auditLines(t *testing.T) []map[string]any {
 // line names acme and outcome refused; an observer's save is refused with acme named too. Before:
 // custom_save answered 400 and 413, audited with no company and outcome error.
 func TestF7AuthorizationBeforeBody(t *testing.T) {
+	t.Parallel()
 	env := startSim(t)
 	m := env.addMinion()
 	other := env.addMinion()
@@ -200,6 +203,7 @@ func TestF7AuthorizationBeforeBody(t *testing.T) {
 // catalog file (before: "def.<id>.json"); a client certificate with two CommonNames is refused (before:
 // it authenticated as the last one).
 func TestF8OneReadingOfEveryInput(t *testing.T) {
+	t.Parallel()
 	env := startSim(t)
 	m := env.addMinion()
 	s := env.server()
@@ -210,12 +214,12 @@ func TestF8OneReadingOfEveryInput(t *testing.T) {
 		{"company and Company", "POST", "/v1/custom-states", `{"company":"acme","Company":"acme","name":"dup","source":` + quote(motd) + `}`},
 		{"name twice", "POST", "/v1/custom-states", `{"company":"acme","name":"a","name":"b","source":` + quote(motd) + `}`},
 	} {
-		before := settledState(t, env)
+		before := settledState(t, s, env)
 		code, body := s.raw(t, admin, tc.method, tc.path, tc.body)
 		if code != http.StatusBadRequest || !strings.Contains(body, "invalid_input") {
 			t.Fatalf("%s: %d %s, want 400", tc.name, code, body)
 		}
-		if after := settledState(t, env); !maps.Equal(before, after) {
+		if after := settledState(t, s, env); !maps.Equal(before, after) {
 			t.Fatalf("%s: written", tc.name)
 		}
 	}
@@ -239,6 +243,7 @@ func TestF8OneReadingOfEveryInput(t *testing.T) {
 // F8: a client certificate whose subject has two CommonNames is refused (401), though its last one is
 // a mapped principal; one CommonName of the same CA authenticates.
 func TestF8TwoCommonNamesRefused(t *testing.T) {
+	t.Parallel()
 	env := startSim(t)
 	m := env.addMinion()
 	dir := t.TempDir()

@@ -117,6 +117,12 @@ func (e *simEnv) serverConfig() (service.Config, map[string]string) {
 
 func (e *simEnv) server(edit ...func(*service.Config)) *server {
 	e.t.Helper()
+	return e.serverTimed(testTimers(), edit...)
+}
+
+// serverTimed is server with the dispatcher's timers tm.
+func (e *simEnv) serverTimed(tm oduflow.Timers, edit ...func(*service.Config)) *server {
+	e.t.Helper()
 	logs, audit := &lockedWriter{w: new(bytes.Buffer)}, &lockedWriter{w: new(bytes.Buffer)}
 	cfg, tokens := e.serverConfig()
 	for _, f := range edit {
@@ -125,7 +131,7 @@ func (e *simEnv) server(edit ...func(*service.Config)) *server {
 	svc, err := service.Open(context.Background(), cfg,
 		service.WithLogger(slog.New(slog.NewTextHandler(logs, nil))),
 		service.WithAuditLogger(slog.New(slog.NewJSONHandler(audit, nil))),
-		service.WithDispatcherOptions(oduflow.WithTimers(testTimers())))
+		service.WithTimers(tm), service.WithoutAdoption())
 	if err != nil {
 		e.t.Fatal(err)
 	}

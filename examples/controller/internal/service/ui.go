@@ -241,16 +241,9 @@ func uiHeaders(w http.ResponseWriter) {
 	h.Set("Cache-Control", "no-store")
 }
 
-// uiRoutes registers the console on mux.
+// uiRoutes registers the console on mux: its open routes (assets, sign-in, redirects) and the routes of
+// its table, behind uiProtect.
 func (s *Service) uiRoutes(mux *http.ServeMux) {
-	// The console's routes declare their access as the API's do (an administrator's action is one here
-	// too); uiProtect enforces the role.
-	page := func(pattern, action string, sc scope, h http.HandlerFunc) {
-		mux.HandleFunc(pattern, s.uiProtect(action, anyReads(sc), h))
-	}
-	post := func(pattern, action string, sc scope, h http.HandlerFunc) {
-		mux.HandleFunc(pattern, s.uiProtect(action, adminWrites(sc), h))
-	}
 	mux.HandleFunc("GET /ui/static/{file}", s.uiStatic)
 	mux.HandleFunc("GET /ui/login", s.uiLoginPage)
 	mux.HandleFunc("POST /ui/login", s.uiLogin)
@@ -260,23 +253,36 @@ func (s *Service) uiRoutes(mux *http.ServeMux) {
 	mux.HandleFunc("GET /ui", func(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, "/ui/clients", http.StatusSeeOther)
 	})
-	mux.HandleFunc("POST /ui/logout", s.uiProtect("ui_logout", access{mutating: true}, s.uiLogout))
-	page("GET /ui/clients", "ui_clients", scopeListed, s.uiClients)
-	page("GET /ui/clients/{minion}", "ui_client", scopeMinion, s.uiClient)
-	page("GET /ui/clients/{minion}/start/{profile}", "ui_confirm", scopeMinion, s.uiConfirm)
-	post("POST /ui/clients/{minion}/start/{profile}", "start", scopeMinion, s.uiStart)
-	page("GET /ui/clients/{minion}/requests/{profile}/{request_id}", "ui_request", scopeMinion, s.uiRequest)
-	post("POST /ui/clients/{minion}/requests/{request_id}/resume", "resume", scopeMinion, s.uiResume)
-	page("GET /ui/unresolved", "ui_unresolved", scopeListed, s.uiUnresolved)
-	page("GET /ui/custom-states", "ui_custom_list", scopeListed, s.uiCustomList)
-	page("GET /ui/custom-states/new", "ui_custom_new", scopeNone, s.uiCustomNew)
-	post("POST /ui/custom-states", "custom_create", scopeBodyCompany, s.uiCustomCreate)
-	page("GET /ui/custom-states/{id}", "ui_custom", scopeDefinition, s.uiCustom)
-	post("POST /ui/custom-states/{id}/source", "custom_save", scopeDefinition, s.uiCustomSave)
-	post("POST /ui/custom-states/{id}/assign", "custom_assign", scopeMinion, s.uiCustomAssign)
-	mux.HandleFunc("POST /ui/api/custom-states/validate", s.uiProtect("custom_validate", adminReads(scopeNone), s.validateCustom))
-	post("POST /ui/clients/{minion}/custom-states/{id}/apply", "custom_apply", scopeMinion, s.uiApply)
-	page("GET /ui/clients/{minion}/executions/{request_id}", "ui_execution", scopeMinion, s.uiExecution)
+	for _, rt := range s.uiRouteTable() {
+		mux.HandleFunc(rt.pattern, s.uiProtect(rt.action, rt.access, rt.handler))
+	}
+}
+
+// uiRouteTable is the console's route table: each route declares its access as the API's do (an
+// administrator's action is one here too), and uiProtect enforces it (authorize) before the page's
+// handler runs; the API handlers a page calls are authorized again with their own route's declaration.
+func (s *Service) uiRouteTable() []apiRoute {
+	return []apiRoute{
+		// Sign-out ends the caller's own session: a write with no target of a company.
+		{"POST /ui/logout", "ui_logout", access{mutating: true}, s.uiLogout},
+		{"GET /ui/clients", "ui_clients", anyReads(scopeListed), s.uiClients},
+		{"GET /ui/clients/{minion}", "ui_client", anyReads(scopeMinion), s.uiClient},
+		{"GET /ui/clients/{minion}/start/{profile}", "ui_confirm", anyReads(scopeMinion), s.uiConfirm},
+		{"POST /ui/clients/{minion}/start/{profile}", "start", adminWrites(scopeMinion), s.uiStart},
+		{"GET /ui/clients/{minion}/requests/{profile}/{request_id}", "ui_request", anyReads(scopeMinion), s.uiRequest},
+		{"POST /ui/clients/{minion}/requests/{request_id}/resume", "resume", adminWrites(scopeMinion), s.uiResume},
+		{"GET /ui/unresolved", "ui_unresolved", anyReads(scopeListed), s.uiUnresolved},
+		{"GET /ui/custom-states", "ui_custom_list", anyReads(scopeListed), s.uiCustomList},
+		{"GET /ui/custom-states/new", "ui_custom_new", adminReads(scopeNone), s.uiCustomNew},
+		{"POST /ui/custom-states", "custom_create", adminWrites(scopeBodyCompany), s.uiCustomCreate},
+		{"GET /ui/custom-states/{id}", "ui_custom", anyReads(scopeDefinition), s.uiCustom},
+		{"POST /ui/custom-states/{id}/source", "custom_save", adminWrites(scopeDefinition), s.uiCustomSave},
+		// The client is a form field: the API's custom_assign (call) checks it (scopeMinion).
+		{"POST /ui/custom-states/{id}/assign", "custom_assign", adminWrites(scopeDefinition), s.uiCustomAssign},
+		{"POST /ui/api/custom-states/validate", "custom_validate", adminReads(scopeNone), s.validateCustom},
+		{"POST /ui/clients/{minion}/custom-states/{id}/apply", "custom_apply", adminWrites(scopeMinion | scopeDefinition), s.uiApply},
+		{"GET /ui/clients/{minion}/executions/{request_id}", "ui_execution", anyReads(scopeMinion), s.uiExecution},
+	}
 }
 
 // uiProtect authenticates a console request (a client certificate or bearer token, else the session
@@ -326,11 +332,15 @@ func (s *Service) uiProtect(action string, a access, h http.HandlerFunc) http.Ha
 			return
 		}
 		defer release()
-		if !s.permits(w, r, action, a, p) {
+		// The route's declaration, enforced as the API's is; a refusal is rendered as a page.
+		r = r.WithContext(context.WithValue(r.Context(), uiCtxKey{}, u))
+		rc := &recorder{h: http.Header{}}
+		granted, ok := s.authorize(rc, r, action, a, p)
+		if !ok {
+			s.uiRecorded(w, r, rc)
 			return
 		}
-		ctx := context.WithValue(context.WithValue(r.Context(), principalKey{}, p), uiCtxKey{}, u)
-		h(w, r.WithContext(ctx))
+		h(w, granted)
 	}
 }
 
@@ -420,7 +430,7 @@ func (s *Service) render(w http.ResponseWriter, r *http.Request, code int, name 
 	data["Page"] = name
 	if u.p.Name != "" {
 		data["Principal"] = u.p
-		data["Admin"] = u.p.IsAdministrator()
+		data["Admin"] = grantOf(r).admin() // what the page offers; the routes enforce the role
 		data["Companies"] = u.p.companyLabel()
 		data["SignedIn"] = u.sess != nil
 	}
@@ -473,7 +483,11 @@ func (rc *recorder) WriteHeader(code int) {
 
 // call runs an API handler with a JSON body built from in (nil: empty) and the given path values, and
 // decodes its answer into out when it succeeded (2xx); a refusal is returned as its error body.
-func (s *Service) call(r *http.Request, h http.HandlerFunc, in any, out any, path map[string]string) (int, *apiError) {
+func (s *Service) call(r *http.Request, action string, in any, out any, path map[string]string) (int, *apiError) {
+	rt, ok := s.apiRouteOf(action)
+	if !ok {
+		return http.StatusInternalServerError, &apiError{Error: "no API route " + action, Code: "internal"}
+	}
 	var b []byte
 	if in != nil {
 		b, _ = json.Marshal(in)
@@ -486,7 +500,11 @@ func (s *Service) call(r *http.Request, h http.HandlerFunc, in any, out any, pat
 		r2.SetPathValue(k, v)
 	}
 	rc := &recorder{h: http.Header{}}
-	h(rc, r2)
+	// The API route's declaration is enforced here too: the console reaches the API's handlers only
+	// through it (authorize), with the console's principal.
+	if r3, ok := s.authorize(rc, r2, rt.action, rt.access, uiOf(r).p); ok {
+		rt.handler(rc, r3)
+	}
 	if rc.code >= 300 {
 		var e apiError
 		if json.Unmarshal(rc.body.Bytes(), &e) != nil || e.Error == "" {

@@ -101,28 +101,35 @@ func (b *browser) text(sel string) string {
 	return strings.TrimSpace(s)
 }
 
-// await waits until the document (after a navigation a click started) has an element matching sel: a
-// query that meets the old document going away is tried again.
+// await waits until the document (after a navigation a click started) has an element matching sel. The
+// page itself waits (a promise resolved by a MutationObserver and readystatechange, no polling); an
+// evaluation that meets the old document going away (its context destroyed by the navigation) is sent
+// again to the new one.
 func (b *browser) await(sel string) {
 	b.t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for {
+	js := fmt.Sprintf(`new Promise(resolve => {
+		const ok = () => document.readyState === "complete" && document.querySelector(%q) !== null;
+		if (ok()) { resolve(true); return; }
+		const check = () => { if (ok()) { obs.disconnect(); resolve(true); } };
+		const obs = new MutationObserver(check);
+		obs.observe(document, {childList: true, subtree: true});
+		document.addEventListener("readystatechange", check);
+	})`, sel)
+	awaitPromise := func(p *runtime.EvaluateParams) *runtime.EvaluateParams { return p.WithAwaitPromise(true) }
+	ctx, cancel := context.WithTimeout(b.ctx, 15*time.Second)
+	defer cancel()
+	var err error
+	for ctx.Err() == nil {
 		var ok bool
-		ctx, cancel := context.WithTimeout(b.ctx, 2*time.Second)
-		err := chromedp.Run(ctx, chromedp.Evaluate(fmt.Sprintf(`document.readyState === "complete" && document.querySelector(%q) !== null`, sel), &ok))
-		cancel()
-		if err == nil && ok {
+		if err = chromedp.Run(ctx, chromedp.Evaluate(js, &ok, awaitPromise)); err == nil && ok {
 			return
 		}
-		if time.Now().After(deadline) {
-			var loc string
-			lctx, lcancel := context.WithTimeout(b.ctx, time.Second)
-			_ = chromedp.Run(lctx, chromedp.Location(&loc))
-			lcancel()
-			b.t.Fatalf("browser at %s: no %s (%v)", loc, sel, err)
-		}
-		time.Sleep(20 * time.Millisecond)
 	}
+	var loc string
+	lctx, lcancel := context.WithTimeout(b.ctx, time.Second)
+	_ = chromedp.Run(lctx, chromedp.Location(&loc))
+	lcancel()
+	b.t.Fatalf("browser at %s: no %s (%v)", loc, sel, err)
 }
 
 // count is how many elements match sel.
@@ -189,6 +196,7 @@ func (b *browser) setEditor(src string) {
 // whose syntax error shows at its line, then validated, created, assigned, applied, applied again; the
 // unresolved page; an observer who sees no source and no button, and whose forged POST is 403.
 func TestConsoleInBrowser(t *testing.T) {
+	// Not parallel: it bounds page times (under a second for 10,000 clients) in a chromium it starts.
 	if testing.Short() {
 		t.Skip("-short: the browser test starts chromium")
 	}

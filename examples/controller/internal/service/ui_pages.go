@@ -36,11 +36,11 @@ type uiLast struct {
 
 // visibleClients are the bound clients of the principal's companies, sorted, whose id or company
 // contains q.
-func (s *Service) visibleClients(p Principal, q string) []string {
+func (s *Service) visibleClients(g grant, q string) []string {
 	q = strings.ToLower(q)
 	out := make([]string, 0, len(s.clients))
 	for m, c := range s.clients {
-		if !p.InCompany(c) {
+		if !g.sees(c) {
 			continue
 		}
 		if q != "" && !strings.Contains(m, q) && !strings.Contains(strings.ToLower(c), q) {
@@ -83,12 +83,11 @@ func claimStatus(c *claims.Claim) string {
 }
 
 func (s *Service) uiClients(w http.ResponseWriter, r *http.Request) {
-	u := uiOf(r)
 	q := strings.TrimSpace(r.URL.Query().Get("q"))
 	if len(q) > 128 {
 		q = q[:128]
 	}
-	all := s.visibleClients(u.p, q)
+	all := s.visibleClients(grantOf(r), q)
 	pages := (len(all) + uiPageSize - 1) / uiPageSize
 	page, _ := strconv.Atoi(r.URL.Query().Get("page"))
 	page = max(1, min(page, max(pages, 1)))
@@ -125,11 +124,7 @@ func (s *Service) uiClients(w http.ResponseWriter, r *http.Request) {
 // uiClient is a client's page: readiness (checked now), quarantine, start buttons of the fixed profiles,
 // history, custom-state assignments (Apply, Apply Again) and executions.
 func (s *Service) uiClient(w http.ResponseWriter, r *http.Request) {
-	const op = "ui_client"
-	minion, company, ok := s.uiMinion(w, r, op)
-	if !ok {
-		return
-	}
+	minion, company := grantOf(r).minion, grantOf(r).company // checked by uiProtect (scopeMinion)
 	ctx, cancel := context.WithTimeout(r.Context(), readyTimeout)
 	rd, err := s.d.Ping(ctx, minion)
 	cancel()
@@ -160,7 +155,7 @@ func (s *Service) uiClient(w http.ResponseWriter, r *http.Request) {
 	var assignments struct {
 		Assignments []assignmentView `json:"assignments"`
 	}
-	s.call(r, s.listAssignments, nil, &assignments, nil)
+	s.call(r, "custom_assignments", nil, &assignments, nil)
 	type applyRow struct {
 		assignmentView
 		RequestID, AgainID string
@@ -172,7 +167,7 @@ func (s *Service) uiClient(w http.ResponseWriter, r *http.Request) {
 	var execs struct {
 		Executions []executionView `json:"executions"`
 	}
-	s.call(r, s.listExecutions, nil, &execs, nil)
+	s.call(r, "custom_executions", nil, &execs, nil)
 	slices.Reverse(execs.Executions)
 	s.render(w, r, http.StatusOK, "client", map[string]any{"Minion": minion, "Company": company, "Ready": ready,
 		"Last": last, "Quarantined": quarantined, "History": history, "Profiles": s.tableProfiles(),
@@ -194,17 +189,6 @@ func (s *Service) tableProfiles() []string {
 	return out
 }
 
-// uiMinion authorizes {minion} for reading like the API (400, 403 as a page).
-func (s *Service) uiMinion(w http.ResponseWriter, r *http.Request, op string) (string, string, bool) {
-	rc := &recorder{h: http.Header{}}
-	minion, company, ok := s.minionScope(rc, r, op, false)
-	if !ok {
-		s.uiRecorded(w, r, rc)
-		return "", "", false
-	}
-	return minion, company, true
-}
-
 // uiRecorded renders a refusal an API helper wrote into rc.
 func (s *Service) uiRecorded(w http.ResponseWriter, r *http.Request, rc *recorder) {
 	var e apiError
@@ -217,10 +201,7 @@ func (s *Service) uiRecorded(w http.ResponseWriter, r *http.Request, rc *recorde
 // service starts at most one request for it.
 func (s *Service) uiConfirm(w http.ResponseWriter, r *http.Request) {
 	const op = "ui_confirm"
-	minion, company, ok := s.uiMinion(w, r, op)
-	if !ok {
-		return
-	}
+	minion, company := grantOf(r).minion, grantOf(r).company // checked by uiProtect (scopeMinion)
 	profile, err := oduflowenv.ProfileIn(op, r.PathValue("profile"), s.table)
 	if err != nil {
 		s.uiFail(w, r, err)
@@ -240,7 +221,7 @@ func (s *Service) uiFail(w http.ResponseWriter, r *http.Request, err error) {
 func (s *Service) uiStart(w http.ResponseWriter, r *http.Request) {
 	minion, profile, request := r.PathValue("minion"), r.PathValue("profile"), r.PostFormValue("request_id")
 	var resp oduflow.Response
-	if code, e := s.call(r, s.start, startBody{RequestID: request}, &resp, nil); e != nil {
+	if code, e := s.call(r, "start", startBody{RequestID: request}, &resp, nil); e != nil {
 		s.uiError(w, r, code, *e)
 		return
 	}
@@ -250,7 +231,7 @@ func (s *Service) uiStart(w http.ResponseWriter, r *http.Request) {
 // uiRequest is a request's status page: the status now, then live from the event stream.
 func (s *Service) uiRequest(w http.ResponseWriter, r *http.Request) {
 	var resp oduflow.Response
-	if code, e := s.call(r, s.status, nil, &resp, nil); e != nil {
+	if code, e := s.call(r, "status", nil, &resp, nil); e != nil {
 		s.uiError(w, r, code, *e)
 		return
 	}
@@ -271,7 +252,7 @@ func deref(p *string) string {
 // then back to the status page.
 func (s *Service) uiResume(w http.ResponseWriter, r *http.Request) {
 	var resp oduflow.Response
-	if code, e := s.call(r, s.resume, nil, &resp, nil); e != nil {
+	if code, e := s.call(r, "resume", nil, &resp, nil); e != nil {
 		s.uiError(w, r, code, *e)
 		return
 	}
@@ -288,7 +269,7 @@ func (s *Service) uiUnresolved(w http.ResponseWriter, r *http.Request) {
 	var out struct {
 		Unresolved []unresolvedRequest `json:"unresolved"`
 	}
-	if code, e := s.call(r, s.unresolved, nil, &out, nil); e != nil {
+	if code, e := s.call(r, "unresolved", nil, &out, nil); e != nil {
 		s.uiError(w, r, code, *e)
 		return
 	}
@@ -318,7 +299,7 @@ func (s *Service) uiCustomList(w http.ResponseWriter, r *http.Request) {
 	var out struct {
 		Definitions []definitionView `json:"definitions"`
 	}
-	if code, e := s.call(r, s.listCustom, nil, &out, nil); e != nil {
+	if code, e := s.call(r, "custom_list", nil, &out, nil); e != nil {
 		s.uiError(w, r, code, *e)
 		return
 	}
@@ -326,10 +307,6 @@ func (s *Service) uiCustomList(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Service) uiCustomNew(w http.ResponseWriter, r *http.Request) {
-	if !uiOf(r).p.IsAdministrator() {
-		s.uiError(w, r, http.StatusForbidden, body("ui_custom_new: refused: the principal's role is not administrator", exitNothingWritten, "forbidden_role"))
-		return
-	}
 	s.render(w, r, http.StatusOK, "custom", map[string]any{"New": true, "Source": "configure_motd:\n  file.managed:\n    - name: /etc/motd\n    - contents: hello\n"})
 }
 
@@ -346,7 +323,7 @@ func (s *Service) uiCustomCreate(w http.ResponseWriter, r *http.Request) {
 		Source  string `json:"source"`
 	}{r.PostFormValue("company"), r.PostFormValue("name"), r.PostFormValue("source")}
 	var d definitionView
-	if code, e := s.call(r, s.createCustom, in, &d, nil); e != nil {
+	if code, e := s.call(r, "custom_create", in, &d, nil); e != nil {
 		s.uiSourceError(w, r, code, e, map[string]any{"New": true, "Source": in.Source, "Name": in.Name, "DefCompany": in.Company})
 		return
 	}
@@ -357,7 +334,7 @@ func (s *Service) uiCustomCreate(w http.ResponseWriter, r *http.Request) {
 // the editor with its source, Validate, Save and Assign. Observers never receive the source.
 func (s *Service) uiCustom(w http.ResponseWriter, r *http.Request) {
 	var d definitionSource
-	if code, e := s.call(r, s.getCustom, nil, &d, nil); e != nil {
+	if code, e := s.call(r, "custom_get", nil, &d, nil); e != nil {
 		s.uiError(w, r, code, *e)
 		return
 	}
@@ -366,7 +343,7 @@ func (s *Service) uiCustom(w http.ResponseWriter, r *http.Request) {
 
 func (s *Service) customData(r *http.Request, d definitionSource) map[string]any {
 	data := map[string]any{"Def": d.definitionView}
-	if uiOf(r).p.IsAdministrator() {
+	if grantOf(r).admin() {
 		data["Source"] = d.Source
 	}
 	type rev struct {
@@ -377,7 +354,7 @@ func (s *Service) customData(r *http.Request, d definitionSource) map[string]any
 	as, _ := s.cat.Assignments(r.Context(), "")
 	var assigned []string
 	for _, a := range as {
-		if a.DefinitionID != d.ID || !uiOf(r).p.InCompany(a.Company) {
+		if a.DefinitionID != d.ID || !grantOf(r).sees(a.Company) {
 			continue
 		}
 		assigned = append(assigned, a.MinionID)
@@ -402,9 +379,9 @@ func (s *Service) customData(r *http.Request, d definitionSource) map[string]any
 func (s *Service) uiCustomSave(w http.ResponseWriter, r *http.Request) {
 	src := r.PostFormValue("source")
 	var d definitionView
-	if code, e := s.call(r, s.saveCustom, sourceBody{Source: src}, &d, nil); e != nil {
+	if code, e := s.call(r, "custom_save", sourceBody{Source: src}, &d, nil); e != nil {
 		var cur definitionSource
-		if c2, e2 := s.call(r, s.getCustom, nil, &cur, nil); e2 != nil {
+		if c2, e2 := s.call(r, "custom_get", nil, &cur, nil); e2 != nil {
 			s.uiError(w, r, c2, *e2)
 			return
 		}
@@ -423,7 +400,7 @@ func (s *Service) uiCustomAssign(w http.ResponseWriter, r *http.Request) {
 		auditOf(r.Context()).minion = minion
 		auditOf(r.Context()).company = s.clients[minion]
 	}
-	if code, e := s.call(r, s.assignCustom, nil, nil, map[string]string{"minion": minion}); e != nil {
+	if code, e := s.call(r, "custom_assign", nil, nil, map[string]string{"minion": minion}); e != nil {
 		s.uiError(w, r, code, *e)
 		return
 	}
@@ -435,7 +412,7 @@ func (s *Service) uiCustomAssign(w http.ResponseWriter, r *http.Request) {
 func (s *Service) uiApply(w http.ResponseWriter, r *http.Request) {
 	in := applyBody{RequestID: r.PostFormValue("request_id"), Again: r.PostFormValue("again") == "1"}
 	var resp oduflow.CustomResponse
-	if code, e := s.call(r, s.applyCustom, in, &resp, nil); e != nil {
+	if code, e := s.call(r, "custom_apply", in, &resp, nil); e != nil {
 		s.uiError(w, r, code, *e)
 		return
 	}
@@ -448,7 +425,7 @@ func (s *Service) uiExecution(w http.ResponseWriter, r *http.Request) {
 		Status    oduflow.CustomResponse `json:"status"`
 		Execution executionView          `json:"execution"`
 	}
-	if code, e := s.call(r, s.executionStatus, nil, &out, nil); e != nil {
+	if code, e := s.call(r, "custom_status", nil, &out, nil); e != nil {
 		s.uiError(w, r, code, *e)
 		return
 	}

@@ -187,6 +187,7 @@ func TestConsoleSessionAndCSRF(t *testing.T) {
 // console at once (no sign-in page), as the certificate's principal, and its POSTs still need the CSRF
 // token the pages carry.
 func TestConsoleMutualTLSNeedsNoSignIn(t *testing.T) {
+	t.Parallel()
 	env := startSim(t)
 	m := env.addMinion()
 	dir := t.TempDir()

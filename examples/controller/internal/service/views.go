@@ -40,7 +40,7 @@ func viewOfDefinition(d catalog.Definition, digest bool) definitionView {
 // itself. An observer never does: a digest of a source confirms a guess of it offline (a secret in a
 // state file found by compiling candidates), so it is withheld, not keyed, from every role that may not
 // read the source.
-func (s *Service) seesDigest(r *http.Request) bool { return principalOf(r.Context()).IsAdministrator() }
+func (s *Service) seesDigest(r *http.Request) bool { return grantOf(r).admin() }
 
 // assignmentView is an assignment with its definition's name and revision.
 type assignmentView struct {
