@@ -207,7 +207,7 @@ func (d *Dispatcher) customDrive(ctx context.Context, cat catalog.Store, e catal
 // customRespond computes the claim's status, mirrors the sanitized outcome into the catalog and answers.
 func (d *Dispatcher) customRespond(ctx context.Context, cat catalog.Store, e catalog.Execution, c *claims.Claim,
 	request, reason string) (CustomResponse, error) {
-	st, err := d.computeStatus(ctx, c)
+	c, st, err := d.computeStatus(ctx, c)
 	if err != nil {
 		return CustomResponse{}, err
 	}
@@ -335,7 +335,7 @@ func (d *Dispatcher) customEvidence(ctx context.Context, cat catalog.Store, mini
 		rec := customRecord{RequestID: e.RequestID, DefinitionID: e.DefinitionID, Digest: e.Digest,
 			Status: receipt.StatusNotStarted, CreatedAt: e.CreatedAt}
 		if c := byID[e.RequestID]; c != nil {
-			st, err := d.computeStatus(ctx, c)
+			c, st, err := d.computeStatus(ctx, c)
 			if err != nil {
 				return customRequest{}, nil, err
 			}
@@ -353,7 +353,7 @@ func (d *Dispatcher) customEvidence(ctx context.Context, cat catalog.Store, mini
 		if c.EffectiveProfile() != receipt.ProfileCustom || seen[c.RequestID] {
 			continue
 		}
-		st, err := d.computeStatus(ctx, c)
+		c, st, err := d.computeStatus(ctx, c)
 		if err != nil {
 			return customRequest{}, nil, err
 		}

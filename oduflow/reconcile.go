@@ -229,7 +229,7 @@ func (d *Dispatcher) reconcilableClaim(ctx context.Context, t target, allowAsser
 	if allowAsserted && c.Phase == claims.PhaseAsserted {
 		return c, nil
 	}
-	st, err := d.computeStatus(ctx, c)
+	c, st, err := d.computeStatus(ctx, c)
 	if err != nil {
 		return nil, err
 	}

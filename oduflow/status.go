@@ -72,7 +72,7 @@ func (d *Dispatcher) Status(ctx context.Context, minion, request string, profile
 }
 
 func (d *Dispatcher) respond(ctx context.Context, c *claims.Claim) (Response, error) {
-	st, err := d.computeStatus(ctx, c)
+	c, st, err := d.computeStatus(ctx, c)
 	if err != nil {
 		return Response{}, err
 	}
@@ -94,16 +94,38 @@ func responseFor(c *claims.Claim, st receipt.Status) Response {
 	return r
 }
 
-// computeStatus applies the status contract to a claim (see statusOf).
-func (d *Dispatcher) computeStatus(ctx context.Context, c *claims.Claim) (receipt.Status, error) {
+// computeStatus applies the status contract to a claim read earlier (see statusOf) and returns the claim
+// the status belongs to. The claim and its liveness are two reads: a worker can commit its final status
+// and let go of its lock between them, and the stale claim with a free lock would read unknown for a
+// request that has just ended. So a lock found free is followed by a second read of the claim: the
+// worker commits before it releases, hence a commit made before the release is seen (settleRead).
+func (d *Dispatcher) computeStatus(ctx context.Context, c *claims.Claim) (*claims.Claim, receipt.Status, error) {
 	if c.Phase.Final() {
-		return c.Status, nil
+		return c, c.Status, nil
 	}
 	lv, err := d.liveness(ctx, c)
 	if err != nil {
-		return "", err
+		return nil, "", err
 	}
-	return statusOf(c, lv), nil
+	return d.settleRead(ctx, c, lv)
+}
+
+// settleRead is statusOf for a claim and a liveness read after it, with the claim read again when the
+// lock was found free and the answer would not be running: had the worker committed in between, the
+// committed claim answers.
+func (d *Dispatcher) settleRead(ctx context.Context, c *claims.Claim, lv claims.Liveness) (*claims.Claim, receipt.Status, error) {
+	st := statusOf(c, lv)
+	if lv.RequestLockHeld || st == receipt.StatusRunning {
+		return c, st, nil
+	}
+	cur, err := d.store.Get(ctx, c.RequestID)
+	if err != nil {
+		return nil, "", err
+	}
+	if cur.Phase.Final() {
+		return cur, cur.Status, nil
+	}
+	return c, st, nil
 }
 
 // statusOf is the status contract, for a claim and its liveness read at one instant:
@@ -162,23 +184,38 @@ func (d *Dispatcher) clockLiveness(c *claims.Claim, held bool) claims.Liveness {
 
 // readForStatus reads the claim and its liveness, at one instant when the store can.
 func (d *Dispatcher) readForStatus(ctx context.Context, request string) (*claims.Claim, claims.Liveness, error) {
+	var (
+		c   *claims.Claim
+		lv  claims.Liveness
+		err error
+	)
 	switch {
 	case d.windows != nil:
-		return d.windows.GetWithLiveness(ctx, request)
+		c, lv, err = d.windows.GetWithLiveness(ctx, request)
 	case d.claimLock != nil:
-		c, held, err := d.claimLock.GetWithRequestLock(ctx, request)
-		if err != nil {
-			return nil, claims.Liveness{}, err
+		var held bool
+		if c, held, err = d.claimLock.GetWithRequestLock(ctx, request); err == nil {
+			lv = d.clockLiveness(c, held)
 		}
-		return c, d.clockLiveness(c, held), nil
+	default:
+		if c, err = d.store.Get(ctx, request); err == nil && !c.Phase.Final() {
+			lv, err = d.liveness(ctx, c)
+		}
 	}
-	c, err := d.store.Get(ctx, request)
 	if err != nil {
 		return nil, claims.Liveness{}, err
 	}
 	if c.Phase.Final() {
 		return c, claims.Liveness{}, nil
 	}
-	lv, err := d.liveness(ctx, c)
-	return c, lv, err
+	// A store may read the claim and its lock one after the other (the file store does): settle a free
+	// lock against a second read of the claim.
+	cur, _, err := d.settleRead(ctx, c, lv)
+	if err != nil {
+		return nil, claims.Liveness{}, err
+	}
+	if cur != c {
+		return cur, claims.Liveness{}, nil // committed meanwhile: final, its liveness no longer matters
+	}
+	return c, lv, nil
 }

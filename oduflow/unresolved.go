@@ -62,7 +62,7 @@ func (d *Dispatcher) Unresolved(ctx context.Context) iter.Seq2[UnresolvedRequest
 				yield(UnresolvedRequest{}, err)
 				return
 			}
-			st, err := d.computeStatus(ctx, c)
+			c, st, err := d.computeStatus(ctx, c)
 			if err != nil {
 				yield(UnresolvedRequest{}, err)
 				return

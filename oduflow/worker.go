@@ -699,7 +699,7 @@ func (d *Dispatcher) clientCheck(ctx context.Context, c *claims.Claim) (claims.E
 		if o.Quarantining() {
 			// The one quarantine rule (blocksClient): unknown blocks; a request a live worker, adopter or
 			// Resume holds makes the client busy instead (it may be running on the minion).
-			st, err := d.computeStatus(ctx, o)
+			o, st, err := d.computeStatus(ctx, o)
 			if err != nil {
 				d.claimLog(c).Warn("worker: client claims unreadable; preflight failure", slog.String("error", err.Error()))
 				return claims.CodeClaimStore, nil
