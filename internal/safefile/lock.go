@@ -20,7 +20,19 @@ type Lock struct {
 	name string
 	pool *LockPool // a pool lock: held while pool.held[name] is this Lock
 	key  lockKey   // a pool lock: the lock file whose inode numbers its range
+	// pstate is a pool lock's state (guarded by pool.mu): its range is being taken, is held, or is
+	// being released. The kernel call runs outside the pool's mutex; the table entry keeps the name
+	// taken meanwhile.
+	pstate poolState
 }
+
+type poolState uint8
+
+const (
+	poolTaking poolState = iota
+	poolHeld
+	poolReleasing
+)
 
 // Name returns the lock's name (without the .lock suffix).
 func (l *Lock) Name() string { return l.name }

@@ -48,6 +48,8 @@ type LockPool struct {
 	closed bool
 	held   map[string]*Lock  // name -> held lock
 	byKey  map[lockKey]*Lock // range -> held lock (a range the pool holds is never locked again through it)
+
+	kernelHook func(cmd int, typ int16) // tests: called right before each lock or unlock call to the kernel; nil in production
 }
 
 // OpenLockPool opens (creating 0600 when absent) the store's pool file. It holds one descriptor until
@@ -149,6 +151,9 @@ func (p *LockPool) checkSelf(dirfd int) error {
 
 // fcntl runs one OFD lock command on key's byte, retrying EINTR.
 func (p *LockPool) fcntl(cmd int, lk *unix.Flock_t) error {
+	if p.kernelHook != nil {
+		p.kernelHook(cmd, lk.Type)
+	}
 	rc, err := p.f.SyscallConn()
 	if err != nil {
 		return err
@@ -173,28 +178,48 @@ func byteOf(k lockKey, typ int16) unix.Flock_t {
 
 // TryLock takes lock name without waiting: ErrLocked when any holder (another goroutine through this
 // pool, another pool, another process) has it.
+//
+// The kernel call runs outside the pool's mutex: with thousands of ranges on the pool file the kernel
+// walks its list of them on every lock and unlock, and a goroutine holding the mutex through that call
+// (and through the wait for a CPU after it) would make every other lock, release, Held and IsLocked of
+// the process wait behind it. The name is reserved in the pool's table first (poolTaking), so a
+// concurrent TryLock of the same name through this pool is ErrLocked, as before.
 func (p *LockPool) TryLock(name string) (*Lock, error) {
 	k, err := p.resolve(name, true)
 	if err != nil {
 		return nil, err
 	}
 	p.mu.Lock()
-	defer p.mu.Unlock()
 	if p.closed {
+		p.mu.Unlock()
 		return nil, errors.Newf("safefile: lock %s: pool closed", name)
 	}
 	if p.held[name] != nil || p.byKey[k] != nil {
+		p.mu.Unlock()
 		return nil, errors.Wrapf(ErrLocked, "%s", name)
 	}
+	l := &Lock{fd: -1, name: name, pool: p, key: k, pstate: poolTaking}
+	p.held[name], p.byKey[k] = l, l
+	p.mu.Unlock()
 	lk := byteOf(k, unix.F_WRLCK)
-	if err := p.fcntl(unix.F_OFD_SETLK, &lk); err != nil {
-		if err == unix.EAGAIN || err == unix.EACCES {
+	ferr := p.fcntl(unix.F_OFD_SETLK, &lk)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		// Close ran meanwhile: closing the pool file drops every range, this one too.
+		return nil, errors.Newf("safefile: lock %s: pool closed", name)
+	}
+	if ferr != nil {
+		if p.held[name] == l {
+			delete(p.held, name)
+			delete(p.byKey, k)
+		}
+		if ferr == unix.EAGAIN || ferr == unix.EACCES {
 			return nil, errors.Wrapf(ErrLocked, "%s", name)
 		}
-		return nil, errors.Wrapf(err, "safefile: lock %s", name)
+		return nil, errors.Wrapf(ferr, "safefile: lock %s", name)
 	}
-	l := &Lock{fd: -1, name: name, pool: p, key: k}
-	p.held[name], p.byKey[k] = l, l
+	l.pstate = poolHeld
 	return l, nil
 }
 
@@ -243,17 +268,26 @@ func (p *LockPool) IsLocked(name string) (bool, error) {
 	return lk.Type != unix.F_UNLCK, nil
 }
 
-// release drops l's range (a no-op when it is no longer held).
+// release drops l's range (a no-op when it is no longer held). The name stays in the pool's table
+// (poolReleasing) until the kernel has dropped the range: a TryLock of the same name through this pool
+// before that would take a range the unlock then removes.
 func (p *LockPool) release(l *Lock) error {
 	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.closed || p.held[l.name] != l {
+	if p.closed || p.held[l.name] != l || l.pstate != poolHeld {
+		p.mu.Unlock()
 		return nil
 	}
-	delete(p.held, l.name)
-	delete(p.byKey, l.key)
+	l.pstate = poolReleasing
+	p.mu.Unlock()
 	lk := byteOf(l.key, unix.F_UNLCK)
-	if err := p.fcntl(unix.F_OFD_SETLK, &lk); err != nil {
+	err := p.fcntl(unix.F_OFD_SETLK, &lk)
+	p.mu.Lock()
+	if p.held[l.name] == l {
+		delete(p.held, l.name)
+		delete(p.byKey, l.key)
+	}
+	p.mu.Unlock()
+	if err != nil {
 		return errors.Wrapf(err, "safefile: release lock %s", l.name)
 	}
 	return nil
@@ -263,7 +297,7 @@ func (p *LockPool) release(l *Lock) error {
 // directory.
 func (p *LockPool) stillHeld(l *Lock) bool {
 	p.mu.Lock()
-	held := !p.closed && p.held[l.name] == l
+	held := !p.closed && p.held[l.name] == l && l.pstate == poolHeld
 	p.mu.Unlock()
 	if !held {
 		return false

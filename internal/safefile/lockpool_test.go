@@ -274,3 +274,124 @@ func TestLockPoolClose(t *testing.T) {
 		t.Fatalf("pool file mode %o, %v", st.Mode&0o777, err)
 	}
 }
+
+// TestLockPoolKernelCallOutsideMutex: while one goroutine's lock call is in the kernel (held there by
+// the test hook), the pool's other operations go on: a TryLock and a release of other names, Held and
+// IsLocked. With the pool's mutex held through the kernel call (it walks the pool file's list of ranges,
+// thousands long with as many requests in flight) they would all wait for it.
+func TestLockPoolKernelCallOutsideMutex(t *testing.T) {
+	s := newStore(t)
+	p := newPool(t, s)
+	other, err := p.TryLock("other")
+	if err != nil {
+		t.Fatal(err)
+	}
+	inKernel, proceed := make(chan struct{}), make(chan struct{})
+	var first atomic.Bool
+	p.kernelHook = func(cmd int, typ int16) {
+		if typ == unix.F_WRLCK && cmd == unix.F_OFD_SETLK && first.CompareAndSwap(false, true) {
+			close(inKernel)
+			<-proceed
+		}
+	}
+	slow := make(chan error, 1)
+	go func() {
+		l, err := p.TryLock("slow")
+		if err == nil && !l.Held() {
+			err = fmt.Errorf("slow lock not held")
+		}
+		slow <- err
+	}()
+	<-inKernel
+	done := make(chan error, 1)
+	go func() {
+		if !other.Held() {
+			done <- fmt.Errorf("other not held")
+			return
+		}
+		if locked, err := p.IsLocked("other"); err != nil || !locked {
+			done <- fmt.Errorf("IsLocked(other) = %v, %v", locked, err)
+			return
+		}
+		if _, err := p.TryLock("slow"); !stderrors.Is(err, ErrLocked) {
+			done <- fmt.Errorf("TryLock of a name being taken: %v, want ErrLocked", err)
+			return
+		}
+		third, err := p.TryLock("third")
+		if err != nil {
+			done <- err
+			return
+		}
+		done <- third.Release()
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		close(proceed)
+		t.Fatal("the pool's other operations waited for a lock call in the kernel")
+	}
+	close(proceed)
+	if err := <-slow; err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestLockPoolReleaseKeepsNameUntilUnlocked: while a release's unlock is in the kernel, the name is not
+// free through the pool (a TryLock then would take a range the unlock removes next, and another process
+// could take the lock too); once the release returned it can be taken again, and then another pool (as
+// another process would) finds it locked.
+func TestLockPoolReleaseKeepsNameUntilUnlocked(t *testing.T) {
+	s := newStore(t)
+	p, q := newPool(t, s), newPool(t, s)
+	l, err := p.TryLock("req")
+	if err != nil {
+		t.Fatal(err)
+	}
+	inKernel, proceed := make(chan struct{}), make(chan struct{})
+	var first atomic.Bool
+	p.kernelHook = func(cmd int, typ int16) {
+		if typ == unix.F_UNLCK && first.CompareAndSwap(false, true) {
+			close(inKernel)
+			<-proceed
+		}
+	}
+	released := make(chan error, 1)
+	go func() { released <- l.Release() }()
+	<-inKernel
+	checked := make(chan error, 1)
+	go func() {
+		if l.Held() {
+			checked <- fmt.Errorf("a lock being released reads held")
+			return
+		}
+		if _, err := p.TryLock("req"); !stderrors.Is(err, ErrLocked) {
+			checked <- fmt.Errorf("TryLock while the unlock is in the kernel: %v, want ErrLocked", err)
+			return
+		}
+		checked <- nil
+	}()
+	select {
+	case err := <-checked:
+		if err != nil {
+			close(proceed)
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		close(proceed)
+		t.Fatal("Held and TryLock waited for an unlock call in the kernel")
+	}
+	close(proceed)
+	if err := <-released; err != nil {
+		t.Fatal(err)
+	}
+	l2, err := p.TryLock("req")
+	if err != nil || !l2.Held() {
+		t.Fatalf("TryLock after the release: %v", err)
+	}
+	if _, err := q.TryLock("req"); !stderrors.Is(err, ErrLocked) {
+		t.Fatalf("another pool took a held lock: %v", err)
+	}
+}
