@@ -57,6 +57,8 @@ type Dispatcher struct {
 	// concurrent Starts share one ping under (start.go).
 	masterProvedAt atomic.Int64
 	masterPingMu   sync.Mutex
+	// masterRefreshing: a background ping renewing the proof is in flight (refreshMasterProof).
+	masterRefreshing atomic.Bool
 
 	// claimLock is the store when it reads a claim with its lock state at once (nil: Get, then RequestLockHeld).
 	claimLock claims.ClaimLockReader
@@ -78,6 +80,8 @@ type Dispatcher struct {
 	adoptNow chan struct{} // wakes the adoption loop (kickAdoption)
 
 	// watchers are the Watch calls waiting (watch.go); feedOnce starts the store's change feed for them.
+	// feedWG counts the goroutines Close waits for after it cancelled ctx: the change feed, and a
+	// readiness ping renewing the master's proof (refreshMasterProof).
 	watchers watchers
 	feedOnce sync.Once
 	feedWG   sync.WaitGroup

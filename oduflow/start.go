@@ -180,24 +180,34 @@ func (d *Dispatcher) masterProof() time.Duration {
 	return masterProofTTL
 }
 
+// masterProofRefresh: once the master's proof is this old (two thirds of masterProof: 2 s by default) and
+// still fresh, the next Start renews it with a ping in the background instead of waiting for it to expire,
+// so under a steady flow of Starts none of them waits for the ping (the master's request port may be
+// queueing a burst's publications: a ping that waits behind them would hold every concurrent Start).
+func (d *Dispatcher) masterProofRefresh() time.Duration { return d.masterProof() * 2 / 3 }
+
 // masterAnswers proves the master's request channel with a ping, or with one that succeeded less than
-// masterProofTTL ago. Concurrent callers share one ping; a failure is not cached (the next Start asks
-// again).
+// masterProof ago. Concurrent callers share one ping; a failure is not cached (the next Start asks
+// again). A proof older than masterProofRefresh is renewed by one ping in the background while it still
+// stands (refreshMasterProof): no Start ever goes on with a proof older than masterProof.
 func (d *Dispatcher) masterAnswers(ctx context.Context) error {
 	mp, ok := d.pub.(masterPinger)
 	if !ok {
 		return nil
 	}
-	fresh := func() bool {
+	age := func() (time.Duration, bool) {
 		at := d.masterProvedAt.Load()
-		return at != 0 && time.Since(time.Unix(0, at)) < d.masterProof()
+		return time.Since(time.Unix(0, at)), at != 0
 	}
-	if fresh() {
+	if a, ok := age(); ok && a < d.masterProof() {
+		if a >= d.masterProofRefresh() {
+			d.refreshMasterProof(mp)
+		}
 		return nil
 	}
 	d.masterPingMu.Lock()
 	defer d.masterPingMu.Unlock()
-	if fresh() { // another Start pinged while this one waited
+	if a, ok := age(); ok && a < d.masterProof() { // another Start pinged while this one waited
 		return nil
 	}
 	pctx, cancel := context.WithTimeout(ctx, masterPingTimeout)
@@ -207,6 +217,34 @@ func (d *Dispatcher) masterAnswers(ctx context.Context) error {
 	}
 	d.masterProvedAt.Store(time.Now().UnixNano())
 	return nil
+}
+
+// refreshMasterProof pings the master on a goroutine of its own (one at a time, under the dispatcher's
+// context: Close ends it) and renews the proof when it answers; a failure leaves the proof to expire, and
+// the first Start after that pings and waits as before.
+func (d *Dispatcher) refreshMasterProof(mp masterPinger) {
+	if !d.masterRefreshing.CompareAndSwap(false, true) {
+		return
+	}
+	d.gate.RLock()
+	closing := d.closing
+	if !closing {
+		d.feedWG.Add(1) // counted under the gate: Close waits for it once it has cancelled d.ctx
+	}
+	d.gate.RUnlock()
+	if closing {
+		d.masterRefreshing.Store(false)
+		return
+	}
+	go func() {
+		defer d.feedWG.Done()
+		defer d.masterRefreshing.Store(false)
+		pctx, cancel := context.WithTimeout(d.ctx, masterPingTimeout)
+		defer cancel()
+		if err := mp.Ping(pctx); err == nil {
+			d.masterProvedAt.Store(time.Now().UnixNano())
+		}
+	}()
 }
 
 // notReady marks err with ErrNotReady and the sentinel naming its cause. A cancelled caller gets its

@@ -141,8 +141,76 @@ func TestStartReadinessPingCached(t *testing.T) {
 		mustStart(t, d, receipt.ProfileConfigure, m.ID(), req)
 		waitFinal(t, d, receipt.ProfileConfigure, m.ID(), req)
 	}
-	if n, want := p.pings.Load(), int64(time.Since(t0)/masterProofTTL)+1; n > want || n < 1 {
+	// A proof is renewed once it is masterProofRefresh old (in the background, while it still stands).
+	if n, want := p.pings.Load(), int64(time.Since(t0)/d.masterProofRefresh())+1; n > want || n < 1 {
 		t.Fatalf("%d readiness pings for 10 Starts in %s, want 1..%d", n, time.Since(t0), want)
+	}
+}
+
+// blockingPingClient's pings wait until release is closed (once block is set) and are counted.
+type blockingPingClient struct {
+	*salt.Client
+	pings   atomic.Int64
+	block   atomic.Bool
+	release chan struct{}
+}
+
+func (p *blockingPingClient) Ping(ctx context.Context) error {
+	p.pings.Add(1)
+	if p.block.Load() {
+		select {
+		case <-p.release:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return p.Client.Ping(ctx)
+}
+
+// A proof past masterProofRefresh but still fresh is renewed by a ping in the background: the Start that
+// notices goes on at once, however long the master takes to answer the ping (a master busy with a
+// burst's publications), and the renewed proof spares the Starts after it the wait when the old one
+// would have expired. Before, every masterProofTTL one Start pinged and every concurrent Start waited
+// for it.
+func TestStartReadinessProofRenewedAhead(t *testing.T) {
+	t.Parallel()
+	e := startSim(t)
+	m := e.addMinion()
+	p := &blockingPingClient{Client: e.client, release: make(chan struct{})}
+	d := e.dispatcherWith(p)
+	mustStart(t, d, receipt.ProfileConfigure, m.ID(), uuid.NewString()) // the first proof, waited for
+	if n := p.pings.Load(); n != 1 {
+		t.Fatalf("%d pings for the first Start, want 1", n)
+	}
+	old := time.Now().Add(-d.masterProofRefresh() - 100*time.Millisecond).UnixNano()
+	d.masterProvedAt.Store(old)
+	p.block.Store(true)
+	started := make(chan error, 1)
+	go func() {
+		_, err := d.Start(context.Background(), m.ID(), uuid.NewString(), receipt.ProfileConfigure)
+		started <- err
+	}()
+	select {
+	case err := <-started:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		close(p.release)
+		t.Fatal("a Start with a fresh proof waited for the renewing ping")
+	}
+	if !waitUntil(5*time.Second, func() bool { return p.pings.Load() == 2 }) {
+		t.Fatalf("%d pings: the aging proof was not renewed", p.pings.Load())
+	}
+	if at := d.masterProvedAt.Load(); at != old {
+		t.Fatal("the proof was renewed before the master answered")
+	}
+	close(p.release)
+	if !waitUntil(5*time.Second, func() bool { return d.masterProvedAt.Load() > old }) {
+		t.Fatal("the answered ping did not renew the proof")
+	}
+	if n := p.pings.Load(); n != 2 {
+		t.Fatalf("%d pings, want 2: one renewal at a time", n)
 	}
 }
 

@@ -50,7 +50,8 @@ type Timers struct {
 	CapabilityReuse time.Duration
 	// MasterProof: a readiness ping the master answered proves its request channel for the Starts of
 	// this long after it (3 s; 0 means the default): shorter, and a master gone is refused sooner at the
-	// cost of one more ping per Start burst (tests set it short rather than wait a proof out).
+	// cost of one more ping per Start burst (tests set it short rather than wait a proof out). Once two
+	// thirds of it have passed, a Start renews the proof with a ping in the background and goes on.
 	MasterProof time.Duration
 }
 
