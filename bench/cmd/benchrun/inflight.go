@@ -29,6 +29,7 @@ func cmdInflight(ctx context.Context, args []string) (any, error) {
 	fs, held := benchsim.InflightFlags(10000, "claim directory")
 	statusN := fs.Int("status", 20000, "Status calls under load")
 	statusCallers := fs.Int("status-callers", 8, "concurrent Status callers")
+	statusSettle := fs.Duration("status-settle", 3*time.Second, "pause before the second Status measurement")
 	rateN := fs.Int("rate-publishes", 3000, "publishes of the simulator's own rate anchor")
 	callTimeout := fs.Duration("call-timeout", oduflow.DefaultTimers().CallTimeout, "the dispatcher's CallTimeout")
 	heapProfile := fs.String("heap-profile", "", "write a heap profile here while the n requests are held")
@@ -36,6 +37,9 @@ func cmdInflight(ctx context.Context, args []string) (any, error) {
 	cpuProfile := fs.String("cpu-profile", "", "write a CPU profile of this process from the first Start to the last publication here")
 	simProfile := fs.String("sim-cpu-profile", "", "the simulator child writes a CPU profile of its life here")
 	profileRate := fs.Int("mem-profile-rate", 0, "runtime.MemProfileRate for -heap-profile (0: the default)")
+	mutexProfile := fs.String("mutex-profile", "", "write a mutex profile (every contention) from the first Start to the last publication here")
+	blockProfile := fs.String("block-profile", "", "write a block profile (every event) from the first Start to the last publication here")
+	waitSamples := fs.String("wait-samples", "", "write where the goroutines were, sampled every 200 ms from the first Start to the last publication, here")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -64,8 +68,27 @@ func cmdInflight(ctx context.Context, args []string) (any, error) {
 	// The production CallTimeout: a worker's capability check counts it from its publication, not from
 	// the wait for a publish slot behind the n-1 others.
 	tm.CallTimeout = *callTimeout
+	// Publications by function (the run and the capability checks) and the capability checks' and
+	// publishes' durations: what the pipeline did per request.
+	var pubs sync.Map // fun -> *atomic.Int64
+	var capObs, pubObs durations
+	hooks := oduflow.Hooks{
+		Published: func(_ context.Context, _ oduflow.RequestRef, fun, result string) {
+			v, _ := pubs.LoadOrStore(fun+"/"+result, new(atomic.Int64))
+			v.(*atomic.Int64).Add(1)
+		},
+		Observe: func(_ context.Context, _ oduflow.RequestRef, op string, dur time.Duration) {
+			switch op {
+			case "capabilities":
+				capObs.add(dur)
+			case "publish":
+				pubObs.add(dur)
+			}
+		},
+	}
 	d, err := oduflow.New(c, oduflow.SaltEvents(child.Hello.Events, salt.WithLogger(benchkit.Discard())),
-		oduflow.WithClaimDir(dir), oduflow.WithPKIDir(child.Hello.PKIDir), oduflow.WithTimers(tm), oduflow.WithLogger(benchkit.Discard()))
+		oduflow.WithClaimDir(dir), oduflow.WithPKIDir(child.Hello.PKIDir), oduflow.WithTimers(tm), oduflow.WithLogger(benchkit.Discard()),
+		oduflow.WithHooks(hooks))
 	if err != nil {
 		return nil, err
 	}
@@ -79,6 +102,10 @@ func cmdInflight(ctx context.Context, args []string) (any, error) {
 		return nil, err
 	}
 	defer stopProfile() // at once below; this one covers the early returns
+	stopContention := benchkit.StartContentionProfiles(*mutexProfile, *blockProfile)
+	defer stopContention()
+	stopWaits := benchkit.WaitSampler(*waitSamples, 200*time.Millisecond)
+	defer stopWaits()
 	starts, err := benchsim.StartHeld(ctx, d, *n, held.StartConcurrency, true)
 	if err != nil {
 		return nil, err
@@ -110,42 +137,30 @@ func cmdInflight(ctx context.Context, args []string) (any, error) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	stopProfile()
+	stopContention()
+	stopWaits()
 	dispatcherCPU, simCPU := benchkit.CPUTime()-cpu0, time.Duration(st.CPUNs-st0.CPUNs)
 	// Status under that load: 8 callers, random running requests. The collections during it (their
 	// count, stop-the-world pauses and the CPU fraction the collector took) say how much of the tail is GC.
 	var gc0, gc1 runtime.MemStats
 	runtime.ReadMemStats(&gc0)
-	statusLat := make([]time.Duration, *statusN)
-	errc := make(chan error, *statusCallers)
-	for range *statusCallers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				i := int(next.Add(1) - 1)
-				if i >= *statusN {
-					return
-				}
-				k := rand.IntN(*n)
-				s := time.Now()
-				r, err := d.Status(ctx, benchsim.MinionID(k), reqs[k], receipt.ProfileConfigure)
-				statusLat[i] = time.Since(s)
-				if err != nil || r.Status != receipt.StatusRunning {
-					errc <- fmt.Errorf("status of a held request: %+v %v", r, err)
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	close(errc)
-	if err := <-errc; err != nil {
+	statusLat, err := statusUnderLoad(ctx, d, reqs, *statusN, *statusCallers)
+	if err != nil {
 		return nil, err
 	}
 	runtime.ReadMemStats(&gc1)
 	statusGC := map[string]any{"collections": gc1.NumGC - gc0.NumGC,
 		"pause_total_ms":      benchkit.Round3(float64(gc1.PauseTotalNs-gc0.PauseTotalNs) / 1e6),
 		"gc_cpu_fraction_run": benchkit.Round3(gc1.GCCPUFraction)}
+	// The same calls again once the dispatcher has settled (the last workers' dispatched writes, the
+	// kernel's writeback of the claims just written): the first measurement runs right after the last
+	// publication, and how much of the work behind it is still going varies from round to round.
+	settle := time.Now()
+	time.Sleep(*statusSettle)
+	statusSettled, err := statusUnderLoad(ctx, d, reqs, *statusN, *statusCallers)
+	if err != nil {
+		return nil, err
+	}
 	fds := openFDs()
 	mem := benchkit.ReadMem(*n, *heapProfile)
 	if *goroutineProfile != "" {
@@ -167,7 +182,7 @@ func cmdInflight(ctx context.Context, args []string) (any, error) {
 	defer rc.Close()
 	gen := salt.NewJIDGenerator()
 	next.Store(0)
-	errc = make(chan error, 32)
+	errc := make(chan error, 32)
 	r0 := time.Now()
 	for range 32 {
 		wg.Add(1)
@@ -196,6 +211,8 @@ func cmdInflight(ctx context.Context, args []string) (any, error) {
 		"starts_s":                          benchkit.Round3(starts.Took.Seconds()),
 		"status_ms":                         benchkit.Summarize(statusLat, time.Millisecond),
 		"status_callers":                    *statusCallers,
+		"status_settled_ms":                 benchkit.Summarize(statusSettled, time.Millisecond),
+		"status_settled_after_s":            benchkit.Round3(time.Since(settle).Seconds()),
 		"status_phase_gc":                   statusGC,
 		"first_start_to_last_publication_s": benchkit.Round3(allPublished.Seconds()),
 		"last_start_to_last_publication_ms": benchkit.Round3(float64(st.Last-starts.Last.UnixNano()) / 1e6),
@@ -208,6 +225,12 @@ func cmdInflight(ctx context.Context, args []string) (any, error) {
 		// Start callers) and the simulator child; with the wall time they say which one the row waits on.
 		"dispatcher_cpu_s": benchkit.Round3(dispatcherCPU.Seconds()),
 		"sim_cpu_s":        benchkit.Round3(simCPU.Seconds()),
+		// Publication calls by function/result (a capability publication serves a batch of checks), and
+		// the durations the hooks observed (a capability check from its publication to its answer; a
+		// publish's send -> reply).
+		"publications_by_fun": pubCounts(&pubs),
+		"capabilities_ms":     capObs.summary(),
+		"publish_ms":          pubObs.summary(),
 	}, nil
 }
 
@@ -225,4 +248,63 @@ func nofile() uint64 {
 	var rl syscall.Rlimit
 	_ = syscall.Getrlimit(syscall.RLIMIT_NOFILE, &rl)
 	return rl.Cur
+}
+
+// durations collects observed durations from many goroutines.
+type durations struct {
+	mu sync.Mutex
+	d  []time.Duration
+}
+
+func (o *durations) add(d time.Duration) {
+	o.mu.Lock()
+	o.d = append(o.d, d)
+	o.mu.Unlock()
+}
+
+func (o *durations) summary() benchkit.Summary {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return benchkit.Summarize(o.d, time.Millisecond)
+}
+
+func pubCounts(m *sync.Map) map[string]int64 {
+	out := map[string]int64{}
+	m.Range(func(k, v any) bool {
+		out[k.(string)] = v.(*atomic.Int64).Load()
+		return true
+	})
+	return out
+}
+
+// statusUnderLoad makes n Status calls of random held requests from callers goroutines and returns
+// their latencies; every answer must be running.
+func statusUnderLoad(ctx context.Context, d *oduflow.Dispatcher, reqs []string, n, callers int) ([]time.Duration, error) {
+	lat := make([]time.Duration, n)
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	errc := make(chan error, callers)
+	for range callers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= n {
+					return
+				}
+				k := rand.IntN(len(reqs))
+				s := time.Now()
+				r, err := d.Status(ctx, benchsim.MinionID(k), reqs[k], receipt.ProfileConfigure)
+				lat[i] = time.Since(s)
+				if err != nil || r.Status != receipt.StatusRunning {
+					errc <- fmt.Errorf("status of a held request: %+v %v", r, err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errc)
+	return lat, <-errc
 }
