@@ -29,6 +29,7 @@ func cmdInflight(ctx context.Context, args []string) (any, error) {
 	fs, held := benchsim.InflightFlags(10000, "claim directory")
 	statusN := fs.Int("status", 20000, "Status calls under load")
 	statusCallers := fs.Int("status-callers", 8, "concurrent Status callers")
+	leaveDir := fs.Bool("leave-dir", false, "leave the claim directory for the caller to remove (see claimDirLeft)")
 	statusSettle := fs.Duration("status-settle", 3*time.Second, "pause before the second Status measurement")
 	rateN := fs.Int("rate-publishes", 3000, "publishes of the simulator's own rate anchor")
 	callTimeout := fs.Duration("call-timeout", oduflow.DefaultTimers().CallTimeout, "the dispatcher's CallTimeout")
@@ -52,7 +53,7 @@ func cmdInflight(ctx context.Context, args []string) (any, error) {
 		return nil, err
 	}
 	defer child.Stop()
-	dir, rm, err := claimDir(held.Dir)
+	dir, rm, err := claimDirLeft(held.Dir, *leaveDir)
 	if err != nil {
 		return nil, err
 	}
