@@ -45,6 +45,7 @@ type LockPool struct {
 	self lockKey  // the pool file's identity, rechecked so a replaced pool file is noticed
 
 	mu     sync.Mutex
+	kmu    sync.Mutex // serialises the kernel lock calls (see TryLock); never held with mu
 	closed bool
 	held   map[string]*Lock  // name -> held lock
 	byKey  map[lockKey]*Lock // range -> held lock (a range the pool holds is never locked again through it)
@@ -149,8 +150,14 @@ func (p *LockPool) checkSelf(dirfd int) error {
 	return nil
 }
 
-// fcntl runs one OFD lock command on key's byte, retrying EINTR.
+// fcntl runs one OFD lock command on key's byte, retrying EINTR. The lock and unlock calls run one at a
+// time (kmu): the kernel walks the pool file's list of ranges under a spinlock, so concurrent calls would
+// spin on the CPUs the rest of the process (and the master beside it) needs, instead of waiting parked.
 func (p *LockPool) fcntl(cmd int, lk *unix.Flock_t) error {
+	if cmd == unix.F_OFD_SETLK {
+		p.kmu.Lock()
+		defer p.kmu.Unlock()
+	}
 	if p.kernelHook != nil {
 		p.kernelHook(cmd, lk.Type)
 	}
@@ -179,11 +186,12 @@ func byteOf(k lockKey, typ int16) unix.Flock_t {
 // TryLock takes lock name without waiting: ErrLocked when any holder (another goroutine through this
 // pool, another pool, another process) has it.
 //
-// The kernel call runs outside the pool's mutex: with thousands of ranges on the pool file the kernel
-// walks its list of them on every lock and unlock, and a goroutine holding the mutex through that call
-// (and through the wait for a CPU after it) would make every other lock, release, Held and IsLocked of
-// the process wait behind it. The name is reserved in the pool's table first (poolTaking), so a
-// concurrent TryLock of the same name through this pool is ErrLocked, as before.
+// The kernel call runs outside the pool's table mutex: with thousands of ranges on the pool file the
+// kernel walks its list of them on every lock and unlock, and a goroutine holding the table through that
+// call (and through the wait for a CPU after it) would make every Held, IsLocked and Check of the process
+// (a Status, a lease check) wait behind it. The lock and unlock calls still run one at a time (fcntl).
+// The name is reserved in the pool's table first (poolTaking), so a concurrent TryLock of the same name
+// through this pool is ErrLocked, as before.
 func (p *LockPool) TryLock(name string) (*Lock, error) {
 	k, err := p.resolve(name, true)
 	if err != nil {
