@@ -16,7 +16,10 @@
 //     one-line public form of every returned error (OneLine, Boundary: no stack in any slog handler);
 //   - backoff: the one reconnect backoff of the module;
 //   - salttrace: the per-request phase trace the salt client stamps for the benchmarks;
-//   - testproc: the test binary as a child process, for crash and lock tests;
+//   - testproc: the test binary as a child process, for crash and lock tests (a child parks until it
+//     is killed, is stopped with SIGSTOP and waited for, or starts with a group released together);
+//   - testwait: the tests' one poll, for a state nothing announces (CONTRIBUTING.md: how a test waits);
+//   - benchsource: the 64 KiB custom-state source the benchmarks compile;
 //   - apisurface: a test that holds every public package to its API budget.
 //
 // The benchmark programs are not here: they are main packages, in the nested module bench/.
