@@ -26,7 +26,9 @@
 // otherwise, with returns shaped like a real 3006.0 minion's), state.high, saltutil.find_job,
 // and any function registered with RegisterFunc. AddMinion(id, h) runs h instead.
 // PublicationCount(fun, jid) and Publications tell what actually went out: the at-most-once
-// assertion of a test. WithEauthUser configures external_auth users with ACLs (AllowOn,
+// assertion of a test. WaitUntil(ctx, cond) waits for a condition over them (and EventReaders,
+// RunningJIDs) without polling: each publication, minion job start or end and event reader change
+// wakes it. WithEauthUser configures external_auth users with ACLs (AllowOn,
 // LabACL); WithMinimumAuthVersion behaves like 3006.17+; WithEventFraming selects bare
 // (3006.0) or length-prefixed (3006.26+) event frames.
 //
