@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/oduflow/oduflow-go/bench/internal/benchkit"
+	"github.com/oduflow/oduflow-go/internal/salttrace"
 	"github.com/oduflow/oduflow-go/salt"
 )
 
@@ -149,6 +150,7 @@ func cmdThroughput(ctx context.Context, args []string) (any, error) {
 // jobEvents is what e2e_ping learns of one JID from the event bus.
 type jobEvents struct {
 	newStamp, retStamp time.Time
+	newSeen            time.Time      // when the new event reached the consumer
 	ret                chan time.Time // receives the client-observed arrival of the return
 }
 
@@ -162,6 +164,7 @@ func cmdE2EPing(ctx context.Context, args []string) (any, error) {
 	n := fs.Int("n", 10, "test.ping jobs")
 	warmup := fs.Int("warmup", 2, "warm-up jobs")
 	timeout := fs.Duration("timeout", 20*time.Second, "per job")
+	raw := fs.Bool("raw", false, "also time the bytes of each event on a second, bare connection to the bus (no decoding)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -181,6 +184,13 @@ func cmdE2EPing(ctx context.Context, args []string) (any, error) {
 		return nil, err
 	}
 	defer stream.Close()
+	var rawr *rawBusReader
+	if *raw {
+		if rawr, err = newRawBusReader(sctx, env.events); err != nil {
+			return nil, err
+		}
+		defer rawr.close()
+	}
 	var mu sync.Mutex
 	jobs := map[salt.JID]*jobEvents{}
 	go func() {
@@ -203,7 +213,7 @@ func cmdE2EPing(ctx context.Context, args []string) (any, error) {
 			}
 			st := stamp(ev.Data)
 			if ev.JobNew != nil {
-				j.newStamp = st
+				j.newStamp, j.newSeen = st, now
 				continue
 			}
 			j.retStamp = st
@@ -215,14 +225,23 @@ func cmdE2EPing(ctx context.Context, args []string) (any, error) {
 	}()
 	gen := salt.NewJIDGenerator()
 	var total, span, overhead, pubReply []time.Duration
+	// the breakdown of the overhead: before the master's new stamp (the publish request up to the
+	// master firing salt/job/<jid>/new) and after its return stamp (the bus delivering the return
+	// to our consumer); with -raw the latter is split at the bytes' arrival on a bare connection
+	parts := map[string][]time.Duration{}
+	add := func(k string, d time.Duration) { parts[k] = append(parts[k], d) }
 	for i := 0; i < *n+*warmup; i++ {
 		jid := gen.Next()
 		j := &jobEvents{ret: make(chan time.Time, 1)}
 		mu.Lock()
 		jobs[jid] = j
 		mu.Unlock()
+		if rawr != nil {
+			rawr.watch(string(jid))
+		}
+		var tr salttrace.Trace
 		t0 := time.Now()
-		if _, err := c.Publish(ctx, salt.PublishRequest{Target: salt.ListTarget(env.minion), Fun: "test.ping", JID: jid}); err != nil {
+		if _, err := c.Publish(salttrace.With(ctx, &tr), salt.PublishRequest{Target: salt.ListTarget(env.minion), Fun: "test.ping", JID: jid}); err != nil {
 			return nil, err
 		}
 		tp := time.Now()
@@ -247,9 +266,31 @@ func cmdE2EPing(ctx context.Context, args []string) (any, error) {
 		pubReply = append(pubReply, tp.Sub(t0))
 		span = append(span, j.retStamp.Sub(j.newStamp))
 		overhead = append(overhead, t1.Sub(t0)-j.retStamp.Sub(j.newStamp))
+		add("call_to_sent", tr.Span(salttrace.Start, salttrace.Sent))
+		add("call_to_sent.auth_encode", tr.Span(salttrace.Start, salttrace.Encoded))
+		add("call_to_sent.tcp_connect", tr.Span(salttrace.Encoded, salttrace.Connected))
+		add("call_to_sent.zmtp_handshake", tr.Span(salttrace.Connected, salttrace.Handshaken))
+		add("call_to_sent.send", tr.Span(salttrace.Handshaken, salttrace.Sent))
+		add("sent_to_master_new_stamp", j.newStamp.Sub(tr.At[salttrace.Sent]))
+		add("master_new_stamp_to_reply_read", tr.At[salttrace.Replied].Sub(j.newStamp))
+		add("master_new_stamp_to_new_seen", j.newSeen.Sub(j.newStamp))
+		add("master_ret_stamp_to_ret_seen", t1.Sub(j.retStamp))
+		if rawr != nil {
+			newAt, retAt := rawr.result(string(jid))
+			if !newAt.IsZero() && !retAt.IsZero() {
+				add("raw_master_new_stamp_to_bytes", newAt.Sub(j.newStamp))
+				add("raw_master_ret_stamp_to_bytes", retAt.Sub(j.retStamp))
+				add("raw_ret_bytes_to_ret_seen", t1.Sub(retAt))
+			}
+		}
+	}
+	breakdown := map[string]benchkit.Summary{}
+	for k, v := range parts {
+		breakdown[k] = benchkit.Summarize(v, time.Millisecond)
 	}
 	return map[string]any{"total_ms": benchkit.Summarize(total, time.Millisecond), "master_span_ms": benchkit.Summarize(span, time.Millisecond),
-		"overhead_ms": benchkit.Summarize(overhead, time.Millisecond), "publish_reply_ms": benchkit.Summarize(pubReply, time.Millisecond)}, nil
+		"overhead_ms": benchkit.Summarize(overhead, time.Millisecond), "publish_reply_ms": benchkit.Summarize(pubReply, time.Millisecond),
+		"breakdown_ms": breakdown}, nil
 }
 
 // stamp parses Salt's _stamp (naive UTC isoformat, microseconds).
