@@ -16,7 +16,9 @@
 #                 are the goal rows), and 4 without reuse  vs  anchors_py.py throughput --procs 4 and 8
 #                 --jid-policy fixed; every ours round also reports the master's, the minion's, its own
 #                 and the machine's CPU use
-#   e2e_ping      benchrun e2e_ping             vs  anchors_py.py e2e_ping (LocalClient.cmd)
+#   e2e_ping      benchrun e2e_ping             vs  anchors_py.py e2e_ping (LocalClient.cmd); and
+#                 benchrun e2e_ping -raw (the same jobs traced: a second, bare bus connection and the
+#                 master's <jid> event place each part of the overhead on the client's or the master's side)
 #   events        benchrun decode; benchreader  vs  anchors_py.py event_rate (Salt's reader, Salt unpack,
 #                 and its "recv" reader: what the master's publisher delivers, the ceiling of any reader)
 #   start         benchrun start_idle           vs  fsyncfloor
@@ -185,6 +187,7 @@ if [ "$lab_up" = 1 ] && want e2e_ping; then
   for r in $(seq 1 "$ROUNDS"); do
     drain "e2e.$r"
     step "e2e.ours.$r" 180 "$BR" e2e_ping -n "$N_E2E"
+    step "e2e_trace.ours.$r" 180 "$BR" e2e_ping -n "$N_E2E" -raw
     step "e2e.anchor.$r" 240 "$PY" "$ANCH" e2e_ping --n "$N_E2E" --warmup 2
   done
 fi

@@ -225,9 +225,24 @@ e2e = rounds("e2e.anchor")
 py_total = series("e2e.anchor", lambda d: d["ms"]["median"])
 py_over = series("e2e.anchor", lambda d: d["ms"]["median"]
                  - d["breakdown"]["master_new_event_to_ret_event_ms"]["median"])
+
+
+def e2e_part(name):
+    """median (spread) of one part of the traced e2e run (benchrun e2e_ping -raw), ms."""
+    return cell(series("e2e_trace.ours", lambda d: d["breakdown_ms"][name]["median"]))
+
+
 row("e2e_test_ping_overhead_ms", "test.ping end to end: client time minus the master's new->ret span", "ms",
     series("e2e.ours", lambda d: d["overhead_ms"]["median"]), None, ("ours<=", 5.0, "<= 5 ms"),
-    "LocalClient.cmd in the same run: overhead %s ms (its total minus the median span)" % cell(py_over))
+    "LocalClient.cmd in the same run: overhead %s ms (its total minus the median span); where ours goes (a traced "
+    "run beside it, ms): this client until the request is sent %s (TCP connect %s, ZMTP handshake %s), the master "
+    "from the request to its new stamp %s (of which its <jid> event's fire, just before new: %s; LocalClient.cmd "
+    "from its send: %s), the master's return stamp to the bytes on a bare bus connection %s, those bytes to our "
+    "consumer %s" % (cell(py_over), e2e_part("call_to_sent"), e2e_part("call_to_sent.tcp_connect"),
+                     e2e_part("call_to_sent.zmtp_handshake"), e2e_part("sent_to_master_new_stamp"),
+                     e2e_part("master_jid_event_stamp_to_new_stamp"),
+                     cell(series("e2e.anchor", lambda d: d["breakdown"]["client_send_to_master_new_event_ms"]["median"])),
+                     e2e_part("raw_master_ret_stamp_to_bytes"), e2e_part("raw_ret_bytes_to_ret_seen")))
 row("e2e_test_ping_vs_localclient_cmd", "test.ping end to end (publish -> return)", "ms",
     series("e2e.ours", lambda d: d["total_ms"]["median"]), py_total, None,
     "anchor: LocalClient.cmd; master span (ours) %s ms" % cell(series("e2e.ours", lambda d: d["master_span_ms"]["median"])))

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -208,5 +209,57 @@ func TestReportInto(t *testing.T) {
 		if left, _ := os.ReadFile(doc); string(left) != bad {
 			t.Errorf("a refused splice changed the file: %q", left)
 		}
+	}
+}
+
+// TestRawBusReader: the bare bus reader of e2e_ping -raw stamps a watched job's new and return tags
+// when their bytes arrive, also when a tag is split across two reads, and ignores other jobs.
+func TestRawBusReader(t *testing.T) {
+	dir, err := os.MkdirTemp("", "rawbus") // short: a unix socket path is limited to ~100 bytes
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	path := filepath.Join(dir, "pub.ipc")
+	ln, err := net.Listen("unix", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	r, err := newRawBusReader(context.Background(), "unix://"+path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.close()
+	conn, err := ln.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	const jid = "20261207050000123456"
+	r.watch(jid)
+	write := func(s string) {
+		if _, err := conn.Write([]byte(s)); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(20 * time.Millisecond) // one read each
+	}
+	write("\x82\xa4head\x80\xa4body\xc4\x30salt/job/20261207050000999999/ret/other") // another job
+	if n, rt := r.result(jid, 0); !n.IsZero() || !rt.IsZero() {
+		t.Fatal("another job's tags were taken for the watched one")
+	}
+	write("xx salt/job/" + jid + "/new\n\n")
+	before := time.Now()
+	write("yy salt/job/" + jid[:10]) // the return's tag in two reads
+	write(jid[10:] + "/ret/web01\n\n")
+	n, rt := r.result(jid, time.Second)
+	if n.IsZero() || rt.IsZero() {
+		t.Fatalf("tags not seen: new %v ret %v", n, rt)
+	}
+	if !n.Before(before) || rt.Before(before) {
+		t.Fatalf("stamps out of order: new %v ret %v (the return's second part was written after %v)", n, rt, before)
+	}
+	if n2, _ := r.result("20261207050000000001", 0); !n2.IsZero() {
+		t.Fatal("a job not watched has a result")
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -151,6 +152,7 @@ func cmdThroughput(ctx context.Context, args []string) (any, error) {
 type jobEvents struct {
 	newStamp, retStamp time.Time
 	newSeen            time.Time      // when the new event reached the consumer
+	jidStamp, pubStamp time.Time      // -raw: the _stamp of the master's "<jid>" event (fired just before new) and of salt/job/<jid>/publish (3007+, just after)
 	ret                chan time.Time // receives the client-observed arrival of the return
 }
 
@@ -164,7 +166,7 @@ func cmdE2EPing(ctx context.Context, args []string) (any, error) {
 	n := fs.Int("n", 10, "test.ping jobs")
 	warmup := fs.Int("warmup", 2, "warm-up jobs")
 	timeout := fs.Duration("timeout", 20*time.Second, "per job")
-	raw := fs.Bool("raw", false, "also time the bytes of each event on a second, bare connection to the bus (no decoding)")
+	raw := fs.Bool("raw", false, "also time the bytes of each event on a second, bare connection to the bus (no decoding), and read the master's <jid> and publish events")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -179,7 +181,11 @@ func cmdE2EPing(ctx context.Context, args []string) (any, error) {
 	defer c.Close()
 	sctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	stream, err := salt.SubscribeEvents(sctx, env.events, salt.WithTagPrefixes("salt/job/"))
+	prefixes := []string{"salt/job/"}
+	if *raw {
+		prefixes = append(prefixes, "20") // the master's "<jid>" event: its tag is the JID alone
+	}
+	stream, err := salt.SubscribeEvents(sctx, env.events, salt.WithTagPrefixes(prefixes...))
 	if err != nil {
 		return nil, err
 	}
@@ -197,26 +203,38 @@ func cmdE2EPing(ctx context.Context, args []string) (any, error) {
 		for ev := range stream.Events() {
 			now := time.Now()
 			var jid salt.JID
+			tag := ev.Tag
 			switch {
 			case ev.JobNew != nil:
 				jid = ev.JobNew.JID
 			case ev.JobReturn != nil:
 				jid = ev.JobReturn.JID
+			case strings.HasPrefix(tag, "salt/job/") && strings.HasSuffix(tag, "/publish"):
+				jid = salt.JID(strings.TrimSuffix(strings.TrimPrefix(tag, "salt/job/"), "/publish"))
 			default:
-				continue
+				jid = salt.JID(tag) // the "<jid>" event, or nothing watched
 			}
 			mu.Lock()
 			j := jobs[jid]
-			mu.Unlock()
 			if j == nil {
+				mu.Unlock()
 				continue
 			}
 			st := stamp(ev.Data)
-			if ev.JobNew != nil {
+			switch {
+			case ev.JobNew != nil:
 				j.newStamp, j.newSeen = st, now
+			case ev.JobReturn != nil:
+				j.retStamp = st
+			case tag == string(jid):
+				j.jidStamp = st
+			default:
+				j.pubStamp = st
+			}
+			mu.Unlock()
+			if ev.JobReturn == nil {
 				continue
 			}
-			j.retStamp = st
 			select {
 			case j.ret <- now:
 			default:
@@ -255,7 +273,7 @@ func cmdE2EPing(ctx context.Context, args []string) (any, error) {
 		}
 		mu.Lock()
 		delete(jobs, jid)
-		mu.Unlock()
+		mu.Unlock() // j is no longer written: its job is out of the map
 		if i < *warmup {
 			continue
 		}
@@ -275,8 +293,14 @@ func cmdE2EPing(ctx context.Context, args []string) (any, error) {
 		add("master_new_stamp_to_reply_read", tr.At[salttrace.Replied].Sub(j.newStamp))
 		add("master_new_stamp_to_new_seen", j.newSeen.Sub(j.newStamp))
 		add("master_ret_stamp_to_ret_seen", t1.Sub(j.retStamp))
+		if !j.jidStamp.IsZero() {
+			add("master_jid_event_stamp_to_new_stamp", j.newStamp.Sub(j.jidStamp))
+		}
+		if !j.pubStamp.IsZero() {
+			add("master_new_stamp_to_publish_event_stamp", j.pubStamp.Sub(j.newStamp))
+		}
 		if rawr != nil {
-			newAt, retAt := rawr.result(string(jid))
+			newAt, retAt := rawr.result(string(jid), 100*time.Millisecond)
 			if !newAt.IsZero() && !retAt.IsZero() {
 				add("raw_master_new_stamp_to_bytes", newAt.Sub(j.newStamp))
 				add("raw_master_ret_stamp_to_bytes", retAt.Sub(j.retStamp))

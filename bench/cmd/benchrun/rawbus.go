@@ -73,14 +73,23 @@ func (r *rawBusReader) watch(jid string) {
 	r.mu.Unlock()
 }
 
-// result is when the watched job's new and return tags were first read (zero if not yet).
-func (r *rawBusReader) result(jid string) (newAt, retAt time.Time) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.jid != jid {
-		return time.Time{}, time.Time{}
+// result is when the watched job's new and return tags were first read, zero when not read within
+// wait (the consumer of the other connection may see the return before this reader ran).
+func (r *rawBusReader) result(jid string, wait time.Duration) (newAt, retAt time.Time) {
+	deadline := time.Now().Add(wait)
+	for {
+		r.mu.Lock()
+		if r.jid != jid {
+			r.mu.Unlock()
+			return time.Time{}, time.Time{}
+		}
+		newAt, retAt = r.new, r.ret
+		r.mu.Unlock()
+		if (!newAt.IsZero() && !retAt.IsZero()) || time.Now().After(deadline) {
+			return newAt, retAt
+		}
+		time.Sleep(time.Millisecond)
 	}
-	return r.new, r.ret
 }
 
 func (r *rawBusReader) close() {
