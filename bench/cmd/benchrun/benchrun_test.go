@@ -263,3 +263,52 @@ func TestRawBusReader(t *testing.T) {
 		t.Fatal("a job not watched has a result")
 	}
 }
+
+// TestReportE2ETraceParts: bench_report.py puts the traced e2e_ping run's parts (this client's and the
+// master's) into the overhead row's note, beside the row's own figure.
+func TestReportE2ETraceParts(t *testing.T) {
+	py, err := exec.LookPath("python3")
+	if err != nil {
+		t.Skip("no python3")
+	}
+	dir := t.TempDir()
+	raw := filepath.Join(dir, "raw")
+	if err := os.Mkdir(raw, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	med := func(v float64) map[string]any { return map[string]any{"median": v, "n": 10} }
+	write := func(name string, r int, v any) {
+		b, _ := json.Marshal(v)
+		if err := os.WriteFile(filepath.Join(raw, jsonName(name, r)), b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for r, over := range []float64{4, 6, 5} {
+		row := map[string]any{"overhead_ms": med(over), "total_ms": med(60), "master_span_ms": med(55)}
+		write("e2e.ours", r+1, row)
+		row["breakdown_ms"] = map[string]any{"call_to_sent": med(0.7), "call_to_sent.tcp_connect": med(0.2),
+			"call_to_sent.zmtp_handshake": med(0.4), "sent_to_master_new_stamp": med(2.5 + float64(r)),
+			"master_jid_event_stamp_to_new_stamp": med(1.1), "raw_master_ret_stamp_to_bytes": med(1.2),
+			"raw_ret_bytes_to_ret_seen": med(0.05)}
+		write("e2e_trace.ours", r+1, row)
+		write("e2e.anchor", r+1, map[string]any{"ms": med(90), "breakdown": map[string]any{
+			"master_new_event_to_ret_event_ms": med(70), "client_send_to_master_new_event_ms": med(4.8)}})
+	}
+	out, err := exec.Command(py, filepath.Join("..", "..", "..", "scripts", "bench_report.py"), dir).CombinedOutput()
+	if err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	var line string
+	for _, l := range strings.Split(string(out), "\n") {
+		if strings.HasPrefix(l, "| `e2e_test_ping_overhead_ms` |") {
+			line = l
+		}
+	}
+	for _, want := range []string{"| 3 | 5.00 (4.00-6.00) |", "| <= 5 ms | met |", "until the request is sent 0.700 (0.700-0.700)",
+		"ZMTP handshake 0.400", "to its new stamp 3.50 (2.50-4.50)", "just before new: 1.10", "from its send: 4.80",
+		"bare bus connection 1.20", "to our consumer 0.050 "} {
+		if !strings.Contains(line, want) {
+			t.Errorf("row lacks %q: %s", want, line)
+		}
+	}
+}
