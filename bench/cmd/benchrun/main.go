@@ -7,7 +7,8 @@
 //	publish_rtt   sequential publishes of test.ping to the lab master, send -> publish reply
 //	publish_breakdown  the phases of those publishes (fresh and reused connections), traced
 //	throughput    K goroutines on ONE Client, one reused JID each, publishes per second
-//	e2e_ping      test.ping through the library (publish + event-bus return) and its overhead
+//	e2e_ping      test.ping through the library (publish + event-bus return) and its overhead, broken
+//	              down at the master's stamps (-raw: a bare second bus connection too; -reuse)
 //	start_idle    Start of new requests on an idle dispatcher, and 100 concurrent Starts
 //	inflight      10,000 requests in flight on one dispatcher against a simulator child process
 //	sim           the simulator child of inflight (internal use)
