@@ -22,6 +22,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/oduflow/oduflow-go/examples/internal/oduflowenv"
+	"github.com/oduflow/oduflow-go/internal/testwait"
 	"github.com/oduflow/oduflow-go/oduflow"
 	"github.com/oduflow/oduflow-go/oduflow/claims"
 	"github.com/oduflow/oduflow-go/oduflow/filestore"
@@ -386,11 +387,5 @@ func (c *child) finalStatus(t *testing.T, path string) oduflow.Response {
 // counter the child increments just after the commit its status stream reports).
 func waitFor(t *testing.T, limit time.Duration, what string, ok func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(limit)
-	for !ok() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting: %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	testwait.Until(t, what, limit, ok)
 }
