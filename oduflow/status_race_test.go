@@ -4,8 +4,8 @@ import (
 	"context"
 	"testing"
 
-	"github.com/google/uuid"
 	"github.com/oduflow/oduflow-go/oduflow/claims"
+	"github.com/oduflow/oduflow-go/oduflow/oduflowtest/fakeminion"
 	"github.com/oduflow/oduflow-go/receipt"
 )
 
@@ -16,19 +16,7 @@ import (
 // found free is now followed by a second read of the claim, which is final.
 func TestStatusOfAClaimCommittedBetweenItsReads(t *testing.T) {
 	t.Parallel()
-	e := startSim(t)
-	m := e.addMinion()
-	d := e.dispatcher()
-	req := uuid.NewString()
-	mustStart(t, d, receipt.ProfileConfigure, m.ID(), req)
-	if got := waitFinal(t, d, receipt.ProfileConfigure, m.ID(), req); got.Status != receipt.StatusSucceeded {
-		t.Fatalf("run: %+v", got)
-	}
-	waitLockFree(t, d, req) // the worker released its lock after its commit
-	final := mustClaim(t, d, req)
-	// what the first read saw: dispatched, before the worker committed
-	stale := final.Clone()
-	stale.Phase, stale.Status, stale.Passed, stale.Total = claims.PhaseDispatched, "", 0, 0
+	d, _, final, stale := committedBetweenReads(t)
 	c, st, err := d.computeStatus(context.Background(), stale)
 	if err != nil || st != receipt.StatusSucceeded || !c.Phase.Final() || c.Passed != final.Passed {
 		t.Fatalf("status of a claim committed between its reads: %s %+v %v, want succeeded", st, c, err)
@@ -55,18 +43,28 @@ func (s staleFirstRead) GetWithLiveness(ctx context.Context, requestID string) (
 // and then the lock (the file store's GetWithLiveness).
 func TestStatusSettlesAStaleFirstRead(t *testing.T) {
 	t.Parallel()
-	e := startSim(t)
-	m := e.addMinion()
-	d := e.dispatcher()
-	req := uuid.NewString()
-	mustStart(t, d, receipt.ProfileConfigure, m.ID(), req)
-	waitFinal(t, d, receipt.ProfileConfigure, m.ID(), req)
-	waitLockFree(t, d, req)
-	stale := mustClaim(t, d, req).Clone()
-	stale.Phase, stale.Status, stale.Passed, stale.Total = claims.PhaseDispatched, "", 0, 0
+	d, m, final, stale := committedBetweenReads(t)
 	d.windows = staleFirstRead{WindowedStore: d.windows, stale: stale}
-	r, err := d.Status(context.Background(), m.ID(), req, receipt.ProfileConfigure)
+	r, err := d.Status(context.Background(), m.ID(), final.RequestID, receipt.ProfileConfigure)
 	if err != nil || r.Status != receipt.StatusSucceeded {
 		t.Fatalf("Status after a stale first read: %+v %v, want succeeded", r, err)
 	}
+}
+
+// committedBetweenReads runs one request to success with its lock released, and returns its final claim
+// and the claim as a read before the worker's commit saw it (dispatched).
+func committedBetweenReads(t *testing.T) (*Dispatcher, *fakeminion.Model, *claims.Claim, *claims.Claim) {
+	t.Helper()
+	e := startSim(t)
+	m := e.addMinion()
+	d := e.dispatcher()
+	got := runOne(t, d, m.ID())
+	if got.Status != receipt.StatusSucceeded {
+		t.Fatalf("run: %+v", got)
+	}
+	waitLockFree(t, d, got.RequestID) // the worker released its lock after its commit
+	final := mustClaim(t, d, got.RequestID)
+	stale := final.Clone()
+	stale.Phase, stale.Status, stale.Passed, stale.Total = claims.PhaseDispatched, "", 0, 0
+	return d, m, final, stale
 }
