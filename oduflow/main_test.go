@@ -49,6 +49,8 @@ func TestMain(m *testing.M) {
 		os.Exit(runLauncherChild())
 	case "creator":
 		os.Exit(runCreatorChild())
+	case "group":
+		os.Exit(runGroupChild())
 	}
 	flag.Parse()
 	widenParallel()

@@ -16,7 +16,10 @@
 // CreateExclusive) and the directory is fsynced. A malformed or unsafe
 // record is an error and is never replaced by these calls. Concurrent writers
 // of one directory share its fsyncs (group commit: each waits for one that
-// started after its own change). CreateEmpty makes an empty record directly
+// started after its own change), and the stores opened with one SyncGroup
+// share every fsync, of files and directories alike: the callers that queue
+// behind a running sync are served by one syncfs(2) of their file system
+// (SyncGroup says why that is as durable, and how errors are kept). CreateEmpty makes an empty record directly
 // (nothing to tear, so no temporary file), durable once its directory is
 // synced; CreateExclusiveAfter makes a record visible only after other
 // durability work that runs concurrently with the record's own data fsync.

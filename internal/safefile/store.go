@@ -26,6 +26,7 @@ type Store struct {
 	maxSize int64
 	hook    func(stage string) // test hook: crash points; nil in production
 	dsync   *dirSyncer         // group commit of this directory's fsyncs
+	group   *SyncGroup         // group commit of the fsyncs of the stores sharing it; nil: none
 }
 
 // StoreOption configures OpenStore.
@@ -36,6 +37,7 @@ type storeConfig struct {
 	owner   int
 	maxSize int64
 	hook    func(string)
+	group   *SyncGroup
 	// lazy: a directory this open creates is not fsynced into its parent (Store.Sub reports it, and the
 	// caller syncs the parent, concurrently with its other durability work).
 	lazy bool
@@ -80,12 +82,17 @@ func OpenStore(dir string, opts ...StoreOption) (*Store, error) {
 
 // openStore is OpenStore on an absolute path; created reports that this call made the store directory.
 func openStore(abs string, cfg storeConfig) (*Store, bool, error) {
-	s := &Store{dir: abs, owner: cfg.owner, maxSize: cfg.maxSize, hook: cfg.hook, dsync: &dirSyncer{}}
+	s := &Store{dir: abs, owner: cfg.owner, maxSize: cfg.maxSize, hook: cfg.hook, dsync: &dirSyncer{}, group: cfg.group}
 	fd, _, created, err := s.walkStat(cfg.create, cfg.lazy)
 	if err != nil {
 		return nil, false, err
 	}
-	_ = unix.Close(fd)
+	defer unix.Close(fd)
+	if s.group != nil {
+		if err := s.group.bind(fd); err != nil {
+			return nil, false, err
+		}
+	}
 	return s, created, nil
 }
 

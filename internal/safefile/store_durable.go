@@ -40,7 +40,7 @@ func (s *Store) syncDir(dirfd int, st *unix.Stat_t) error {
 		d.mu.Unlock()
 		if r.dev != dev || r.ino != ino {
 			s.at("dir-fsync")
-			return s.fsyncDirErr(unix.Fsync(dirfd))
+			return s.fsyncDirErr(s.fsync(dirfd))
 		}
 		s.at("dir-sync-queued")
 		<-r.done
@@ -62,7 +62,7 @@ func (s *Store) syncDir(dirfd int, st *unix.Stat_t) error {
 		d.mu.Unlock()
 	}
 	s.at("dir-fsync")
-	r.err = s.fsyncDirErr(unix.Fsync(dirfd))
+	r.err = s.fsyncDirErr(s.fsync(dirfd))
 	d.mu.Lock()
 	d.running = nil
 	d.mu.Unlock()
@@ -98,7 +98,7 @@ func (s *Store) Sub(name string, create bool) (sub *Store, created bool, err err
 		return nil, false, err
 	}
 	return openStore(s.path(name), storeConfig{create: create, lazy: true, owner: s.owner, maxSize: s.maxSize,
-		hook: s.hook})
+		hook: s.hook, group: s.group})
 }
 
 // CreateEmpty creates the empty record name directly (O_CREAT|O_EXCL, mode 0600), without a temporary

@@ -152,7 +152,7 @@ func (s *Store) createTemp(dirfd int, name string, data []byte) (string, int, er
 
 // closeSynced fsyncs and closes the temporary file fd (of record name). It does not remove it.
 func (s *Store) closeSynced(fd int, name string) error {
-	err := unix.Fsync(fd)
+	err := s.fsync(fd)
 	if cerr := unix.Close(fd); err == nil && cerr != nil {
 		return errors.Wrapf(cerr, "safefile: close temporary file for %s", s.path(name))
 	}

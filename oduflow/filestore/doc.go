@@ -29,6 +29,11 @@
 //     leases, not released, its pool file still the directory's (checked before and after the rename).
 //   - The dispatch intent's fencing token is the client's counter plus one (above the caller's floor),
 //     its name made durable before the claim holding it.
+//   - Every fsync of the store goes through one group commit (internal safefile.SyncGroup): concurrent
+//     Creates, intents and terminal commits that queue behind a running sync share one syncfs(2) of the
+//     claim file system (one journal commit); a writer alone fsyncs its own files. A writeback error the
+//     file system reports fails that write and every later one with claims.ErrClaimStore until the store
+//     is opened again (the kernel reports an error once, and may have dropped what it could not write).
 //   - A full or read-only file system refuses a write with claims.ErrClaimStore and leaves nothing
 //     half-written; an unreadable claim fails its client's listing with an error matching
 //     claims.ErrCorruptClaim that names it (UnreadableRequestID).

@@ -124,7 +124,10 @@ func open(dir string, create bool, opts []Option) (*Store, error) {
 // openHooked opens the store with its configuration: the windows, a hook called at the crash points of
 // Create (the store's own and the safe file store's) and the host clock.
 func openHooked(dir string, h filestorehook.Config) (*Store, error) {
-	opts := []safefile.StoreOption{safefile.WithCreate()}
+	// The four stores share one group commit of their fsyncs (safefile.SyncGroup): concurrent Creates,
+	// intents and terminal commits of this process share a file-system sync instead of each waiting for
+	// its own journal commit.
+	opts := []safefile.StoreOption{safefile.WithCreate(), safefile.WithSyncGroup(safefile.NewSyncGroup())}
 	if h.Stage != nil {
 		opts = append(opts, safefile.WithStageHook(h.Stage))
 	}
@@ -174,8 +177,8 @@ func claimName(requestID string) string { return requestID + claimSuffix }
 //     file;
 //  2. three fsyncs run concurrently and Create waits for all of them: the temporary file's, the client
 //     index directory's (the entry) and, the first time this store uses the client, clients/'s (the
-//     client's directory entry). That is one wait, not three in a row (with a journal one commit; without
-//     one the block layer merges their device cache flushes);
+//     client's directory entry). That is one wait, not three in a row: the three, and every other writer's
+//     fsync queued with them, are one syncfs of the file system (the store's group commit);
 //  3. only when all succeeded is the temporary file renamed to <request>.json (RENAME_NOREPLACE: the
 //     exclusive create) and the claim directory fsynced, group-committed with concurrent Creates.
 //
