@@ -43,15 +43,15 @@ import (
 // the 4th, early enough that most members are still inside the group and late enough that some are past
 // it; the first member to queue for a directory fsync (a group has just formed); for the rename of a
 // claim's rewrite the 18th as well, past the 16 dispatch intents, among the terminal commits; and the
-// steps of the store's group commit (safefile.SyncGroup): queued behind a sync in flight, a sync of one
-// caller, a file-system sync of several.
+// steps of the store's group commit (safefile.SyncGroup): a writer's own fsync, queued behind a sync in
+// flight, a queued sync that found one caller, a file-system sync of several.
 var groupCrashPoints = []struct {
 	stage string
 	at    int
 }{{"index-staged", 4}, {"empty-created", 4}, {"after-temp-write", 4}, {"index-synced", 4}, {"temp-synced", 4},
 	{"before-link", 4}, {"after-link", 4}, {"dir-sync-queued", 1}, {"dir-fsync", 4}, {"before-rename", 4},
 	{"after-rename", 4}, {"before-rename", 18}, {"after-rename", 18},
-	{"sync-queued", 1}, {"sync-queued", 4}, {"own-sync", 4}, {"fs-sync", 1}}
+	{"own-sync", 4}, {"sync-queued", 1}, {"sync-queued", 4}, {"lone-sync", 1}, {"fs-sync", 1}}
 
 const (
 	envGroup      = "ODUFLOW_TEST_GROUP"       // minion:request,... started concurrently by the group child
@@ -297,9 +297,10 @@ func checkGroupCrash(t *testing.T, e *simEnv, stage string, at int) {
 }
 
 // queueHold makes groups form for the group child: for a queued step, or the file-system sync that a
-// queue of two or more makes, a sync's leader waits (at most a second each time) until enough members
+// queue of two or more makes, a sync in flight waits (at most a second each time) until enough members
 // queued behind it: the at-th queued member for a queued step (the child dies there), two more per
-// file-system sync so far for the file-system sync.
+// file-system sync so far for the file-system sync. The group queues a writer only when three fsync their
+// own at once (or it is busy), so for the group's steps the writers' own fsyncs wait too.
 type queueHold struct {
 	queuedAt string   // the queued step counted
 	leaders  []string // the leaders' steps that wait
@@ -318,9 +319,11 @@ func newQueueHold(stage string, at int) *queueHold {
 	case "dir-sync-queued":
 		h.queuedAt, h.leaders, h.need = stage, []string{"dir-fsync"}, at
 	case "sync-queued":
-		h.queuedAt, h.leaders, h.need = stage, []string{"own-sync", "fs-sync"}, at
+		h.queuedAt, h.leaders, h.need = stage, []string{"own-sync", "lone-sync", "fs-sync"}, at
+	case "lone-sync":
+		h.queuedAt, h.leaders, h.need = stage, []string{"own-sync"}, at
 	case "fs-sync":
-		h.queuedAt, h.leaders, h.fsSync = "sync-queued", []string{"own-sync"}, true
+		h.queuedAt, h.leaders, h.fsSync = "sync-queued", []string{"own-sync", "lone-sync"}, true
 	}
 	return h
 }

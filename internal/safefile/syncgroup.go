@@ -19,6 +19,8 @@ import (
 // syncfs(2) of their file system, which writes every dirty inode, data and directory of it and then
 // commits the journal once (without a journal, flushes the device once): what all their fsyncs would have
 // made durable, for the price of one. (A shared sync that finds a single caller is that caller's fsync.)
+// A syncfs writes every dirty page of the file system, another program's too: when one takes 100 ms or
+// more, every caller fsyncs its own for the next 10 s.
 //
 // Why: concurrent writers' fsyncs, each waiting for its own journal commit, cost a commit per fsync the
 // moment they arrive staggered (measured on a journaled ext4: 100 concurrent claim creates made 0.6
@@ -55,8 +57,12 @@ type SyncGroup struct {
 	// per caller in the gaps between its shared syncs.
 	lastShared time.Time
 	busyFor    time.Duration
-	queue      []*syncWait // arrived while one runs: the next sync's callers
-	failed     error       // a file-system sync failed: every later sync fails with it
+	// ownUntil: a syncfs took slowSync or longer (it writes every dirty page of the file system, also
+	// another program's: a file system that one of them fills); until then every caller fsyncs its own.
+	ownUntil time.Time
+	slowSync time.Duration
+	queue    []*syncWait // arrived while one runs: the next sync's callers
+	failed   error       // a file-system sync failed: every later sync fails with it
 
 	fileSystemSyncs atomic.Int64 // syncs of several callers (one syncfs each)
 	ownSyncs        atomic.Int64 // syncs of one caller (its own fsync)
@@ -74,8 +80,16 @@ type syncWait struct {
 // (a caller on another one fsyncs its own).
 func NewSyncGroup() *SyncGroup {
 	return &SyncGroup{shared: syncfsReportsErrors(), syncfs: unix.Syncfs, maxOwn: defaultMaxOwnSyncs,
-		busyFor: defaultBusyFor}
+		busyFor: defaultBusyFor, slowSync: defaultSlowSync}
 }
+
+// defaultSlowSync and slowSyncPause: a syncfs that takes 100 ms (a hundred fsyncs of a claim, or the
+// dirty data of another writer on the file system) stops the sharing for 10 s: an fsync waits only for
+// its own file's data, a syncfs for everyone's.
+const (
+	defaultSlowSync = 100 * time.Millisecond
+	slowSyncPause   = 10 * time.Second
+)
 
 // defaultBusyFor: callers keep queueing for this long after a shared sync ended (a few fsync times: under
 // load the next one is due by then).
@@ -143,8 +157,9 @@ func (s *Store) fsync(fd int) error {
 
 // sync returns once a sync that started after the call covered fd: its own fsync, or a syncfs shared
 // with the callers queued with it.
-// at is the caller's stage hook: "sync-queued" when it waits behind a running sync, "own-sync" when it
-// runs one for itself alone, "fs-sync" when it runs one for several callers.
+// at is the caller's stage hook: "own-sync" when it fsyncs its own without queueing, "sync-queued" when it
+// waits behind a running sync, "lone-sync" when it runs one that found only itself, "fs-sync" when it
+// runs one for several callers.
 func (g *SyncGroup) sync(fd int, at func(string)) error {
 	if !g.shared || g.fs == nil {
 		return unix.Fsync(fd)
@@ -162,10 +177,12 @@ func (g *SyncGroup) sync(fd int, at func(string)) error {
 		g.mu.Unlock()
 		return err
 	}
-	if !g.running && len(g.queue) == 0 && g.ownInFlight < g.maxOwn &&
-		time.Since(g.lastShared) >= g.busyFor {
+	now := time.Now()
+	few := !g.running && len(g.queue) == 0 && g.ownInFlight < g.maxOwn && now.Sub(g.lastShared) >= g.busyFor
+	if few || now.Before(g.ownUntil) {
 		// Few writers: each fsyncs its own, concurrently, as without a group (a lone Create's three
-		// fsyncs stay one wait, not a sync and then a shared one).
+		// fsyncs stay one wait, not a sync and then a shared one). Or the file system's syncs are slow
+		// (someone else's dirty data): every writer fsyncs its own for a while.
 		g.ownInFlight++
 		g.mu.Unlock()
 		g.ownSyncs.Add(1)
@@ -223,13 +240,19 @@ func (g *SyncGroup) sync(fd int, at func(string)) error {
 func (g *SyncGroup) round(batch []*syncWait, at func(string)) error {
 	if len(batch) == 1 {
 		g.ownSyncs.Add(1)
-		at("own-sync")
+		at("lone-sync")
 		return unix.Fsync(batch[0].fd)
 	}
 	g.fileSystemSyncs.Add(1)
 	at("fs-sync")
+	t0 := time.Now()
 	err := g.syncfs(int(g.fs.Fd()))
 	runtime.KeepAlive(g.fs)
+	if took := time.Since(t0); took >= g.slowSync {
+		g.mu.Lock()
+		g.ownUntil = time.Now().Add(slowSyncPause)
+		g.mu.Unlock()
+	}
 	if err != nil {
 		return errors.Wrap(err, "safefile: syncfs")
 	}

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/cockroachdb/errors"
 	"golang.org/x/sys/unix"
@@ -22,7 +23,7 @@ func groupStore(t *testing.T, h func(string)) (*Store, *SyncGroup) {
 	return newStore(t, WithSyncGroup(g), withHook(h)), g
 }
 
-// heldFirstSync is a stage hook that holds the first sync of one caller ("own-sync") until released, so
+// heldFirstSync is a stage hook that holds the first sync of one caller ("own-sync" or "lone-sync") until released, so
 // the test can queue others behind a sync in flight.
 type heldFirstSync struct {
 	*stageCounter
@@ -36,7 +37,7 @@ func (h heldFirstSync) hook(stage string) {
 	n := h.counts[stage]
 	h.mu.Unlock()
 	h.seen <- stage
-	if stage == "own-sync" && n == 1 {
+	if (stage == "own-sync" || stage == "lone-sync") && n == 1 {
 		<-h.gate
 	}
 }
@@ -65,7 +66,7 @@ func queueBehindHeldSync(t *testing.T, s *Store, h heldFirstSync, fds []int) (fi
 	t.Helper()
 	first, rest = make(chan error, 1), make(chan error, len(fds)-1)
 	go func() { first <- s.fsync(fds[0]) }()
-	h.waitStages(t, "own-sync", 1)
+	h.waitStages(t, "lone-sync", 1)
 	for _, fd := range fds[1:] {
 		go func() { rest <- s.fsync(fd) }()
 	}
@@ -206,5 +207,31 @@ func TestSyncGroupFewCallersSyncTheirOwn(t *testing.T) {
 	}
 	if fsSyncs, own := g.Stats(); fsSyncs != 0 || own != defaultMaxOwnSyncs {
 		t.Fatalf("%d file-system syncs, %d own fsyncs, want 0 and %d", fsSyncs, own, defaultMaxOwnSyncs)
+	}
+}
+
+// A slow file-system sync (another writer's dirty data) stops the sharing: for a while every caller
+// fsyncs its own, even when the group is busy.
+func TestSyncGroupSlowSyncStopsSharing(t *testing.T) {
+	h := newHeldFirstSync()
+	s, g := groupStore(t, h.hook)
+	g.slowSync = 0 // every syncfs counts as slow
+	first, rest := queueBehindHeldSync(t, s, h, tempFiles(t, s, "slow", 3))
+	for _, c := range []chan error{first, rest, rest} {
+		if err := <-c; err != nil {
+			t.Fatal(err)
+		}
+	}
+	g.busyFor, g.maxOwn = time.Hour, 0 // without the pause every caller would queue
+	for _, fd := range tempFiles(t, s, "after", 3) {
+		if err := s.fsync(fd); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := h.count("own-sync"); n != 3 {
+		t.Fatalf("%d callers fsynced their own after a slow sync, want 3", n)
+	}
+	if fsSyncs, _ := g.Stats(); fsSyncs != 1 {
+		t.Fatalf("%d file-system syncs, want 1 (the slow one)", fsSyncs)
 	}
 }
