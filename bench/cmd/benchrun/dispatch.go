@@ -49,6 +49,7 @@ func cmdStartIdle(ctx context.Context, args []string) (any, error) {
 	conc := fs.Int("concurrent", 100, "concurrent Starts")
 	base := fs.String("dir", "/var/cache", "claim directory parent")
 	leave := fs.Bool("leave-dir", false, "leave the claim directories for the caller to remove (see claimDirLeft)")
+	cpuProfile := fs.String("cpu-profile", "", "write a CPU profile of the concurrent batch here")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -133,10 +134,15 @@ func cmdStartIdle(ctx context.Context, args []string) (any, error) {
 		}()
 	}
 	time.Sleep(10 * time.Millisecond)
+	stopProfile, err := benchkit.StartCPUProfile(*cpuProfile)
+	if err != nil {
+		return nil, err
+	}
 	t0 := time.Now()
 	close(gate)
 	wg.Wait()
 	batch := time.Since(t0)
+	stopProfile()
 	close(errs)
 	if err := <-errs; err != nil {
 		return nil, err
