@@ -8,7 +8,7 @@ oduflow_job_module:
   file.managed:
     - name: {{ salt['config.get']('extension_modules') }}/modules/oduflow_job.py
     - source: salt://_modules/oduflow_job.py
-    - source_hash: sha256=dcae79336d5f599a23c942f1fec20795734e59dc1293c8b752a98eb4c1053490
+    - source_hash: sha256=11843fa586704929efda331f8791fe63ff802385ae2ed29ba2d3cc8924cc3b9f
     - user: root
     - group: root
     - mode: '0644'
