@@ -32,25 +32,22 @@ import (
 	"github.com/oduflow/oduflow-go/salt"
 )
 
-// await waits until deadline for a verified final receipt of c. Returns of its JID on the event bus and
-// oduflow_job.status polls on the expected minion (on a schedule spreading the poll budget over the
-// window, and at once after every event-bus gap) are hints only: a final-looking one makes the worker ask
-// the minion for its signed answer (oduflow_job.attest), and only a verified proof bound to the claim
-// ends the wait. It returns nil when the window or the budget is spent, or ctx ends.
-func (d *Dispatcher) await(ctx context.Context, c *claims.Claim, w *waiter, deadline time.Time) *receipt.Receipt {
-	return d.awaitFrom(ctx, c, w, deadline, false)
-}
-
-// awaitRun is await for the worker that published c's run with the proof nonce nonce ("" when the
-// module does not sign its return): a return of the run signed over nonce that verifies and binds to c
-// ends the wait with no attest call (awaitLoop.readReturn).
-func (d *Dispatcher) awaitRun(ctx context.Context, c *claims.Claim, w *waiter, deadline time.Time, nonce string) *receipt.Receipt {
+// await waits until deadline for a verified final receipt of c, whose run publication carried the proof
+// nonce nonce ("" when it carried none). The run's own return signed over nonce that verifies against the
+// pinned key and binds to c ends the wait with no further call (awaitLoop.readReturn). Anything else on
+// the event bus, and oduflow_job.status polls on the expected minion (on a schedule spreading the poll
+// budget over the window, and at once after every event-bus gap), are hints only: a final-looking one
+// makes the worker ask the minion for its signed answer (oduflow_job.attest, a fresh nonce), and only a
+// verified proof bound to the claim ends the wait. It returns nil when the window or the budget is spent,
+// or ctx ends.
+func (d *Dispatcher) await(ctx context.Context, c *claims.Claim, w *waiter, deadline time.Time, nonce string) *receipt.Receipt {
 	l := d.newAwaitLoop(ctx, c, w, deadline, false)
 	l.runNonce = nonce
 	return l.wait()
 }
 
-// awaitFrom is await; with pollFirst the first status poll is made at once (a Resume asks now).
+// awaitFrom is await for a wait that did not publish the run (an adopter, a Resume, a reconcile: no
+// nonce); with pollFirst the first status poll is made at once (a Resume asks now).
 //
 // The poll budget is spent only by scheduled polls (and the repeat of an unknown answer); a gap poll is
 // limited to one per interval instead, so that nothing a forger can trigger spends the budget.
@@ -427,7 +424,7 @@ func (l *awaitLoop) pending() bool {
 
 // awaitParked is await without a goroutine while nothing happens: done gets the result (as await returns
 // it) on a goroutine started for the last step. Steps never run concurrently.
-// nonce is the run's proof nonce, as awaitRun.
+// nonce is the run's proof nonce, as for await.
 func (d *Dispatcher) awaitParked(ctx context.Context, c *claims.Claim, w *waiter, deadline time.Time, nonce string, done func(*receipt.Receipt)) {
 	l := d.newAwaitLoop(ctx, c, w, deadline, false)
 	l.runNonce = nonce

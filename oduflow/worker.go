@@ -620,7 +620,7 @@ func (d *Dispatcher) workerClaim(ctx context.Context, t target, window launchWin
 // awaitDispatched waits for the verified return of the published claim c (whose run carried nonce, or
 // "") and commits the final result.
 func (d *Dispatcher) awaitDispatched(ctx, wctx context.Context, c *claims.Claim, w *waiter, start time.Time, nonce string) error {
-	return d.settleDispatched(ctx, c, d.awaitRun(wctx, c, w, start.Add(d.timers.ExecutionWait), nonce), start)
+	return d.settleDispatched(ctx, c, d.await(wctx, c, w, start.Add(d.timers.ExecutionWait), nonce), start)
 }
 
 // settleDispatched commits the final result of the published claim c from what the wait returned (r).
@@ -795,7 +795,7 @@ func (d *Dispatcher) listenAfterUnknownPublish(ctx, wctx context.Context, c *cla
 	}
 	h.releaseLease()
 	// The run may be out, and may sign its return over nonce.
-	r := d.awaitRun(wctx, cur, h.w, start.Add(d.timers.ExecutionWait), nonce)
+	r := d.await(wctx, cur, h.w, start.Add(d.timers.ExecutionWait), nonce)
 	d.refusals.Delete(cur.RequestID) // a fenced refusal commits as fenced here (replaceUnknown)
 	if ctx.Err() != nil {
 		return ctx.Err()
