@@ -1,6 +1,7 @@
 package oduflow
 
 import (
+	"context"
 	"crypto/rand"
 	"crypto/rsa"
 	"strings"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/oduflow/oduflow-go/oduflow/catalog"
 	"github.com/oduflow/oduflow-go/oduflow/claims"
 	"github.com/oduflow/oduflow-go/oduflow/oduflowtest/fakeminion"
 	"github.com/oduflow/oduflow-go/receipt"
@@ -183,6 +185,30 @@ func TestRunReturnProof(t *testing.T) {
 		}
 		if pubs := publishedFuns(e.sim); pubs[funAttest] < 1 || pubs[funRun] != 1 {
 			t.Fatalf("publications %v: want the run once and its receipt proven by attest", pubs)
+		}
+	})
+
+	// The custom path publishes its run the same way: a custom execution on a signing minion is proven by
+	// its run's own return too (the initial configure as well), with no attest job.
+	t.Run("custom execution", func(t *testing.T) {
+		t.Parallel()
+		e := newCstEnv(t)
+		e.minion.signRun.Store(true)
+		e.configure()
+		def := e.define("acme", cstFail)
+		req := receipt.NewRequestID()
+		if _, err := e.d.CustomStart(context.Background(), e.minion.id, req, def.ID, catalog.ModeApply); err != nil {
+			t.Fatal(err)
+		}
+		if f := e.final(req); f.Status != receipt.StatusFailed || f.Passed != 1 || f.Total != 2 {
+			t.Fatalf("custom run: %+v", f)
+		}
+		c := e.waitClaimFinal(req)
+		if pubs := publishedFuns(e.sim); pubs[funAttest] != 0 || pubs[funRun] != 2 || c.Evidence != evidenceReceipt {
+			t.Fatalf("publications %v, evidence %q: want two runs proven by their own returns", pubs, c.Evidence)
+		}
+		if receiptproof.ValidateNonce(runNonceOf(t, e.sim, c.JID)) != nil {
+			t.Fatal("the custom run carried no valid proof nonce")
 		}
 	})
 

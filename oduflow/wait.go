@@ -320,7 +320,7 @@ func (l *awaitLoop) onReturn(jr *salt.JobReturn) (*receipt.Receipt, bool) {
 	}
 	r, proven, reason := l.readReturn(jr)
 	if proven && r.Status.Terminal() {
-		d.claimLog(c).Info("worker: receipt proven by the run's own signed return")
+		d.claimLog(c).Debug("worker: receipt proven by the run's own signed return")
 		return r, true
 	}
 	if reason != "" {

@@ -734,7 +734,8 @@ func (d *Dispatcher) clientCheck(ctx context.Context, c *claims.Claim) (claims.E
 }
 
 // preflight checks the minion before the intent: it answers an error code ("" when clear), the key the
-// master accepted for the minion (its SHA-256) and the minion's fence high-water mark.
+// master accepted for the minion (its SHA-256), the minion's fence high-water mark and whether its module
+// signs its run's return (the run then carries a proof nonce; a module without it would refuse one).
 func (d *Dispatcher) preflight(ctx context.Context, c *claims.Claim) (code claims.ErrorCode, keySHA string, fenceMark uint64, runProof bool) {
 	// CallTimeout bounds the check from its publication on (call), not the wait for a publish slot.
 	// Within Timers.CapabilityReuse a clear answer already in hand stands for the call (capcache.go).
