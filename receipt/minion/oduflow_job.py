@@ -1897,8 +1897,10 @@ def run(request_id, profile, state_data_json="", fence_token=None, profile_table
     publication; capability ``proof.run_return``) a terminal receipt (succeeded or failed) is
     returned signed exactly as ``attest`` would sign it over that nonce: ``{"receipt":
     <receipt>, "alg": "rsa-pkcs1v15-sha256", "sig": "<base64>"}``, so the dispatcher needs no
-    attest call. Any other answer (running, unknown), or a minion that cannot sign (no backend,
-    the key does not load), returns the receipt unsigned; the dispatcher then asks ``attest``.
+    attest call. Any other answer (running, unknown), or a minion that cannot sign at that
+    moment (its key does not load, the backend raises), returns the receipt unsigned; the
+    dispatcher then asks ``attest``. (A minion with no crypto backend at all fails the runtime
+    guard's crypto check: run refuses before anything runs.)
 
     CLI Example:
 
