@@ -44,6 +44,10 @@ type cstMinion struct {
 	refused  int
 	payloads []string
 	mark     int64 // fencing: the highest token started or fenced
+
+	// signRun: the module signs its run's terminal receipt over the run's proof_nonce and advertises it
+	// ("proof": {"run_return": true}), as oduflow_job does.
+	signRun atomic.Bool
 }
 
 func newCstMinion(id string) *cstMinion {
@@ -161,7 +165,7 @@ func (m *cstMinion) handle(ctx context.Context, job salttest.Job) (any, int) {
 		return true, 0
 	case funCapabilities:
 		return map[string]any{"protocol": int64(1), "module": "oduflow_job", "pillar_ready": true,
-			"runtime_guard": true, "proof": map[string]any{"alg": receiptproof.Alg, "ready": true},
+			"runtime_guard": true, "proof": map[string]any{"alg": receiptproof.Alg, "ready": true, "run_return": m.signRun.Load()},
 			"fencing": map[string]any{"version": int64(1), "ready": true, "token_required": true}}, 0
 	case funFence:
 		return m.fence(job)
@@ -246,6 +250,12 @@ func (m *cstMinion) handle(ctx context.Context, job salttest.Job) (any, int) {
 	delete(m.running, request)
 	m.terminal[request] = r
 	m.mu.Unlock()
+	if nonce, ok := job.Kwargs["proof_nonce"].(string); ok && m.signRun.Load() {
+		if proof, err := receiptproof.Sign(m.key, nonce, r); err == nil {
+			proof["receipt"] = cstValue(r)
+			return proof, 0
+		}
+	}
 	return cstValue(r), 0
 }
 

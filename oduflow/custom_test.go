@@ -69,7 +69,7 @@ func TestCustomNeedsInitialConfiguration(t *testing.T) {
 		}
 	}
 	if len(pub) != 4 || pub[1] != "custom" || pub[2] != stateDataJSON(exe.Digest, exe.Canonical) ||
-		!isFenceKwarg(pub[3], mustClaim(t, e.d, req).FenceToken) || exe.Digest != def.Digest {
+		!isFenceKwarg(pub[3], mustClaim(t, e.d, req).FenceToken, false) || exe.Digest != def.Digest {
 		t.Fatalf("publication %v", pub)
 	}
 	if exe.Outcome.Status != receipt.StatusSucceeded || exe.Outcome.ConfirmedBy != catalog.ConfirmedByMinionReceipt {

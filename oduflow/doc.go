@@ -71,8 +71,12 @@
 // answer it got less than that long ago), records the dispatch intent with the client's next
 // fencing token, publishes oduflow_job.run once to that minion alone, and waits for the return on the
 // event bus while it polls oduflow_job.status on a schedule. A return or a poll is a hint: only the
-// minion's receipt signed over a fresh nonce (oduflow_job.attest), verified against the pinned key,
-// commits a final result. Workers run in-process by default; WithDetachedWorkers(exe) starts each one as a
+// minion's receipt signed over a fresh nonce the dispatcher chose, verified against the pinned key and
+// bound to the claim, commits a final result. A module that advertises it ("proof": {"run_return":
+// true}) signs its run's terminal receipt in the run's own return, over a nonce the run publication
+// carries (proof_nonce): two minion jobs per request. Otherwise, or when that return is lost or does not
+// verify (a forgery, a replay), the worker asks oduflow_job.attest with a fresh nonce, as an adopter
+// always does. Workers run in-process by default; WithDetachedWorkers(exe) starts each one as a
 // process of the same binary, whose main calls RunWorkerIfRequested first.
 //
 // The worker runs in phases (worker.go: preflight, intent, publish, hand-off), each adding what it

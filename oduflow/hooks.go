@@ -50,10 +50,15 @@ type Hooks struct {
 	// records the dispatch intent and publishes oduflow_job.run. One oduflow_job.capabilities
 	// publication serves the preflights of every request then waiting for that minion: it names no
 	// request and its ctx is the dispatcher's (the preflight's Observe "capabilities" names the request).
+	// A module that signs its run's return ("proof": {"run_return": true}) proves the receipt in that
+	// return: such a request publishes no oduflow_job.attest unless the signed return is lost or does not
+	// verify, so a dispatched request is two minion jobs (capabilities, which Timers.CapabilityReuse can
+	// spare, and run) where a module without it needs attest as a third.
 	Published func(ctx context.Context, req RequestRef, fun string, result string)
 	// Outcome counts final outcomes committed by a worker or by reconciliation (code may be "").
 	Outcome func(ctx context.Context, req RequestRef, status receipt.Status, code string)
-	// Observe records durations: "start", "status", "dispatch_to_final", "publish", "poll", "proof",
+	// Observe records durations: "start", "status", "dispatch_to_final", "publish", "poll", "proof" (one
+	// oduflow_job.attest call; a receipt proven by the run's own signed return makes none),
 	// "capabilities" (one oduflow_job.capabilities call: a worker's preflight check, or Ping's; a preflight
 	// that reuses a kept answer, Timers.CapabilityReuse, makes no call and reports none),
 	// "adoption" (from taking over a request whose worker is gone to its final commit, WithAdoption).
@@ -65,7 +70,8 @@ type Hooks struct {
 	//	id_mismatch    data id is not the minion of the tag
 	//	wrong_minion   a return of the request's JID from another minion
 	//	not_receipt    not a protocol-1 receipt, or bound to another claim
-	//	proof_invalid  an attest answer whose proof does not verify or binds elsewhere
+	//	proof_invalid  an attest answer, or a signed return of the run, whose proof does not verify (another
+	//	               key, another nonce: a replay) or binds elsewhere
 	//	unproven       a terminal-looking return the minion's signed answer does not confirm
 	UnverifiedEvent func(ctx context.Context, req RequestRef, reason string)
 	// Step traces a worker's progress through one request, in order: "claimed" (request lock held, claim

@@ -8,15 +8,17 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/oduflow/oduflow-go/oduflow/oduflowtest/fakeminion"
 	"github.com/oduflow/oduflow-go/receipt"
 )
 
 // TestObserveCapabilitiesAndProof: one dispatched request reports its capability check and its receipt
 // proof through Hooks.Observe, once each, with durations that cover the calls' publications (a benchmark
-// splits a request's time with them), and Ping reports its capability check too.
+// splits a request's time with them), and Ping reports its capability check too. The minion is a module
+// without signed run returns, so the proof is an attest call (what an adopter or Resume always makes).
 func TestObserveCapabilitiesAndProof(t *testing.T) {
 	e := startSim(t)
-	m := e.addMinion()
+	m := e.addMinion(fakeminion.WithoutRunProof())
 	var mu sync.Mutex
 	obs := map[string][]time.Duration{}
 	var pub []time.Duration
@@ -68,7 +70,7 @@ type traceKey struct{}
 func TestHooksCarryCallerContextAndIdentity(t *testing.T) {
 	t.Parallel()
 	e := startSim(t)
-	m := e.addMinion()
+	m := e.addMinion(fakeminion.WithoutRunProof()) // run and attest publications, both named
 	req := uuid.NewString()
 	type event struct {
 		kind, what, trace string

@@ -13,15 +13,18 @@ import (
 	"github.com/oduflow/oduflow-go/salt"
 )
 
-// countingPublisher counts oduflow_job.run publish requests leaving the dispatcher.
+// countingPublisher counts oduflow_job.run and oduflow_job.attest publish requests leaving the dispatcher.
 type countingPublisher struct {
 	Publisher
-	runs atomic.Int64
+	runs, attests atomic.Int64
 }
 
 func (p *countingPublisher) Publish(ctx context.Context, req salt.PublishRequest) (*salt.PublishResult, error) {
-	if req.Fun == funRun {
+	switch req.Fun {
+	case funRun:
 		p.runs.Add(1)
+	case funAttest:
+		p.attests.Add(1)
 	}
 	return p.Publisher.Publish(ctx, req)
 }
@@ -67,6 +70,15 @@ func TestLabIntegration(t *testing.T) {
 	}
 	if n := pub.runs.Load(); n != 2 {
 		t.Fatalf("run publications %d", n)
+	}
+	// A module that signs its run's return (this repository's) is proven by that return: no attest job.
+	caps, err := d.capabilities(ctx, minion)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("module signs its run return: %v; attest publications: %d", caps.RunProof, pub.attests.Load())
+	if caps.RunProof && pub.attests.Load() != 0 {
+		t.Fatalf("%d attest publications for receipts the runs' own signed returns prove", pub.attests.Load())
 	}
 
 	// Repeated Start: same JID, no publication (counted at the client and watched on the master's bus).

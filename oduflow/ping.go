@@ -123,6 +123,10 @@ type minionCaps struct {
 	PillarReady bool
 	// Proof: the minion advertises receipt proofs with receiptproof.Alg and can sign (its key loads).
 	Proof bool
+	// RunProof: with Proof, the module takes oduflow_job.run's proof_nonce and signs the run's terminal
+	// receipt in its own return ("proof": {"run_return": true}). A module without it refuses the keyword
+	// (it refuses every caller option it does not know), so the run carries a nonce only when set.
+	RunProof bool
 	// Fencing: the minion advertises fencing (version fencingVersion, ready).
 	Fencing bool
 	// FenceMark: the minion's fence high-water mark ("mark": the highest token it has started or fenced;
@@ -191,6 +195,8 @@ func parseCapabilities(v any) minionCaps {
 		alg, _ := pm["alg"].(string)
 		ready, _ := pm["ready"].(bool)
 		caps.Proof = alg == receiptproof.Alg && ready
+		runReturn, _ := pm["run_return"].(bool)
+		caps.RunProof = caps.Proof && runReturn
 	}
 	if fm, ok := m["fencing"].(map[string]any); ok {
 		// A mark at MaxFenceToken is exhausted whether the module says ready or not (this module

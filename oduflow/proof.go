@@ -25,9 +25,15 @@ import (
 // Receipt proofs. Anyone who can fire an event on the master bus (any authenticated minion, through
 // _minion_event) can put salt/job/<jid>/ret/<minion> there with any data, and every minion sees every
 // publication, so request ids, JIDs and nonces are known to all of them. A return or a status answer is
-// therefore only a hint. A final result is committed only from oduflow_job.attest: the minion's answer
-// signed with its own Salt key over a fresh nonce, verified against the key the master accepted for
-// that id (pinned in the claim at preflight) and bound to the claim.
+// therefore only a hint. A final result is committed only from the minion's answer signed with its own
+// Salt key over a fresh nonce the dispatcher chose, verified against the key the master accepted for
+// that id (pinned in the claim at preflight) and bound to the claim: oduflow_job.attest's answer, or,
+// for a module that advertises it ("proof": {"run_return": true}), the return of oduflow_job.run
+// itself, signed over the proof_nonce its publication carried (awaitLoop.readReturn), which saves the
+// attest job. Either nonce is public once published; what makes a proof evidence is the signature by
+// the minion's key over the value this dispatcher chose for this publication or call: a proof signed
+// for another nonce (a replay) or by another key does not verify, and the worker then asks attest
+// with a fresh nonce exactly as before (TestRunReturnProof).
 
 // funAttest is the read-only function that answers a signed status.
 const funAttest = "oduflow_job.attest"
@@ -55,10 +61,7 @@ func (d *Dispatcher) prove(ctx context.Context, c *claims.Claim, deadline time.T
 	accept := func(jr *salt.JobReturn) bool {
 		p, err := receiptproof.FromValue(jr.Return)
 		if err == nil {
-			proven, err = receiptproof.Verify(pub, nonce, p)
-		}
-		if err == nil {
-			err = c.Binding().Check(proven)
+			proven, err = verifyBound(pub, nonce, c, p)
 		}
 		if err != nil {
 			d.noteUnverified(ctx, c, unverifiedProof)
@@ -72,6 +75,30 @@ func (d *Dispatcher) prove(ctx context.Context, c *claims.Claim, deadline time.T
 		return nil
 	}
 	return &proven
+}
+
+// verifyBound verifies p against pub and nonce and checks that the proven receipt binds to c.
+func verifyBound(pub *rsa.PublicKey, nonce string, c *claims.Claim, p receiptproof.Proof) (receipt.Receipt, error) {
+	r, err := receiptproof.Verify(pub, nonce, p)
+	if err == nil {
+		err = c.Binding().Check(r)
+	}
+	return r, err
+}
+
+// verifyFor verifies a proof that came in the return of c's run publication, signed over that
+// publication's nonce: the proven receipt bound to c, or false (the accepted key unavailable or changed
+// since preflight, a bad signature, another nonce, another binding).
+func (d *Dispatcher) verifyFor(ctx context.Context, c *claims.Claim, nonce string, p receiptproof.Proof) (*receipt.Receipt, bool) {
+	pub, err := d.minionKey(ctx, c)
+	if err != nil {
+		return nil, false
+	}
+	r, err := verifyBound(pub, nonce, c, p)
+	if err != nil {
+		return nil, false
+	}
+	return &r, true
 }
 
 // defaultPKIDir is the Salt master's default pki_dir.

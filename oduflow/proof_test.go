@@ -164,8 +164,9 @@ func TestForgedProofsAreRefused(t *testing.T) {
 	for name, forge := range cases {
 		t.Run(name, func(t *testing.T) {
 			e := startSim(t)
+			// a module without signed run returns: every receipt is proven by attest, which the forger races
 			m := fakeminion.NewModel(newMinionID(), fakeminion.WithResult(receipt.ProfileConfigure,
-				fakeminion.Result{Status: receipt.StatusFailed, Passed: 1, Total: 2}))
+				fakeminion.Result{Status: receipt.StatusFailed, Passed: 1, Total: 2}), fakeminion.WithoutRunProof())
 			e.accept(m)
 			rm := &racingMinion{m: m, sim: e.sim}
 			rm.forge = func(job salttest.Job) any {

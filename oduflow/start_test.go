@@ -11,6 +11,7 @@ import (
 	"github.com/oduflow/oduflow-go/oduflow/claims"
 	"github.com/oduflow/oduflow-go/oduflow/oduflowtest/fakeminion"
 	"github.com/oduflow/oduflow-go/receipt"
+	receiptproof "github.com/oduflow/oduflow-go/receipt/proof"
 )
 
 func TestStartSucceededAndFailed(t *testing.T) {
@@ -51,13 +52,14 @@ func TestStartSucceededAndFailed(t *testing.T) {
 		t.Fatalf("quarantine: %v %v", q, err)
 	}
 	// Published exactly: list target to that minion, [request_id, profile, "", {"__kwarg__": true,
-	// "fence_token": the claim's token}] with the claim's JID.
+	// "fence_token": the claim's token, "proof_nonce": a fresh nonce (the minion signs its run's
+	// return)}] with the claim's JID.
 	for _, p := range e.sim.Publications() {
 		if p.Fun != funRun || p.JID != c.JID {
 			continue
 		}
 		if len(p.Target) != 1 || p.Target[0] != m.ID() || len(p.Args) != 4 || p.Args[0] != req2 ||
-			p.Args[1] != "production" || p.Args[2] != "" || !isFenceKwarg(p.Args[3], c.FenceToken) || c.FenceToken < 1 {
+			p.Args[1] != "production" || p.Args[2] != "" || !isFenceKwarg(p.Args[3], c.FenceToken, true) || c.FenceToken < 1 {
 			t.Fatalf("publication: %+v", p)
 		}
 	}
@@ -202,9 +204,18 @@ func TestWindowSpentThenResume(t *testing.T) {
 
 // isFenceKwarg reports whether v is exactly Salt's keyword-argument map {"__kwarg__": true, "fence_token":
 // token}, as published.
-func isFenceKwarg(v any, token uint64) bool {
+// isFenceKwarg: v is the run's keyword map, the fence token and (with withNonce: to a module that signs its
+// run's return) a valid proof nonce, nothing else.
+func isFenceKwarg(v any, token uint64, withNonce bool) bool {
 	m, ok := v.(map[string]any)
-	if !ok || len(m) != 2 || m["__kwarg__"] != true {
+	want := 2
+	if withNonce {
+		want = 3
+		if n, _ := m["proof_nonce"].(string); receiptproof.ValidateNonce(n) != nil {
+			return false
+		}
+	}
+	if !ok || len(m) != want || m["__kwarg__"] != true {
 		return false
 	}
 	switch n := m["fence_token"].(type) {

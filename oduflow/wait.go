@@ -28,19 +28,26 @@ import (
 
 	"github.com/oduflow/oduflow-go/oduflow/claims"
 	"github.com/oduflow/oduflow-go/receipt"
+	receiptproof "github.com/oduflow/oduflow-go/receipt/proof"
 	"github.com/oduflow/oduflow-go/salt"
 )
 
-// await waits until deadline for a verified final receipt of c. Returns of its JID on the event bus and
-// oduflow_job.status polls on the expected minion (on a schedule spreading the poll budget over the
-// window, and at once after every event-bus gap) are hints only: a final-looking one makes the worker ask
-// the minion for its signed answer (oduflow_job.attest), and only a verified proof bound to the claim
-// ends the wait. It returns nil when the window or the budget is spent, or ctx ends.
-func (d *Dispatcher) await(ctx context.Context, c *claims.Claim, w *waiter, deadline time.Time) *receipt.Receipt {
-	return d.awaitFrom(ctx, c, w, deadline, false)
+// await waits until deadline for a verified final receipt of c, whose run publication carried the proof
+// nonce nonce ("" when it carried none). The run's own return signed over nonce that verifies against the
+// pinned key and binds to c ends the wait with no further call (awaitLoop.readReturn). Anything else on
+// the event bus, and oduflow_job.status polls on the expected minion (on a schedule spreading the poll
+// budget over the window, and at once after every event-bus gap), are hints only: a final-looking one
+// makes the worker ask the minion for its signed answer (oduflow_job.attest, a fresh nonce), and only a
+// verified proof bound to the claim ends the wait. It returns nil when the window or the budget is spent,
+// or ctx ends.
+func (d *Dispatcher) await(ctx context.Context, c *claims.Claim, w *waiter, deadline time.Time, nonce string) *receipt.Receipt {
+	l := d.newAwaitLoop(ctx, c, w, deadline, false)
+	l.runNonce = nonce
+	return l.wait()
 }
 
-// awaitFrom is await; with pollFirst the first status poll is made at once (a Resume asks now).
+// awaitFrom is await for a wait that did not publish the run (an adopter, a Resume, a reconcile: no
+// nonce); with pollFirst the first status poll is made at once (a Resume asks now).
 //
 // The poll budget is spent only by scheduled polls (and the repeat of an unknown answer); a gap poll is
 // limited to one per interval instead, so that nothing a forger can trigger spends the budget.
@@ -50,7 +57,11 @@ func (d *Dispatcher) await(ctx context.Context, c *claims.Claim, w *waiter, dead
 // interval (proofLimiter), outside the poll budget: a forger flooding the bus can neither spend the
 // budget (and force unknown) nor make the worker flood the minion.
 func (d *Dispatcher) awaitFrom(ctx context.Context, c *claims.Claim, w *waiter, deadline time.Time, pollFirst bool) *receipt.Receipt {
-	l := d.newAwaitLoop(ctx, c, w, deadline, pollFirst)
+	return d.newAwaitLoop(ctx, c, w, deadline, pollFirst).wait()
+}
+
+// wait runs the loop's steps on the calling goroutine until the wait ends.
+func (l *awaitLoop) wait() *receipt.Receipt {
 	wake := make(chan struct{}, 1)
 	l.start(func() { signal(wake) })
 	for {
@@ -125,6 +136,12 @@ type awaitLoop struct {
 	c        *claims.Claim
 	w        *waiter
 	deadline time.Time
+
+	// runNonce is the proof nonce the run publication carried ("" when it carried none: the module
+	// does not sign its return, or this wait is an adopter's, a Resume's or a reconcile's, which never
+	// published the run). runProofs counts the run-return proofs verified, at most maxRunProofs.
+	runNonce  string
+	runProofs int
 
 	budget       int
 	interval     time.Duration
@@ -284,10 +301,12 @@ func (l *awaitLoop) gap() {
 	}
 }
 
-// onReturn handles a return of c's JID from the event bus, a hint only. A refusal is fenced
-// (fenceRefused); a final-looking or unverified return asks the minion for its signed answer (prove), at
-// most once per interval (the next scheduled poll asks otherwise); a running one changes nothing. Only a
-// proven final answer ends the wait.
+// onReturn handles a return of c's JID from the event bus. The run's own return signed over the
+// publication's nonce that verifies and binds to c (readReturn) is evidence: a terminal one ends the wait.
+// Anything else is a hint only. A refusal is fenced (fenceRefused); a final-looking or unverified return
+// (a run proof that does not verify among them: proof_invalid) asks the minion for its signed answer
+// (prove), at most once per interval (the next scheduled poll asks otherwise); a running one changes
+// nothing. Only a proven final answer ends the wait.
 func (l *awaitLoop) onReturn(jr *salt.JobReturn) (*receipt.Receipt, bool) {
 	d, c, ctx := l.d, l.c, l.ctx
 	if code := refusalCode(c.MinionID, jr); code != "" {
@@ -299,7 +318,11 @@ func (l *awaitLoop) onReturn(jr *salt.JobReturn) (*receipt.Receipt, bool) {
 		}
 		return l.fenceRefused(code)
 	}
-	r, reason := d.hint(c, jr)
+	r, proven, reason := l.readReturn(jr)
+	if proven && r.Status.Terminal() {
+		d.claimLog(c).Debug("worker: receipt proven by the run's own signed return")
+		return r, true
+	}
 	if reason != "" {
 		d.noteUnverified(ctx, c, reason)
 	}
@@ -318,6 +341,39 @@ func (l *awaitLoop) onReturn(jr *salt.JobReturn) (*receipt.Receipt, bool) {
 		d.noteUnverified(ctx, c, unverifiedUnproven) // a final-looking return its minion did not sign
 	}
 	return nil, false
+}
+
+// maxRunProofs bounds the run-return proofs one wait verifies (an RSA verification and a read of the
+// minion's accepted key each): the real return comes once, and a forger flooding the bus with
+// proof-shaped returns costs at most this many before they are read as bare hints.
+const maxRunProofs = 4
+
+// readReturn reads a return of c's JID: a proof-shaped one (the run's signed return, {receipt, alg,
+// sig}) is verified when this wait knows the run's nonce (proven, or proof_invalid when it does not
+// verify against the pinned key with that nonce or does not bind to c); without the nonce, or past
+// maxRunProofs, its receipt is only a hint. Any other return is read by hint.
+func (l *awaitLoop) readReturn(jr *salt.JobReturn) (r *receipt.Receipt, proven bool, reason string) {
+	d, c := l.d, l.c
+	if jr == nil || eventReason(c.MinionID, jr) != "" {
+		r, reason = d.hint(c, jr)
+		return r, false, reason
+	}
+	p, err := receiptproof.FromValue(jr.Return)
+	if err != nil {
+		r, reason = d.hint(c, jr) // a bare receipt (a module that does not sign, or a non-terminal answer)
+		return r, false, reason
+	}
+	if l.runNonce != "" && l.runProofs < maxRunProofs {
+		l.runProofs++
+		if pr, ok := d.verifyFor(l.ctx, c, l.runNonce, p); ok {
+			return pr, true, ""
+		}
+		return nil, false, unverifiedProof
+	}
+	if c.Binding().Check(p.Receipt) != nil {
+		return nil, false, unverifiedNotReceipt
+	}
+	return &p.Receipt, false, ""
 }
 
 // fenceRefused follows a refusal hint with code: the minion fences the claim's publication and signs its
@@ -368,8 +424,10 @@ func (l *awaitLoop) pending() bool {
 
 // awaitParked is await without a goroutine while nothing happens: done gets the result (as await returns
 // it) on a goroutine started for the last step. Steps never run concurrently.
-func (d *Dispatcher) awaitParked(ctx context.Context, c *claims.Claim, w *waiter, deadline time.Time, done func(*receipt.Receipt)) {
+// nonce is the run's proof nonce, as for await.
+func (d *Dispatcher) awaitParked(ctx context.Context, c *claims.Claim, w *waiter, deadline time.Time, nonce string, done func(*receipt.Receipt)) {
 	l := d.newAwaitLoop(ctx, c, w, deadline, false)
+	l.runNonce = nonce
 	l.onDone = done
 	l.running.Store(true) // the first step runs below, before any wake-up can start another
 	l.start(l.kick)

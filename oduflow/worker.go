@@ -9,6 +9,7 @@ import (
 
 	"github.com/oduflow/oduflow-go/oduflow/claims"
 	"github.com/oduflow/oduflow-go/receipt"
+	receiptproof "github.com/oduflow/oduflow-go/receipt/proof"
 	"github.com/oduflow/oduflow-go/salt"
 )
 
@@ -408,6 +409,7 @@ type dispatchPlan struct {
 	fenceMark uint64 // the minion's fence high-water mark: the floor of the token
 	spec      publicationSpec
 	jid       salt.JID
+	runProof  bool // the module signs the run's terminal receipt in its return (minionCaps.RunProof)
 }
 
 // preflightPhase runs the checks before the intent on c, read in phase claimed: the role, the client
@@ -435,7 +437,7 @@ func (d *Dispatcher) preflightPhase(ctx context.Context, c *claims.Claim, h *wor
 	d.stepHook(ctx, c, stepLease)
 	plan := &dispatchPlan{}
 	if code == "" {
-		code, plan.keySHA, plan.fenceMark = d.preflight(ctx, c)
+		code, plan.keySHA, plan.fenceMark, plan.runProof = d.preflight(ctx, c)
 	}
 	if code != "" {
 		if ctx.Err() != nil {
@@ -514,12 +516,14 @@ func (d *Dispatcher) intentPhase(ctx context.Context, c *claims.Claim, h *worker
 }
 
 // published is a run publication the master accepted: the claim (dispatched, unless that write failed
-// with no final result committed meanwhile), the context bounding its wait by the hard deadline, and
-// when the publication began.
+// with no final result committed meanwhile), the context bounding its wait by the hard deadline, when
+// the publication began, and the proof nonce it carried (kept in memory only: a worker that dies is
+// adopted, and its adopter proves the receipt with attest and a fresh nonce).
 type published struct {
 	c     *claims.Claim
 	wctx  context.Context
 	start time.Time
+	nonce string // the run's proof_nonce ("" when the module does not sign its return)
 }
 
 // publishPhase publishes oduflow_job.run for c, once, never retried, under a context bounded by the hard
@@ -534,9 +538,17 @@ func (d *Dispatcher) publishPhase(ctx context.Context, t target, c *claims.Claim
 
 	d.stepHook(ctx, c, stepPublishSending)
 	// The fencing token goes as Salt's keyword argument (a trailing {"__kwarg__": true, ...} map): the
-	// minion starts the run only if the token is above every token it has started or fenced.
+	// minion starts the run only if the token is above every token it has started or fenced. A module
+	// that signs its run's return (plan.runProof) gets a fresh proof nonce as well: its terminal receipt
+	// then comes back signed over it, and no attest call is needed (awaitLoop.onReturn).
+	kwargs := d.runKwargs(c)
+	var nonce string
+	if plan.runProof {
+		nonce = receiptproof.NewNonce()
+		kwargs["proof_nonce"] = nonce
+	}
 	_, err := d.publishSlotted(wctx, t.minion, funRun, []any{c.RequestID, string(c.Profile), plan.spec.StateDataJSON},
-		d.runKwargs(c), plan.jid, nil)
+		kwargs, plan.jid, nil)
 	if err != nil {
 		code := publishErrorCode(err)
 		if salt.IsNotPublished(err) && !salt.IsOutcomeUnknown(err) {
@@ -546,7 +558,7 @@ func (d *Dispatcher) publishPhase(ctx context.Context, t target, c *claims.Claim
 		}
 		d.claimLog(c).Error("worker: publish outcome unknown; never retried; client quarantined", slog.String("code", string(code)))
 		adm.release()
-		return nil, stop, d.listenAfterUnknownPublish(ctx, wctx, c, h, start)
+		return nil, stop, d.listenAfterUnknownPublish(ctx, wctx, c, h, start, nonce)
 	}
 	next := c.Clone()
 	next.Phase = claims.PhaseDispatched
@@ -558,7 +570,7 @@ func (d *Dispatcher) publishPhase(ctx context.Context, t target, c *claims.Claim
 	}
 	d.stepHook(ctx, c, stepPublishReplied)
 	d.claimLog(c).Info("worker: published", slog.String("fun", funRun))
-	return &published{c: c, wctx: wctx, start: start}, proceed, nil
+	return &published{c: c, wctx: wctx, start: start, nonce: nonce}, proceed, nil
 }
 
 // handOffPhase waits for the return of the published run and commits the final result. The admission
@@ -570,13 +582,13 @@ func (d *Dispatcher) publishPhase(ctx context.Context, t target, c *claims.Claim
 func (d *Dispatcher) handOffPhase(ctx context.Context, p *published, h *workerHold, adm *admission) error {
 	adm.release() // waiting for the return needs no admission slot
 	if adm == nil {
-		return d.awaitDispatched(ctx, p.wctx, p.c, h.w, p.start)
+		return d.awaitDispatched(ctx, p.wctx, p.c, h.w, p.start, p.nonce)
 	}
 	parked := h.take()
 	c, start := p.c, p.start // not p: the parked wait keeps no reference to p.wctx
 	d.wg.Add(1)
 	window := earlier(start.Add(d.timers.ExecutionWait), start.Add(d.timers.HardDeadline))
-	d.awaitParked(ctx, c, parked.w, window, func(r *receipt.Receipt) {
+	d.awaitParked(ctx, c, parked.w, window, p.nonce, func(r *receipt.Receipt) {
 		defer d.wg.Done()
 		defer releaseTaken(parked)
 		if err := d.settleDispatched(ctx, c, r, start); err != nil {
@@ -605,9 +617,10 @@ func (d *Dispatcher) workerClaim(ctx context.Context, t target, window launchWin
 	return c, d.clock.Now().Sub(c.CreatedAt) <= d.timers.LaunchGrace, nil
 }
 
-// awaitDispatched waits for the verified return of the published claim c and commits the final result.
-func (d *Dispatcher) awaitDispatched(ctx, wctx context.Context, c *claims.Claim, w *waiter, start time.Time) error {
-	return d.settleDispatched(ctx, c, d.await(wctx, c, w, start.Add(d.timers.ExecutionWait)), start)
+// awaitDispatched waits for the verified return of the published claim c (whose run carried nonce, or
+// "") and commits the final result.
+func (d *Dispatcher) awaitDispatched(ctx, wctx context.Context, c *claims.Claim, w *waiter, start time.Time, nonce string) error {
+	return d.settleDispatched(ctx, c, d.await(wctx, c, w, start.Add(d.timers.ExecutionWait), nonce), start)
 }
 
 // settleDispatched commits the final result of the published claim c from what the wait returned (r).
@@ -721,8 +734,9 @@ func (d *Dispatcher) clientCheck(ctx context.Context, c *claims.Claim) (claims.E
 }
 
 // preflight checks the minion before the intent: it answers an error code ("" when clear), the key the
-// master accepted for the minion (its SHA-256) and the minion's fence high-water mark.
-func (d *Dispatcher) preflight(ctx context.Context, c *claims.Claim) (code claims.ErrorCode, keySHA string, fenceMark uint64) {
+// master accepted for the minion (its SHA-256), the minion's fence high-water mark and whether its module
+// signs its run's return (the run then carries a proof nonce; a module without it would refuse one).
+func (d *Dispatcher) preflight(ctx context.Context, c *claims.Claim) (code claims.ErrorCode, keySHA string, fenceMark uint64, runProof bool) {
 	// CallTimeout bounds the check from its publication on (call), not the wait for a publish slot.
 	// Within Timers.CapabilityReuse a clear answer already in hand stands for the call (capcache.go).
 	caps, reused := d.reusedCaps(c.MinionID)
@@ -732,40 +746,40 @@ func (d *Dispatcher) preflight(ctx context.Context, c *claims.Claim) (code claim
 	}
 	if err != nil {
 		if errors.Is(err, errNoReturn) && d.hub.isStalled() {
-			return claims.CodeEventBus, "", 0 // no return because the bus delivers nothing, not the minion's fault
+			return claims.CodeEventBus, "", 0, false // no return because the bus delivers nothing, not the minion's fault
 		}
-		return callErrorCode(err), "", 0 // names the cause: credentials, event bus, transport, or the minion
+		return callErrorCode(err), "", 0, false // names the cause: credentials, event bus, transport, or the minion
 	}
 	if caps.Protocol == protocolVersion && !caps.RuntimeGuard {
 		// The module would refuse the run ("refusing to run unprotected"): fail now, nothing published.
 		// Its reason (bounded, printable: see guardReason) names the Salt internal it did not recognise.
 		d.claimLog(c).Warn("worker: the minion module's runtime guard fails; nothing published",
 			slog.String("runtime_guard_error", caps.GuardError))
-		return claims.CodeRuntimeGuard, "", 0
+		return claims.CodeRuntimeGuard, "", 0, false
 	}
 	if caps.Protocol == protocolVersion && caps.FenceExhausted {
 		// No token above the minion's mark exists: the store cannot issue one (a floor at MaxFenceToken)
 		// and the minion would refuse any other. A typed failure now, nothing published, no quarantine.
 		d.claimLog(c).Error("worker: the minion's fence counter is exhausted; nothing published",
 			slog.Uint64("fence_mark", caps.FenceMark))
-		return claims.CodeFenceExhausted, "", 0
+		return claims.CodeFenceExhausted, "", 0, false
 	}
 	if caps.Protocol != protocolVersion || !caps.Proof || !caps.Fencing {
-		return claims.CodeCapability, "", 0 // no silent fallback to unproven receipts or unfenced runs
+		return claims.CodeCapability, "", 0, false // no silent fallback to unproven receipts or unfenced runs
 	}
 	if !d.sameTable(caps) {
 		// Another table on the minion: the profile would run other states there (or none). Never
 		// defaulted: a minion without a table holds the seeds' one.
 		d.claimLog(c).Warn("worker: the minion's profile table differs from the dispatcher's; nothing published",
 			slog.String("dispatcher_table", d.table.Digest()), slog.Bool("minion_reports_table", caps.ProfileTable != profileTableUnreported))
-		return claims.CodeProfileTableMismatch, "", 0
+		return claims.CodeProfileTableMismatch, "", 0, false
 	}
 	key, err := loadMinionKey(ctx, d.pkiDir, c.MinionID)
 	if err != nil {
 		d.claimLog(c).Warn("worker: accepted minion key unavailable", slog.String("error", err.Error()))
-		return claims.CodeMinionKey, "", 0
+		return claims.CodeMinionKey, "", 0, false
 	}
-	return "", key.SHA256, caps.FenceMark
+	return "", key.SHA256, caps.FenceMark, caps.RunProof
 }
 
 // listenAfterUnknownPublish handles a publish whose outcome is unknown: the claim is committed unknown at
@@ -774,14 +788,15 @@ func (d *Dispatcher) preflight(ctx context.Context, c *claims.Claim) (code claim
 // return and polling oduflow_job.status for the rest of the window and budget. The publish is never
 // repeated. A trustworthy terminal receipt bound to the claim replaces unknown (and so releases the
 // quarantine); a minion answering not_started never does.
-func (d *Dispatcher) listenAfterUnknownPublish(ctx, wctx context.Context, c *claims.Claim, h *workerHold, start time.Time) error {
+func (d *Dispatcher) listenAfterUnknownPublish(ctx, wctx context.Context, c *claims.Claim, h *workerHold, start time.Time, nonce string) error {
 	lg := d.claimLog(c)
 	cur := d.finalize(ctx, c, receipt.StatusUnknown, 0, 0, claims.CodeOutcomeUnknown, evidenceNone)
 	if cur == nil || cur.Phase != claims.PhaseTerminal || cur.Status != receipt.StatusUnknown {
 		return nil // not committed, or someone else committed another final result (kept)
 	}
 	h.releaseLease()
-	r := d.await(wctx, cur, h.w, start.Add(d.timers.ExecutionWait))
+	// The run may be out, and may sign its return over nonce.
+	r := d.await(wctx, cur, h.w, start.Add(d.timers.ExecutionWait), nonce)
 	d.refusals.Delete(cur.RequestID) // a fenced refusal commits as fenced here (replaceUnknown)
 	if ctx.Err() != nil {
 		return ctx.Err()

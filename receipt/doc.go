@@ -203,6 +203,13 @@
 // The dispatcher checks it with the standard library against the public key it trusts for that
 // minion (a key of at least 2048 bits), then checks the binding (Binding.Check).
 //
+// A module whose capabilities report "proof": {..., "run_return": true} also takes a proof_nonce
+// keyword on oduflow_job.run (the dispatcher's fresh nonce for that publication) and returns a
+// terminal receipt signed over it in exactly attest's form ({"receipt", "alg", "sig"}, the same
+// message): the dispatcher verifies it the same way and needs no attest call. Running and unknown
+// answers, and a receipt the minion cannot sign, come back bare. Modules without the capability
+// refuse the keyword, so it is sent only to those that advertise it.
+//
 // A lying party on the master bus (any authenticated minion can fire any tag) can copy, replay and invent
 // receipts, but it cannot make a proof verify under another minion's key, nor reuse one under another
 // nonce. The module needs no new dependency: it signs with the library Salt already loaded. What the

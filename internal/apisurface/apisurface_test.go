@@ -46,7 +46,7 @@ var supportBudgets = map[string]int{
 	".":                              0,  // the root package: documentation only
 	"oduflow/etcdstore":              23, // + WithStatusWindows (windows at construction)
 	"oduflow/oduflowtest":            13,
-	"oduflow/oduflowtest/fakeminion": 31, // + WithProfileTable (a minion's own profile table); fencing options (+ WithFenceMark); + WithRuntimeGuardFailure, WithRunRefusal; + WithGuardForms, GuardFailureReasons (Salt's forms)
+	"oduflow/oduflowtest/fakeminion": 33, // + WithProfileTable (a minion's own profile table); fencing options (+ WithFenceMark); + WithRuntimeGuardFailure, WithRunRefusal; + WithGuardForms, GuardFailureReasons (Salt's forms); + WithoutRunProof, WithUnsignedRunReturn (signed run returns)
 	"oduflow/oduflowtest/simenv":     8,  // + Client, DispatcherOn (a test's own timeouts), WaitVerified; the simulator with fake minions and Dispatchers on it (adapters, services)
 	"salt/salttest":                  33, // + fleets: MinionBehavior, WithEventReaderBuffer; StallEventBus; Generation and its 3 values, WithGeneration
 	"receipt/proof":                  19, // the receipt proof: Verify (dispatcher), Sign (test minions), nonces, reasons

@@ -5,7 +5,8 @@ oduflow_job: protocol 1 of Oduflow's durable minion receipts (Salt execution mod
 Functions (all other names are private):
 
     oduflow_job.capabilities()
-    oduflow_job.run(request_id, profile, state_data_json="", fence_token=None, profile_table=None)
+    oduflow_job.run(request_id, profile, state_data_json="", fence_token=None, profile_table=None,
+                    proof_nonce=None)
     oduflow_job.status(request_id, jid, profile)
     oduflow_job.attest(request_id, jid, profile, nonce)
     oduflow_job.fence(request_id, jid, profile, token)
@@ -41,6 +42,12 @@ signed through the crypto backend ``salt.crypt`` itself imported (M2Crypto, Cryp
 or cryptography). The master verifies it with the key it has accepted for this minion id,
 so a return put on the event bus by anyone else is never evidence. ``nonce`` is 32 to 64
 lowercase hex digits chosen by the master for each request (a proof never replays).
+
+``run`` given ``proof_nonce`` (capability ``"proof": {"run_return": true}``) returns its
+terminal receipt in that same signed form, over the publication's own nonce, so a dispatched
+request needs no attest job; a run that cannot sign, or whose answer is not terminal, returns
+the bare receipt. A module without the capability refuses the keyword (it refuses every
+caller option it does not know): the dispatcher sends it only to minions that advertise it.
 
 Fencing (capability ``fencing``, version 1): ``fence_token`` is an integer from 1 to 2^53-1,
 strictly increasing per client (this minion), issued by the dispatcher's claim store. The
@@ -1878,12 +1885,22 @@ def _execute(binding, high):
         return __salt__["state.apply"](",".join(high["sls"]), **kwargs)  # noqa: F821
 
 
-def run(request_id, profile, state_data_json="", fence_token=None, profile_table=None, **kwargs):
+def run(request_id, profile, state_data_json="", fence_token=None, profile_table=None, proof_nonce=None,
+        **kwargs):
     """
     Run one managed apply for a request, bound to this publication's JID, and return its
     durable receipt. Published by the Oduflow dispatcher with a preassigned JID and a fence
     token (a positive integer, strictly increasing per client): a token not above this
     minion's high-water mark is refused with a terminal fenced receipt and nothing runs.
+
+    With ``proof_nonce`` (32 to 64 lowercase hex digits, the dispatcher's fresh nonce for this
+    publication; capability ``proof.run_return``) a terminal receipt (succeeded or failed) is
+    returned signed exactly as ``attest`` would sign it over that nonce: ``{"receipt":
+    <receipt>, "alg": "rsa-pkcs1v15-sha256", "sig": "<base64>"}``, so the dispatcher needs no
+    attest call. Any other answer (running, unknown), or a minion that cannot sign at that
+    moment (its key does not load, the backend raises), returns the receipt unsigned; the
+    dispatcher then asks ``attest``. (A minion with no crypto backend at all fails the runtime
+    guard's crypto check: run refuses before anything runs.)
 
     CLI Example:
 
@@ -1896,9 +1913,31 @@ def run(request_id, profile, state_data_json="", fence_token=None, profile_table
     if token is None and not _unfenced_allowed():
         raise _Refused("oduflow_job: a fence token is required (minion option "
                        + _ALLOW_UNFENCED_OPTION + " is not True)")
+    if proof_nonce is not None and not (isinstance(proof_nonce, str) and _NONCE_RE.match(proof_nonce)):
+        raise _Refused("oduflow_job: invalid proof nonce (32 to 64 lowercase hex digits)")
     guard = _runtime_guard(binding["jid"])
     if guard is not None:
         raise _Refused("oduflow_job: refusing to run unprotected: " + guard)
+    return _signed_run_return(_run(binding, high, token), proof_nonce)
+
+
+def _signed_run_return(receipt, nonce):
+    """The run's return: its terminal receipt signed over the dispatcher's nonce (as attest signs
+    the same receipt), else the receipt as it is. Signing never fails the run: the receipt is
+    committed already, and the dispatcher proves it with attest instead."""
+    if nonce is None or receipt.get("status") not in ("succeeded", "failed"):
+        return receipt
+    try:
+        return _prove(nonce, receipt)
+    except Exception as exc:  # pylint: disable=broad-except
+        log.warning("oduflow_job: run receipt returned unsigned (%s); the dispatcher asks attest",
+                    type(exc).__name__)
+        return receipt
+
+
+def _run(binding, high, token):
+    """The locked part of run: the receipt of this publication (run now, or found)."""
+    request_id = binding["request_id"]
     with _Store(_receipt_dir(), create=True) as store:
         req_lock = store.try_lock(_req_lock_name(request_id), patience=_REQUEST_LOCK_PATIENCE)
         if req_lock is None:  # a live worker already runs this request
@@ -2184,8 +2223,8 @@ def _proof_capability():
         _crypt, backend, _key = _load_signer()
     except Exception as exc:  # pylint: disable=broad-except
         return {"alg": _PROOF_ALG, "ready": False, "backend": "",
-                "error": type(exc).__name__}
-    return {"alg": _PROOF_ALG, "ready": True, "backend": backend, "error": ""}
+                "error": type(exc).__name__, "run_return": True}
+    return {"alg": _PROOF_ALG, "ready": True, "backend": backend, "error": "", "run_return": True}
 
 
 def _prove(nonce, answer, crypt=None):

@@ -1,8 +1,10 @@
 // Package proof is the receipt proof of protocol 1: oduflow_job.attest signs the receipt with the
-// minion's own Salt key over a nonce the dispatcher chose, and the dispatcher verifies it here. The
-// receipt package documents the protocol. It sits one floor above receipt (it imports receipt, the
-// dispatcher and the test minions import it), which is why it is not under internal/: a helper there
-// imports no public package. Callers are the dispatcher (Verify) and simulated minions (Sign).
+// minion's own Salt key over a nonce the dispatcher chose (and so does oduflow_job.run, in the same
+// form, over the nonce its publication carried, for a module that advertises it), and the dispatcher
+// verifies it here. The receipt package documents the protocol. It sits one floor above receipt (it
+// imports receipt, the dispatcher and the test minions import it), which is why it is not under
+// internal/: a helper there imports no public package. Callers are the dispatcher (Verify) and
+// simulated minions (Sign).
 package proof
 
 import (

@@ -32,8 +32,9 @@ import (
 //	pubStart    oduflow_job.run publish sent (Hooks.Observe "publish" + Hooks.Published)
 //	newStamp    the master's salt/job/<jid>/new event (_stamp)
 //	retStamp    the minion's return event (_stamp)
-//	proofStart  oduflow_job.attest published (Hooks.Observe "proof": end and duration)
-//	proofEnd    the signed answer verified
+//	proofStart  oduflow_job.attest published (Hooks.Observe "proof": end and duration); a receipt the
+//	            run's own signed return proves makes no attest call: proofStart = proofEnd, proof = 0
+//	proofEnd    the signed answer verified (without attest: the worker's step "returned")
 //	outcome     the terminal result committed (Hooks.Outcome): Status now answers it
 //
 // apply = retStamp - newStamp (the minion's job, the master's delivery to it and the return included:
@@ -418,7 +419,7 @@ func configureOnce(ctx context.Context, d *oduflow.Dispatcher, h *cfgHooks, jobs
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.status == receipt.StatusFailed && t.proofs > 0 {
+	if t.status == receipt.StatusFailed {
 		if r, err := d.Status(ctx, minion, req, receipt.ProfileConfigure); err == nil && r.Passed == 0 && r.Total == 1 {
 			return cfgSample{}, true, nil // the minion's exec lock was busy: no apply ran
 		}
@@ -426,7 +427,7 @@ func configureOnce(ctx context.Context, d *oduflow.Dispatcher, h *cfgHooks, jobs
 	if t.status != receipt.StatusSucceeded {
 		return cfgSample{}, false, fmt.Errorf("request %s ended %s (code %q)", req, t.status, t.code)
 	}
-	if t.proofs != 1 || t.polls != 0 || t.capEnd.IsZero() || t.runPubStart.IsZero() || len(t.cas) != 2 {
+	if t.proofs > 1 || t.steps["returned"].IsZero() || t.polls != 0 || t.capEnd.IsZero() || t.runPubStart.IsZero() || len(t.cas) != 2 {
 		return cfgSample{}, false, fmt.Errorf("unexpected path: %d proofs, %d polls, capability seen %v, run published %v, %d commits",
 			t.proofs, t.polls, !t.capEnd.IsZero(), !t.runPubStart.IsZero(), len(t.cas))
 	}
@@ -448,7 +449,7 @@ func configureOnce(ctx context.Context, d *oduflow.Dispatcher, h *cfgHooks, jobs
 		return cfgSample{}, false, fmt.Errorf("request %s: %w", req, err)
 	}
 	capStart, proofStart := t.capEnd.Add(-t.capDur), t.proofEnd.Add(-t.proofDur)
-	if a, ok := jobs.jobIn("oduflow_job.attest", req, proofStart, t.proofEnd); ok {
+	if a, ok := jobs.jobIn("oduflow_job.attest", req, proofStart, t.proofEnd); ok && t.proofs == 1 {
 		s.attestMinion = a.retStamp.Sub(a.newStamp)
 	}
 	if a, ok := jobs.jobIn("oduflow_job.capabilities", "", capStart, t.capEnd); ok {
@@ -461,17 +462,21 @@ func configureOnce(ctx context.Context, d *oduflow.Dispatcher, h *cfgHooks, jobs
 // publish, one proof, the two plain commits; job is the run job as the bus showed it).
 func (t *cfgTrace) sample(job labJob, startCall time.Duration) cfgSample {
 	capStart := t.capEnd.Add(-t.capDur)
-	proofStart := t.proofEnd.Add(-t.proofDur)
+	proofEnd, proofDur := t.proofEnd, t.proofDur
+	if t.proofs == 0 { // proven by the run's own signed return: no attest call
+		proofEnd, proofDur = t.steps["returned"], 0
+	}
+	proofStart := proofEnd.Add(-proofDur)
 	s := cfgSample{
 		total:         t.outcome.Sub(t.t0),
 		apply:         job.retStamp.Sub(job.newStamp),
 		capability:    t.capDur,
-		proof:         t.proofDur,
+		proof:         proofDur,
 		toCapability:  capStart.Sub(t.t0),
 		capToPublish:  t.runPubStart.Sub(t.capEnd),
 		publishToNew:  job.newStamp.Sub(t.runPubStart),
 		retToProof:    proofStart.Sub(job.retStamp),
-		proofToCommit: t.outcome.Sub(t.proofEnd),
+		proofToCommit: t.outcome.Sub(proofEnd),
 		startCall:     startCall,
 		runPublish:    t.runPubEnd.Sub(t.runPubStart),
 		retDelivery:   job.retSeen.Sub(job.retStamp),

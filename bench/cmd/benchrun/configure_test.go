@@ -22,7 +22,7 @@ func synthTrace() (*cfgTrace, labJob) {
 	t.steps = map[string]time.Time{"claimed": at(3), "lease": at(3.1), "dispatch_recorded": at(110)}
 	t.capEnd, t.capDur = at(105), 101*time.Millisecond // capability check 4 -> 105
 	t.runPubStart, t.runPubEnd = at(110.5), at(113)
-	t.proofEnd, t.proofDur = at(590), 80*time.Millisecond // proof 510 -> 590
+	t.proofEnd, t.proofDur, t.proofs = at(590), 80*time.Millisecond, 1 // proof 510 -> 590
 	t.outcome = at(593)
 	t.create, t.intent, t.cas = 2*time.Millisecond, 4*time.Millisecond, []time.Duration{time.Millisecond, 2 * time.Millisecond}
 	job := labJob{newStamp: at(112), retStamp: at(509), retSeen: at(509.5)}
@@ -45,6 +45,18 @@ func TestConfigureBreakdown(t *testing.T) {
 		}
 	}
 	if err := s.check(); err != nil {
+		t.Fatal(err)
+	}
+	// The run's own signed return proved it: no attest call, the proof piece is empty and the commit
+	// follows the worker's "returned" step.
+	signed, _ := synthTrace()
+	signed.proofEnd, signed.proofDur, signed.proofs = time.Time{}, 0, 0
+	signed.steps["returned"] = signed.t0.Add(510 * time.Millisecond)
+	rs := signed.sample(job, 0)
+	if rs.proof != 0 || rs.retToProof != time.Millisecond || rs.proofToCommit != 83*time.Millisecond {
+		t.Errorf("signed run return: proof %v, ret_to_proof %v, proof_to_commit %v", rs.proof, rs.retToProof, rs.proofToCommit)
+	}
+	if err := rs.check(); err != nil {
 		t.Fatal(err)
 	}
 	// Out of order: the run published before the capability answer, or a write longer than its phase.

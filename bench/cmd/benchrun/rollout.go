@@ -172,7 +172,8 @@ func (h *rolloutHooks) hooks() oduflow.Hooks {
 // timers) is made and its event subscription is up before the clock starts; then one configure request
 // per fleet minion is started at once (one goroutine each), and the round ends when every request has a
 // committed terminal result. It fails unless every request succeeded with exactly one oduflow_job.run
-// publication and at least one verified proof.
+// publication and a proven receipt (the worker's step "returned": the run's own signed return, or an
+// oduflow_job.attest answer, "proofs" counting the latter).
 func cmdRollout(ctx context.Context, args []string) (any, error) {
 	fs := flag.NewFlagSet("rollout", flag.ContinueOnError)
 	base := fs.String("dir", "/var/cache", "claim directory parent")
@@ -308,8 +309,9 @@ func cmdRollout(ctx context.Context, args []string) (any, error) {
 		proofs += r.proofs
 		polls += r.polls
 		capWaits += r.capWaits
-		if r.status != receipt.StatusSucceeded || r.runPublished != 1 || r.proofs < 1 {
-			bad = append(bad, fmt.Sprintf("%s: %s (code %q), %d run publications, %d proofs", ids[i], r.status, r.code, r.runPublished, r.proofs))
+		if r.status != receipt.StatusSucceeded || r.runPublished != 1 || r.returned.IsZero() {
+			bad = append(bad, fmt.Sprintf("%s: %s (code %q), %d run publications, proven %v", ids[i], r.status, r.code,
+				r.runPublished, !r.returned.IsZero()))
 		}
 	}
 	capPubs, attests := h.capPubs, h.attests

@@ -10,7 +10,9 @@
 //     It follows the Python module's observable behaviour (receipt shapes, running/unknown/not_started
 //     summaries, failed 0/1 when another run holds the execution lock; custom runs check
 //     state_data_json {"digest","high"}, recompute the digest of high, refuse a mismatch before any
-//     record, and bind the digest in their receipts) and signs its attest answers with its own key, but
+//     record, and bind the digest in their receipts) and signs its attest answers with its own key, and
+//     its terminal run returns when the run carries proof_nonce, as the module does (WithoutRunProof
+//     models a module before that, WithUnsignedRunReturn one that cannot sign at run time), but
 //     stores nothing on disk. Runs counts the state runs it actually started. It enforces fencing exactly
 //     as the module does (capability fencing version 1: fence_token on run, oduflow_job.fence, fenced
 //     receipts, the high-water mark; WithFenceTokenRequired is the module's switch flipped,

@@ -49,6 +49,17 @@ func WithPillarReady(b bool) ModelOption { return func(m *Model) { m.pillarReady
 // oduflow_job.attest is not available.
 func WithoutProof() ModelOption { return func(m *Model) { m.noProof = true } }
 
+// WithoutRunProof makes the minion a module from before signed run returns: capabilities advertise
+// receipt proofs without "run_return", and a run publication carrying proof_nonce is refused as a
+// caller option (that module refuses every keyword it does not know). Its receipts are proven by
+// oduflow_job.attest only.
+func WithoutRunProof() ModelOption { return func(m *Model) { m.noRunProof = true } }
+
+// WithUnsignedRunReturn makes the minion advertise signed run returns but answer every run with the
+// bare receipt, as the module does when signing fails at run time (its key does not load): the
+// dispatcher proves the receipt with oduflow_job.attest instead.
+func WithUnsignedRunReturn() ModelOption { return func(m *Model) { m.unsignedRun = true } }
+
 // WithoutFencing makes the minion a module from before fencing: capabilities advertise no
 // fencing, oduflow_job.fence is not available, and a fence_token is refused as a caller
 // option (that module refuses every keyword it does not know).
@@ -129,6 +140,8 @@ type Model struct {
 	id            string
 	key           *rsa.PrivateKey
 	noProof       bool
+	noRunProof    bool // WithoutRunProof (or WithoutProof): run takes no proof_nonce
+	unsignedRun   bool // WithUnsignedRunReturn: run takes proof_nonce but never signs
 	noFencing     bool
 	tokenRequired bool
 	delay         time.Duration
@@ -265,7 +278,11 @@ func (m *Model) Handle(ctx context.Context, job salttest.Job) (any, int) {
 			caps["runtime_guard_forms"] = forms
 		}
 		if !m.noProof {
-			caps["proof"] = map[string]any{"alg": receiptproof.Alg, "ready": true, "backend": "go", "error": ""}
+			proof := map[string]any{"alg": receiptproof.Alg, "ready": true, "backend": "go", "error": ""}
+			if !m.noRunProof {
+				proof["run_return"] = true
+			}
+			caps["proof"] = proof
 		}
 		if !m.noFencing {
 			caps["fencing"] = map[string]any{"version": int64(FencingVersion), "ready": m.guardError == "",
@@ -448,6 +465,10 @@ func (m *Model) run(ctx context.Context, job salttest.Job) (any, int) {
 			return "oduflow_job: a fence token is required", 1
 		}
 	}
+	nonce, refusal := m.runNonce(job)
+	if refusal != "" {
+		return refusal, 1
+	}
 	b := m.binding(request, job.JID, profile)
 	b.StateDigest = digest
 	m.mu.Lock()
@@ -457,18 +478,18 @@ func (m *Model) run(ctx context.Context, job salttest.Job) (any, int) {
 		if r.JID != job.JID || (r.StateDigest != digest && !fencedBlind) {
 			return "oduflow_job: binding conflict", 1
 		}
-		return ReceiptValue(r), 0
+		return m.runReturn(r, nonce)
 	}
 	if _, ok := m.running[request]; ok {
 		m.mu.Unlock()
 		b.Status = receipt.StatusRunning
-		return ReceiptValue(b), 0
+		return m.runReturn(b, nonce)
 	}
 	if other, ok := m.jids[job.JID]; ok {
 		m.mu.Unlock()
 		if other == request {
 			b.Status = receipt.StatusUnknown // a partial claim of this publication
-			return ReceiptValue(b), 0
+			return m.runReturn(b, nonce)
 		}
 		return "oduflow_job: binding conflict (jid)", 1
 	}
@@ -481,7 +502,7 @@ func (m *Model) run(ctx context.Context, job salttest.Job) (any, int) {
 		m.terminal[request] = b
 		m.fencedRefusal++
 		m.mu.Unlock()
-		return ReceiptValue(b), 0
+		return m.runReturn(b, nonce)
 	}
 	m.admitted++
 	m.maxAdmitted = max(m.maxAdmitted, m.admitted)
@@ -490,7 +511,7 @@ func (m *Model) run(ctx context.Context, job salttest.Job) (any, int) {
 		m.terminal[request] = b
 		m.admitted--
 		m.mu.Unlock()
-		return ReceiptValue(b), 0
+		return m.runReturn(b, nonce)
 	}
 	if hasToken {
 		m.fenceMark = token // committed with the JID index, before any state work
@@ -531,7 +552,39 @@ func (m *Model) run(ctx context.Context, job salttest.Job) (any, int) {
 	m.execBusy = false
 	m.admitted--
 	m.mu.Unlock()
-	return ReceiptValue(b), 0
+	return m.runReturn(b, nonce)
+}
+
+// runNonce is run's proof_nonce keyword, checked as the module checks it: "" when absent; a module
+// without signed run returns refuses the keyword like any caller option it does not know.
+func (m *Model) runNonce(job salttest.Job) (nonce string, refusal string) {
+	v, ok := job.Kwargs["proof_nonce"]
+	if !ok || v == nil {
+		return "", ""
+	}
+	if m.noProof || m.noRunProof {
+		return "", "oduflow_job: caller execution options are refused"
+	}
+	s, _ := v.(string)
+	if receiptproof.ValidateNonce(s) != nil {
+		return "", "oduflow_job: invalid proof nonce (32 to 64 lowercase hex digits)"
+	}
+	return s, ""
+}
+
+// runReturn is what run returns for r: with a proof nonce and a terminal receipt, the receipt signed
+// over it exactly as attest signs it ({receipt, alg, sig}); otherwise (no nonce, running or unknown,
+// WithUnsignedRunReturn) the bare receipt.
+func (m *Model) runReturn(r receipt.Receipt, nonce string) (any, int) {
+	if nonce == "" || !r.Status.Terminal() || m.unsignedRun {
+		return ReceiptValue(r), 0
+	}
+	proof, err := receiptproof.Sign(m.key, nonce, r)
+	if err != nil {
+		return ReceiptValue(r), 0 // the module returns its receipt unsigned when it cannot sign
+	}
+	proof["receipt"] = ReceiptValue(r)
+	return proof, 0
 }
 
 // fence is oduflow_job.fence(request_id, jid, profile, token): raise the high-water mark to at

@@ -147,7 +147,9 @@ func Timers() oduflow.Timers {
 
 // EmitRequestEvents calls h with the events of one dispatched configure request of minion that succeeds
 // (start, capability check, the worker's steps, publication, proof, outcome, durations), in the order a
-// worker emits them. A nil hook in h is skipped, as the dispatcher skips it.
+// worker emits them for a minion whose module does not sign its run's return (the proof is an
+// oduflow_job.attest call; a signing module's request has neither that publication nor "proof"). A nil
+// hook in h is skipped, as the dispatcher skips it.
 func EmitRequestEvents(ctx context.Context, h oduflow.Hooks, minion string) {
 	ref := oduflow.RequestRef{Minion: minion, RequestID: uuid.NewString(), Profile: receipt.ProfileConfigure,
 		JID: "20261202003000000000"}

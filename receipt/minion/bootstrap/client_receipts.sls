@@ -8,7 +8,7 @@ oduflow_job_module:
   file.managed:
     - name: {{ salt['config.get']('extension_modules') }}/modules/oduflow_job.py
     - source: salt://_modules/oduflow_job.py
-    - source_hash: sha256=dcae79336d5f599a23c942f1fec20795734e59dc1293c8b752a98eb4c1053490
+    - source_hash: sha256=3e7b9d671bb138bd8bef18f186f959f73873707b983619e3d12424072f9e464c
     - user: root
     - group: root
     - mode: '0644'

@@ -144,7 +144,18 @@ class _Backend(object):
     def test_capabilities_advertise_proof(self):
         caps, _ = host.call(self.mod, "capabilities", [])
         self.assertEqual(caps["proof"], {"alg": "rsa-pkcs1v15-sha256", "ready": True,
-                                         "backend": self.backend, "error": ""})
+                                         "backend": self.backend, "error": "", "run_return": True})
+
+    def test_run_signs_its_terminal_receipt(self):
+        """run given proof_nonce returns exactly the proof attest gives over the same nonce."""
+        request, jid = new_request(), new_jid()
+        proof, code = self.run_job(request, "configure", jid=jid, kwargs={"proof_nonce": NONCE})
+        self.assertEqual(code, 0, proof)
+        self.check_proof(proof)
+        self.assertReceipt(proof["receipt"], "succeeded", 3, 3, request_id=request, jid=jid)
+        attested, code = self.attest(request, jid)
+        self.assertEqual(code, 0, attested)
+        self.assertEqual(proof, attested)  # PKCS#1 v1.5 is deterministic: the same bytes, the same signature
 
 
 class Cryptodome(_Backend, ProofCase):
@@ -172,6 +183,71 @@ class Deterministic(ProofCase):
         if os.environ.get("CI") == "true":
             self.assertEqual(sorted(sigs), sorted(host.CRYPTO_BACKENDS))
         self.assertEqual(len(set(sigs.values())), 1, sigs)
+
+
+class RunReturn(ProofCase):
+    """oduflow_job.run's own signed return (proof_nonce): signed only when given a nonce and the
+    receipt is terminal; a minion that cannot sign returns the receipt unsigned, never fails."""
+
+    def test_without_nonce_the_bare_receipt(self):
+        request, jid = new_request(), new_jid()
+        ret, code = self.run_job(request, "configure", jid=jid)
+        self.assertEqual(code, 0, ret)
+        self.assertReceipt(ret, "succeeded", 3, 3, request_id=request, jid=jid)
+
+    def test_found_and_fenced_receipts_are_signed(self):
+        request, jid = new_request(), new_jid()
+        first, _ = self.run_job(request, "configure", jid=jid)
+        again, code = self.run_job(request, "configure", jid=jid, kwargs={"proof_nonce": "cd" * 16})
+        self.assertEqual(code, 0, again)
+        self.check_proof(again, nonce="cd" * 16)
+        self.assertEqual(again["receipt"], first)  # the stored receipt, as attest reads it
+        # a fenced publication: a token not above the mark commits a terminal fenced receipt
+        fenced_req = new_request()
+        ret, _ = self.run_job(new_request(), "configure", kwargs={"fence_token": 5})
+        self.assertEqual(ret["status"], "succeeded", ret)
+        ret, code = self.run_job(fenced_req, "configure", kwargs={"fence_token": 5, "proof_nonce": NONCE})
+        self.assertEqual(code, 0, ret)
+        self.check_proof(ret)
+        self.assertEqual((ret["receipt"]["status"], ret["receipt"]["code"]), ("failed", "fenced"))
+
+    def test_running_answer_is_not_signed(self):
+        request, jid = new_request(), new_jid()
+        store = self.mod._Store(self.receipts, create=True)
+        self.addCleanup(store.close)
+        lock = store.try_lock(self.mod._req_lock_name(request))  # a live worker holds the request
+        self.addCleanup(self.mod._release, lock)
+        ret, code = self.run_job(request, "configure", jid=jid, kwargs={"proof_nonce": NONCE})
+        self.assertEqual(code, 0, ret)
+        self.assertReceipt(ret, "running", 0, 0, request_id=request, jid=jid)
+
+    def test_signing_failure_returns_the_receipt_unsigned(self):
+        # (no crypto backend at all is the runtime guard's crypto check: run refuses before anything)
+        for breakage in ("signing raises", "no key"):
+            if breakage == "no key":
+                os.chmod(self.key, 0o600)
+                os.remove(self.key)
+            else:
+                def broken(*_a, **_k):
+                    raise ValueError("backend error")
+
+                self.mod._prove = broken  # a fresh module per test (_sign is the guard's crypto check)
+            request, jid = new_request(), new_jid()
+            ret, code = self.run_job(request, "configure", jid=jid, kwargs={"proof_nonce": NONCE})
+            self.assertEqual(code, 0, (breakage, ret))
+            self.assertReceipt(ret, "succeeded", 3, 3, request_id=request, jid=jid)
+            status, _ = self.status(request, jid, "configure")
+            self.assertEqual(status, ret)  # committed: attest proves it once it can sign
+
+    def test_bad_nonce_refused_before_anything_runs(self):
+        for nonce in ["", "ab" * 15 + "a", "AB" * 16, "a" * 65, 12345678901234567890123456789012, True]:
+            request, jid = new_request(), new_jid()
+            ret, code = self.run_job(request, "configure", jid=jid, kwargs={"proof_nonce": nonce})
+            self.assertEqual(code, 1, nonce)
+            self.assertIn("invalid proof nonce", ret)
+            status, _ = self.status(request, jid, "configure")
+            self.assertEqual(status["status"], "not_started")
+        self.assertEqual(self.marker_lines(), [])
 
 
 class Refusals(ProofCase):
