@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -20,7 +21,8 @@ import (
 // (the lab of /work/shared/lab: `eval "$(bash saltlab.sh env)"`). Each source is applied through
 // CustomStart (oduflow_job.run with profile custom, state.high on the minion) and, as the reference, placed
 // in the lab's file roots and applied with Salt's own `salt <minion> state.apply <name>`; status and
-// counts must agree. SALTLAB_DIR (default /srv/saltlab) locates the file roots and the salt CLI.
+// counts must agree. ODUFLOW_SALTLAB_DIR (what `saltlab.sh env` prints), else SALTLAB_DIR, else /srv/saltlab
+// locates the file roots and the salt CLI; its master must be the one ODUFLOW_SALT_MASTER names.
 
 var cstLiveSources = map[string]string{
 	"succeed": `first:
@@ -91,11 +93,44 @@ func cstLiveEnv(t *testing.T) (master, events, minion string, auth salt.Auth) {
 	return
 }
 
-func TestLiveCustomMatchesStateApply(t *testing.T) {
-	master, events, minion, auth := cstLiveEnv(t)
-	lab := os.Getenv("SALTLAB_DIR")
+// cstLabDir is the lab whose file roots and salt CLI the reference run uses: ODUFLOW_SALTLAB_DIR, else
+// SALTLAB_DIR, else /srv/saltlab. Several labs run side by side on one machine (their own ports), so the
+// lab's master config must name the ret_port of master (ODUFLOW_SALT_MASTER, tcp://host:port; Salt's
+// default 4506 when the config sets none): otherwise the reference would write states into, and apply
+// them through, another lab's master.
+func cstLabDir(master string) (string, error) {
+	lab := os.Getenv("ODUFLOW_SALTLAB_DIR")
+	if lab == "" {
+		lab = os.Getenv("SALTLAB_DIR")
+	}
 	if lab == "" {
 		lab = "/srv/saltlab"
+	}
+	_, port, ok := strings.Cut(strings.TrimPrefix(master, "tcp://"), ":")
+	if !ok {
+		return "", fmt.Errorf("ODUFLOW_SALT_MASTER %q has no port", master)
+	}
+	conf, err := os.ReadFile(filepath.Join(lab, "etc", "master"))
+	if err != nil {
+		return "", fmt.Errorf("lab %s: %w", lab, err)
+	}
+	ret := "4506"
+	for _, line := range strings.Split(string(conf), "\n") {
+		if v, ok := strings.CutPrefix(line, "ret_port:"); ok {
+			ret = strings.TrimSpace(v)
+		}
+	}
+	if ret != port {
+		return "", fmt.Errorf("lab %s's master listens on ret_port %s, not on %s's port (set ODUFLOW_SALTLAB_DIR)", lab, ret, master)
+	}
+	return lab, nil
+}
+
+func TestLiveCustomMatchesStateApply(t *testing.T) {
+	master, events, minion, auth := cstLiveEnv(t)
+	lab, err := cstLabDir(master)
+	if err != nil {
+		t.Skipf("live custom test: %v", err)
 	}
 	saltCLI := filepath.Join(lab, "bin", "salt")
 	if _, err := os.Stat(saltCLI); err != nil {
@@ -240,5 +275,37 @@ func cstLiveStateApply(ctx context.Context, t *testing.T, saltCLI, lab, minion, 
 		}
 		// A list: "The function state.apply is running as PID ..." (another run on the shared lab).
 		time.Sleep(3 * time.Second)
+	}
+}
+
+// TestCstLabDir: the live custom test's reference run must use the lab of ODUFLOW_SALT_MASTER. With two
+// labs side by side (the 3008 lab on ret port 5306, another on 6306 in SALTLAB_DIR), it picks
+// ODUFLOW_SALTLAB_DIR, and refuses a lab whose master listens elsewhere. Before, it read SALTLAB_DIR
+// (default /srv/saltlab), which `saltlab.sh env` does not set: on a release lab it wrote its states into
+// the default lab's file roots and applied them through that lab's master, and hung there.
+func TestCstLabDir(t *testing.T) {
+	labs := map[string]string{}
+	for name, conf := range map[string]string{"3008": "publish_port: 5305\nret_port: 5306\n", "other": "ret_port: 6306\n", "default": "interface: 127.0.0.1\n"} {
+		dir := t.TempDir()
+		if err := os.MkdirAll(filepath.Join(dir, "etc"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "etc", "master"), []byte(conf), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		labs[name] = dir
+	}
+	t.Setenv("SALTLAB_DIR", labs["other"])
+	t.Setenv("ODUFLOW_SALTLAB_DIR", labs["3008"])
+	if got, err := cstLabDir("tcp://127.0.0.1:5306"); err != nil || got != labs["3008"] {
+		t.Fatalf("ODUFLOW_SALTLAB_DIR: %q %v", got, err)
+	}
+	t.Setenv("ODUFLOW_SALTLAB_DIR", "")
+	if got, err := cstLabDir("tcp://127.0.0.1:5306"); err == nil {
+		t.Fatalf("another lab's master accepted: %q", got)
+	}
+	t.Setenv("SALTLAB_DIR", labs["default"])
+	if got, err := cstLabDir("tcp://127.0.0.1:4506"); err != nil || got != labs["default"] {
+		t.Fatalf("Salt's default ret_port: %q %v", got, err)
 	}
 }

@@ -64,12 +64,35 @@ func readLiveLab(t *testing.T) liveLab {
 		l.labDir = filepath.Dir(cache)
 	}
 	if l.receiptDir == "" {
-		l.receiptDir = defaultLiveReceiptDir
+		l.receiptDir = labReceiptDir(l.labDir)
 	}
 	if os.Getenv("ODUFLOW_LAB_DISRUPTIVE") == "1" {
 		l.kit = os.Getenv("ODUFLOW_SALTLAB_SH")
 	}
 	return l
+}
+
+// labReceiptDir is the receipt store the lab's minion is configured with: the oduflow_receipt_dir key
+// of <lab>/etc/minion or a <lab>/etc/minion.d/*.conf file (the release lab kit sets it to <lab>/receipts),
+// else the module's default.
+func labReceiptDir(labDir string) string {
+	files, _ := filepath.Glob(filepath.Join(labDir, "etc", "minion.d", "*.conf"))
+	dir := ""
+	for _, f := range append([]string{filepath.Join(labDir, "etc", "minion")}, files...) {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		for _, line := range strings.Split(string(data), "\n") {
+			if v, ok := strings.CutPrefix(line, "oduflow_receipt_dir:"); ok && strings.TrimSpace(v) != "" {
+				dir = strings.Trim(strings.TrimSpace(v), `"'`) // a later file overrides, as Salt reads them
+			}
+		}
+	}
+	if dir == "" {
+		return defaultLiveReceiptDir
+	}
+	return dir
 }
 
 // disruptive skips t unless the restart/stop steps are enabled.
@@ -342,4 +365,37 @@ func waitJobLog(t *testing.T, path string, off int64, jid salt.JID, d, poll time
 		}
 	}
 	return "", false
+}
+
+// TestReadLiveLabReceiptDir: a lab whose minion config sets oduflow_receipt_dir (the release lab kit
+// writes <lab>/receipts into <lab>/etc/minion) is read there, a minion.d file overriding it; without the
+// key the module's default stays. Before, the live test always read the default and failed on such a lab
+// right after its first run ("req-<id>.json: no such file or directory").
+func TestReadLiveLabReceiptDir(t *testing.T) {
+	lab := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(lab, "etc", "minion.d"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	write := func(name, body string) {
+		t.Helper()
+		if err := os.WriteFile(filepath.Join(lab, "etc", name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for k, v := range map[string]string{"ODUFLOW_SALT_MASTER": "tcp://127.0.0.1:1", "ODUFLOW_SALT_EVENTS": "unix:///nonexistent",
+		"ODUFLOW_SALT_KEY_FILE": filepath.Join(lab, "cache", "master", ".root_key"), "ODUFLOW_SALT_MINION": "web01.lab.example",
+		"ODUFLOW_SALT_MODULES_DIR": filepath.Join(lab, "salt", "_modules"), "ODUFLOW_SALTLAB_DIR": lab, "ODUFLOW_RECEIPT_DIR": ""} {
+		t.Setenv(k, v)
+	}
+	if got := readLiveLab(t).receiptDir; got != defaultLiveReceiptDir {
+		t.Fatalf("no key: %q, want the default", got)
+	}
+	write("minion", "master: 127.0.0.1\noduflow_receipt_dir: "+lab+"/receipts\n")
+	if got := readLiveLab(t).receiptDir; got != lab+"/receipts" {
+		t.Fatalf("etc/minion: %q", got)
+	}
+	write("minion.d/zz.conf", "oduflow_receipt_dir: '/srv/other/receipts'\n")
+	if got := readLiveLab(t).receiptDir; got != "/srv/other/receipts" {
+		t.Fatalf("minion.d override: %q", got)
+	}
 }

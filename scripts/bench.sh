@@ -193,7 +193,8 @@ if [ "$lab_up" = 1 ] && want e2e_ping; then
 fi
 
 # --- row e2e_configure (ours only) --------------------------------------------------------------------
-# benchrun configure: N_CFG dispatched configure requests on the lab minion per round (one warm-up),
+# benchrun configure: N_CFG dispatched configure requests on the lab minion per round (one warm-up; a lab
+# minion with a profile table of its own, e.g. a host-named one, gets that table and its first sls profile),
 # Start -> committed terminal result, split into the minion's apply (the run job's new -> ret span), the
 # capability check, the receipt proof and the rest (goal: the rest <= 20 ms). Rounds interleave with drains
 # and the fsync floor (one durable record write; the critical path makes four: index, claim, intent, terminal).

@@ -277,10 +277,15 @@ func cmdConfigure(ctx context.Context, args []string) (any, error) {
 	base := fs.String("dir", "/var/cache", "claim directory parent")
 	timeout := fs.Duration("timeout", 3*time.Minute, "per request")
 	retries := fs.Int("retries", 10, "requests refused by a busy minion, retried")
+	profile := fs.String("profile", "", "profile to dispatch (default: configure, or the lab minion's table's first sls profile)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
 	env, err := readLab()
+	if err != nil {
+		return nil, err
+	}
+	table, prof, err := configureTarget(os.Getenv("ODUFLOW_SALTLAB_DIR"), *profile)
 	if err != nil {
 		return nil, err
 	}
@@ -316,7 +321,7 @@ func cmdConfigure(ctx context.Context, args []string) (any, error) {
 	}
 	d, err := oduflow.New(c, oduflow.SaltEvents(env.events, salt.WithLogger(benchkit.Discard())),
 		oduflow.WithClaimStore(timedStore{Store: store, h: h}), oduflow.WithPKIDir(pki),
-		oduflow.WithLogger(benchkit.Discard()), oduflow.WithHooks(h.hooks()))
+		oduflow.WithLogger(benchkit.Discard()), oduflow.WithHooks(h.hooks()), oduflow.WithProfiles(table))
 	if err != nil {
 		return nil, err
 	}
@@ -328,7 +333,7 @@ func cmdConfigure(ctx context.Context, args []string) (any, error) {
 	var samples []cfgSample
 	refused := 0
 	for i := 0; i < *n+*warmup; {
-		s, busy, err := configureOnce(ctx, d, h, jobs, env.minion, *timeout)
+		s, busy, err := configureOnce(ctx, d, h, jobs, env.minion, prof, *timeout)
 		if err != nil {
 			return nil, fmt.Errorf("request %d: %w", i, err)
 		}
@@ -357,7 +362,7 @@ func cmdConfigure(ctx context.Context, args []string) (any, error) {
 		unverified += s.unverified
 	}
 	return map[string]any{
-		"n": len(samples), "refused_busy": refused, "unverified_events": unverified,
+		"n": len(samples), "refused_busy": refused, "profile": string(prof), "minion_ids": string(table.MinionIDs()), "unverified_events": unverified,
 		"total_ms":      pick(func(s cfgSample) time.Duration { return s.total }),
 		"apply_ms":      pick(func(s cfgSample) time.Duration { return s.apply }),
 		"capability_ms": pick(func(s cfgSample) time.Duration { return s.capability }),
@@ -394,12 +399,12 @@ func cmdConfigure(ctx context.Context, args []string) (any, error) {
 
 // configureOnce runs one request to its terminal result. busy: the minion refused it without applying
 // (another managed apply held it), to be retried.
-func configureOnce(ctx context.Context, d *oduflow.Dispatcher, h *cfgHooks, jobs *labJobs, minion string, timeout time.Duration) (cfgSample, bool, error) {
+func configureOnce(ctx context.Context, d *oduflow.Dispatcher, h *cfgHooks, jobs *labJobs, minion string, prof receipt.Profile, timeout time.Duration) (cfgSample, bool, error) {
 	req := uuid.NewString()
 	t := newTrace()
 	h.set(t)
 	defer h.set(nil)
-	resp, err := d.Start(ctx, minion, req, receipt.ProfileConfigure)
+	resp, err := d.Start(ctx, minion, req, prof)
 	startCall := time.Since(t.t0)
 	if err != nil {
 		return cfgSample{}, false, err
@@ -420,7 +425,7 @@ func configureOnce(ctx context.Context, d *oduflow.Dispatcher, h *cfgHooks, jobs
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.status == receipt.StatusFailed {
-		if r, err := d.Status(ctx, minion, req, receipt.ProfileConfigure); err == nil && r.Passed == 0 && r.Total == 1 {
+		if r, err := d.Status(ctx, minion, req, prof); err == nil && r.Passed == 0 && r.Total == 1 {
 			return cfgSample{}, true, nil // the minion's exec lock was busy: no apply ran
 		}
 	}

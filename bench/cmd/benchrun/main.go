@@ -14,7 +14,8 @@
 //	sim           the simulator child of inflight (internal use)
 //	custom        validate + compile + digest of a 64 KiB custom state source: wall and CPU time
 //	decode        decode of a captured return event frame from memory: wall and CPU time
-//	configure     dispatched configure requests on the lab minion, Start -> terminal, broken down
+//	configure     dispatched configure requests on the lab minion, Start -> terminal, broken down (with the
+//	              minion's own profile table when it has one, e.g. a host-named lab: -profile, default its first)
 //	rollout       configure on every fleet minion at once (ODUFLOW_SALT_FLEET), first Start -> last terminal
 //	rollout_salt  its anchor: salt -L <the fleet> state.apply roles.client_stack through Salt's CLI
 package main
