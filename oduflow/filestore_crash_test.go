@@ -27,6 +27,18 @@ import (
 var createCrashStages = []string{"index-staged", "after-temp-write", "index-synced", "temp-synced",
 	"before-link", "after-link"}
 
+// crashChildDispatcher is a crash child's dispatcher on its hooked file store fs, with the test
+// simulator's address, events and keys from the environment.
+func crashChildDispatcher(fs *filestore.Store) (*Dispatcher, error) {
+	client, err := salt.NewClient(os.Getenv(envAddr), salt.WithAuth(salt.UserKey("root", os.Getenv(envKeyFile))),
+		salt.WithLogger(quietLogger()))
+	if err != nil {
+		return nil, err
+	}
+	return New(client, SaltEvents(os.Getenv(envEvents)), WithClaimStore(fs), WithTimers(testTimers()),
+		WithLogger(quietLogger()), WithPKIDir(os.Getenv(envPKIDir)))
+}
+
 // runCreatorChild: one Start of (envMinion, envRequest) through a filestore.Store whose crash hook prints
 // READY and parks at the stage envPauseAt (the parent SIGKILLs it there).
 func runCreatorChild() int {
@@ -41,14 +53,7 @@ func runCreatorChild() int {
 		fmt.Println("ERR", err)
 		return 1
 	}
-	client, err := salt.NewClient(os.Getenv(envAddr), salt.WithAuth(salt.UserKey("root", os.Getenv(envKeyFile))),
-		salt.WithLogger(quietLogger()))
-	if err != nil {
-		fmt.Println("ERR", err)
-		return 1
-	}
-	d, err := New(client, SaltEvents(os.Getenv(envEvents)), WithClaimStore(fs), WithTimers(testTimers()),
-		WithLogger(quietLogger()), WithPKIDir(os.Getenv(envPKIDir)))
+	d, err := crashChildDispatcher(fs)
 	if err != nil {
 		fmt.Println("ERR", err)
 		return 1

@@ -22,7 +22,6 @@ import (
 	"github.com/oduflow/oduflow-go/oduflow/claims"
 	"github.com/oduflow/oduflow-go/oduflow/filestore"
 	"github.com/oduflow/oduflow-go/receipt"
-	"github.com/oduflow/oduflow-go/salt"
 )
 
 // The file store's writes share their fsyncs: a directory fsync is one round for every writer of that
@@ -88,14 +87,7 @@ func runGroupChild() int {
 		fmt.Println("ERR", err)
 		return 1
 	}
-	client, err := salt.NewClient(os.Getenv(envAddr), salt.WithAuth(salt.UserKey("root", os.Getenv(envKeyFile))),
-		salt.WithLogger(quietLogger()))
-	if err != nil {
-		fmt.Println("ERR", err)
-		return 1
-	}
-	d, err := New(client, SaltEvents(os.Getenv(envEvents)), WithClaimStore(fs), WithTimers(testTimers()),
-		WithLogger(quietLogger()), WithPKIDir(os.Getenv(envPKIDir)))
+	d, err := crashChildDispatcher(fs)
 	if err != nil {
 		fmt.Println("ERR", err)
 		return 1
