@@ -171,7 +171,6 @@ func (g *SyncGroup) sync(fd int, at func(string)) error {
 	if uint64(st.Dev) != g.dev {
 		return unix.Fsync(fd)
 	}
-	w := &syncWait{fd: fd, done: make(chan struct{})}
 	g.mu.Lock()
 	if err := g.failed; err != nil {
 		g.mu.Unlock()
@@ -193,6 +192,7 @@ func (g *SyncGroup) sync(fd int, at func(string)) error {
 		g.mu.Unlock()
 		return err
 	}
+	w := &syncWait{fd: fd, done: make(chan struct{})} // only a queued caller needs one
 	g.queue = append(g.queue, w)
 	if g.running {
 		g.mu.Unlock()
