@@ -360,14 +360,21 @@ row("inflight_10k_publish_rate_vs_simulator", f"{nlabel} in flight: publications
     series("inflight.ours", lambda d: d["sim_publish_per_s"]), None,
     "oduflow_job.run publications; all publications (capability checks too): %s/s; Starts took %s s; "
     "Start p99 %s ms; capability publications %s (one per batch of checks); publish round trip median %s ms; "
-    "CPU from the first Start to the last publication: dispatcher %s s, simulator %s s" % (
+    "CPU from the first Start to the last publication: dispatcher %s s, simulator %s s; CPU per request, "
+    "ms: dispatcher %s, simulator %s; the anchor's CPU per raw publication, ms: simulator %s, raw client %s "
+    "(%s cores shared by both processes)" % (
         cell(series("inflight.ours", lambda d: d["dispatcher_all_publish_per_s"])),
         cell(series("inflight.ours", lambda d: d["starts_s"])),
         cell(series("inflight.ours", lambda d: d["start_ms"]["p99"])),
         cell(series("inflight.ours", lambda d: d["publications_by_fun"]["oduflow_job.capabilities/ok"])),
         cell(series("inflight.ours", lambda d: d["publish_ms"]["median"])),
         cell(series("inflight.ours", lambda d: d["dispatcher_cpu_s"])),
-        cell(series("inflight.ours", lambda d: d["sim_cpu_s"]))))
+        cell(series("inflight.ours", lambda d: d["sim_cpu_s"])),
+        cell(series("inflight.ours", lambda d: d.get("dispatcher_cpu_per_request_ms"))),
+        cell(series("inflight.ours", lambda d: d.get("sim_cpu_per_request_ms"))),
+        cell(series("inflight.ours", lambda d: d.get("anchor_sim_cpu_per_publish_ms"))),
+        cell(series("inflight.ours", lambda d: d.get("anchor_client_cpu_per_publish_ms"))),
+        cell(series("inflight.ours", lambda d: d.get("cpus")))))
 
 # ---- etcd row group (begin): etcdbench, one etcd member per round (fsync on) -----------------------
 row("etcd_start_new_vs_txn", "Start of a new request on etcd (claim read + create transaction)", "us",

@@ -145,7 +145,16 @@ func TestHostileRecords(t *testing.T) {
 	})
 }
 
+// TestHostileDirectories runs every case twice: with the store's directory opened by one openat2
+// (the kernel refusing symlinks in every component) and by the component walk, the fallback of a
+// kernel without openat2.
 func TestHostileDirectories(t *testing.T) {
+	for _, m := range resolveModes(t) {
+		t.Run(m.name, func(t *testing.T) { hostileDirectories(t, m.opt) })
+	}
+}
+
+func hostileDirectories(t *testing.T, mode StoreOption) {
 	t.Run("symlinked store dir", func(t *testing.T) {
 		base := t.TempDir()
 		realDir := filepath.Join(base, "real")
@@ -156,9 +165,9 @@ func TestHostileDirectories(t *testing.T) {
 		if err := os.Symlink(realDir, link); err != nil {
 			t.Fatal(err)
 		}
-		_, err := OpenStore(link)
+		_, err := OpenStore(link, mode)
 		wantUnsafe(t, err, "symlink")
-		_, err = OpenStore(link, WithCreate())
+		_, err = OpenStore(link, WithCreate(), mode)
 		wantUnsafe(t, err, "symlink")
 	})
 	t.Run("symlink in parent component", func(t *testing.T) {
@@ -169,16 +178,16 @@ func TestHostileDirectories(t *testing.T) {
 		if err := os.Symlink(filepath.Join(base, "real"), filepath.Join(base, "link")); err != nil {
 			t.Fatal(err)
 		}
-		_, err := OpenStore(filepath.Join(base, "link", "store"))
+		_, err := OpenStore(filepath.Join(base, "link", "store"), mode)
 		wantUnsafe(t, err, "symlink")
-		_, err = OpenStore(filepath.Join(base, "link", "new"), WithCreate())
+		_, err = OpenStore(filepath.Join(base, "link", "new"), WithCreate(), mode)
 		wantUnsafe(t, err, "symlink")
 		if _, err := os.Stat(filepath.Join(base, "real", "new")); !os.IsNotExist(err) {
 			t.Fatal("created through a symlink")
 		}
 	})
 	t.Run("dir swapped for symlink after open", func(t *testing.T) {
-		s := newStore(t)
+		s := newStore(t, mode)
 		if err := s.WriteAtomic("rec", []byte("before")); err != nil {
 			t.Fatal(err)
 		}
@@ -206,14 +215,14 @@ func TestHostileDirectories(t *testing.T) {
 		if err := os.Chmod(dir, 0o755); err != nil {
 			t.Fatal(err)
 		}
-		_, err := OpenStore(dir)
+		_, err := OpenStore(dir, mode)
 		wantUnsafe(t, err, "permissions")
-		_, err = OpenStore(dir, WithCreate())
+		_, err = OpenStore(dir, WithCreate(), mode)
 		wantUnsafe(t, err, "permissions")
 		if err := os.Chmod(dir, 0o700|os.ModeSetgid); err != nil {
 			t.Fatal(err)
 		}
-		_, err = OpenStore(dir)
+		_, err = OpenStore(dir, mode)
 		wantUnsafe(t, err, "permissions")
 	})
 	t.Run("store path is a file", func(t *testing.T) {
@@ -221,7 +230,7 @@ func TestHostileDirectories(t *testing.T) {
 		if err := os.WriteFile(p, nil, 0o600); err != nil {
 			t.Fatal(err)
 		}
-		_, err := OpenStore(p)
+		_, err := OpenStore(p, mode)
 		wantUnsafe(t, err, "not_directory")
 	})
 	t.Run("foreign owner dir", func(t *testing.T) {
@@ -232,11 +241,11 @@ func TestHostileDirectories(t *testing.T) {
 		if err := os.Chown(dir, nobody, nobody); err != nil {
 			t.Skipf("chown needs root: %v", err)
 		}
-		_, err := OpenStore(dir)
+		_, err := OpenStore(dir, mode)
 		wantUnsafe(t, err, "foreign_owner")
 		// The same directory is fine for its owner; files we create are
 		// given to that owner.
-		s, err := OpenStore(dir, WithOwner(nobody))
+		s, err := OpenStore(dir, WithOwner(nobody), mode)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -269,7 +278,7 @@ func TestHostileDirectories(t *testing.T) {
 		wantUnsafe(t, err, "foreign_owner")
 		// WithCreate gives a new directory to the expected owner.
 		nd := filepath.Join(t.TempDir(), "new")
-		if _, err := OpenStore(nd, WithCreate(), WithOwner(nobody)); err != nil {
+		if _, err := OpenStore(nd, WithCreate(), WithOwner(nobody), mode); err != nil {
 			t.Fatal(err)
 		}
 		var st unix.Stat_t

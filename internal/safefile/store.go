@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/cockroachdb/errors"
@@ -16,8 +17,9 @@ const DefaultMaxRecordSize = 1 << 20
 
 // Store is a directory of small records kept under the durable file
 // discipline described in the package documentation. It holds no open file
-// descriptors (a LockPool of it holds one): every call walks the path again,
-// so a path component swapped for a symlink after OpenStore is still refused.
+// descriptors (a LockPool of it holds one): every call resolves the path again
+// (one openat2(2) refusing symlinks, or a walk of its components), so a path
+// component swapped for a symlink after OpenStore is still refused.
 // A Store is safe for concurrent use by goroutines and by other processes
 // using the same rules.
 type Store struct {
@@ -27,6 +29,7 @@ type Store struct {
 	hook    func(stage string) // test hook: crash points; nil in production
 	dsync   *dirSyncer         // group commit of this directory's fsyncs
 	group   *SyncGroup         // group commit of the fsyncs of the stores sharing it; nil: none
+	resolve *dirResolver       // how the directory is opened; shared with the stores Sub opens
 }
 
 // StoreOption configures OpenStore.
@@ -38,6 +41,7 @@ type storeConfig struct {
 	maxSize int64
 	hook    func(string)
 	group   *SyncGroup
+	resolve *dirResolver // nil: a new one
 	// lazy: a directory this open creates is not fsynced into its parent (Store.Sub reports it, and the
 	// caller syncs the parent, concurrently with its other durability work).
 	lazy bool
@@ -82,7 +86,11 @@ func OpenStore(dir string, opts ...StoreOption) (*Store, error) {
 
 // openStore is OpenStore on an absolute path; created reports that this call made the store directory.
 func openStore(abs string, cfg storeConfig) (*Store, bool, error) {
-	s := &Store{dir: abs, owner: cfg.owner, maxSize: cfg.maxSize, hook: cfg.hook, dsync: &dirSyncer{}, group: cfg.group}
+	s := &Store{dir: abs, owner: cfg.owner, maxSize: cfg.maxSize, hook: cfg.hook, dsync: &dirSyncer{}, group: cfg.group,
+		resolve: cfg.resolve}
+	if s.resolve == nil {
+		s.resolve = &dirResolver{}
+	}
 	fd, _, created, err := s.walkStat(cfg.create, cfg.lazy)
 	if err != nil {
 		return nil, false, err
@@ -122,6 +130,15 @@ func (s *Store) walk(create bool) (int, error) {
 // directory fsyncs) and whether it created the final directory; with lazy, a created final directory is
 // not fsynced into its parent (the caller does, see Store.Sub).
 func (s *Store) walkStat(create, lazy bool) (int, unix.Stat_t, bool, error) {
+	if fd, ok := s.resolve.open(s.dir); ok {
+		st, err := s.checkDir(fd)
+		if err != nil {
+			_ = unix.Close(fd)
+			return -1, st, false, err
+		}
+		return fd, st, false, nil
+	}
+	s.at(stageDirWalk)
 	var st unix.Stat_t
 	fd, err := unix.Open("/", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
@@ -188,9 +205,19 @@ func (s *Store) walkStat(create, lazy bool) (int, unix.Stat_t, bool, error) {
 		}
 		fd = nfd
 	}
-	if err := unix.Fstat(fd, &st); err != nil {
+	st, err = s.checkDir(fd)
+	if err != nil {
 		_ = unix.Close(fd)
-		return -1, st, false, errors.Wrap(err, "safefile: stat directory")
+		return -1, st, false, err
+	}
+	return fd, st, made, nil
+}
+
+// checkDir checks the opened store directory: a directory, owned by the expected owner, mode 0700.
+func (s *Store) checkDir(fd int) (unix.Stat_t, error) {
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return st, errors.Wrap(err, "safefile: stat directory")
 	}
 	reason, detail := "", ""
 	switch {
@@ -202,10 +229,44 @@ func (s *Store) walkStat(create, lazy bool) (int, unix.Stat_t, bool, error) {
 		reason, detail = "permissions", fmt.Sprintf("mode %#o, want 0700", st.Mode&0o7777)
 	}
 	if reason != "" {
-		_ = unix.Close(fd)
-		return -1, st, false, errors.WithStack(&UnsafePathError{Path: s.dir, Reason: reason, Detail: detail})
+		return st, errors.WithStack(&UnsafePathError{Path: s.dir, Reason: reason, Detail: detail})
 	}
-	return fd, st, made, nil
+	return st, nil
+}
+
+// stageDirWalk is the stage hook's name for a directory opened by the component walk rather than by
+// one openat2 (tests check which way a store resolves its directory).
+const stageDirWalk = "dir-walk"
+
+// dirResolver opens a store directory with one openat2(2) that refuses a symlink in any component
+// (RESOLVE_NO_SYMLINKS): the kernel's own form of the walk, one system call instead of one open per
+// component (profiled: the walks were a third of the dispatcher's CPU on tmpfs at 10,000 requests in
+// flight). Any failure falls back to the walk, which creates what is missing and tells a symlink from
+// a missing or foreign component; a kernel without openat2 (before 5.6), or a seccomp filter refusing
+// it, turns the fast path off for good.
+type dirResolver struct {
+	off atomic.Bool
+}
+
+// open returns a read-only descriptor of dir, or false when the caller must walk.
+func (r *dirResolver) open(dir string) (int, bool) {
+	if r.off.Load() {
+		return -1, false
+	}
+	how := unix.OpenHow{Flags: unix.O_RDONLY | unix.O_DIRECTORY | unix.O_NOFOLLOW | unix.O_CLOEXEC,
+		Resolve: unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS}
+	for {
+		fd, err := unix.Openat2(unix.AT_FDCWD, dir, &how)
+		switch err {
+		case nil:
+			return fd, true
+		case unix.EINTR:
+			continue
+		case unix.ENOSYS, unix.EPERM, unix.E2BIG:
+			r.off.Store(true)
+		}
+		return -1, false
+	}
 }
 
 // fixCreated gives a file or directory we just created its exact mode and,

@@ -98,7 +98,7 @@ func (s *Store) Sub(name string, create bool) (sub *Store, created bool, err err
 		return nil, false, err
 	}
 	return openStore(s.path(name), storeConfig{create: create, lazy: true, owner: s.owner, maxSize: s.maxSize,
-		hook: s.hook, group: s.group})
+		hook: s.hook, group: s.group, resolve: s.resolve})
 }
 
 // CreateEmpty creates the empty record name directly (O_CREAT|O_EXCL, mode 0600), without a temporary

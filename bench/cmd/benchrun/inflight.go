@@ -184,6 +184,11 @@ func cmdInflight(ctx context.Context, args []string) (any, error) {
 	gen := salt.NewJIDGenerator()
 	next.Store(0)
 	errc := make(chan error, 32)
+	sa0, err := child.Stats()
+	if err != nil {
+		return nil, err
+	}
+	ca0 := benchkit.CPUTime()
 	r0 := time.Now()
 	for range 32 {
 		wg.Add(1)
@@ -199,10 +204,17 @@ func cmdInflight(ctx context.Context, args []string) (any, error) {
 	}
 	wg.Wait()
 	rateDur := time.Since(r0)
+	anchorClientCPU := benchkit.CPUTime() - ca0
 	close(errc)
 	if err := <-errc; err != nil {
 		return nil, err
 	}
+	sa1, err := child.Stats()
+	if err != nil {
+		return nil, err
+	}
+	anchorSimCPU := time.Duration(sa1.CPUNs - sa0.CPUNs)
+	perMs := func(d time.Duration, k int64) float64 { return benchkit.Round3(float64(d) / 1e6 / float64(k)) }
 	simRate := float64(*rateN) / rateDur.Seconds()
 	allPublished := time.Duration(st.Last - starts.Began.UnixNano())
 	return map[string]any{
@@ -226,6 +238,14 @@ func cmdInflight(ctx context.Context, args []string) (any, error) {
 		// Start callers) and the simulator child; with the wall time they say which one the row waits on.
 		"dispatcher_cpu_s": benchkit.Round3(dispatcherCPU.Seconds()),
 		"sim_cpu_s":        benchkit.Round3(simCPU.Seconds()),
+		// CPU per request on each side, and the anchor's CPU per raw publication (its simulator and its
+		// raw client): on a machine of c cores neither rate can pass c / (the sum of its CPU per
+		// publication), which says whether a ratio is bounded by the cores the two processes share.
+		"dispatcher_cpu_per_request_ms":    perMs(dispatcherCPU, int64(*n)),
+		"sim_cpu_per_request_ms":           perMs(simCPU, int64(*n)),
+		"anchor_sim_cpu_per_publish_ms":    perMs(anchorSimCPU, int64(*rateN)),
+		"anchor_client_cpu_per_publish_ms": perMs(anchorClientCPU, int64(*rateN)),
+		"cpus":                             runtime.NumCPU(),
 		// Publication calls by function/result (a capability publication serves a batch of checks), and
 		// the durations the hooks observed (a capability check from its publication to its answer; a
 		// publish's send -> reply).
