@@ -4,9 +4,11 @@
 // (flock(2), or OFD byte-range locks through a LockPool).
 //
 // Store keeps records as files directly in one directory, which must be owned
-// by the expected user with mode exactly 0700. Every operation walks the path
-// from / again with openat(O_NOFOLLOW|O_DIRECTORY), so a symlink in any
-// component, also one swapped in after OpenStore, is refused; files must be
+// by the expected user with mode exactly 0700. Every operation resolves the
+// path from / again, with one openat2(2) and RESOLVE_NO_SYMLINKS (Linux 5.6+)
+// or, where that fails or the kernel has none, a walk of its components with
+// openat(O_NOFOLLOW|O_DIRECTORY), so a symlink in any component, also one
+// swapped in after OpenStore, is refused; files must be
 // regular, owned by the expected user, without group/other permission bits,
 // with exactly one link. Every open of a record or lock file is O_NONBLOCK and
 // is checked with fstat before any read, so a FIFO, socket or device planted

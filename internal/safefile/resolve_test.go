@@ -114,3 +114,54 @@ func TestStoreOpensItsDirectoryInOneCall(t *testing.T) {
 		t.Fatalf("written through the symlink: %q, %v", b, err)
 	}
 }
+
+// TestStoreWithoutOpenat2 is a kernel before 5.6 (ENOSYS) and a seccomp filter that refuses the call
+// (EPERM): the first refusal turns the fast path off for the store and the stores Sub opens, which walk
+// from then on, and still refuse a symlink.
+func TestStoreWithoutOpenat2(t *testing.T) {
+	for _, refusal := range []unix.Errno{unix.ENOSYS, unix.EPERM} {
+		t.Run(refusal.Error(), func(t *testing.T) {
+			var calls, walks atomic.Int64
+			r := &dirResolver{openat2: func(int, string, *unix.OpenHow) (int, error) {
+				calls.Add(1)
+				return -1, refusal
+			}}
+			hook := func(stage string) {
+				if stage == stageDirWalk {
+					walks.Add(1)
+				}
+			}
+			dir := filepath.Join(t.TempDir(), "store")
+			s, err := OpenStore(dir, WithCreate(), WithStageHook(hook), func(c *storeConfig) { c.resolve = r })
+			if err != nil {
+				t.Fatal(err)
+			}
+			sub, _, err := s.Sub("client", true)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for range 3 {
+				if err := s.WriteAtomic("rec", []byte("x")); err != nil {
+					t.Fatal(err)
+				}
+				if err := sub.WriteAtomic("entry", nil); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if n := calls.Load(); n != 1 {
+				t.Fatalf("openat2 tried %d times after a refusal, want 1", n)
+			}
+			if walks.Load() < 7 {
+				t.Fatalf("%d walks for 8 resolutions without openat2", walks.Load())
+			}
+			moved := dir + ".moved"
+			if err := os.Rename(dir, moved); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Symlink(moved, dir); err != nil {
+				t.Fatal(err)
+			}
+			wantUnsafe(t, sub.WriteAtomic("entry", []byte("y")), "symlink")
+		})
+	}
+}

@@ -246,6 +246,8 @@ const stageDirWalk = "dir-walk"
 // it, turns the fast path off for good.
 type dirResolver struct {
 	off atomic.Bool
+	// openat2 is unix.Openat2 when nil; tests put a refusing one here (a kernel or filter without it).
+	openat2 func(dirfd int, path string, how *unix.OpenHow) (int, error)
 }
 
 // open returns a read-only descriptor of dir, or false when the caller must walk.
@@ -256,7 +258,11 @@ func (r *dirResolver) open(dir string) (int, bool) {
 	how := unix.OpenHow{Flags: unix.O_RDONLY | unix.O_DIRECTORY | unix.O_NOFOLLOW | unix.O_CLOEXEC,
 		Resolve: unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS}
 	for {
-		fd, err := unix.Openat2(unix.AT_FDCWD, dir, &how)
+		sys := r.openat2
+		if sys == nil {
+			sys = unix.Openat2
+		}
+		fd, err := sys(unix.AT_FDCWD, dir, &how)
 		switch err {
 		case nil:
 			return fd, true
