@@ -27,9 +27,13 @@ import (
 var createCrashStages = []string{"index-staged", "after-temp-write", "index-synced", "temp-synced",
 	"before-link", "after-link"}
 
-// crashChildDispatcher is a crash child's dispatcher on its hooked file store fs, with the test
-// simulator's address, events and keys from the environment.
-func crashChildDispatcher(fs *filestore.Store) (*Dispatcher, error) {
+// crashChildDispatcher is a crash child's dispatcher on the file store of envClaimDir, whose stages go
+// to stage, with the test simulator's address, events and keys from the environment.
+func crashChildDispatcher(stage func(string)) (*Dispatcher, error) {
+	fs, err := filestore.Open(os.Getenv(envClaimDir), testWindows(), filestorehook.WithStage(stage))
+	if err != nil {
+		return nil, err
+	}
 	client, err := salt.NewClient(os.Getenv(envAddr), salt.WithAuth(salt.UserKey("root", os.Getenv(envKeyFile))),
 		salt.WithLogger(quietLogger()))
 	if err != nil {
@@ -43,17 +47,12 @@ func crashChildDispatcher(fs *filestore.Store) (*Dispatcher, error) {
 // READY and parks at the stage envPauseAt (the parent SIGKILLs it there).
 func runCreatorChild() int {
 	stage := os.Getenv(envPauseAt)
-	fs, err := filestore.Open(os.Getenv(envClaimDir), testWindows(), filestorehook.WithStage(func(s string) {
+	d, err := crashChildDispatcher(func(s string) {
 		if s == stage {
 			fmt.Println("READY")
 			testproc.Park()
 		}
-	}))
-	if err != nil {
-		fmt.Println("ERR", err)
-		return 1
-	}
-	d, err := crashChildDispatcher(fs)
+	})
 	if err != nil {
 		fmt.Println("ERR", err)
 		return 1

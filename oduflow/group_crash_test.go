@@ -17,10 +17,8 @@ import (
 	"github.com/google/uuid"
 	"golang.org/x/sys/unix"
 
-	"github.com/oduflow/oduflow-go/internal/filestorehook"
 	"github.com/oduflow/oduflow-go/internal/testproc"
 	"github.com/oduflow/oduflow-go/oduflow/claims"
-	"github.com/oduflow/oduflow-go/oduflow/filestore"
 	"github.com/oduflow/oduflow-go/receipt"
 )
 
@@ -75,19 +73,14 @@ func runGroupChild() int {
 	}
 	var seen atomic.Int64
 	hold := newQueueHold(stage, at)
-	fs, err := filestore.Open(os.Getenv(envClaimDir), testWindows(), filestorehook.WithStage(func(s string) {
+	d, err := crashChildDispatcher(func(s string) {
 		hold.step(s)
 		if s == stage && seen.Add(1) == int64(at) {
 			fmt.Println("KILL")
 			_ = unix.Kill(os.Getpid(), unix.SIGKILL)
 			testproc.Park() // the signal is on its way
 		}
-	}))
-	if err != nil {
-		fmt.Println("ERR", err)
-		return 1
-	}
-	d, err := crashChildDispatcher(fs)
+	})
 	if err != nil {
 		fmt.Println("ERR", err)
 		return 1

@@ -57,8 +57,19 @@ func realReturnData(id, jid string, ret any) map[string]any {
 		"jid": jid, "fun": funRun, "fun_args": []any{}, "user": "root"}
 }
 
-func TestForgedReturnsAreNeverEvidence(t *testing.T) {
-	t.Parallel()
+// forgeryTarget is a request dispatched to a held minion whose real result is failed, 1 of 2: the forged
+// return tests fire their forgeries at its JID, then release the minion and expect that result.
+type forgeryTarget struct {
+	e   *simEnv
+	m   *fakeminion.Model
+	h   *recHooks
+	d   *Dispatcher
+	req string
+	c   *claims.Claim // the claim once dispatched
+}
+
+func startForgeryTarget(t *testing.T) forgeryTarget {
+	t.Helper()
 	e := startSim(t)
 	m := e.addMinion(fakeminion.WithHold(),
 		fakeminion.WithResult(receipt.ProfileConfigure, fakeminion.Result{Status: receipt.StatusFailed, Passed: 1, Total: 2}))
@@ -66,7 +77,13 @@ func TestForgedReturnsAreNeverEvidence(t *testing.T) {
 	d := e.dispatcher(WithHooks(h.hooks()))
 	req := uuid.NewString()
 	mustStart(t, d, receipt.ProfileConfigure, m.ID(), req)
-	c := waitPhase(t, d, req, claims.PhaseDispatched)
+	return forgeryTarget{e: e, m: m, h: h, d: d, req: req, c: waitPhase(t, d, req, claims.PhaseDispatched)}
+}
+
+func TestForgedReturnsAreNeverEvidence(t *testing.T) {
+	t.Parallel()
+	ft := startForgeryTarget(t)
+	e, m, h, d, req, c := ft.e, ft.m, ft.h, ft.d, ft.req, ft.c
 	if c.MinionKeySHA256 == "" || c.MinionKeySHA256 != keyFingerprint(&m.Key().PublicKey) {
 		t.Fatalf("fingerprint not pinned at preflight: %q", c.MinionKeySHA256)
 	}

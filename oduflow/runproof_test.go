@@ -108,14 +108,8 @@ func TestRunReturnProof(t *testing.T) {
 	for name, forge := range forgeries {
 		t.Run("forged "+name, func(t *testing.T) {
 			t.Parallel()
-			e := startSim(t)
-			m := e.addMinion(fakeminion.WithHold(),
-				fakeminion.WithResult(receipt.ProfileConfigure, fakeminion.Result{Status: receipt.StatusFailed, Passed: 1, Total: 2}))
-			h := newRecHooks()
-			d := e.dispatcher(WithHooks(h.hooks()))
-			req := uuid.NewString()
-			mustStart(t, d, receipt.ProfileConfigure, m.ID(), req)
-			c := waitPhase(t, d, req, claims.PhaseDispatched)
+			ft := startForgeryTarget(t)
+			e, m, h, d, req, c := ft.e, ft.m, ft.h, ft.d, ft.req, ft.c
 			nonce := runNonceOf(t, e.sim, c.JID)
 			if receiptproof.ValidateNonce(nonce) != nil {
 				t.Fatal("the run publication carried no valid proof nonce")
